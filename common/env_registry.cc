@@ -1,0 +1,173 @@
+#include "common/env_registry.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "common/check.h"
+#include "common/strings.h"
+
+extern char** environ;
+
+namespace ds {
+namespace {
+
+using T = EnvType;
+constexpr EnvScope S = EnvScope::kSetting;
+constexpr EnvScope W = EnvScope::kWorkerContract;
+
+// One line per variable. Keep sorted by subsystem, settings before contract.
+const std::vector<EnvParam> kParams = {
+    // Logging.
+    {"DSLAUNCH_LOG", T::kString, "WARN", S, "diagnostic level: NONE, WARN, INFO or DEBUG"},
+    {"DSLAUNCH_LOG_SUBSYS", T::kString, "ALL", S, "comma list of subsystems to log (INIT,SSH,AGENT,COORD,HB,STORE,PROTO,PROC,TRAIN,COMM,CKPT); ^X excludes"},
+    {"DSLAUNCH_COLOR", T::kString, "auto", S, "color rank prefixes: auto (on a TTY), always, never"},
+    // Launcher.
+    {"DSLAUNCH_AGENT_PATH", T::kString, "", S, "path of dsagent on the nodes (default: next to dslaunch)"},
+    {"DSLAUNCH_DSTRAIN_PATH", T::kString, "", S, "path of dstrain on the nodes (default: next to dslaunch)"},
+    {"DSLAUNCH_CONNECT_TIMEOUT", T::kSeconds, "10s", S, "SSH connect timeout per host"},
+    {"DSLAUNCH_STOP_GRACE", T::kSeconds, "1s", S, "time between SIGTERM and SIGKILL when stopping workers"},
+    // Agent.
+    {"DSLAUNCH_SECRET_FD", T::kInt, "", S, "agent: fd to read the job secret from (default: stdin)"},
+    // Worker contract: set by dslaunch for every worker.
+    {"DSLAUNCH_JOB_ID", T::kString, "", W, "the job's id"},
+    {"DSLAUNCH_GENERATION", T::kInt, "0", W, "generation number (increments on every restart)"},
+    {"DSLAUNCH_RESTART_COUNT", T::kInt, "0", W, "restarts so far, job-wide"},
+    {"DSLAUNCH_STORE_ADDR", T::kString, "", W, "host:port of the coordinator's key/value store"},
+    {"DSLAUNCH_STORE_TOKEN", T::kString, "", W, "credential for the store, valid for this generation"},
+    {"DSLAUNCH_STORE_PATH", T::kString, "", W, "directory of a file store (standalone runs without dslaunch)"},
+    {"DSLAUNCH_HEARTBEAT_ADDR", T::kString, "", W, "host:port of the local agent's step heartbeat endpoint"},
+    {"DSLAUNCH_CHECKPOINT_DIR", T::kString, "", W, "checkpoint directory of the job"},
+    {"DSLAUNCH_TRAINER_CONFIG", T::kString, "", W, "the job file's trainer: section as YAML text (dstrain)"},
+    {"DSLAUNCH_HOST", T::kString, "", W, "the node's host name as written in the hostfile"},
+    {"DSLAUNCH_COLLECTIVE_TIMEOUT", T::kSeconds, "60s", S, "dstrain: a collective that takes longer fails"},
+    {"RANK", T::kInt, "0", W, "global rank of this worker"},
+    {"LOCAL_RANK", T::kInt, "0", W, "rank of this worker on its node"},
+    {"WORLD_SIZE", T::kInt, "1", W, "number of workers in the job"},
+    {"LOCAL_WORLD_SIZE", T::kInt, "1", W, "number of workers on this node"},
+    {"GROUP_RANK", T::kInt, "0", W, "node rank"},
+    {"GROUP_WORLD_SIZE", T::kInt, "1", W, "number of nodes"},
+    {"ROLE_RANK", T::kInt, "0", W, "same as RANK (single role)"},
+    {"ROLE_WORLD_SIZE", T::kInt, "1", W, "same as WORLD_SIZE (single role)"},
+    {"CROSS_RANK", T::kInt, "0", W, "DeepSpeed: node rank"},
+    {"CROSS_SIZE", T::kInt, "1", W, "DeepSpeed: number of nodes"},
+    {"LOCAL_SIZE", T::kInt, "1", W, "DeepSpeed: workers on this node"},
+    {"MASTER_ADDR", T::kString, "127.0.0.1", W, "address of node rank 0 reachable from every node"},
+    {"MASTER_PORT", T::kInt, "29500", W, "port reserved on node rank 0 for this generation"},
+    {"NCCL_SOCKET_IFNAME", T::kString, "", W, "interface that routes to MASTER_ADDR (unless the user set it)"},
+    {"GLOO_SOCKET_IFNAME", T::kString, "", W, "interface that routes to MASTER_ADDR (unless the user set it)"},
+    {"CUDA_VISIBLE_DEVICES", T::kString, "", W, "GPUs assigned to this worker"},
+    {"OMP_NUM_THREADS", T::kInt, "", W, "threads per worker (cores / local workers when unset)"},
+};
+
+const char* TypeName(EnvType t) {
+  switch (t) {
+    case T::kString: return "string";
+    case T::kInt: return "int";
+    case T::kBool: return "bool";
+    case T::kSeconds: return "duration";
+  }
+  return "?";
+}
+
+const EnvParam& Lookup(const char* name) {
+  const EnvParam* p = FindEnvParam(name);
+  DS_CHECK_MSG(p != nullptr, name);
+  return *p;
+}
+
+void WarnMalformed(const EnvParam& p, const std::string& value, const char* expected) {
+  std::cerr << "dslaunch: warning: " << p.name << "='" << value << "': expected " << expected
+            << ", using the default '" << p.default_value << "'\n";
+}
+
+}  // namespace
+
+const std::vector<EnvParam>& EnvParams() { return kParams; }
+
+const EnvParam* FindEnvParam(const std::string& name) {
+  for (const auto& p : kParams)
+    if (name == p.name) return &p;
+  return nullptr;
+}
+
+std::optional<std::string> GetAnyEnv(const std::string& name) {
+  const char* v = std::getenv(name.c_str());
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
+}
+
+std::optional<std::string> EnvRaw(const char* name) {
+  Lookup(name);
+  return GetAnyEnv(name);
+}
+
+std::string EnvString(const char* name) {
+  const EnvParam& p = Lookup(name);
+  auto v = GetAnyEnv(name);
+  return v && !v->empty() ? *v : std::string(p.default_value);
+}
+
+int64_t EnvInt(const char* name) {
+  const EnvParam& p = Lookup(name);
+  auto v = GetAnyEnv(name);
+  if (v && !v->empty()) {
+    if (auto n = ParseInt(*v)) return *n;
+    WarnMalformed(p, *v, "an integer");
+  }
+  return ParseInt(p.default_value).value_or(0);
+}
+
+bool EnvBool(const char* name) {
+  const EnvParam& p = Lookup(name);
+  auto v = GetAnyEnv(name);
+  if (v && !v->empty()) {
+    if (*v == "1" || *v == "true" || *v == "yes" || *v == "on") return true;
+    if (*v == "0" || *v == "false" || *v == "no" || *v == "off") return false;
+    WarnMalformed(p, *v, "1/0, true/false, yes/no or on/off");
+  }
+  return std::strcmp(p.default_value, "1") == 0 || std::strcmp(p.default_value, "true") == 0;
+}
+
+double EnvSeconds(const char* name) {
+  const EnvParam& p = Lookup(name);
+  auto v = GetAnyEnv(name);
+  if (v && !v->empty()) {
+    if (auto s = ParseSeconds(*v)) return *s;
+    WarnMalformed(p, *v, "a duration such as 500ms, 3s or 2m");
+  }
+  return ParseSeconds(p.default_value).value_or(0);
+}
+
+std::vector<std::pair<std::string, std::string>> ProcessEnvironment() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (char** e = environ; e && *e; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    if (!eq) continue;
+    out.emplace_back(std::string(*e, eq - *e), std::string(eq + 1));
+  }
+  return out;
+}
+
+std::string FormatEnvTable() {
+  std::string out;
+  for (EnvScope scope : {EnvScope::kSetting, EnvScope::kWorkerContract}) {
+    out += scope == EnvScope::kSetting ? "Settings (read by dslaunch, dsagent, dstrain):\n"
+                                       : "\nWorker contract (set by dslaunch for every worker):\n";
+    out += fmt::format("  {:<28} {:<9} {:<10} {:<14} {}\n", "NAME", "TYPE", "DEFAULT", "CURRENT", "HELP");
+    for (const auto& p : kParams) {
+      if (p.scope != scope) continue;
+      auto cur = GetAnyEnv(p.name);
+      std::string shown = cur ? *cur : "-";
+      if (shown.size() > 14) shown = shown.substr(0, 11) + "...";
+      if (std::strcmp(p.name, "DSLAUNCH_STORE_TOKEN") == 0 && cur) shown = "(hidden)";
+      out += fmt::format("  {:<28} {:<9} {:<10} {:<14} {}\n", p.name, TypeName(p.type),
+                         *p.default_value ? p.default_value : "-", shown, p.help);
+    }
+  }
+  return out;
+}
+
+}  // namespace ds

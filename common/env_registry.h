@@ -1,0 +1,54 @@
+// The registry of every environment variable dslaunch reads (NCCL_PARAM
+// style). Each variable is declared once in env_registry.cc with its type,
+// default and one line of help; env_registry.cc is the only file that calls
+// getenv. `dslaunch env` prints the table. Thread-safe for reads (the process
+// environment must not be modified concurrently).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ds {
+
+enum class EnvType { kString, kInt, kBool, kSeconds };
+
+// Who sets a variable: the user (a setting), or dslaunch for its workers (the
+// worker contract, read by dstrain and any torchrun-style program).
+enum class EnvScope { kSetting, kWorkerContract };
+
+struct EnvParam {
+  const char* name;
+  EnvType type;
+  const char* default_value;  // as text; "" = unset
+  EnvScope scope;
+  const char* help;
+};
+
+// All registered variables, in table order.
+const std::vector<EnvParam>& EnvParams();
+
+// The registered parameter `name`, or nullptr.
+const EnvParam* FindEnvParam(const std::string& name);
+
+// Typed reads. `name` must be registered (checked). An unset or empty
+// variable yields its default; a malformed value yields the default and a
+// warning on stderr naming the variable and what was expected.
+std::string EnvString(const char* name);
+int64_t EnvInt(const char* name);
+bool EnvBool(const char* name);
+double EnvSeconds(const char* name);
+// The raw value if the variable is set (even when empty); nullopt otherwise.
+std::optional<std::string> EnvRaw(const char* name);
+
+// Any variable, registered or not (used to snapshot the environment for child
+// processes and to read user-provided names such as $HOME).
+std::optional<std::string> GetAnyEnv(const std::string& name);
+std::vector<std::pair<std::string, std::string>> ProcessEnvironment();
+
+// The table as `dslaunch env` prints it, with current values.
+std::string FormatEnvTable();
+
+}  // namespace ds

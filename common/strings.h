@@ -1,0 +1,34 @@
+// Small string helpers shared by the parsers: strict integer parsing, trimming,
+// splitting, and "did you mean" suggestions. Pure functions, thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ds {
+
+std::string_view Trim(std::string_view s);
+std::vector<std::string> Split(std::string_view s, char sep);
+bool StartsWith(std::string_view s, std::string_view prefix);
+
+// Parses the whole of `s` as a base-10 integer; nullopt on any garbage
+// ("4abc", "", " 4", overflow).
+std::optional<int64_t> ParseInt(std::string_view s);
+
+// Parses a duration: "250ms", "3s", "2m", "1h" or a bare number of seconds.
+std::optional<double> ParseSeconds(std::string_view s);
+
+// Levenshtein distance.
+size_t EditDistance(std::string_view a, std::string_view b);
+
+// The candidate closest to `word` if it is close enough to be a likely typo
+// (distance <= max(1, len/3)); empty otherwise.
+std::string DidYouMean(std::string_view word, const std::vector<std::string>& candidates);
+
+// Quotes `s` for a POSIX shell (single quotes), only when needed.
+std::string ShellQuote(std::string_view s);
+
+}  // namespace ds

@@ -1,0 +1,47 @@
+// Hostfile: DeepSpeed's grammar, one host per line.
+//
+//   # comment
+//   worker-0 slots=4                    # trailing comment
+//   worker-1 slots=4 ssh_port=2222 user=ubuntu NCCL_SOCKET_IFNAME=ens1
+//   [fe80::1] slots=2
+//
+// Parsing is pure: ParseHostfile never touches the network or the disk
+// (LoadHostfile reads the file, then parses). Errors name file:line, show the
+// line with a caret under the offending token, and say what was expected.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace ds {
+
+struct HostEntry {
+  std::string name;              // as written, brackets stripped for IPv6
+  int slots = 1;                 // > 0
+  int line = 0;                  // 1-based line in the hostfile (0 = synthesized)
+  std::optional<int> ssh_port;   // ssh_port=N
+  std::string user;              // user=NAME
+  std::map<std::string, std::string> env;  // other KEY=VALUE (e.g. NCCL_SOCKET_IFNAME)
+};
+
+struct Hostfile {
+  std::string path;              // "" when synthesized (local default)
+  std::vector<HostEntry> hosts;  // file order
+};
+
+// Parses hostfile text; `path` is used in error messages only.
+Result<Hostfile> ParseHostfile(const std::string& text, const std::string& path);
+
+// Reads and parses `path`; a missing or unreadable file is an error (never a
+// silent fallback to a local run).
+Result<Hostfile> LoadHostfile(const std::string& path);
+
+// The default without --hostfile: the local machine, one slot per GPU where
+// GPUs exist, else one per CPU core.
+Hostfile LocalHostfile(int cpus, int gpus);
+
+}  // namespace ds

@@ -1,0 +1,1 @@
+#include "launcher/job_spec.h"

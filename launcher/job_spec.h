@@ -1,0 +1,54 @@
+// JobSpec: what to run, read from a job file (train.yaml) or built from the
+// command line (`train.py --deepspeed ds.json`, `-- any command`). Pure data
+// plus the parser; validation errors name file:line:col and the key, with a
+// "did you mean" for near misses.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+
+namespace ds {
+
+struct ElasticOptions {
+  int min_nodes = 1;                // below this the job fails
+  int max_nodes = 0;                // 0 = every selected host; extra hosts wait as standbys
+  int max_restarts = 0;             // job-wide restart budget
+  double heartbeat_interval = 1.0;  // seconds between agent heartbeats
+  double heartbeat_timeout = 5.0;   // an agent silent this long is lost
+  double hang_timeout = 0.0;        // a worker whose step heartbeat stalls this long is hung; 0 = off
+  bool rejoin = true;               // a lost node that comes back joins at the next generation
+};
+
+struct NetworkOptions {
+  std::string interface;    // forces NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME on every node; "" = detect
+  std::string master_addr;  // "" = node rank 0's address that routes to the coordinator
+  int master_port = 0;      // 0 = pick a free port per generation
+};
+
+struct JobSpec {
+  std::string path;                        // job file path, "" when built from the command line
+  std::vector<std::string> command;        // argv of each worker; empty when `trainer` is set
+  std::string trainer_yaml;                // the trainer: section as YAML text; "" when `command` is set
+  int procs_per_node = 0;                  // 0 = the host's slots
+  std::vector<std::pair<std::string, std::string>> env;  // extra worker environment, in order
+  std::string working_dir;                 // "" = the launcher's current directory
+  std::string log_dir;                     // per-rank log files; "" = none
+  std::string checkpoint_dir;              // DSLAUNCH_CHECKPOINT_DIR; "" = none
+  ElasticOptions elastic;
+  NetworkOptions network;
+};
+
+// Parses a job file's YAML text. `path` is used in messages only.
+Result<JobSpec> ParseJobFile(const std::string& text, const std::string& path);
+Result<JobSpec> LoadJobFile(const std::string& path);
+
+// DeepSpeed's form: `train.py args... [--deepspeed ds_config.json]` runs as
+// `python3 -u train.py args...`; any other argv runs as is.
+JobSpec JobSpecFromCommand(const std::vector<std::string>& argv);
+
+}  // namespace ds

@@ -1,0 +1,57 @@
+// LaunchPlan: hosts x slots -> node ranks, global ranks, local ranks and the
+// per-rank environment (the torchrun contract plus DeepSpeed's names and
+// DSLAUNCH_*). Pure and deterministic: same inputs, same plan.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+#include "launcher/job_spec.h"
+#include "launcher/selection.h"
+
+namespace ds {
+
+using EnvList = std::vector<std::pair<std::string, std::string>>;
+
+struct NodePlan {
+  HostEntry host;          // hostfile entry (name, ssh_port, user, per-host env)
+  int node_rank = 0;
+  int first_rank = 0;      // global rank of local rank 0
+  std::vector<int> slots;  // device/slot index per local rank (CUDA_VISIBLE_DEVICES where GPUs)
+  int num_workers() const { return static_cast<int>(slots.size()); }
+};
+
+struct LaunchPlan {
+  JobSpec job;
+  std::vector<NodePlan> nodes;  // node rank order
+  int world_size = 0;
+  bool use_gpus = false;        // assign CUDA_VISIBLE_DEVICES per rank
+};
+
+// What a generation knows that the static plan does not.
+struct GenerationInfo {
+  std::string job_id;
+  int generation = 0;
+  int restart_count = 0;
+  std::string master_addr;      // node rank 0's reachable address
+  int master_port = 0;
+  std::string store_addr;       // host:port
+  std::string store_token;
+  std::string heartbeat_addr;   // per node: the agent's endpoint (filled by the agent)
+  std::string socket_ifname;    // per node: interface routing to master (filled by the agent)
+  int cpus_on_node = 0;         // for OMP_NUM_THREADS
+};
+
+Result<LaunchPlan> MakePlan(const std::vector<SelectedHost>& hosts, const JobSpec& job, bool use_gpus);
+
+// The environment dslaunch adds for one worker, in a stable order. Values
+// the user set (job env:, hostfile per-host keys) win over detected ones
+// (e.g. NCCL_SOCKET_IFNAME). `inherited` is the environment the worker would
+// otherwise inherit, used to decide "unless the user set it".
+EnvList WorkerEnv(const LaunchPlan& plan, int node_index, int local_rank,
+                  const GenerationInfo& gen, const EnvList& inherited);
+
+}  // namespace ds
