@@ -1,0 +1,48 @@
+// dsagent: the per-node agent of a dslaunch job. One runs on every node; it
+// connects back to the coordinator inside dslaunch, authenticates, reports
+// node facts, and on Assign spawns and supervises its workers. It never
+// decides policy: it reports and obeys.
+//
+// Command line (stable; the local, ssh and pdsh spawners build it):
+//
+//   dsagent --coordinator HOST:PORT --node-index N --job-id ID
+//           [--bind ADDR] [--host NAME]
+//
+//   --coordinator HOST:PORT  where dslaunch's coordinator listens
+//   --node-index N           this node's position in the launch plan (0-based)
+//   --job-id ID              the job's id (also part of the HMAC challenge)
+//   --bind ADDR              local address for the coordinator connection, the
+//                            step-heartbeat socket and MASTER_PORT reservation
+//                            (e.g. 127.0.0.2 so one machine hosts many nodes);
+//                            default: the address that routes to the coordinator
+//   --host NAME              the node's name as written in the hostfile
+//                            (default: gethostname())
+//
+// The job secret is NEVER on the command line or in the environment: it is the
+// first line of stdin (hex, as written by the spawner), or, when
+// DSLAUNCH_SECRET_FD=N is set, the first line read from fd N. The agent closes
+// that fd after reading and never logs the secret.
+//
+// Exit codes: 0 the coordinator said Shutdown; 2 bad command line or no
+// secret; 3 could not connect or authenticate; 4 lost the coordinator
+// (connection closed or heartbeats stopped; its workers were killed first).
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "agent/agent.h"
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto opts = ds::ParseAgentArgs(args);
+  if (!opts.ok()) {
+    std::cerr << "dsagent: " << opts.status().message() << "\n" << ds::AgentUsage();
+    return 2;
+  }
+  auto secret = ds::ReadAgentSecret();
+  if (!secret.ok()) {
+    std::cerr << "dsagent: " << secret.status().message() << "\n";
+    return 2;
+  }
+  return ds::RunAgent(*opts, *secret);
+}
