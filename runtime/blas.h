@@ -1,0 +1,17 @@
+// BLAS setup for the trainer: how many threads OpenBLAS may use. A worker
+// shares its node's cores with LOCAL_WORLD_SIZE - 1 others, so the default
+// is OMP_NUM_THREADS (which dslaunch sets) or cores / LOCAL_WORLD_SIZE.
+// Call once at startup, before any other thread uses BLAS.
+#pragma once
+
+namespace ds::rt {
+
+// Sets the OpenBLAS thread count: `threads` if > 0, else OMP_NUM_THREADS
+// from the environment registry, else max(1, cores / LOCAL_WORLD_SIZE).
+// Returns the count set.
+int ConfigureBlasThreads(int threads = 0);
+
+// The count OpenBLAS currently uses.
+int BlasThreads();
+
+}  // namespace ds::rt
