@@ -28,6 +28,8 @@ const std::vector<EnvParam> kParams = {
     {"DSLAUNCH_AGENT_PATH", T::kString, "", S, "path of dsagent on the nodes (default: next to dslaunch)"},
     {"DSLAUNCH_DSTRAIN_PATH", T::kString, "", S, "path of dstrain on the nodes (default: next to dslaunch)"},
     {"DSLAUNCH_CONNECT_TIMEOUT", T::kSeconds, "10s", S, "SSH connect timeout per host"},
+    {"DSLAUNCH_SSH_CONFIG", T::kString, "", S, "ssh config file read by the ssh spawner and check (default ~/.ssh/config)"},
+    {"DSLAUNCH_SSH_STRICT_HOST_KEY_CHECKING", T::kString, "accept-new", S, "host key policy: yes, accept-new (add unknown hosts) or no (warns on every connection)"},
     {"DSLAUNCH_STOP_GRACE", T::kSeconds, "1s", S, "time between SIGTERM and SIGKILL when stopping workers"},
     // Agent.
     {"DSLAUNCH_SECRET_FD", T::kInt, "", S, "agent: fd to read the job secret from (default: stdin)"},
