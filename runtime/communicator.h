@@ -1,0 +1,83 @@
+// Communicator: the collectives dstrain's ZeRO engine needs, over a fixed
+// group of `size()` ranks. Every call is blocking and collective (all ranks
+// call it in the same order with matching sizes) and bounded by the
+// communicator's timeout.
+//
+// Error policy (Gloo docs/errors.md): any failure (a peer died, a timeout, a
+// broken connection) throws CommError, after which this communicator is
+// unusable and must be rebuilt; the caller normally exits and lets dslaunch
+// restart the generation. Misuse (mismatched sizes on this rank) is a check.
+// Not thread-safe: one thread drives a communicator.
+//
+// 16-bit buffers (fp16 / bf16) are passed as uint16_t with their format, and
+// are summed in fp32 then rounded back (round to nearest even).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ds::rt {
+
+// "This communicator is unusable, rebuild it."
+class CommError : public std::runtime_error {
+ public:
+  explicit CommError(const std::string& what) : std::runtime_error(what) {}
+};
+
+enum class Half16 { kFp16, kBf16 };
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::chrono::milliseconds timeout() const = 0;
+
+  // data[0..n) becomes the element-wise sum over ranks, on every rank.
+  virtual void AllReduceSum(float* data, size_t n) = 0;
+  virtual void AllReduceSum(uint16_t* data, size_t n, Half16 format) = 0;
+  virtual void AllReduceSum(double* data, size_t n) = 0;
+
+  // in[0..sum(counts)) is summed over ranks; this rank receives the slice
+  // [sum(counts[0..rank)), +counts[rank]) into out. `in` may be clobbered.
+  virtual void ReduceScatter(float* in, float* out, const std::vector<size_t>& counts) = 0;
+  virtual void ReduceScatter(uint16_t* in, uint16_t* out, const std::vector<size_t>& counts,
+                             Half16 format) = 0;
+
+  // Rank r contributes in[0..counts[r]); out[0..sum(counts)) receives all
+  // contributions in rank order, on every rank.
+  virtual void AllGather(const float* in, float* out, const std::vector<size_t>& counts) = 0;
+  virtual void AllGather(const uint16_t* in, uint16_t* out, const std::vector<size_t>& counts) = 0;
+
+  // bytes[0..n) of `root` are copied to every rank.
+  virtual void Broadcast(void* data, size_t n, int root) = 0;
+
+  // Returns once every rank has entered the barrier.
+  virtual void Barrier() = 0;
+};
+
+// A communicator for one rank alone: every collective is a local copy. Used
+// by single-process runs and as the reference in tests.
+class LocalCommunicator : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::chrono::milliseconds timeout() const override { return std::chrono::hours(1); }
+  void AllReduceSum(float*, size_t) override {}
+  void AllReduceSum(uint16_t*, size_t, Half16) override {}
+  void AllReduceSum(double*, size_t) override {}
+  void ReduceScatter(float* in, float* out, const std::vector<size_t>& counts) override;
+  void ReduceScatter(uint16_t* in, uint16_t* out, const std::vector<size_t>& counts,
+                     Half16) override;
+  void AllGather(const float* in, float* out, const std::vector<size_t>& counts) override;
+  void AllGather(const uint16_t* in, uint16_t* out, const std::vector<size_t>& counts) override;
+  void Broadcast(void*, size_t, int) override {}
+  void Barrier() override {}
+};
+
+}  // namespace ds::rt

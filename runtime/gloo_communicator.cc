@@ -1,0 +1,255 @@
+#include "runtime/gloo_communicator.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <numeric>
+
+#include <fmt/format.h>
+#include <gloo/allgatherv.h>
+#include <gloo/allreduce.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/reduce_scatter.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include "common/check.h"
+#include "common/log.h"
+#include "runtime/half.h"
+
+namespace ds::rt {
+namespace {
+
+template <typename T>
+void SumInto(void* c, const void* a, const void* b, size_t n) {
+  T* out = static_cast<T*>(c);
+  const T* x = static_cast<const T*>(a);
+  const T* y = static_cast<const T*>(b);
+  for (size_t i = 0; i < n; ++i) out[i] = x[i] + y[i];
+}
+
+void SumFp16(void* c, const void* a, const void* b, size_t n) {
+  auto* out = static_cast<uint16_t*>(c);
+  const auto* x = static_cast<const uint16_t*>(a);
+  const auto* y = static_cast<const uint16_t*>(b);
+  for (size_t i = 0; i < n; ++i) out[i] = FloatToHalf(HalfToFloat(x[i]) + HalfToFloat(y[i]));
+}
+
+void SumBf16(void* c, const void* a, const void* b, size_t n) {
+  auto* out = static_cast<uint16_t*>(c);
+  const auto* x = static_cast<const uint16_t*>(a);
+  const auto* y = static_cast<const uint16_t*>(b);
+  for (size_t i = 0; i < n; ++i) out[i] = FloatToBf16(Bf16ToFloat(x[i]) + Bf16ToFloat(y[i]));
+}
+
+size_t Offset(const std::vector<size_t>& counts, int rank) {
+  return std::accumulate(counts.begin(), counts.begin() + rank, size_t{0});
+}
+
+}  // namespace
+
+std::string LocalAddressTowards(const std::string& master_addr) {
+  sockaddr_in dst{};
+  dst.sin_family = AF_INET;
+  dst.sin_port = htons(9);
+  if (master_addr.empty() || inet_pton(AF_INET, master_addr.c_str(), &dst.sin_addr) != 1)
+    return "127.0.0.1";
+  if ((ntohl(dst.sin_addr.s_addr) >> 24) == 127) return "127.0.0.1";
+  int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  if (fd < 0) return "127.0.0.1";
+  std::string out = "127.0.0.1";
+  sockaddr_in local{};
+  socklen_t len = sizeof(local);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&dst), sizeof(dst)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0) {
+    char buf[INET_ADDRSTRLEN];
+    if (inet_ntop(AF_INET, &local.sin_addr, buf, sizeof(buf))) out = buf;
+  }
+  close(fd);
+  return out;
+}
+
+std::unique_ptr<GlooCommunicator> GlooCommunicator::Connect(gloo::rendezvous::Store& store,
+                                                            int rank, int size,
+                                                            const GlooOptions& options) {
+  DS_CHECK(size >= 1 && rank >= 0 && rank < size);
+  gloo::transport::tcp::attr attr;
+  if (!options.iface.empty()) {
+    attr.iface = options.iface;
+  } else {
+    attr.hostname = LocalAddressTowards(options.master_addr);
+  }
+  try {
+    auto device = gloo::transport::tcp::CreateDevice(attr);
+    auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
+    context->setTimeout(options.timeout);
+    context->connectFullMesh(store, device);
+    DS_LOG(Info, Comm) << "gloo: rank " << rank << "/" << size << " connected on "
+                       << device->str();
+    return std::unique_ptr<GlooCommunicator>(
+        new GlooCommunicator(std::move(context), rank, size, options.timeout));
+  } catch (const std::exception& e) {
+    throw CommError(fmt::format("rank {}: gloo connect ({} ranks, {}) failed: {}", rank, size,
+                                options.iface.empty() ? attr.hostname : options.iface,
+                                e.what()));
+  }
+}
+
+GlooCommunicator::GlooCommunicator(std::shared_ptr<gloo::Context> context, int rank, int size,
+                                   std::chrono::milliseconds timeout)
+    : context_(std::move(context)), rank_(rank), size_(size), timeout_(timeout) {}
+
+GlooCommunicator::~GlooCommunicator() = default;
+
+template <typename Fn>
+void GlooCommunicator::Run(const char* what, Fn&& fn) {
+  if (!broken_.empty())
+    throw CommError(fmt::format("rank {}: {}: communicator is unusable after: {}", rank_, what,
+                                broken_));
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    broken_ = fmt::format("{} failed: {}", what, e.what());
+    throw CommError(fmt::format("rank {}: {}", rank_, broken_));
+  }
+}
+
+void GlooCommunicator::AllReduceSum(float* data, size_t n) {
+  if (size_ == 1 || n == 0) return;
+  Run("allreduce", [&] {
+    gloo::AllreduceOptions opts(context_);
+    opts.setOutput(data, n);
+    opts.setReduceFunction(&SumInto<float>);
+    opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+    opts.setTag(NextTag());
+    opts.setTimeout(timeout_);
+    gloo::allreduce(opts);
+  });
+}
+
+void GlooCommunicator::AllReduceSum(double* data, size_t n) {
+  if (size_ == 1 || n == 0) return;
+  Run("allreduce", [&] {
+    gloo::AllreduceOptions opts(context_);
+    opts.setOutput(data, n);
+    opts.setReduceFunction(&SumInto<double>);
+    opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+    opts.setTag(NextTag());
+    opts.setTimeout(timeout_);
+    gloo::allreduce(opts);
+  });
+}
+
+void GlooCommunicator::AllReduceSum(uint16_t* data, size_t n, Half16 format) {
+  if (size_ == 1 || n == 0) return;
+  Run("allreduce16", [&] {
+    gloo::AllreduceOptions opts(context_);
+    opts.setOutput(data, n);
+    opts.setReduceFunction(format == Half16::kFp16 ? &SumFp16 : &SumBf16);
+    opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+    opts.setTag(NextTag());
+    opts.setTimeout(timeout_);
+    gloo::allreduce(opts);
+  });
+}
+
+void GlooCommunicator::ReduceScatter(float* in, float* out, const std::vector<size_t>& counts) {
+  DS_CHECK(static_cast<int>(counts.size()) == size_);
+  const size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
+  if (size_ == 1) {
+    if (out != in) std::memcpy(out, in, counts[0] * sizeof(float));
+    return;
+  }
+  Run("reduce_scatter", [&] {
+    std::vector<int> recv(counts.begin(), counts.end());
+    // Gloo's halving-doubling reduce-scatter leaves this rank's slice at the
+    // front of the buffer.
+    gloo::ReduceScatterHalvingDoubling<float> algo(context_, {in}, static_cast<int>(total), recv);
+    algo.run();
+    std::memmove(out, in, counts[rank_] * sizeof(float));
+  });
+}
+
+void GlooCommunicator::ReduceScatter(uint16_t* in, uint16_t* out,
+                                     const std::vector<size_t>& counts, Half16 format) {
+  DS_CHECK(static_cast<int>(counts.size()) == size_);
+  // Gloo has no bf16 reduce-scatter: allreduce in 16 bit and keep our slice.
+  const size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
+  AllReduceSum(in, total, format);
+  std::memmove(out, in + Offset(counts, rank_), counts[rank_] * sizeof(uint16_t));
+}
+
+void GlooCommunicator::AllGatherBytes(const void* in, void* out,
+                                      const std::vector<size_t>& counts, size_t elem) {
+  DS_CHECK(static_cast<int>(counts.size()) == size_);
+  if (size_ == 1) {
+    if (out != in) std::memmove(out, in, counts[0] * elem);
+    return;
+  }
+  Run("allgather", [&] {
+    gloo::AllgathervOptions opts(context_);
+    std::vector<size_t> bytes(counts.size());
+    for (size_t i = 0; i < counts.size(); ++i) bytes[i] = counts[i] * elem;
+    opts.setInput(const_cast<char*>(static_cast<const char*>(in)), bytes[rank_]);
+    opts.setOutput(static_cast<char*>(out), bytes);
+    opts.setTag(NextTag());
+    opts.setTimeout(timeout_);
+    gloo::allgatherv(opts);
+  });
+}
+
+void GlooCommunicator::AllGather(const float* in, float* out, const std::vector<size_t>& counts) {
+  AllGatherBytes(in, out, counts, sizeof(float));
+}
+
+void GlooCommunicator::AllGather(const uint16_t* in, uint16_t* out,
+                                 const std::vector<size_t>& counts) {
+  AllGatherBytes(in, out, counts, sizeof(uint16_t));
+}
+
+void GlooCommunicator::Broadcast(void* data, size_t n, int root) {
+  if (size_ == 1 || n == 0) return;
+  Run("broadcast", [&] {
+    gloo::BroadcastOptions opts(context_);
+    if (rank_ == root) opts.setInput(static_cast<char*>(data), n);
+    opts.setOutput(static_cast<char*>(data), n);
+    opts.setRoot(root);
+    opts.setTag(NextTag());
+    opts.setTimeout(timeout_);
+    gloo::broadcast(opts);
+  });
+}
+
+void GlooCommunicator::Barrier() {
+  if (size_ == 1) return;
+  Run("barrier", [&] {
+    gloo::BarrierOptions opts(context_);
+    opts.setTag(NextTag());
+    opts.setTimeout(timeout_);
+    gloo::barrier(opts);
+  });
+}
+
+// LocalCommunicator (declared in communicator.h).
+void LocalCommunicator::ReduceScatter(float* in, float* out, const std::vector<size_t>& counts) {
+  if (out != in) std::memmove(out, in, counts[0] * sizeof(float));
+}
+void LocalCommunicator::ReduceScatter(uint16_t* in, uint16_t* out,
+                                      const std::vector<size_t>& counts, Half16) {
+  if (out != in) std::memmove(out, in, counts[0] * sizeof(uint16_t));
+}
+void LocalCommunicator::AllGather(const float* in, float* out, const std::vector<size_t>& counts) {
+  if (out != in) std::memmove(out, in, counts[0] * sizeof(float));
+}
+void LocalCommunicator::AllGather(const uint16_t* in, uint16_t* out,
+                                  const std::vector<size_t>& counts) {
+  if (out != in) std::memmove(out, in, counts[0] * sizeof(uint16_t));
+}
+
+}  // namespace ds::rt

@@ -1,0 +1,77 @@
+// GlooCommunicator: the Communicator on Gloo's TCP transport (CPU). All
+// algorithms are Gloo's: ring allreduce (gloo::allreduce), halving-doubling
+// reduce-scatter, allgatherv, broadcast and barrier. Bootstraps with
+// connectFullMesh over a gloo::rendezvous::Store (see gloo_store.h).
+//
+// The network interface is GLOO_SOCKET_IFNAME when set, otherwise the local
+// address that routes to MASTER_ADDR (loopback when MASTER_ADDR is local).
+// Every collective is bounded by `timeout`; any Gloo failure throws CommError
+// and leaves the communicator broken (later calls throw at once).
+// Not thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "runtime/communicator.h"
+
+namespace gloo {
+class Context;
+namespace rendezvous { class Store; }
+}  // namespace gloo
+
+namespace ds::rt {
+
+struct GlooOptions {
+  std::string iface;                               // e.g. "eth0"; empty = route to master_addr
+  std::string master_addr = "127.0.0.1";           // used to pick the local address
+  std::chrono::milliseconds timeout{60000};        // per collective, and for connecting
+};
+
+class GlooCommunicator : public Communicator {
+ public:
+  // Connects this rank with the others through `store` (all ranks must use
+  // the same store and prefix). Throws CommError on failure or timeout.
+  static std::unique_ptr<GlooCommunicator> Connect(gloo::rendezvous::Store& store, int rank,
+                                                   int size, const GlooOptions& options);
+  ~GlooCommunicator() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::chrono::milliseconds timeout() const override { return timeout_; }
+
+  void AllReduceSum(float* data, size_t n) override;
+  void AllReduceSum(uint16_t* data, size_t n, Half16 format) override;
+  void AllReduceSum(double* data, size_t n) override;
+  void ReduceScatter(float* in, float* out, const std::vector<size_t>& counts) override;
+  void ReduceScatter(uint16_t* in, uint16_t* out, const std::vector<size_t>& counts,
+                     Half16 format) override;
+  void AllGather(const float* in, float* out, const std::vector<size_t>& counts) override;
+  void AllGather(const uint16_t* in, uint16_t* out, const std::vector<size_t>& counts) override;
+  void Broadcast(void* data, size_t n, int root) override;
+  void Barrier() override;
+
+ private:
+  GlooCommunicator(std::shared_ptr<gloo::Context> context, int rank, int size,
+                   std::chrono::milliseconds timeout);
+  template <typename Fn>
+  void Run(const char* what, Fn&& fn);
+  void AllGatherBytes(const void* in, void* out, const std::vector<size_t>& counts,
+                      size_t elem);
+  uint32_t NextTag() { return tag_++; }
+
+  std::shared_ptr<gloo::Context> context_;
+  int rank_;
+  int size_;
+  std::chrono::milliseconds timeout_;
+  uint32_t tag_ = 1;
+  std::string broken_;  // why this communicator is unusable; empty = usable
+};
+
+// The local IPv4 address used to reach `master_addr` (a UDP connect, no
+// packet sent); "127.0.0.1" for loopback or when it cannot be determined.
+std::string LocalAddressTowards(const std::string& master_addr);
+
+}  // namespace ds::rt

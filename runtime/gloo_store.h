@@ -1,0 +1,60 @@
+// Rendezvous stores for Gloo's connectFullMesh:
+//  - StoreClientStore: a gloo::rendezvous::Store over ds::StoreClient (the
+//    coordinator's key/value store), so a worker needs no extra port or file.
+//  - OpenRendezvousStore: picks the store from the environment
+//    (DSLAUNCH_STORE_ADDR, else DSLAUNCH_STORE_PATH = a gloo FileStore
+//    directory for standalone multi-process runs) and prefixes every key
+//    with the job and generation so a restarted generation never reads the
+//    previous one's addresses.
+// Store methods throw CommError on failure (Gloo's contract is exceptions).
+// Not thread-safe.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include <gloo/rendezvous/store.h>
+
+#include "common/status.h"
+
+namespace ds {
+class StoreClient;
+}
+
+namespace ds::rt {
+
+class StoreClientStore : public gloo::rendezvous::Store {
+ public:
+  StoreClientStore(StoreClient& client, std::chrono::milliseconds timeout)
+      : client_(client), timeout_(timeout) {}
+  void set(const std::string& key, const std::vector<char>& data) override;
+  std::vector<char> get(const std::string& key) override;
+  void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
+  void wait(const std::vector<std::string>& keys,
+            const std::chrono::milliseconds& timeout) override;
+
+ private:
+  StoreClient& client_;
+  std::chrono::milliseconds timeout_;
+};
+
+// A store plus whatever owns its backing connection.
+struct RendezvousStore {
+  std::shared_ptr<void> backing;                    // StoreClient or FileStore
+  std::unique_ptr<gloo::rendezvous::Store> store;   // prefixed view used by Gloo
+  std::string description;                          // "store 10.0.0.1:29400" / "file /tmp/x"
+};
+
+struct RendezvousOptions {
+  std::string store_addr;   // DSLAUNCH_STORE_ADDR (host:port); wins over store_path
+  std::string store_token;  // DSLAUNCH_STORE_TOKEN
+  std::string store_path;   // DSLAUNCH_STORE_PATH (directory)
+  std::string prefix = "gloo/0";
+  std::chrono::milliseconds timeout{60000};
+};
+
+// Opens the store; an error says which variable to set when neither is.
+Result<RendezvousStore> OpenRendezvousStore(const RendezvousOptions& options);
+
+}  // namespace ds::rt

@@ -1,0 +1,317 @@
+#include "runtime/zero_engine.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "common/check.h"
+#include "common/log.h"
+
+namespace ds::rt {
+namespace {
+
+void To16(const float* in, uint16_t* out, size_t n, Precision p) {
+  if (p == Precision::kFp16) FloatToHalf(in, out, n); else FloatToBf16(in, out, n);
+}
+void From16(const uint16_t* in, float* out, size_t n, Precision p) {
+  if (p == Precision::kFp16) HalfToFloat(in, out, n); else Bf16ToFloat(in, out, n);
+}
+Half16 FormatOf(Precision p) { return p == Precision::kFp16 ? Half16::kFp16 : Half16::kBf16; }
+
+// dst += src in 16-bit storage (sum in fp32, rounded once).
+void Accumulate16(uint16_t* dst, const float* src, size_t n, Precision p) {
+  for (size_t i = 0; i < n; ++i) {
+    float v = (p == Precision::kFp16 ? HalfToFloat(dst[i]) : Bf16ToFloat(dst[i])) + src[i];
+    dst[i] = p == Precision::kFp16 ? FloatToHalf(v) : FloatToBf16(v);
+  }
+}
+
+}  // namespace
+
+ZeroEngine::ZeroEngine(Mlp& model, Communicator& comm, const Optimizer& optimizer,
+                       const ZeroOptions& options)
+    : model_(model),
+      comm_(comm),
+      optimizer_(optimizer),
+      options_(options),
+      layers_(LayersOf(model)),
+      owned_(layers_, options.stage == 0 ? 1 : comm.size(), options.stage == 0 ? 0 : comm.rank()),
+      saved_(layers_, comm.size(), comm.rank()),
+      num_params_(model.num_params()),
+      scaler_(options.loss_scaler) {
+  DS_CHECK(options.stage >= 0 && options.stage <= 3);
+  alias_master_ = !half() && options_.stage < 3;
+  if (options_.stage < 3) {
+    if (half()) compute16_.assign(num_params_, 0); else compute32_.assign(num_params_, 0.f);
+  }
+  if (!alias_master_) master_.assign(owned_.shard_size(), 0.f);
+  state_.assign(optimizer_.state_slots(), std::vector<float>(owned_.shard_size(), 0.f));
+  const size_t grad_size = options_.stage <= 1 ? num_params_ : owned_.shard_size();
+  if (half()) grad16_.assign(grad_size, 0); else grad32_.assign(grad_size, 0.f);
+  scratch_.resize(layers_.size());
+}
+
+ZeroEngine::~ZeroEngine() = default;
+
+float* ZeroEngine::MasterPtr(const Segment& s) {
+  return alias_master_ ? compute32_.data() + s.flat_offset : master_.data() + s.shard_offset;
+}
+const float* ZeroEngine::MasterPtr(const Segment& s) const {
+  return alias_master_ ? compute32_.data() + s.flat_offset : master_.data() + s.shard_offset;
+}
+
+void ZeroEngine::InitParams(uint64_t seed) {
+  std::vector<float> full(num_params_);
+  model_.Init(full.data(), seed);
+  for (const Segment& s : owned_.owned())
+    std::memcpy(MasterPtr(s), full.data() + s.flat_offset, s.len * sizeof(float));
+  if (options_.stage < 3 && half()) To16(full.data(), compute16_.data(), num_params_, options_.precision);
+  for (auto& st : state_) std::fill(st.begin(), st.end(), 0.f);
+  applied_steps_ = 0;
+  ZeroGrads();
+}
+
+// --- parameters -------------------------------------------------------------
+
+void ZeroEngine::GatherLayer(int layer, const float* own_master_piece, float* out) {
+  const Segment& seg = owned_.Owned(layer);
+  const auto& counts = owned_.LayerCounts(layer);
+  const size_t size = layers_[layer].size();
+  if (!half()) {
+    comm_.AllGather(own_master_piece, out, counts);
+    return;
+  }
+  std::vector<uint16_t> send(seg.len), recv(size);
+  To16(own_master_piece, send.data(), seg.len, options_.precision);
+  comm_.AllGather(send.data(), recv.data(), counts);
+  From16(recv.data(), out, size, options_.precision);
+}
+
+const float* ZeroEngine::Acquire(int layer) {
+  const LayerShape& shape = layers_[layer];
+  if (options_.stage < 3 && !half()) return compute32_.data() + shape.offset;
+  std::vector<float>& buf = scratch_[layer];
+  if (!buf.empty()) return buf.data();
+  buf.resize(shape.size());
+  if (options_.stage < 3) {
+    From16(compute16_.data() + shape.offset, buf.data(), shape.size(), options_.precision);
+  } else {
+    GatherLayer(layer, MasterPtr(owned_.Owned(layer)), buf.data());
+  }
+  return buf.data();
+}
+
+void ZeroEngine::Release(int layer) {
+  if (options_.stage < 3 && !half()) return;
+  std::vector<float>().swap(scratch_[layer]);  // freed, not just cleared
+}
+
+// --- gradients ---------------------------------------------------------------
+
+void ZeroEngine::AllReduceGrads(size_t lo, size_t hi) {
+  if (hi <= lo || comm_.size() == 1) return;
+  if (half()) comm_.AllReduceSum(grad16_.data() + lo, hi - lo, FormatOf(options_.precision));
+  else comm_.AllReduceSum(grad32_.data() + lo, hi - lo);
+}
+
+void ZeroEngine::LayerGrad(int layer, const float* grad, size_t n) {
+  const LayerShape& shape = layers_[layer];
+  DS_CHECK(n == shape.size());
+  if (options_.stage <= 1) {
+    if (half()) {
+      Accumulate16(grad16_.data() + shape.offset, grad, n, options_.precision);
+    } else {
+      float* g = grad32_.data() + shape.offset;
+      for (size_t i = 0; i < n; ++i) g[i] += grad[i];
+    }
+    if (last_micro_ && pending_hi_ - shape.offset >= options_.reduce_bucket_size) {
+      AllReduceGrads(shape.offset, pending_hi_);
+      pending_hi_ = shape.offset;
+    }
+    return;
+  }
+  // Stages 2, 3: reduce-scatter this layer now, keep only the owned piece.
+  const Segment& seg = owned_.Owned(layer);
+  const auto& counts = owned_.LayerCounts(layer);
+  if (half()) {
+    std::vector<uint16_t> buf(n), piece(seg.len);
+    To16(grad, buf.data(), n, options_.precision);
+    comm_.ReduceScatter(buf.data(), piece.data(), counts, FormatOf(options_.precision));
+    std::vector<float> f(seg.len);
+    From16(piece.data(), f.data(), seg.len, options_.precision);
+    Accumulate16(grad16_.data() + seg.shard_offset, f.data(), seg.len, options_.precision);
+  } else {
+    std::vector<float> buf(grad, grad + n), piece(seg.len);
+    comm_.ReduceScatter(buf.data(), piece.data(), counts);
+    float* g = grad32_.data() + seg.shard_offset;
+    for (size_t i = 0; i < seg.len; ++i) g[i] += piece[i];
+  }
+}
+
+void ZeroEngine::GradToFloat(const Segment& s, float* out) const {
+  const size_t at = options_.stage <= 1 ? s.flat_offset : s.shard_offset;
+  if (half()) From16(grad16_.data() + at, out, s.len, options_.precision);
+  else std::memcpy(out, grad32_.data() + at, s.len * sizeof(float));
+}
+
+void ZeroEngine::ZeroGrads() {
+  std::fill(grad32_.begin(), grad32_.end(), 0.f);
+  std::fill(grad16_.begin(), grad16_.end(), uint16_t{0});
+}
+
+BatchStats ZeroEngine::MicroBatch(const float* x, const int32_t* y, int batch,
+                                  int64_t global_batch, bool last) {
+  last_micro_ = last;
+  pending_hi_ = num_params_;
+  const double scale = options_.precision == Precision::kFp16 ? scaler_.scale() : 1.0;
+  BatchStats stats = model_.ForwardBackward(*this, x, y, batch,
+                                            static_cast<float>(scale / global_batch), *this);
+  if (last && options_.stage <= 1) AllReduceGrads(0, pending_hi_);
+  last_micro_ = false;
+  return stats;
+}
+
+// --- the optimizer step ----------------------------------------------------------
+
+StepResult ZeroEngine::Step(float lr) {
+  StepResult result;
+  result.loss_scale = options_.precision == Precision::kFp16 ? scaler_.scale() : 1.0;
+  // Local overflow flag and sum of squares over the owned partition.
+  double local[2] = {0, 0};
+  std::vector<float> g;
+  for (const Segment& s : owned_.owned()) {
+    g.resize(s.len);
+    GradToFloat(s, g.data());
+    if (HasInfOrNan(g.data(), s.len)) local[0] = 1;
+    local[1] += SumOfSquares(g.data(), s.len);
+  }
+  if (options_.stage > 0) comm_.AllReduceSum(local, 2);
+  const bool overflow = local[0] > 0;
+  result.grad_norm = std::sqrt(local[1]) / result.loss_scale;
+  bool skip = overflow;
+  if (options_.precision == Precision::kFp16) skip = scaler_.Update(overflow);
+  if (skip) {
+    DS_LOG(Info, Train) << "step skipped: gradient overflow (loss scale " << result.loss_scale << ")";
+    result.skipped = true;
+    ZeroGrads();
+    return result;
+  }
+  double coef = 1.0;
+  if (options_.gradient_clipping > 0 && result.grad_norm > options_.gradient_clipping)
+    coef = options_.gradient_clipping / (result.grad_norm + 1e-6);
+  const float factor = static_cast<float>(coef / result.loss_scale);
+  ++applied_steps_;
+  std::vector<float*> st(state_.size());
+  for (const Segment& s : owned_.owned()) {
+    g.resize(s.len);
+    GradToFloat(s, g.data());
+    if (factor != 1.f) for (float& v : g) v *= factor;
+    for (size_t k = 0; k < state_.size(); ++k) st[k] = state_[k].data() + s.shard_offset;
+    optimizer_.Step(MasterPtr(s), g.data(), st.data(), s.len, applied_steps_, lr);
+    if (options_.stage < 3 && half())
+      To16(MasterPtr(s), compute16_.data() + s.flat_offset, s.len, options_.precision);
+  }
+  // Stages 1, 2: every rank needs every layer's new compute params.
+  if (options_.stage == 1 || options_.stage == 2) {
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      const Segment& s = owned_.Owned(static_cast<int>(l));
+      const auto& counts = owned_.LayerCounts(static_cast<int>(l));
+      if (half()) {
+        std::vector<uint16_t> send(compute16_.begin() + s.flat_offset,
+                                   compute16_.begin() + s.flat_offset + s.len);
+        comm_.AllGather(send.data(), compute16_.data() + layers_[l].offset, counts);
+      } else {
+        std::vector<float> send(compute32_.begin() + s.flat_offset,
+                                compute32_.begin() + s.flat_offset + s.len);
+        comm_.AllGather(send.data(), compute32_.data() + layers_[l].offset, counts);
+      }
+    }
+  }
+  ZeroGrads();
+  return result;
+}
+
+// --- whole vectors, memory, checkpoints -----------------------------------------------
+
+std::vector<float> ZeroEngine::GatherComputeParams() {
+  std::vector<float> full(num_params_);
+  if (options_.stage < 3) {
+    if (half()) From16(compute16_.data(), full.data(), num_params_, options_.precision);
+    else full = compute32_;
+    return full;
+  }
+  for (size_t l = 0; l < layers_.size(); ++l)
+    GatherLayer(static_cast<int>(l), MasterPtr(owned_.Owned(static_cast<int>(l))),
+                full.data() + layers_[l].offset);
+  return full;
+}
+
+std::vector<float> ZeroEngine::GatherMasterParams() {
+  std::vector<float> full(num_params_);
+  if (options_.stage == 0) {
+    for (const Segment& s : owned_.owned())
+      std::memcpy(full.data() + s.flat_offset, MasterPtr(s), s.len * sizeof(float));
+    return full;
+  }
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const Segment& s = owned_.Owned(static_cast<int>(l));
+    std::vector<float> send(MasterPtr(s), MasterPtr(s) + s.len);
+    comm_.AllGather(send.data(), full.data() + layers_[l].offset,
+                    owned_.LayerCounts(static_cast<int>(l)));
+  }
+  return full;
+}
+
+MemoryReport ZeroEngine::Memory() const {
+  MemoryReport m;
+  m.params = compute32_.size() * sizeof(float) + compute16_.size() * sizeof(uint16_t);
+  m.grads = grad32_.size() * sizeof(float) + grad16_.size() * sizeof(uint16_t);
+  m.optimizer = master_.size() * sizeof(float);
+  for (const auto& s : state_) m.optimizer += s.size() * sizeof(float);
+  const double psi = static_cast<double>(num_params_), n = comm_.size();
+  switch (options_.stage) {
+    case 0: m.formula = 16 * psi; break;
+    case 1: m.formula = 4 * psi + 12 * psi / n; break;
+    case 2: m.formula = 2 * psi + 14 * psi / n; break;
+    default: m.formula = 16 * psi / n; break;
+  }
+  return m;
+}
+
+ShardState ZeroEngine::ExportShard() const {
+  ShardState out;
+  out.segments = saved_.owned();
+  out.master.resize(saved_.shard_size());
+  out.state.assign(state_.size(), std::vector<float>(saved_.shard_size()));
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const Segment& want = saved_.Owned(static_cast<int>(l));
+    // Stage 0 owns everything (world-1 partition): its shard offsets are flat offsets.
+    const Segment& have = owned_.Owned(static_cast<int>(l));
+    const size_t skip = want.flat_offset - have.flat_offset;
+    DS_CHECK(want.flat_offset >= have.flat_offset && skip + want.len <= have.len);
+    std::memcpy(out.master.data() + want.shard_offset, MasterPtr(have) + skip,
+                want.len * sizeof(float));
+    for (size_t k = 0; k < state_.size(); ++k)
+      std::memcpy(out.state[k].data() + want.shard_offset,
+                  state_[k].data() + have.shard_offset + skip, want.len * sizeof(float));
+  }
+  return out;
+}
+
+void ZeroEngine::ImportFull(const std::vector<float>& master,
+                            const std::vector<std::vector<float>>& state, int64_t applied_steps) {
+  DS_CHECK(master.size() == num_params_ && state.size() == state_.size());
+  for (const Segment& s : owned_.owned()) {
+    std::memcpy(MasterPtr(s), master.data() + s.flat_offset, s.len * sizeof(float));
+    for (size_t k = 0; k < state_.size(); ++k)
+      std::memcpy(state_[k].data() + s.shard_offset, state[k].data() + s.flat_offset,
+                  s.len * sizeof(float));
+  }
+  if (options_.stage < 3) {
+    if (half()) To16(master.data(), compute16_.data(), num_params_, options_.precision);
+    else compute32_ = master;
+  }
+  applied_steps_ = applied_steps;
+  ZeroGrads();
+}
+
+}  // namespace ds::rt

@@ -1,0 +1,136 @@
+// ZeroEngine: data-parallel training of an Mlp with ZeRO stages 0-3 over a
+// Communicator. It owns every parameter, gradient and optimizer-state buffer
+// of this rank and is the model's ParamSource and GradSink.
+//
+//   stage 0: full params, full grads (bucketed allreduce during the last
+//            micro-batch's backward), full optimizer state on every rank.
+//   stage 1: optimizer state (and fp32 master weights) partitioned: each rank
+//            updates its piece of every layer, then params are all-gathered.
+//   stage 2: + gradients reduce-scattered per layer to their owner during
+//            every micro-batch's backward; only the owned piece is kept.
+//   stage 3: + parameters partitioned: a layer is all-gathered just before
+//            the model uses it (forward and backward) and freed after.
+//
+// Mixed precision (fp16/bf16): compute params and grads are 16-bit, the
+// optimizer updates fp32 master weights; fp16 uses the dynamic loss scaler
+// and a global overflow check skips the step. Gradient clipping uses the
+// global L2 norm across all partitions. Collective calls throw CommError.
+// Not thread-safe; every rank must call the same methods in the same order.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "runtime/communicator.h"
+#include "runtime/half.h"
+#include "runtime/loss_scaler.h"
+#include "runtime/model.h"
+#include "runtime/optimizer.h"
+#include "runtime/zero_partition.h"
+
+namespace ds::rt {
+
+struct ZeroOptions {
+  int stage = 0;                             // 0..3
+  Precision precision = Precision::kFp32;    // compute params and grads
+  size_t reduce_bucket_size = 500'000'000;   // elements per gradient allreduce (stages 0, 1)
+  double gradient_clipping = 0;              // max global L2 norm; 0 = off
+  LossScalerConfig loss_scaler;              // used when precision == kFp16
+};
+
+struct StepResult {
+  bool skipped = false;    // overflow (inf/nan gradients): parameters unchanged
+  double grad_norm = 0;    // global L2 norm of the unscaled gradients, before clipping
+  double loss_scale = 1;   // the scale the gradients carried
+};
+
+// Bytes this rank keeps allocated between steps (transient per-layer buffers
+// excluded), and the ZeRO paper's figure for mixed-precision Adam.
+struct MemoryReport {
+  size_t params = 0;      // compute parameters (16-bit or fp32 copies)
+  size_t grads = 0;       // gradient buffers
+  size_t optimizer = 0;   // fp32 master weights (when separate) + optimizer states
+  size_t total() const { return params + grads + optimizer; }
+  double formula = 0;     // 16Ψ, 4Ψ+12Ψ/N, 2Ψ+14Ψ/N, 16Ψ/N
+};
+
+// A rank's piece of the training state for checkpoints: the N-way partition
+// of the flat vector (whatever the stage), master weights and optimizer state.
+struct ShardState {
+  std::vector<Segment> segments;         // flat ranges, shard_offset into data
+  std::vector<float> master;             // shard_size floats
+  std::vector<std::vector<float>> state; // state_slots() x shard_size
+};
+
+class ZeroEngine : private ParamSource, private GradSink {
+ public:
+  ZeroEngine(Mlp& model, Communicator& comm, const Optimizer& optimizer,
+             const ZeroOptions& options);
+  ~ZeroEngine() override;
+
+  // Initializes parameters from seed (identical on every rank; no comm).
+  void InitParams(uint64_t seed);
+
+  // Forward + backward of one micro-batch, accumulating gradients of
+  // sum(loss) / global_batch. `last` marks the last micro-batch before Step
+  // (stages 0/1 reduce then). Returns the local loss/accuracy sums.
+  BatchStats MicroBatch(const float* x, const int32_t* y, int batch, int64_t global_batch,
+                        bool last);
+
+  // Reduces what is left, checks overflow, clips, updates, re-gathers params.
+  StepResult Step(float lr);
+
+  // Full fp32 parameters as the model computes with them (collective in stage 3).
+  std::vector<float> GatherComputeParams();
+  // Full fp32 master weights (collective for stages 1-3).
+  std::vector<float> GatherMasterParams();
+
+  MemoryReport Memory() const;
+  int64_t applied_steps() const { return applied_steps_; }
+  LossScaler& loss_scaler() { return scaler_; }
+  const ZeroOptions& options() const { return options_; }
+
+  // Checkpoint support: this rank's piece (N-way partition) and loading from
+  // full vectors (reshard on load: any saved world size or stage).
+  ShardState ExportShard() const;
+  void ImportFull(const std::vector<float>& master, const std::vector<std::vector<float>>& state,
+                  int64_t applied_steps);
+
+ private:
+  const float* Acquire(int layer) override;
+  void Release(int layer) override;
+  void LayerGrad(int layer, const float* grad, size_t n) override;
+
+  float* MasterPtr(const Segment& s);
+  const float* MasterPtr(const Segment& s) const;
+  void GradToFloat(const Segment& s, float* out) const;  // owned segment's grads
+  void AllReduceGrads(size_t lo, size_t hi);
+  void GatherLayer(int layer, const float* own_master_piece, float* out);
+  void ZeroGrads();
+  bool half() const { return options_.precision != Precision::kFp32; }
+
+  Mlp& model_;
+  Communicator& comm_;
+  const Optimizer& optimizer_;
+  ZeroOptions options_;
+  std::vector<LayerShape> layers_;
+  ZeroPartition owned_;    // what this rank updates (world 1 for stage 0)
+  ZeroPartition saved_;    // N-way partition used for checkpoints
+  size_t num_params_;
+  LossScaler scaler_;
+  int64_t applied_steps_ = 0;
+
+  bool alias_master_;                       // fp32 and stage < 3: master = compute32_
+  std::vector<float> compute32_;            // stage < 3, fp32
+  std::vector<uint16_t> compute16_;         // stage < 3, 16-bit
+  std::vector<float> master_;               // owned shard, unless aliased
+  std::vector<std::vector<float>> state_;   // optimizer slots x owned shard
+  std::vector<float> grad32_;               // stage 0/1: full; 2/3: owned shard
+  std::vector<uint16_t> grad16_;
+  std::vector<std::vector<float>> scratch_;  // per layer: fp32 params while acquired
+  bool last_micro_ = false;
+  size_t pending_hi_ = 0;                   // stage 0/1: grads [x, pending_hi_) not reduced
+};
+
+}  // namespace ds::rt
