@@ -75,10 +75,14 @@ class Mlp {
   // Forward only.
   BatchStats Evaluate(ParamSource& params, const float* x, const int32_t* y, int batch);
 
-  // Multiply-add FLOPs per sample for forward+backward (for throughput reports).
+  // FLOPs per sample for forward+backward, counting a multiply-add as 2 and
+  // leaving out the input gradient of the first layer (never computed).
   double FlopsPerSample() const;
 
  private:
+  BatchStats Forward(ParamSource& params, const float* x, const int32_t* y, int batch,
+                     float grad_scale, std::vector<float>* dlogits);
+
   MlpConfig config_;
   std::vector<LayerShape> layers_;
   size_t num_params_ = 0;

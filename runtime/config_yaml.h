@@ -1,0 +1,43 @@
+// Helpers shared by the ds_config and trainer_config parsers: typed reads of
+// YAML scalars and unknown-key checks, with errors that name
+// "<origin>:<line>: <key path>" and say what was expected. Pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "common/status.h"
+
+namespace ds::rt::cfg {
+
+// "<origin>:<line>: " for a node (1-based line), or "<origin>: " without one.
+std::string Where(const std::string& origin, const YAML::Node& node);
+
+// Checks that `node` is a map whose keys are all in `allowed`; the first
+// unknown key is an error: "<origin>:<line>: unknown key '<path>.<key>'
+// (did you mean '<near>'?)".
+Status CheckKeys(const YAML::Node& node, const std::string& path, const std::string& origin,
+                 const std::vector<std::string>& allowed);
+
+// Requires a map (or null/absent, which is accepted as empty).
+Status RequireMap(const YAML::Node& node, const std::string& path, const std::string& origin);
+
+// Typed reads of node[key] into *out when present; errors name the key path.
+Status ReadInt(const YAML::Node& map, const std::string& key, const std::string& path,
+               const std::string& origin, int64_t* out);
+Status ReadInt(const YAML::Node& map, const std::string& key, const std::string& path,
+               const std::string& origin, int* out);
+Status ReadDouble(const YAML::Node& map, const std::string& key, const std::string& path,
+                  const std::string& origin, double* out);
+Status ReadBool(const YAML::Node& map, const std::string& key, const std::string& path,
+                const std::string& origin, bool* out);
+Status ReadString(const YAML::Node& map, const std::string& key, const std::string& path,
+                  const std::string& origin, std::string* out);
+
+// "a.b" or "b" when a is empty.
+std::string Join(const std::string& path, const std::string& key);
+
+}  // namespace ds::rt::cfg
