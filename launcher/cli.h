@@ -57,9 +57,9 @@ struct CliOptions {
 
 // Parses `args` (argv without the program name and without a subcommand
 // word). On success returns the options; an error is InvalidArgument with a
-// message that names the option and what was expected, e.g.
-// "--fanout: expected a positive integer, got 'x'".
-Result<CliOptions> ParseCli(const std::vector<std::string>& args);
+// message that names the option and what was expected. With `require_job`
+// false (e.g. `dslaunch check`), a missing job file / command is not an error.
+Result<CliOptions> ParseCli(const std::vector<std::string>& args, bool require_job = true);
 
 // The --help text (usage, options, subcommands are appended by main.cc).
 std::string CliHelpText();

@@ -51,4 +51,10 @@ Result<JobSpec> LoadJobFile(const std::string& path);
 // `python3 -u train.py args...`; any other argv runs as is.
 JobSpec JobSpecFromCommand(const std::vector<std::string>& argv);
 
+// False for the variables dslaunch sets for every worker (RANK, MASTER_ADDR,
+// DSLAUNCH_JOB_ID, ...), which job env: and hostfile keys cannot override;
+// true for anything else, including NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME,
+// CUDA_VISIBLE_DEVICES and OMP_NUM_THREADS.
+bool IsUserSettableEnv(const std::string& name);
+
 }  // namespace ds

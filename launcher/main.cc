@@ -1,2 +1,131 @@
-// dslaunch: placeholder until the CLI lands (foundation issue).
-int main() { return 0; }
+// dslaunch: the command line. Reads top to bottom: the subcommand table, then
+// one handler per subcommand, then main(), which picks the handler. Only this
+// file turns a Status into an exit code (launcher/exit_status.h).
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "common/env_registry.h"
+#include "launcher/cli.h"
+#include "launcher/dry_run.h"
+#include "launcher/exit_status.h"
+#include "launcher/plan_from_cli.h"
+
+// The launch and preflight paths come from the launch and SSH helpers; until
+// their headers exist, those paths say so and exit with the usage code.
+#if __has_include("launcher/run_job.h")
+#include "launcher/run_job.h"
+#define DSLAUNCH_HAVE_RUN_JOB 1
+#endif
+#if __has_include("launcher/check.h")
+#include "launcher/check.h"
+#define DSLAUNCH_HAVE_CHECK 1
+#endif
+
+namespace ds {
+namespace {
+
+using Args = std::vector<std::string>;
+
+int CmdRun(const Args& args);
+int CmdEnv(const Args& args);
+int CmdCheck(const Args& args);
+
+struct Subcommand {
+  const char* name;
+  const char* help;
+  int (*handler)(const Args& args);
+};
+
+// The one table: help and dispatch both come from it (ninja's kTools).
+constexpr Subcommand kSubcommands[] = {
+    {"run", "start a job (the default: `dslaunch [options] job.yaml` means `dslaunch run ...`)", CmdRun},
+    {"env", "print every DSLAUNCH_* variable and the worker contract: type, default, current value, help", CmdEnv},
+    {"check", "preflight: reach every host of the hostfile and check it can run dsagent", CmdCheck},
+};
+
+int Usage(const Status& st) {
+  std::cerr << "dslaunch: error: " << st.message() << "\n";
+  return kExitUsage;
+}
+
+std::string HelpText() {
+  std::string out = CliHelpText();
+  out += "\nSubcommands:\n";
+  for (const Subcommand& s : kSubcommands) {
+    std::string name = s.name;
+    out += "  " + name + std::string(name.size() < 8 ? 8 - name.size() : 1, ' ') + s.help + "\n";
+  }
+  out += "\nExit status: 0 ok; 2 usage or input error; otherwise the first failing worker's code, "
+         "or 128+signal if it was killed.\n";
+  return out;
+}
+
+int CmdRun(const Args& args) {
+  Result<CliOptions> cli = ParseCli(args);
+  if (!cli.ok()) return Usage(cli.status());
+  if (cli->help) {
+    std::cout << HelpText();
+    return kExitSuccess;
+  }
+  if (cli->version) {
+    std::cout << "dslaunch " << DSLAUNCH_VERSION << "\n";
+    return kExitSuccess;
+  }
+  Result<LaunchPlan> plan = PlanFromCli(*cli, DetectLocalMachine());
+  if (!plan.ok()) return Usage(plan.status());
+  if (cli->dry_run) {
+    DryRunOptions opts;
+    opts.launcher = cli->launcher;
+    opts.inherited = ProcessEnvironment();
+    std::cout << FormatDryRun(*plan, opts);
+    return kExitSuccess;
+  }
+#ifdef DSLAUNCH_HAVE_RUN_JOB
+  return RunJob(*plan, *cli);
+#else
+  std::cerr << "dslaunch: launch not implemented yet, use --dry-run to see the plan\n";
+  return kExitUsage;
+#endif
+}
+
+int CmdEnv(const Args& args) {
+  if (!args.empty()) {
+    if (args[0] == "-h" || args[0] == "--help") {
+      std::cout << "usage: dslaunch env\n  prints every DSLAUNCH_* variable and the worker contract\n";
+      return kExitSuccess;
+    }
+    return Usage(Status::InvalidArgument("env: unexpected argument '" + args[0] + "'"));
+  }
+  std::cout << FormatEnvTable();
+  return kExitSuccess;
+}
+
+int CmdCheck(const Args& args) {
+  Result<CliOptions> cli = ParseCli(args, /*require_job=*/false);
+  if (!cli.ok()) return Usage(cli.status());
+  if (cli->help) {
+    std::cout << HelpText();
+    return kExitSuccess;
+  }
+#ifdef DSLAUNCH_HAVE_CHECK
+  return RunCheck(*cli);
+#else
+  std::cerr << "dslaunch: check is not available yet in this build\n";
+  return kExitUsage;
+#endif
+}
+
+}  // namespace
+}  // namespace ds
+
+int main(int argc, char** argv) {
+  ds::Args args(argv + 1, argv + argc);
+  if (!args.empty()) {
+    for (const ds::Subcommand& s : ds::kSubcommands) {
+      if (args[0] == s.name) return s.handler(ds::Args(args.begin() + 1, args.end()));
+    }
+  }
+  return ds::CmdRun(args);
+}

@@ -27,8 +27,11 @@ struct NodePlan {
 struct LaunchPlan {
   JobSpec job;
   std::vector<NodePlan> nodes;  // node rank order
+  std::vector<NodePlan> standbys;  // selected hosts beyond elastic.max_nodes, in hostfile order;
+                                   // node_rank/first_rank -1 until a generation promotes them
   int world_size = 0;
   bool use_gpus = false;        // assign CUDA_VISIBLE_DEVICES per rank
+  std::string hostfile_path;    // where the hosts came from ("" = this machine), for messages
 };
 
 // What a generation knows that the static plan does not.
@@ -45,12 +48,24 @@ struct GenerationInfo {
   int cpus_on_node = 0;         // for OMP_NUM_THREADS
 };
 
+// Fails when no host is selected, procs_per_node exceeds a host's selected
+// slots, or fewer hosts than elastic.min_nodes are selected.
 Result<LaunchPlan> MakePlan(const std::vector<SelectedHost>& hosts, const JobSpec& job, bool use_gpus);
 
 // The environment dslaunch adds for one worker, in a stable order. Values
 // the user set (job env:, hostfile per-host keys) win over detected ones
 // (e.g. NCCL_SOCKET_IFNAME). `inherited` is the environment the worker would
 // otherwise inherit, used to decide "unless the user set it".
+//   NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME (each on its own): network.interface
+//     > hostfile per-host key > job env: > inherited > gen.socket_ifname;
+//     omitted when all are empty.
+//   CUDA_VISIBLE_DEVICES (only when plan.use_gpus): the node's selected slots,
+//     comma-separated, the same for every worker of the node (DeepSpeed's
+//     convention: workers pick their device with LOCAL_RANK).
+//   OMP_NUM_THREADS: max(1, gen.cpus_on_node / local workers) unless set in
+//     job env:, the hostfile or `inherited`.
+//   MASTER_ADDR: gen.master_addr > network.master_addr > node rank 0's host.
+//   MASTER_PORT: gen.master_port > network.master_port (0 = not reserved yet).
 EnvList WorkerEnv(const LaunchPlan& plan, int node_index, int local_rank,
                   const GenerationInfo& gen, const EnvList& inherited);
 
