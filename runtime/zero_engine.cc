@@ -64,7 +64,10 @@ void ZeroEngine::InitParams(uint64_t seed) {
   model_.Init(full.data(), seed);
   for (const Segment& s : owned_.owned())
     std::memcpy(MasterPtr(s), full.data() + s.flat_offset, s.len * sizeof(float));
-  if (options_.stage < 3 && half()) To16(full.data(), compute16_.data(), num_params_, options_.precision);
+  if (options_.stage < 3) {
+    if (half()) To16(full.data(), compute16_.data(), num_params_, options_.precision);
+    else compute32_ = full;  // also the master weights (aliased)
+  }
   for (auto& st : state_) std::fill(st.begin(), st.end(), 0.f);
   applied_steps_ = 0;
   ZeroGrads();

@@ -1,0 +1,132 @@
+// Communicator on Gloo: every collective against a hand-computed result on
+// 1, 2 and 3 ranks (forked processes), 16-bit sums, and the failure contract:
+// a peer SIGKILLed or stopped mid-collective makes the others throw CommError
+// within about the timeout, never hang.
+#include <signal.h>
+
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+#include <catch2/catch.hpp>
+
+#include "runtime/half.h"
+#include "tests/runtime/multiproc.h"
+
+using namespace ds::rt;
+using ds::rt::testing::MultiProc;
+
+namespace {
+
+// Every rank checks its own results and exits non-zero on a mismatch.
+int CollectivesBody(Communicator& c) {
+  const int r = c.rank(), n = c.size();
+  int bad = 0;
+  // AllReduceSum fp32: rank r contributes (r+1)*i.
+  std::vector<float> a(1000);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = float((r + 1) * i);
+  c.AllReduceSum(a.data(), a.size());
+  const float tri = n * (n + 1) / 2.f;
+  for (size_t i = 0; i < a.size(); ++i) bad += a[i] != tri * i;
+  // double
+  double d[2] = {1.0 * r, 0.5};
+  c.AllReduceSum(d, 2);
+  bad += d[0] != n * (n - 1) / 2.0 || d[1] != 0.5 * n;
+  // fp16 and bf16
+  std::vector<uint16_t> h(64, FloatToHalf(1.5f)), b(64, FloatToBf16(2.0f));
+  c.AllReduceSum(h.data(), h.size(), Half16::kFp16);
+  c.AllReduceSum(b.data(), b.size(), Half16::kBf16);
+  for (auto v : h) bad += HalfToFloat(v) != 1.5f * n;
+  for (auto v : b) bad += Bf16ToFloat(v) != 2.0f * n;
+  // ReduceScatter with uneven counts: 7, 5, 0, ...
+  std::vector<size_t> counts(n);
+  for (int i = 0; i < n; ++i) counts[i] = i == 2 ? 0 : 7 - 2 * i % 7;
+  const size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
+  std::vector<float> in(total), out(counts[r] + 1, -1.f);
+  for (size_t i = 0; i < total; ++i) in[i] = float(i + r);
+  c.ReduceScatter(in.data(), out.data(), counts);
+  const size_t off = std::accumulate(counts.begin(), counts.begin() + r, size_t{0});
+  for (size_t i = 0; i < counts[r]; ++i)
+    bad += out[i] != float(n * (off + i) + n * (n - 1) / 2);
+  std::vector<uint16_t> in16(total), out16(counts[r]);
+  for (size_t i = 0; i < total; ++i) in16[i] = FloatToBf16(float(i % 4));
+  c.ReduceScatter(in16.data(), out16.data(), counts, Half16::kBf16);
+  for (size_t i = 0; i < counts[r]; ++i) bad += Bf16ToFloat(out16[i]) != float(n * ((off + i) % 4));
+  // AllGather uneven.
+  std::vector<float> mine(counts[r], float(r)), all(total);
+  c.AllGather(mine.data(), all.data(), counts);
+  size_t at = 0;
+  for (int q = 0; q < n; ++q)
+    for (size_t i = 0; i < counts[q]; ++i) bad += all[at++] != float(q);
+  // Broadcast from the last rank.
+  char msg[16] = {};
+  if (r == n - 1) std::snprintf(msg, sizeof(msg), "hello %d", r);
+  c.Broadcast(msg, sizeof(msg), n - 1);
+  bad += std::string(msg) != "hello " + std::to_string(n - 1);
+  c.Barrier();
+  if (bad) std::fprintf(stderr, "rank %d: %d mismatches\n", r, bad);
+  return bad ? 1 : 0;
+}
+
+}  // namespace
+
+TEST_CASE("gloo collectives match hand-computed sums on 1, 2 and 3 ranks", "[communicator]") {
+  for (int world : {1, 2, 3}) {
+    MultiProc mp;
+    auto codes = mp.Run(world, CollectivesBody);
+    INFO("world " << world);
+    CHECK(codes == std::vector<int>(world, 0));
+  }
+}
+
+TEST_CASE("local communicator is the identity", "[communicator]") {
+  LocalCommunicator c;
+  std::vector<float> in = {1, 2, 3}, out(3);
+  c.AllReduceSum(in.data(), 3);
+  c.ReduceScatter(in.data(), out.data(), {3});
+  CHECK(out == in);
+  c.AllGather(in.data(), out.data(), {3});
+  CHECK(out == in);
+}
+
+TEST_CASE("a peer killed mid-collective makes the others throw CommError", "[communicator]") {
+  using namespace std::chrono;
+  const auto timeout = seconds(3);
+  MultiProc mp;
+  auto start = steady_clock::now();
+  mp.Start(3, [](Communicator& c) {
+    std::vector<float> v(1 << 16, 1.f);
+    for (int i = 0;; ++i) {
+      if (c.rank() == 2 && i == 5) raise(SIGKILL);
+      c.AllReduceSum(v.data(), v.size());
+    }
+    return 0;
+  }, timeout);
+  auto codes = mp.Wait(seconds(30));
+  auto elapsed = steady_clock::now() - start;
+  CHECK(codes[0] == 42);  // CommError
+  CHECK(codes[1] == 42);
+  CHECK(codes[2] == 128 + SIGKILL);
+  CHECK(elapsed < 2 * timeout + seconds(5));  // generous bound: proves no hang
+}
+
+TEST_CASE("a stopped (hung) peer makes the others time out with CommError", "[communicator]") {
+  using namespace std::chrono;
+  const auto timeout = seconds(2);
+  MultiProc mp;
+  auto start = steady_clock::now();
+  mp.Start(2, [](Communicator& c) {
+    std::vector<float> v(1024, 1.f);
+    for (int i = 0;; ++i) {
+      if (c.rank() == 1 && i == 3) raise(SIGSTOP);
+      c.AllReduceSum(v.data(), v.size());
+    }
+    return 0;
+  }, timeout);
+  int code0 = mp.WaitRank(0, seconds(20));
+  auto elapsed = steady_clock::now() - start;
+  mp.Kill(1);  // still stopped
+  mp.Wait();
+  CHECK(code0 == 42);
+  CHECK(elapsed < 2 * timeout + seconds(5));
+}
