@@ -1,0 +1,46 @@
+// Blocking client side of a dslaunch connection: TCP connect with a timeout
+// (optionally from a given local address) and the HMAC handshake of
+// wire_format.md. Used by StoreClient and dsagent. Functions are thread-safe;
+// the returned fd belongs to the caller (UniqueFd closes it).
+#pragma once
+
+#include <string>
+#include <utility>
+
+#include "common/frame_io.h"
+#include "common/protocol.h"
+
+namespace ds {
+
+// Owns a file descriptor; closes it on destruction. Move-only.
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  UniqueFd(UniqueFd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  UniqueFd& operator=(UniqueFd&& o) noexcept;
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  ~UniqueFd() { Reset(); }
+  int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+  void Reset(int fd = -1);
+
+ private:
+  int fd_ = -1;
+};
+
+// Splits "host:port" or "[v6]:port". InvalidArgument names the text.
+Result<std::pair<std::string, int>> SplitHostPort(const std::string& addr);
+
+// Connects to "host:port" (numeric or resolvable host). `bind_addr` ("" =
+// any) is the local address to connect from. Errors: "<addr>: connection
+// refused", "<addr>: timed out after Ns".
+Result<UniqueFd> ConnectTcp(const std::string& addr, const std::string& bind_addr, Deadline deadline);
+
+// Runs the client handshake on `fd` with `key` (secret or store token).
+// PermissionDenied when the server refuses the proof or answers with a bad
+// server proof; the server's Error message is kept.
+Status ClientHandshake(int fd, const msg::Hello& hello, const std::string& key, Deadline deadline);
+
+}  // namespace ds

@@ -1,0 +1,57 @@
+#include "common/hmac_auth.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include "common/check.h"
+
+namespace ds {
+
+Bytes RandomBytes(size_t n) {
+  Bytes b(n);
+  DS_CHECK(RAND_bytes(b.data(), static_cast<int>(n)) == 1);
+  return b;
+}
+
+std::string HexEncode(const Bytes& b) {
+  static const char* kDigits = "0123456789abcdef";
+  std::string s;
+  s.reserve(b.size() * 2);
+  for (uint8_t c : b) {
+    s.push_back(kDigits[c >> 4]);
+    s.push_back(kDigits[c & 15]);
+  }
+  return s;
+}
+
+std::string RandomHex(size_t n) { return HexEncode(RandomBytes(n)); }
+
+Bytes HmacSha256(const std::string& key, const Bytes& data) {
+  Bytes out(EVP_MAX_MD_SIZE);
+  unsigned int len = 0;
+  DS_CHECK(HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), data.data(), data.size(),
+                out.data(), &len) != nullptr);
+  out.resize(len);
+  return out;
+}
+
+Bytes ClientProof(const std::string& key, const Bytes& nonce) { return HmacSha256(key, nonce); }
+
+Bytes ServerProof(const std::string& key, const Bytes& nonce) {
+  Bytes data = {'s', 'e', 'r', 'v', 'e', 'r'};
+  data.insert(data.end(), nonce.begin(), nonce.end());
+  return HmacSha256(key, data);
+}
+
+bool MacEquals(const Bytes& a, const Bytes& b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+std::string StoreToken(const std::string& secret, const std::string& job_id, int generation) {
+  std::string msg = job_id + "/" + std::to_string(generation);
+  return HexEncode(HmacSha256(secret, Bytes(msg.begin(), msg.end())));
+}
+
+}  // namespace ds

@@ -1,0 +1,34 @@
+// Network interface facts of this machine: which local address and interface
+// route to a given address (UDP connect + getsockname + getifaddrs; no packet
+// is sent), the machine's addresses, and whether a host name means "this
+// machine". Thread-safe; reads kernel state on every call.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace ds {
+
+struct Route {
+  std::string local_addr;  // our address used to reach the target, e.g. "10.0.0.5"
+  std::string ifname;      // the interface holding it, e.g. "eth0" or "lo"
+};
+
+// The route the kernel would use to reach `addr` (numeric or resolvable).
+// Errors name the address ("10.9.9.9: Network is unreachable").
+Result<Route> RouteTo(const std::string& addr);
+
+// The interface that holds the local address `local_addr`; "" if none.
+std::string InterfaceOfAddress(const std::string& local_addr);
+
+// Every IPv4/IPv6 address of an up interface, loopback excluded unless
+// `with_loopback`.
+std::vector<std::string> LocalAddresses(bool with_loopback = false);
+
+// True for "localhost", 127.0.0.0/8, ::1, this machine's host name and any
+// of its own addresses.
+bool IsLocalHost(const std::string& host);
+
+}  // namespace ds

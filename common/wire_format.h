@@ -1,0 +1,63 @@
+// Wire format of every dslaunch connection (agent <-> coordinator, store
+// client <-> coordinator): length-prefixed frames with a fixed 12-byte header.
+// All integers are big-endian. See wire_format.md for the page of prose.
+//
+//   offset size field
+//   0      4    magic    kMagic ("DSLN")
+//   4      2    version  kVersion; a peer with another version is refused
+//   6      2    type     MsgType
+//   8      4    length   payload bytes that follow, <= kMaxPayload
+//   12     len  payload  fields in the order of the message's struct (protocol.h)
+//
+// Payload primitives: u8, u32, i32, i64 (big-endian), str/bytes (u32 length +
+// bytes), lists (u32 count + items). Constants only; no code.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ds::wire {
+
+constexpr uint32_t kMagic = 0x44534C4E;            // "DSLN"
+constexpr uint16_t kVersion = 1;
+constexpr size_t kHeaderSize = 12;
+constexpr uint32_t kMaxPayload = 16u * 1024 * 1024;  // larger frames are rejected unread
+constexpr size_t kNonceSize = 32;                    // challenge bytes
+constexpr size_t kMacSize = 32;                      // HMAC-SHA256
+
+// The role a client announces in Hello.
+enum class Role : uint8_t { kAgent = 1, kStore = 2 };
+
+enum class MsgType : uint16_t {
+  // Handshake (both roles).
+  kHello = 1,       // client -> server: role, name, job id, node index
+  kChallenge = 2,   // server -> client: nonce
+  kAuth = 3,        // client -> server: HMAC(key, nonce)
+  kAuthOk = 4,      // server -> client: HMAC(key, "server" + nonce) (mutual auth)
+  kError = 5,       // either way: code + message, then the sender closes
+  // Agent <-> coordinator.
+  kRegister = 10,       // agent: node facts
+  kReserve = 11,        // coord -> node 0: bind-and-hold MASTER_PORT for a generation
+  kReserved = 12,       // node 0 -> coord: the held port (or an error)
+  kAssign = 13,         // coord -> agent: the workers of one generation
+  kWorkerStarted = 14,  // agent: rank, pid
+  kOutput = 15,         // agent: one line of a worker's stdout/stderr
+  kWorkerExited = 16,   // agent: rank, pid, exit code or signal
+  kStop = 17,           // coord -> agent: stop every worker of a generation
+  kStopped = 18,        // agent: every worker of that generation is dead
+  kPing = 19,           // either way, every heartbeat interval
+  kShutdown = 20,       // coord -> agent: exit (after stopping workers)
+  // Store client <-> coordinator (each request gets exactly one reply).
+  kStoreSet = 30,
+  kStoreGet = 31,
+  kStoreAdd = 32,
+  kStoreWait = 33,
+  kStoreOk = 34,
+  kStoreValue = 35,
+  kStoreInt = 36,
+};
+
+// Codes carried by kError.
+enum class ErrorCode : uint32_t { kProtocol = 1, kAuth = 2, kTimeout = 3, kNotFound = 4, kInvalid = 5 };
+
+}  // namespace ds::wire

@@ -1,0 +1,47 @@
+// LogMux: every worker line goes to the launcher's stdout prefixed
+// "host:rank " (colored per rank on a TTY unless DSLAUNCH_COLOR=never; always
+// with DSLAUNCH_COLOR=always) and, with a log dir, to <dir>/rank<N>.log
+// (stdout and stderr interleaved in arrival order, no prefix). Lines are
+// written whole. Not thread-safe: the coordinator's io thread only.
+#pragma once
+
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+
+namespace ds {
+
+struct LogMuxOptions {
+  std::string log_dir;       // "" = no per-rank files
+  std::string color = "auto";  // auto | always | never (DSLAUNCH_COLOR)
+  FILE* out = stdout;        // where prefixed lines go
+  bool out_is_tty = false;   // decides "auto"
+};
+
+class LogMux {
+ public:
+  explicit LogMux(LogMuxOptions options);
+  ~LogMux();
+  // Creates the log dir (and parents). Error names the directory.
+  Status Open();
+  // Declares a rank and its host (before its lines arrive); opens its file.
+  void AddRank(int rank, const std::string& host);
+  // One line (without newline) of `rank`'s stdout (1) or stderr (2).
+  void Line(int rank, int stream, const std::string& line);
+  void Flush();
+  bool color() const { return color_; }
+
+ private:
+  struct RankOut {
+    std::string prefix;  // already colored
+    FILE* file = nullptr;
+  };
+  LogMuxOptions opt_;
+  bool color_ = false;
+  std::map<int, RankOut> ranks_;
+};
+
+}  // namespace ds
