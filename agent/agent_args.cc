@@ -1,0 +1,75 @@
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "agent/agent.h"
+#include "common/env_registry.h"
+#include "common/strings.h"
+
+namespace ds {
+
+std::string AgentUsage() {
+  return "usage: dsagent --coordinator HOST:PORT --node-index N --job-id ID [--bind ADDR] [--host NAME]\n"
+         "               [--heartbeat-interval S] [--heartbeat-timeout S] [--connect-timeout S]\n"
+         "The job secret is read from stdin (first line) or from DSLAUNCH_SECRET_FD.\n";
+}
+
+Result<AgentOptions> ParseAgentArgs(const std::vector<std::string>& args) {
+  AgentOptions o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& flag = args[i];
+    if (i + 1 >= args.size()) return Status::InvalidArgument(fmt::format("{}: expected a value", flag));
+    const std::string& v = args[++i];
+    auto seconds = [&](double* out) -> Status {
+      auto s = ParseSeconds(v);
+      if (!s || *s <= 0) return Status::InvalidArgument(fmt::format("{}: expected a duration, got '{}'", flag, v));
+      *out = *s;
+      return Status::OK();
+    };
+    if (flag == "--coordinator") o.coordinator = v;
+    else if (flag == "--job-id") o.job_id = v;
+    else if (flag == "--bind") o.bind_addr = v;
+    else if (flag == "--host") o.host = v;
+    else if (flag == "--node-index") {
+      auto n = ParseInt(v);
+      if (!n || *n < 0)
+        return Status::InvalidArgument(fmt::format("--node-index: expected a non-negative integer, got '{}'", v));
+      o.node_index = static_cast<int>(*n);
+    } else if (flag == "--heartbeat-interval") DS_RETURN_IF_ERROR(seconds(&o.heartbeat_interval));
+    else if (flag == "--heartbeat-timeout") DS_RETURN_IF_ERROR(seconds(&o.heartbeat_timeout));
+    else if (flag == "--connect-timeout") DS_RETURN_IF_ERROR(seconds(&o.connect_timeout));
+    else return Status::InvalidArgument(fmt::format("unknown option '{}'", flag));
+  }
+  if (o.coordinator.empty()) return Status::InvalidArgument("--coordinator is required");
+  if (o.node_index < 0) return Status::InvalidArgument("--node-index is required");
+  if (o.job_id.empty()) return Status::InvalidArgument("--job-id is required");
+  return o;
+}
+
+Result<std::string> ReadAgentSecret() {
+  int fd = 0;
+  if (auto raw = EnvRaw("DSLAUNCH_SECRET_FD"); raw && !raw->empty()) {
+    auto n = ParseInt(*raw);
+    if (!n || *n < 0) return Status::InvalidArgument(fmt::format("DSLAUNCH_SECRET_FD: expected an fd, got '{}'", *raw));
+    fd = static_cast<int>(*n);
+  }
+  std::string line;
+  char c;
+  while (line.size() < 4096) {
+    ssize_t r = ::read(fd, &c, 1);  // byte by byte: never read past the first line
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0 || c == '\n') break;
+    line.push_back(c);
+  }
+  if (fd != 0) ::close(fd);
+  std::string secret(Trim(line));
+  if (secret.empty())
+    return Status::InvalidArgument(fd == 0 ? "no job secret on stdin (expected one line)"
+                                           : fmt::format("no job secret on fd {}", fd));
+  return secret;
+}
+
+}  // namespace ds

@@ -1,0 +1,224 @@
+#include "agent/agent_session.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "agent/node_facts.h"
+#include "agent/port_hold.h"
+#include "common/env_registry.h"
+#include "common/log.h"
+#include "common/netif.h"
+
+namespace ds {
+
+using std::chrono::milliseconds;
+
+namespace {
+std::chrono::steady_clock::duration Secs(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+}
+}  // namespace
+
+AgentSession::AgentSession(AgentOptions options, std::string secret)
+    : opt_(std::move(options)), secret_(std::move(secret)) {}
+
+AgentSession::~AgentSession() {
+  for (auto& s : slots_)
+    if (s.proc && !s.proc->exited) s.proc->SignalGroup(SIGKILL);
+}
+
+Status AgentSession::Connect() {
+  Deadline deadline = Clock::now() + Secs(opt_.connect_timeout);
+  DS_ASSIGN_OR_RETURN(auto hp, SplitHostPort(opt_.coordinator));
+  DS_ASSIGN_OR_RETURN(msg::Register facts, GatherNodeFacts(opt_.node_index, opt_.host, opt_.bind_addr, hp.first));
+  DS_ASSIGN_OR_RETURN(conn_, ConnectTcp(opt_.coordinator, opt_.bind_addr, deadline));
+  msg::Hello hello;
+  hello.role = wire::Role::kAgent;
+  hello.name = facts.host;
+  hello.job_id = opt_.job_id;
+  hello.node_index = static_cast<uint32_t>(opt_.node_index);
+  Status st = ClientHandshake(conn_.get(), hello, secret_, deadline);
+  if (!st.ok()) return st.Prefixed(fmt::format("coordinator {}", opt_.coordinator));
+
+  DS_ASSIGN_OR_RETURN(auto hb, BindUdp(facts.addr));
+  heartbeat_ = std::move(hb.first);
+  facts.heartbeat_addr = hb.second;
+  DS_RETURN_IF_ERROR(WriteFrame(conn_.get(), wire::MsgType::kRegister, facts.Encode(), deadline));
+  last_recv_ = last_ping_ = Clock::now();
+  DS_LOG(Info, Agent) << "registered as node " << opt_.node_index << " (" << facts.addr << ")";
+  return Status::OK();
+}
+
+void AgentSession::Send(wire::MsgType type, const Bytes& payload) {
+  if (conn_.get() < 0) return;
+  Status st = WriteFrame(conn_.get(), type, payload, Clock::now() + Secs(opt_.heartbeat_timeout));
+  if (!st.ok()) Lost("write to the coordinator failed: " + st.message());
+}
+
+void AgentSession::AddPollFds(std::vector<pollfd>* fds) const {
+  if (conn_.get() >= 0) fds->push_back({conn_.get(), POLLIN, 0});
+  if (heartbeat_.get() >= 0) fds->push_back({heartbeat_.get(), POLLIN, 0});
+  for (const auto& s : slots_) {
+    if (!s.proc) continue;
+    if (s.proc->stdout_fd() >= 0) fds->push_back({s.proc->stdout_fd(), POLLIN, 0});
+    if (s.proc->stderr_fd() >= 0) fds->push_back({s.proc->stderr_fd(), POLLIN, 0});
+  }
+}
+
+int AgentSession::PollTimeoutMs() const { return 20; }
+
+void AgentSession::HandlePollResults(const std::vector<pollfd>& fds, size_t first) {
+  for (size_t i = first; i < fds.size(); ++i) {
+    if (fds[i].revents == 0) continue;
+    int fd = fds[i].fd;
+    if (fd == conn_.get()) {
+      ReadCoordinator();
+    } else if (fd == heartbeat_.get()) {
+      ReadHeartbeats();
+    } else {
+      for (auto& s : slots_) {
+        if (!s.proc || (fd != s.proc->stdout_fd() && fd != s.proc->stderr_fd())) continue;
+        s.proc->ReadPipe(fd, [&](int stream, const std::string& line) { SendLine(s, stream, line); });
+        break;
+      }
+    }
+  }
+}
+
+void AgentSession::SendLine(const Slot& s, int stream, const std::string& line) {
+  Send(wire::MsgType::kOutput, msg::Output{generation_, s.rank, static_cast<uint8_t>(stream), line}.Encode());
+}
+
+void AgentSession::ReadCoordinator() {
+  uint8_t chunk[65536];
+  while (conn_.get() >= 0) {
+    ssize_t r = ::recv(conn_.get(), chunk, sizeof(chunk), MSG_DONTWAIT);
+    if (r > 0) {
+      inbuf_.insert(inbuf_.end(), chunk, chunk + r);
+      continue;
+    }
+    if (r == 0) return Lost("connection closed by the coordinator");
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+    return Lost(std::string("read: ") + std::strerror(errno));
+  }
+  last_recv_ = Clock::now();
+  size_t pos = 0;
+  while (conn_.get() >= 0 && inbuf_.size() - pos >= wire::kHeaderSize) {
+    auto h = DecodeHeader(inbuf_.data() + pos);
+    if (!h.ok()) return Lost("bad frame from the coordinator: " + h.status().message());
+    if (inbuf_.size() - pos - wire::kHeaderSize < h->length) break;
+    Frame f;
+    f.type = h->type;
+    auto begin = inbuf_.begin() + static_cast<ptrdiff_t>(pos + wire::kHeaderSize);
+    f.payload.assign(begin, begin + h->length);
+    pos += wire::kHeaderSize + h->length;
+    HandleFrame(f);
+  }
+  inbuf_.erase(inbuf_.begin(), inbuf_.begin() + static_cast<ptrdiff_t>(std::min(pos, inbuf_.size())));
+}
+
+void AgentSession::HandleFrame(const Frame& f) {
+  auto bad = [&](const Status& st) { Lost("bad message from the coordinator: " + st.message()); };
+  switch (f.type) {
+    case wire::MsgType::kPing:
+      return;
+    case wire::MsgType::kReserve: {
+      auto m = msg::Reserve::Decode(f.payload);
+      return m.ok() ? OnReserve(*m) : bad(m.status());
+    }
+    case wire::MsgType::kAssign: {
+      auto m = msg::Assign::Decode(f.payload);
+      return m.ok() ? OnAssign(*m) : bad(m.status());
+    }
+    case wire::MsgType::kStop: {
+      auto m = msg::Stop::Decode(f.payload);
+      if (!m.ok()) return bad(m.status());
+      if (m->generation != generation_ && !slots_.empty()) return;  // stale
+      generation_ = m->generation;
+      stopping_ = true;
+      held_port_.Reset();
+      return BeginStop(stop_grace_);
+    }
+    case wire::MsgType::kShutdown:
+      return Quit(0, "shutdown");
+    default:
+      return Lost(fmt::format("unexpected message type {}", static_cast<int>(f.type)));
+  }
+}
+
+void AgentSession::OnReserve(const msg::Reserve& m) {
+  auto held = HoldPort(opt_.bind_addr.empty() ? "0.0.0.0" : opt_.bind_addr, static_cast<int>(m.port));
+  msg::Reserved r;
+  r.generation = m.generation;
+  if (held.ok()) {
+    held_port_ = std::move(held->first);
+    r.port = static_cast<uint32_t>(held->second);
+  } else {
+    r.error = held.status().message();
+  }
+  Send(wire::MsgType::kReserved, r.Encode());
+}
+
+KeyValues AgentSession::WorkerEnvironment(const msg::WorkerSpec& w, const std::string& ifname) const {
+  KeyValues env;
+  std::map<std::string, size_t> index;
+  auto set = [&](const std::string& k, const std::string& v) {
+    auto it = index.find(k);
+    if (it != index.end()) env[it->second].second = v;
+    else { index[k] = env.size(); env.emplace_back(k, v); }
+  };
+  for (const auto& [k, v] : ProcessEnvironment())
+    if (k != "DSLAUNCH_SECRET_FD") set(k, v);
+  for (const auto& [k, v] : w.env) set(k, v);
+  // Nobody chose the interfaces: the one that routes to MASTER_ADDR here.
+  for (const char* k : {"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"})
+    if (!ifname.empty() && !index.count(k)) set(k, ifname);
+  return env;
+}
+
+void AgentSession::OnAssign(const msg::Assign& m) {
+  slots_.clear();  // the previous generation's workers are all reaped (or get SIGKILL now)
+  generation_ = m.generation;
+  stop_grace_ = milliseconds(m.stop_grace_ms);
+  hang_timeout_ = milliseconds(m.hang_timeout_ms);
+  stopping_ = false;
+  std::string ifname;
+  if (!m.master_addr.empty()) {
+    auto route = RouteTo(m.master_addr);
+    if (route.ok()) ifname = route->ifname;
+  }
+  held_port_.Reset();  // release MASTER_PORT just before the workers start
+  for (const auto& w : m.workers) {
+    Slot s;
+    s.rank = w.rank;
+    s.local_rank = w.local_rank;
+    WorkerLaunch launch{m.argv, WorkerEnvironment(w, ifname), m.working_dir};
+    auto proc = WorkerProcess::Start(launch);
+    if (!proc.ok()) {
+      SendLine(s, 2, "dsagent: " + proc.status().message());
+      msg::WorkerExited e{generation_, s.rank, 0, 127, 0, 0, 1};
+      Send(wire::MsgType::kWorkerExited, e.Encode());
+      s.reported = true;
+      slots_.push_back(std::move(s));
+      continue;
+    }
+    s.proc = std::move(proc).value();
+    s.last_beat = Clock::now();
+    Send(wire::MsgType::kWorkerStarted, msg::WorkerStarted{generation_, s.rank, s.proc->pid()}.Encode());
+    slots_.push_back(std::move(s));
+  }
+}
+
+}  // namespace ds

@@ -1,0 +1,143 @@
+// AgentSession, second half: reaping, stopping, hang detection, losing the
+// coordinator and quitting (agent_session.h).
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <fmt/format.h>
+
+#include "agent/agent_session.h"
+#include "common/log.h"
+
+namespace ds {
+
+bool AgentSession::AllExited() const {
+  for (const auto& s : slots_)
+    if (s.proc && !s.proc->exited) return false;
+  return true;
+}
+
+void AgentSession::BeginStop(Clock::duration grace) {
+  bool any = false;
+  for (auto& s : slots_) {
+    if (s.proc && !s.proc->exited) {
+      s.proc->SignalGroup(SIGTERM);
+      any = true;
+    }
+  }
+  if (any && !kill_armed_) {
+    kill_armed_ = true;
+    kill_at_ = Clock::now() + grace;
+  }
+  CheckTimers();  // nothing to wait for -> Stopped / finish right away
+}
+
+void AgentSession::Lost(const std::string& reason) {
+  if (conn_.get() < 0) return;
+  conn_.Reset();
+  std::fprintf(stderr, "dsagent %s: lost the coordinator (%s); killing my workers\n", opt_.host.c_str(),
+               reason.c_str());
+  Quit(4, reason);
+}
+
+void AgentSession::Quit(int exit_code, const std::string& why) {
+  if (quitting_) return;
+  DS_LOG(Info, Agent) << "quitting: " << why;
+  quitting_ = true;
+  exit_code_ = exit_code;
+  held_port_.Reset();
+  BeginStop(stop_grace_);
+}
+
+void AgentSession::OnTerminationSignal(int sig) {
+  if (quitting_) {  // second signal: no more grace
+    for (auto& s : slots_)
+      if (s.proc && !s.proc->exited) s.proc->SignalGroup(SIGKILL);
+    return;
+  }
+  Quit(128 + sig, fmt::format("signal {}", sig));
+}
+
+void AgentSession::Reap() {
+  while (true) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) return;
+    for (auto& s : slots_) {
+      if (!s.proc || s.proc->pid() != pid) continue;
+      s.proc->exited = true;
+      if (WIFSIGNALED(status)) s.proc->term_signal = WTERMSIG(status);
+      else s.proc->exit_code = WEXITSTATUS(status);
+      s.proc->SignalGroup(SIGKILL);  // whatever the worker left behind in its group
+      s.proc->DrainAndClose([&](int stream, const std::string& line) { SendLine(s, stream, line); });
+      if (!s.reported) {
+        s.reported = true;
+        msg::WorkerExited e;
+        e.generation = generation_;
+        e.rank = s.rank;
+        e.pid = pid;
+        e.exit_code = s.proc->exit_code;
+        e.signal = s.proc->term_signal;
+        e.hung = s.hung ? 1 : 0;
+        Send(wire::MsgType::kWorkerExited, e.Encode());
+      }
+      DS_LOG(Info, Proc) << "rank " << s.rank << " pid " << pid << " exited (code " << s.proc->exit_code
+                         << ", signal " << s.proc->term_signal << ")";
+      break;
+    }
+  }
+}
+
+void AgentSession::ReadHeartbeats() {
+  uint8_t buf[64];
+  while (true) {
+    ssize_t n = ::recv(heartbeat_.get(), buf, sizeof(buf), MSG_DONTWAIT);
+    if (n < 0) return;
+    if (n != 16) continue;
+    Bytes b(buf, buf + n);
+    PayloadReader r(b);
+    int64_t rank = r.I64();
+    r.I64();  // step
+    for (auto& s : slots_) {
+      if (s.rank != rank) continue;
+      s.beaten = true;
+      s.last_beat = Clock::now();
+    }
+  }
+}
+
+void AgentSession::CheckTimers() {
+  auto now = Clock::now();
+  if (kill_armed_ && now >= kill_at_) {
+    kill_armed_ = false;
+    for (auto& s : slots_)
+      if (s.proc && !s.proc->exited) s.proc->SignalGroup(SIGKILL);
+  }
+  if (hang_timeout_.count() > 0 && !stopping_ && !quitting_) {
+    for (auto& s : slots_) {
+      if (!s.proc || s.proc->exited || !s.beaten || s.hung || now - s.last_beat < hang_timeout_) continue;
+      s.hung = true;
+      SendLine(s, 2, fmt::format("dsagent: rank {} made no step for {} ms; killing it", s.rank,
+                                 std::chrono::duration_cast<std::chrono::milliseconds>(hang_timeout_).count()));
+      s.proc->SignalGroup(SIGKILL);
+    }
+  }
+  if (conn_.get() >= 0) {
+    if (now - last_recv_ > std::chrono::duration<double>(opt_.heartbeat_timeout)) {
+      Lost(fmt::format("no message for {}s", opt_.heartbeat_timeout));
+    } else if (now - last_ping_ >= std::chrono::duration<double>(opt_.heartbeat_interval)) {
+      last_ping_ = now;
+      Send(wire::MsgType::kPing, msg::Ping{}.Encode());
+    }
+  }
+  if (!AllExited()) return;
+  kill_armed_ = false;
+  if (stopping_) {
+    stopping_ = false;
+    slots_.clear();
+    Send(wire::MsgType::kStopped, msg::Stopped{generation_}.Encode());
+  }
+  if (quitting_) finished_ = true;
+}
+
+}  // namespace ds

@@ -1,0 +1,138 @@
+#include "agent/worker_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace ds {
+namespace {
+
+constexpr size_t kMaxLine = 64 * 1024;  // longer lines are split
+
+// In the child, between fork and exec: only async-signal-safe calls.
+[[noreturn]] void ExecChild(const WorkerLaunch& l, char* const* argv, char* const* envp, int out, int err,
+                            pid_t parent) {
+  ::setpgid(0, 0);
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(137);  // the agent died before prctl
+  int devnull = ::open("/dev/null", O_RDONLY);
+  if (devnull >= 0) ::dup2(devnull, 0);
+  ::dup2(out, 1);
+  ::dup2(err, 2);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGPIPE, SIGQUIT}) ::signal(s, SIG_DFL);
+  if (!l.working_dir.empty() && ::chdir(l.working_dir.c_str()) != 0) {
+    const char* m = "dsagent: cannot chdir to the working directory\n";
+    (void)!::write(2, m, std::strlen(m));
+    ::_exit(127);
+  }
+  ::execvpe(argv[0], argv, envp);
+  int e = errno;
+  const char* a = "dsagent: cannot run '";
+  (void)!::write(2, a, std::strlen(a));
+  (void)!::write(2, argv[0], std::strlen(argv[0]));
+  (void)!::write(2, "': ", 3);
+  (void)!::write(2, std::strerror(e), std::strlen(std::strerror(e)));
+  (void)!::write(2, "\n", 1);
+  ::_exit(127);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const WorkerLaunch& l) {
+  if (l.argv.empty()) return Status::InvalidArgument("empty worker command");
+  int outp[2], errp[2];
+  if (::pipe2(outp, O_CLOEXEC) != 0) return Status::IOError(fmt::format("pipe: {}", std::strerror(errno)));
+  if (::pipe2(errp, O_CLOEXEC) != 0) {
+    ::close(outp[0]);
+    ::close(outp[1]);
+    return Status::IOError(fmt::format("pipe: {}", std::strerror(errno)));
+  }
+  // Everything the child needs is built before fork.
+  std::vector<char*> argv;
+  for (const auto& a : l.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<std::string> env_strings;
+  env_strings.reserve(l.env.size());
+  for (const auto& [k, v] : l.env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+
+  pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    for (int fd : {outp[0], outp[1], errp[0], errp[1]}) ::close(fd);
+    return Status::IOError(fmt::format("fork: {}", std::strerror(errno)));
+  }
+  if (pid == 0) ExecChild(l, argv.data(), envp.data(), outp[1], errp[1], parent);
+  ::setpgid(pid, pid);  // also here: no race with an early SignalGroup
+  ::close(outp[1]);
+  ::close(errp[1]);
+  auto w = std::unique_ptr<WorkerProcess>(new WorkerProcess());
+  w->pid_ = pid;
+  w->out_.Reset(outp[0]);
+  w->err_.Reset(errp[0]);
+  for (int fd : {outp[0], errp[0]}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  return w;
+}
+
+WorkerProcess::~WorkerProcess() {
+  if (!exited) SignalGroup(SIGKILL);
+}
+
+void WorkerProcess::SignalGroup(int sig) {
+  if (pid_ > 0) ::kill(-pid_, sig);
+}
+
+void WorkerProcess::ReadPipe(int fd, const LineSink& sink) {
+  bool is_out = fd == out_.get();
+  std::string& buf = is_out ? out_buf_ : err_buf_;
+  int stream = is_out ? 1 : 2;
+  char chunk[16384];
+  while (true) {
+    ssize_t r = ::read(fd, chunk, sizeof(chunk));
+    if (r < 0 && errno == EINTR) continue;
+    if (r > 0) {
+      buf.append(chunk, static_cast<size_t>(r));
+      size_t start = 0, nl;
+      while ((nl = buf.find('\n', start)) != std::string::npos) {
+        sink(stream, buf.substr(start, nl - start));
+        start = nl + 1;
+      }
+      buf.erase(0, start);
+      while (buf.size() > kMaxLine) {
+        sink(stream, buf.substr(0, kMaxLine));
+        buf.erase(0, kMaxLine);
+      }
+      continue;
+    }
+    if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {  // EOF or error
+      if (!buf.empty()) sink(stream, buf);
+      buf.clear();
+      (is_out ? out_ : err_).Reset();
+    }
+    return;
+  }
+}
+
+void WorkerProcess::DrainAndClose(const LineSink& sink) {
+  if (out_.get() >= 0) ReadPipe(out_.get(), sink);
+  if (err_.get() >= 0) ReadPipe(err_.get(), sink);
+  for (auto* p : {&out_buf_, &err_buf_}) {
+    if (!p->empty()) sink(p == &out_buf_ ? 1 : 2, *p);
+    p->clear();
+  }
+  out_.Reset();
+  err_.Reset();
+}
+
+}  // namespace ds

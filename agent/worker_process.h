@@ -1,0 +1,60 @@
+// WorkerProcess: one worker started by the agent, in its own process group
+// (pgid == pid), stdin from /dev/null, stdout/stderr on pipes the agent reads
+// line by line, PR_SET_PDEATHSIG(SIGKILL) as an extra guard should the agent
+// die. The command is exec'd directly with an explicit environment: values
+// are data, never shell text. Stop = signal the whole group. Not thread-safe.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/client_conn.h"
+#include "common/frame_io.h"
+#include "common/status.h"
+
+namespace ds {
+
+struct WorkerLaunch {
+  std::vector<std::string> argv;   // argv[0] is searched in PATH
+  KeyValues env;                   // the complete environment
+  std::string working_dir;         // "" = inherit
+};
+
+class WorkerProcess {
+ public:
+  using LineSink = std::function<void(int stream, const std::string& line)>;
+
+  // Forks and execs. An exec failure shows up as exit code 127 with the
+  // reason on the worker's stderr. Error only when fork/pipe fail.
+  static Result<std::unique_ptr<WorkerProcess>> Start(const WorkerLaunch& launch);
+  ~WorkerProcess();  // SIGKILLs the group if still running
+
+  pid_t pid() const { return pid_; }
+  int stdout_fd() const { return out_.get(); }
+  int stderr_fd() const { return err_.get(); }
+  // Reads what is available on `fd` (one of the two pipes) and emits whole
+  // lines; at EOF emits the partial last line and closes the pipe.
+  void ReadPipe(int fd, const LineSink& sink);
+  // Reads both pipes until they would block, then flushes partial lines and
+  // closes them (after the worker exited).
+  void DrainAndClose(const LineSink& sink);
+  // Sends `sig` to the worker's process group (ESRCH ignored).
+  void SignalGroup(int sig);
+
+  // Exit bookkeeping, set by the agent's reaper.
+  bool exited = false;
+  int exit_code = 0;
+  int term_signal = 0;
+
+ private:
+  WorkerProcess() = default;
+  pid_t pid_ = -1;
+  UniqueFd out_, err_;
+  std::string out_buf_, err_buf_;
+};
+
+}  // namespace ds
