@@ -5,6 +5,31 @@
 namespace ds::rt {
 namespace {
 
+// Elementwise kernels, cloned for AVX-512 and AVX2 and picked at load time.
+#define DS_KERNEL __attribute__((target_clones("avx512f", "avx2", "default")))
+
+DS_KERNEL void AdamKernel(float* p, const float* g, float* m, float* v, size_t n, float b1,
+                          float b2, float eps, float l2, float decay, float step_size,
+                          float inv_sqrt_bc2) {
+  for (size_t i = 0; i < n; ++i) {
+    const float gi = g[i] + l2 * p[i];
+    m[i] = b1 * m[i] + (1.0f - b1) * gi;
+    v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
+    const float denom = std::sqrt(v[i]) * inv_sqrt_bc2 + eps;
+    p[i] = p[i] * decay - step_size * m[i] / denom;
+  }
+}
+
+DS_KERNEL void SgdMomentumKernel(float* p, const float* g, float* buf, size_t n, float lr,
+                                 float wd, float mom, float damp, bool first, bool nesterov) {
+  for (size_t i = 0; i < n; ++i) {
+    const float d = g[i] + wd * p[i];
+    const float b = first ? d : mom * buf[i] + damp * d;
+    buf[i] = b;
+    p[i] -= lr * (nesterov ? d + mom * b : b);
+  }
+}
+
 class Sgd final : public Optimizer {
  public:
   explicit Sgd(const OptimizerConfig& c) : c_(c) {}
@@ -20,14 +45,7 @@ class Sgd final : public Optimizer {
       for (size_t i = 0; i < n; ++i) p[i] -= lr * (g[i] + wd * p[i]);
       return;
     }
-    float* buf = state[0];
-    const bool first = step <= 1;
-    for (size_t i = 0; i < n; ++i) {
-      const float d = g[i] + wd * p[i];
-      buf[i] = first ? d : mom * buf[i] + damp * d;
-      const float u = c_.nesterov ? d + mom * buf[i] : buf[i];
-      p[i] -= lr * u;
-    }
+    SgdMomentumKernel(p, g, state[0], n, lr, wd, mom, damp, step <= 1, c_.nesterov);
   }
 
  private:
@@ -55,15 +73,7 @@ class Adam final : public Optimizer {
     const float inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(bc2));
     const float decay = decoupled_ ? 1.0f - lr * wd : 1.0f;
     const float l2 = decoupled_ ? 0.0f : wd;
-    float* m = state[0];
-    float* v = state[1];
-    for (size_t i = 0; i < n; ++i) {
-      const float gi = g[i] + l2 * p[i];
-      m[i] = b1 * m[i] + (1.0f - b1) * gi;
-      v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
-      const float denom = std::sqrt(v[i]) * inv_sqrt_bc2 + eps;
-      p[i] = p[i] * decay - step_size * m[i] / denom;
-    }
+    AdamKernel(p, g, state[0], state[1], n, b1, b2, eps, l2, decay, step_size, inv_sqrt_bc2);
   }
 
  private:
