@@ -1,0 +1,69 @@
+// Checkpoints of dstrain: one shard file per rank plus a manifest, in
+// <dir>/step_<NNNNNNNN>/. Format (documented in checkpoint_format.md):
+//   shard_<r>.bin   magic "DSCKSHD1", header, segments [flat offset, len) of
+//                   the flat parameter vector, fp32 master weights, then each
+//                   optimizer state slot, for those segments.
+//   manifest.json   step, epoch, sampler position, RNG and loss-scaler state,
+//                   world size, ZeRO stage, config hash, and per shard its
+//                   size and crc32.
+// Every file is written under a temporary name, fsynced and renamed; the
+// manifest is written last, so a checkpoint is complete only when its
+// manifest exists. Loading reassembles the full flat vectors from all
+// shards, so a checkpoint saved at world N / stage s loads at any world size
+// and stage (reshard on load). Corrupt or partial checkpoints are skipped
+// with a warning. Save is collective (throws CommError); Load is local.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "runtime/communicator.h"
+#include "runtime/loss_scaler.h"
+#include "runtime/rng.h"
+#include "runtime/zero_engine.h"
+
+namespace ds::rt {
+
+struct CheckpointMeta {
+  int64_t step = 0;             // training-loop steps done (skipped ones included)
+  int64_t applied_steps = 0;    // optimizer updates done (the optimizer's step count)
+  int64_t epoch = 0;            // epoch to continue in
+  int64_t sample_position = 0;  // global sampler positions of `epoch` already consumed
+  Rng::State rng{};
+  LossScalerState scaler;
+  int world_size = 1;
+  int zero_stage = 0;
+  std::string config_hash;
+  uint64_t num_params = 0;
+  int state_slots = 0;
+};
+
+struct LoadedCheckpoint {
+  CheckpointMeta meta;
+  std::string path;                        // the step_ directory
+  std::vector<float> master;               // num_params floats
+  std::vector<std::vector<float>> state;   // state_slots x num_params
+};
+
+// Writes this rank's shard; rank 0 then writes the manifest and prunes to
+// the newest `keep` complete checkpoints. Collective. An I/O error on any
+// rank is returned on every rank (IOError naming the file).
+Status SaveCheckpoint(const std::string& dir, const CheckpointMeta& meta, const ShardState& shard,
+                      Communicator& comm, int keep);
+
+// The newest complete and valid checkpoint in `dir` whose shape matches
+// (num_params, state_slots); nullopt when there is none. Invalid ones are
+// skipped with a warning naming the directory and the reason.
+std::optional<LoadedCheckpoint> LoadNewestCheckpoint(const std::string& dir, uint64_t num_params,
+                                                     int state_slots);
+
+// Complete checkpoints in `dir` (those with a manifest), oldest first.
+std::vector<std::string> ListCheckpoints(const std::string& dir);
+
+// Stable hex hash of a config text (crc32), recorded in the manifest.
+std::string ConfigHash(const std::string& text);
+
+}  // namespace ds::rt

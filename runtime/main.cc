@@ -1,0 +1,132 @@
+// dstrain: the built-in data-parallel / ZeRO trainer that dslaunch runs on
+// every worker. Reads its trainer config from --config FILE or from
+// DSLAUNCH_TRAINER_CONFIG (YAML text), its place in the job from the torchrun
+// environment (RANK, WORLD_SIZE, MASTER_ADDR, GLOO_SOCKET_IFNAME) and the
+// rendezvous store from DSLAUNCH_STORE_ADDR (dslaunch) or DSLAUNCH_STORE_PATH
+// (standalone). Rank 0 prints progress and, at the end, "test accuracy: X".
+//
+// Exit codes: 0 done; 1 bad config, data or checkpoint I/O; 2 usage;
+// 3 communication failure (a peer died or timed out: dslaunch restarts the
+// generation from the last checkpoint).
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "common/env_registry.h"
+#include "common/log.h"
+#include "common/step_heartbeat.h"
+#include "runtime/gloo_communicator.h"
+#include "runtime/gloo_store.h"
+#include "runtime/trainer.h"
+
+namespace {
+
+constexpr int kExitConfig = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitComm = 3;
+
+int Fail(int code, const std::string& message) {
+  std::fprintf(stderr, "dstrain: error: %s\n", message.c_str());
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace ds;
+  using namespace ds::rt;
+  CLI::App app{"dstrain: data-parallel / ZeRO trainer (run by dslaunch, or standalone)"};
+  std::string config_file;
+  app.add_option("--config", config_file, "trainer config YAML (default: $DSLAUNCH_TRAINER_CONFIG)");
+  bool quiet = false;
+  app.add_flag("--quiet", quiet, "no progress output");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : kExitUsage;
+  }
+
+  const int rank = static_cast<int>(EnvInt("RANK"));
+  const int world = static_cast<int>(EnvInt("WORLD_SIZE"));
+  if (world < 1 || rank < 0 || rank >= world)
+    return Fail(kExitUsage, fmt::format("RANK={} WORLD_SIZE={}: expected 0 <= RANK < WORLD_SIZE",
+                                        rank, world));
+  char host[256] = "localhost";
+  gethostname(host, sizeof(host) - 1);
+  const std::string host_name = EnvString("DSLAUNCH_HOST").empty() ? host : EnvString("DSLAUNCH_HOST");
+  LogSetIdentity(host_name, rank);
+
+  // Config.
+  std::string text;
+  TrainerConfigOptions copts;
+  copts.world_size = world;
+  Result<TrainerConfig> config = Status::InvalidArgument("no config");
+  if (!config_file.empty()) {
+    std::ifstream in(config_file);
+    if (!in) return Fail(kExitConfig, config_file + ": cannot read");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+    config = LoadTrainerConfig(config_file, copts);
+  } else if (auto env = EnvRaw("DSLAUNCH_TRAINER_CONFIG"); env && !env->empty()) {
+    text = *env;
+    copts.origin = "DSLAUNCH_TRAINER_CONFIG";
+    config = ParseTrainerConfig(text, copts);
+  } else {
+    return Fail(kExitUsage, "no trainer config: pass --config FILE or set DSLAUNCH_TRAINER_CONFIG");
+  }
+  if (!config.ok()) return Fail(kExitConfig, config.status().message());
+
+  TrainerRuntime rt;
+  rt.config_text = text;
+  rt.checkpoint_dir = config->checkpoint.dir.empty() ? EnvString("DSLAUNCH_CHECKPOINT_DIR")
+                                                     : config->checkpoint.dir;
+  rt.tty = isatty(fileno(stdout));
+  rt.quiet = quiet;
+  auto heartbeat = StepHeartbeat::FromEnv();
+  rt.heartbeat = heartbeat.get();
+
+  try {
+    // Communicator: alone, or Gloo through the job's store.
+    std::unique_ptr<Communicator> comm;
+    RendezvousStore store;
+    if (world == 1) {
+      comm = std::make_unique<LocalCommunicator>();
+    } else {
+      const auto timeout = std::chrono::milliseconds(
+          static_cast<int64_t>(EnvSeconds("DSLAUNCH_COLLECTIVE_TIMEOUT") * 1000));
+      RendezvousOptions ro;
+      ro.store_addr = EnvString("DSLAUNCH_STORE_ADDR");
+      ro.store_token = EnvString("DSLAUNCH_STORE_TOKEN");
+      ro.store_path = EnvString("DSLAUNCH_STORE_PATH");
+      ro.prefix = fmt::format("dstrain/{}/{}/gloo", EnvString("DSLAUNCH_JOB_ID"),
+                              EnvInt("DSLAUNCH_GENERATION"));
+      ro.timeout = timeout;
+      auto opened = OpenRendezvousStore(ro);
+      if (!opened.ok()) return Fail(kExitUsage, opened.status().message());
+      store = std::move(opened).value();
+      GlooOptions go;
+      go.iface = EnvString("GLOO_SOCKET_IFNAME");
+      go.master_addr = EnvString("MASTER_ADDR");
+      go.timeout = timeout;
+      DS_LOG(Info, Comm) << "rendezvous through " << store.description;
+      comm = GlooCommunicator::Connect(*store.store, rank, world, go);
+    }
+    auto result = Train(*config, *comm, rt);
+    if (!result.ok()) return Fail(kExitConfig, result.status().message());
+    if (rank == 0) {
+      std::printf("test accuracy: %.4f\n", result->test_accuracy);
+      std::fflush(stdout);
+    }
+    comm->Barrier();  // nobody tears down its connections while others still use them
+  } catch (const CommError& e) {
+    return Fail(kExitComm, e.what());
+  }
+  return 0;
+}
