@@ -255,4 +255,24 @@ std::string RemoteCommand(const std::vector<std::string>& argv,
   return cmd;
 }
 
+std::string SupervisedCommand(const std::vector<std::string>& argv,
+                              const std::vector<std::pair<std::string, std::string>>& env, bool has_payload) {
+  // fd 3 keeps the channel's stdin; the agent gets neither fd 3 nor the
+  // secret on its command line (printf is a shell builtin).
+  std::string script =
+      "exec 3<&0; "
+      + std::string(has_payload ? "IFS= read -r s <&3; printf '%s\\n' \"$s\" | \"$@\" 3<&- & "
+                                : "\"$@\" 3<&- </dev/null & ") +
+      "a=$!; "
+      // EOF: TERM the agent; if it is still there after 5 s, KILL the
+      // wrapper's process group (the agent and anything it did not detach).
+      "(while IFS= read -r _ <&3; do :; done; kill -TERM $a 2>/dev/null; i=0; "
+      "while kill -0 $a 2>/dev/null; do i=$((i+1)); [ $i -gt 50 ] && kill -KILL 0; sleep 0.1; done) & "
+      "w=$!; exec 3<&-; "
+      "wait $a; rc=$?; kill $w 2>/dev/null; exit $rc";
+  std::vector<std::string> words = {"sh", "-c", script, "dslaunch-agent"};
+  words.insert(words.end(), argv.begin(), argv.end());
+  return RemoteCommand(words, env);
+}
+
 }  // namespace ds

@@ -103,4 +103,15 @@ class SshSession {
 std::string RemoteCommand(const std::vector<std::string>& argv,
                           const std::vector<std::pair<std::string, std::string>>& env);
 
+// RemoteCommand for a supervised agent: a small POSIX sh wrapper reads one
+// line (the secret) from the channel's stdin and pipes it to `argv`, then
+// keeps watching stdin: EOF (sent by Terminate(), or the channel/connection
+// going away, e.g. dslaunch killed) sends TERM to the agent, and KILL to the
+// wrapper's process group if the agent is still there 5 s later. This works where
+// sshd refuses "signal" requests (root logins, which skip privilege
+// separation). The wrapper exits with the agent's status (128+signal when
+// killed). With `has_payload` false the agent's stdin is /dev/null.
+std::string SupervisedCommand(const std::vector<std::string>& argv,
+                              const std::vector<std::pair<std::string, std::string>>& env, bool has_payload);
+
 }  // namespace ds

@@ -93,7 +93,8 @@ void SshAgentHandle::Pump() {
     // Terminate(): TERM to the agent (it stops its workers), then give it
     // stop_grace to finish before the channel is closed under it.
     DS_LOG(Info, Ssh) << session_->host() << ": stopping agent";
-    ssh_channel_request_send_signal(channel_, "TERM");
+    ssh_channel_request_send_signal(channel_, "TERM");  // refused by sshd for root logins
+    ssh_channel_send_eof(channel_);                      // the wrapper then TERMs the agent
     auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(stop_grace_);
     while (alive && std::chrono::steady_clock::now() < deadline) alive = ReadSome(50);
   }
@@ -146,18 +147,23 @@ Result<std::unique_ptr<AgentHandle>> SshSpawner::StartOne(const AgentSpec& spec)
   };
   ssh_channel ch = ssh_channel_new(session->raw());
   if (ch == nullptr) return fail("cannot open a channel");
-  const std::string cmd = RemoteCommand(argv, ForwardedEnv(options_));
+  std::string payload = spec.stdin_payload;
+  if (!payload.empty() && payload.back() != '\n') payload += '\n';
+  if (payload.find('\n') != payload.size() - 1 && !payload.empty()) {
+    ssh_channel_free(ch);
+    return Status::InvalidArgument(spec.host + ": the agent's stdin payload must be one line");
+  }
+  const std::string cmd = SupervisedCommand(argv, ForwardedEnv(options_), !payload.empty());
   if (ssh_channel_open_session(ch) != SSH_OK || ssh_channel_request_exec(ch, cmd.c_str()) != SSH_OK) {
     ssh_channel_free(ch);
     return fail("cannot start the agent");
   }
-  if (!spec.stdin_payload.empty() &&
-      ssh_channel_write(ch, spec.stdin_payload.data(), static_cast<uint32_t>(spec.stdin_payload.size())) < 0) {
+  if (!payload.empty() && ssh_channel_write(ch, payload.data(), static_cast<uint32_t>(payload.size())) < 0) {
     ssh_channel_close(ch);
     ssh_channel_free(ch);
     return fail("cannot write the agent's stdin");
   }
-  ssh_channel_send_eof(ch);
+  // No EOF now: the wrapper treats EOF on stdin as "stop the agent".
   DS_LOG(Info, Ssh) << spec.host << " (" << session->peer_address() << "): started " << cmd;
   return std::unique_ptr<AgentHandle>(
       std::make_unique<SshAgentHandle>(std::move(session), ch, shipped, options_.stop_grace));

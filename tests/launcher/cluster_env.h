@@ -1,0 +1,51 @@
+// Helpers for tests that run against a netns test cluster brought up by
+// tests/cluster/with-cluster (scripts/netns-cluster). The wrapper exports
+// DSLAUNCH_TEST_CLUSTER=<state dir>; tests tagged [cluster] read the nodes
+// from it. Test-only code.
+#pragma once
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/env_registry.h"
+
+namespace ds::test {
+
+struct ClusterNode {
+  std::string alias;  // ssh config alias, as in the generated hostfile
+  std::string netns;  // network namespace name
+  std::string addr;   // eth0 address
+};
+
+struct TestCluster {
+  std::string dir;                // state dir; "" when no cluster is up
+  std::vector<ClusterNode> nodes;
+  std::string ssh_config() const { return dir + "/ssh_config"; }
+  std::string known_hosts() const { return dir + "/known_hosts"; }
+};
+
+inline TestCluster LoadTestCluster() {
+  TestCluster c;
+  auto dir = GetAnyEnv("DSLAUNCH_TEST_CLUSTER");
+  if (!dir || dir->empty()) return c;
+  c.dir = *dir;
+  std::ifstream in(c.dir + "/nodes");
+  ClusterNode n;
+  while (in >> n.alias >> n.netns >> n.addr) c.nodes.push_back(n);
+  return c;
+}
+
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
+
+}  // namespace ds::test
