@@ -11,6 +11,11 @@ namespace ds::rt {
 // Returns the count set.
 int ConfigureBlasThreads(int threads = 0);
 
+// Applies the default (ConfigureBlasThreads(0)) unless a thread count was
+// already configured in this process. Every Mlp constructor calls it, so a
+// worker never runs with one BLAS thread per core per rank by accident.
+void ConfigureBlasThreadsOnce();
+
 // The count OpenBLAS currently uses.
 int BlasThreads();
 

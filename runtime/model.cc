@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "common/check.h"
+#include "runtime/blas.h"
 #include "runtime/rng.h"
 
 namespace ds::rt {
@@ -33,6 +34,7 @@ void Linear(const float* x, const float* w, const float* b, float* y, int rows, 
 }  // namespace
 
 Mlp::Mlp(MlpConfig config) : config_(std::move(config)) {
+  ConfigureBlasThreadsOnce();
   DS_CHECK_MSG(config_.sizes.size() >= 2, "an Mlp needs an input and an output size");
   size_t offset = 0;
   for (size_t l = 0; l + 1 < config_.sizes.size(); ++l) {

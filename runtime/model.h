@@ -6,7 +6,8 @@
 // [layer(l).offset, layer(l).offset + layer(l).size()) = W (out x in,
 // row-major) followed by b (out). The model owns no parameters: it reads them
 // through a ParamSource and hands gradients to a GradSink. One Mlp per
-// thread (it keeps activation scratch buffers).
+// thread (it keeps activation scratch buffers). The first Mlp of a process
+// sets the BLAS thread count unless the caller already did (runtime/blas.h).
 #pragma once
 
 #include <cstddef>

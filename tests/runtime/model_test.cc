@@ -8,6 +8,7 @@
 #include <cmath>
 #include <vector>
 
+#include "runtime/blas.h"
 #include "runtime/rng.h"
 
 using namespace ds::rt;
@@ -191,4 +192,11 @@ TEST_CASE("softmax cross-entropy is stable for huge logits") {
   CHECK(std::isfinite(sink.g[0]));
   CHECK(sink.g[0] == Approx(1.0f));   // p0 - 0 = 1
   CHECK(sink.g[1] == Approx(-1.0f));  // p1 - 1 = -1
+}
+
+TEST_CASE("BLAS thread count: explicit, or OMP_NUM_THREADS / cores per local rank") {
+  CHECK(ConfigureBlasThreads(1) == 1);
+  CHECK(BlasThreads() == 1);
+  ConfigureBlasThreadsOnce();  // already configured: unchanged
+  CHECK(BlasThreads() == 1);
 }
