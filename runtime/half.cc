@@ -94,15 +94,28 @@ void Quantize(float* data, size_t n, Precision precision) {
 }
 
 bool HasInfOrNan(const float* data, size_t n) {
-  // x - x is 0 for finite x and NaN for inf/NaN; summing keeps the loop branch-free.
-  float acc = 0.0f;
-  for (size_t i = 0; i < n; ++i) acc += data[i] - data[i];
-  return acc != 0.0f || std::isnan(acc);
+  // Exponent bits all ones <=> inf or NaN. An OR-reduction over integers
+  // vectorizes (a float reduction would not, without reassociation).
+  uint32_t any = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t u;
+    std::memcpy(&u, data + i, 4);
+    any |= static_cast<uint32_t>((u & 0x7f800000u) == 0x7f800000u);
+  }
+  return any != 0;
 }
 
 double SumOfSquares(const float* data, size_t n) {
+  // Eight interleaved partial sums (fixed order, so the result is
+  // deterministic) let the compiler use vector lanes.
+  constexpr size_t kLanes = 8;
+  double part[kLanes] = {};
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (size_t l = 0; l < kLanes; ++l) part[l] += static_cast<double>(data[i + l]) * data[i + l];
   double s = 0;
-  for (size_t i = 0; i < n; ++i) s += static_cast<double>(data[i]) * data[i];
+  for (; i < n; ++i) s += static_cast<double>(data[i]) * data[i];
+  for (size_t l = 0; l < kLanes; ++l) s += part[l];
   return s;
 }
 

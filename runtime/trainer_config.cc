@@ -113,7 +113,9 @@ Result<TrainerConfig> ParseTrainerConfig(const std::string& yaml_text,
   DS_RETURN_IF_ERROR(ParseData(root["data"], origin, &t.data));
   DS_RETURN_IF_ERROR(ReadInt(root, "epochs", "trainer", origin, &t.epochs));
   DS_RETURN_IF_ERROR(ReadInt(root, "max_steps", "trainer", origin, &t.max_steps));
-  if (t.max_steps > 0 && !root["epochs"].IsDefined()) t.epochs = 0;  // max_steps alone bounds
+  // max_steps alone: epochs = max_steps, a bound that never binds (every epoch
+  // has at least one step) and keeps steps_per_epoch * epochs finite.
+  if (t.max_steps > 0 && !root["epochs"].IsDefined()) t.epochs = t.max_steps;
   if (t.epochs < 0 || t.max_steps < 0 || (t.epochs == 0 && t.max_steps == 0))
     return Status::InvalidArgument(origin + ": trainer.epochs and trainer.max_steps must be >= 0 "
                                             "and one of them > 0");

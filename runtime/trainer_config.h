@@ -52,7 +52,7 @@ struct EvalSection {
 struct TrainerConfig {
   MlpConfig model;
   DataSection data;
-  int64_t epochs = 1;         // 0: unbounded (only when max_steps is given alone)
+  int64_t epochs = 1;         // max_steps given alone: set to max_steps (never binds)
   int64_t max_steps = 0;      // 0: no limit; optimizer steps; both set: first reached ends
   uint64_t seed = 42;
   std::string config_path;    // ds_config path as resolved ("" when inline)

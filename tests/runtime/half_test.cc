@@ -68,3 +68,14 @@ TEST_CASE("Quantize and overflow detection over a span") {
   CHECK(SumOfSquares(v.data(), 1) == 1.0);
   CHECK(std::string(PrecisionName(Precision::kBf16)) == "bf16");
 }
+
+TEST_CASE("overflow test and sum of squares over long spans") {
+  std::vector<float> v(1001, 0.5f);
+  CHECK_FALSE(HasInfOrNan(v.data(), v.size()));
+  CHECK(SumOfSquares(v.data(), v.size()) == 1001 * 0.25);
+  v[1000] = -std::numeric_limits<float>::infinity();
+  CHECK(HasInfOrNan(v.data(), v.size()));
+  CHECK_FALSE(HasInfOrNan(v.data(), 1000));
+  v[3] = std::numeric_limits<float>::max();  // finite
+  CHECK_FALSE(HasInfOrNan(v.data(), 1000));
+}
