@@ -102,16 +102,17 @@ void AgentSession::SendLine(const Slot& s, int stream, const std::string& line) 
 
 void AgentSession::ReadCoordinator() {
   uint8_t chunk[65536];
+  std::string ended;  // why the stream ended; frames before it still count
   while (conn_.get() >= 0) {
     ssize_t r = ::recv(conn_.get(), chunk, sizeof(chunk), MSG_DONTWAIT);
     if (r > 0) {
       inbuf_.insert(inbuf_.end(), chunk, chunk + r);
       continue;
     }
-    if (r == 0) return Lost("connection closed by the coordinator");
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-    return Lost(std::string("read: ") + std::strerror(errno));
+    if (r == 0) ended = "connection closed by the coordinator";
+    else if (errno == EINTR) continue;
+    else if (errno != EAGAIN && errno != EWOULDBLOCK) ended = std::string("read: ") + std::strerror(errno);
+    break;
   }
   last_recv_ = Clock::now();
   size_t pos = 0;
@@ -127,6 +128,7 @@ void AgentSession::ReadCoordinator() {
     HandleFrame(f);
   }
   inbuf_.erase(inbuf_.begin(), inbuf_.begin() + static_cast<ptrdiff_t>(std::min(pos, inbuf_.size())));
+  if (!ended.empty()) Lost(ended);
 }
 
 void AgentSession::HandleFrame(const Frame& f) {

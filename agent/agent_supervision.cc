@@ -35,6 +35,7 @@ void AgentSession::BeginStop(Clock::duration grace) {
 void AgentSession::Lost(const std::string& reason) {
   if (conn_.get() < 0) return;
   conn_.Reset();
+  if (quitting_ && exit_code_ == 0) return;  // told to shut down: the close is expected
   std::fprintf(stderr, "dsagent %s: lost the coordinator (%s); killing my workers\n", opt_.host.c_str(),
                reason.c_str());
   Quit(4, reason);

@@ -1,0 +1,199 @@
+#include "launcher/run_job.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "common/asio.h"
+#include "common/env_registry.h"
+#include "common/hmac_auth.h"
+#include "common/log.h"
+#include "common/netif.h"
+#include "launcher/assign_builder.h"
+#include "launcher/coordinator.h"
+#include "launcher/dotenv.h"
+#include "launcher/exit_status.h"
+#include "launcher/job_summary.h"
+
+namespace ds {
+namespace {
+
+using std::chrono::milliseconds;
+
+// The local address an agent for `host` binds, so that one machine can host
+// several "nodes" (127.0.0.1, 127.0.0.2, ...). "" = let the route decide.
+std::string LocalBindAddress(const std::string& host) {
+  if (host == "localhost") return "127.0.0.1";
+  if (host.rfind("127.", 0) == 0) return host;
+  return "";
+}
+
+std::string FormatSeconds(double s) { return fmt::format("{}ms", static_cast<int64_t>(s * 1000)); }
+
+struct Launch {
+  const LaunchPlan& plan;
+  const CliOptions& cli;
+  asio::io_context io;
+  std::unique_ptr<Coordinator> coord;
+  std::vector<std::unique_ptr<AgentHandle>> agents;  // by node; null if it failed to start
+  asio::steady_timer watch{io};
+  asio::steady_timer drain{io};
+  Launch(const LaunchPlan& p, const CliOptions& c) : plan(p), cli(c) {}
+
+  // Fails the job when an agent process ends before registering.
+  void WatchAgents() {
+    for (size_t i = 0; i < agents.size(); ++i) {
+      if (!agents[i] || coord->NodeRegistered(static_cast<int>(i)) || agents[i]->Running()) continue;
+      coord->Abort(plan.nodes[i].host.name,
+                   fmt::format("dsagent exited with status {} before registering", agents[i]->ExitStatus()),
+                   kExitFailure);
+    }
+    if (coord->state() == CoordState::kDone) return;
+    watch.expires_after(milliseconds(20));
+    watch.async_wait([this](boost::system::error_code ec) {
+      if (!ec) WatchAgents();
+    });
+  }
+
+  // After the job: give agents a moment to exit on their own, then make sure.
+  void DrainAgents(std::chrono::steady_clock::time_point deadline) {
+    bool running = false;
+    for (auto& a : agents) running = running || (a && a->Running());
+    if (!running || std::chrono::steady_clock::now() > deadline) {
+      for (auto& a : agents)
+        if (a) a->Terminate();
+      io.stop();
+      return;
+    }
+    drain.expires_after(milliseconds(5));
+    drain.async_wait([this, deadline](boost::system::error_code) { DrainAgents(deadline); });
+  }
+};
+
+}  // namespace
+
+int RunJob(const LaunchPlan& plan_in, const CliOptions& cli) {
+  LaunchPlan plan = plan_in;
+  if (plan.nodes.empty()) {
+    std::cerr << "dslaunch: error: the plan has no nodes\n";
+    return kExitUsage;
+  }
+  auto dotenv = LoadDotEnvFiles(plan.job.working_dir);
+  if (!dotenv.ok()) {
+    std::cerr << "dslaunch: error: " << dotenv.status().message() << "\n";
+    return kExitUsage;
+  }
+  // .dslaunch_env first: the job file's env: wins over it.
+  plan.job.env.insert(plan.job.env.begin(), dotenv->begin(), dotenv->end());
+
+  std::vector<std::string> argv =
+      WorkerArgv(plan.job, SiblingBinary("dstrain", "runtime", EnvString("DSLAUNCH_DSTRAIN_PATH")));
+  if (argv.empty()) {
+    std::cerr << "dslaunch: error: nothing to run (no command and no trainer: section)\n";
+    return kExitUsage;
+  }
+  std::string launcher = ResolveLauncher(cli.launcher, plan);
+  auto spawner = MakeSpawner(launcher, plan, cli);
+  if (!spawner.ok()) {
+    std::cerr << "dslaunch: error: " << spawner.status().message() << "\n";
+    return kExitUsage;
+  }
+
+  const ElasticOptions& el = plan.job.elastic;
+  CoordinatorOptions co;
+  co.job_id = RandomHex(6);
+  co.secret = RandomHex(32);
+  co.argv = argv;
+  co.heartbeat_interval = el.heartbeat_interval;
+  co.heartbeat_timeout = el.heartbeat_timeout;
+  co.hang_timeout = el.hang_timeout;
+  co.stop_grace = EnvSeconds("DSLAUNCH_STOP_GRACE");
+  co.register_timeout = cli.connect_timeout + 20.0;
+  co.master_port = plan.job.network.master_port;
+  if (launcher == "local") {
+    co.listen_addr = "127.0.0.1";
+  } else {
+    co.listen_addr = "0.0.0.0";
+    auto route = RouteTo(plan.nodes[0].host.name);
+    if (!route.ok()) {
+      std::cerr << "dslaunch: error: " << route.status().message() << "\n";
+      return kExitFailure;
+    }
+    co.advertise_host = route->local_addr;
+  }
+
+  bool tty = ::isatty(STDOUT_FILENO) != 0;
+  LogMux mux(LogMuxOptions{plan.job.log_dir, EnvString("DSLAUNCH_COLOR"), stdout, tty});
+  if (Status st = mux.Open(); !st.ok()) {
+    std::cerr << "dslaunch: error: " << st.message() << "\n";
+    return kExitUsage;
+  }
+  JobRecord record(&mux);
+  Launch L(plan, cli);
+  L.coord = std::make_unique<Coordinator>(L.io, plan, co, record);
+  if (Status st = L.coord->Listen(); !st.ok()) {
+    std::cerr << "dslaunch: error: " << st.message() << "\n";
+    return kExitFailure;
+  }
+
+  asio::signal_set signals(L.io, SIGINT, SIGTERM, SIGHUP);
+  std::function<void(const boost::system::error_code&, int)> on_signal =
+      [&](const boost::system::error_code& ec, int sig) {
+        if (ec) return;
+        L.coord->RequestStop(sig);
+        signals.async_wait(on_signal);
+      };
+  signals.async_wait(on_signal);
+
+  std::string agent_path = SiblingBinary("dsagent", "agent", cli.agent_path.empty()
+                                                                 ? EnvString("DSLAUNCH_AGENT_PATH")
+                                                                 : cli.agent_path);
+  std::vector<AgentSpec> specs;
+  for (size_t i = 0; i < plan.nodes.size(); ++i) {
+    const NodePlan& n = plan.nodes[i];
+    AgentSpec s;
+    s.host = n.host.name;
+    s.node_index = static_cast<int>(i);
+    s.ssh_port = n.host.ssh_port ? n.host.ssh_port : cli.ssh_port;
+    s.user = n.host.user;
+    s.argv = {agent_path, "--coordinator", L.coord->address(), "--node-index", std::to_string(i),
+              "--job-id", co.job_id, "--host", n.host.name,
+              "--heartbeat-interval", FormatSeconds(co.heartbeat_interval),
+              "--heartbeat-timeout", FormatSeconds(co.heartbeat_timeout),
+              "--connect-timeout", FormatSeconds(cli.connect_timeout)};
+    if (launcher == "local") {
+      std::string bind = LocalBindAddress(n.host.name);
+      if (!bind.empty()) s.argv.insert(s.argv.end(), {"--bind", bind});
+    }
+    s.stdin_payload = co.secret;
+    specs.push_back(std::move(s));
+  }
+  L.coord->Start();
+  auto started = (*spawner)->Start(specs);
+  for (size_t i = 0; i < started.size(); ++i) {
+    if (started[i].ok()) {
+      L.agents.push_back(std::move(started[i]).value());
+    } else {
+      L.agents.push_back(nullptr);
+      L.coord->Abort(plan.nodes[i].host.name, started[i].status().message(), kExitFailure);
+    }
+  }
+  L.coord->OnDone([&] {
+    L.watch.cancel();
+    L.DrainAgents(std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                        std::chrono::duration<double>(co.stop_grace + 3.0)));
+  });
+  if (L.coord->state() != CoordState::kDone) L.WatchAgents();
+  else L.DrainAgents(std::chrono::steady_clock::now());
+  L.io.run();
+  mux.Flush();
+
+  bool color = ::isatty(STDERR_FILENO) && EnvString("DSLAUNCH_COLOR") != "never";
+  std::cerr << FormatSummary(record, plan.world_size, color);
+  return record.ExitCode();
+}
+
+}  // namespace ds

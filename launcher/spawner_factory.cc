@@ -1,0 +1,51 @@
+// MakeSpawner / ResolveLauncher / SiblingBinary (run_job.h). The SSH and pdsh
+// spawners plug in here (SSH issue).
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "common/env_registry.h"
+#include "common/netif.h"
+#include "launcher/local_spawner.h"
+#include "launcher/run_job.h"
+
+namespace ds {
+
+std::string ResolveLauncher(const std::string& launcher, const LaunchPlan& plan) {
+  if (launcher != "auto" && !launcher.empty()) return launcher;
+  for (const auto& n : plan.nodes)
+    if (!IsLocalHost(n.host.name)) return "ssh";
+  return "local";
+}
+
+Result<std::unique_ptr<Spawner>> MakeSpawner(const std::string& launcher, const LaunchPlan& plan,
+                                             const CliOptions& cli) {
+  (void)cli;
+  std::string which = ResolveLauncher(launcher, plan);
+  if (which == "local") {
+    for (const auto& n : plan.nodes)
+      if (!IsLocalHost(n.host.name))
+        return Status::InvalidArgument(fmt::format(
+            "--launcher local: host '{}' (hostfile line {}) is not this machine", n.host.name, n.host.line));
+    LocalSpawnerOptions o;
+    o.stop_grace = EnvSeconds("DSLAUNCH_STOP_GRACE");
+    return std::unique_ptr<Spawner>(std::make_unique<LocalSpawner>(o));
+  }
+  return Status::InvalidArgument(fmt::format("--launcher {}: not available in this build", which));
+}
+
+std::string SiblingBinary(const std::string& name, const std::string& subdir, const std::string& override_path) {
+  if (!override_path.empty()) return override_path;
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return name;
+  std::filesystem::path dir = self.parent_path();
+  if (std::filesystem::exists(dir / name)) return (dir / name).string();
+  std::filesystem::path tree = dir.parent_path() / subdir / name;
+  if (std::filesystem::exists(tree)) return tree.string();
+  return (dir / name).string();
+}
+
+}  // namespace ds
