@@ -114,4 +114,14 @@ std::string RemoteCommand(const std::vector<std::string>& argv,
 std::string SupervisedCommand(const std::vector<std::string>& argv,
                               const std::vector<std::pair<std::string, std::string>>& env, bool has_payload);
 
+// Where the supervisor script finds the agent's one-line stdin payload.
+enum class PayloadFrom {
+  kNone,        // agent stdin is /dev/null
+  kStdinLine,   // the first line of the channel's stdin (libssh spawner)
+  kEnvBase64,   // $LC_DSLAUNCH_PAYLOAD, base64 (pdsh cannot forward stdin;
+                // sshd must accept LC_*, Debian's default); unset before the agent runs
+};
+// The POSIX sh supervisor (see SupervisedCommand) running "$@" as the agent.
+std::string SupervisorScript(PayloadFrom from);
+
 }  // namespace ds
