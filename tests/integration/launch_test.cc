@@ -1,0 +1,167 @@
+// A real 3-node x 2-slot job on 127.0.0.1..3: dslaunch + three dsagents +
+// six workers, checked from the outside (issue 3, "Done when").
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "common/strings.h"
+#include "proc_harness.h"
+
+namespace ds::testing {
+namespace {
+
+using std::chrono::seconds;
+
+const std::vector<std::pair<std::string, std::string>> kQuiet = {{"DSLAUNCH_COLOR", "never"}};
+
+std::vector<std::pair<std::string, std::string>> EnvFor(const TempDir& dir) {
+  auto env = kQuiet;
+  env.emplace_back("HOME", dir.path());  // no stray ~/.dslaunch_env
+  env.emplace_back("DSLAUNCH_STOP_GRACE", "500ms");
+  return env;
+}
+
+TEST_CASE("launch: 3x2 local job, every rank once, consistent torchrun env, values byte for byte",
+          "[integration]") {
+  TempDir dir;
+  std::string hostfile = HostfileFor(dir, 3, 2);
+  WriteFile(dir / "worker.sh",
+            "printf '%s' \"$TRICKY\" > \"tricky.$RANK\"\n"
+            "printf '%s' \"$DOTVAL\" > \"dot.$RANK\"\n"
+            "echo \"ENV $RANK $LOCAL_RANK $GROUP_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $MASTER_ADDR $MASTER_PORT "
+            "$DSLAUNCH_HOST $NCCL_SOCKET_IFNAME $DSLAUNCH_STORE_ADDR\"\n");
+  WriteFile(dir / ".dslaunch_env",
+            "# comment\n\nexport DOTVAL=\"line1\\nline2 $NOT_EXPANDED 'single'\"\nTRICKY=overridden-by-job\n");
+  WriteFile(dir / "job.yaml",
+            "command: [sh, worker.sh]\n"
+            "env:\n"
+            "  TRICKY: 'it''s \"quoted\"  $HOME  `x` \\ end'\n");
+  Child c;
+  int code = Run({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), &c, seconds(60), EnvFor(dir));
+  std::string out = ReadFile(c.out_path);
+  INFO(out << ReadFile(c.err_path));
+  REQUIRE(code == 0);
+
+  std::map<int, std::vector<std::string>> by_rank;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto f = Split(line, ' ');
+    if (f.size() < 2 || f[1] != "ENV") continue;
+    int rank = static_cast<int>(*ParseInt(f[2]));
+    CHECK(by_rank.count(rank) == 0);  // exactly once
+    by_rank[rank] = f;
+    CHECK(f[0] == f[9] + ":" + std::to_string(rank));
+  }
+  REQUIRE(by_rank.size() == 6);
+  std::set<std::string> masters;
+  for (const auto& [rank, f] : by_rank) {
+    CHECK(*ParseInt(f[3]) == rank % 2);   // LOCAL_RANK
+    CHECK(*ParseInt(f[4]) == rank / 2);   // GROUP_RANK
+    CHECK(f[5] == "6");                   // WORLD_SIZE
+    CHECK(f[6] == "2");                   // LOCAL_WORLD_SIZE
+    CHECK(f[9] == "127.0.0." + std::to_string(rank / 2 + 1));
+    CHECK(f[10] == "lo");
+    masters.insert(f[7] + ":" + f[8]);
+    CHECK(!f[11].empty());
+  }
+  REQUIRE(masters.size() == 1);
+  CHECK(masters.begin()->rfind("127.0.0.1:", 0) == 0);
+  for (int r = 0; r < 6; ++r) {
+    CHECK(ReadFile(dir / ("tricky." + std::to_string(r))) == "it's \"quoted\"  $HOME  `x` \\ end");
+    CHECK(ReadFile(dir / ("dot." + std::to_string(r))) == "line1\nline2 $NOT_EXPANDED 'single'");
+  }
+  CHECK(ReadFile(c.err_path).find("all 6 workers exited 0") != std::string::npos);
+}
+
+TEST_CASE("launch: a worker exiting 3 ends dslaunch with 3 and names host and rank", "[integration]") {
+  TempDir dir;
+  std::string hostfile = HostfileFor(dir, 3, 2);
+  Child c;
+  int code = Run({DslaunchPath(), "--hostfile", hostfile, "--", "/bin/sh", "-c",
+                  "if [ \"$RANK\" = 3 ]; then echo about to fail; exit 3; fi; exec sleep 60"},
+                 dir.path(), &c, seconds(60), EnvFor(dir));
+  std::string err = ReadFile(c.err_path);
+  INFO(err);
+  CHECK(code == 3);
+  CHECK(err.find("host 127.0.0.2, rank 3, pid ") != std::string::npos);
+  CHECK(err.find(": exited with code 3") != std::string::npos);
+  CHECK(err.find("    | about to fail") != std::string::npos);
+  CHECK(err.find("dslaunch: exit code 3") != std::string::npos);
+}
+
+TEST_CASE("launch: a SIGKILLed worker ends dslaunch with 137 and names the signal", "[integration]") {
+  TempDir dir;
+  std::string hostfile = HostfileFor(dir, 3, 2);
+  Child c;
+  int code = Run({DslaunchPath(), "--hostfile", hostfile, "--", "/bin/sh", "-c",
+                  "if [ \"$RANK\" = 4 ]; then kill -9 $$; fi; exec sleep 60"},
+                 dir.path(), &c, seconds(60), EnvFor(dir));
+  std::string err = ReadFile(c.err_path);
+  INFO(err);
+  CHECK(code == 137);
+  CHECK(err.find("host 127.0.0.3, rank 4") != std::string::npos);
+  CHECK(err.find("killed by signal 9 (SIGKILL)") != std::string::npos);
+}
+
+void SignalDslaunchAndCheck(int sig, int expected_code, bool expect_summary) {
+  TempDir dir;
+  std::string hostfile = HostfileFor(dir, 3, 2);
+  std::string pids = dir / "pids";
+  // Each worker also starts a grandchild in its process group.
+  Child c = Spawn({DslaunchPath(), "--hostfile", hostfile, "--", "/bin/sh", "-c",
+                   "sleep 60 & echo $! >> " + pids + "; echo $$ >> " + pids + "; wait"},
+                  dir.path(), EnvFor(dir));
+  auto started = WaitForPids(pids, 12, seconds(30));
+  REQUIRE(started.size() == 12);
+  REQUIRE(::kill(c.pid, sig) == 0);
+  int code = WaitExit(c.pid, seconds(30));
+  std::string err = ReadFile(c.err_path);
+  INFO(err);
+  CHECK(code == expected_code);
+  // Generous bound: agents notice a lost coordinator at once (EOF) or within
+  // the heartbeat timeout (5 s default) plus the stop grace.
+  CHECK(AllGone(started, seconds(15)));
+  if (expect_summary) CHECK(err.find("every worker was stopped") != std::string::npos);
+}
+
+TEST_CASE("launch: SIGINT to dslaunch stops every process of the job", "[integration]") {
+  SignalDslaunchAndCheck(SIGINT, 130, true);
+}
+
+TEST_CASE("launch: SIGTERM to dslaunch stops every process of the job", "[integration]") {
+  SignalDslaunchAndCheck(SIGTERM, 143, true);
+}
+
+TEST_CASE("launch: SIGKILL to dslaunch -> agents kill their workers", "[integration]") {
+  SignalDslaunchAndCheck(SIGKILL, 137, false);
+}
+
+TEST_CASE("launch: per-rank log files under --log-dir", "[integration]") {
+  TempDir dir;
+  std::string hostfile = HostfileFor(dir, 2, 1);
+  Child c;
+  int code = Run({DslaunchPath(), "--hostfile", hostfile, "--log-dir", dir / "logs", "--", "/bin/sh", "-c",
+                  "echo out $RANK; echo err $RANK >&2"},
+                 dir.path(), &c, seconds(60), EnvFor(dir));
+  REQUIRE(code == 0);
+  CHECK(ReadFile(dir / "logs/rank0.log") == "out 0\nerr 0\n");
+  CHECK(ReadFile(dir / "logs/rank1.log") == "out 1\nerr 1\n");
+}
+
+TEST_CASE("launch: a command that does not exist fails with 127 and says why", "[integration]") {
+  TempDir dir;
+  std::string hostfile = HostfileFor(dir, 1, 1);
+  Child c;
+  int code = Run({DslaunchPath(), "--hostfile", hostfile, "--", "/no/such/program"}, dir.path(), &c,
+                 seconds(60), EnvFor(dir));
+  std::string err = ReadFile(c.err_path);
+  INFO(err << ReadFile(c.out_path));
+  CHECK(code == 127);
+  CHECK(err.find("cannot run '/no/such/program': No such file or directory") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace ds::testing

@@ -1,0 +1,57 @@
+// Real-process helpers for the integration tests: a temp dir per test,
+// spawning dslaunch with output to files, waiting with generous upper bounds
+// (they prove "does not hang", they are not timings), and checking that pids
+// are gone. Each test only signals processes it started, by pid.
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ds::testing {
+
+// A fresh directory under $TMPDIR, removed on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+void WriteFile(const std::string& path, const std::string& text);
+std::string ReadFile(const std::string& path);  // "" if missing
+
+struct Child {
+  pid_t pid = -1;
+  std::string out_path;
+  std::string err_path;
+};
+
+// Starts argv[0] in `cwd` with extra environment; stdout/stderr to files in cwd.
+Child Spawn(const std::vector<std::string>& argv, const std::string& cwd,
+            const std::vector<std::pair<std::string, std::string>>& env = {});
+// The exit code (128+signal when signaled), or -1 after `timeout` (then the
+// child is SIGKILLed and reaped).
+int WaitExit(pid_t pid, std::chrono::milliseconds timeout);
+// Runs to completion; returns the exit code.
+int Run(const std::vector<std::string>& argv, const std::string& cwd, Child* child,
+        std::chrono::milliseconds timeout = std::chrono::seconds(60),
+        const std::vector<std::pair<std::string, std::string>>& env = {});
+
+// Waits until `path` holds at least n lines of pids; returns them.
+std::vector<pid_t> WaitForPids(const std::string& path, size_t n, std::chrono::milliseconds timeout);
+// True once no pid exists any more (zombies count as gone), within timeout.
+bool AllGone(const std::vector<pid_t>& pids, std::chrono::milliseconds timeout);
+
+std::string DslaunchPath();
+std::string HostfileFor(const TempDir& dir, int nodes, int slots);
+
+}  // namespace ds::testing
