@@ -121,10 +121,12 @@ void ZeroEngine::LayerGrad(int layer, const float* grad, size_t n) {
   DS_CHECK(n == shape.size());
   if (options_.stage <= 1) {
     if (half()) {
-      Accumulate16(grad16_.data() + shape.offset, grad, n, options_.precision);
+      if (grads_empty_) To16(grad, grad16_.data() + shape.offset, n, options_.precision);
+      else Accumulate16(grad16_.data() + shape.offset, grad, n, options_.precision);
     } else {
       float* g = grad32_.data() + shape.offset;
-      for (size_t i = 0; i < n; ++i) g[i] += grad[i];
+      if (grads_empty_) std::memcpy(g, grad, n * sizeof(float));
+      else for (size_t i = 0; i < n; ++i) g[i] += grad[i];
     }
     if (last_micro_ && pending_hi_ - shape.offset >= options_.reduce_bucket_size) {
       AllReduceGrads(shape.offset, pending_hi_);
@@ -139,27 +141,35 @@ void ZeroEngine::LayerGrad(int layer, const float* grad, size_t n) {
     std::vector<uint16_t> buf(n), piece(seg.len);
     To16(grad, buf.data(), n, options_.precision);
     comm_.ReduceScatter(buf.data(), piece.data(), counts, FormatOf(options_.precision));
-    std::vector<float> f(seg.len);
-    From16(piece.data(), f.data(), seg.len, options_.precision);
-    Accumulate16(grad16_.data() + seg.shard_offset, f.data(), seg.len, options_.precision);
+    if (grads_empty_) {
+      std::memcpy(grad16_.data() + seg.shard_offset, piece.data(), seg.len * sizeof(uint16_t));
+    } else {
+      std::vector<float> f(seg.len);
+      From16(piece.data(), f.data(), seg.len, options_.precision);
+      Accumulate16(grad16_.data() + seg.shard_offset, f.data(), seg.len, options_.precision);
+    }
   } else {
-    std::vector<float> buf(grad, grad + n), piece(seg.len);
-    comm_.ReduceScatter(buf.data(), piece.data(), counts);
+    layer_buf_.assign(grad, grad + n);
     float* g = grad32_.data() + seg.shard_offset;
-    for (size_t i = 0; i < seg.len; ++i) g[i] += piece[i];
+    if (grads_empty_) {
+      comm_.ReduceScatter(layer_buf_.data(), g, counts);
+    } else {
+      std::vector<float> piece(seg.len);
+      comm_.ReduceScatter(layer_buf_.data(), piece.data(), counts);
+      for (size_t i = 0; i < seg.len; ++i) g[i] += piece[i];
+    }
   }
 }
 
-void ZeroEngine::GradToFloat(const Segment& s, float* out) const {
+const float* ZeroEngine::GradAsFloat(const Segment& s, std::vector<float>* tmp) const {
   const size_t at = options_.stage <= 1 ? s.flat_offset : s.shard_offset;
-  if (half()) From16(grad16_.data() + at, out, s.len, options_.precision);
-  else std::memcpy(out, grad32_.data() + at, s.len * sizeof(float));
+  if (!half()) return grad32_.data() + at;
+  tmp->resize(s.len);
+  From16(grad16_.data() + at, tmp->data(), s.len, options_.precision);
+  return tmp->data();
 }
 
-void ZeroEngine::ZeroGrads() {
-  std::fill(grad32_.begin(), grad32_.end(), 0.f);
-  std::fill(grad16_.begin(), grad16_.end(), uint16_t{0});
-}
+void ZeroEngine::ZeroGrads() { grads_empty_ = true; }
 
 BatchStats ZeroEngine::MicroBatch(const float* x, const int32_t* y, int batch,
                                   int64_t global_batch, bool last) {
@@ -170,6 +180,7 @@ BatchStats ZeroEngine::MicroBatch(const float* x, const int32_t* y, int batch,
                                             static_cast<float>(scale / global_batch), *this);
   if (last && options_.stage <= 1) AllReduceGrads(0, pending_hi_);
   last_micro_ = false;
+  grads_empty_ = false;
   return stats;
 }
 
@@ -178,18 +189,17 @@ BatchStats ZeroEngine::MicroBatch(const float* x, const int32_t* y, int batch,
 StepResult ZeroEngine::Step(float lr) {
   StepResult result;
   result.loss_scale = options_.precision == Precision::kFp16 ? scaler_.scale() : 1.0;
-  // Local overflow flag and sum of squares over the owned partition.
-  double local[2] = {0, 0};
+  // The global gradient norm (clipping, metrics) and overflow (fp16): one
+  // pass over the owned partition; inf/nan anywhere makes the sum non-finite.
+  const bool need_norm = options_.gradient_clipping > 0 || options_.precision == Precision::kFp16;
   std::vector<float> g;
-  for (const Segment& s : owned_.owned()) {
-    g.resize(s.len);
-    GradToFloat(s, g.data());
-    if (HasInfOrNan(g.data(), s.len)) local[0] = 1;
-    local[1] += SumOfSquares(g.data(), s.len);
+  if (need_norm) {
+    double sumsq = 0;
+    for (const Segment& s : owned_.owned()) sumsq += SumOfSquares(GradAsFloat(s, &g), s.len);
+    if (options_.stage > 0) comm_.AllReduceSum(&sumsq, 1);
+    result.grad_norm = std::sqrt(sumsq) / result.loss_scale;
   }
-  if (options_.stage > 0) comm_.AllReduceSum(local, 2);
-  const bool overflow = local[0] > 0;
-  result.grad_norm = std::sqrt(local[1]) / result.loss_scale;
+  const bool overflow = !std::isfinite(result.grad_norm);
   bool skip = overflow;
   if (options_.precision == Precision::kFp16) skip = scaler_.Update(overflow);
   if (skip) {
@@ -205,11 +215,14 @@ StepResult ZeroEngine::Step(float lr) {
   ++applied_steps_;
   std::vector<float*> st(state_.size());
   for (const Segment& s : owned_.owned()) {
-    g.resize(s.len);
-    GradToFloat(s, g.data());
-    if (factor != 1.f) for (float& v : g) v *= factor;
+    const float* grad = GradAsFloat(s, &g);
+    if (factor != 1.f) {
+      if (grad != g.data()) g.assign(grad, grad + s.len);
+      for (float& v : g) v *= factor;
+      grad = g.data();
+    }
     for (size_t k = 0; k < state_.size(); ++k) st[k] = state_[k].data() + s.shard_offset;
-    optimizer_.Step(MasterPtr(s), g.data(), st.data(), s.len, applied_steps_, lr);
+    optimizer_.Step(MasterPtr(s), grad, st.data(), s.len, applied_steps_, lr);
     if (options_.stage < 3 && half())
       To16(MasterPtr(s), compute16_.data() + s.flat_offset, s.len, options_.precision);
   }

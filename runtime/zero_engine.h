@@ -42,6 +42,7 @@ struct ZeroOptions {
 struct StepResult {
   bool skipped = false;    // overflow (inf/nan gradients): parameters unchanged
   double grad_norm = 0;    // global L2 norm of the unscaled gradients, before clipping
+                           // (computed only with clipping or fp16; 0 otherwise)
   double loss_scale = 1;   // the scale the gradients carried
 };
 
@@ -104,7 +105,8 @@ class ZeroEngine : private ParamSource, private GradSink {
 
   float* MasterPtr(const Segment& s);
   const float* MasterPtr(const Segment& s) const;
-  void GradToFloat(const Segment& s, float* out) const;  // owned segment's grads
+  // An owned segment's gradients as fp32: in place (fp32) or converted into *tmp.
+  const float* GradAsFloat(const Segment& s, std::vector<float>* tmp) const;
   void AllReduceGrads(size_t lo, size_t hi);
   void GatherLayer(int layer, const float* own_master_piece, float* out);
   void ZeroGrads();
@@ -129,6 +131,8 @@ class ZeroEngine : private ParamSource, private GradSink {
   std::vector<float> grad32_;               // stage 0/1: full; 2/3: owned shard
   std::vector<uint16_t> grad16_;
   std::vector<std::vector<float>> scratch_;  // per layer: fp32 params while acquired
+  std::vector<float> layer_buf_;            // stage 2/3 fp32: reduce-scatter input
+  bool grads_empty_ = true;                 // next micro-batch assigns instead of adding
   bool last_micro_ = false;
   size_t pending_hi_ = 0;                   // stage 0/1: grads [x, pending_hi_) not reduced
 };
