@@ -27,6 +27,7 @@ struct Coordinator::Pending {
   Bytes nonce;
   std::string key;
   int node = -1;  // agent session: node index after Register
+  bool rejected = false;  // already logged why we close it
 };
 
 
@@ -95,14 +96,15 @@ void Coordinator::Accept() {
       p->timer.async_wait([p](boost::system::error_code tec) {
         if (tec || p->stage == Pending::Stage::kAgent || p->stage == Pending::Stage::kStore) return;
         DS_LOG(Warn, Proto) << p->conn->peer() << ": no handshake within the timeout; closing";
+        p->rejected = true;
         p->conn->Close("handshake timeout");
       });
       p->conn->Start([this, p](Frame f) { OnHandshakeFrame(p, std::move(f)); },
                      [this, p](const std::string& reason) {
                        p->timer.cancel();
                        if (p->stage == Pending::Stage::kAgent && p->node >= 0) OnAgentClosed(p->node, reason);
-                       else if (reason != "connection closed by peer")
-                         DS_LOG(Info, Proto) << p->conn->peer() << ": closed: " << reason;
+                       else if (!p->rejected && reason != "connection closed by peer")
+                         DS_LOG(Warn, Proto) << p->conn->peer() << ": dropped: " << reason;
                      });
     }
     Accept();
@@ -112,6 +114,7 @@ void Coordinator::Accept() {
 void Coordinator::OnHandshakeFrame(const std::shared_ptr<Pending>& p, Frame f) {
   auto reject = [&](wire::ErrorCode code, const std::string& why) {
     DS_LOG(Warn, Proto) << p->conn->peer() << ": " << why << "; closing";
+    p->rejected = true;
     p->conn->Send(wire::MsgType::kError, msg::Error{static_cast<uint32_t>(code), why}.Encode());
     p->conn->Close(why, /*flush=*/true);
   };

@@ -1,0 +1,46 @@
+#include "launcher/job_summary.h"
+
+#include <catch2/catch.hpp>
+
+namespace ds {
+namespace {
+
+TEST_CASE("summary: first failure with signal name and last lines", "[summary]") {
+  JobRecord rec;
+  rec.OnAssigned(0, 0, "w0");
+  rec.OnAssigned(1, 1, "w1");
+  rec.OnStarted(1, 4242);
+  for (int i = 0; i < 25; ++i) rec.OnOutput(1, 1, "line " + std::to_string(i));
+  CHECK(rec.OnExited(1, 4242, 0, 9, false));
+  CHECK(rec.OnExited(0, 77, 3, 0, false));  // later: not the first failure
+  REQUIRE(rec.first_failure());
+  CHECK(rec.ExitCode() == 137);
+  std::string s = FormatSummary(rec, 2, false);
+  CHECK(s.find("  host w1, rank 1, pid 4242: killed by signal 9 (SIGKILL)\n") != std::string::npos);
+  CHECK(s.find("  last 20 lines of rank 1:\n    | line 5\n") != std::string::npos);
+  CHECK(s.find("line 4\n") == std::string::npos);
+  CHECK(s.find("dslaunch: exit code 137\n") != std::string::npos);
+}
+
+TEST_CASE("summary: success and non-worker failures", "[summary]") {
+  JobRecord ok;
+  ok.OnAssigned(0, 0, "w0");
+  CHECK(!ok.OnExited(0, 1, 0, 0, false));
+  CHECK(ok.AllExitedOk());
+  CHECK(FormatSummary(ok, 1, false) == "dslaunch: all 1 workers exited 0\n");
+
+  JobRecord lost;
+  Failure f;
+  f.host = "w2";
+  f.what = "agent lost: no heartbeat for 5s";
+  f.exit_code = 1;
+  lost.RecordFailure(f);
+  std::string s = FormatSummary(lost, 4, false);
+  CHECK(s.find("  host w2: agent lost: no heartbeat for 5s\n") != std::string::npos);
+  CHECK(lost.ExitCode() == 1);
+  CHECK(SignalName(15) == "SIGTERM");
+  CHECK(SignalName(63) == "SIG63");
+}
+
+}  // namespace
+}  // namespace ds
