@@ -1,0 +1,92 @@
+// WorkerProcess with real children: output lines, environment as data,
+// process-group stop (grandchildren included), exec failure.
+#include "agent/worker_process.h"
+
+#include <catch2/catch.hpp>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <thread>
+
+namespace ds {
+namespace {
+
+struct Collected {
+  std::vector<std::pair<int, std::string>> lines;
+  WorkerProcess::LineSink Sink() {
+    return [this](int s, const std::string& l) { lines.emplace_back(s, l); };
+  }
+};
+
+int WaitChild(WorkerProcess& w) {
+  int status = 0;
+  REQUIRE(::waitpid(w.pid(), &status, 0) == w.pid());
+  w.exited = true;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+TEST_CASE("worker: lines from stdout and stderr, env values arrive intact", "[worker]") {
+  WorkerLaunch l;
+  l.argv = {"/bin/sh", "-c", "printf '%s\\n' \"$V\"; echo err >&2; printf 'no newline'"};
+  l.env = {{"V", "a \"b\" $c 'd'"}, {"PATH", "/usr/bin:/bin"}};
+  auto w = WorkerProcess::Start(l);
+  REQUIRE(w.ok());
+  CHECK(WaitChild(**w) == 0);
+  Collected c;
+  (*w)->DrainAndClose(c.Sink());
+  REQUIRE(c.lines.size() == 3);
+  CHECK(c.lines[0] == std::make_pair(1, std::string("a \"b\" $c 'd'")));
+  CHECK(c.lines[1] == std::make_pair(1, std::string("no newline")));
+  CHECK(c.lines[2] == std::make_pair(2, std::string("err")));
+}
+
+TEST_CASE("worker: stdin is /dev/null and the worker leads its own process group", "[worker]") {
+  WorkerLaunch l;
+  l.argv = {"/bin/sh", "-c", "cat; ps -o pgid= -p $$ | tr -d ' '; echo $$"};
+  l.env = {{"PATH", "/usr/bin:/bin"}};
+  auto w = WorkerProcess::Start(l);
+  REQUIRE(w.ok());
+  CHECK(WaitChild(**w) == 0);
+  Collected c;
+  (*w)->DrainAndClose(c.Sink());
+  REQUIRE(c.lines.size() == 2);
+  CHECK(c.lines[0].second == c.lines[1].second);  // pgid == pid
+}
+
+TEST_CASE("worker: signalling the group also ends its grandchildren", "[worker]") {
+  WorkerLaunch l;
+  l.argv = {"/bin/sh", "-c", "sleep 60 & echo $!; wait"};
+  l.env = {{"PATH", "/usr/bin:/bin"}};
+  auto w = WorkerProcess::Start(l);
+  REQUIRE(w.ok());
+  Collected c;
+  for (int i = 0; i < 500 && c.lines.empty(); ++i) {
+    (*w)->ReadPipe((*w)->stdout_fd(), c.Sink());
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE(c.lines.size() == 1);
+  pid_t grandchild = std::stoi(c.lines[0].second);
+  (*w)->SignalGroup(SIGTERM);
+  CHECK(WaitChild(**w) == 128 + SIGTERM);
+  bool gone = false;
+  for (int i = 0; i < 500 && !gone; ++i) {
+    gone = ::kill(grandchild, 0) != 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  CHECK(gone);
+}
+
+TEST_CASE("worker: a missing program exits 127 and says why", "[worker]") {
+  WorkerLaunch l;
+  l.argv = {"/no/such/binary"};
+  auto w = WorkerProcess::Start(l);
+  REQUIRE(w.ok());
+  CHECK(WaitChild(**w) == 127);
+  Collected c;
+  (*w)->DrainAndClose(c.Sink());
+  REQUIRE(c.lines.size() == 1);
+  CHECK(c.lines[0].second == "dsagent: cannot run '/no/such/binary': No such file or directory");
+}
+
+}  // namespace
+}  // namespace ds
