@@ -31,6 +31,13 @@ void Linear(const float* x, const float* w, const float* b, float* y, int rows, 
               y, out);
 }
 
+// Grows a scratch buffer to at least n floats; never shrinks it, so buffers
+// reused for layers of different sizes are not zero-filled on every call.
+float* Scratch(std::vector<float>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
+
 }  // namespace
 
 Mlp::Mlp(MlpConfig config) : config_(std::move(config)) {
@@ -86,31 +93,29 @@ BatchStats Mlp::Forward(ParamSource& params, const float* x, const int32_t* y, i
   for (int l = 0; l < L; ++l) {
     const LayerShape& s = layers_[l];
     const size_t n_out = static_cast<size_t>(batch) * s.out;
-    std::vector<float>& z = pre_[l];
-    z.resize(n_out);
+    float* z = Scratch(pre_[l], n_out);
     const float* w = params.Acquire(l);
-    Linear(in, w, w + static_cast<size_t>(s.in) * s.out, z.data(), batch, s.in, s.out);
+    Linear(in, w, w + static_cast<size_t>(s.in) * s.out, z, batch, s.in, s.out);
     params.Release(l);
     if (l + 1 < L) {
-      std::vector<float>& a = acts_[l + 1];
-      a.resize(n_out);
+      float* a = Scratch(acts_[l + 1], n_out);
       if (gelu) {
         for (size_t i = 0; i < n_out; ++i) a[i] = Gelu(z[i]);
       } else {
         for (size_t i = 0; i < n_out; ++i) a[i] = z[i] > 0.0f ? z[i] : 0.0f;
       }
-      in = a.data();
+      in = a;
     }
   }
 
   // Softmax cross-entropy, stable: loss = logsumexp(z) - z_y.
   const int C = layers_.back().out;
-  const std::vector<float>& logits = pre_.back();
-  if (dlogits) dlogits->resize(static_cast<size_t>(batch) * C);
+  const float* logits = pre_.back().data();
+  float* dl = dlogits ? Scratch(*dlogits, static_cast<size_t>(batch) * C) : nullptr;
   BatchStats st;
   st.count = batch;
   for (int r = 0; r < batch; ++r) {
-    const float* z = logits.data() + static_cast<size_t>(r) * C;
+    const float* z = logits + static_cast<size_t>(r) * C;
     const int label = y[r];
     DS_CHECK(label >= 0 && label < C);
     const float zmax = *std::max_element(z, z + C);
@@ -119,8 +124,8 @@ BatchStats Mlp::Forward(ParamSource& params, const float* x, const int32_t* y, i
     const double lse = std::log(sum) + zmax;
     st.loss_sum += lse - z[label];
     if (std::max_element(z, z + C) - z == label) ++st.correct;
-    if (dlogits) {
-      float* d = dlogits->data() + static_cast<size_t>(r) * C;
+    if (dl) {
+      float* d = dl + static_cast<size_t>(r) * C;
       for (int c = 0; c < C; ++c)
         d[c] = grad_scale * static_cast<float>(std::exp(static_cast<double>(z[c]) - lse));
       d[label] -= grad_scale;
@@ -136,13 +141,13 @@ BatchStats Mlp::ForwardBackward(ParamSource& params, const float* x, const int32
   for (int l = num_layers() - 1; l >= 0; --l) {
     const LayerShape& s = layers_[l];
     const float* in = l == 0 ? x : acts_[l].data();
-    gradbuf_.resize(s.size());
-    float* dw = gradbuf_.data();
+    float* target = grads.AccumulateInto(l);
+    float* dw = target ? target : Scratch(gradbuf_, s.size());
     float* db = dw + static_cast<size_t>(s.in) * s.out;
     // dW (out x in) = dZ^T (out x batch) * X (batch x in); db = column sums of dZ.
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, s.out, s.in, batch, 1.0f, dcur_.data(),
-                s.out, in, s.in, 0.0f, dw, s.in);
-    std::fill(db, db + s.out, 0.0f);
+                s.out, in, s.in, target ? 1.0f : 0.0f, dw, s.in);
+    if (!target) std::fill(db, db + s.out, 0.0f);
     for (int r = 0; r < batch; ++r) {
       const float* d = dcur_.data() + static_cast<size_t>(r) * s.out;
       for (int o = 0; o < s.out; ++o) db[o] += d[o];
@@ -150,20 +155,20 @@ BatchStats Mlp::ForwardBackward(ParamSource& params, const float* x, const int32
     if (l > 0) {
       // dX (batch x in) = dZ (batch x out) * W (out x in), then through the activation.
       const float* w = params.Acquire(l);
-      dprev_.resize(static_cast<size_t>(batch) * s.in);
+      const size_t n = static_cast<size_t>(batch) * s.in;
+      float* dx = Scratch(dprev_, n);
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, s.in, s.out, 1.0f,
-                  dcur_.data(), s.out, w, s.in, 0.0f, dprev_.data(), s.in);
+                  dcur_.data(), s.out, w, s.in, 0.0f, dx, s.in);
       params.Release(l);
-      const size_t n = dprev_.size();
       if (gelu) {
         const float* z = pre_[l - 1].data();
-        for (size_t i = 0; i < n; ++i) dprev_[i] *= GeluGrad(z[i]);
+        for (size_t i = 0; i < n; ++i) dx[i] *= GeluGrad(z[i]);
       } else {
         const float* a = acts_[l].data();
-        for (size_t i = 0; i < n; ++i) dprev_[i] = a[i] > 0.0f ? dprev_[i] : 0.0f;
+        for (size_t i = 0; i < n; ++i) dx[i] = a[i] > 0.0f ? dx[i] : 0.0f;
       }
     }
-    grads.LayerGrad(l, gradbuf_.data(), gradbuf_.size());
+    grads.LayerGrad(l, dw, s.size());
     std::swap(dcur_, dprev_);
   }
   return st;

@@ -46,6 +46,16 @@ class GradSink {
  public:
   virtual ~GradSink() = default;
   virtual void LayerGrad(int layer, const float* grad, size_t n) = 0;
+
+  // Optional: a buffer of layer(l).size() floats that the model ADDS this
+  // layer's gradient into (gradient accumulation without an extra copy or
+  // zero-fill); LayerGrad is then called with `grad` pointing to that buffer,
+  // which holds the accumulated sum. nullptr (default): LayerGrad receives
+  // this batch's gradient alone, in the model's scratch buffer.
+  virtual float* AccumulateInto(int layer) {
+    (void)layer;
+    return nullptr;
+  }
 };
 
 struct BatchStats {

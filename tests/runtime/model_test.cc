@@ -200,3 +200,34 @@ TEST_CASE("BLAS thread count: explicit, or OMP_NUM_THREADS / cores per local ran
   ConfigureBlasThreadsOnce();  // already configured: unchanged
   CHECK(BlasThreads() == 1);
 }
+
+TEST_CASE("a sink may have the model accumulate straight into its buffer") {
+  struct AccSink : GradSink {
+    std::vector<float> g;
+    const Mlp& m;
+    int calls = 0;
+    explicit AccSink(const Mlp& model) : g(model.num_params(), 0.0f), m(model) {}
+    float* AccumulateInto(int l) override { return g.data() + m.layer(l).offset; }
+    void LayerGrad(int l, const float* grad, size_t n) override {
+      CHECK(grad == g.data() + m.layer(l).offset);
+      CHECK(n == m.layer(l).size());
+      ++calls;
+    }
+  };
+  MlpConfig c;
+  c.sizes = {6, 5, 3};
+  Mlp m(c);
+  std::vector<float> p(m.num_params());
+  m.Init(p.data(), 4);
+  std::vector<float> x1(2 * 6, 0.25f), x2(2 * 6, -0.5f);
+  std::vector<int32_t> y = {2, 0};
+  VectorSource src(p.data(), m);
+  VectorSink copy(m);  // sums the two batches itself
+  m.ForwardBackward(src, x1.data(), y.data(), 2, 0.5f, copy);
+  m.ForwardBackward(src, x2.data(), y.data(), 2, 0.5f, copy);
+  AccSink acc(m);
+  m.ForwardBackward(src, x1.data(), y.data(), 2, 0.5f, acc);
+  m.ForwardBackward(src, x2.data(), y.data(), 2, 0.5f, acc);
+  CHECK(acc.calls == 4);
+  for (size_t i = 0; i < acc.g.size(); ++i) CHECK(acc.g[i] == Approx(copy.g[i]).margin(1e-6));
+}
