@@ -24,13 +24,14 @@ Status RequireMap(const YAML::Node& node, const std::string& path, const std::st
 }
 
 Status CheckKeys(const YAML::Node& node, const std::string& path, const std::string& origin,
-                 const std::vector<std::string>& allowed) {
+                 const std::vector<std::string>& allowed, const std::string& allowed_prefix) {
   DS_RETURN_IF_ERROR(RequireMap(node, path, origin));
   if (!node.IsDefined() || !node.IsMap()) return Status::OK();
   for (const auto& kv : node) {
     const std::string key = kv.first.Scalar();
     bool known = false;
     for (const auto& a : allowed) known = known || a == key;
+    if (!allowed_prefix.empty() && StartsWith(key, allowed_prefix)) known = true;
     if (known) continue;
     std::string msg = Where(origin, kv.first) + "unknown key '" + Join(path, key) + "'";
     const std::string near = DidYouMean(key, allowed);

@@ -19,8 +19,9 @@ std::string Where(const std::string& origin, const YAML::Node& node);
 // Checks that `node` is a map whose keys are all in `allowed`; the first
 // unknown key is an error: "<origin>:<line>: unknown key '<path>.<key>'
 // (did you mean '<near>'?)".
+// Keys starting with `allowed_prefix` (when not empty) are accepted too.
 Status CheckKeys(const YAML::Node& node, const std::string& path, const std::string& origin,
-                 const std::vector<std::string>& allowed);
+                 const std::vector<std::string>& allowed, const std::string& allowed_prefix = "");
 
 // Requires a map (or null/absent, which is accepted as empty).
 Status RequireMap(const YAML::Node& node, const std::string& path, const std::string& origin);

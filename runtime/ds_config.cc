@@ -27,7 +27,8 @@ const std::vector<std::string> kTopKeys = {
     "prescale_gradients", "gradient_predivide_factor", "zero_allow_untested_optimizer",
     "zero_force_ds_cpu_optimizer", "communication_data_type", "sparse_gradients",
     "flops_profiler", "tensorboard", "wandb", "csv_monitor", "comms_logger",
-    "activation_checkpointing", "aio", "amp", "data_types"};
+    "activation_checkpointing", "aio", "amp", "data_types",
+    "bfloat16"};  // DeepSpeed's older name of bf16
 
 const std::vector<std::string> kAdamKeys = {"lr", "betas", "eps", "weight_decay", "adam_w_mode",
                                             "bias_correction", "torch_adam", "amsgrad", "fused"};
@@ -176,7 +177,7 @@ Status ParseScheduler(const YAML::Node& node, const std::string& origin, DsConfi
 
 Status ParseZero(const YAML::Node& z, const std::string& origin, ZeroConfig* zc) {
   const std::string path = "zero_optimization";
-  DS_RETURN_IF_ERROR(CheckKeys(z, path, origin, kZeroKeys));
+  DS_RETURN_IF_ERROR(CheckKeys(z, path, origin, kZeroKeys, "stage3_"));
   if (!z.IsDefined() || z.IsNull()) return Status::OK();
   DS_RETURN_IF_ERROR(ReadInt(z, "stage", path, origin, &zc->stage));
   if (zc->stage < 0 || zc->stage > 3)
@@ -306,10 +307,14 @@ Result<DsConfig> ParseDsConfig(const YAML::Node& root, int world_size, const std
                                      "fp16: expected loss_scale >= 0, loss_scale_window >= 1, "
                                      "hysteresis >= 1, min_loss_scale > 0, initial_scale_power 0..64");
   }
-  const YAML::Node bf16 = root["bf16"];
-  DS_RETURN_IF_ERROR(CheckKeys(bf16, "bf16", origin, {"enabled", "immediate_grad_update"}));
-  if (bf16.IsDefined() && bf16.IsMap())
-    DS_RETURN_IF_ERROR(ReadBool(bf16, "enabled", "bf16", origin, &c.bf16));
+  for (const char* name : {"bf16", "bfloat16"}) {
+    const YAML::Node bf16 = root[name];
+    DS_RETURN_IF_ERROR(CheckKeys(bf16, name, origin, {"enabled", "immediate_grad_update"}));
+    bool enabled = false;
+    if (bf16.IsDefined() && bf16.IsMap())
+      DS_RETURN_IF_ERROR(ReadBool(bf16, "enabled", name, origin, &enabled));
+    c.bf16 = c.bf16 || enabled;
+  }
   if (c.fp16.enabled && c.bf16)
     return Status::InvalidArgument(origin +
                                    ": fp16.enabled and bf16.enabled are both true; enable one");

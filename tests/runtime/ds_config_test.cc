@@ -146,6 +146,15 @@ TEST_CASE("unknown and contradictory keys are errors naming the key") {
         "ds.json:1: 'gradient_clipping' expects a number, got a list");
 }
 
+TEST_CASE("stage3_* keys and the bfloat16 alias are accepted") {
+  auto r = Parse(R"({"train_batch_size": 8, "bfloat16": {"enabled": true},
+    "zero_optimization": {"stage": 3, "stage3_max_live_parameters": 1e9,
+                          "stage3_some_future_knob": true}})");
+  REQUIRE(r.ok());
+  CHECK(r->bf16);
+  CHECK(r->zero.stage == 3);
+}
+
 TEST_CASE("LoadDsConfig reads a file and names it in errors") {
   char tmpl[] = "/tmp/dsmodel-dscfg-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
