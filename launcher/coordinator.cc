@@ -168,8 +168,10 @@ void Coordinator::OnHandshakeFrame(const std::shared_ptr<Pending>& p, Frame f) {
         a.facts = *r;
         a.registered = true;
         a.last_seen = a.last_ping = Clock::now();
-        DS_LOG(Info, Coord) << "node " << p->node << " (" << r->host << ", " << r->addr << " via "
-                            << r->ifname << ", " << r->cpus << " cpus) registered";
+        DS_LOG(Info, Coord) << "node " << p->node << " registered after "
+                            << std::chrono::duration<double, std::milli>(Clock::now() - start_time_).count()
+                            << " ms (" << r->host << ", " << r->addr << " via "
+                            << r->ifname << ", " << r->cpus << " cpus)";
         for (const auto& ag : agents_)
           if (!ag->registered) return;
         StartGeneration();
