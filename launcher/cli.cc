@@ -24,8 +24,19 @@ const char* kUsage =
     "  dslaunch [options] -- command [args...]\n"
     "  dslaunch <subcommand> [options]                  (see Subcommands below)\n";
 
+// kUsage already shows the usage lines; drop CLI11's generic one.
+class HelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App*, std::string) const override { return ""; }
+};
+
 // Declares every option on `app`, bound to `o` / `raw`.
 void DeclareOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
+  app.formatter(std::make_shared<HelpFormatter>());
+  app.footer(
+      "Hostfile lines: 'host slots=N [ssh_port=P] [user=NAME] [ENV_NAME=value ...]', '#' comments,\n"
+      "IPv6 hosts in brackets; see hostfiles/example. Without --hostfile: this machine, one slot per\n"
+      "GPU (else per core).");
   app.prefix_command();  // the first positional and everything after it belong to the job
   app.set_help_flag("-h,--help", "print this help and exit");
   app.add_flag("-v,--version", o.version, "print the version and exit");
