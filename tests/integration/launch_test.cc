@@ -165,3 +165,47 @@ TEST_CASE("launch: a command that does not exist fails with 127 and says why", "
 
 }  // namespace
 }  // namespace ds::testing
+
+namespace ds::testing {
+namespace {
+
+TEST_CASE("launch: a frozen dslaunch (SIGSTOP) -> agents miss heartbeats and kill their workers",
+          "[integration]") {
+  TempDir dir;
+  std::string hostfile = HostfileFor(dir, 2, 1);
+  std::string pids = dir / "pids";
+  WriteFile(dir / "job.yaml",
+            "command: [/bin/sh, -c, 'echo $$ >> " + pids + "; exec sleep 60']\n"
+            "elastic:\n  heartbeat_interval: 200ms\n  heartbeat_timeout: 1s\n");
+  Child c = Spawn({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), EnvFor(dir));
+  auto started = WaitForPids(pids, 2, seconds(30));
+  REQUIRE(started.size() == 2);
+  REQUIRE(::kill(c.pid, SIGSTOP) == 0);
+  bool gone = AllGone(started, seconds(10));  // heartbeat timeout 1 s + grace
+  ::kill(c.pid, SIGKILL);
+  ::kill(c.pid, SIGCONT);
+  WaitExit(c.pid, seconds(10));
+  CHECK(gone);
+}
+
+TEST_CASE("launch: a SIGKILLed agent -> its node is lost, the job stops and exits 1", "[integration]") {
+  TempDir dir;
+  std::string hostfile = HostfileFor(dir, 2, 1);
+  std::string pids = dir / "pids";
+  // Each worker records its agent (parent) and itself.
+  Child c = Spawn({DslaunchPath(), "--hostfile", hostfile, "--", "/bin/sh", "-c",
+                   "echo $PPID $$ >> " + pids + "; exec sleep 60"},
+                  dir.path(), EnvFor(dir));
+  auto ids = WaitForPids(pids, 4, seconds(30));
+  REQUIRE(ids.size() == 4);
+  REQUIRE(::kill(ids[0], SIGKILL) == 0);  // the first worker's agent
+  int code = WaitExit(c.pid, seconds(30));
+  std::string err = ReadFile(c.err_path);
+  INFO(err);
+  CHECK(code == 1);
+  CHECK(err.find("agent lost: connection closed by peer") != std::string::npos);
+  CHECK(AllGone({ids[1], ids[3]}, seconds(10)));
+}
+
+}  // namespace
+}  // namespace ds::testing
