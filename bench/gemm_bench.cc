@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/blas.h"
 #include "runtime/model.h"
 #include "runtime/optimizer.h"
 
@@ -30,9 +31,9 @@ struct FlatSource : ds::rt::ParamSource {
 struct FlatSink : ds::rt::GradSink {
   float* g;
   const ds::rt::Mlp* m;
-  void LayerGrad(int l, const float* grad, size_t n) override {
-    std::copy(grad, grad + n, g + m->layer(l).offset);
-  }
+  // Accumulate in place, as an engine doing gradient accumulation would.
+  float* AccumulateInto(int l) override { return g + m->layer(l).offset; }
+  void LayerGrad(int, const float*, size_t) override {}
 };
 
 struct Shape {
@@ -138,5 +139,8 @@ int main(int argc, char** argv) {
               B, fb_us, mlp.FlopsPerSample() * B / (fb_us * 1e3), 100.0 * t_blas * 1e6 / fb_us);
   std::printf("Adam step over %zu params: %.1f us\n", params.size(), ad_us);
   std::printf("compute-only bound: %.0f samples/s per rank\n", B / ((fb_us + ad_us) * 1e-6));
+  const ds::rt::GemmFloor floor = ds::rt::MeasureGemmFloor(mlp.config().sizes, B, min_s);
+  std::printf("MeasureGemmFloor (the library's measurement): %.1f us, %.1f GFLOP/s, %.0f samples/s\n",
+              floor.seconds_per_batch * 1e6, floor.gflops, floor.samples_per_second);
   return 0;
 }

@@ -231,3 +231,10 @@ TEST_CASE("a sink may have the model accumulate straight into its buffer") {
   CHECK(acc.calls == 4);
   for (size_t i = 0; i < acc.g.size(); ++i) CHECK(acc.g[i] == Approx(copy.g[i]).margin(1e-6));
 }
+
+TEST_CASE("MeasureGemmFloor times the model's products") {
+  const GemmFloor f = MeasureGemmFloor({8, 6, 4}, 3, 0.01, 2);
+  CHECK(f.seconds_per_batch > 0);
+  CHECK(f.gflops > 0);
+  CHECK(f.samples_per_second == Approx(3 / f.seconds_per_batch));
+}
