@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/check.h"
+
 namespace ds {
 namespace {
 
@@ -78,7 +80,9 @@ Result<LaunchPlan> MakePlan(const std::vector<SelectedHost>& hosts, const JobSpe
 
 EnvList WorkerEnv(const LaunchPlan& plan, int node_index, int local_rank, const GenerationInfo& gen,
                   const EnvList& inherited) {
-  const NodePlan& node = plan.nodes.at(node_index);
+  DS_CHECK(node_index >= 0 && node_index < static_cast<int>(plan.nodes.size()));
+  const NodePlan& node = plan.nodes[node_index];
+  DS_CHECK(local_rank >= 0 && local_rank < node.num_workers());
   const JobSpec& job = plan.job;
   const int local_size = node.num_workers();
   const int num_nodes = static_cast<int>(plan.nodes.size());
