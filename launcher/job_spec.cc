@@ -86,7 +86,8 @@ class JobFileReader {
 
   Result<bool> Bool(const YAML::Node& n, const std::string& key) const {
     if (n.IsScalar()) {
-      const std::string& s = n.Scalar();
+      std::string s = n.Scalar();
+      std::transform(s.begin(), s.end(), s.begin(), ::tolower);  // YAML 1.1: true, True, TRUE
       if (s == "true" || s == "yes" || s == "on") return true;
       if (s == "false" || s == "no" || s == "off") return false;
     }

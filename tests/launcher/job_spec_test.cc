@@ -66,6 +66,11 @@ network:
   CHECK(j.network.master_port == 29500);
 }
 
+TEST_CASE("job file: booleans in any YAML 1.1 spelling") {
+  CHECK_FALSE(Parse("command: [x]\nelastic: {rejoin: False}\n").elastic.rejoin);
+  CHECK(Parse("command: [x]\nelastic: {rejoin: YES}\n").elastic.rejoin);
+}
+
 TEST_CASE("job file: defaults") {
   JobSpec j = Parse("command: [true]\n");
   CHECK(j.procs_per_node == 0);

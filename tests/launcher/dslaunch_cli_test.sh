@@ -1,0 +1,48 @@
+#!/bin/sh
+# End-to-end checks of the dslaunch binary's front end: subcommand dispatch,
+# --help/--version, --dry-run of the committed examples, and exit code 2 with
+# the parser's message for bad input. Starts no job.
+# Usage: dslaunch_cli_test.sh DSLAUNCH SOURCE_DIR
+set -u
+bin=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+
+# expect CODE PATTERN -- ARGS...: runs dslaunch, checks the exit code and that
+# stdout+stderr contain PATTERN (fixed string).
+expect() {
+  code=$1 pattern=$2
+  shift 3
+  "$bin" "$@" >"$tmp/out" 2>&1
+  rc=$?
+  if [ "$rc" -ne "$code" ] || ! grep -qF -- "$pattern" "$tmp/out"; then
+    echo "FAIL: dslaunch $* -> exit $rc (want $code), output:"
+    sed 's/^/  | /' "$tmp/out"
+    echo "  (wanted to find: $pattern)"
+    fail=1
+  else
+    echo "ok: dslaunch $*"
+  fi
+}
+
+expect 0 "dslaunch 0." -- --version
+expect 0 "Subcommands:" -- --help
+expect 0 "--nproc_per_node" -- --help
+expect 0 "DSLAUNCH_CONNECT_TIMEOUT" -- env
+expect 0 "node 2: 127.0.0.3" -- --hostfile "$src/hostfiles/local" --dry-run "$src/examples/train.yaml"
+expect 0 "command: python3 -u train.py --deepspeed_config ds.json" -- \
+  run -H "$src/hostfiles/example" -i 'worker-0:0,2@worker-1' --dry-run train.py --deepspeed_config ds.json
+expect 0 "MASTER_PORT=29501" -- --master_port 29501 --dry-run -- true
+expect 2 "hostfile $tmp/missing: No such file or directory" -- -H "$tmp/missing" --dry-run -- true
+printf 'w0 slots=4\nw1 slot=4\n' >"$tmp/hf"
+expect 2 "$tmp/hf:2: expected 'slots=N', got 'slot=4' (did you mean 'slots'?)" -- -H "$tmp/hf" --dry-run -- true
+expect 2 "   ^" -- -H "$tmp/hf" --dry-run -- true
+printf 'command: [x]\nprocs_per_nod: 1\n' >"$tmp/job.yaml"
+expect 2 "$tmp/job.yaml:2:1: unknown key 'procs_per_nod' (did you mean 'procs_per_node'?)" -- --dry-run "$tmp/job.yaml"
+expect 2 "--include: unknown host 'w9'" -- -H "$src/hostfiles/local" -i w9 --dry-run -- true
+expect 2 "unknown option '--bogus'" -- --bogus -- true
+expect 2 "expected a job file" --
+expect 2 "env: unexpected argument 'x'" -- env x
+exit $fail
