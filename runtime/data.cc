@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "common/check.h"
 #include "runtime/rng.h"
 
 namespace ds::rt {
@@ -143,7 +144,9 @@ Dataset MakeSynthetic(const SyntheticOptions& o) {
 }
 
 DistributedSampler::DistributedSampler(SamplerOptions options) : options_(options) {
-  if (options_.world_size < 1) options_.world_size = 1;
+  DS_CHECK(options_.world_size >= 1);
+  DS_CHECK(options_.rank >= 0 && options_.rank < options_.world_size);
+  DS_CHECK(options_.dataset_size >= 0);
 }
 
 namespace {

@@ -69,6 +69,7 @@ struct SamplerOptions {
 // resume at another world size without repeating or skipping samples.
 class DistributedSampler {
  public:
+  // Checks (programming errors): world_size >= 1, 0 <= rank < world_size.
   explicit DistributedSampler(SamplerOptions options);
 
   // This rank's sample indices for `epoch`, starting after `consumed` global
