@@ -48,6 +48,15 @@ void SumBf16(void* c, const void* a, const void* b, size_t n) {
   for (size_t i = 0; i < n; ++i) out[i] = FloatToBf16(Bf16ToFloat(x[i]) + Bf16ToFloat(y[i]));
 }
 
+// Gloo's ring for 3+ ranks; for 2 ranks Gloo's bcube is one exchange
+// instead of the ring's two phases (same bytes, half the round trips).
+// Segments of 4 MiB: fewer wake-ups of the transport thread per step.
+void SetAlgorithm(gloo::AllreduceOptions& opts, int size) {
+  opts.setAlgorithm(size == 2 ? gloo::AllreduceOptions::Algorithm::BCUBE
+                              : gloo::AllreduceOptions::Algorithm::RING);
+  opts.setMaxSegmentSize(4 << 20);
+}
+
 size_t Offset(const std::vector<size_t>& counts, int rank) {
   return std::accumulate(counts.begin(), counts.begin() + rank, size_t{0});
 }
@@ -126,7 +135,7 @@ void GlooCommunicator::AllReduceSum(float* data, size_t n) {
     gloo::AllreduceOptions opts(context_);
     opts.setOutput(data, n);
     opts.setReduceFunction(&SumInto<float>);
-    opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+    SetAlgorithm(opts, size_);
     opts.setTag(NextTag());
     opts.setTimeout(timeout_);
     gloo::allreduce(opts);
@@ -139,7 +148,7 @@ void GlooCommunicator::AllReduceSum(double* data, size_t n) {
     gloo::AllreduceOptions opts(context_);
     opts.setOutput(data, n);
     opts.setReduceFunction(&SumInto<double>);
-    opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+    SetAlgorithm(opts, size_);
     opts.setTag(NextTag());
     opts.setTimeout(timeout_);
     gloo::allreduce(opts);
@@ -152,7 +161,7 @@ void GlooCommunicator::AllReduceSum(uint16_t* data, size_t n, Half16 format) {
     gloo::AllreduceOptions opts(context_);
     opts.setOutput(data, n);
     opts.setReduceFunction(format == Half16::kFp16 ? &SumFp16 : &SumBf16);
-    opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+    SetAlgorithm(opts, size_);
     opts.setTag(NextTag());
     opts.setTimeout(timeout_);
     gloo::allreduce(opts);

@@ -121,6 +121,7 @@ int main(int argc, char** argv) {
     auto result = Train(*config, *comm, rt);
     if (!result.ok()) return Fail(kExitConfig, result.status().message());
     if (rank == 0) {
+      std::printf("train throughput: %.1f samples/s\n", result->samples_per_sec);
       std::printf("test accuracy: %.4f\n", result->test_accuracy);
       std::fflush(stdout);
     }

@@ -152,15 +152,18 @@ Result<TrainResult> Train(const TrainerConfig& config, Communicator& comm,
     if (!m.ok()) return m.status();
     metrics = std::move(m).value();
   }
-  Progress progress(runtime.out, {.tty = runtime.tty, .interval = std::max<int64_t>(1, ds.steps_per_print),
+  Progress progress(runtime.out, {.tty = runtime.tty, .interval = 1,
                                   .total_steps = total_steps, .epochs = config.epochs});
   if (talk)
     fmt::print(runtime.out,
                "dstrain: {} ranks, ZeRO stage {}, {}, {} params, batch {} ({} x {} micro x {} "
-               "ranks), {} steps/epoch; memory/rank {:.1f} MB (ZeRO formula {:.1f} MB)\n",
+               "ranks), {} steps/epoch\n"
+               "dstrain: memory/rank: params {:.2f} MB, grads {:.2f} MB, optimizer {:.2f} MB, "
+               "total {:.2f} MB (ZeRO formula {:.2f} MB)\n",
                world, zo.stage, PrecisionName(zo.precision), model.num_params(), global_batch,
-               micro, gas, world, steps_per_epoch, result.memory.total() / 1e6,
-               result.memory.formula / 1e6);
+               micro, gas, world, steps_per_epoch, result.memory.params / 1e6,
+               result.memory.grads / 1e6, result.memory.optimizer / 1e6,
+               result.memory.total() / 1e6, result.memory.formula / 1e6);
 
   auto save = [&](int64_t at_epoch, int64_t at_position) -> Status {
     if (runtime.checkpoint_dir.empty()) return Status::OK();
@@ -181,7 +184,10 @@ Result<TrainResult> Train(const TrainerConfig& config, Communicator& comm,
 
   std::vector<float> xbuf(static_cast<size_t>(micro) * data.train.features);
   std::vector<int32_t> ybuf(micro);
-  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t print_every = std::max<int64_t>(1, ds.steps_per_print);
+  double window[2] = {0, 0};  // loss sum, samples since the last report (this rank)
+  double loss = 0;            // global mean loss of the last window
+  double train_seconds = 0;  // in training steps only (no evaluation, no checkpoints)
   int64_t samples_here = 0;
   int64_t last_saved = -1;
   bool evaluated_last = false;
@@ -190,6 +196,7 @@ Result<TrainResult> Train(const TrainerConfig& config, Communicator& comm,
     const int64_t steps_now = static_cast<int64_t>(idx.size()) / per_step;
     int64_t k = 0;
     for (; k < steps_now && step < total_steps; ++k) {
+      const auto step_start = std::chrono::steady_clock::now();
       double sums[2] = {0, 0};  // loss sum, count
       for (int m = 0; m < gas; ++m) {
         for (int i = 0; i < micro; ++i) {
@@ -204,19 +211,27 @@ Result<TrainResult> Train(const TrainerConfig& config, Communicator& comm,
       }
       const double lr = LearningRate(ds.scheduler, ds.optimizer.lr, engine.applied_steps());
       StepResult sr = engine.Step(static_cast<float>(lr));
-      comm.AllReduceSum(sums, 2);
       ++step;
       position += global_batch;
       samples_here += global_batch;
       evaluated_last = false;
-      const double loss = sums[0] / std::max(1.0, sums[1]);
-      result.losses.push_back(loss);
+      window[0] += sums[0];
+      window[1] += sums[1];
+      // The global loss costs a (latency-bound) allreduce: once per
+      // steps_per_print window, like DeepSpeed's prints, and at the end.
+      const bool report = step % print_every == 0 || step == total_steps;
+      if (report) {
+        comm.AllReduceSum(window, 2);
+        loss = window[0] / std::max(1.0, window[1]);
+        result.losses.push_back(loss);
+        window[0] = window[1] = 0;
+      }
       if (runtime.heartbeat) runtime.heartbeat->Beat(step);
-      const double elapsed =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      const double sps = elapsed > 0 ? samples_here / elapsed : 0;
-      if (talk) progress.Step(epoch, step, loss, sps);
-      if (metrics)
+      train_seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
+      const double sps = train_seconds > 0 ? samples_here / train_seconds : 0;
+      if (talk && (report || runtime.tty)) progress.Step(epoch, step, loss, sps);
+      if (metrics && report)
         metrics->Log(step, {{"train/loss", loss}, {"train/lr", lr}, {"train/samples_per_sec", sps},
                             {"train/grad_norm", sr.grad_norm}, {"train/loss_scale", sr.loss_scale},
                             {"train/skipped", sr.skipped ? 1.0 : 0.0}});
@@ -249,9 +264,8 @@ Result<TrainResult> Train(const TrainerConfig& config, Communicator& comm,
   if (talk) progress.Finish();
   if (!evaluated_last) result.test_accuracy = Evaluate(engine, model, data.test, comm).first;
   if (last_saved != step && step > 0) DS_RETURN_IF_ERROR(save(epoch, position));
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   result.steps = step;
-  result.samples_per_sec = elapsed > 0 ? samples_here / elapsed : 0;
+  result.samples_per_sec = train_seconds > 0 ? samples_here / train_seconds : 0;
   if (metrics) metrics->Flush();
   return result;
 }

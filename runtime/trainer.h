@@ -40,7 +40,7 @@ struct TrainResult {
   int64_t steps = 0;               // loop steps done in total (incl. resumed ones)
   int64_t resumed_from_step = -1;  // -1 = fresh start
   double samples_per_sec = 0;      // average over this run
-  std::vector<double> losses;      // global mean training loss of each step run here
+  std::vector<double> losses;      // global mean training loss of each steps_per_print window
   std::vector<double> epoch_accuracy;
   MemoryReport memory;
 };

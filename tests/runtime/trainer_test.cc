@@ -29,7 +29,8 @@ std::string Config(int stage, int max_steps) {
          "  config:\n"
          "    train_batch_size: 12\n"
          "    optimizer: {type: Adam, params: {lr: 0.01}}\n"
-         "    zero_optimization: {stage: " + std::to_string(stage) + "}\n";
+         "    zero_optimization: {stage: " + std::to_string(stage) + "}\n"
+         "    steps_per_print: 1\n";
 }
 
 // Runs Train on `world` ranks; rank 0 writes its losses (and the resume
