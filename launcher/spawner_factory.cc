@@ -9,7 +9,9 @@
 #include "common/env_registry.h"
 #include "common/netif.h"
 #include "launcher/local_spawner.h"
+#include "launcher/pdsh_spawner.h"
 #include "launcher/run_job.h"
+#include "launcher/ssh_spawner.h"
 
 namespace ds {
 
@@ -22,7 +24,6 @@ std::string ResolveLauncher(const std::string& launcher, const LaunchPlan& plan)
 
 Result<std::unique_ptr<Spawner>> MakeSpawner(const std::string& launcher, const LaunchPlan& plan,
                                              const CliOptions& cli) {
-  (void)cli;
   std::string which = ResolveLauncher(launcher, plan);
   if (which == "local") {
     for (const auto& n : plan.nodes)
@@ -32,6 +33,17 @@ Result<std::unique_ptr<Spawner>> MakeSpawner(const std::string& launcher, const 
     LocalSpawnerOptions o;
     o.stop_grace = EnvSeconds("DSLAUNCH_STOP_GRACE");
     return std::unique_ptr<Spawner>(std::make_unique<LocalSpawner>(o));
+  }
+  if (which == "ssh" || which == "pdsh") {  // SSH issue: launcher/ssh_spawner.h, pdsh_spawner.h
+    DS_ASSIGN_OR_RETURN(SshOptions ssh, SshOptionsFromEnv());
+    ssh.fanout = cli.fanout;
+    ssh.connect_timeout = cli.connect_timeout;
+    ssh.default_port = cli.ssh_port;
+    ssh.ship_agent = cli.ship_agent;
+    if (which == "ssh") return MakeSshSpawner(ssh);
+    PdshOptions po;
+    po.ssh = ssh;
+    return MakePdshSpawner(po);
   }
   return Status::InvalidArgument(fmt::format("--launcher {}: not available in this build", which));
 }
