@@ -90,8 +90,7 @@ Result<std::unique_ptr<AgentHandle>> StartOne(const AgentSpec& spec, double grac
   ::setpgid(pid, pid);
   ::close(in[0]);
   std::string payload = spec.stdin_payload + "\n";
-  ::signal(SIGPIPE, SIG_IGN);
-  (void)!::write(in[1], payload.data(), payload.size());  // < PIPE_BUF: never blocks
+  (void)!::write(in[1], payload.data(), payload.size());  // < PIPE_BUF: never blocks; EPIPE ignored
   ::close(in[1]);
   return std::unique_ptr<AgentHandle>(std::make_unique<LocalAgent>(pid, grace));
 }
@@ -99,6 +98,9 @@ Result<std::unique_ptr<AgentHandle>> StartOne(const AgentSpec& spec, double grac
 }  // namespace
 
 std::vector<Result<std::unique_ptr<AgentHandle>>> LocalSpawner::Start(const std::vector<AgentSpec>& specs) {
+  // An agent that exits before reading its stdin must not kill us with
+  // SIGPIPE (dslaunch ignores SIGPIPE anyway, see RunJob).
+  ::signal(SIGPIPE, SIG_IGN);
   std::vector<Result<std::unique_ptr<AgentHandle>>> out;
   for (const auto& s : specs) {
     if (::access(s.argv.empty() ? "" : s.argv[0].c_str(), X_OK) != 0) {

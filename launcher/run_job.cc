@@ -1,5 +1,6 @@
 #include "launcher/run_job.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -76,6 +77,9 @@ struct Launch {
 }  // namespace
 
 int RunJob(const LaunchPlan& plan_in, const CliOptions& cli) {
+  // A closed stdout (`dslaunch ... | head`) must not kill the launcher and,
+  // through the lost coordinator, the job: writes just fail.
+  ::signal(SIGPIPE, SIG_IGN);
   LaunchPlan plan = plan_in;
   if (plan.nodes.empty()) {
     std::cerr << "dslaunch: error: the plan has no nodes\n";

@@ -209,3 +209,35 @@ TEST_CASE("launch: a SIGKILLed agent -> its node is lost, the job stops and exit
 
 }  // namespace
 }  // namespace ds::testing
+
+namespace ds::testing {
+namespace {
+
+TEST_CASE("launch: a worker whose step heartbeat stalls past hang_timeout is killed and named",
+          "[integration]") {
+  TempDir dir;
+  std::string hostfile = HostfileFor(dir, 1, 2);
+  // Rank 1 beats (the StepHeartbeat datagram: big-endian rank, step) and then stalls.
+  WriteFile(dir / "worker.py",
+            "import os, socket, struct, time\n"
+            "host, port = os.environ['DSLAUNCH_HEARTBEAT_ADDR'].rsplit(':', 1)\n"
+            "rank = int(os.environ['RANK'])\n"
+            "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+            "s.sendto(struct.pack('>qq', rank, 1), (host, int(port)))\n"
+            "print('step 1 done', flush=True)\n"
+            "time.sleep(60)\n");
+  WriteFile(dir / "job.yaml",
+            "command: [python3, worker.py]\n"
+            "elastic:\n  hang_timeout: 1s\n");
+  Child c;
+  int code = Run({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), &c, seconds(60), EnvFor(dir));
+  std::string err = ReadFile(c.err_path);
+  INFO(err << ReadFile(c.out_path));
+  CHECK(code == 137);
+  CHECK(err.find("killed by signal 9 (SIGKILL) after its step heartbeat stalled (hang_timeout)") !=
+        std::string::npos);
+  CHECK(err.find("made no step for 1000 ms; killing it") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace ds::testing
