@@ -5,6 +5,11 @@
 //   worker-1 slots=4 ssh_port=2222 user=ubuntu NCCL_SOCKET_IFNAME=ens1
 //   [fe80::1] slots=2
 //
+// After the host (a name or IPv4 address; IPv6 only in brackets) comes
+// slots=N (required, N >= 1), then optional ssh_port=PORT, user=NAME and
+// environment variables written in capitals (set for that host's workers;
+// dslaunch's own worker variables such as RANK are refused). Each host once.
+//
 // Parsing is pure: ParseHostfile never touches the network or the disk
 // (LoadHostfile reads the file, then parses). Errors name file:line, show the
 // line with a caret under the offending token, and say what was expected.

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <sys/stat.h>
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include "common/env_registry.h"
@@ -169,6 +170,9 @@ class JobFileReader {
     YAML::Node root;
     try {
       root = YAML::Load(text);
+    } catch (const YAML::DeepRecursion& e) {  // yaml-cpp says only "bad file"
+      return Status::InvalidArgument(path_ + ":" + std::to_string(e.mark.line + 1) + ":" +
+                                     std::to_string(e.mark.column + 1) + ": YAML nested too deeply");
     } catch (const YAML::Exception& e) {
       return Status::InvalidArgument(path_ + ":" + std::to_string(e.mark.line + 1) + ":" +
                                      std::to_string(e.mark.column + 1) + ": YAML syntax error: " + e.msg);

@@ -2,6 +2,11 @@
 // semantics, implemented as documented:
 //   "w0:0,2@w1"  w0 slots 0 and 2, and all of w1
 //   "w0"         all of w0's slots
+//   --exclude "w0:0@w1"  drops slot 0 of w0 and all of w1; a host left
+//                        without slots is dropped
+// The result keeps the hostfile's host order with slots ascending; then
+// --num_nodes keeps the first N hosts and --num_gpus the first N slots of
+// each (asking for more than there are is an error).
 // --include and --exclude together, unknown hosts and slots out of range are
 // errors. Pure function.
 #pragma once

@@ -110,6 +110,12 @@ TEST_CASE("job file: YAML syntax errors show line:col") {
   CHECK(ErrorOf("command: [x]\n\tenv: 1\n").starts_with("train.yaml:2:"));
 }
 
+TEST_CASE("job file: deep nesting is an error, not a stack overflow") {
+  std::string e = ErrorOf("command: " + std::string(100000, '['));
+  CHECK(e.starts_with("train.yaml:"));
+  CHECK(e.ends_with(": YAML nested too deeply"));
+}
+
 TEST_CASE("job file: command and trainer, both or neither") {
   CHECK(ErrorOf("command: [x]\ntrainer: {a: 1}\n") ==
         "train.yaml:2:1: 'command' and 'trainer' are both set; use one of them");
