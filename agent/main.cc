@@ -7,6 +7,7 @@
 //
 //   dsagent --coordinator HOST:PORT --node-index N --job-id ID
 //           [--bind ADDR] [--host NAME]
+//           [--heartbeat-interval S] [--heartbeat-timeout S] [--connect-timeout S]
 //
 //   --coordinator HOST:PORT  where dslaunch's coordinator listens
 //   --node-index N           this node's position in the launch plan (0-based)
@@ -17,6 +18,11 @@
 //                            default: the address that routes to the coordinator
 //   --host NAME              the node's name as written in the hostfile
 //                            (default: gethostname())
+//   --heartbeat-interval S   Ping period (default 1s; dslaunch passes the
+//                            job's elastic.heartbeat_interval)
+//   --heartbeat-timeout S    coordinator silent this long = lost (default 5s)
+//   --connect-timeout S      connect + handshake deadline (default 10s)
+//   Durations: 500ms, 3s, 2m or bare seconds.
 //
 // The job secret is NEVER on the command line or in the environment: it is the
 // first line of stdin (hex, as written by the spawner), or, when
@@ -25,7 +31,8 @@
 //
 // Exit codes: 0 the coordinator said Shutdown; 2 bad command line or no
 // secret; 3 could not connect or authenticate; 4 lost the coordinator
-// (connection closed or heartbeats stopped; its workers were killed first).
+// (connection closed or heartbeats stopped; its workers were killed first);
+// 128+S after signal S (SIGTERM/SIGINT/SIGHUP: workers are stopped first).
 #include <iostream>
 #include <string>
 #include <vector>
