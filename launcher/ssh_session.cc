@@ -101,6 +101,20 @@ Result<SshOptions> SshOptionsFromEnv() {
   return o;
 }
 
+std::string SshHostName(const std::string& host, const SshOptions& options) {
+  EnsureLibsshInit();
+  std::unique_ptr<ssh_session_struct, SshSession::Free> s(ssh_new());
+  if (!s) return host;
+  ssh_options_set(s.get(), SSH_OPTIONS_HOST, host.c_str());
+  if (ssh_options_parse_config(s.get(), options.config_file.empty() ? nullptr : options.config_file.c_str()) < 0)
+    return host;
+  char* name = nullptr;
+  if (ssh_options_get(s.get(), SSH_OPTIONS_HOST, &name) != SSH_OK || name == nullptr) return host;
+  std::string out = name;
+  ssh_string_free_char(name);
+  return out.empty() ? host : out;
+}
+
 Result<std::unique_ptr<SshSession>> SshSession::Connect(const SshTarget& target, const SshOptions& options) {
   EnsureLibsshInit();
   ssh_session raw = ssh_new();

@@ -65,6 +65,7 @@ struct ExecResult {
 
 class SshSession {
  public:
+  struct Free { void operator()(ssh_session_struct* s) const; };  // disconnects and frees a libssh session
   ~SshSession() = default;  // disconnects
   SshSession(const SshSession&) = delete;
   SshSession& operator=(const SshSession&) = delete;
@@ -88,7 +89,6 @@ class SshSession {
   ssh_session_struct* raw() { return session_.get(); }
 
  private:
-  struct Free { void operator()(ssh_session_struct* s) const; };  // disconnects and frees
   SshSession(std::string host, ssh_session_struct* s) : host_(std::move(host)), session_(s) {}
   Status VerifyHostKey(HostKeyPolicy policy);
   Status Authenticate();
@@ -97,6 +97,11 @@ class SshSession {
   std::string peer_address_;
   std::unique_ptr<ssh_session_struct, Free> session_;
 };
+
+// The address `host` stands for after the ssh config (HostName), for
+// routing decisions before any connection; `host` itself when the config
+// says nothing. Never fails and does no network I/O.
+std::string SshHostName(const std::string& host, const SshOptions& options);
 
 // "exec 'a' 'b c'": argv as one POSIX shell command line, each word quoted,
 // preceded by `export K=V;` for each of `env`.

@@ -291,3 +291,17 @@ TEST_CASE("ShipAgent copies the binary to a per-job dir and removes it after", "
 }
 
 }  // namespace ds
+
+namespace ds {
+
+TEST_CASE("SshHostName follows the ssh config's HostName", "[unit]") {
+  std::string cfg = "/tmp/dsl-test-hostname-" + std::to_string(getpid());
+  test::WriteFile(cfg, "Host alias1\n  HostName 10.1.2.3\n  User bob\n");
+  SshOptions o;
+  o.config_file = cfg;
+  CHECK(SshHostName("alias1", o) == "10.1.2.3");
+  CHECK(SshHostName("other", o) == "other");
+  std::filesystem::remove(cfg);
+}
+
+}  // namespace ds
