@@ -1,0 +1,89 @@
+#!/bin/bash
+# A real job over SSH on the netns cluster: 3 nodes x 2 slots, each node with
+# two interfaces. Run inside tests/cluster/with-cluster (which tears down).
+#   job_test.sh DSLAUNCH [ssh|pdsh]   (dsagent is found next to dslaunch)
+# Checks: the worker env (distinct addresses, MASTER_ADDR, NCCL_SOCKET_IFNAME
+# on the first and on the second network), the exit code of a failing rank,
+# SIGINT and SIGKILL to dslaunch leave no process of the job in any namespace.
+set -uo pipefail
+DSLAUNCH=$1
+LAUNCHER=${2:-ssh}
+C=${DSLAUNCH_TEST_CLUSTER:?run me inside tests/cluster/with-cluster}
+work=$(mktemp -d /tmp/dsl-jobtest.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+mapfile -t NS < <(awk '{print $2}' "$C/nodes")
+mapfile -t ADDR < <(awk '{print $3}' "$C/nodes")
+cd "$work"
+
+# Processes in our namespaces other than their sshd.
+leftovers() {
+  local i=0 ns sshd p n=0
+  for ns in "${NS[@]}"; do
+    sshd=$(cat "$C/pids/sshd-$i.pid")
+    for p in $(ip netns pids "$ns"); do
+      [ "$p" = "$sshd" ] && continue
+      n=$((n + 1)); ps -o pid=,cmd= -p "$p" >&2
+    done
+    i=$((i + 1))
+  done
+  echo $n
+}
+wait_no_leftovers() {  # $1 = seconds
+  local t=0
+  while [ "$(leftovers 2>/dev/null)" != 0 ]; do
+    t=$((t + 1)); [ $t -gt $(($1 * 5)) ] && return 1; sleep 0.2
+  done
+}
+
+echo "== env over ssh, first network"
+out=$(timeout 60 "$DSLAUNCH" --hostfile "$C/hostfile.ip" --launcher "$LAUNCHER" -- \
+  sh -c 'echo "R=$RANK A=$(ip -o route get $MASTER_ADDR | sed -n "s/.* src \([0-9.]*\).*/\1/p") I=$NCCL_SOCKET_IFNAME G=$GLOO_SOCKET_IFNAME M=$MASTER_ADDR W=$WORLD_SIZE L=$LOCAL_RANK N=$GROUP_RANK"' 2>&1)
+rc=$?
+echo "$out"
+[ $rc -eq 0 ] || fail "env job exited $rc"
+[ "$(grep -c ' W=6 ' <<<"$out")" -eq 6 ] || fail "expected 6 workers with WORLD_SIZE=6"
+for r in 0 1 2 3 4 5; do
+  node=$((r / 2))
+  line=$(grep " R=$r " <<<"$out" | head -n1)
+  [ -n "$line" ] || line=$(grep "R=$r A=" <<<"$out" | head -n1)
+  [[ "$line" == *"I=eth0 G=eth0 M=${ADDR[0]} "* ]] || fail "rank $r: wrong ifname/master: $line"
+  [[ "$line" == *"N=$node"* ]] || fail "rank $r: expected GROUP_RANK=$node: $line"
+done
+[ "$(grep -o ' A=[0-9.]*' <<<"$out" | sort -u | wc -l)" -eq 3 ] || fail "expected 3 distinct worker addresses"
+
+echo "== env over ssh, second network (eth1)"
+awk '{print $1" slots=2"}' "$C/nodes.eth1" >"$work/hostfile.eth1"
+out=$(timeout 60 "$DSLAUNCH" --hostfile "$work/hostfile.eth1" --launcher "$LAUNCHER" -- \
+  sh -c 'echo "R=$RANK I=$NCCL_SOCKET_IFNAME M=$MASTER_ADDR"' 2>&1)
+rc=$?
+echo "$out"
+[ $rc -eq 0 ] || fail "eth1 job exited $rc"
+[ "$(grep -c 'I=eth1 ' <<<"$out")" -eq 6 ] || fail "expected NCCL_SOCKET_IFNAME=eth1 on all 6 workers"
+
+echo "== exit code of a failing rank"
+timeout 60 "$DSLAUNCH" --hostfile "$C/hostfile.ip" --launcher "$LAUNCHER" -- \
+  sh -c '[ "$RANK" = 3 ] && exit 7; sleep 30' >"$work/exit.log" 2>&1
+rc=$?
+[ $rc -eq 7 ] || { cat "$work/exit.log"; fail "expected exit 7, got $rc"; }
+grep -q "rank 3" "$work/exit.log" || fail "summary does not name rank 3"
+wait_no_leftovers 15 || fail "processes left after a failed job"
+
+for sig in INT KILL; do
+  echo "== SIG$sig to dslaunch"
+  "$DSLAUNCH" --hostfile "$C/hostfile.ip" --launcher "$LAUNCHER" -- \
+    sh -c 'touch '"$work"'/up-$RANK; sleep 300' >"$work/sig.log" 2>&1 &
+  pid=$!
+  t=0
+  while [ "$(ls "$work"/up-* 2>/dev/null | wc -l)" -lt 6 ] && [ $t -lt 150 ]; do sleep 0.2; t=$((t + 1)); done
+  [ "$(ls "$work"/up-* 2>/dev/null | wc -l)" -eq 6 ] || fail "SIG$sig: workers did not all start"
+  kill -"$sig" "$pid"
+  wait "$pid"; rc=$?
+  echo "dslaunch exited $rc"
+  wait_no_leftovers 20 || fail "SIG$sig: processes of the job left in the namespaces"
+  rm -f "$work"/up-*
+done
+
+[ $fails -eq 0 ] && echo "job_test: all checks passed"
+exit $((fails > 0))
