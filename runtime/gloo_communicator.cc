@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -88,6 +89,9 @@ std::unique_ptr<GlooCommunicator> GlooCommunicator::Connect(gloo::rendezvous::St
                                                             int rank, int size,
                                                             const GlooOptions& options) {
   DS_CHECK(size >= 1 && rank >= 0 && rank < size);
+  // A write to a dead peer must fail with EPIPE (-> CommError), not kill us.
+  struct sigaction old {};
+  if (sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) signal(SIGPIPE, SIG_IGN);
   gloo::transport::tcp::attr attr;
   if (!options.iface.empty()) {
     attr.iface = options.iface;

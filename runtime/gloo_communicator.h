@@ -6,7 +6,9 @@
 // The network interface is GLOO_SOCKET_IFNAME when set, otherwise the local
 // address that routes to MASTER_ADDR (loopback when MASTER_ADDR is local).
 // Every collective is bounded by `timeout`; any Gloo failure throws CommError
-// and leaves the communicator broken (later calls throw at once).
+// and leaves the communicator broken (later calls throw at once). Connect
+// ignores SIGPIPE (if it was at its default) so a dead peer is an error, not
+// a signal.
 // Not thread-safe.
 #pragma once
 
