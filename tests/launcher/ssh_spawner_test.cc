@@ -305,3 +305,27 @@ TEST_CASE("SshHostName follows the ssh config's HostName", "[unit]") {
 }
 
 }  // namespace ds
+
+namespace ds {
+
+TEST_CASE("SshSpawner: a silent address fails within the connect timeout, naming the host", "[cluster]") {
+  test::TestCluster c = test::LoadTestCluster();
+  if (c.nodes.empty()) return;
+  // An address on the cluster's subnet that no namespace holds.
+  std::string addr = c.nodes[0].addr.substr(0, c.nodes[0].addr.rfind('.')) + ".250";
+  SshOptions o;
+  o.config_file = "/dev/null";
+  o.connect_timeout = 2;
+  AgentSpec s;
+  s.host = addr;
+  s.argv = {"true"};
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = SshSpawner(o).Start({s});
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  REQUIRE_FALSE(r[0].ok());
+  INFO(r[0].status().message());
+  CHECK(StartsWith(r[0].status().message(), addr + ": "));
+  CHECK(took < o.connect_timeout + 4);  // generous: proves "does not hang"
+}
+
+}  // namespace ds
