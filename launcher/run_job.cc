@@ -18,6 +18,7 @@
 #include "launcher/dotenv.h"
 #include "launcher/exit_status.h"
 #include "launcher/job_summary.h"
+#include "launcher/ssh_session.h"
 
 namespace ds {
 namespace {
@@ -121,7 +122,9 @@ int RunJob(const LaunchPlan& plan_in, const CliOptions& cli) {
     co.listen_addr = "127.0.0.1";
   } else {
     co.listen_addr = "0.0.0.0";
-    auto route = RouteTo(plan.nodes[0].host.name);
+    // Hostfile names may be ssh config aliases: route to their HostName (SSH issue).
+    auto ssh_opts = SshOptionsFromEnv();
+    auto route = RouteTo(SshHostName(plan.nodes[0].host.name, ssh_opts.ok() ? *ssh_opts : SshOptions{}));
     if (!route.ok()) {
       std::cerr << "dslaunch: error: " << route.status().message() << "\n";
       return kExitFailure;
