@@ -19,10 +19,7 @@ std::string Progress::FormatDuration(double seconds) {
 }
 
 void Progress::Step(int64_t epoch, int64_t step, double loss, double samples_per_s) {
-  if (first_step_ < 0) {
-    first_step_ = step - 1;
-    start_ = std::chrono::steady_clock::now();
-  }
+  if (first_step_ < 0) first_step_ = options_.start_step;
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const int64_t done = step - first_step_;

@@ -17,6 +17,7 @@ struct ProgressOptions {
   bool tty = false;            // redraw one line with \r
   int64_t interval = 50;       // steps between plain lines (non-TTY)
   int64_t total_steps = 0;     // for the bar and the ETA
+  int64_t start_step = 0;      // steps already done when the clock starts (resume)
   int64_t epochs = 1;
 };
 
@@ -24,7 +25,7 @@ class Progress {
  public:
   Progress(std::FILE* out, const ProgressOptions& options);
 
-  // After each step. samples_per_s is the recent throughput.
+  // After a step (the clock for the ETA started at construction).
   void Step(int64_t epoch, int64_t step, double loss, double samples_per_s);
   // A line of its own (epoch summaries), keeping the bar intact on a TTY.
   void Line(const std::string& text);

@@ -153,7 +153,8 @@ Result<TrainResult> Train(const TrainerConfig& config, Communicator& comm,
     metrics = std::move(m).value();
   }
   Progress progress(runtime.out, {.tty = runtime.tty, .interval = 1,
-                                  .total_steps = total_steps, .epochs = config.epochs});
+                                  .total_steps = total_steps, .start_step = step,
+                                  .epochs = config.epochs});
   if (talk)
     fmt::print(runtime.out,
                "dstrain: {} ranks, ZeRO stage {}, {}, {} params, batch {} ({} x {} micro x {} "
