@@ -70,6 +70,18 @@ rc=$?
 grep -q "rank 3" "$work/exit.log" || fail "summary does not name rank 3"
 wait_no_leftovers 15 || fail "processes left after a failed job"
 
+if [ "$LAUNCHER" = ssh ]; then
+  echo "== --ship-agent: a copy of dsagent runs on the nodes, removed afterwards"
+  before=$(ls -d /tmp/dslaunch-* 2>/dev/null | wc -l)
+  out=$(timeout 60 "$DSLAUNCH" --hostfile "$C/hostfile.ip" --launcher ssh --ship-agent -- \
+    sh -c 'echo "R=$RANK agent=$(readlink /proc/$PPID/exe)"' 2>&1)
+  rc=$?
+  echo "$out"
+  [ $rc -eq 0 ] || fail "--ship-agent job exited $rc"
+  [ "$(grep -c 'agent=/tmp/dslaunch-' <<<"$out")" -eq 6 ] || fail "workers were not started by a shipped agent"
+  [ "$(ls -d /tmp/dslaunch-* 2>/dev/null | wc -l)" -eq "$before" ] || fail "--ship-agent left its temp dirs"
+fi
+
 for sig in INT KILL; do
   echo "== SIG$sig to dslaunch"
   "$DSLAUNCH" --hostfile "$C/hostfile.ip" --launcher "$LAUNCHER" -- \
