@@ -132,6 +132,10 @@ std::string JobIdOf(const AgentSpec& spec) {
 
 Result<std::unique_ptr<AgentHandle>> SshSpawner::StartOne(const AgentSpec& spec) {
   if (spec.argv.empty()) return Status::InvalidArgument(spec.host + ": empty agent command");
+  std::string payload = spec.stdin_payload;
+  if (!payload.empty() && payload.back() != '\n') payload += '\n';
+  if (!payload.empty() && payload.find('\n') != payload.size() - 1)
+    return Status::InvalidArgument(spec.host + ": the agent's stdin payload must be one line");
   DS_ASSIGN_OR_RETURN(std::unique_ptr<SshSession> session,
                       SshSession::Connect(SshTarget{spec.host, spec.user, spec.ssh_port}, options_));
   std::vector<std::string> argv = spec.argv;
@@ -147,12 +151,6 @@ Result<std::unique_ptr<AgentHandle>> SshSpawner::StartOne(const AgentSpec& spec)
   };
   ssh_channel ch = ssh_channel_new(session->raw());
   if (ch == nullptr) return fail("cannot open a channel");
-  std::string payload = spec.stdin_payload;
-  if (!payload.empty() && payload.back() != '\n') payload += '\n';
-  if (payload.find('\n') != payload.size() - 1 && !payload.empty()) {
-    ssh_channel_free(ch);
-    return Status::InvalidArgument(spec.host + ": the agent's stdin payload must be one line");
-  }
   const std::string cmd = SupervisedCommand(argv, ForwardedEnv(options_), !payload.empty());
   if (ssh_channel_open_session(ch) != SSH_OK || ssh_channel_request_exec(ch, cmd.c_str()) != SSH_OK) {
     ssh_channel_free(ch);

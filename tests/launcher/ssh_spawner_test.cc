@@ -329,3 +329,17 @@ TEST_CASE("SshSpawner: a silent address fails within the connect timeout, naming
 }
 
 }  // namespace ds
+
+namespace ds {
+
+TEST_CASE("SshSpawner refuses a multi-line stdin payload before connecting", "[unit]") {
+  AgentSpec s;
+  s.host = "h1";
+  s.argv = {"dsagent"};
+  s.stdin_payload = "line1\nline2\n";
+  auto r = SshSpawner(SshOptions{}).Start({s});
+  REQUIRE_FALSE(r[0].ok());
+  CHECK(r[0].status().message() == "h1: the agent's stdin payload must be one line");
+}
+
+}  // namespace ds
