@@ -125,7 +125,12 @@ int main(int argc, char** argv) {
       std::printf("test accuracy: %.4f\n", result->test_accuracy);
       std::fflush(stdout);
     }
-    comm->Barrier();  // nobody tears down its connections while others still use them
+    try {
+      comm->Barrier();  // nobody tears down its connections while others still use them
+    } catch (const CommError& e) {
+      // Training and checkpoints are complete; a peer leaving early is not a failure.
+      DS_LOG(Warn, Comm) << "final barrier: " << e.what();
+    }
   } catch (const CommError& e) {
     return Fail(kExitComm, e.what());
   }

@@ -61,6 +61,7 @@ class MultiProc {
           opts.timeout = timeout;
           auto comm = GlooCommunicator::Connect(store, r, world, opts);
           code = body(*comm);
+          if (code == 0) comm->Barrier();  // no rank closes while others still connect
         } catch (const CommError& e) {
           std::fprintf(stderr, "rank %d: CommError: %s\n", r, e.what());
           code = 42;
