@@ -16,6 +16,7 @@
 #include "common/strings.h"
 #include "launcher/exit_status.h"
 #include "launcher/parallel_for.h"
+#include "launcher/selection.h"
 
 namespace ds {
 namespace {
@@ -258,6 +259,18 @@ int RunCheck(const CliOptions& cli) {
     std::cerr << "dslaunch: " << hf.status().message() << "\n";
     return kExitUsage;
   }
+  // --include/--exclude/--num_nodes narrow the hosts as they would for a run.
+  auto selected = SelectHosts(*hf, cli.selection);
+  if (!selected.ok()) {
+    std::cerr << "dslaunch: " << selected.status().message() << "\n";
+    return kExitUsage;
+  }
+  Hostfile chosen;
+  chosen.path = hf->path;
+  for (const auto& s : *selected) {
+    chosen.hosts.push_back(s.host);
+    chosen.hosts.back().slots = static_cast<int>(s.slots.size());
+  }
   auto ssh = SshOptionsFromEnv();
   if (!ssh.ok()) {
     std::cerr << "dslaunch: " << ssh.status().message() << "\n";
@@ -274,7 +287,7 @@ int RunCheck(const CliOptions& cli) {
   o.working_dir = std::filesystem::current_path(ec).string();
   o.master_addr = cli.master_addr;
   o.master_port = cli.master_port;
-  std::vector<CheckRow> rows = RunChecks(*hf, o);
+  std::vector<CheckRow> rows = RunChecks(chosen, o);
   std::cout << FormatCheckTable(rows);
   for (const auto& r : rows)
     if (!r.ok()) return kExitFailure;
