@@ -18,6 +18,7 @@
 #include "common/env_registry.h"
 #include "common/log.h"
 #include "common/strings.h"
+#include "launcher/remote_command.h"
 
 namespace ds {
 namespace {

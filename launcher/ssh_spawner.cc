@@ -10,6 +10,7 @@
 #include "common/env_registry.h"
 #include "common/log.h"
 #include "launcher/parallel_for.h"
+#include "launcher/remote_command.h"
 #include "launcher/ship_agent.h"
 
 namespace ds {

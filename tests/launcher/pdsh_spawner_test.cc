@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/strings.h"
+#include "launcher/remote_command.h"
 #include "tests/launcher/cluster_env.h"
 
 namespace ds {

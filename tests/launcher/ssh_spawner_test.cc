@@ -15,6 +15,7 @@
 
 #include "common/strings.h"
 #include "launcher/parallel_for.h"
+#include "launcher/remote_command.h"
 #include "launcher/ship_agent.h"
 #include "tests/launcher/cluster_env.h"
 

@@ -1,0 +1,39 @@
+// Remote command lines for the ssh and pdsh spawners: argv quoted for a
+// POSIX shell, and the small sh supervisor that feeds the agent its one-line
+// secret and stops it when the connection goes away. Pure string builders,
+// thread-safe.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ds {
+
+// "exec 'a' 'b c'": argv as one POSIX shell command line, each word quoted,
+// preceded by `export K=V;` for each of `env`.
+std::string RemoteCommand(const std::vector<std::string>& argv,
+                          const std::vector<std::pair<std::string, std::string>>& env);
+
+// RemoteCommand for a supervised agent: a small POSIX sh wrapper reads one
+// line (the secret) from the channel's stdin and pipes it to `argv`, then
+// keeps watching stdin: EOF (sent by Terminate(), or the channel/connection
+// going away, e.g. dslaunch killed) sends TERM to the agent, and KILL to the
+// wrapper's process group if the agent is still there 5 s later. This works where
+// sshd refuses "signal" requests (root logins, which skip privilege
+// separation). The wrapper exits with the agent's status (128+signal when
+// killed). With `has_payload` false the agent's stdin is /dev/null.
+std::string SupervisedCommand(const std::vector<std::string>& argv,
+                              const std::vector<std::pair<std::string, std::string>>& env, bool has_payload);
+
+// Where the supervisor script finds the agent's one-line stdin payload.
+enum class PayloadFrom {
+  kNone,        // agent stdin is /dev/null
+  kStdinLine,   // the first line of the channel's stdin (libssh spawner)
+  kEnvBase64,   // $LC_DSLAUNCH_PAYLOAD, base64 (pdsh cannot forward stdin;
+                // sshd must accept LC_*, Debian's default); unset before the agent runs
+};
+// The POSIX sh supervisor (see SupervisedCommand) running "$@" as the agent.
+std::string SupervisorScript(PayloadFrom from);
+
+}  // namespace ds
