@@ -35,9 +35,10 @@ std::string SupervisorScript(PayloadFrom from) {
   return "exec 3<&0; " + start +
          "a=$!; "
          // EOF: TERM the agent; if it is still there after 5 s, KILL the
-         // wrapper's process group (the agent and anything it did not detach).
+         // process group the wrapper leads (under sshd it is the session leader;
+         // elsewhere no such group exists and nothing happens).
          "(while IFS= read -r _ <&3; do :; done; kill -TERM $a 2>/dev/null; i=0; "
-         "while kill -0 $a 2>/dev/null; do i=$((i+1)); [ $i -gt 50 ] && kill -KILL 0; sleep 0.1; done) & "
+         "while kill -0 $a 2>/dev/null; do i=$((i+1)); [ $i -gt 50 ] && kill -s KILL -- -$$; sleep 0.1; done) & "
          "w=$!; exec 3<&-; "
          "wait $a; rc=$?; kill $w 2>/dev/null; exit $rc";
 }

@@ -70,13 +70,6 @@ std::vector<std::string> NonSshdPids(const std::string& ns, const std::string& s
 }  // namespace
 
 
-TEST_CASE("RemoteCommand quotes every word and exports env first", "[unit]") {
-  CHECK(RemoteCommand({"/opt/ds/dsagent", "--job-id", "j1"}, {}) == "exec /opt/ds/dsagent --job-id j1");
-  CHECK(RemoteCommand({"/opt/my dir/dsagent", "a'b", ""}, {{"DSLAUNCH_LOG", "INFO"}, {"X", "a b"}}) ==
-        "export DSLAUNCH_LOG=INFO; export X='a b'; exec '/opt/my dir/dsagent' 'a'\\''b' ''");
-  CHECK(RemoteCommand({"echo", "$HOME", "`id`;rm"}, {}) == "exec echo '$HOME' '`id`;rm'");
-}
-
 TEST_CASE("ParseHostKeyPolicy accepts the three policies and suggests on typos", "[unit]") {
   CHECK(*ParseHostKeyPolicy("yes") == HostKeyPolicy::kYes);
   CHECK(*ParseHostKeyPolicy("accept-new") == HostKeyPolicy::kAcceptNew);
