@@ -9,6 +9,7 @@ set -uo pipefail
 DSLAUNCH=$1
 LAUNCHER=${2:-ssh}
 C=${DSLAUNCH_TEST_CLUSTER:?run me inside tests/cluster/with-cluster}
+if [ "$LAUNCHER" = pdsh ] && ! command -v pdsh >/dev/null; then echo "SKIP: pdsh not installed" >&2; exit 77; fi
 work=$(mktemp -d /tmp/dsl-jobtest.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 fails=0
