@@ -25,10 +25,12 @@ constexpr size_t kMaxLine = 64 * 1024;  // longer lines are split
   if (devnull >= 0) ::dup2(devnull, 0);
   ::dup2(out, 1);
   ::dup2(err, 2);
+  // Signals were blocked across fork: the agent's handlers (which write to
+  // its self-pipe) must never run in the child. Reset them, then unblock.
+  for (int s = 1; s < NSIG; ++s) ::signal(s, SIG_DFL);
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGPIPE, SIGQUIT}) ::signal(s, SIG_DFL);
   if (!l.working_dir.empty() && ::chdir(l.working_dir.c_str()) != 0) {
     const char* m = "dsagent: cannot chdir to the working directory\n";
     (void)!::write(2, m, std::strlen(m));
@@ -68,7 +70,11 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const WorkerLaunch& 
   envp.push_back(nullptr);
 
   pid_t parent = ::getpid();
+  sigset_t all, old;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
   pid_t pid = ::fork();
+  if (pid != 0) ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (pid < 0) {
     for (int fd : {outp[0], outp[1], errp[0], errp[1]}) ::close(fd);
     return Status::IOError(fmt::format("fork: {}", std::strerror(errno)));

@@ -69,7 +69,12 @@ Result<std::unique_ptr<AgentHandle>> StartOne(const AgentSpec& spec, double grac
   std::vector<char*> argv;
   for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  // Block signals across fork so dslaunch's handlers never run in the child.
+  sigset_t all, old;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
   pid_t pid = ::fork();
+  if (pid != 0) ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (pid < 0) {
     ::close(in[0]);
     ::close(in[1]);
@@ -78,10 +83,10 @@ Result<std::unique_ptr<AgentHandle>> StartOne(const AgentSpec& spec, double grac
   if (pid == 0) {
     ::setpgid(0, 0);
     ::dup2(in[0], 0);
+    for (int s = 1; s < NSIG; ++s) ::signal(s, SIG_DFL);
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (int s : {SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGPIPE}) ::signal(s, SIG_DFL);
     ::execv(argv[0], argv.data());
     const char* m = "dslaunch: cannot exec dsagent\n";
     (void)!::write(2, m, std::strlen(m));

@@ -90,3 +90,20 @@ TEST_CASE("worker: a missing program exits 127 and says why", "[worker]") {
 
 }  // namespace
 }  // namespace ds
+
+namespace ds {
+namespace {
+
+TEST_CASE("worker: a stop right after start never runs the agent's handlers in the child", "[worker]") {
+  for (int i = 0; i < 20; ++i) {  // races fork/exec on purpose
+    WorkerLaunch l;
+    l.argv = {"/bin/sleep", "60"};
+    auto w = WorkerProcess::Start(l);
+    REQUIRE(w.ok());
+    (*w)->SignalGroup(SIGTERM);
+    CHECK(WaitChild(**w) == 128 + SIGTERM);
+  }
+}
+
+}  // namespace
+}  // namespace ds

@@ -1,6 +1,7 @@
 #include "launcher/local_spawner.h"
 
 #include <catch2/catch.hpp>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -44,17 +45,33 @@ TEST_CASE("local spawner: the secret arrives on stdin, not in argv", "[spawner]"
 }
 
 TEST_CASE("local spawner: terminate ends an agent that ignores SIGTERM", "[spawner]") {
+  std::string ready = "/tmp/dslaunch-spawner-ready-" + std::to_string(::getpid());
   AgentSpec s;
   s.host = "127.0.0.2";
-  s.argv = {"/bin/sh", "-c", "trap '' TERM; while :; do sleep 1; done"};
+  s.argv = {"/bin/sh", "-c", "trap '' TERM; echo > " + ready + "; while :; do sleep 1; done"};
   LocalSpawner sp(LocalSpawnerOptions{0.1});
   auto r = sp.Start({s});
   REQUIRE(r[0].ok());
   auto& h = *r[0];
+  REQUIRE(WaitUntil([&] { return ::access(ready.c_str(), F_OK) == 0; }));  // the trap is set
+  ::unlink(ready.c_str());
   CHECK(h->Running());
   h->Terminate();
   CHECK(!h->Running());
   CHECK(h->ExitStatus() == 137);
+}
+
+TEST_CASE("local spawner: a signal right after start takes the default action in the child", "[spawner]") {
+  AgentSpec s;
+  s.host = "127.0.0.3";
+  s.argv = {"/bin/sleep", "60"};
+  LocalSpawner sp(LocalSpawnerOptions{2.0});
+  for (int i = 0; i < 20; ++i) {  // races fork/exec on purpose
+    auto r = sp.Start({s});
+    REQUIRE(r[0].ok());
+    (*r[0])->Terminate();
+    CHECK((*r[0])->ExitStatus() == 128 + SIGTERM);
+  }
 }
 
 TEST_CASE("local spawner: one result per spec, a missing binary names the host", "[spawner]") {
