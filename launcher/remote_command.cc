@@ -6,9 +6,10 @@ namespace ds {
 
 std::string RemoteCommand(const std::vector<std::string>& argv,
                           const std::vector<std::pair<std::string, std::string>>& env) {
-  std::string cmd;
-  for (const auto& [k, v] : env) cmd += "export " + k + "=" + ShellQuote(v) + "; ";
-  cmd += "exec";
+  // `exec [env K=V ...] argv`: valid in sh, bash, zsh, csh and fish alike,
+  // whatever the remote user's login shell is.
+  std::string cmd = env.empty() ? "exec" : "exec env";
+  for (const auto& [k, v] : env) cmd += " " + ShellQuote(k + "=" + v);
   for (const auto& a : argv) cmd += " " + ShellQuote(a);
   return cmd;
 }

@@ -10,8 +10,8 @@
 
 namespace ds {
 
-// "exec 'a' 'b c'": argv as one POSIX shell command line, each word quoted,
-// preceded by `export K=V;` for each of `env`.
+// "exec 'a' 'b c'": argv as one shell command line, each word quoted; with
+// `env`, "exec env K=V ... argv" (no `export`, so csh/fish logins work too).
 std::string RemoteCommand(const std::vector<std::string>& argv,
                           const std::vector<std::pair<std::string, std::string>>& env);
 

@@ -54,7 +54,7 @@ int WaitFor(pid_t pid, double seconds) {
 TEST_CASE("RemoteCommand quotes every word and exports env first", "[unit]") {
   CHECK(RemoteCommand({"/opt/ds/dsagent", "--job-id", "j1"}, {}) == "exec /opt/ds/dsagent --job-id j1");
   CHECK(RemoteCommand({"/opt/my dir/dsagent", "a'b", ""}, {{"DSLAUNCH_LOG", "INFO"}, {"X", "a b"}}) ==
-        "export DSLAUNCH_LOG=INFO; export X='a b'; exec '/opt/my dir/dsagent' 'a'\\''b' ''");
+        "exec env DSLAUNCH_LOG=INFO 'X=a b' '/opt/my dir/dsagent' 'a'\\''b' ''");
   CHECK(RemoteCommand({"echo", "$HOME", "`id`;rm"}, {}) == "exec echo '$HOME' '`id`;rm'");
 }
 
