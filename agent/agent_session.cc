@@ -161,7 +161,9 @@ void AgentSession::HandleFrame(const Frame& f) {
 }
 
 void AgentSession::OnReserve(const msg::Reserve& m) {
-  auto held = HoldPort(opt_.bind_addr.empty() ? "0.0.0.0" : opt_.bind_addr, static_cast<int>(m.port));
+  // The wildcard address: the hold then conflicts with a bind of the port on
+  // any local address, which is what the workers' later bind will need.
+  auto held = HoldPort("0.0.0.0", static_cast<int>(m.port));
   msg::Reserved r;
   r.generation = m.generation;
   if (held.ok()) {

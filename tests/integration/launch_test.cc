@@ -1,6 +1,7 @@
 // A real 3-node x 2-slot job on 127.0.0.1..3: dslaunch + three dsagents +
 // six workers, checked from the outside (issue 3, "Done when").
 #include <catch2/catch.hpp>
+#include <unistd.h>
 
 #include <map>
 #include <set>
@@ -237,6 +238,58 @@ TEST_CASE("launch: a worker whose step heartbeat stalls past hang_timeout is kil
   CHECK(err.find("killed by signal 9 (SIGKILL) after its step heartbeat stalled (hang_timeout)") !=
         std::string::npos);
   CHECK(err.find("made no step for 1000 ms; killing it") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace ds::testing
+
+namespace ds::testing {
+namespace {
+
+TEST_CASE("launch: MASTER_PORT is free for rank 0 to bind when the workers start", "[integration]") {
+  TempDir dir;
+  std::string hostfile = HostfileFor(dir, 2, 1);
+  WriteFile(dir / "worker.py",
+            "import os, socket\n"
+            "if os.environ['RANK'] == '0':\n"
+            "    s = socket.socket()\n"
+            "    s.bind((os.environ['MASTER_ADDR'], int(os.environ['MASTER_PORT'])))\n"
+            "    s.listen(1)\n"
+            "    print('bound', os.environ['MASTER_PORT'], flush=True)\n");
+  Child c;
+  int code = Run({DslaunchPath(), "--hostfile", hostfile, "--", "python3", "worker.py"}, dir.path(), &c,
+                 seconds(60), EnvFor(dir));
+  INFO(ReadFile(c.err_path) << ReadFile(c.out_path));
+  CHECK(code == 0);
+  CHECK(ReadFile(c.out_path).find("127.0.0.1:0 bound ") != std::string::npos);
+}
+
+TEST_CASE("launch: a --master_port already in use fails the launch and says so", "[integration]") {
+  TempDir dir;
+  std::string hostfile = HostfileFor(dir, 1, 1);
+  // Hold a port ourselves (no SO_REUSEADDR games: a listening socket).
+  WriteFile(dir / "hold.py",
+            "import socket, sys, time\n"
+            "s = socket.socket(); s.bind(('0.0.0.0', 0)); s.listen(1)\n"
+            "open(sys.argv[1], 'w').write(str(s.getsockname()[1]))\n"
+            "time.sleep(60)\n");
+  Child holder = Spawn({"/usr/bin/env", "python3", dir / "hold.py", dir / "port"}, dir.path());
+  std::string port;
+  for (int i = 0; i < 2000 && port.empty(); ++i) {
+    port = ReadFile(dir / "port");
+    ::usleep(5000);
+  }
+  REQUIRE(!port.empty());
+  Child c;
+  int code = Run({DslaunchPath(), "--hostfile", hostfile, "--master_port", port, "--", "true"}, dir.path(), &c,
+                 seconds(60), EnvFor(dir));
+  ::kill(holder.pid, SIGKILL);
+  WaitExit(holder.pid, seconds(10));
+  std::string err = ReadFile(c.err_path);
+  INFO(err);
+  CHECK(code == 1);
+  CHECK(err.find("MASTER_PORT reservation failed: bind 0.0.0.0:" + port + ": Address already in use") !=
+        std::string::npos);
 }
 
 }  // namespace
