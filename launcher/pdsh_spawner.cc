@@ -10,6 +10,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -62,17 +64,32 @@ class PdshGroup {
   }
   // The group stops when every host has asked to.
   void Stop(const std::string& h) {
+    bool stop_all = false;
     {
       std::lock_guard<std::mutex> l(mu_);
       auto& st = hosts_[h];
       if (st.stop_requested) return;
       st.stop_requested = true;
-      if (++stops_ < hosts_.size()) {
-        DS_LOG(Info, Ssh) << h << ": pdsh: this host stops with the rest of its pdsh group";
-        return;
+      if (++stops_ < hosts_.size() && !done_.load()) {
+        // Others keep running: end only this host's ssh client; its remote
+        // supervisor sees EOF and stops the agent, pdsh reports the exit.
+        pid_t ssh = SshChildFor(h);
+        if (ssh <= 0) {
+          DS_LOG(Warn, Ssh) << h << ": pdsh: no ssh client found for this host; it stops with its pdsh group";
+          return;
+        }
+        kill(ssh, SIGTERM);
+      } else {
+        stop_all = true;
       }
     }
-    Kill();
+    if (stop_all) {
+      Kill();
+      return;
+    }
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(grace_);
+    while (Running(h) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 
  private:
@@ -81,6 +98,23 @@ class PdshGroup {
     int exit = -1;
     bool stop_requested = false;
   };
+
+  // The pid of pdsh's ssh client for host `h` (a child of pdsh whose argv
+  // holds `h` as a word), or -1.
+  pid_t SshChildFor(const std::string& h) {
+    std::error_code ec;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid_) + "/task", ec)) {
+      std::ifstream children(task.path() / "children");
+      long child;
+      while (children >> child) {
+        std::ifstream cmdline("/proc/" + std::to_string(child) + "/cmdline");
+        std::string arg;
+        while (std::getline(cmdline, arg, '\0'))
+          if (arg == h) return static_cast<pid_t>(child);
+      }
+    }
+    return -1;
+  }
 
   void Kill() {
     std::call_once(killed_, [this] {

@@ -7,8 +7,10 @@
 // supervisor (SupervisorScript) unsets it and pipes it to the agent.
 // Limits, documented: pdsh reports a host's failure only when its ssh
 // exits, so Start() succeeds per host and a failure shows as Running()
-// false + ExitStatus 255 with pdsh's reason in the diagnostics; and hosts
-// started together stop together (Terminate() on every handle ends pdsh).
+// false + ExitStatus 255 with pdsh's reason in the diagnostics; and a
+// host's exit 0 shows only when its pdsh run ends. Terminate() on one host
+// ends that host's ssh client (found among pdsh's children); on the last
+// host it ends pdsh.
 // Thread-safety as in spawner.h.
 #pragma once
 

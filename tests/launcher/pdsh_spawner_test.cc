@@ -127,7 +127,7 @@ TEST_CASE("PdshSpawner runs each host's own command with the secret, exit codes 
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("PdshSpawner: terminating every handle leaves nothing on the nodes", "[cluster]") {
+TEST_CASE("PdshSpawner: terminating one host, then all, leaves nothing on the nodes", "[cluster]") {
   TestCluster c = LoadTestCluster();
   if (c.nodes.empty()) return;
   std::string dir = "/tmp/dsl-test-pdshterm-" + std::to_string(getpid());
@@ -145,6 +145,12 @@ TEST_CASE("PdshSpawner: terminating every handle leaves nothing on the nodes", "
     REQUIRE(r[i].ok());
     CHECK(WaitUntil([&] { return std::filesystem::exists(dir + "/ready-" + std::to_string(i)); }, 30));
   }
+  // One host alone first: the others keep running.
+  (*r[0])->Terminate();
+  CHECK_FALSE((*r[0])->Running());
+  std::string sshd0(Trim(ReadFile(c.dir + "/pids/sshd-0.pid")));
+  CHECK(WaitUntil([&] { return ProcsInNamespaceBesides(c.nodes[0].netns, sshd0) == 0; }, 15));
+  for (size_t i = 1; i < r.size(); ++i) CHECK((*r[i])->Running());
   for (auto& h : r) (*h)->Terminate();
   for (size_t i = 0; i < r.size(); ++i) {
     CHECK_FALSE((*r[i])->Running());
