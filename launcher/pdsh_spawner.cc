@@ -119,7 +119,9 @@ class PdshGroup {
   void Kill() {
     std::call_once(killed_, [this] {
       if (in_fd_ >= 0) close(in_fd_);
-      kill(-pid_, SIGTERM);  // pdsh and its ssh clients: the remote supervisors see EOF
+      // pdsh and its ssh clients (the remote supervisors then see EOF); not
+      // once pdsh has been reaped, when its group id may belong to another.
+      if (!done_.load()) kill(-pid_, SIGTERM);
       auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(grace_);
       while (!done_.load() && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
