@@ -102,9 +102,11 @@ void Coordinator::Accept() {
       p->conn->Start([this, p](Frame f) { OnHandshakeFrame(p, std::move(f)); },
                      [this, p](const std::string& reason) {
                        p->timer.cancel();
-                       if (p->stage == Pending::Stage::kAgent && p->node >= 0) OnAgentClosed(p->node, reason);
-                       else if (!p->rejected && reason != "connection closed by peer")
+                       if (p->stage == Pending::Stage::kAgent && p->node >= 0) {
+                         OnAgentClosed(p->node, reason);
+                       } else if (!p->rejected && reason != "connection closed by peer") {
                          DS_LOG(Warn, Proto) << p->conn->peer() << ": dropped: " << reason;
+                       }
                      });
     }
     Accept();

@@ -42,10 +42,11 @@ Status Coordinator::HandleAgentMessage(int node, const Frame& f) {
       DS_ASSIGN_OR_RETURN(msg::WorkerStarted m, msg::WorkerStarted::Decode(f.payload));
       if (static_cast<int>(m.generation) != generation_) return Status::OK();
       record_.OnStarted(m.rank, m.pid);
-      if (record_.num_started() == plan_.world_size)
+      if (record_.num_started() == plan_.world_size) {
         DS_LOG(Info, Coord) << "all " << plan_.world_size << " workers running after "
                             << std::chrono::duration<double, std::milli>(Clock::now() - start_time_).count()
                             << " ms";
+      }
       return Status::OK();
     }
     case wire::MsgType::kOutput: {
