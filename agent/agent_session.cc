@@ -205,6 +205,7 @@ void AgentSession::OnAssign(const msg::Assign& m) {
   }
   held_port_.Reset();  // release MASTER_PORT just before the workers start
   for (const auto& w : m.workers) {
+    if (quitting_) break;  // the coordinator went away while we were spawning
     Slot s;
     s.rank = w.rank;
     s.local_rank = w.local_rank;
