@@ -61,15 +61,21 @@ void AgentSession::OnTerminationSignal(int sig) {
 
 void AgentSession::Reap() {
   while (true) {
+    // Peek first (WNOWAIT): while the leader is an unreaped zombie its pid
+    // cannot be reused, so signalling its group can only hit this worker's
+    // leftovers, never someone else's processes.
+    siginfo_t info{};
+    if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) return;
+    pid_t pid = info.si_pid;
+    for (auto& s : slots_)
+      if (s.proc && s.proc->pid() == pid) s.proc->SignalGroup(SIGKILL);  // what it left in its group
     int status = 0;
-    pid_t pid = ::waitpid(-1, &status, WNOHANG);
-    if (pid <= 0) return;
+    if (::waitpid(pid, &status, 0) != pid) return;
     for (auto& s : slots_) {
       if (!s.proc || s.proc->pid() != pid) continue;
       s.proc->exited = true;
       if (WIFSIGNALED(status)) s.proc->term_signal = WTERMSIG(status);
       else s.proc->exit_code = WEXITSTATUS(status);
-      s.proc->SignalGroup(SIGKILL);  // whatever the worker left behind in its group
       s.proc->DrainAndClose([&](int stream, const std::string& line) { SendLine(s, stream, line); });
       if (!s.reported) {
         s.reported = true;
