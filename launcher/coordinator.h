@@ -1,6 +1,6 @@
 // Coordinator: the job's control plane inside dslaunch, on one Boost.Asio
 // io_context (single thread). It accepts connections, authenticates them
-// (handshake.h), serves the key/value store, registers one agent per plan
+// (HMAC challenge-response, wire_format.md), serves the key/value store, registers one agent per plan
 // node, and drives generations:
 //
 //   kWaitingForAgents -> kReserving -> kRunning -> kStopping -> kDone
