@@ -264,7 +264,8 @@ Result<TrainResult> Train(const TrainerConfig& config, Communicator& comm,
   }
   if (talk) progress.Finish();
   if (!evaluated_last) result.test_accuracy = Evaluate(engine, model, data.test, comm).first;
-  if (last_saved != step && step > 0) DS_RETURN_IF_ERROR(save(epoch, position));
+  if (last_saved != step && step > 0 && step != result.resumed_from_step)
+    DS_RETURN_IF_ERROR(save(epoch, position));
   result.steps = step;
   result.samples_per_sec = train_seconds > 0 ? samples_here / train_seconds : 0;
   if (metrics) metrics->Flush();
