@@ -5,6 +5,7 @@
 //
 // Command line (stable; the local, ssh and pdsh spawners build it):
 //
+//   dsagent --version | --help
 //   dsagent --coordinator HOST:PORT --node-index N --job-id ID
 //           [--bind ADDR] [--host NAME]
 //           [--heartbeat-interval S] [--heartbeat-timeout S] [--connect-timeout S]
@@ -41,6 +42,14 @@
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.size() == 1 && (args[0] == "--version" || args[0] == "-v")) {
+    std::cout << "dsagent " << DSLAUNCH_VERSION << "\n";  // `dslaunch check` compares it
+    return 0;
+  }
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+    std::cout << ds::AgentUsage();
+    return 0;
+  }
   auto opts = ds::ParseAgentArgs(args);
   if (!opts.ok()) {
     std::cerr << "dsagent: " << opts.status().message() << "\n" << ds::AgentUsage();

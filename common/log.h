@@ -39,7 +39,7 @@ class LogLine {
 
 }  // namespace ds
 
-// DS_LOG(WARN, SSH) << "host " << h << ": " << reason;
+// DS_LOG(Warn, Ssh) << "host " << h << ": " << reason;   (levels Warn|Info|Debug)
 #define DS_LOG(level, subsys)                                                \
   if (!::ds::LogEnabled(::ds::LogLevel::k##level, ::ds::LogSubsys::k##subsys))   \
     ;                                                                        \
