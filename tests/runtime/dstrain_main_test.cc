@@ -1,0 +1,132 @@
+// dstrain as a program: exit codes and messages for usage and config errors,
+// a 2-rank standalone run through a file store, and a SIGKILLed rank making
+// its peer exit with code 3 (communication failure) instead of hanging.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+namespace {
+
+struct Proc {
+  pid_t pid = -1;
+  std::string out_path;
+};
+
+// Starts dstrain with `env` added; stdout+stderr go to a file.
+Proc Start(const std::vector<std::string>& env, const std::vector<std::string>& args,
+           const std::string& out_path) {
+  std::fflush(nullptr);
+  Proc p;
+  p.out_path = out_path;
+  p.pid = fork();
+  if (p.pid == 0) {
+    FILE* f = std::fopen(out_path.c_str(), "w");
+    dup2(fileno(f), 1);
+    dup2(fileno(f), 2);
+    for (const auto& e : env) putenv(const_cast<char*>(e.c_str()));
+    std::vector<char*> argv = {const_cast<char*>(DSTRAIN_PATH)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(DSTRAIN_PATH, argv.data());
+    _exit(127);
+  }
+  return p;
+}
+
+int Wait(const Proc& p) {
+  int st = 0;
+  waitpid(p.pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+struct TempDir {
+  TempDir() {
+    char t[] = "/tmp/dstrain-main-XXXXXX";
+    path = mkdtemp(t);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string path;
+};
+
+const char* kSmall =
+    "trainer:\n"
+    "  model: {layers: [20, 16, 5]}\n"
+    "  data: {dataset: synthetic, samples: 1200, features: 20, classes: 5}\n"
+    "  epochs: 1\n"
+    "  config: {train_batch_size: 32, optimizer: {type: Adam, params: {lr: 0.01}}}\n";
+
+}  // namespace
+
+TEST_CASE("dstrain without a config is a usage error", "[dstrain]") {
+  TempDir d;
+  auto p = Start({"DSLAUNCH_TRAINER_CONFIG="}, {}, d.path + "/out");
+  CHECK(Wait(p) == 2);
+  CHECK(Read(p.out_path) ==
+        "dstrain: error: no trainer config: pass --config FILE or set DSLAUNCH_TRAINER_CONFIG\n");
+}
+
+TEST_CASE("dstrain names a bad config key and exits 1", "[dstrain]") {
+  TempDir d;
+  auto p = Start({"DSLAUNCH_TRAINER_CONFIG=trainer: {epoks: 3}"}, {}, d.path + "/out");
+  CHECK(Wait(p) == 1);
+  CHECK(Read(p.out_path).find("epoks") != std::string::npos);
+}
+
+TEST_CASE("dstrain with 2 ranks and no store says which variable to set", "[dstrain]") {
+  TempDir d;
+  auto p = Start({std::string("DSLAUNCH_TRAINER_CONFIG=") + kSmall, "RANK=0", "WORLD_SIZE=2",
+                  "DSLAUNCH_STORE_ADDR=", "DSLAUNCH_STORE_PATH="},
+                 {}, d.path + "/out");
+  CHECK(Wait(p) == 2);
+  CHECK(Read(p.out_path).find("set DSLAUNCH_STORE_ADDR") != std::string::npos);
+}
+
+TEST_CASE("dstrain trains on 2 ranks through a file store", "[dstrain]") {
+  TempDir d;
+  std::vector<Proc> ranks;
+  for (int r = 0; r < 2; ++r)
+    ranks.push_back(Start({std::string("DSLAUNCH_TRAINER_CONFIG=") + kSmall,
+                           "RANK=" + std::to_string(r), "WORLD_SIZE=2",
+                           "DSLAUNCH_STORE_PATH=" + d.path + "/store", "DSLAUNCH_STORE_ADDR=",
+                           "OPENBLAS_NUM_THREADS=1"},
+                          {}, d.path + "/out" + std::to_string(r)));
+  CHECK(Wait(ranks[0]) == 0);
+  CHECK(Wait(ranks[1]) == 0);
+  const std::string out = Read(ranks[0].out_path);
+  CHECK(out.find("test accuracy: ") != std::string::npos);
+  CHECK(Read(ranks[1].out_path).find("test accuracy") == std::string::npos);  // rank 0 only
+}
+
+TEST_CASE("a SIGKILLed rank makes its peer exit 3 within the timeout", "[dstrain]") {
+  using namespace std::chrono;
+  TempDir d;
+  std::string cfg = kSmall;
+  cfg.replace(cfg.find("epochs: 1"), 9, "epochs: 1000");  // trains until killed
+  std::vector<Proc> ranks;
+  for (int r = 0; r < 2; ++r)
+    ranks.push_back(Start({"DSLAUNCH_TRAINER_CONFIG=" + cfg, "RANK=" + std::to_string(r), "WORLD_SIZE=2",
+                           "DSLAUNCH_STORE_PATH=" + d.path + "/store", "DSLAUNCH_STORE_ADDR=",
+                           "DSLAUNCH_COLLECTIVE_TIMEOUT=3s", "OPENBLAS_NUM_THREADS=1"},
+                          {"--quiet"}, d.path + "/out" + std::to_string(r)));
+  usleep(1500 * 1000);  // both are training (or still connecting)
+  const auto killed = steady_clock::now();
+  kill(ranks[1].pid, SIGKILL);
+  CHECK(Wait(ranks[1]) == 128 + SIGKILL);
+  CHECK(Wait(ranks[0]) == 3);
+  CHECK(steady_clock::now() - killed < seconds(2 * 3 + 5));  // generous: proves no hang
+  CHECK(Read(ranks[0].out_path).find("dstrain: error: rank 0:") != std::string::npos);
+}
