@@ -103,6 +103,7 @@ Result<TrainResult> Train(const TrainerConfig& config, Communicator& comm,
   zo.stage = ds.zero.stage;
   zo.precision = PrecisionOf(ds);
   zo.reduce_bucket_size = static_cast<size_t>(std::max<int64_t>(1, ds.zero.reduce_bucket_size));
+  zo.overlap_comm = ds.zero.overlap_comm;
   zo.gradient_clipping = ds.gradient_clipping;
   zo.loss_scaler = ds.loss_scaler();
   ZeroEngine engine(model, comm, *optimizer, zo);

@@ -48,6 +48,8 @@ ZeroEngine::ZeroEngine(Mlp& model, Communicator& comm, const Optimizer& optimize
   const size_t grad_size = options_.stage <= 1 ? num_params_ : owned_.shard_size();
   if (half()) grad16_.assign(grad_size, 0); else grad32_.assign(grad_size, 0.f);
   scratch_.resize(layers_.size());
+  if (options_.overlap_comm && options_.stage <= 1 && comm_.size() > 1)
+    worker_ = std::make_unique<CommWorker>();
 }
 
 ZeroEngine::~ZeroEngine() = default;
@@ -112,8 +114,12 @@ void ZeroEngine::Release(int layer) {
 
 void ZeroEngine::AllReduceGrads(size_t lo, size_t hi) {
   if (hi <= lo || comm_.size() == 1) return;
-  if (half()) comm_.AllReduceSum(grad16_.data() + lo, hi - lo, FormatOf(options_.precision));
-  else comm_.AllReduceSum(grad32_.data() + lo, hi - lo);
+  auto reduce = [this, lo, hi] {
+    if (half()) comm_.AllReduceSum(grad16_.data() + lo, hi - lo, FormatOf(options_.precision));
+    else comm_.AllReduceSum(grad32_.data() + lo, hi - lo);
+  };
+  // overlap_comm: the bucket [lo, hi) is final; backward goes on below lo.
+  if (worker_) worker_->Post(reduce); else reduce();
 }
 
 void ZeroEngine::LayerGrad(int layer, const float* grad, size_t n) {
@@ -178,7 +184,10 @@ BatchStats ZeroEngine::MicroBatch(const float* x, const int32_t* y, int batch,
   const double scale = options_.precision == Precision::kFp16 ? scaler_.scale() : 1.0;
   BatchStats stats = model_.ForwardBackward(*this, x, y, batch,
                                             static_cast<float>(scale / global_batch), *this);
-  if (last && options_.stage <= 1) AllReduceGrads(0, pending_hi_);
+  if (last && options_.stage <= 1) {
+    AllReduceGrads(0, pending_hi_);
+    if (worker_) worker_->Wait();  // rethrows a CommError from the worker
+  }
   last_micro_ = false;
   grads_empty_ = false;
   return stats;

@@ -22,6 +22,7 @@
 #include <memory>
 #include <vector>
 
+#include "runtime/comm_worker.h"
 #include "runtime/communicator.h"
 #include "runtime/half.h"
 #include "runtime/loss_scaler.h"
@@ -35,6 +36,8 @@ struct ZeroOptions {
   int stage = 0;                             // 0..3
   Precision precision = Precision::kFp32;    // compute params and grads
   size_t reduce_bucket_size = 500'000'000;   // elements per gradient allreduce (stages 0, 1)
+  bool overlap_comm = false;                 // stages 0, 1: reduce buckets on a background
+                                             // thread while backward continues
   double gradient_clipping = 0;              // max global L2 norm; 0 = off
   LossScalerConfig loss_scaler;              // used when precision == kFp16
 };
@@ -135,6 +138,7 @@ class ZeroEngine : private ParamSource, private GradSink {
   bool grads_empty_ = true;                 // next micro-batch assigns instead of adding
   bool last_micro_ = false;
   size_t pending_hi_ = 0;                   // stage 0/1: grads [x, pending_hi_) not reduced
+  std::unique_ptr<CommWorker> worker_;      // overlap_comm (stages 0, 1)
 };
 
 }  // namespace ds::rt
