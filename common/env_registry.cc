@@ -45,6 +45,7 @@ const std::vector<EnvParam> kParams = {
     {"DSLAUNCH_TRAINER_CONFIG", T::kString, "", W, "the job file's trainer: section as YAML text (dstrain)"},
     {"DSLAUNCH_HOST", T::kString, "", W, "the node's host name as written in the hostfile"},
     {"DSLAUNCH_COLLECTIVE_TIMEOUT", T::kSeconds, "60s", S, "dstrain: a collective that takes longer fails"},
+    {"DSLAUNCH_BIND_CORES", T::kBool, "0", S, "dstrain: pin each local rank to its share of the allowed CPUs (DeepSpeed's --bind_cores_to_rank)"},
     {"RANK", T::kInt, "0", W, "global rank of this worker"},
     {"LOCAL_RANK", T::kInt, "0", W, "rank of this worker on its node"},
     {"WORLD_SIZE", T::kInt, "1", W, "number of workers in the job"},

@@ -8,7 +8,11 @@
 // Exit codes: 0 done; 1 bad config, data or checkpoint I/O; 2 usage;
 // 3 communication failure (a peer died or timed out: dslaunch restarts the
 // generation from the last checkpoint).
+#include <sched.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <vector>
 
 #include <chrono>
 #include <cstdio>
@@ -30,6 +34,25 @@ namespace {
 constexpr int kExitConfig = 1;
 constexpr int kExitUsage = 2;
 constexpr int kExitComm = 3;
+
+// DSLAUNCH_BIND_CORES: local rank r of n takes the r-th of n equal slices of
+// the CPUs this process may use (so two jobs' cpusets are respected).
+void BindCores() {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  const int n = static_cast<int>(std::max<int64_t>(1, ds::EnvInt("LOCAL_WORLD_SIZE")));
+  const int r = static_cast<int>(ds::EnvInt("LOCAL_RANK"));
+  if (cpus.empty() || r < 0 || r >= n) return;
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  const size_t per = std::max<size_t>(1, cpus.size() / n);
+  for (size_t i = 0; i < per; ++i) CPU_SET(cpus[(r * per + i) % cpus.size()], &mine);
+  if (sched_setaffinity(0, sizeof(mine), &mine) != 0)
+    DS_LOG(Warn, Train) << "DSLAUNCH_BIND_CORES: sched_setaffinity failed";
+}
 
 int Fail(int code, const std::string& message) {
   std::fprintf(stderr, "dstrain: error: %s\n", message.c_str());
@@ -61,6 +84,7 @@ int main(int argc, char** argv) {
   gethostname(host, sizeof(host) - 1);
   const std::string host_name = EnvString("DSLAUNCH_HOST").empty() ? host : EnvString("DSLAUNCH_HOST");
   LogSetIdentity(host_name, rank);
+  if (EnvBool("DSLAUNCH_BIND_CORES")) BindCores();  // before any thread starts
 
   // Config.
   std::string text;
