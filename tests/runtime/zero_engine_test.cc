@@ -171,9 +171,8 @@ TEST_CASE("fp16 skips overflowing steps, lowers the scale and recovers", "[zero]
     });
     INFO("stage " << stage);
     CHECK(codes == std::vector<int>(2, 0));
-    // fp16 training lands near fp32 training with the same data.
-    auto p = mp.ReadFloats("params");
-    REQUIRE(!p.empty());
+    // Rank 0 wrote its (finite) parameters only when every check above held.
+    CHECK(!mp.ReadFloats("params").empty());
   }
 }
 
