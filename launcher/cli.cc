@@ -121,6 +121,7 @@ Result<CliOptions> ParseCli(const std::vector<std::string>& args, bool require_j
       return Status::InvalidArgument("--connect-timeout: expected a duration such as 10s or 500ms, got '" +
                                      raw.connect_timeout + "'");
     o.connect_timeout = *s;
+    o.connect_timeout_set = true;
   }
   if (raw.ssh_port != 0) o.ssh_port = raw.ssh_port;
 

@@ -41,6 +41,7 @@ struct CliOptions {
   std::optional<int> ssh_port;       // --ssh_port: default for hosts without ssh_port=
   int fanout = 32;                   // --fanout: agents started in parallel at most
   double connect_timeout = 10.0;     // --connect-timeout seconds (default DSLAUNCH_CONNECT_TIMEOUT)
+  bool connect_timeout_set = false;  // --connect-timeout was given (it then wins over the job file's ssh:)
   std::string agent_path;            // --agent-path: dsagent on the nodes (default DSLAUNCH_AGENT_PATH,
                                      //   else next to dslaunch)
   bool ship_agent = false;           // --ship-agent: copy dsagent to the nodes before starting it

@@ -20,11 +20,13 @@ namespace {
 
 const std::vector<std::string> kTopKeys = {"command", "trainer", "procs_per_node", "env",
                                            "working_dir", "log_dir", "checkpoint_dir",
-                                           "elastic", "network"};
+                                           "elastic", "network", "ssh"};
 const std::vector<std::string> kElasticKeys = {"min_nodes", "max_nodes", "max_restarts",
                                                "heartbeat_interval", "heartbeat_timeout",
                                                "hang_timeout", "rejoin"};
 const std::vector<std::string> kNetworkKeys = {"interface", "master_addr", "master_port"};
+const std::vector<std::string> kSshKeys = {"strict_host_key_checking", "connect_timeout", "port"};
+const std::vector<std::string> kHostKeyPolicies = {"yes", "accept-new", "no"};
 
 // Worker-contract variables a user may still set in env: (their value wins).
 const std::set<std::string> kUserSettable = {"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME",
@@ -136,7 +138,7 @@ class JobFileReader {
     for (const auto& kv : n) {
       const std::string& k = kv.first.Scalar();
       const YAML::Node& v = kv.second;
-      if (k == "min_nodes") { DS_ASSIGN_OR_RETURN(e.min_nodes, Int(v, k, 1, 1 << 20)); min_n = kv.first; }
+      if (k == "min_nodes") { DS_ASSIGN_OR_RETURN(e.min_nodes, Int(v, k, 1, 1 << 20)); min_n = kv.first; e.min_nodes_set = true; }
       else if (k == "max_nodes") { DS_ASSIGN_OR_RETURN(e.max_nodes, Int(v, k, 0, 1 << 20)); }
       else if (k == "max_restarts") { DS_ASSIGN_OR_RETURN(e.max_restarts, Int(v, k, 0, 1 << 20)); }
       else if (k == "heartbeat_interval") { DS_ASSIGN_OR_RETURN(e.heartbeat_interval, Seconds(v, k)); interval_n = kv.first; }
@@ -162,6 +164,34 @@ class JobFileReader {
       if (k == "interface") { DS_ASSIGN_OR_RETURN(net.interface, Str(kv.second, k)); }
       else if (k == "master_addr") { DS_ASSIGN_OR_RETURN(net.master_addr, Str(kv.second, k)); }
       else if (k == "master_port") { DS_ASSIGN_OR_RETURN(net.master_port, Int(kv.second, k, 0, 65535)); }
+    }
+    return Status::OK();
+  }
+
+  Status Ssh(const YAML::Node& n, SshJobOptions& ssh) const {
+    DS_RETURN_IF_ERROR(CheckKeys(n, kSshKeys, "ssh"));
+    for (const auto& kv : n) {
+      const std::string& k = kv.first.Scalar();
+      const YAML::Node& v = kv.second;
+      if (k == "strict_host_key_checking") {
+        // YAML 1.1 reads a bare yes/no as a boolean; the scalar text is what was written.
+        DS_ASSIGN_OR_RETURN(std::string policy, Str(v, k));
+        std::string lower = policy;
+        std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+        if (std::find(kHostKeyPolicies.begin(), kHostKeyPolicies.end(), lower) == kHostKeyPolicies.end()) {
+          std::string msg = "'strict_host_key_checking': expected yes, accept-new or no, got '" + policy + "'";
+          std::string near = DidYouMean(lower, kHostKeyPolicies);
+          if (!near.empty()) msg += " (did you mean '" + near + "'?)";
+          return At(v, msg);
+        }
+        ssh.strict_host_key_checking = lower;
+      } else if (k == "connect_timeout") {
+        DS_ASSIGN_OR_RETURN(ssh.connect_timeout, Seconds(v, k));
+        if (ssh.connect_timeout <= 0) return At(v, "'connect_timeout': must be greater than 0");
+      } else if (k == "port") {
+        DS_ASSIGN_OR_RETURN(int port, Int(v, k, 1, 65535));
+        ssh.port = port;
+      }
     }
     return Status::OK();
   }
@@ -205,6 +235,7 @@ class JobFileReader {
       else if (k == "checkpoint_dir") { DS_ASSIGN_OR_RETURN(job.checkpoint_dir, Str(v, k)); }
       else if (k == "elastic") { DS_RETURN_IF_ERROR(Elastic(v, job.elastic)); }
       else if (k == "network") { DS_RETURN_IF_ERROR(Network(v, job.network)); }
+      else if (k == "ssh") { DS_RETURN_IF_ERROR(Ssh(v, job.ssh)); }
       if (k == "command" && has_trainer)
         return At(kv.first, "'command' and 'trainer' are both set; use one of them");
     }

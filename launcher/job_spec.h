@@ -22,12 +22,23 @@ struct ElasticOptions {
   double heartbeat_timeout = 5.0;   // an agent silent this long is lost
   double hang_timeout = 0.0;        // a worker whose step heartbeat stalls this long is hung; 0 = off
   bool rejoin = true;               // a lost node that comes back joins at the next generation
+  bool min_nodes_set = false;       // min_nodes was written in the job file: start on the
+                                    // reachable hosts when at least min_nodes of them are
 };
 
 struct NetworkOptions {
   std::string interface;    // forces NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME on every node; "" = detect
   std::string master_addr;  // "" = node rank 0's address that routes to the coordinator
   int master_port = 0;      // 0 = pick a free port per generation
+};
+
+// The job file's ssh: section. Unset fields fall back to the command line
+// and the DSLAUNCH_SSH_* / DSLAUNCH_CONNECT_TIMEOUT settings
+// (SshOptionsForJob in launcher/spawner_factory.h has the precedence).
+struct SshJobOptions {
+  std::string strict_host_key_checking;  // "yes" | "accept-new" | "no"; "" = not set
+  double connect_timeout = 0.0;          // seconds per host; 0 = not set
+  std::optional<int> port;               // hosts without ssh_port=, unless --ssh_port
 };
 
 struct JobSpec {
@@ -41,6 +52,7 @@ struct JobSpec {
   std::string checkpoint_dir;              // DSLAUNCH_CHECKPOINT_DIR; "" = none
   ElasticOptions elastic;
   NetworkOptions network;
+  SshJobOptions ssh;
 };
 
 // Parses a job file's YAML text. `path` is used in messages only.

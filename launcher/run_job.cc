@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -18,6 +19,8 @@
 #include "launcher/dotenv.h"
 #include "launcher/exit_status.h"
 #include "launcher/job_summary.h"
+#include "launcher/spawner_factory.h"
+#include "launcher/ssh_preflight.h"
 #include "launcher/ssh_session.h"
 
 namespace ds {
@@ -34,6 +37,26 @@ std::string LocalBindAddress(const std::string& host) {
 }
 
 std::string FormatSeconds(double s) { return fmt::format("{}ms", static_cast<int64_t>(s * 1000)); }
+
+// With an elastic min_nodes below the node count: probes every node, prints
+// one line per unreachable host and narrows `plan` to the reachable ones.
+// Error when fewer than min_nodes answer (the failed hosts are printed first).
+Status NarrowToReachable(LaunchPlan& plan, const SshOptions& ssh) {
+  std::vector<Status> probes = ProbeNodes(plan, ssh);
+  std::vector<bool> reachable;
+  for (const Status& st : probes) reachable.push_back(st.ok());
+  if (std::find(reachable.begin(), reachable.end(), false) == reachable.end()) return Status::OK();
+  auto narrowed = PlanOnReachable(plan, reachable);
+  const char* what = narrowed.ok() ? "warning: unreachable, starting without it: " : "error: unreachable: ";
+  for (const Status& st : probes)
+    if (!st.ok()) std::cerr << "dslaunch: " << what << st.message() << "\n";
+  if (!narrowed.ok()) return narrowed.status();
+  std::cerr << fmt::format("dslaunch: starting on {} of {} hosts (elastic.min_nodes {}), world size {}\n",
+                           narrowed->nodes.size(), plan.nodes.size(), plan.job.elastic.min_nodes,
+                           narrowed->world_size);
+  plan = std::move(narrowed).value();
+  return Status::OK();
+}
 
 struct Launch {
   const LaunchPlan& plan;
@@ -101,6 +124,22 @@ int RunJob(const LaunchPlan& plan_in, const CliOptions& cli) {
     return kExitUsage;
   }
   std::string launcher = ResolveLauncher(cli.launcher, plan);
+  auto ssh_or = SshOptionsForJob(plan.job, cli);
+  if (!ssh_or.ok() && launcher != "local") {
+    std::cerr << "dslaunch: error: " << ssh_or.status().message() << "\n";
+    return kExitUsage;
+  }
+  SshOptions ssh_fallback;  // local agents: only the connect timeout matters
+  ssh_fallback.connect_timeout = cli.connect_timeout;
+  const SshOptions* ssh_opts = ssh_or.ok() ? &*ssh_or : &ssh_fallback;
+  // Elastic start: decide the hosts before the coordinator (which holds the
+  // plan and waits for every node of it) and before any agent exists.
+  if (launcher != "local" && ElasticStartAllowed(plan)) {
+    if (Status st = NarrowToReachable(plan, *ssh_opts); !st.ok()) {
+      std::cerr << "dslaunch: error: " << st.message() << "\n";
+      return kExitFailure;
+    }
+  }
   auto spawner = MakeSpawner(launcher, plan, cli);
   if (!spawner.ok()) {
     std::cerr << "dslaunch: error: " << spawner.status().message() << "\n";
@@ -116,15 +155,14 @@ int RunJob(const LaunchPlan& plan_in, const CliOptions& cli) {
   co.heartbeat_timeout = el.heartbeat_timeout;
   co.hang_timeout = el.hang_timeout;
   co.stop_grace = EnvSeconds("DSLAUNCH_STOP_GRACE");
-  co.register_timeout = cli.connect_timeout + 20.0;
+  co.register_timeout = ssh_opts->connect_timeout + 20.0;
   co.master_port = plan.job.network.master_port;
   if (launcher == "local") {
     co.listen_addr = "127.0.0.1";
   } else {
     co.listen_addr = "0.0.0.0";
     // Hostfile names may be ssh config aliases: route to their HostName (SSH issue).
-    auto ssh_opts = SshOptionsFromEnv();
-    auto route = RouteTo(SshHostName(plan.nodes[0].host.name, ssh_opts.ok() ? *ssh_opts : SshOptions{}));
+    auto route = RouteTo(SshHostName(plan.nodes[0].host.name, *ssh_opts));
     if (!route.ok()) {
       std::cerr << "dslaunch: error: " << route.status().message() << "\n";
       return kExitFailure;
@@ -164,13 +202,13 @@ int RunJob(const LaunchPlan& plan_in, const CliOptions& cli) {
     AgentSpec s;
     s.host = n.host.name;
     s.node_index = static_cast<int>(i);
-    s.ssh_port = n.host.ssh_port ? n.host.ssh_port : cli.ssh_port;
+    s.ssh_port = n.host.ssh_port ? n.host.ssh_port : ssh_opts->default_port;
     s.user = n.host.user;
     s.argv = {agent_path, "--coordinator", L.coord->address(), "--node-index", std::to_string(i),
               "--job-id", co.job_id, "--host", n.host.name,
               "--heartbeat-interval", FormatSeconds(co.heartbeat_interval),
               "--heartbeat-timeout", FormatSeconds(co.heartbeat_timeout),
-              "--connect-timeout", FormatSeconds(cli.connect_timeout)};
+              "--connect-timeout", FormatSeconds(ssh_opts->connect_timeout)};
     if (launcher == "local") {
       std::string bind = LocalBindAddress(n.host.name);
       if (!bind.empty()) s.argv.insert(s.argv.end(), {"--bind", bind});

@@ -11,6 +11,7 @@
 #include "launcher/local_spawner.h"
 #include "launcher/pdsh_spawner.h"
 #include "launcher/run_job.h"
+#include "launcher/spawner_factory.h"
 #include "launcher/ssh_spawner.h"
 
 namespace ds {
@@ -35,17 +36,29 @@ Result<std::unique_ptr<Spawner>> MakeSpawner(const std::string& launcher, const 
     return std::unique_ptr<Spawner>(std::make_unique<LocalSpawner>(o));
   }
   if (which == "ssh" || which == "pdsh") {  // SSH issue: launcher/ssh_spawner.h, pdsh_spawner.h
-    DS_ASSIGN_OR_RETURN(SshOptions ssh, SshOptionsFromEnv());
-    ssh.fanout = cli.fanout;
-    ssh.connect_timeout = cli.connect_timeout;
-    ssh.default_port = cli.ssh_port;
-    ssh.ship_agent = cli.ship_agent;
+    DS_ASSIGN_OR_RETURN(SshOptions ssh, SshOptionsForJob(plan.job, cli));
     if (which == "ssh") return MakeSshSpawner(ssh);
     PdshOptions po;
     po.ssh = ssh;
     return MakePdshSpawner(po);
   }
   return Status::InvalidArgument(fmt::format("--launcher {}: not available in this build", which));
+}
+
+Result<SshOptions> SshOptionsForJob(const JobSpec& job, const CliOptions& cli) {
+  DS_ASSIGN_OR_RETURN(SshOptions ssh, SshOptionsFromEnv());
+  if (!job.ssh.strict_host_key_checking.empty()) {
+    auto policy = ParseHostKeyPolicy(job.ssh.strict_host_key_checking);
+    if (!policy.ok()) return policy.status().Prefixed("ssh.strict_host_key_checking");
+    ssh.host_key_policy = *policy;
+  }
+  // cli.connect_timeout already holds DSLAUNCH_CONNECT_TIMEOUT when the flag is absent.
+  ssh.connect_timeout = cli.connect_timeout;
+  if (!cli.connect_timeout_set && job.ssh.connect_timeout > 0) ssh.connect_timeout = job.ssh.connect_timeout;
+  ssh.default_port = cli.ssh_port ? cli.ssh_port : job.ssh.port;
+  ssh.fanout = cli.fanout;
+  ssh.ship_agent = cli.ship_agent;
+  return ssh;
 }
 
 std::string SiblingBinary(const std::string& name, const std::string& subdir, const std::string& override_path) {

@@ -94,7 +94,7 @@ TEST_CASE("job file: trainer is kept as opaque YAML text") {
 TEST_CASE("job file: unknown keys name line:col and suggest") {
   CHECK(ErrorOf("command: [x]\nprocs_per_nod: 2\n") ==
         "train.yaml:2:1: unknown key 'procs_per_nod' (did you mean 'procs_per_node'?); expected one of: "
-        "command trainer procs_per_node env working_dir log_dir checkpoint_dir elastic network");
+        "command trainer procs_per_node env working_dir log_dir checkpoint_dir elastic network ssh");
   CHECK(ErrorOf("command: [x]\nelastic:\n  min_node: 1\n") ==
         "train.yaml:3:3: unknown key 'min_node' in 'elastic' (did you mean 'min_nodes'?); expected one of: "
         "min_nodes max_nodes max_restarts heartbeat_interval heartbeat_timeout hang_timeout rejoin");
@@ -174,6 +174,46 @@ TEST_CASE("job file: LoadJobFile errors name the file") {
   auto ex = LoadJobFile(std::string(DSLAUNCH_SOURCE_DIR) + "/examples/train.yaml");
   INFO(ex.status().message());
   CHECK(ex.ok());
+}
+
+TEST_CASE("job file: ssh section") {
+  JobSpec j = Parse("command: [x]\nssh:\n  strict_host_key_checking: yes\n  connect_timeout: 3s\n  port: 2222\n");
+  CHECK(j.ssh.strict_host_key_checking == "yes");
+  CHECK(j.ssh.connect_timeout == 3.0);
+  REQUIRE(j.ssh.port.has_value());
+  CHECK(*j.ssh.port == 2222);
+  CHECK(Parse("command: [x]\nssh: {strict_host_key_checking: accept-new}\n").ssh.strict_host_key_checking ==
+        "accept-new");
+  CHECK(Parse("command: [x]\nssh: {strict_host_key_checking: 'no'}\n").ssh.strict_host_key_checking == "no");
+  CHECK(Parse("command: [x]\nssh: {strict_host_key_checking: No}\n").ssh.strict_host_key_checking == "no");
+  JobSpec d = Parse("command: [x]\n");  // unset: the command line and DSLAUNCH_* decide
+  CHECK(d.ssh.strict_host_key_checking.empty());
+  CHECK(d.ssh.connect_timeout == 0.0);
+  CHECK_FALSE(d.ssh.port.has_value());
+}
+
+TEST_CASE("job file: ssh errors") {
+  CHECK(ErrorOf("command: [x]\nssh:\n  strict_host_key_cheking: no\n") ==
+        "train.yaml:3:3: unknown key 'strict_host_key_cheking' in 'ssh' (did you mean "
+        "'strict_host_key_checking'?); expected one of: strict_host_key_checking connect_timeout port");
+  CHECK(ErrorOf("command: [x]\nssh:\n  strict_host_key_checking: accept_new\n") ==
+        "train.yaml:3:29: 'strict_host_key_checking': expected yes, accept-new or no, got 'accept_new' "
+        "(did you mean 'accept-new'?)");
+  CHECK(ErrorOf("command: [x]\nssh: {strict_host_key_checking: off}\n").starts_with(
+        "train.yaml:2:33: 'strict_host_key_checking': expected yes, accept-new or no, got 'off'"));
+  CHECK(ErrorOf("command: [x]\nssh: {port: 70000}\n") ==
+        "train.yaml:2:13: 'port': expected an integer between 1 and 65535, got '70000'");
+  CHECK(ErrorOf("command: [x]\nssh: {connect_timeout: soon}\n") ==
+        "train.yaml:2:24: 'connect_timeout': expected a duration such as 500ms, 3s or 2m, got 'soon'");
+  CHECK(ErrorOf("command: [x]\nssh: {connect_timeout: 0s}\n") ==
+        "train.yaml:2:24: 'connect_timeout': must be greater than 0");
+  CHECK(ErrorOf("command: [x]\nssh: [port]\n") == "train.yaml:2:6: expected a mapping for 'ssh'");
+}
+
+TEST_CASE("job file: elastic.min_nodes written or defaulted") {
+  CHECK_FALSE(Parse("command: [x]\n").elastic.min_nodes_set);
+  CHECK_FALSE(Parse("command: [x]\nelastic: {max_restarts: 1}\n").elastic.min_nodes_set);
+  CHECK(Parse("command: [x]\nelastic: {min_nodes: 1}\n").elastic.min_nodes_set);
 }
 
 TEST_CASE("JobSpecFromCommand: .py runs under python3 -u") {
