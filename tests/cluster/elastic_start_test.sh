@@ -5,7 +5,8 @@
 # Checks: elastic.min_nodes 2 -> one line naming the host and "connection
 # refused", the job runs on the 2 others with dense ranks, WORLD_SIZE 4, exit
 # 0; min_nodes 3 -> fails naming the host and "connection refused"; the job
-# file's ssh: section (strict_host_key_checking, connect_timeout, port) is used.
+# file's ssh: section (strict_host_key_checking, connect_timeout, port) is used
+# and its host key policy beats DSLAUNCH_SSH_STRICT_HOST_KEY_CHECKING.
 set -uo pipefail
 DSLAUNCH=$1
 C=${DSLAUNCH_TEST_CLUSTER:?run me inside tests/cluster/with-cluster}
@@ -70,6 +71,26 @@ job $'elastic:\n  min_nodes: 2\nssh:\n  port: 2299'
 out=$(timeout 60 "$DSLAUNCH" --hostfile "$C/hostfile.ip" --launcher ssh --ssh_port 22 "$work/job.yaml" 2>&1)
 rc=$?
 [ $rc -eq 0 ] || { echo "$out"; fail "--ssh_port 22: exited $rc"; }
+
+echo "== ssh.strict_host_key_checking in the job file wins over DSLAUNCH_SSH_STRICT_HOST_KEY_CHECKING"
+# The cluster's ssh config with an empty known_hosts; only the two live hosts.
+sed "s|UserKnownHostsFile .*|UserKnownHostsFile $work/known_hosts|" "$C/ssh_config" >"$work/ssh_config"
+: >"$work/known_hosts"
+grep -v "^$down " "$C/hostfile.ip" >"$work/hostfile.up"
+job $'ssh:\n  strict_host_key_checking: yes'
+out=$(DSLAUNCH_SSH_CONFIG=$work/ssh_config DSLAUNCH_SSH_STRICT_HOST_KEY_CHECKING=accept-new \
+  timeout 60 "$DSLAUNCH" --hostfile "$work/hostfile.up" --launcher ssh "$work/job.yaml" 2>&1)
+rc=$?
+echo "$out"
+[ $rc -eq 1 ] || fail "policy yes, unknown keys: expected exit 1, got $rc"
+grep -q "host key verification failed" <<<"$out" || fail "policy yes: no host key message"
+[ -s "$work/known_hosts" ] && fail "policy yes: known_hosts was written"
+job $'ssh:\n  strict_host_key_checking: accept-new'
+out=$(DSLAUNCH_SSH_CONFIG=$work/ssh_config DSLAUNCH_SSH_STRICT_HOST_KEY_CHECKING=yes \
+  timeout 60 "$DSLAUNCH" --hostfile "$work/hostfile.up" --launcher ssh "$work/job.yaml" 2>&1)
+rc=$?
+[ $rc -eq 0 ] || { echo "$out"; fail "policy accept-new over env yes: exited $rc"; }
+[ "$(wc -l <"$work/known_hosts")" -ge 2 ] || fail "accept-new: the two hosts' keys were not added"
 
 [ $fails -eq 0 ] && echo "elastic_start_test: all checks passed"
 exit $((fails > 0))
