@@ -48,6 +48,15 @@ for r in 0 1 2 3; do
 done
 grep -q "H=$down" <<<"$out" && fail "a worker ran on the stopped host"
 
+if command -v pdsh >/dev/null; then
+  echo "== min_nodes 2 with --launcher pdsh"
+  out=$(timeout 60 "$DSLAUNCH" --hostfile "$C/hostfile.ip" --launcher pdsh "$work/job.yaml" 2>&1)
+  rc=$?
+  echo "$out"
+  [ $rc -eq 0 ] || fail "pdsh, min_nodes 2: exited $rc"
+  [ "$(grep -c ' W=4 N=' <<<"$out")" -eq 4 ] || fail "pdsh, min_nodes 2: expected 4 workers with WORLD_SIZE=4"
+fi
+
 echo "== min_nodes 3: fails, naming the host"
 job $'elastic:\n  min_nodes: 3'
 out=$(timeout 60 "$DSLAUNCH" --hostfile "$C/hostfile.ip" --launcher ssh "$work/job.yaml" 2>&1)
