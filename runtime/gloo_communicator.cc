@@ -27,11 +27,18 @@
 namespace ds::rt {
 namespace {
 
+// Gloo's reduction callback (c may alias a or b). It runs on the critical
+// path of every gradient allreduce: cloned for AVX-512/AVX2 and vectorized
+// whatever the build type (GCC's -O2 cost model does not vectorize a loop
+// of unknown length over possibly aliasing pointers; ivdep says the
+// elementwise sum has no loop-carried dependence, which holds even in place).
 template <typename T>
+__attribute__((target_clones("avx512f", "avx2", "default"), optimize("tree-vectorize")))
 void SumInto(void* c, const void* a, const void* b, size_t n) {
   T* out = static_cast<T*>(c);
   const T* x = static_cast<const T*>(a);
   const T* y = static_cast<const T*>(b);
+#pragma GCC ivdep
   for (size_t i = 0; i < n; ++i) out[i] = x[i] + y[i];
 }
 

@@ -122,6 +122,20 @@ void ZeroEngine::AllReduceGrads(size_t lo, size_t hi) {
   if (worker_) worker_->Post(reduce); else reduce();
 }
 
+// Stages 0/1 in fp32, first micro-batch after a step: the model writes this
+// layer's gradient straight into grad32_ (zeroed here, while the layer is
+// about to be hot in cache) instead of into its scratch buffer followed by a
+// copy. Bit-identical: OpenBLAS with beta = 0 also zero-fills C before it
+// accumulates. Later micro-batches keep the scratch + add path, so the
+// rounding of gradient accumulation is unchanged.
+float* ZeroEngine::AccumulateInto(int layer) {
+  if (options_.stage > 1 || half() || !grads_empty_) return nullptr;
+  const LayerShape& shape = layers_[layer];
+  float* g = grad32_.data() + shape.offset;
+  std::memset(g, 0, shape.size() * sizeof(float));
+  return g;
+}
+
 void ZeroEngine::LayerGrad(int layer, const float* grad, size_t n) {
   const LayerShape& shape = layers_[layer];
   DS_CHECK(n == shape.size());
@@ -131,7 +145,9 @@ void ZeroEngine::LayerGrad(int layer, const float* grad, size_t n) {
       else Accumulate16(grad16_.data() + shape.offset, grad, n, options_.precision);
     } else {
       float* g = grad32_.data() + shape.offset;
-      if (grads_empty_) std::memcpy(g, grad, n * sizeof(float));
+      if (grad == g) {
+        // AccumulateInto: already in place.
+      } else if (grads_empty_) std::memcpy(g, grad, n * sizeof(float));
       else for (size_t i = 0; i < n; ++i) g[i] += grad[i];
     }
     if (last_micro_ && pending_hi_ - shape.offset >= options_.reduce_bucket_size) {

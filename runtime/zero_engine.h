@@ -105,6 +105,7 @@ class ZeroEngine : private ParamSource, private GradSink {
   const float* Acquire(int layer) override;
   void Release(int layer) override;
   void LayerGrad(int layer, const float* grad, size_t n) override;
+  float* AccumulateInto(int layer) override;
 
   float* MasterPtr(const Segment& s);
   const float* MasterPtr(const Segment& s) const;
