@@ -10,18 +10,9 @@
 #include "launcher/cli.h"
 #include "launcher/dry_run.h"
 #include "launcher/exit_status.h"
-#include "launcher/plan_from_cli.h"
-
-// The launch and preflight paths come from the launch and SSH helpers; until
-// their headers exist, those paths say so and exit with the usage code.
-#if __has_include("launcher/run_job.h")
-#include "launcher/run_job.h"
-#define DSLAUNCH_HAVE_RUN_JOB 1
-#endif
-#if __has_include("launcher/check.h")
 #include "launcher/check.h"
-#define DSLAUNCH_HAVE_CHECK 1
-#endif
+#include "launcher/plan_from_cli.h"
+#include "launcher/run_job.h"
 
 namespace ds {
 namespace {
@@ -82,12 +73,7 @@ int CmdRun(const Args& args) {
     std::cout << FormatDryRun(*plan, opts);
     return kExitSuccess;
   }
-#ifdef DSLAUNCH_HAVE_RUN_JOB
   return RunJob(*plan, *cli);
-#else
-  std::cerr << "dslaunch: launch not implemented yet, use --dry-run to see the plan\n";
-  return kExitUsage;
-#endif
 }
 
 int CmdEnv(const Args& args) {
@@ -109,12 +95,7 @@ int CmdCheck(const Args& args) {
     std::cout << HelpText();
     return kExitSuccess;
   }
-#ifdef DSLAUNCH_HAVE_CHECK
   return RunCheck(*cli);
-#else
-  std::cerr << "dslaunch: check is not available yet in this build\n";
-  return kExitUsage;
-#endif
 }
 
 }  // namespace

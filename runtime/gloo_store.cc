@@ -42,7 +42,6 @@ Result<RendezvousStore> OpenRendezvousStore(const RendezvousOptions& options) {
   RendezvousStore out;
   gloo::rendezvous::Store* base = nullptr;
   if (!options.store_addr.empty()) {
-#ifdef DSLAUNCH_HAVE_STORE_CLIENT
     auto client = StoreClient::Connect(options.store_addr, options.store_token, options.timeout);
     if (!client.ok()) return client.status().Prefixed("DSLAUNCH_STORE_ADDR=" + options.store_addr);
     std::shared_ptr<StoreClient> shared(std::move(client).value());
@@ -51,10 +50,6 @@ Result<RendezvousStore> OpenRendezvousStore(const RendezvousOptions& options) {
     out.backing = std::make_shared<std::pair<std::shared_ptr<StoreClient>,
                                              std::shared_ptr<StoreClientStore>>>(shared, adapter);
     out.description = "store " + options.store_addr;
-#else
-    return Status::Unavailable("DSLAUNCH_STORE_ADDR is set but this dstrain was built without "
-                               "the store client; use DSLAUNCH_STORE_PATH");
-#endif
   } else if (!options.store_path.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(options.store_path, ec);
