@@ -1,11 +1,11 @@
 #include "launcher/dotenv.h"
 
-#include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "common/env_registry.h"
+#include "common/files.h"
 #include "common/strings.h"
 
 namespace ds {
@@ -66,11 +66,12 @@ Result<DotEnv> ParseDotEnv(const std::string& text, const std::string& path) {
 }
 
 Result<DotEnv> LoadDotEnv(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) return DotEnv{};
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ParseDotEnv(ss.str(), path);
+  Result<std::string> text = ReadTextFile(path, ".dslaunch_env");
+  if (!text.ok()) {
+    if (text.status().code() == Status::Code::kNotFound) return DotEnv{};  // optional file
+    return text.status();
+  }
+  return ParseDotEnv(*text, path);
 }
 
 Result<DotEnv> LoadDotEnvFiles(const std::string& dir) {

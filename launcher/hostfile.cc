@@ -2,12 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <sstream>
-#include <sys/stat.h>
 
+#include "common/files.h"
 #include "common/strings.h"
 #include "launcher/job_spec.h"
 
@@ -179,15 +176,8 @@ Result<Hostfile> ParseHostfile(const std::string& text, const std::string& path)
 }
 
 Result<Hostfile> LoadHostfile(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0)
-    return Status::NotFound("hostfile " + path + ": " + std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) return Status::InvalidArgument("hostfile " + path + ": is a directory");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return Status::IOError("hostfile " + path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream text;
-  text << f.rdbuf();
-  return ParseHostfile(text.str(), path);
+  DS_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, "hostfile"));
+  return ParseHostfile(text, path);
 }
 
 Hostfile LocalHostfile(int cpus, int gpus) {

@@ -2,17 +2,14 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <set>
 #include <sstream>
-#include <sys/stat.h>
 
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include "common/env_registry.h"
+#include "common/files.h"
 #include "common/strings.h"
 
 namespace ds {
@@ -266,15 +263,8 @@ Result<JobSpec> ParseJobFile(const std::string& text, const std::string& path) {
 }
 
 Result<JobSpec> LoadJobFile(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0)
-    return Status::NotFound("job file " + path + ": " + std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) return Status::InvalidArgument("job file " + path + ": is a directory");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return Status::IOError("job file " + path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream text;
-  text << f.rdbuf();
-  return ParseJobFile(text.str(), path);
+  DS_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, "job file"));
+  return ParseJobFile(text, path);
 }
 
 bool IsUserSettableEnv(const std::string& name) {

@@ -1,11 +1,10 @@
 #include "runtime/ds_config.h"
 
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "common/files.h"
 #include "common/strings.h"
 #include "runtime/config_yaml.h"
 
@@ -324,13 +323,10 @@ Result<DsConfig> ParseDsConfig(const YAML::Node& root, int world_size, const std
 }
 
 Result<DsConfig> LoadDsConfig(const std::string& path, int world_size) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound(path + ": cannot open DeepSpeed config");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  DS_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, "DeepSpeed config"));
   YAML::Node root;
   try {
-    root = YAML::Load(ss.str());
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     return Status::InvalidArgument(fmt::format("{}:{}: {}", path, e.mark.line + 1, e.msg));
   }

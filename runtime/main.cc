@@ -16,13 +16,12 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "common/env_registry.h"
+#include "common/files.h"
 #include "common/log.h"
 #include "common/step_heartbeat.h"
 #include "runtime/gloo_communicator.h"
@@ -92,11 +91,9 @@ int main(int argc, char** argv) {
   copts.world_size = world;
   Result<TrainerConfig> config = Status::InvalidArgument("no config");
   if (!config_file.empty()) {
-    std::ifstream in(config_file);
-    if (!in) return Fail(kExitConfig, config_file + ": cannot read");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
+    Result<std::string> file = ReadTextFile(config_file, "trainer config");
+    if (!file.ok()) return Fail(kExitConfig, file.status().message());
+    text = *file;
     config = LoadTrainerConfig(config_file, copts);
   } else if (auto env = EnvRaw("DSLAUNCH_TRAINER_CONFIG"); env && !env->empty()) {
     text = *env;

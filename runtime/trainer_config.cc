@@ -1,11 +1,10 @@
 #include "runtime/trainer_config.h"
 
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "common/files.h"
 #include "common/strings.h"
 #include "runtime/config_yaml.h"
 
@@ -175,16 +174,13 @@ Result<TrainerConfig> ParseTrainerConfig(const std::string& yaml_text,
 }
 
 Result<TrainerConfig> LoadTrainerConfig(const std::string& path, TrainerConfigOptions options) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound(path + ": cannot open trainer config");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  DS_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, "trainer config"));
   if (options.origin == "trainer") options.origin = path;
   if (options.base_dir == ".") {
     const auto slash = path.rfind('/');
     if (slash != std::string::npos) options.base_dir = path.substr(0, slash);
   }
-  return ParseTrainerConfig(ss.str(), options);
+  return ParseTrainerConfig(text, options);
 }
 
 }  // namespace ds::rt
