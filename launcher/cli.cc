@@ -17,7 +17,7 @@ struct RawOptions {
 };
 
 const char* kUsage =
-    "dslaunch: start a job on every host of a hostfile, watch it, restart it on failure.\n\n"
+    "dslaunch: start a job on every host of a hostfile, watch it, stop it all at the first failure.\n\n"
     "Usage:\n"
     "  dslaunch [options] job.yaml\n"
     "  dslaunch [options] train.py [script args...]     (runs python3 -u train.py ...)\n"

@@ -114,6 +114,10 @@ int RunJob(const LaunchPlan& plan_in, const CliOptions& cli) {
     std::cerr << "dslaunch: error: " << dotenv.status().message() << "\n";
     return kExitUsage;
   }
+  // Say so rather than silently ignore a restart budget this version cannot spend.
+  if (plan.job.elastic.max_restarts > 0)
+    std::cerr << "dslaunch: warning: elastic.max_restarts is " << plan.job.elastic.max_restarts
+              << " but restarting is not implemented yet: the job stops at its first failure\n";
   // .dslaunch_env first: the job file's env: wins over it.
   plan.job.env.insert(plan.job.env.begin(), dotenv->begin(), dotenv->end());
 
