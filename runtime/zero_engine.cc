@@ -308,12 +308,18 @@ MemoryReport ZeroEngine::Memory() const {
   m.grads = grad32_.size() * sizeof(float) + grad16_.size() * sizeof(uint16_t);
   m.optimizer = master_.size() * sizeof(float);
   for (const auto& s : state_) m.optimizer += s.size() * sizeof(float);
+  // The ZeRO paper's accounting with b bytes per compute parameter/gradient
+  // and K bytes of optimizer state per parameter. Mixed-precision Adam: b = 2,
+  // K = 12 (fp32 master + m + v) gives 16Ψ, 4Ψ+12Ψ/N, 2Ψ+14Ψ/N, 16Ψ/N. In
+  // fp32 the parameters are their own master copy: b = 4, K = 4 * slots.
   const double psi = static_cast<double>(num_params_), n = comm_.size();
+  const double b = half() ? 2 : 4;
+  const double k = 4.0 * optimizer_.state_slots() + (half() ? 4 : 0);
   switch (options_.stage) {
-    case 0: m.formula = 16 * psi; break;
-    case 1: m.formula = 4 * psi + 12 * psi / n; break;
-    case 2: m.formula = 2 * psi + 14 * psi / n; break;
-    default: m.formula = 16 * psi / n; break;
+    case 0: m.formula = (2 * b + k) * psi; break;
+    case 1: m.formula = 2 * b * psi + k * psi / n; break;
+    case 2: m.formula = b * psi + (b + k) * psi / n; break;
+    default: m.formula = (2 * b + k) * psi / n; break;
   }
   return m;
 }

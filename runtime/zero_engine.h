@@ -50,13 +50,13 @@ struct StepResult {
 };
 
 // Bytes this rank keeps allocated between steps (transient per-layer buffers
-// excluded), and the ZeRO paper's figure for mixed-precision Adam.
+// excluded), and the ZeRO paper's figure for this precision and optimizer.
 struct MemoryReport {
   size_t params = 0;      // compute parameters (16-bit or fp32 copies)
   size_t grads = 0;       // gradient buffers
   size_t optimizer = 0;   // fp32 master weights (when separate) + optimizer states
   size_t total() const { return params + grads + optimizer; }
-  double formula = 0;     // 16Ψ, 4Ψ+12Ψ/N, 2Ψ+14Ψ/N, 16Ψ/N
+  double formula = 0;     // mixed-precision Adam: 16Ψ, 4Ψ+12Ψ/N, 2Ψ+14Ψ/N, 16Ψ/N
 };
 
 // A rank's piece of the training state for checkpoints: the N-way partition

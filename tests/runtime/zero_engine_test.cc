@@ -190,7 +190,8 @@ TEST_CASE("bf16 training stays close to fp32", "[zero]") {
   CHECK(MaxAbsDiff(p, ref) < 0.25);
 }
 
-TEST_CASE("memory report follows the ZeRO formula", "[zero]") {
+// Per stage 0-3 on 2 ranks with Adam: {allocated total, formula} pairs.
+std::vector<float> MemoryByStage(Precision precision) {
   MultiProc mp;
   auto codes = mp.Run(2, [&](Communicator& c) {
     std::vector<float> out;
@@ -201,7 +202,7 @@ TEST_CASE("memory report follows the ZeRO formula", "[zero]") {
       auto opt = MakeOptimizer(oc);
       ZeroOptions zo;
       zo.stage = stage;
-      zo.precision = Precision::kFp16;
+      zo.precision = precision;
       ZeroEngine e(model, c, *opt, zo);
       auto m = e.Memory();
       out.push_back(float(m.total()));
@@ -211,17 +212,37 @@ TEST_CASE("memory report follows the ZeRO formula", "[zero]") {
     return 0;
   });
   REQUIRE(codes == std::vector<int>(2, 0));
-  auto m = mp.ReadFloats("mem");
+  return mp.ReadFloats("mem");
+}
+
+TEST_CASE("memory report follows the ZeRO formula", "[zero]") {
+  auto m = MemoryByStage(Precision::kFp16);
   const double psi = Mlp(SmallModel()).num_params();
   // Stages 0-2 match the paper exactly (fp16 params 2Ψ, grads 2Ψ, fp32
   // master + Adam 12Ψ, the partitioned parts split 2 ways).
   CHECK(m[0] == Approx(16 * psi));
   CHECK(m[1] == m[0]);
   CHECK(m[2] == Approx(4 * psi + 12 * psi / 2).epsilon(0.01));
+  CHECK(m[3] == Approx(4 * psi + 12 * psi / 2));
   CHECK(m[4] == Approx(2 * psi + 14 * psi / 2).epsilon(0.01));
+  CHECK(m[5] == Approx(2 * psi + 14 * psi / 2));
   // Stage 3 keeps no 16-bit param copy (gathers from the fp32 master): 14Ψ/N.
   CHECK(m[6] == Approx(14 * psi / 2).epsilon(0.01));
+  CHECK(m[7] == Approx(16 * psi / 2));
   CHECK(m[6] < m[4]);
   CHECK(m[4] < m[2]);
   CHECK(m[2] < m[0]);
+}
+
+TEST_CASE("in fp32 the formula counts 4-byte params and no separate master", "[zero]") {
+  auto m = MemoryByStage(Precision::kFp32);
+  const double psi = Mlp(SmallModel()).num_params();
+  CHECK(m[0] == Approx(16 * psi));                    // params 4Ψ + grads 4Ψ + Adam 8Ψ
+  CHECK(m[1] == Approx(16 * psi));
+  CHECK(m[2] == Approx(8 * psi + 8 * psi / 2).epsilon(0.01));
+  CHECK(m[3] == Approx(8 * psi + 8 * psi / 2));
+  CHECK(m[4] == Approx(4 * psi + 12 * psi / 2).epsilon(0.01));
+  CHECK(m[5] == Approx(4 * psi + 12 * psi / 2));
+  CHECK(m[6] == Approx(16 * psi / 2).epsilon(0.01));
+  CHECK(m[7] == Approx(16 * psi / 2));
 }
