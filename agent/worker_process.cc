@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "common/subprocess.h"
+
 namespace ds {
 namespace {
 
@@ -26,11 +28,8 @@ constexpr size_t kMaxLine = 64 * 1024;  // longer lines are split
   ::dup2(out, 1);
   ::dup2(err, 2);
   // Signals were blocked across fork: the agent's handlers (which write to
-  // its self-pipe) must never run in the child. Reset them, then unblock.
-  for (int s = 1; s < NSIG; ++s) ::signal(s, SIG_DFL);
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // its self-pipe) must never run in the child.
+  ResetSignalsInChild();
   if (!l.working_dir.empty() && ::chdir(l.working_dir.c_str()) != 0) {
     const char* m = "dsagent: cannot chdir to the working directory\n";
     (void)!::write(2, m, std::strlen(m));
@@ -59,22 +58,11 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const WorkerLaunch& 
     return Status::IOError(fmt::format("pipe: {}", std::strerror(errno)));
   }
   // Everything the child needs is built before fork.
-  std::vector<char*> argv;
-  for (const auto& a : l.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::vector<std::string> env_strings;
-  env_strings.reserve(l.env.size());
-  for (const auto& [k, v] : l.env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
+  const CStringArray argv(l.argv);
+  const CStringArray envp(l.env);
 
   pid_t parent = ::getpid();
-  sigset_t all, old;
-  sigfillset(&all);
-  ::pthread_sigmask(SIG_SETMASK, &all, &old);
-  pid_t pid = ::fork();
-  if (pid != 0) ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  pid_t pid = ForkWithSignalsBlocked();
   if (pid < 0) {
     for (int fd : {outp[0], outp[1], errp[0], errp[1]}) ::close(fd);
     return Status::IOError(fmt::format("fork: {}", std::strerror(errno)));

@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "common/subprocess.h"
+
 namespace ds {
 namespace {
 
@@ -66,15 +68,9 @@ Result<std::unique_ptr<AgentHandle>> StartOne(const AgentSpec& spec, double grac
   if (spec.argv.empty()) return Status::InvalidArgument(spec.host + ": empty agent command");
   int in[2];
   if (::pipe2(in, O_CLOEXEC) != 0) return Status::IOError(fmt::format("{}: pipe: {}", spec.host, std::strerror(errno)));
-  std::vector<char*> argv;
-  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  // Block signals across fork so dslaunch's handlers never run in the child.
-  sigset_t all, old;
-  sigfillset(&all);
-  ::pthread_sigmask(SIG_SETMASK, &all, &old);
-  pid_t pid = ::fork();
-  if (pid != 0) ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  const CStringArray argv(spec.argv);
+  // Signals blocked across fork: dslaunch's handlers never run in the child.
+  pid_t pid = ForkWithSignalsBlocked();
   if (pid < 0) {
     ::close(in[0]);
     ::close(in[1]);
@@ -83,11 +79,8 @@ Result<std::unique_ptr<AgentHandle>> StartOne(const AgentSpec& spec, double grac
   if (pid == 0) {
     ::setpgid(0, 0);
     ::dup2(in[0], 0);
-    for (int s = 1; s < NSIG; ++s) ::signal(s, SIG_DFL);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execv(argv[0], argv.data());
+    ResetSignalsInChild();
+    ::execv(argv.data()[0], argv.data());
     const char* m = "dslaunch: cannot exec dsagent\n";
     (void)!::write(2, m, std::strlen(m));
     ::_exit(127);

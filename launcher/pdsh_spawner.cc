@@ -20,6 +20,7 @@
 #include "common/env_registry.h"
 #include "common/log.h"
 #include "common/strings.h"
+#include "common/subprocess.h"
 #include "launcher/remote_command.h"
 
 namespace ds {
@@ -231,14 +232,8 @@ Result<std::shared_ptr<PdshGroup>> Launch(const std::string& pdsh, const std::ve
   std::map<std::string, std::string> env;
   for (auto& [k, v] : ProcessEnvironment()) env[k] = v;
   for (auto& [k, v] : env_over) env[k] = v;
-  std::vector<std::string> env_strs;
-  for (auto& [k, v] : env) env_strs.push_back(k + "=" + v);
-  std::vector<char*> envp, args;
-  for (auto& s : env_strs) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_copy = argv;
-  for (auto& s : argv_copy) args.push_back(s.data());
-  args.push_back(nullptr);
+  const CStringArray envp(std::vector<std::pair<std::string, std::string>>(env.begin(), env.end()));
+  const CStringArray args(argv);
   pid_t pid = -1;
   int rc = posix_spawn(&pid, pdsh.c_str(), &fa, &attr, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
