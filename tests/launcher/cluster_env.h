@@ -4,9 +4,12 @@
 // from it. Test-only code.
 #pragma once
 
+#include <chrono>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/env_registry.h"
@@ -46,6 +49,16 @@ inline std::string ReadFile(const std::string& path) {
 
 inline void WriteFile(const std::string& path, const std::string& text) {
   std::ofstream(path) << text;
+}
+
+// Polls `pred` every 20 ms until it holds or `seconds` pass; its last value.
+inline bool WaitUntil(const std::function<bool()>& pred, double seconds) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return pred();
 }
 
 }  // namespace ds::test

@@ -22,15 +22,7 @@ namespace {
 using test::LoadTestCluster;
 using test::ReadFile;
 using test::TestCluster;
-
-bool WaitUntil(const std::function<bool()>& pred, double seconds) {
-  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return pred();
-}
+using test::WaitUntil;
 
 int ProcsInNamespaceBesides(const std::string& ns, const std::string& sshd_pid) {
   int n = 0;

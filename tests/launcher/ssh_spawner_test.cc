@@ -25,16 +25,8 @@ namespace {
 using test::LoadTestCluster;
 using test::ReadFile;
 using test::TestCluster;
+using test::WaitUntil;
 using test::WriteFile;
-
-bool WaitUntil(const std::function<bool()>& pred, double seconds) {
-  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return pred();
-}
 
 SshOptions ClusterOptions(const TestCluster& c) {
   SshOptions o;
