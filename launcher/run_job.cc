@@ -98,6 +98,12 @@ struct Launch {
   }
 };
 
+// Prints "dslaunch: error: <message>" and yields the exit code.
+int Fail(const std::string& message, int code) {
+  std::cerr << "dslaunch: error: " << message << "\n";
+  return code;
+}
+
 }  // namespace
 
 int RunJob(const LaunchPlan& plan_in, const CliOptions& cli) {
@@ -105,15 +111,11 @@ int RunJob(const LaunchPlan& plan_in, const CliOptions& cli) {
   // through the lost coordinator, the job: writes just fail.
   ::signal(SIGPIPE, SIG_IGN);
   LaunchPlan plan = plan_in;
-  if (plan.nodes.empty()) {
-    std::cerr << "dslaunch: error: the plan has no nodes\n";
-    return kExitUsage;
-  }
+  if (plan.nodes.empty())
+    return Fail("the plan has no nodes", kExitUsage);
   auto dotenv = LoadDotEnvFiles(plan.job.working_dir);
-  if (!dotenv.ok()) {
-    std::cerr << "dslaunch: error: " << dotenv.status().message() << "\n";
-    return kExitUsage;
-  }
+  if (!dotenv.ok())
+    return Fail(dotenv.status().message(), kExitUsage);
   // Say so rather than silently ignore a restart budget this version cannot spend.
   if (plan.job.elastic.max_restarts > 0)
     std::cerr << "dslaunch: warning: elastic.max_restarts is " << plan.job.elastic.max_restarts
@@ -123,32 +125,24 @@ int RunJob(const LaunchPlan& plan_in, const CliOptions& cli) {
 
   std::vector<std::string> argv =
       WorkerArgv(plan.job, SiblingBinary("dstrain", "runtime", EnvString("DSLAUNCH_DSTRAIN_PATH")));
-  if (argv.empty()) {
-    std::cerr << "dslaunch: error: nothing to run (no command and no trainer: section)\n";
-    return kExitUsage;
-  }
+  if (argv.empty())
+    return Fail("nothing to run (no command and no trainer: section)", kExitUsage);
   std::string launcher = ResolveLauncher(cli.launcher, plan);
   auto ssh_or = SshOptionsForJob(plan.job, cli);
-  if (!ssh_or.ok() && launcher != "local") {
-    std::cerr << "dslaunch: error: " << ssh_or.status().message() << "\n";
-    return kExitUsage;
-  }
+  if (!ssh_or.ok() && launcher != "local")
+    return Fail(ssh_or.status().message(), kExitUsage);
   SshOptions ssh_fallback;  // local agents: only the connect timeout matters
   ssh_fallback.connect_timeout = cli.connect_timeout;
   const SshOptions* ssh_opts = ssh_or.ok() ? &*ssh_or : &ssh_fallback;
   // Elastic start: decide the hosts before the coordinator (which holds the
   // plan and waits for every node of it) and before any agent exists.
   if (launcher != "local" && ElasticStartAllowed(plan)) {
-    if (Status st = NarrowToReachable(plan, *ssh_opts); !st.ok()) {
-      std::cerr << "dslaunch: error: " << st.message() << "\n";
-      return kExitFailure;
-    }
+    if (Status st = NarrowToReachable(plan, *ssh_opts); !st.ok())
+      return Fail(st.message(), kExitFailure);
   }
   auto spawner = MakeSpawner(launcher, plan, cli);
-  if (!spawner.ok()) {
-    std::cerr << "dslaunch: error: " << spawner.status().message() << "\n";
-    return kExitUsage;
-  }
+  if (!spawner.ok())
+    return Fail(spawner.status().message(), kExitUsage);
 
   const ElasticOptions& el = plan.job.elastic;
   CoordinatorOptions co;
@@ -167,26 +161,20 @@ int RunJob(const LaunchPlan& plan_in, const CliOptions& cli) {
     co.listen_addr = "0.0.0.0";
     // Hostfile names may be ssh config aliases: route to their HostName (SSH issue).
     auto route = RouteTo(SshHostName(plan.nodes[0].host.name, *ssh_opts));
-    if (!route.ok()) {
-      std::cerr << "dslaunch: error: " << route.status().message() << "\n";
-      return kExitFailure;
-    }
+    if (!route.ok())
+      return Fail(route.status().message(), kExitFailure);
     co.advertise_host = route->local_addr;
   }
 
   bool tty = ::isatty(STDOUT_FILENO) != 0;
   LogMux mux(LogMuxOptions{plan.job.log_dir, EnvString("DSLAUNCH_COLOR"), stdout, tty});
-  if (Status st = mux.Open(); !st.ok()) {
-    std::cerr << "dslaunch: error: " << st.message() << "\n";
-    return kExitUsage;
-  }
+  if (Status st = mux.Open(); !st.ok())
+    return Fail(st.message(), kExitUsage);
   JobRecord record(&mux);
   Launch L(plan, cli);
   L.coord = std::make_unique<Coordinator>(L.io, plan, co, record);
-  if (Status st = L.coord->Listen(); !st.ok()) {
-    std::cerr << "dslaunch: error: " << st.message() << "\n";
-    return kExitFailure;
-  }
+  if (Status st = L.coord->Listen(); !st.ok())
+    return Fail(st.message(), kExitFailure);
 
   asio::signal_set signals(L.io, SIGINT, SIGTERM, SIGHUP);
   std::function<void(const boost::system::error_code&, int)> on_signal =
