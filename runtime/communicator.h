@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -30,6 +31,16 @@ class CommError : public std::runtime_error {
 
 enum class Half16 { kFp16, kBf16 };
 
+// An allreduce (sum) of one buffer that is reduced again and again at the
+// same address and size, such as a gradient bucket: set up once, Run() every
+// step. A backend may prepare its transport for it up front. Run() has the
+// semantics and error policy of AllReduceSum(data, n).
+class PersistentAllReduce {
+ public:
+  virtual ~PersistentAllReduce() = default;
+  virtual void Run() = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -42,6 +53,11 @@ class Communicator {
   virtual void AllReduceSum(float* data, size_t n) = 0;
   virtual void AllReduceSum(uint16_t* data, size_t n, Half16 format) = 0;
   virtual void AllReduceSum(double* data, size_t n) = 0;
+
+  // A persistent allreduce of data[0..n) (see PersistentAllReduce). Making
+  // one is collective: every rank makes the same sequence, with the same n.
+  // The default runs AllReduceSum(data, n).
+  virtual std::unique_ptr<PersistentAllReduce> MakePersistentAllReduce(float* data, size_t n);
 
   // in[0..sum(counts)) is summed over ranks; this rank receives the slice
   // [sum(counts[0..rank)), +counts[rank]) into out. `in` may be clobbered.
@@ -60,6 +76,21 @@ class Communicator {
   // Returns once every rank has entered the barrier.
   virtual void Barrier() = 0;
 };
+
+inline std::unique_ptr<PersistentAllReduce> Communicator::MakePersistentAllReduce(float* data,
+                                                                                size_t n) {
+  class Plain final : public PersistentAllReduce {
+   public:
+    Plain(Communicator& comm, float* data, size_t n) : comm_(comm), data_(data), n_(n) {}
+    void Run() override { comm_.AllReduceSum(data_, n_); }
+
+   private:
+    Communicator& comm_;
+    float* data_;
+    size_t n_;
+  };
+  return std::make_unique<Plain>(*this, data, n);
+}
 
 // A communicator for one rank alone: every collective is a local copy. Used
 // by single-process runs and as the reference in tests.

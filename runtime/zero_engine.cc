@@ -115,8 +115,14 @@ void ZeroEngine::Release(int layer) {
 void ZeroEngine::AllReduceGrads(size_t lo, size_t hi) {
   if (hi <= lo || comm_.size() == 1) return;
   auto reduce = [this, lo, hi] {
-    if (half()) comm_.AllReduceSum(grad16_.data() + lo, hi - lo, FormatOf(options_.precision));
-    else comm_.AllReduceSum(grad32_.data() + lo, hi - lo);
+    if (half()) {
+      comm_.AllReduceSum(grad16_.data() + lo, hi - lo, FormatOf(options_.precision));
+      return;
+    }
+    // The same buckets come back every step: set each up once.
+    std::unique_ptr<PersistentAllReduce>& op = bucket_reduce_[{lo, hi}];
+    if (!op) op = comm_.MakePersistentAllReduce(grad32_.data() + lo, hi - lo);
+    op->Run();
   };
   // overlap_comm: the bucket [lo, hi) is final; backward goes on below lo.
   if (worker_) worker_->Post(reduce); else reduce();

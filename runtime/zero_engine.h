@@ -19,7 +19,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "runtime/comm_worker.h"
@@ -139,6 +141,9 @@ class ZeroEngine : private ParamSource, private GradSink {
   bool grads_empty_ = true;                 // next micro-batch assigns instead of adding
   bool last_micro_ = false;
   size_t pending_hi_ = 0;                   // stage 0/1: grads [x, pending_hi_) not reduced
+  // fp32 stages 0/1: one persistent allreduce per gradient bucket [lo, hi),
+  // used by whichever thread reduces (the worker with overlap_comm).
+  std::map<std::pair<size_t, size_t>, std::unique_ptr<PersistentAllReduce>> bucket_reduce_;
   std::unique_ptr<CommWorker> worker_;      // overlap_comm (stages 0, 1)
 };
 

@@ -1,5 +1,6 @@
 // Communicator on Gloo: every collective against a hand-computed result on
-// 1, 2 and 3 ranks (forked processes), 16-bit sums, and the failure contract:
+// 1, 2 and 3 ranks (forked processes), 16-bit sums, the persistent allreduce
+// (whole, in pieces, larger than the socket buffers), and the failure contract:
 // a peer SIGKILLed or stopped mid-collective makes the others throw CommError
 // within about the timeout, never hang.
 #include <signal.h>
@@ -79,6 +80,56 @@ TEST_CASE("gloo collectives match hand-computed sums on 1, 2 and 3 ranks", "[com
   }
 }
 
+// Two persistent allreduces, run three times each, interleaved with a
+// collective on the main context; rank r contributes (r + 1) * i + step.
+int PersistentBody(Communicator& c) {
+  const int r = c.rank(), n = c.size();
+  int bad = 0;
+  std::vector<float> a(10007), b(3);
+  auto ra = c.MakePersistentAllReduce(a.data(), a.size());
+  auto rb = c.MakePersistentAllReduce(b.data(), b.size());
+  for (int step = 0; step < 3; ++step) {
+    for (size_t i = 0; i < a.size(); ++i) a[i] = float((r + 1) * i + step);
+    for (size_t i = 0; i < b.size(); ++i) b[i] = float(r);
+    ra->Run();
+    double d = 1;
+    c.AllReduceSum(&d, 1);
+    rb->Run();
+    const float tri = n * (n + 1) / 2.f;
+    for (size_t i = 0; i < a.size(); ++i) bad += a[i] != tri * i + float(n * step);
+    for (float v : b) bad += v != n * (n - 1) / 2.f;
+    bad += d != n;
+  }
+  if (bad) std::fprintf(stderr, "rank %d: %d mismatches\n", r, bad);
+  return bad ? 1 : 0;
+}
+
+TEST_CASE("a persistent allreduce matches hand-computed sums, whole and in pieces",
+          "[communicator]") {
+  // 4 KiB pieces: 10 Gloo calls for the 10,007 floats.
+  for (size_t piece : {size_t{0}, size_t{4096}}) {
+    for (int world : {1, 2, 3}) {
+      MultiProc mp;
+      mp.options().bulk_chunk_bytes = piece;
+      auto codes = mp.Run(world, PersistentBody);
+      INFO("world " << world << ", piece " << piece);
+      CHECK(codes == std::vector<int>(world, 0));
+    }
+  }
+}
+
+TEST_CASE("a persistent allreduce larger than the socket buffers does not deadlock",
+          "[communicator]") {
+  // 64 MiB: unchunked, both ranks would block in a sync-mode send at once.
+  MultiProc mp;
+  auto codes = mp.Run(2, [](Communicator& c) {
+    std::vector<float> v(16 << 20, float(c.rank() + 1));
+    c.MakePersistentAllReduce(v.data(), v.size())->Run();
+    return v.front() == 3.f && v.back() == 3.f ? 0 : 1;
+  });
+  CHECK(codes == std::vector<int>(2, 0));
+}
+
 TEST_CASE("local communicator is the identity", "[communicator]") {
   LocalCommunicator c;
   std::vector<float> in = {1, 2, 3}, out(3);
@@ -89,17 +140,26 @@ TEST_CASE("local communicator is the identity", "[communicator]") {
   CHECK(out == in);
 }
 
+// The failure tests run a plain and a persistent allreduce (sync-mode pairs).
+void AllReduceLoop(Communicator& c, bool persistent, int stop_rank, int stop_at, int signal,
+                   size_t n) {
+  std::vector<float> v(n, 1.f);
+  auto op = c.MakePersistentAllReduce(v.data(), v.size());
+  for (int i = 0;; ++i) {
+    if (c.rank() == stop_rank && i == stop_at) raise(signal);
+    if (persistent) op->Run(); else c.AllReduceSum(v.data(), v.size());
+  }
+}
+
 TEST_CASE("a peer killed mid-collective makes the others throw CommError", "[communicator]") {
   using namespace std::chrono;
+  const bool persistent = GENERATE(false, true);
+  INFO("persistent " << persistent);
   const auto timeout = seconds(3);
   MultiProc mp;
   auto start = steady_clock::now();
-  mp.Start(3, [](Communicator& c) {
-    std::vector<float> v(1 << 16, 1.f);
-    for (int i = 0;; ++i) {
-      if (c.rank() == 2 && i == 5) raise(SIGKILL);
-      c.AllReduceSum(v.data(), v.size());
-    }
+  mp.Start(3, [persistent](Communicator& c) {
+    AllReduceLoop(c, persistent, 2, 5, SIGKILL, 1 << 16);
     return 0;
   }, timeout);
   auto codes = mp.Wait(seconds(30));
@@ -112,15 +172,13 @@ TEST_CASE("a peer killed mid-collective makes the others throw CommError", "[com
 
 TEST_CASE("a stopped (hung) peer makes the others time out with CommError", "[communicator]") {
   using namespace std::chrono;
+  const bool persistent = GENERATE(false, true);
+  INFO("persistent " << persistent);
   const auto timeout = seconds(2);
   MultiProc mp;
   auto start = steady_clock::now();
-  mp.Start(2, [](Communicator& c) {
-    std::vector<float> v(1024, 1.f);
-    for (int i = 0;; ++i) {
-      if (c.rank() == 1 && i == 3) raise(SIGSTOP);
-      c.AllReduceSum(v.data(), v.size());
-    }
+  mp.Start(2, [persistent](Communicator& c) {
+    AllReduceLoop(c, persistent, 1, 3, SIGSTOP, 1024);
     return 0;
   }, timeout);
   int code0 = mp.WaitRank(0, seconds(20));

@@ -43,6 +43,8 @@ class MultiProc {
     std::filesystem::remove_all(dir_, ec);
   }
   const std::string& dir() const { return dir_; }
+  // What the ranks connect with (the timeout is Start's argument).
+  GlooOptions& options() { return options_; }
 
   // Starts `world` ranks running body(comm). Each run uses its own store
   // prefix so one MultiProc can run several jobs in turn.
@@ -57,7 +59,7 @@ class MultiProc {
         try {
           gloo::rendezvous::FileStore fs(dir_ + "/store");
           gloo::rendezvous::PrefixStore store(prefix, fs);
-          GlooOptions opts;
+          GlooOptions opts = options_;
           opts.timeout = timeout;
           auto comm = GlooCommunicator::Connect(store, r, world, opts);
           code = body(*comm);
@@ -142,6 +144,7 @@ class MultiProc {
 
  private:
   std::string dir_;
+  GlooOptions options_;
   std::vector<pid_t> pids_;
   std::map<int, int> reaped_;  // rank -> exit code, collected by WaitRank
   int runs_ = 0;
