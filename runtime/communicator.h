@@ -41,6 +41,25 @@ class PersistentAllReduce {
   virtual void Run() = 0;
 };
 
+// An all-gather over the same per-rank counts again and again (a layer's
+// parameters under ZeRO): set up once, Run() every step with the semantics
+// and error policy of AllGather(in, out, counts). `in` may be this rank's
+// own piece of `out`.
+class PersistentAllGather {
+ public:
+  virtual ~PersistentAllGather() = default;
+  virtual void Run(const float* in, float* out) = 0;
+};
+
+// A reduce-scatter over the same per-rank counts again and again (a layer's
+// gradients under ZeRO-2/3): set up once, Run() with the semantics and error
+// policy of ReduceScatter(in, out, counts), except that `in` is not clobbered.
+class PersistentReduceScatter {
+ public:
+  virtual ~PersistentReduceScatter() = default;
+  virtual void Run(const float* in, float* out) = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -70,6 +89,17 @@ class Communicator {
   virtual void AllGather(const float* in, float* out, const std::vector<size_t>& counts) = 0;
   virtual void AllGather(const uint16_t* in, uint16_t* out, const std::vector<size_t>& counts) = 0;
 
+  // A persistent all-gather over `counts` (see PersistentAllGather). Making
+  // one is collective like MakePersistentAllReduce. The default copies `in`
+  // and runs AllGather.
+  virtual std::unique_ptr<PersistentAllGather> MakePersistentAllGather(
+      const std::vector<size_t>& counts);
+
+  // A persistent reduce-scatter over `counts`; collective to make, like the
+  // others. The default copies `in` and runs ReduceScatter.
+  virtual std::unique_ptr<PersistentReduceScatter> MakePersistentReduceScatter(
+      const std::vector<size_t>& counts);
+
   // bytes[0..n) of `root` are copied to every rank.
   virtual void Broadcast(void* data, size_t n, int root) = 0;
 
@@ -90,6 +120,44 @@ inline std::unique_ptr<PersistentAllReduce> Communicator::MakePersistentAllReduc
     size_t n_;
   };
   return std::make_unique<Plain>(*this, data, n);
+}
+
+inline std::unique_ptr<PersistentAllGather> Communicator::MakePersistentAllGather(
+    const std::vector<size_t>& counts) {
+  class Plain final : public PersistentAllGather {
+   public:
+    Plain(Communicator& comm, const std::vector<size_t>& counts) : comm_(comm), counts_(counts) {}
+    void Run(const float* in, float* out) override {
+      mine_.assign(in, in + counts_[comm_.rank()]);  // `in` may be inside `out`
+      comm_.AllGather(mine_.data(), out, counts_);
+    }
+
+   private:
+    Communicator& comm_;
+    std::vector<size_t> counts_;
+    std::vector<float> mine_;
+  };
+  return std::make_unique<Plain>(*this, counts);
+}
+
+inline std::unique_ptr<PersistentReduceScatter> Communicator::MakePersistentReduceScatter(
+    const std::vector<size_t>& counts) {
+  class Plain final : public PersistentReduceScatter {
+   public:
+    Plain(Communicator& comm, const std::vector<size_t>& counts) : comm_(comm), counts_(counts) {}
+    void Run(const float* in, float* out) override {
+      size_t total = 0;
+      for (size_t c : counts_) total += c;
+      all_.assign(in, in + total);  // ReduceScatter clobbers its input
+      comm_.ReduceScatter(all_.data(), out, counts_);
+    }
+
+   private:
+    Communicator& comm_;
+    std::vector<size_t> counts_;
+    std::vector<float> all_;
+  };
+  return std::make_unique<Plain>(*this, counts);
 }
 
 // A communicator for one rank alone: every collective is a local copy. Used

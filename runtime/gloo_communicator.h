@@ -1,20 +1,25 @@
 // GlooCommunicator: the Communicator on Gloo's TCP transport (CPU). All
 // algorithms are Gloo's: bcube/ring allreduce (gloo::allreduce),
-// halving-doubling reduce-scatter and persistent allreduce, allgatherv,
+// halving-doubling reduce-scatter and persistent allreduce, ring persistent
+// all-gather, allgatherv,
 // broadcast and barrier. Bootstraps with connectFullMesh over a
 // gloo::rendezvous::Store (see gloo_store.h).
 //
 // Two Gloo contexts (two TCP connections per peer): the main one, in Gloo's
 // default async mode, for every collective but one; and a "bulk" one whose
-// pairs are in Gloo's sync mode, for MakePersistentAllReduce (gradients).
+// pairs are in Gloo's sync mode, for the persistent allreduce (gradients)
+// and all-gather (ZeRO parameters).
 // In sync mode the calling thread writes and reads the socket itself instead
 // of handing each message to Gloo's event-loop thread and sleeping until it
 // is woken: on loopback a 2.7 MB allreduce of 2 ranks takes ~1.2 ms instead
 // of ~3.5 ms, with half the CPU (bench/results/train.md). Sync-mode sends
 // block, so two ranks sending to each other at once could deadlock once a
-// message outgrows the socket's send buffer: the persistent allreduce runs
-// in chunks of at most `bulk_chunk_bytes` (default: half of
+// message outgrows the socket's send buffer: the persistent collectives run
+// in pieces of at most `bulk_chunk_bytes` (default: half of
 // net.core.wmem_max, at most 1 MiB), below what Gloo gets from SO_SNDBUF.
+// The persistent all-gather and reduce-scatter go through one staging
+// buffer of that size, shared by all of them (a communicator is driven by one
+// thread at a time).
 //
 // The network interface is GLOO_SOCKET_IFNAME when set, otherwise the local
 // address that routes to MASTER_ADDR (loopback when MASTER_ADDR is local).
@@ -43,7 +48,7 @@ struct GlooOptions {
   std::string iface;                               // e.g. "eth0"; empty = route to master_addr
   std::string master_addr = "127.0.0.1";           // used to pick the local address
   std::chrono::milliseconds timeout{60000};        // per collective, and for connecting
-  size_t bulk_chunk_bytes = 0;                     // persistent allreduce piece; 0 = default
+  size_t bulk_chunk_bytes = 0;                     // persistent collectives' piece; 0 = default
 };
 
 class GlooCommunicator : public Communicator {
@@ -69,9 +74,16 @@ class GlooCommunicator : public Communicator {
   void Broadcast(void* data, size_t n, int root) override;
   void Barrier() override;
   std::unique_ptr<PersistentAllReduce> MakePersistentAllReduce(float* data, size_t n) override;
+  std::unique_ptr<PersistentAllGather> MakePersistentAllGather(
+      const std::vector<size_t>& counts) override;
+  std::unique_ptr<PersistentReduceScatter> MakePersistentReduceScatter(
+      const std::vector<size_t>& counts) override;
 
  private:
-  class Persistent;
+  class PersistentReduce;
+  class PersistentGather;
+  class PersistentScatter;
+  struct ScatterClass;
   GlooCommunicator(std::shared_ptr<gloo::Context> context, std::shared_ptr<gloo::Context> bulk,
                    size_t bulk_chunk_bytes, int rank, int size,
                    std::chrono::milliseconds timeout);
@@ -84,6 +96,8 @@ class GlooCommunicator : public Communicator {
   std::shared_ptr<gloo::Context> context_;
   std::shared_ptr<gloo::Context> bulk_;  // sync-mode pairs; null for one rank
   size_t bulk_chunk_bytes_;
+  std::vector<float> bulk_staging_;  // one piece of a persistent all-gather or reduce-scatter
+  std::vector<ScatterClass> scatter_classes_;  // shared by every persistent reduce-scatter
   int rank_;
   int size_;
   std::chrono::milliseconds timeout_;

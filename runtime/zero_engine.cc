@@ -50,6 +50,13 @@ ZeroEngine::ZeroEngine(Mlp& model, Communicator& comm, const Optimizer& optimize
   scratch_.resize(layers_.size());
   if (options_.overlap_comm && options_.stage <= 1 && comm_.size() > 1)
     worker_ = std::make_unique<CommWorker>();
+  if (options_.stage > 0 && !half()) {
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      const auto& counts = owned_.LayerCounts(static_cast<int>(l));
+      layer_gather_.push_back(comm_.MakePersistentAllGather(counts));
+      if (options_.stage >= 2) layer_scatter_.push_back(comm_.MakePersistentReduceScatter(counts));
+    }
+  }
 }
 
 ZeroEngine::~ZeroEngine() = default;
@@ -82,7 +89,7 @@ void ZeroEngine::GatherLayer(int layer, const float* own_master_piece, float* ou
   const auto& counts = owned_.LayerCounts(layer);
   const size_t size = layers_[layer].size();
   if (!half()) {
-    comm_.AllGather(own_master_piece, out, counts);
+    layer_gather_[layer]->Run(own_master_piece, out);
     return;
   }
   std::vector<uint16_t> send(seg.len), recv(size);
@@ -177,13 +184,12 @@ void ZeroEngine::LayerGrad(int layer, const float* grad, size_t n) {
       Accumulate16(grad16_.data() + seg.shard_offset, f.data(), seg.len, options_.precision);
     }
   } else {
-    layer_buf_.assign(grad, grad + n);
     float* g = grad32_.data() + seg.shard_offset;
     if (grads_empty_) {
-      comm_.ReduceScatter(layer_buf_.data(), g, counts);
+      layer_scatter_[layer]->Run(grad, g);
     } else {
       std::vector<float> piece(seg.len);
-      comm_.ReduceScatter(layer_buf_.data(), piece.data(), counts);
+      layer_scatter_[layer]->Run(grad, piece.data());
       for (size_t i = 0; i < seg.len; ++i) g[i] += piece[i];
     }
   }
@@ -267,9 +273,8 @@ StepResult ZeroEngine::Step(float lr) {
                                    compute16_.begin() + s.flat_offset + s.len);
         comm_.AllGather(send.data(), compute16_.data() + layers_[l].offset, counts);
       } else {
-        std::vector<float> send(compute32_.begin() + s.flat_offset,
-                                compute32_.begin() + s.flat_offset + s.len);
-        comm_.AllGather(send.data(), compute32_.data() + layers_[l].offset, counts);
+        layer_gather_[l]->Run(compute32_.data() + s.flat_offset,
+                              compute32_.data() + layers_[l].offset);
       }
     }
   }

@@ -137,13 +137,16 @@ class ZeroEngine : private ParamSource, private GradSink {
   std::vector<float> grad32_;               // stage 0/1: full; 2/3: owned shard
   std::vector<uint16_t> grad16_;
   std::vector<std::vector<float>> scratch_;  // per layer: fp32 params while acquired
-  std::vector<float> layer_buf_;            // stage 2/3 fp32: reduce-scatter input
   bool grads_empty_ = true;                 // next micro-batch assigns instead of adding
   bool last_micro_ = false;
   size_t pending_hi_ = 0;                   // stage 0/1: grads [x, pending_hi_) not reduced
   // fp32 stages 0/1: one persistent allreduce per gradient bucket [lo, hi),
   // used by whichever thread reduces (the worker with overlap_comm).
   std::map<std::pair<size_t, size_t>, std::unique_ptr<PersistentAllReduce>> bucket_reduce_;
+  // fp32: each layer's parameter all-gather (stages 1-3) and gradient
+  // reduce-scatter (stages 2, 3).
+  std::vector<std::unique_ptr<PersistentAllGather>> layer_gather_;
+  std::vector<std::unique_ptr<PersistentReduceScatter>> layer_scatter_;
   std::unique_ptr<CommWorker> worker_;      // overlap_comm (stages 0, 1)
 };
 

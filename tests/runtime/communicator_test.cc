@@ -81,7 +81,8 @@ TEST_CASE("gloo collectives match hand-computed sums on 1, 2 and 3 ranks", "[com
 }
 
 // Two persistent allreduces, run three times each, interleaved with a
-// collective on the main context; rank r contributes (r + 1) * i + step.
+// collective on the main context (rank r contributes (r + 1) * i + step);
+// then a persistent reduce-scatter and all-gather.
 int PersistentBody(Communicator& c) {
   const int r = c.rank(), n = c.size();
   int bad = 0;
@@ -100,13 +101,39 @@ int PersistentBody(Communicator& c) {
     for (float v : b) bad += v != n * (n - 1) / 2.f;
     bad += d != n;
   }
+  // Persistent reduce-scatter and all-gather over uneven counts (rank 2's
+  // piece is empty), three times each.
+  std::vector<size_t> counts(n);
+  for (int q = 0; q < n; ++q) counts[q] = q == 2 ? 0 : 3001 - 2 * q;
+  const size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
+  const size_t off = std::accumulate(counts.begin(), counts.begin() + r, size_t{0});
+  auto scatter = c.MakePersistentReduceScatter(counts);
+  auto gather = c.MakePersistentAllGather(counts);
+  for (int step = 0; step < 3; ++step) {
+    std::vector<float> in(total), piece(counts[r] + 1, -1.f);
+    for (size_t i = 0; i < total; ++i) in[i] = float(i + r + step);
+    const std::vector<float> before = in;
+    scatter->Run(in.data(), piece.data());
+    bad += in != before;  // not clobbered
+    for (size_t i = 0; i < counts[r]; ++i)
+      bad += piece[i] != float(n * (off + i + step) + n * (n - 1) / 2);
+    bad += piece[counts[r]] != -1.f;  // nothing written past this rank's piece
+    // All-gather with `in` being this rank's own piece of `out`.
+    std::vector<float> all(total, -1.f);
+    for (size_t i = 0; i < counts[r]; ++i) all[off + i] = float(r * 10000 + i + step);
+    gather->Run(all.data() + off, all.data());
+    size_t at = 0;
+    for (int q = 0; q < n; ++q)
+      for (size_t i = 0; i < counts[q]; ++i) bad += all[at++] != float(q * 10000 + i + step);
+  }
   if (bad) std::fprintf(stderr, "rank %d: %d mismatches\n", r, bad);
   return bad ? 1 : 0;
 }
 
-TEST_CASE("a persistent allreduce matches hand-computed sums, whole and in pieces",
+TEST_CASE("persistent collectives match hand-computed results, whole and in pieces",
           "[communicator]") {
-  // 4 KiB pieces: 10 Gloo calls for the 10,007 floats.
+  // 4 KiB pieces: 10 Gloo calls for the allreduce of 10,007 floats, and
+  // several rounds (and width classes) for the 3,001-float pieces.
   for (size_t piece : {size_t{0}, size_t{4096}}) {
     for (int world : {1, 2, 3}) {
       MultiProc mp;
