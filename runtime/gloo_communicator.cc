@@ -466,20 +466,4 @@ void GlooCommunicator::Barrier() {
   });
 }
 
-// LocalCommunicator (declared in communicator.h).
-void LocalCommunicator::ReduceScatter(float* in, float* out, const std::vector<size_t>& counts) {
-  if (out != in) std::memmove(out, in, counts[0] * sizeof(float));
-}
-void LocalCommunicator::ReduceScatter(uint16_t* in, uint16_t* out,
-                                      const std::vector<size_t>& counts, Half16) {
-  if (out != in) std::memmove(out, in, counts[0] * sizeof(uint16_t));
-}
-void LocalCommunicator::AllGather(const float* in, float* out, const std::vector<size_t>& counts) {
-  if (out != in) std::memmove(out, in, counts[0] * sizeof(float));
-}
-void LocalCommunicator::AllGather(const uint16_t* in, uint16_t* out,
-                                  const std::vector<size_t>& counts) {
-  if (out != in) std::memmove(out, in, counts[0] * sizeof(uint16_t));
-}
-
 }  // namespace ds::rt
