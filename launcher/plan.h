@@ -52,6 +52,12 @@ struct GenerationInfo {
 // slots, or fewer hosts than elastic.min_nodes are selected.
 Result<LaunchPlan> MakePlan(const std::vector<SelectedHost>& hosts, const JobSpec& job, bool use_gpus);
 
+// `plan` on the nodes with keep[i] == true (the reachable ones at an elastic
+// start, the survivors at a restart): node ranks dense in plan order, global
+// ranks and WORLD_SIZE over their slots; standbys kept as they are. Error
+// (naming the counts) when fewer than elastic.min_nodes remain. Pure.
+Result<LaunchPlan> PlanOnNodes(const LaunchPlan& plan, const std::vector<bool>& keep);
+
 // The environment dslaunch adds for one worker, in a stable order. Values
 // the user set (job env:, hostfile per-host keys) win over detected ones
 // (e.g. NCCL_SOCKET_IFNAME). `inherited` is the environment the worker would

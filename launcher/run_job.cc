@@ -46,7 +46,7 @@ Status NarrowToReachable(LaunchPlan& plan, const SshOptions& ssh) {
   std::vector<bool> reachable;
   for (const Status& st : probes) reachable.push_back(st.ok());
   if (std::find(reachable.begin(), reachable.end(), false) == reachable.end()) return Status::OK();
-  auto narrowed = PlanOnReachable(plan, reachable);
+  auto narrowed = PlanOnNodes(plan, reachable);
   const char* what = narrowed.ok() ? "warning: unreachable, starting without it: " : "error: unreachable: ";
   for (const Status& st : probes)
     if (!st.ok()) std::cerr << "dslaunch: " << what << st.message() << "\n";

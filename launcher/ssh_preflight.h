@@ -26,10 +26,5 @@ bool ElasticStartAllowed(const LaunchPlan& plan);
 // ("n2: connection refused").
 std::vector<Status> ProbeNodes(const LaunchPlan& plan, const SshOptions& options);
 
-// `plan` on the nodes with reachable[i] == true: node ranks dense in hostfile
-// order, global ranks and WORLD_SIZE over their slots; standbys kept as they
-// are. Error (naming the counts) when fewer than elastic.min_nodes remain.
-// Pure.
-Result<LaunchPlan> PlanOnReachable(const LaunchPlan& plan, const std::vector<bool>& reachable);
 
 }  // namespace ds

@@ -19,6 +19,19 @@ JobSpec Job() {
   return j;
 }
 
+LaunchPlan ElasticPlan(const std::string& hostfile, int min_nodes, bool min_set, int max_nodes = 0) {
+  JobSpec job = Job();
+  job.elastic.min_nodes = min_nodes;
+  job.elastic.min_nodes_set = min_set;
+  job.elastic.max_nodes = max_nodes;
+  auto p = MakePlan(Hosts(hostfile), job, false);
+  REQUIRE(p.ok());
+  p->hostfile_path = "hf";
+  return *p;
+}
+
+const char* kThree = "n0 slots=2\nn1 slots=2\nn2 slots=2\n";
+
 std::string Get(const EnvList& env, const std::string& name) {
   int n = 0;
   std::string value = "<unset>";
@@ -214,6 +227,69 @@ TEST_CASE("plan: DSLAUNCH_* from the generation and the job; user env last") {
   REQUIRE(e.size() >= 3);
   CHECK(e[e.size() - 3].first == "B");  // job env order kept, then the host's keys
   CHECK(e[e.size() - 1].first == "C");
+}
+
+// --- PlanOnNodes (elastic start and restart) ---
+
+TEST_CASE("PlanOnNodes: a middle host down, ranks dense in hostfile order", "[unit]") {
+  auto r = PlanOnNodes(ElasticPlan(kThree, 2, true), {true, false, true});
+  REQUIRE(r.ok());
+  REQUIRE(r->nodes.size() == 2);
+  CHECK(r->world_size == 4);
+  CHECK(r->nodes[0].host.name == "n0");
+  CHECK(r->nodes[0].node_rank == 0);
+  CHECK(r->nodes[0].first_rank == 0);
+  CHECK(r->nodes[1].host.name == "n2");
+  CHECK(r->nodes[1].node_rank == 1);
+  CHECK(r->nodes[1].first_rank == 2);
+  CHECK(r->hostfile_path == "hf");
+  GenerationInfo gen;
+  EnvList env = WorkerEnv(*r, 1, 1, gen, {});
+  auto get = [&](const std::string& k) {
+    for (const auto& kv : env)
+      if (kv.first == k) return kv.second;
+    return std::string("<unset>");
+  };
+  CHECK(get("RANK") == "3");
+  CHECK(get("WORLD_SIZE") == "4");
+  CHECK(get("GROUP_RANK") == "1");
+  CHECK(get("GROUP_WORLD_SIZE") == "2");
+}
+
+TEST_CASE("PlanOnNodes: node 0 down moves the master to the next host", "[unit]") {
+  auto r = PlanOnNodes(ElasticPlan("a slots=1\nb slots=3\nc slots=2\n", 1, true), {false, true, true});
+  REQUIRE(r.ok());
+  REQUIRE(r->nodes.size() == 2);
+  CHECK(r->nodes[0].host.name == "b");
+  CHECK(r->nodes[1].first_rank == 3);
+  CHECK(r->world_size == 5);
+}
+
+TEST_CASE("PlanOnNodes: keeping every node is the same plan", "[unit]") {
+  LaunchPlan p = ElasticPlan(kThree, 2, true);
+  auto r = PlanOnNodes(p, {true, true, true});
+  REQUIRE(r.ok());
+  REQUIRE(r->nodes.size() == 3);
+  CHECK(r->world_size == p.world_size);
+  for (size_t i = 0; i < 3; ++i) CHECK(r->nodes[i].first_rank == p.nodes[i].first_rank);
+}
+
+TEST_CASE("PlanOnNodes: fewer than min_nodes is an error naming the counts", "[unit]") {
+  auto r = PlanOnNodes(ElasticPlan(kThree, 2, true), {false, false, true});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message() == "1 of 3 hosts reachable, elastic.min_nodes is 2");
+  CHECK_FALSE(PlanOnNodes(ElasticPlan(kThree, 1, true), {false, false, false}).ok());
+}
+
+TEST_CASE("PlanOnNodes: standbys stay standbys", "[unit]") {
+  LaunchPlan p = ElasticPlan("a slots=1\nb slots=1\nc slots=1\nd slots=1\n", 1, true, 3);
+  REQUIRE(p.standbys.size() == 1);
+  auto r = PlanOnNodes(p, {true, false, true});
+  REQUIRE(r.ok());
+  CHECK(r->nodes.size() == 2);
+  REQUIRE(r->standbys.size() == 1);
+  CHECK(r->standbys[0].host.name == "d");
+  CHECK(r->standbys[0].node_rank == -1);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// ElasticStartAllowed / PlanOnReachable (pure) and SshOptionsForJob's
+// ElasticStartAllowed (pure) and SshOptionsForJob's
 // precedence. ProbeNodes needs real sshds: tests/cluster/elastic_start_test.sh.
 #include "launcher/ssh_preflight.h"
 
@@ -32,67 +32,6 @@ TEST_CASE("ElasticStartAllowed: only with min_nodes written and below the node c
   CHECK(ElasticStartAllowed(Plan(kThree, 1, true)));
   CHECK(ElasticStartAllowed(Plan(kThree, 2, true)));
   CHECK_FALSE(ElasticStartAllowed(Plan(kThree, 3, true)));
-}
-
-TEST_CASE("PlanOnReachable: a middle host down, ranks dense in hostfile order", "[unit]") {
-  auto r = PlanOnReachable(Plan(kThree, 2, true), {true, false, true});
-  REQUIRE(r.ok());
-  REQUIRE(r->nodes.size() == 2);
-  CHECK(r->world_size == 4);
-  CHECK(r->nodes[0].host.name == "n0");
-  CHECK(r->nodes[0].node_rank == 0);
-  CHECK(r->nodes[0].first_rank == 0);
-  CHECK(r->nodes[1].host.name == "n2");
-  CHECK(r->nodes[1].node_rank == 1);
-  CHECK(r->nodes[1].first_rank == 2);
-  CHECK(r->hostfile_path == "hf");
-  GenerationInfo gen;
-  EnvList env = WorkerEnv(*r, 1, 1, gen, {});
-  auto get = [&](const std::string& k) {
-    for (const auto& kv : env)
-      if (kv.first == k) return kv.second;
-    return std::string("<unset>");
-  };
-  CHECK(get("RANK") == "3");
-  CHECK(get("WORLD_SIZE") == "4");
-  CHECK(get("GROUP_RANK") == "1");
-  CHECK(get("GROUP_WORLD_SIZE") == "2");
-}
-
-TEST_CASE("PlanOnReachable: node 0 down moves the master to the next host", "[unit]") {
-  auto r = PlanOnReachable(Plan("a slots=1\nb slots=3\nc slots=2\n", 1, true), {false, true, true});
-  REQUIRE(r.ok());
-  REQUIRE(r->nodes.size() == 2);
-  CHECK(r->nodes[0].host.name == "b");
-  CHECK(r->nodes[1].first_rank == 3);
-  CHECK(r->world_size == 5);
-}
-
-TEST_CASE("PlanOnReachable: all reachable is the same plan", "[unit]") {
-  LaunchPlan p = Plan(kThree, 2, true);
-  auto r = PlanOnReachable(p, {true, true, true});
-  REQUIRE(r.ok());
-  REQUIRE(r->nodes.size() == 3);
-  CHECK(r->world_size == p.world_size);
-  for (size_t i = 0; i < 3; ++i) CHECK(r->nodes[i].first_rank == p.nodes[i].first_rank);
-}
-
-TEST_CASE("PlanOnReachable: fewer than min_nodes is an error naming the counts", "[unit]") {
-  auto r = PlanOnReachable(Plan(kThree, 2, true), {false, false, true});
-  REQUIRE_FALSE(r.ok());
-  CHECK(r.status().message() == "1 of 3 hosts reachable, elastic.min_nodes is 2");
-  CHECK_FALSE(PlanOnReachable(Plan(kThree, 1, true), {false, false, false}).ok());
-}
-
-TEST_CASE("PlanOnReachable: standbys stay standbys", "[unit]") {
-  LaunchPlan p = Plan("a slots=1\nb slots=1\nc slots=1\nd slots=1\n", 1, true, 3);
-  REQUIRE(p.standbys.size() == 1);
-  auto r = PlanOnReachable(p, {true, false, true});
-  REQUIRE(r.ok());
-  CHECK(r->nodes.size() == 2);
-  REQUIRE(r->standbys.size() == 1);
-  CHECK(r->standbys[0].host.name == "d");
-  CHECK(r->standbys[0].node_rank == -1);
 }
 
 TEST_CASE("SshOptionsForJob: command line > job file > DSLAUNCH_* defaults", "[unit]") {
