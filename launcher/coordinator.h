@@ -9,8 +9,12 @@
 // it until its workers start), sends Assign to every agent, and ends when all
 // workers exit 0, or on the first failure (worker exit != 0, agent lost,
 // signal to dslaunch): then every agent is told to Stop and the coordinator
-// waits until each confirms (or is lost) before it finishes. Elastic restart
-// (a later issue) re-enters kReserving with generation + 1 from kStopping.
+// waits until each confirms (or is lost). Then it finishes, or, after a
+// failure (a worker's, a hang, a lost agent) with elastic.max_restarts left
+// and at least elastic.min_nodes agents alive, restarts: generation + 1 on
+// the surviving nodes (PlanOnNodes: ranks renumbered, WORLD_SIZE shrinks),
+// the store cleared, back to kReserving. Workers resume from their newest
+// checkpoint. Lost nodes do not come back (no rejoin, no standbys yet).
 // Not thread-safe: call only from the io thread (or before run()).
 #pragma once
 
@@ -46,6 +50,8 @@ struct CoordinatorOptions {
   double stop_grace = 1.0;            // SIGTERM -> SIGKILL on the nodes
   double hang_timeout = 0.0;          // 0 = off
   int master_port = 0;                // 0 = node 0's agent picks a free port
+  // What the user must see (restarts); default: a diagnostic log line.
+  std::function<void(const std::string&)> notice;
 };
 
 enum class CoordState { kWaitingForAgents, kReserving, kRunning, kStopping, kDone };
@@ -73,6 +79,9 @@ class Coordinator {
   void OnDone(std::function<void()> cb) { on_done_ = std::move(cb); }
   CoordState state() const { return state_; }
   bool NodeRegistered(int node_index) const;
+  // The current generation's world size, and restarts so far.
+  int world_size() const { return gen_plan_.world_size; }
+  int restarts() const { return restarts_; }
   // Number of agent connections still open.
   int OpenAgentConnections() const;
 
@@ -95,14 +104,21 @@ class Coordinator {
   void StartGeneration();
   void SendAssigns();
   void OnWorkerExited(int node, const msg::WorkerExited& m);
-  void StopGeneration(const std::string& why);
+  // Records a failure that is not a worker's exit and stops the generation.
+  void Fail(const std::string& host, const std::string& what, int exit_code, bool restartable);
+  void StopGeneration(const std::string& why, bool restartable);
   void MaybeFinishStopping();
+  bool MayRestart();
+  void Restart();
+  void Notice(const std::string& text);
   void Finish();
   void Tick();
   void SendTo(int node, wire::MsgType type, const Bytes& payload);
 
   asio::io_context& io_;
-  const LaunchPlan& plan_;
+  const LaunchPlan& plan_;       // the job's plan: agents_ are indexed by its nodes
+  LaunchPlan gen_plan_;          // the current generation's plan (survivors only)
+  std::vector<int> gen_agents_;  // gen_plan_ node i runs on agents_[gen_agents_[i]]
   CoordinatorOptions opt_;
   JobRecord& record_;
   asio::ip::tcp::acceptor acceptor_;
@@ -111,6 +127,8 @@ class Coordinator {
   StoreService store_service_;
   CoordState state_ = CoordState::kWaitingForAgents;
   int generation_ = 0;
+  int restarts_ = 0;
+  bool restart_after_stop_ = false;  // the generation is stopping because of a failure
   int master_port_ = 0;
   std::vector<std::unique_ptr<Agent>> agents_;  // by node index
   std::chrono::steady_clock::time_point start_time_;

@@ -6,6 +6,7 @@
 #include "common/log.h"
 #include "launcher/assign_builder.h"
 #include "launcher/coordinator.h"
+#include "launcher/job_summary.h"
 
 namespace ds {
 
@@ -28,10 +29,11 @@ Status Coordinator::HandleAgentMessage(int node, const Frame& f) {
       return Status::OK();
     case wire::MsgType::kReserved: {
       DS_ASSIGN_OR_RETURN(msg::Reserved m, msg::Reserved::Decode(f.payload));
-      if (node != 0 || state_ != CoordState::kReserving || static_cast<int>(m.generation) != generation_)
+      if (node != gen_agents_[0] || state_ != CoordState::kReserving ||
+          static_cast<int>(m.generation) != generation_)
         return Status::OK();  // stale
       if (!m.error.empty()) {
-        Abort(plan_.nodes[0].host.name, "MASTER_PORT reservation failed: " + m.error, 1);
+        Abort(gen_plan_.nodes[0].host.name, "MASTER_PORT reservation failed: " + m.error, 1);
         return Status::OK();
       }
       master_port_ = static_cast<int>(m.port);
@@ -42,8 +44,8 @@ Status Coordinator::HandleAgentMessage(int node, const Frame& f) {
       DS_ASSIGN_OR_RETURN(msg::WorkerStarted m, msg::WorkerStarted::Decode(f.payload));
       if (static_cast<int>(m.generation) != generation_) return Status::OK();
       record_.OnStarted(m.rank, m.pid);
-      if (record_.num_started() == plan_.world_size) {
-        DS_LOG(Info, Coord) << "all " << plan_.world_size << " workers running after "
+      if (record_.num_started() == gen_plan_.world_size) {
+        DS_LOG(Info, Coord) << "all " << gen_plan_.world_size << " workers running after "
                             << std::chrono::duration<double, std::milli>(Clock::now() - start_time_).count()
                             << " ms";
       }
@@ -74,18 +76,20 @@ Status Coordinator::HandleAgentMessage(int node, const Frame& f) {
 void Coordinator::StartGeneration() {
   state_ = CoordState::kReserving;
   DS_LOG(Info, Coord) << "generation " << generation_ << ": reserving MASTER_PORT on "
-                      << plan_.nodes[0].host.name;
-  SendTo(0, wire::MsgType::kReserve,
+                      << gen_plan_.nodes[0].host.name;
+  SendTo(gen_agents_[0], wire::MsgType::kReserve,
          msg::Reserve{static_cast<uint32_t>(generation_), static_cast<uint32_t>(opt_.master_port)}.Encode());
 }
 
 void Coordinator::SendAssigns() {
   state_ = CoordState::kRunning;
-  std::string master_addr = !plan_.job.network.master_addr.empty() ? plan_.job.network.master_addr
-                                                                   : agents_[0]->facts.addr;
+  std::string master_addr = !plan_.job.network.master_addr.empty()
+                                ? plan_.job.network.master_addr
+                                : agents_[gen_agents_[0]]->facts.addr;
   AssignContext ctx;
   ctx.job_id = opt_.job_id;
   ctx.generation = generation_;
+  ctx.restart_count = restarts_;
   ctx.master_addr = master_addr;
   ctx.master_port = master_port_;
   ctx.store_addr = address();
@@ -93,13 +97,14 @@ void Coordinator::SendAssigns() {
   ctx.argv = opt_.argv;
   ctx.stop_grace = opt_.stop_grace;
   ctx.hang_timeout = opt_.hang_timeout;
-  for (size_t i = 0; i < agents_.size(); ++i) {
-    msg::Assign a = BuildAssign(plan_, static_cast<int>(i), agents_[i]->facts, ctx);
-    for (const auto& w : a.workers) record_.OnAssigned(w.rank, static_cast<int>(i), plan_.nodes[i].host.name);
-    agents_[i]->stopped = a.workers.empty();
-    SendTo(static_cast<int>(i), wire::MsgType::kAssign, a.Encode());
+  for (size_t i = 0; i < gen_agents_.size(); ++i) {
+    const int agent = gen_agents_[i];
+    msg::Assign a = BuildAssign(gen_plan_, static_cast<int>(i), agents_[agent]->facts, ctx);
+    for (const auto& w : a.workers) record_.OnAssigned(w.rank, agent, gen_plan_.nodes[i].host.name);
+    agents_[agent]->stopped = a.workers.empty();
+    SendTo(agent, wire::MsgType::kAssign, a.Encode());
   }
-  DS_LOG(Info, Coord) << "generation " << generation_ << ": assigned " << plan_.world_size
+  DS_LOG(Info, Coord) << "generation " << generation_ << ": assigned " << gen_plan_.world_size
                       << " workers, MASTER_ADDR=" << master_addr << " MASTER_PORT=" << master_port_;
 }
 
@@ -108,17 +113,18 @@ void Coordinator::OnWorkerExited(int node, const msg::WorkerExited& m) {
   bool failed = record_.OnExited(m.rank, m.pid, m.exit_code, m.signal, m.hung != 0);
   if (state_ != CoordState::kRunning) return;
   if (failed) {
-    StopGeneration(fmt::format("rank {} failed", m.rank));
+    StopGeneration(fmt::format("rank {} failed", m.rank), /*restartable=*/true);
   } else if (record_.AllExitedOk()) {
     DS_LOG(Info, Coord) << "every worker exited 0";
     Finish();
   }
 }
 
-void Coordinator::StopGeneration(const std::string& why) {
+void Coordinator::StopGeneration(const std::string& why, bool restartable) {
   if (state_ == CoordState::kStopping || state_ == CoordState::kDone) return;
   DS_LOG(Info, Coord) << "generation " << generation_ << ": stopping (" << why << ")";
   state_ = CoordState::kStopping;
+  restart_after_stop_ = restartable;
   stop_started_ = Clock::now();
   for (size_t i = 0; i < agents_.size(); ++i) {
     Agent& a = *agents_[i];
@@ -133,7 +139,56 @@ void Coordinator::MaybeFinishStopping() {
   for (const auto& a : agents_)
     if (!a->stopped && a->conn && !a->conn->closed()) return;
   record_.all_stopped_time = Clock::now();
+  if (restart_after_stop_ && MayRestart()) return Restart();
   Finish();
+}
+
+bool Coordinator::MayRestart() {
+  const ElasticOptions& el = plan_.job.elastic;
+  int alive = 0;
+  for (const auto& a : agents_) alive += a->registered && !a->lost && a->conn && !a->conn->closed();
+  if (el.max_restarts == 0) return false;
+  if (restarts_ >= el.max_restarts) {
+    Notice(fmt::format("not restarting: all {} restarts used (elastic.max_restarts)", el.max_restarts));
+    return false;
+  }
+  if (alive < el.min_nodes) {
+    Notice(fmt::format("not restarting: {} node{} left, elastic.min_nodes is {}", alive,
+                       alive == 1 ? "" : "s", el.min_nodes));
+    return false;
+  }
+  return true;
+}
+
+// Generation + 1 on the agents still alive, in plan order.
+void Coordinator::Restart() {
+  std::vector<bool> alive(agents_.size());
+  for (size_t i = 0; i < agents_.size(); ++i)
+    alive[i] = agents_[i]->registered && !agents_[i]->lost && agents_[i]->conn && !agents_[i]->conn->closed();
+  auto next = PlanOnNodes(plan_, alive);
+  if (!next.ok()) {  // MayRestart checked the count; a plan error here is a bug
+    Notice("not restarting: " + next.status().message());
+    return Finish();
+  }
+  gen_plan_ = std::move(next).value();
+  gen_agents_.clear();
+  for (size_t i = 0; i < agents_.size(); ++i)
+    if (alive[i]) gen_agents_.push_back(static_cast<int>(i));
+  ++generation_;
+  ++restarts_;
+  const std::string cause = record_.first_failure() ? DescribeFailure(*record_.first_failure()) : "?";
+  record_.NewGeneration();
+  store_.Clear();  // the last generation's rendezvous keys must not leak into this one
+  master_port_ = opt_.master_port;
+  Notice(fmt::format("restart {}/{}: generation {} on {} node{}, world size {}, after {}", restarts_,
+                     plan_.job.elastic.max_restarts, generation_, gen_agents_.size(),
+                     gen_agents_.size() == 1 ? "" : "s", gen_plan_.world_size, cause));
+  StartGeneration();
+}
+
+void Coordinator::Notice(const std::string& text) {
+  if (opt_.notice) return opt_.notice(text);
+  DS_LOG(Warn, Coord) << text;
 }
 
 void Coordinator::Finish() {
@@ -159,10 +214,15 @@ void Coordinator::OnAgentClosed(int node, const std::string& reason) {
     DS_LOG(Info, Coord) << "node " << node << " closed while stopping: " << reason;
     return MaybeFinishStopping();
   }
-  Abort(plan_.nodes[node].host.name, "agent lost: " + reason, 1);
+  Fail(plan_.nodes[node].host.name, "agent lost: " + reason, 1, /*restartable=*/true);
 }
 
 void Coordinator::Abort(const std::string& host, const std::string& what, int exit_code) {
+  Fail(host, what, exit_code, /*restartable=*/false);
+}
+
+void Coordinator::Fail(const std::string& host, const std::string& what, int exit_code,
+                       bool restartable) {
   DS_LOG(Warn, Coord) << host << ": " << what;
   Failure f;
   f.time = std::chrono::system_clock::now();
@@ -171,7 +231,7 @@ void Coordinator::Abort(const std::string& host, const std::string& what, int ex
   f.exit_code = exit_code;
   record_.RecordFailure(std::move(f));
   if (state_ == CoordState::kWaitingForAgents) return Finish();
-  StopGeneration(what);
+  StopGeneration(what, restartable);
 }
 
 void Coordinator::RequestStop(int signal_number) {
@@ -189,7 +249,7 @@ void Coordinator::RequestStop(int signal_number) {
   f.what = fmt::format("interrupted by signal {}", signal_number);
   record_.RecordFailure(std::move(f));
   if (state_ == CoordState::kWaitingForAgents) return Finish();
-  StopGeneration("interrupted");
+  StopGeneration("interrupted", /*restartable=*/false);
 }
 
 void Coordinator::Tick() {
@@ -217,9 +277,17 @@ void Coordinator::Tick() {
   }
   if (state_ == CoordState::kStopping &&
       now - stop_started_ > Ms(opt_.stop_grace + opt_.heartbeat_timeout + 2.0)) {
-    DS_LOG(Warn, Coord) << "agents did not confirm the stop in time; finishing";
-    Finish();
-    return;
+    // An agent that cannot confirm its workers are dead is lost: it takes no
+    // part in a restart, and the job does not wait for it any longer.
+    for (size_t i = 0; i < agents_.size(); ++i) {
+      Agent& a = *agents_[i];
+      if (a.stopped || a.lost || !a.conn || a.conn->closed()) continue;
+      DS_LOG(Warn, Coord) << plan_.nodes[i].host.name << ": did not confirm the stop in time";
+      a.lost = true;
+      a.conn->Close("did not confirm the stop in time");
+    }
+    MaybeFinishStopping();
+    if (state_ == CoordState::kDone) return;
   }
   tick_timer_.expires_after(kTick);
   tick_timer_.async_wait([this](boost::system::error_code ec) {

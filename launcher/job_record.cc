@@ -60,6 +60,13 @@ void JobRecord::RecordFailure(Failure f) {
   first_failure_time = std::chrono::steady_clock::now();
 }
 
+void JobRecord::NewGeneration() {
+  if (first_failure_) restart_causes_.push_back(std::move(*first_failure_));
+  first_failure_.reset();
+  workers_.clear();
+  num_started_ = 0;
+}
+
 bool JobRecord::AllExitedOk() const {
   if (workers_.empty()) return false;
   for (const auto& [rank, w] : workers_)

@@ -1,7 +1,9 @@
-// JobRecord: what the launcher knows about every worker of the job (host,
-// pid, exit), the last 20 output lines per rank, and the FIRST failure across
-// the whole job, which decides dslaunch's exit code (worker's code, or
-// 128+signal) and the summary. Output lines are forwarded to the LogMux.
+// JobRecord: what the launcher knows about every worker of the current
+// generation (host, pid, exit), the last 20 output lines per rank, and the
+// generation's FIRST failure, which decides dslaunch's exit code (worker's
+// code, or 128+signal) and the summary. An elastic restart moves that
+// failure to restart_causes() and starts over with a new set of workers.
+// Output lines are forwarded to the LogMux.
 // Not thread-safe: the coordinator's io thread only.
 #pragma once
 
@@ -10,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "launcher/log_mux.h"
 
@@ -55,7 +58,12 @@ class JobRecord {
   // Records a failure that is not a worker's exit; ignored if one is recorded.
   void RecordFailure(Failure f);
 
+  // An elastic restart: forgets the workers and keeps the failure that
+  // caused it as a restart cause (the next generation starts clean).
+  void NewGeneration();
+
   const std::optional<Failure>& first_failure() const { return first_failure_; }
+  const std::vector<Failure>& restart_causes() const { return restart_causes_; }
   const std::map<int, WorkerRecord>& workers() const { return workers_; }
   int num_started() const { return num_started_; }
   bool AllExitedOk() const;
@@ -71,6 +79,7 @@ class JobRecord {
   LogMux* mux_;
   std::map<int, WorkerRecord> workers_;
   std::optional<Failure> first_failure_;
+  std::vector<Failure> restart_causes_;
   int num_started_ = 0;
 };
 

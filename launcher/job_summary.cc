@@ -44,19 +44,41 @@ std::string FormatTime(std::chrono::system_clock::time_point t) {
 
 }  // namespace
 
+std::string DescribeFailure(const Failure& f) {
+  if (f.rank < 0) return fmt::format("host {}: {}", f.host, f.what);
+  std::string how = f.signal != 0 ? fmt::format("killed by signal {} ({})", f.signal, SignalName(f.signal))
+                                  : fmt::format("exited with code {}", f.exit_code);
+  if (f.hung) how += " after its step heartbeat stalled (hang_timeout)";
+  return fmt::format("host {}, rank {}, pid {}: {}", f.host, f.rank, f.pid, how);
+}
+
+namespace {
+
+// One line per elastic restart, with the failure that caused it.
+std::string Restarts(const JobRecord& record) {
+  std::string out;
+  int n = 0;
+  for (const Failure& f : record.restart_causes())
+    out += fmt::format("  restart {} after a failure at {}: {}\n", ++n, FormatTime(f.time), DescribeFailure(f));
+  return out;
+}
+
+}  // namespace
+
 std::string FormatSummary(const JobRecord& record, int world_size, bool color) {
   const char* red = color ? "\033[1;31m" : "";
   const char* reset = color ? "\033[0m" : "";
+  const size_t restarts = record.restart_causes().size();
   if (!record.first_failure()) {
-    return fmt::format("dslaunch: all {} workers exited 0\n", world_size);
+    if (restarts == 0) return fmt::format("dslaunch: all {} workers exited 0\n", world_size);
+    return fmt::format("dslaunch: all {} workers exited 0, after {} restart{}\n", world_size,
+                       restarts, restarts == 1 ? "" : "s") +
+           Restarts(record);
   }
   const Failure& f = *record.first_failure();
   std::string out = fmt::format("{}dslaunch: job failed{}; first failure at {}\n", red, reset, FormatTime(f.time));
   if (f.rank >= 0) {
-    std::string how = f.signal != 0 ? fmt::format("killed by signal {} ({})", f.signal, SignalName(f.signal))
-                                    : fmt::format("exited with code {}", f.exit_code);
-    if (f.hung) how += " after its step heartbeat stalled (hang_timeout)";
-    out += fmt::format("  host {}, rank {}, pid {}: {}\n", f.host, f.rank, f.pid, how);
+    out += "  " + DescribeFailure(f) + "\n";
     if (f.last_lines.empty()) {
       out += fmt::format("  rank {} printed nothing\n", f.rank);
     } else {
@@ -66,8 +88,10 @@ std::string FormatSummary(const JobRecord& record, int world_size, bool color) {
   } else if (f.signal != 0) {
     out += fmt::format("  dslaunch received {}; every worker was stopped\n", SignalName(f.signal));
   } else {
-    out += fmt::format("  host {}: {}\n", f.host, f.what);
+    out += "  " + DescribeFailure(f) + "\n";
   }
+  if (restarts > 0)
+    out += fmt::format("  that was generation {}; before it:\n", restarts) + Restarts(record);
   out += fmt::format("dslaunch: exit code {}\n", f.ProcessExitCode());
   return out;
 }

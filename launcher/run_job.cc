@@ -116,10 +116,6 @@ int RunJob(const LaunchPlan& plan_in, const CliOptions& cli) {
   auto dotenv = LoadDotEnvFiles(plan.job.working_dir);
   if (!dotenv.ok())
     return Fail(dotenv.status().message(), kExitUsage);
-  // Say so rather than silently ignore a restart budget this version cannot spend.
-  if (plan.job.elastic.max_restarts > 0)
-    std::cerr << "dslaunch: warning: elastic.max_restarts is " << plan.job.elastic.max_restarts
-              << " but restarting is not implemented yet: the job stops at its first failure\n";
   // .dslaunch_env first: the job file's env: wins over it.
   plan.job.env.insert(plan.job.env.begin(), dotenv->begin(), dotenv->end());
 
@@ -155,6 +151,7 @@ int RunJob(const LaunchPlan& plan_in, const CliOptions& cli) {
   co.stop_grace = EnvSeconds("DSLAUNCH_STOP_GRACE");
   co.register_timeout = ssh_opts->connect_timeout + 20.0;
   co.master_port = plan.job.network.master_port;
+  co.notice = [](const std::string& text) { std::cerr << "dslaunch: " << text << "\n"; };
   if (launcher == "local") {
     co.listen_addr = "127.0.0.1";
   } else {
@@ -229,7 +226,7 @@ int RunJob(const LaunchPlan& plan_in, const CliOptions& cli) {
   mux.Flush();
 
   bool color = ::isatty(STDERR_FILENO) && EnvString("DSLAUNCH_COLOR") != "never";
-  std::cerr << FormatSummary(record, plan.world_size, color);
+  std::cerr << FormatSummary(record, L.coord->world_size(), color);
   return record.ExitCode();
 }
 

@@ -42,5 +42,42 @@ TEST_CASE("summary: success and non-worker failures", "[summary]") {
   CHECK(SignalName(63) == "SIG63");
 }
 
+TEST_CASE("summary: elastic restarts keep their causes; the last generation decides", "[summary]") {
+  JobRecord rec;
+  rec.OnAssigned(0, 0, "w0");
+  rec.OnAssigned(1, 1, "w1");
+  CHECK(rec.OnExited(1, 4242, 3, 0, false));
+  rec.NewGeneration();  // restart 1: a clean slate, the failure kept as its cause
+  CHECK(!rec.first_failure());
+  CHECK(rec.workers().empty());
+  CHECK(rec.ExitCode() == 0);
+  REQUIRE(rec.restart_causes().size() == 1);
+  CHECK(DescribeFailure(rec.restart_causes()[0]) == "host w1, rank 1, pid 4242: exited with code 3");
+
+  rec.OnAssigned(0, 0, "w0");
+  CHECK(!rec.OnExited(0, 51, 0, 0, false));
+  CHECK(rec.AllExitedOk());
+  std::string s = FormatSummary(rec, 1, false);
+  CHECK(s.rfind("dslaunch: all 1 workers exited 0, after 1 restart\n  restart 1 after a failure at ", 0) == 0);
+  CHECK(s.find(" UTC: host w1, rank 1, pid 4242: exited with code 3\n") != std::string::npos);
+
+  // A second restart whose generation then fails: its failure decides.
+  Failure lost;
+  lost.host = "w0";
+  lost.what = "agent lost: connection closed by peer";
+  lost.exit_code = 1;
+  rec.RecordFailure(lost);
+  rec.NewGeneration();
+  rec.OnAssigned(0, 0, "w0");
+  CHECK(rec.OnExited(0, 52, 0, 15, false));
+  CHECK(rec.ExitCode() == 143);
+  s = FormatSummary(rec, 1, false);
+  CHECK(s.find("  host w0, rank 0, pid 52: killed by signal 15 (SIGTERM)\n") != std::string::npos);
+  CHECK(s.find("  that was generation 2; before it:\n  restart 1 after a failure at ") != std::string::npos);
+  CHECK(s.find("  restart 2 after a failure at ") != std::string::npos);
+  CHECK(s.find(" UTC: host w0: agent lost: connection closed by peer\n") != std::string::npos);
+  CHECK(s.find("dslaunch: exit code 143\n") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace ds

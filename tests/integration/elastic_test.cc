@@ -1,0 +1,217 @@
+// Elastic restart with real processes on 127.0.0.1..2 (coordinator.h): a
+// failed worker or a lost node starts generation + 1 on the nodes left, with
+// renumbered ranks and a fresh MASTER_PORT, until elastic.max_restarts is used
+// up or fewer than elastic.min_nodes remain. Checked from the outside.
+#include <catch2/catch.hpp>
+#include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "common/strings.h"
+#include "proc_harness.h"
+
+namespace ds::testing {
+namespace {
+
+using std::chrono::seconds;
+
+std::vector<std::pair<std::string, std::string>> EnvFor(const TempDir& dir) {
+  return {{"DSLAUNCH_COLOR", "never"}, {"HOME", dir.path()}, {"DSLAUNCH_STOP_GRACE", "500ms"}};
+}
+
+// Lines "GEN <generation> <restart count> <rank> <world size> <master port>".
+std::set<std::string> GenLines(const std::string& out, std::set<std::string>* ports = nullptr) {
+  std::set<std::string> lines;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto at = line.find(" GEN ");
+    if (at == std::string::npos) continue;
+    auto f = Split(line.substr(at + 1), ' ');
+    if (f.size() != 6) continue;
+    lines.insert(f[1] + " " + f[2] + " " + f[3] + " " + f[4]);
+    if (ports) ports->insert(f[1] + ":" + f[5]);
+  }
+  return lines;
+}
+
+// Every worker reports; rank 1 then waits until rank 0 of its generation has
+// reported too, so that a failure of rank 1 cannot stop rank 0 unreported.
+const char* kReport =
+    "echo GEN $DSLAUNCH_GENERATION $DSLAUNCH_RESTART_COUNT $RANK $WORLD_SIZE $MASTER_PORT\n"
+    "[ $RANK = 0 ] && touch reported.$DSLAUNCH_GENERATION\n"
+    "[ $RANK = 1 ] && while [ ! -e reported.$DSLAUNCH_GENERATION ]; do sleep 0.02; done\n";
+
+TEST_CASE("elastic: a failed worker restarts the job on every node, which then succeeds",
+          "[integration]") {
+  TempDir dir;
+  std::string hostfile = HostfileFor(dir, 2, 1);
+  WriteFile(dir / "worker.sh", std::string(kReport) +
+                                   "[ $DSLAUNCH_RESTART_COUNT = 0 ] || exit 0\n"
+                                   "[ $RANK = 1 ] && exit 3\n"
+                                   "exec sleep 30\n");
+  WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\nelastic: {max_restarts: 2}\n");
+  Child c;
+  int code = Run({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), &c, seconds(60),
+                 EnvFor(dir));
+  std::string err = ReadFile(c.err_path);
+  std::set<std::string> ports;
+  auto gens = GenLines(ReadFile(c.out_path), &ports);
+  INFO(err << ReadFile(c.out_path));
+  CHECK(code == 0);
+  CHECK(gens == std::set<std::string>{"0 0 0 2", "0 0 1 2", "1 1 0 2", "1 1 1 2"});
+  CHECK(ports.size() == 2);  // one MASTER_PORT per generation, the same for all its ranks
+  CHECK(err.find("dslaunch: restart 1/2: generation 1 on 2 nodes, world size 2, after host "
+                 "127.0.0.2, rank 1, pid ") != std::string::npos);
+  CHECK(err.find("dslaunch: all 2 workers exited 0, after 1 restart\n") != std::string::npos);
+  CHECK(err.find(": host 127.0.0.2, rank 1, pid ") != std::string::npos);
+  CHECK(err.find("exited with code 3") != std::string::npos);
+}
+
+TEST_CASE("elastic: a lost node -> the job restarts on the survivor with a smaller world",
+          "[integration]") {
+  TempDir dir;
+  std::string hostfile = HostfileFor(dir, 2, 1);
+  std::string pids = dir / "pids";
+  // Generation 0: rank 1 kills its own agent (the node is lost), rank 0 waits.
+  WriteFile(dir / "worker.sh", std::string(kReport) +
+                                   "echo $PPID $$ >> " + pids + "\n"
+                                   "[ $DSLAUNCH_RESTART_COUNT = 0 ] || exit 0\n"
+                                   "[ $RANK = 1 ] && { kill -9 $PPID; exit 0; }\n"
+                                   "exec sleep 30\n");
+  WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\nelastic: {max_restarts: 1, min_nodes: 1}\n");
+  Child c;
+  int code = Run({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), &c, seconds(60),
+                 EnvFor(dir));
+  std::string err = ReadFile(c.err_path);
+  auto gens = GenLines(ReadFile(c.out_path));
+  INFO(err << ReadFile(c.out_path));
+  CHECK(code == 0);
+  CHECK(gens == std::set<std::string>{"0 0 0 2", "0 0 1 2", "1 1 0 1"});
+  CHECK(err.find("generation 1 on 1 node, world size 1") != std::string::npos);
+  CHECK(err.find("host 127.0.0.2: agent lost: connection closed by peer") != std::string::npos);
+  auto ids = WaitForPids(pids, 6, seconds(5));  // 3 workers: agent pid, own pid
+  CHECK(ids.size() == 6);
+  CHECK(AllGone(ids, seconds(10)));
+}
+
+TEST_CASE("elastic: with the restarts used up, the last failure decides and every restart is named",
+          "[integration]") {
+  TempDir dir;
+  std::string hostfile = HostfileFor(dir, 2, 1);
+  WriteFile(dir / "worker.sh", std::string(kReport) + "[ $RANK = 1 ] && exit 5\nexec sleep 30\n");
+  WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\nelastic: {max_restarts: 1}\n");
+  Child c;
+  int code = Run({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), &c, seconds(60),
+                 EnvFor(dir));
+  std::string err = ReadFile(c.err_path);
+  INFO(err << ReadFile(c.out_path));
+  CHECK(code == 5);
+  CHECK(GenLines(ReadFile(c.out_path)).size() == 4);  // two generations of two ranks
+  CHECK(err.find("dslaunch: not restarting: all 1 restarts used (elastic.max_restarts)") !=
+        std::string::npos);
+  CHECK(err.find("  restart 1 after a failure at ") != std::string::npos);
+  CHECK(err.find("dslaunch: exit code 5") != std::string::npos);
+}
+
+TEST_CASE("elastic: fewer nodes left than min_nodes -> no restart, the job fails", "[integration]") {
+  TempDir dir;
+  std::string hostfile = HostfileFor(dir, 2, 1);
+  WriteFile(dir / "worker.sh", std::string(kReport) +
+                                   "[ $RANK = 1 ] && { kill -9 $PPID; exit 0; }\n"
+                                   "exec sleep 30\n");
+  WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\nelastic: {max_restarts: 3, min_nodes: 2}\n");
+  Child c;
+  int code = Run({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), &c, seconds(60),
+                 EnvFor(dir));
+  std::string err = ReadFile(c.err_path);
+  INFO(err);
+  CHECK(code == 1);
+  CHECK(err.find("dslaunch: not restarting: 1 node left, elastic.min_nodes is 2") != std::string::npos);
+  CHECK(err.find("agent lost") != std::string::npos);
+}
+
+// Direct children of `parent` whose command line contains `needle`.
+std::vector<pid_t> ChildrenOf(pid_t parent, const std::string& needle = "") {
+  std::vector<pid_t> out;
+  DIR* d = opendir("/proc");
+  if (!d) return out;
+  while (dirent* e = readdir(d)) {
+    pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (pid <= 0) continue;
+    std::ifstream stat("/proc/" + std::string(e->d_name) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    // pid (comm) state ppid ...: comm may hold spaces, so read after the last ')'.
+    std::istringstream rest(line.substr(line.rfind(')') + 2));
+    std::string state;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid != parent) continue;
+    std::ifstream cmd("/proc/" + std::string(e->d_name) + "/cmdline");
+    std::string argv((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+    if (argv.find(needle) != std::string::npos) out.push_back(pid);
+  }
+  closedir(d);
+  return out;
+}
+
+// The scenario end to end: dstrain on 2 nodes checkpoints; node 1 is
+// lost (its agent and its worker SIGKILLed); the job restarts on node 0 alone,
+// which resumes from the newest complete checkpoint (resharded from 2 ranks
+// to 1) and trains to the end.
+TEST_CASE("elastic: dstrain survives a lost node and resumes from its checkpoint on the survivor",
+          "[integration]") {
+  TempDir dir;
+  std::string hostfile = HostfileFor(dir, 2, 1);
+  WriteFile(dir / "job.yaml",
+            "checkpoint_dir: ckpt\n"
+            "elastic: {max_restarts: 1, min_nodes: 1}\n"
+            "env: {OMP_NUM_THREADS: '1', OPENBLAS_NUM_THREADS: '1'}\n"
+            "trainer:\n"
+            "  model: {layers: [32, 64, 4], activation: relu}\n"
+            "  data: {dataset: synthetic, samples: 4096, features: 32, classes: 4}\n"
+            "  epochs: 1000\n"
+            "  max_steps: 20000\n"
+            "  seed: 3\n"
+            "  eval: {every_epoch: false}\n"
+            "  checkpoint: {every_steps: 200, keep: 2}\n"
+            "  config:\n"
+            "    train_micro_batch_size_per_gpu: 16\n"
+            "    optimizer: {type: Adam, params: {lr: 0.001}}\n"
+            "    zero_optimization: {stage: 1}\n"
+            "    steps_per_print: 100000\n");
+  Child c = Spawn({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), EnvFor(dir));
+  // Wait for the first complete checkpoint, then lose node 1.
+  bool saved = false;
+  for (int i = 0; i < 3000 && !saved; ++i) {
+    saved = std::filesystem::exists(dir / "ckpt/step_00000200/manifest.json");
+    if (!saved) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE(saved);
+  std::vector<pid_t> agents = ChildrenOf(c.pid, std::string("--node-index") + '\0' + "1" + '\0');
+  REQUIRE(agents.size() == 1);
+  std::vector<pid_t> lost = ChildrenOf(agents[0]);
+  REQUIRE(lost.size() == 1);  // rank 1's dstrain
+  lost.push_back(agents[0]);
+  for (pid_t p : lost) ::kill(p, SIGKILL);
+  int code = WaitExit(c.pid, seconds(120));
+  std::string out = ReadFile(c.out_path), err = ReadFile(c.err_path);
+  INFO(err << out);
+  CHECK(code == 0);
+  CHECK(err.find("generation 1 on 1 node, world size 1") != std::string::npos);
+  CHECK(out.find("127.0.0.1:0 resumed from ") != std::string::npos);
+  CHECK(out.find("saved by 2 ranks at ZeRO stage 1") != std::string::npos);
+  CHECK(out.find("127.0.0.1:0 test accuracy: ") != std::string::npos);
+  CHECK(std::filesystem::exists(dir / "ckpt/step_00020000/manifest.json"));
+  CHECK(AllGone(lost, seconds(10)));
+}
+
+}  // namespace
+}  // namespace ds::testing
