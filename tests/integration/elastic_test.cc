@@ -80,8 +80,7 @@ TEST_CASE("elastic: a lost node -> the job restarts on the survivor with a small
   std::string hostfile = HostfileFor(dir, 2, 1);
   std::string pids = dir / "pids";
   // Generation 0: rank 1 kills its own agent (the node is lost), rank 0 waits.
-  WriteFile(dir / "worker.sh", std::string(kReport) +
-                                   "echo $PPID $$ >> " + pids + "\n"
+  WriteFile(dir / "worker.sh", "echo $PPID $$ >> " + pids + "\n" + kReport +
                                    "[ $DSLAUNCH_RESTART_COUNT = 0 ] || exit 0\n"
                                    "[ $RANK = 1 ] && { kill -9 $PPID; exit 0; }\n"
                                    "exec sleep 30\n");

@@ -1,0 +1,107 @@
+#!/bin/bash
+# Elastic restart over SSH: dstrain on 3 namespaces (1 rank each) checkpoints
+# into a shared directory; then node 2 is lost and the job must restart on the
+# 2 survivors, resume from the newest checkpoint (3 ranks -> 2) and finish.
+# Run inside tests/cluster/with-cluster (which tears down).
+#   elastic_restart_test.sh DSLAUNCH
+# Two ways to lose the node:
+#   kill:      every process in its namespace is SIGKILLed (sshd included): the
+#              agent's connection closes at once;
+#   partition: its link goes down: nothing closes, the coordinator hears no
+#              heartbeat for heartbeat_timeout, and the cut-off agent, missing
+#              the coordinator, kills its own worker.
+# Prints how long each took from the loss to the restart notice and to the
+# first step of the resumed run (not asserted: the machine is shared).
+set -uo pipefail
+DSLAUNCH=$(readlink -f "$1")
+C=${DSLAUNCH_TEST_CLUSTER:?run me inside tests/cluster/with-cluster}
+work=$(mktemp -d /tmp/dsl-elrestart.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+mapfile -t ADDR < <(awk '{print $3}' "$C/nodes")
+mapfile -t NS < <(awk '{print $2}' "$C/nodes")
+name=$(basename "$C")
+cd "$work"
+printf '%s slots=1\n' "${ADDR[@]}" >hostfile
+
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
+# Waits (up to $2 s) for a line matching $1 in the job's output; prints the time taken.
+wait_for() {
+  local start=$3
+  for _ in $(seq $(($2 * 50))); do
+    grep -q -- "$1" "$work/out" 2>/dev/null && { since "$start"; return 0; }
+    sleep 0.02
+  done
+  echo "never"
+  return 1
+}
+
+run_case() {  # $1 = kill | partition
+  local how=$1 ckpt="$work/ckpt-$1"
+  cat >"$work/job.yaml" <<YAML
+checkpoint_dir: $ckpt
+elastic: {max_restarts: 1, min_nodes: 2, heartbeat_interval: 500ms, heartbeat_timeout: 2s}
+ssh: {strict_host_key_checking: yes}
+env: {OMP_NUM_THREADS: '1', OPENBLAS_NUM_THREADS: '1'}
+trainer:
+  model: {layers: [64, 256, 4], activation: relu}
+  data: {dataset: synthetic, samples: 6144, features: 64, classes: 4}
+  epochs: 1000
+  max_steps: 6000
+  seed: 5
+  eval: {every_epoch: false}
+  checkpoint: {every_steps: 300, keep: 2}
+  config:
+    train_micro_batch_size_per_gpu: 32
+    optimizer: {type: Adam, params: {lr: 0.001}}
+    zero_optimization: {stage: 2}
+    steps_per_print: 500
+YAML
+  echo "== lose node 2 by $how"
+  DSLAUNCH_STOP_GRACE=500ms "$DSLAUNCH" --hostfile hostfile --launcher ssh "$work/job.yaml" \
+    >"$work/out" 2>&1 &
+  local pid=$!
+  for _ in $(seq 1500); do [ -e "$ckpt/step_00000300/manifest.json" ] && break; sleep 0.02; done
+  [ -e "$ckpt/step_00000300/manifest.json" ] || { fail "$how: no checkpoint within 30 s"; cat "$work/out"; kill "$pid"; wait "$pid"; return; }
+  local t0
+  t0=$(now)
+  if [ "$how" = kill ]; then
+    ip netns pids "${NS[2]}" | xargs -r kill -9
+    rm -f "$C/pids/sshd-2.pid"  # gone: teardown must not signal a reused pid
+  else
+    ip link set "dsl${name}v2a" down
+  fi
+  local notice resumed
+  notice=$(wait_for "restart 1/1: generation 1 on 2 nodes, world size 2" 30 "$t0")
+  resumed=$(wait_for "resumed from" 30 "$t0")
+  wait "$pid"
+  local rc=$?
+  cat "$work/out"
+  echo "$how: loss -> restart notice ${notice} s, -> resumed ${resumed} s (heartbeat_timeout 2s)"
+  [ $rc -eq 0 ] || fail "$how: dslaunch exited $rc"
+  grep -q "restart 1/1: generation 1 on 2 nodes, world size 2, after host ${ADDR[2]}: agent lost" "$work/out" ||
+    fail "$how: no restart notice naming ${ADDR[2]}"
+  grep -q "saved by 3 ranks at ZeRO stage 2" "$work/out" || fail "$how: did not resume a 3-rank checkpoint"
+  grep -q "all 2 workers exited 0, after 1 restart" "$work/out" || fail "$how: no success summary"
+  [ -e "$ckpt/step_00006000/manifest.json" ] || fail "$how: the last checkpoint is missing"
+  # The lost node's agent and worker are gone (cut off, the agent kills its
+  # worker and quits once it misses the coordinator for heartbeat_timeout).
+  local left=""
+  for _ in $(seq 250); do
+    left=$(ip netns pids "${NS[2]}" | xargs -r ps -o pid=,comm= -p | grep -E "dsagent|dstrain")
+    [ -z "$left" ] && break
+    sleep 0.04
+  done
+  [ -z "$left" ] || fail "$how: left in ${NS[2]} after 10 s: $left"
+  if [ "$how" = partition ]; then
+    grep -q "no heartbeat for 2s" "$work/out" || fail "partition: not detected by the heartbeat timeout"
+    ip link set "dsl${name}v2a" up
+  fi
+}
+
+run_case partition
+run_case kill
+[ $fails -eq 0 ] && echo "elastic restart: all checks passed"
+exit $((fails > 0))
