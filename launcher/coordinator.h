@@ -108,6 +108,7 @@ class Coordinator {
   void Fail(const std::string& host, const std::string& what, int exit_code, bool restartable);
   void StopGeneration(const std::string& why, bool restartable);
   void MaybeFinishStopping();
+  std::vector<bool> AliveAgents() const;  // by node: registered, not lost, connected
   bool MayRestart();
   void Restart();
   void Notice(const std::string& text);

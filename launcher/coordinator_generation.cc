@@ -1,5 +1,7 @@
 // Coordinator, second half: the generation state machine, agent messages,
 // heartbeats and the end of the job (coordinator.h).
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "common/hmac_auth.h"
@@ -143,11 +145,17 @@ void Coordinator::MaybeFinishStopping() {
   Finish();
 }
 
+std::vector<bool> Coordinator::AliveAgents() const {
+  std::vector<bool> alive;
+  for (const auto& a : agents_) alive.push_back(a->registered && !a->lost && a->conn && !a->conn->closed());
+  return alive;
+}
+
 bool Coordinator::MayRestart() {
   const ElasticOptions& el = plan_.job.elastic;
-  int alive = 0;
-  for (const auto& a : agents_) alive += a->registered && !a->lost && a->conn && !a->conn->closed();
   if (el.max_restarts == 0) return false;
+  const std::vector<bool> agents = AliveAgents();
+  const int alive = static_cast<int>(std::count(agents.begin(), agents.end(), true));
   if (restarts_ >= el.max_restarts) {
     Notice(fmt::format("not restarting: all {} restarts used (elastic.max_restarts)", el.max_restarts));
     return false;
@@ -162,11 +170,9 @@ bool Coordinator::MayRestart() {
 
 // Generation + 1 on the agents still alive, in plan order.
 void Coordinator::Restart() {
-  std::vector<bool> alive(agents_.size());
-  for (size_t i = 0; i < agents_.size(); ++i)
-    alive[i] = agents_[i]->registered && !agents_[i]->lost && agents_[i]->conn && !agents_[i]->conn->closed();
+  const std::vector<bool> alive = AliveAgents();
   auto next = PlanOnNodes(plan_, alive);
-  if (!next.ok()) {  // MayRestart checked the count; a plan error here is a bug
+  if (!next.ok()) {  // cannot happen: MayRestart checked min_nodes
     Notice("not restarting: " + next.status().message());
     return Finish();
   }
