@@ -33,12 +33,10 @@ struct Coordinator::Pending {
 
 Coordinator::Coordinator(asio::io_context& io, const LaunchPlan& plan, CoordinatorOptions options,
                          JobRecord& record)
-    : io_(io), plan_(plan), gen_plan_(plan), opt_(std::move(options)), record_(record), acceptor_(io),
-      tick_timer_(io), store_service_(io, store_) {
-  for (size_t i = 0; i < plan_.nodes.size(); ++i) {
-    agents_.push_back(std::make_unique<Agent>());
-    gen_agents_.push_back(static_cast<int>(i));
-  }
+    : io_(io), plan_(plan), candidates_(Candidates(plan)), gen_plan_(plan), opt_(std::move(options)),
+      record_(record), acceptor_(io), tick_timer_(io), store_service_(io, store_) {
+  for (size_t i = 0; i < candidates_.size(); ++i) agents_.push_back(std::make_unique<Agent>());
+  for (size_t i = 0; i < plan_.nodes.size(); ++i) gen_agents_.push_back(static_cast<int>(i));
   master_port_ = opt_.master_port;
 }
 

@@ -12,9 +12,12 @@
 // waits until each confirms (or is lost). Then it finishes, or, after a
 // failure (a worker's, a hang, a lost agent) with elastic.max_restarts left
 // and at least elastic.min_nodes agents alive, restarts: generation + 1 on
-// the surviving nodes (PlanOnNodes: ranks renumbered, WORLD_SIZE shrinks),
-// the store cleared, back to kReserving. Workers resume from their newest
-// checkpoint. Lost nodes do not come back (no rejoin, no standbys yet).
+// the surviving nodes, standbys stepping in for lost ones (PlanOnNodes: ranks
+// renumbered, WORLD_SIZE shrinks when no standby is left), the store cleared,
+// back to kReserving. Workers resume from their newest checkpoint. Standbys
+// (hosts beyond elastic.max_nodes) have agents from the start that idle
+// until then; losing an idle standby only removes it. Lost nodes do not come
+// back (no rejoin).
 // Not thread-safe: call only from the io thread (or before run()).
 #pragma once
 
@@ -117,8 +120,9 @@ class Coordinator {
   void SendTo(int node, wire::MsgType type, const Bytes& payload);
 
   asio::io_context& io_;
-  const LaunchPlan& plan_;       // the job's plan: agents_ are indexed by its nodes
-  LaunchPlan gen_plan_;          // the current generation's plan (survivors only)
+  const LaunchPlan& plan_;       // the job's plan
+  std::vector<NodePlan> candidates_;  // its nodes, then its standbys: agents_ by index
+  LaunchPlan gen_plan_;          // the current generation's plan (survivors, standbys stepped in)
   std::vector<int> gen_agents_;  // gen_plan_ node i runs on agents_[gen_agents_[i]]
   CoordinatorOptions opt_;
   JobRecord& record_;

@@ -177,8 +177,8 @@ void Coordinator::Restart() {
     return Finish();
   }
   gen_plan_ = std::move(next).value();
-  gen_agents_.clear();
-  for (size_t i = 0; i < agents_.size(); ++i)
+  gen_agents_.clear();  // the first nodes.size() alive candidates are the nodes
+  for (size_t i = 0; i < agents_.size() && gen_agents_.size() < gen_plan_.nodes.size(); ++i)
     if (alive[i]) gen_agents_.push_back(static_cast<int>(i));
   ++generation_;
   ++restarts_;
@@ -220,7 +220,11 @@ void Coordinator::OnAgentClosed(int node, const std::string& reason) {
     DS_LOG(Info, Coord) << "node " << node << " closed while stopping: " << reason;
     return MaybeFinishStopping();
   }
-  Fail(plan_.nodes[node].host.name, "agent lost: " + reason, 1, /*restartable=*/true);
+  if (std::find(gen_agents_.begin(), gen_agents_.end(), node) == gen_agents_.end()) {
+    Notice(fmt::format("standby {} lost ({}); it will not be used", candidates_[node].host.name, reason));
+    return;
+  }
+  Fail(candidates_[node].host.name, "agent lost: " + reason, 1, /*restartable=*/true);
 }
 
 void Coordinator::Abort(const std::string& host, const std::string& what, int exit_code) {
@@ -264,7 +268,7 @@ void Coordinator::Tick() {
   if (state_ == CoordState::kWaitingForAgents && now - start_time_ > Ms(opt_.register_timeout)) {
     std::string missing;
     for (size_t i = 0; i < agents_.size(); ++i)
-      if (!agents_[i]->registered) missing += (missing.empty() ? "" : ", ") + plan_.nodes[i].host.name;
+      if (!agents_[i]->registered) missing += (missing.empty() ? "" : ", ") + candidates_[i].host.name;
     Abort(missing, fmt::format("agent did not register within {}s", opt_.register_timeout), 1);
     return;
   }
@@ -288,7 +292,7 @@ void Coordinator::Tick() {
     for (size_t i = 0; i < agents_.size(); ++i) {
       Agent& a = *agents_[i];
       if (a.stopped || a.lost || !a.conn || a.conn->closed()) continue;
-      DS_LOG(Warn, Coord) << plan_.nodes[i].host.name << ": did not confirm the stop in time";
+      DS_LOG(Warn, Coord) << candidates_[i].host.name << ": did not confirm the stop in time";
       a.lost = true;
       a.conn->Close("did not confirm the stop in time");
     }

@@ -153,18 +153,23 @@ EnvList WorkerEnv(const LaunchPlan& plan, int node_index, int local_rank, const 
   return env.Take();
 }
 
+std::vector<NodePlan> Candidates(const LaunchPlan& plan) {
+  std::vector<NodePlan> all = plan.nodes;
+  all.insert(all.end(), plan.standbys.begin(), plan.standbys.end());
+  return all;
+}
+
 Result<LaunchPlan> PlanOnNodes(const LaunchPlan& plan, const std::vector<bool>& keep) {
-  DS_CHECK(keep.size() == plan.nodes.size());
+  const std::vector<NodePlan> candidates = Candidates(plan);
+  DS_CHECK(keep.size() == candidates.size());
   std::vector<SelectedHost> hosts;
-  for (size_t i = 0; i < plan.nodes.size(); ++i)
-    if (keep[i]) hosts.push_back(SelectedHost{plan.nodes[i].host, plan.nodes[i].slots});
+  for (size_t i = 0; i < candidates.size(); ++i)
+    if (keep[i]) hosts.push_back(SelectedHost{candidates[i].host, candidates[i].slots});
   const int min_nodes = plan.job.elastic.min_nodes;
   if (static_cast<int>(hosts.size()) < min_nodes)
     return Status::Unavailable(fmt::format("{} of {} hosts reachable, elastic.min_nodes is {}", hosts.size(),
-                                           plan.nodes.size(), min_nodes));
-  // max_nodes already held the rest back as standbys, so none is added here.
+                                           candidates.size(), min_nodes));
   DS_ASSIGN_OR_RETURN(LaunchPlan out, MakePlan(hosts, plan.job, plan.use_gpus));
-  out.standbys = plan.standbys;
   out.hostfile_path = plan.hostfile_path;
   return out;
 }

@@ -52,10 +52,15 @@ struct GenerationInfo {
 // slots, or fewer hosts than elastic.min_nodes are selected.
 Result<LaunchPlan> MakePlan(const std::vector<SelectedHost>& hosts, const JobSpec& job, bool use_gpus);
 
-// `plan` on the nodes with keep[i] == true (the reachable ones at an elastic
-// start, the survivors at a restart): node ranks dense in plan order, global
-// ranks and WORLD_SIZE over their slots; standbys kept as they are. Error
-// (naming the counts) when fewer than elastic.min_nodes remain. Pure.
+// Every host that may run workers: the nodes, then the standbys.
+std::vector<NodePlan> Candidates(const LaunchPlan& plan);
+
+// `plan` again on the candidates with keep[i] == true (the reachable ones at
+// an elastic start, the survivors at a restart), in candidate order: the
+// first elastic.max_nodes of them are the nodes (so standbys step in for lost
+// nodes), the rest stay standbys; node ranks dense, global ranks and
+// WORLD_SIZE over their slots. Error (naming the counts) when fewer than
+// elastic.min_nodes remain. Pure.
 Result<LaunchPlan> PlanOnNodes(const LaunchPlan& plan, const std::vector<bool>& keep);
 
 // The environment dslaunch adds for one worker, in a stable order. Values

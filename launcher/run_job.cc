@@ -38,11 +38,12 @@ std::string LocalBindAddress(const std::string& host) {
 
 std::string FormatSeconds(double s) { return fmt::format("{}ms", static_cast<int64_t>(s * 1000)); }
 
-// With an elastic min_nodes below the node count: probes every node, prints
-// one line per unreachable host and narrows `plan` to the reachable ones.
-// Error when fewer than min_nodes answer (the failed hosts are printed first).
+// With an elastic min_nodes below the node count: probes every node and
+// standby, prints one line per unreachable host and narrows `plan` to the
+// reachable ones (a standby steps in for an unreachable node). Error when
+// fewer than min_nodes answer (the failed hosts are printed first).
 Status NarrowToReachable(LaunchPlan& plan, const SshOptions& ssh) {
-  std::vector<Status> probes = ProbeNodes(plan, ssh);
+  std::vector<Status> probes = ProbeNodes(Candidates(plan), ssh);
   std::vector<bool> reachable;
   for (const Status& st : probes) reachable.push_back(st.ok());
   if (std::find(reachable.begin(), reachable.end(), false) == reachable.end()) return Status::OK();
@@ -60,6 +61,7 @@ Status NarrowToReachable(LaunchPlan& plan, const SshOptions& ssh) {
 
 struct Launch {
   const LaunchPlan& plan;
+  const std::vector<NodePlan> candidates = Candidates(plan);  // agents_ by index
   const CliOptions& cli;
   asio::io_context io;
   std::unique_ptr<Coordinator> coord;
@@ -72,7 +74,7 @@ struct Launch {
   void WatchAgents() {
     for (size_t i = 0; i < agents.size(); ++i) {
       if (!agents[i] || coord->NodeRegistered(static_cast<int>(i)) || agents[i]->Running()) continue;
-      coord->Abort(plan.nodes[i].host.name,
+      coord->Abort(candidates[i].host.name,
                    fmt::format("dsagent exited with status {} before registering", agents[i]->ExitStatus()),
                    kExitFailure);
     }
@@ -186,8 +188,9 @@ int RunJob(const LaunchPlan& plan_in, const CliOptions& cli) {
                                                                  ? EnvString("DSLAUNCH_AGENT_PATH")
                                                                  : cli.agent_path);
   std::vector<AgentSpec> specs;
-  for (size_t i = 0; i < plan.nodes.size(); ++i) {
-    const NodePlan& n = plan.nodes[i];
+  // One agent per node and per standby (it idles until a restart needs it).
+  for (size_t i = 0; i < L.candidates.size(); ++i) {
+    const NodePlan& n = L.candidates[i];
     AgentSpec s;
     s.host = n.host.name;
     s.node_index = static_cast<int>(i);
@@ -212,7 +215,7 @@ int RunJob(const LaunchPlan& plan_in, const CliOptions& cli) {
       L.agents.push_back(std::move(started[i]).value());
     } else {
       L.agents.push_back(nullptr);
-      L.coord->Abort(plan.nodes[i].host.name, started[i].status().message(), kExitFailure);
+      L.coord->Abort(L.candidates[i].host.name, started[i].status().message(), kExitFailure);
     }
   }
   L.coord->OnDone([&] {

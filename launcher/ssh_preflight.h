@@ -20,11 +20,10 @@ namespace ds {
 // only then may the job start on fewer hosts than planned.
 bool ElasticStartAllowed(const LaunchPlan& plan);
 
-// Connects to every node of `plan` (host key check and authentication, as
-// the spawner will), at most options.fanout at once. One Status per node, in
-// plan order; errors start with the host and keep ssh's reason
-// ("n2: connection refused").
-std::vector<Status> ProbeNodes(const LaunchPlan& plan, const SshOptions& options);
+// Connects to every node (host key check and authentication, as the spawner
+// will), at most options.fanout at once. One Status per node, in order;
+// errors start with the host and keep ssh's reason ("n2: connection refused").
+std::vector<Status> ProbeNodes(const std::vector<NodePlan>& nodes, const SshOptions& options);
 
 
 }  // namespace ds

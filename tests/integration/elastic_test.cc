@@ -41,6 +41,31 @@ std::set<std::string> GenLines(const std::string& out, std::set<std::string>* po
   return lines;
 }
 
+// Direct children of `parent` whose command line contains `needle`.
+std::vector<pid_t> ChildrenOf(pid_t parent, const std::string& needle = "") {
+  std::vector<pid_t> out;
+  DIR* d = opendir("/proc");
+  if (!d) return out;
+  while (dirent* e = readdir(d)) {
+    pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (pid <= 0) continue;
+    std::ifstream stat("/proc/" + std::string(e->d_name) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    // pid (comm) state ppid ...: comm may hold spaces, so read after the last ')'.
+    std::istringstream rest(line.substr(line.rfind(')') + 2));
+    std::string state;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid != parent) continue;
+    std::ifstream cmd("/proc/" + std::string(e->d_name) + "/cmdline");
+    std::string argv((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+    if (argv.find(needle) != std::string::npos) out.push_back(pid);
+  }
+  closedir(d);
+  return out;
+}
+
 // Every worker reports; rank 1 then waits until rank 0 of its generation has
 // reported too, so that a failure of rank 1 cannot stop rank 0 unreported.
 const char* kReport =
@@ -100,6 +125,57 @@ TEST_CASE("elastic: a lost node -> the job restarts on the survivor with a small
   CHECK(AllGone(ids, seconds(10)));
 }
 
+TEST_CASE("elastic: a standby steps in for a lost node and keeps the world size", "[integration]") {
+  TempDir dir;
+  std::string hostfile = HostfileFor(dir, 3, 1);  // max_nodes 2: 127.0.0.3 is the standby
+  WriteFile(dir / "worker.sh", std::string(kReport) +
+                                   "echo HOST $DSLAUNCH_GENERATION $RANK $DSLAUNCH_HOST\n"
+                                   "[ $DSLAUNCH_RESTART_COUNT = 0 ] || exit 0\n"
+                                   "[ $RANK = 1 ] && { kill -9 $PPID; exit 0; }\n"
+                                   "exec sleep 30\n");
+  WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\nelastic: {max_restarts: 1, max_nodes: 2}\n");
+  Child c;
+  int code = Run({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), &c, seconds(60),
+                 EnvFor(dir));
+  std::string out = ReadFile(c.out_path), err = ReadFile(c.err_path);
+  INFO(err << out);
+  CHECK(code == 0);
+  CHECK(GenLines(out) == std::set<std::string>{"0 0 0 2", "0 0 1 2", "1 1 0 2", "1 1 1 2"});
+  CHECK(out.find("HOST 1 1 127.0.0.3") != std::string::npos);  // the standby is rank 1 now
+  CHECK(out.find("127.0.0.3:0") == std::string::npos);         // and ran nothing before
+  CHECK(err.find("restart 1/1: generation 1 on 2 nodes, world size 2, after host 127.0.0.2: agent lost") !=
+        std::string::npos);
+}
+
+TEST_CASE("elastic: losing an idle standby does not disturb the job", "[integration]") {
+  TempDir dir;
+  std::string hostfile = HostfileFor(dir, 3, 1);
+  // Rank 0 waits until the test has killed the standby's agent.
+  WriteFile(dir / "worker.sh", std::string(kReport) +
+                                   "[ $RANK = 0 ] && while [ ! -e standby-killed ]; do sleep 0.02; done\n"
+                                   "exit 0\n");
+  WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\nelastic: {max_restarts: 1, max_nodes: 2}\n");
+  Child c = Spawn({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), EnvFor(dir));
+  std::vector<pid_t> standby;
+  for (int i = 0; i < 500 && standby.empty(); ++i) {
+    if (std::filesystem::exists(dir / "reported.0"))
+      standby = ChildrenOf(c.pid, std::string("--node-index") + '\0' + "2" + '\0');
+    if (standby.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(standby.size() == 1);
+  ::kill(standby[0], SIGKILL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  WriteFile(dir / "standby-killed", "");
+  int code = WaitExit(c.pid, seconds(60));
+  std::string err = ReadFile(c.err_path);
+  INFO(err << ReadFile(c.out_path));
+  CHECK(code == 0);
+  CHECK(err.find("dslaunch: standby 127.0.0.3 lost (connection closed by peer); it will not be used") !=
+        std::string::npos);
+  CHECK(err.find("all 2 workers exited 0\n") != std::string::npos);
+  CHECK(err.find("restart") == std::string::npos);
+}
+
 TEST_CASE("elastic: with the restarts used up, the last failure decides and every restart is named",
           "[integration]") {
   TempDir dir;
@@ -134,31 +210,6 @@ TEST_CASE("elastic: fewer nodes left than min_nodes -> no restart, the job fails
   CHECK(code == 1);
   CHECK(err.find("dslaunch: not restarting: 1 node left, elastic.min_nodes is 2") != std::string::npos);
   CHECK(err.find("agent lost") != std::string::npos);
-}
-
-// Direct children of `parent` whose command line contains `needle`.
-std::vector<pid_t> ChildrenOf(pid_t parent, const std::string& needle = "") {
-  std::vector<pid_t> out;
-  DIR* d = opendir("/proc");
-  if (!d) return out;
-  while (dirent* e = readdir(d)) {
-    pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
-    if (pid <= 0) continue;
-    std::ifstream stat("/proc/" + std::string(e->d_name) + "/stat");
-    std::string line;
-    if (!std::getline(stat, line)) continue;
-    // pid (comm) state ppid ...: comm may hold spaces, so read after the last ')'.
-    std::istringstream rest(line.substr(line.rfind(')') + 2));
-    std::string state;
-    pid_t ppid = 0;
-    rest >> state >> ppid;
-    if (ppid != parent) continue;
-    std::ifstream cmd("/proc/" + std::string(e->d_name) + "/cmdline");
-    std::string argv((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
-    if (argv.find(needle) != std::string::npos) out.push_back(pid);
-  }
-  closedir(d);
-  return out;
 }
 
 // The issue's scenario end to end: dstrain on 2 nodes checkpoints; node 1 is

@@ -281,15 +281,28 @@ TEST_CASE("PlanOnNodes: fewer than min_nodes is an error naming the counts", "[u
   CHECK_FALSE(PlanOnNodes(ElasticPlan(kThree, 1, true), {false, false, false}).ok());
 }
 
-TEST_CASE("PlanOnNodes: standbys stay standbys", "[unit]") {
-  LaunchPlan p = ElasticPlan("a slots=1\nb slots=1\nc slots=1\nd slots=1\n", 1, true, 3);
-  REQUIRE(p.standbys.size() == 1);
-  auto r = PlanOnNodes(p, {true, false, true});
+TEST_CASE("PlanOnNodes: a standby steps in for a lost node; with none lost it stays one", "[unit]") {
+  LaunchPlan p = ElasticPlan("a slots=1\nb slots=1\nc slots=2\nd slots=1\ne slots=1\n", 1, true, 3);
+  REQUIRE(p.standbys.size() == 2);
+  REQUIRE(Candidates(p).size() == 5);
+  CHECK(Candidates(p)[3].host.name == "d");
+  auto r = PlanOnNodes(p, {true, false, true, true, true});
   REQUIRE(r.ok());
-  CHECK(r->nodes.size() == 2);
+  REQUIRE(r->nodes.size() == 3);
+  CHECK(r->nodes[1].host.name == "c");
+  CHECK(r->nodes[2].host.name == "d");
+  CHECK(r->nodes[2].node_rank == 2);
+  CHECK(r->nodes[2].first_rank == 3);
+  CHECK(r->world_size == 4);
   REQUIRE(r->standbys.size() == 1);
-  CHECK(r->standbys[0].host.name == "d");
+  CHECK(r->standbys[0].host.name == "e");
   CHECK(r->standbys[0].node_rank == -1);
+
+  auto same = PlanOnNodes(p, {true, true, true, true, true});
+  REQUIRE(same.ok());
+  CHECK(same->nodes.size() == 3);
+  CHECK(same->standbys.size() == 2);
+  CHECK(same->world_size == p.world_size);
 }
 
 }  // namespace
