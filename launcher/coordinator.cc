@@ -74,6 +74,13 @@ std::string Coordinator::address() const {
 
 bool Coordinator::NodeRegistered(int node) const { return agents_.at(node)->registered; }
 
+std::vector<int> Coordinator::LostNodes() const {
+  std::vector<int> out;
+  for (size_t i = 0; i < agents_.size(); ++i)
+    if (agents_[i]->registered && agents_[i]->lost) out.push_back(static_cast<int>(i));
+  return out;
+}
+
 int Coordinator::OpenAgentConnections() const {
   int n = 0;
   for (const auto& a : agents_) n += a->conn && !a->conn->closed();
@@ -164,13 +171,21 @@ void Coordinator::OnHandshakeFrame(const std::shared_ptr<Pending>& p, Frame f) {
         if (r->node_index >= agents_.size())
           return reject(wire::ErrorCode::kInvalid, fmt::format("node index {} is not in the plan", r->node_index));
         Agent& a = *agents_[r->node_index];
-        if (a.registered || state_ != CoordState::kWaitingForAgents)
+        // A lost node may come back (elastic.rejoin): it idles until the next restart.
+        const bool rejoin = a.registered && a.lost && state_ != CoordState::kDone && plan_.job.elastic.rejoin;
+        if (!rejoin && (a.registered || state_ != CoordState::kWaitingForAgents))
           return reject(wire::ErrorCode::kInvalid, fmt::format("node {} is already registered", r->node_index));
         p->node = static_cast<int>(r->node_index);
         a.conn = p->conn;
         a.facts = *r;
         a.registered = true;
+        a.lost = false;
+        a.stopped = true;
         a.last_seen = a.last_ping = Clock::now();
+        if (rejoin) {
+          Notice(fmt::format("{} rejoined; it takes part from the next restart", candidates_[p->node].host.name));
+          return;
+        }
         DS_LOG(Info, Coord) << "node " << p->node << " registered after "
                             << std::chrono::duration<double, std::milli>(Clock::now() - start_time_).count()
                             << " ms (" << r->host << ", " << r->addr << " via "

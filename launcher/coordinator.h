@@ -16,8 +16,9 @@
 // renumbered, WORLD_SIZE shrinks when no standby is left), the store cleared,
 // back to kReserving. Workers resume from their newest checkpoint. Standbys
 // (hosts beyond elastic.max_nodes) have agents from the start that idle
-// until then; losing an idle standby only removes it. Lost nodes do not come
-// back (no rejoin).
+// until then; losing an idle standby only removes it. With elastic.rejoin a
+// lost node's new agent may register again: it idles like a standby and
+// takes part from the next restart (no restart is forced for it).
 // Not thread-safe: call only from the io thread (or before run()).
 #pragma once
 
@@ -82,6 +83,9 @@ class Coordinator {
   void OnDone(std::function<void()> cb) { on_done_ = std::move(cb); }
   CoordState state() const { return state_; }
   bool NodeRegistered(int node_index) const;
+  // Nodes (candidate indices) whose agent was lost: the launcher may start a
+  // new agent there, which rejoins (elastic.rejoin) and idles until a restart.
+  std::vector<int> LostNodes() const;
   // The current generation's world size, and restarts so far.
   int world_size() const { return gen_plan_.world_size; }
   int restarts() const { return restarts_; }

@@ -221,7 +221,7 @@ void Coordinator::OnAgentClosed(int node, const std::string& reason) {
     return MaybeFinishStopping();
   }
   if (std::find(gen_agents_.begin(), gen_agents_.end(), node) == gen_agents_.end()) {
-    Notice(fmt::format("standby {} lost ({}); it will not be used", candidates_[node].host.name, reason));
+    Notice(fmt::format("standby {} lost ({})", candidates_[node].host.name, reason));
     return;
   }
   Fail(candidates_[node].host.name, "agent lost: " + reason, 1, /*restartable=*/true);

@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <map>
+#include <memory>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -68,7 +71,18 @@ struct Launch {
   std::vector<std::unique_ptr<AgentHandle>> agents;  // by node; null if it failed to start
   asio::steady_timer watch{io};
   asio::steady_timer drain{io};
+  // elastic.rejoin: state of the attempts to start new agents on lost nodes.
+  Spawner* spawner = nullptr;
+  std::vector<AgentSpec> specs;  // by node, as first started
+  asio::steady_timer rejoin_timer{io};
+  std::thread rejoin_thread;
+  bool rejoin_busy = false;
+  std::map<int, std::chrono::steady_clock::time_point> next_try;  // by node
+  std::map<int, double> backoff;                                   // seconds, by node
   Launch(const LaunchPlan& p, const CliOptions& c) : plan(p), cli(c) {}
+  ~Launch() {
+    if (rejoin_thread.joinable()) rejoin_thread.join();
+  }
 
   // Fails the job when an agent process ends before registering.
   void WatchAgents() {
@@ -83,6 +97,51 @@ struct Launch {
     watch.async_wait([this](boost::system::error_code ec) {
       if (!ec) WatchAgents();
     });
+  }
+
+  // elastic.rejoin: starts a new agent on a lost node (it rejoins and idles
+  // until the next restart). The first try is 2 s after the loss, then 4 s,
+  // ... up to 30 s apart (also when a started agent never registered); one
+  // attempt at a time, on its own thread (an SSH connect may take
+  // connect_timeout).
+  void Rejoin() {
+    if (coord->state() == CoordState::kDone) return;
+    const auto now = std::chrono::steady_clock::now();
+    auto later = [&](double s) {
+      return now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+    };
+    for (int node : coord->LostNodes()) {
+      if (!next_try.count(node)) {  // just lost
+        backoff[node] = 2.0;
+        next_try[node] = later(2.0);
+      }
+      if (rejoin_busy || now < next_try[node]) continue;
+      rejoin_busy = true;
+      backoff[node] = std::min(2 * backoff[node], 30.0);
+      next_try[node] = later(backoff[node]);
+      if (rejoin_thread.joinable()) rejoin_thread.join();
+      rejoin_thread = std::thread([this, node] {
+        auto started = std::make_shared<Result<std::unique_ptr<AgentHandle>>>(
+            std::move(spawner->Start({specs[node]})[0]));
+        asio::post(io, [this, node, started] { Rejoined(node, std::move(*started)); });
+      });
+    }
+    rejoin_timer.expires_after(milliseconds(200));
+    rejoin_timer.async_wait([this](boost::system::error_code ec) {
+      if (!ec) Rejoin();
+    });
+  }
+
+  void Rejoined(int node, Result<std::unique_ptr<AgentHandle>> started) {
+    rejoin_busy = false;
+    if (!started.ok()) {
+      std::cerr << fmt::format("dslaunch: {} is still lost: {}; next try in {}s\n", candidates[node].host.name,
+                               started.status().message(), backoff[node]);
+      return;
+    }
+    if (agents[node]) agents[node]->Terminate();  // the lost agent, or one that never registered
+    agents[node] = std::move(started).value();
+    next_try.erase(node);  // registered or not, its next loss starts the clock again
   }
 
   // After the job: give agents a moment to exit on their own, then make sure.
@@ -218,13 +277,20 @@ int RunJob(const LaunchPlan& plan_in, const CliOptions& cli) {
       L.coord->Abort(L.candidates[i].host.name, started[i].status().message(), kExitFailure);
     }
   }
+  L.spawner = spawner->get();
+  L.specs = specs;
   L.coord->OnDone([&] {
     L.watch.cancel();
+    L.rejoin_timer.cancel();
     L.DrainAgents(std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                                         std::chrono::duration<double>(co.stop_grace + 3.0)));
   });
-  if (L.coord->state() != CoordState::kDone) L.WatchAgents();
-  else L.DrainAgents(std::chrono::steady_clock::now());
+  if (L.coord->state() != CoordState::kDone) {
+    L.WatchAgents();
+    if (el.rejoin && el.max_restarts > 0) L.Rejoin();
+  } else {
+    L.DrainAgents(std::chrono::steady_clock::now());
+  }
   L.io.run();
   mux.Flush();
 

@@ -170,10 +170,41 @@ TEST_CASE("elastic: losing an idle standby does not disturb the job", "[integrat
   std::string err = ReadFile(c.err_path);
   INFO(err << ReadFile(c.out_path));
   CHECK(code == 0);
-  CHECK(err.find("dslaunch: standby 127.0.0.3 lost (connection closed by peer); it will not be used") !=
-        std::string::npos);
+  CHECK(err.find("dslaunch: standby 127.0.0.3 lost (connection closed by peer)\n") != std::string::npos);
   CHECK(err.find("all 2 workers exited 0\n") != std::string::npos);
   CHECK(err.find("restart") == std::string::npos);
+}
+
+TEST_CASE("elastic: a lost node rejoins and takes part again from the next restart",
+          "[integration]") {
+  TempDir dir;
+  std::string hostfile = HostfileFor(dir, 2, 1);
+  // Generation 0: rank 1 kills its agent. Generation 1 (node 0 alone): rank 0
+  // fails once the test has seen node 1 rejoin. Generation 2: both nodes.
+  WriteFile(dir / "worker.sh", std::string(kReport) +
+                                   "case $DSLAUNCH_GENERATION-$RANK in\n"
+                                   "  0-1) kill -9 $PPID; exit 0;;\n"
+                                   "  0-0) exec sleep 30;;\n"
+                                   "  1-0) while [ ! -e rejoined ]; do sleep 0.02; done; exit 7;;\n"
+                                   "esac\n");
+  WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\nelastic: {max_restarts: 2}\n");
+  Child c = Spawn({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), EnvFor(dir));
+  bool rejoined = false;
+  for (int i = 0; i < 1500 && !rejoined; ++i) {
+    rejoined = ReadFile(c.err_path).find("dslaunch: 127.0.0.2 rejoined; it takes part from the next restart") !=
+               std::string::npos;
+    if (!rejoined) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  WriteFile(dir / "rejoined", "");
+  int code = WaitExit(c.pid, seconds(60));
+  std::string err = ReadFile(c.err_path);
+  INFO(err << ReadFile(c.out_path));
+  CHECK(rejoined);
+  CHECK(code == 0);
+  CHECK(GenLines(ReadFile(c.out_path)) ==
+        std::set<std::string>{"0 0 0 2", "0 0 1 2", "1 1 0 1", "2 2 0 2", "2 2 1 2"});
+  CHECK(err.find("restart 2/2: generation 2 on 2 nodes, world size 2, after host 127.0.0.1, rank 0") !=
+        std::string::npos);
 }
 
 TEST_CASE("elastic: with the restarts used up, the last failure decides and every restart is named",
