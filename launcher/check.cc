@@ -17,6 +17,7 @@
 #include "launcher/exit_status.h"
 #include "launcher/parallel_for.h"
 #include "launcher/selection.h"
+#include "launcher/spawner_factory.h"
 
 namespace ds {
 namespace {
@@ -271,22 +272,32 @@ int RunCheck(const CliOptions& cli) {
     chosen.hosts.push_back(s.host);
     chosen.hosts.back().slots = static_cast<int>(s.slots.size());
   }
-  auto ssh = SshOptionsFromEnv();
+  // A job file, when given, brings its ssh: and network: sections, as for a
+  // run (the command line still wins).
+  JobSpec job;
+  if (!cli.job_file.empty()) {
+    auto j = LoadJobFile(cli.job_file);
+    if (!j.ok()) {
+      std::cerr << "dslaunch: " << j.status().message() << "\n";
+      return kExitUsage;
+    }
+    job = *std::move(j);
+  }
+  if (!cli.master_addr.empty()) job.network.master_addr = cli.master_addr;
+  if (cli.master_port != 0) job.network.master_port = cli.master_port;
+  auto ssh = SshOptionsForJob(job, cli);
   if (!ssh.ok()) {
     std::cerr << "dslaunch: " << ssh.status().message() << "\n";
     return kExitUsage;
   }
   CheckOptions o;
   o.ssh = *ssh;
-  o.ssh.fanout = cli.fanout;
-  o.ssh.connect_timeout = cli.connect_timeout;
-  o.ssh.default_port = cli.ssh_port;
   o.agent_path = AgentPathFor(cli);
   o.ship_agent = cli.ship_agent;
   std::error_code ec;
   o.working_dir = std::filesystem::current_path(ec).string();
-  o.master_addr = cli.master_addr;
-  o.master_port = cli.master_port;
+  o.master_addr = job.network.master_addr;
+  o.master_port = job.network.master_port;
   std::vector<CheckRow> rows = RunChecks(chosen, o);
   std::cout << FormatCheckTable(rows);
   for (const auto& r : rows)

@@ -75,6 +75,13 @@ echo "$out"
 [ "$(grep -ci "connection refused" <<<"$out")" -eq 3 ] || fail "ssh.port 2299: expected 3 hosts refused (the job file's port was not used?)"
 grep -q "0 of 3 hosts reachable, elastic.min_nodes is 2" <<<"$out" || fail "ssh.port 2299: no count in the error"
 
+echo "== dslaunch check with the job file: its ssh.port is used too"
+out=$(timeout 60 "$DSLAUNCH" check --hostfile "$C/hostfile.ip" "$work/job.yaml" 2>&1)
+rc=$?
+echo "$out"
+[ $rc -eq 1 ] || fail "check, ssh.port 2299: expected exit 1, got $rc"
+[ "$(grep -ci "connection refused" <<<"$out")" -eq 3 ] || fail "check: the job file's ssh.port was not used"
+
 echo "== --ssh_port beats the job file's ssh.port"
 job $'elastic:\n  min_nodes: 2\nssh:\n  port: 2299'
 out=$(timeout 60 "$DSLAUNCH" --hostfile "$C/hostfile.ip" --launcher ssh --ssh_port 22 "$work/job.yaml" 2>&1)
