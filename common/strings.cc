@@ -80,6 +80,11 @@ std::string DidYouMean(std::string_view word, const std::vector<std::string>& ca
   return best_d <= limit ? best : std::string();
 }
 
+std::string DidYouMeanHint(std::string_view word, const std::vector<std::string>& candidates) {
+  const std::string near = DidYouMean(word, candidates);
+  return near.empty() ? "" : " (did you mean '" + near + "'?)";
+}
+
 std::string ShellQuote(std::string_view s) {
   bool safe = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("@%_-+=:,./").find(c) != std::string_view::npos;

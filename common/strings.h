@@ -27,6 +27,8 @@ size_t EditDistance(std::string_view a, std::string_view b);
 // The candidate closest to `word` if it is close enough to be a likely typo
 // (distance <= max(1, len/3)); empty otherwise.
 std::string DidYouMean(std::string_view word, const std::vector<std::string>& candidates);
+// " (did you mean 'slots'?)" for DidYouMean's answer, "" when it has none.
+std::string DidYouMeanHint(std::string_view word, const std::vector<std::string>& candidates);
 
 // Quotes `s` for a POSIX shell (single quotes), only when needed.
 std::string ShellQuote(std::string_view s);

@@ -161,8 +161,7 @@ Result<Hostfile> ParseHostfile(const std::string& text, const std::string& path)
         h.env[k] = v;
       } else {
         std::string msg = "unknown key '" + k + "'";
-        std::string near = DidYouMean(k, kHostKeys);
-        if (!near.empty()) msg += " (did you mean '" + near + "'?)";
+        msg += DidYouMeanHint(k, kHostKeys);
         msg += "; expected ssh_port=, user= or an environment variable in capitals";
         return error(t.col, msg);
       }

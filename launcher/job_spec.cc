@@ -54,8 +54,7 @@ class JobFileReader {
       if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
       std::string msg = "unknown key '" + key + "'";
       if (section != "job file") msg += " in '" + section + "'";
-      std::string near = DidYouMean(key, allowed);
-      if (!near.empty()) msg += " (did you mean '" + near + "'?)";
+      msg += DidYouMeanHint(key, allowed);
       msg += "; expected one of:";
       for (const auto& a : allowed) msg += " " + a;
       return At(kv.first, msg);
@@ -177,8 +176,7 @@ class JobFileReader {
         std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
         if (std::find(kHostKeyPolicies.begin(), kHostKeyPolicies.end(), lower) == kHostKeyPolicies.end()) {
           std::string msg = "'strict_host_key_checking': expected yes, accept-new or no, got '" + policy + "'";
-          std::string near = DidYouMean(lower, kHostKeyPolicies);
-          if (!near.empty()) msg += " (did you mean '" + near + "'?)";
+          msg += DidYouMeanHint(lower, kHostKeyPolicies);
           return At(v, msg);
         }
         ssh.strict_host_key_checking = lower;

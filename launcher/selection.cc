@@ -60,8 +60,7 @@ Result<Filter> ParseFilter(const std::string& spec, const Hostfile& hf, const st
       std::vector<std::string> names;
       for (const auto& h : hf.hosts) names.push_back(h.name);
       std::string msg = flag + ": unknown host '" + name + "'";
-      std::string near = DidYouMean(name, names);
-      if (!near.empty()) msg += " (did you mean '" + near + "'?)";
+      msg += DidYouMeanHint(name, names);
       return Status::InvalidArgument(msg + "; hosts in " +
                                      (hf.path.empty() ? std::string("the local hostfile") : hf.path) +
                                      ": " + HostList(hf));

@@ -76,8 +76,7 @@ Result<HostKeyPolicy> ParseHostKeyPolicy(std::string_view text) {
   if (text == "accept-new") return HostKeyPolicy::kAcceptNew;
   if (text == "no") return HostKeyPolicy::kNo;
   std::string msg = "strict_host_key_checking: expected yes, accept-new or no, got '" + std::string(text) + "'";
-  std::string guess = DidYouMean(text, {"yes", "accept-new", "no"});
-  if (!guess.empty()) msg += " (did you mean '" + guess + "'?)";
+  msg += DidYouMeanHint(text, {"yes", "accept-new", "no"});
   return Status::InvalidArgument(msg);
 }
 

@@ -34,8 +34,7 @@ Status CheckKeys(const YAML::Node& node, const std::string& path, const std::str
     if (!allowed_prefix.empty() && StartsWith(key, allowed_prefix)) known = true;
     if (known) continue;
     std::string msg = Where(origin, kv.first) + "unknown key '" + Join(path, key) + "'";
-    const std::string near = DidYouMean(key, allowed);
-    if (!near.empty()) msg += " (did you mean '" + near + "'?)";
+    msg += DidYouMeanHint(key, allowed);
     return Status::InvalidArgument(msg);
   }
   return Status::OK();

@@ -85,8 +85,7 @@ Status ParseOptimizer(const YAML::Node& node, const std::string& origin, DsConfi
   } else {
     std::string msg = fmt::format("{}unsupported optimizer.type '{}': expected Adam, AdamW or SGD",
                                   Where(origin, node["type"].IsDefined() ? node["type"] : node), type);
-    const std::string near = DidYouMean(type, kOptimizerTypes);
-    if (!near.empty()) msg += " (did you mean '" + near + "'?)";
+    msg += DidYouMeanHint(type, kOptimizerTypes);
     return Status::InvalidArgument(msg);
   }
   c->has_optimizer = true;
@@ -151,8 +150,7 @@ Status ParseScheduler(const YAML::Node& node, const std::string& origin, DsConfi
     std::string msg = fmt::format(
         "{}unsupported scheduler.type '{}': expected WarmupLR, WarmupDecayLR or WarmupCosineLR",
         Where(origin, node["type"].IsDefined() ? node["type"] : node), type);
-    const std::string near = DidYouMean(type, kSchedulerTypes);
-    if (!near.empty()) msg += " (did you mean '" + near + "'?)";
+    msg += DidYouMeanHint(type, kSchedulerTypes);
     return Status::InvalidArgument(msg);
   }
   const YAML::Node p = node["params"];

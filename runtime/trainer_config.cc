@@ -44,8 +44,7 @@ Status ParseModel(const YAML::Node& m, const std::string& origin, MlpConfig* out
   } else {
     std::string msg = fmt::format("{}'{}.activation' expects relu or gelu, got '{}'",
                                   Where(origin, m["activation"]), path, act);
-    const std::string near = DidYouMean(act, {"relu", "gelu"});
-    if (!near.empty()) msg += " (did you mean '" + near + "'?)";
+    msg += DidYouMeanHint(act, {"relu", "gelu"});
     return Status::InvalidArgument(msg);
   }
   return Status::OK();
@@ -61,8 +60,7 @@ Status ParseData(const YAML::Node& d, const std::string& origin, DataSection* ou
   if (out->dataset != "fashion-mnist" && out->dataset != "synthetic") {
     std::string msg = fmt::format("{}'{}.dataset' expects fashion-mnist or synthetic, got '{}'",
                                   Where(origin, d["dataset"]), path, out->dataset);
-    const std::string near = DidYouMean(out->dataset, {"fashion-mnist", "synthetic"});
-    if (!near.empty()) msg += " (did you mean '" + near + "'?)";
+    msg += DidYouMeanHint(out->dataset, {"fashion-mnist", "synthetic"});
     return Status::InvalidArgument(msg);
   }
   DS_RETURN_IF_ERROR(ReadString(d, "path", path, origin, &out->path));
