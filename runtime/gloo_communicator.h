@@ -32,6 +32,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -87,8 +88,8 @@ class GlooCommunicator : public Communicator {
   GlooCommunicator(std::shared_ptr<gloo::Context> context, std::shared_ptr<gloo::Context> bulk,
                    size_t bulk_chunk_bytes, int rank, int size,
                    std::chrono::milliseconds timeout);
-  template <typename Fn>
-  void Run(const char* what, Fn&& fn);
+  // Runs fn; any exception becomes CommError and breaks the communicator.
+  void Run(const char* what, const std::function<void()>& fn);
   void AllGatherBytes(const void* in, void* out, const std::vector<size_t>& counts,
                       size_t elem);
   uint32_t NextTag() { return tag_++; }
@@ -97,7 +98,9 @@ class GlooCommunicator : public Communicator {
   std::shared_ptr<gloo::Context> bulk_;  // sync-mode pairs; null for one rank
   size_t bulk_chunk_bytes_;
   std::vector<float> bulk_staging_;  // one piece of a persistent all-gather or reduce-scatter
-  std::vector<ScatterClass> scatter_classes_;  // shared by every persistent reduce-scatter
+  // Shared by every persistent reduce-scatter; shared_ptr because the type is
+  // complete only in gloo_persistent.cc.
+  std::vector<std::shared_ptr<ScatterClass>> scatter_classes_;
   int rank_;
   int size_;
   std::chrono::milliseconds timeout_;
