@@ -1,5 +1,6 @@
 // Coordinator, second half: the generation state machine, agent messages,
-// heartbeats and the end of the job (coordinator.h).
+// heartbeats and the end of the job (coordinator.h); restarts are in
+// coordinator_restart.cc.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -8,7 +9,6 @@
 #include "common/log.h"
 #include "launcher/assign_builder.h"
 #include "launcher/coordinator.h"
-#include "launcher/job_summary.h"
 
 namespace ds {
 
@@ -143,58 +143,6 @@ void Coordinator::MaybeFinishStopping() {
   record_.all_stopped_time = Clock::now();
   if (restart_after_stop_ && MayRestart()) return Restart();
   Finish();
-}
-
-std::vector<bool> Coordinator::AliveAgents() const {
-  std::vector<bool> alive;
-  for (const auto& a : agents_) alive.push_back(a->registered && !a->lost && a->conn && !a->conn->closed());
-  return alive;
-}
-
-bool Coordinator::MayRestart() {
-  const ElasticOptions& el = plan_.job.elastic;
-  if (el.max_restarts == 0) return false;
-  const std::vector<bool> agents = AliveAgents();
-  const int alive = static_cast<int>(std::count(agents.begin(), agents.end(), true));
-  if (restarts_ >= el.max_restarts) {
-    Notice(fmt::format("not restarting: all {} restarts used (elastic.max_restarts)", el.max_restarts));
-    return false;
-  }
-  if (alive < el.min_nodes) {
-    Notice(fmt::format("not restarting: {} node{} left, elastic.min_nodes is {}", alive,
-                       alive == 1 ? "" : "s", el.min_nodes));
-    return false;
-  }
-  return true;
-}
-
-// Generation + 1 on the agents still alive, in plan order.
-void Coordinator::Restart() {
-  const std::vector<bool> alive = AliveAgents();
-  auto next = PlanOnNodes(plan_, alive);
-  if (!next.ok()) {  // cannot happen: MayRestart checked min_nodes
-    Notice("not restarting: " + next.status().message());
-    return Finish();
-  }
-  gen_plan_ = std::move(next).value();
-  gen_agents_.clear();  // the first nodes.size() alive candidates are the nodes
-  for (size_t i = 0; i < agents_.size() && gen_agents_.size() < gen_plan_.nodes.size(); ++i)
-    if (alive[i]) gen_agents_.push_back(static_cast<int>(i));
-  ++generation_;
-  ++restarts_;
-  const std::string cause = record_.first_failure() ? DescribeFailure(*record_.first_failure()) : "?";
-  record_.NewGeneration();
-  store_.Clear();  // the last generation's rendezvous keys must not leak into this one
-  master_port_ = opt_.master_port;
-  Notice(fmt::format("restart {}/{}: generation {} on {} node{}, world size {}, after {}", restarts_,
-                     plan_.job.elastic.max_restarts, generation_, gen_agents_.size(),
-                     gen_agents_.size() == 1 ? "" : "s", gen_plan_.world_size, cause));
-  StartGeneration();
-}
-
-void Coordinator::Notice(const std::string& text) {
-  if (opt_.notice) return opt_.notice(text);
-  DS_LOG(Warn, Coord) << text;
 }
 
 void Coordinator::Finish() {
