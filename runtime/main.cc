@@ -25,6 +25,9 @@
 #include "common/log.h"
 #include "common/step_heartbeat.h"
 #include "runtime/gloo_communicator.h"
+#ifdef DSLAUNCH_HAVE_NCCL
+#include "runtime/nccl_communicator.h"
+#endif
 #include "runtime/gloo_store.h"
 #include "runtime/trainer.h"
 
@@ -114,12 +117,17 @@ int main(int argc, char** argv) {
   rt.heartbeat = heartbeat.get();
 
   try {
-    // Communicator: alone, or Gloo through the job's store.
+    // Communicator: alone, or Gloo (or NCCL) through the job's store.
     std::unique_ptr<Communicator> comm;
     RendezvousStore store;
     if (world == 1) {
       comm = std::make_unique<LocalCommunicator>();
     } else {
+#ifndef DSLAUNCH_HAVE_NCCL
+      if (config->backend == "nccl")
+        return Fail(kExitConfig, "trainer.backend is nccl, but this dstrain was built without CUDA "
+                                 "(cmake -DDSLAUNCH_WITH_CUDA=ON); use backend: gloo");
+#endif
       const auto timeout = std::chrono::milliseconds(
           static_cast<int64_t>(EnvSeconds("DSLAUNCH_COLLECTIVE_TIMEOUT") * 1000));
       RendezvousOptions ro;
@@ -132,12 +140,22 @@ int main(int argc, char** argv) {
       auto opened = OpenRendezvousStore(ro);
       if (!opened.ok()) return Fail(kExitUsage, opened.status().message());
       store = std::move(opened).value();
-      GlooOptions go;
-      go.iface = EnvString("GLOO_SOCKET_IFNAME");
-      go.master_addr = EnvString("MASTER_ADDR");
-      go.timeout = timeout;
       DS_LOG(Info, Comm) << "rendezvous through " << store.description;
-      comm = GlooCommunicator::Connect(*store.store, rank, world, go);
+#ifdef DSLAUNCH_HAVE_NCCL
+      if (config->backend == "nccl") {
+        NcclOptions no;
+        no.device = EnvInt("LOCAL_RANK");
+        no.timeout = timeout;
+        comm = NcclCommunicator::Connect(*store.store, rank, world, no);
+      }
+#endif
+      if (!comm) {
+        GlooOptions go;
+        go.iface = EnvString("GLOO_SOCKET_IFNAME");
+        go.master_addr = EnvString("MASTER_ADDR");
+        go.timeout = timeout;
+        comm = GlooCommunicator::Connect(*store.store, rank, world, go);
+      }
     }
     auto result = Train(*config, *comm, rt);
     if (!result.ok()) return Fail(kExitConfig, result.status().message());

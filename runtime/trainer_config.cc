@@ -103,13 +103,18 @@ Result<TrainerConfig> ParseTrainerConfig(const std::string& yaml_text,
   if (root.IsMap() && root["trainer"].IsDefined()) root = root["trainer"];
   if (!root.IsMap()) return Status::InvalidArgument(origin + ": expected a 'trainer:' map");
   DS_RETURN_IF_ERROR(CheckKeys(root, "trainer", origin,
-                               {"model", "data", "epochs", "max_steps", "seed", "config",
-                                "checkpoint", "metrics", "eval"}));
+                               {"model", "data", "epochs", "max_steps", "seed", "backend",
+                                "config", "checkpoint", "metrics", "eval"}));
   TrainerConfig t;
   DS_RETURN_IF_ERROR(ParseModel(root["model"], origin, &t.model));
   DS_RETURN_IF_ERROR(ParseData(root["data"], origin, &t.data));
   DS_RETURN_IF_ERROR(ReadInt(root, "epochs", "trainer", origin, &t.epochs));
   DS_RETURN_IF_ERROR(ReadInt(root, "max_steps", "trainer", origin, &t.max_steps));
+  DS_RETURN_IF_ERROR(ReadString(root, "backend", "trainer", origin, &t.backend));
+  if (t.backend != "gloo" && t.backend != "nccl")
+    return Status::InvalidArgument(fmt::format("{}'trainer.backend' expects gloo or nccl, got '{}'{}",
+                                               Where(origin, root["backend"]), t.backend,
+                                               DidYouMeanHint(t.backend, {"gloo", "nccl"})));
   // max_steps alone: epochs = max_steps, a bound that never binds (every epoch
   // has at least one step) and keeps steps_per_epoch * epochs finite.
   if (t.max_steps > 0 && !root["epochs"].IsDefined()) t.epochs = t.max_steps;

@@ -10,6 +10,7 @@
 //           # or {dataset: synthetic, samples: 60000, features: 784, classes: 10}
 //     epochs: 3            # or max_steps: N (both: whichever ends first)
 //     seed: 42
+//     backend: gloo        # | nccl (only in a dstrain built with CUDA)
 //     config: ds_config.json
 //     checkpoint: {dir: ckpt, every_steps: 200, keep: 2}
 //     metrics: {dir: runs/x}
@@ -55,6 +56,7 @@ struct TrainerConfig {
   int64_t epochs = 1;         // max_steps given alone: set to max_steps (never binds)
   int64_t max_steps = 0;      // 0: no limit; optimizer steps; both set: first reached ends
   uint64_t seed = 42;
+  std::string backend = "gloo";  // collectives: gloo, or nccl (a CUDA build of dstrain only)
   std::string config_path;    // ds_config path as resolved ("" when inline)
   DsConfig ds;                // parsed and resolved for the world size
   CheckpointSection checkpoint;

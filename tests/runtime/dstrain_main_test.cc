@@ -95,6 +95,19 @@ TEST_CASE("dstrain with 2 ranks and no store says which variable to set", "[dstr
   CHECK(Read(p.out_path).find("set DSLAUNCH_STORE_ADDR") != std::string::npos);
 }
 
+#ifndef DSLAUNCH_HAVE_NCCL
+TEST_CASE("dstrain built without CUDA refuses backend: nccl and says how to get it", "[dstrain]") {
+  TempDir d;
+  auto p = Start({std::string("DSLAUNCH_TRAINER_CONFIG=") + kSmall + "  backend: nccl\n", "RANK=0",
+                  "WORLD_SIZE=2", "DSLAUNCH_STORE_PATH=" + d.path + "/store"},
+                 {}, d.path + "/out");
+  CHECK(Wait(p) == 1);
+  CHECK(Read(p.out_path) ==
+        "dstrain: error: trainer.backend is nccl, but this dstrain was built without CUDA "
+        "(cmake -DDSLAUNCH_WITH_CUDA=ON); use backend: gloo\n");
+}
+#endif
+
 TEST_CASE("dstrain trains on 2 ranks through a file store", "[dstrain]") {
   TempDir d;
   std::vector<Proc> ranks;

@@ -65,6 +65,7 @@ TEST_CASE("defaults, synthetic data and max_steps alone") {
   CHECK(r->max_steps == 50);
   CHECK(r->ds.batch.micro_batch == 64);
   CHECK_FALSE(r->ds.has_optimizer);
+  CHECK(r->backend == "gloo");
 }
 
 TEST_CASE("trainer errors name the key path") {
@@ -83,6 +84,8 @@ TEST_CASE("trainer errors name the key path") {
   CHECK(Error("trainer:\n  config:\n    train_batch_size: 8\n    zero_optimization: {stag: 1}\n") ==
         "train.yaml trainer.config:4: unknown key 'zero_optimization.stag' (did you mean 'stage'?)");
   CHECK(Error("trainer:\n  epochs: x\n") == "train.yaml:2: 'trainer.epochs' expects an integer, got 'x'");
+  CHECK(Error("trainer:\n  backend: ncl\n") ==
+        "train.yaml:2: 'trainer.backend' expects gloo or nccl, got 'ncl' (did you mean 'nccl'?)");
   CHECK(Error("trainer: [1, 2]\n") == "train.yaml: expected a 'trainer:' map");
   CHECK(Error("trainer: {model: [\n") .rfind("train.yaml:", 0) == 0);
 }
