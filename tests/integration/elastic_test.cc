@@ -207,6 +207,35 @@ TEST_CASE("elastic: a lost node rejoins and takes part again from the next resta
         std::string::npos);
 }
 
+TEST_CASE("elastic: a hung worker (step heartbeat stalled past hang_timeout) restarts the job",
+          "[integration]") {
+  TempDir dir;
+  std::string hostfile = HostfileFor(dir, 1, 2);
+  // Generation 0: rank 1 beats once (the StepHeartbeat datagram: big-endian
+  // rank, step) and stalls; generation 1 succeeds.
+  WriteFile(dir / "worker.py",
+            "import os, socket, struct, sys, time\n"
+            "print('GEN', os.environ['DSLAUNCH_GENERATION'], os.environ['RANK'], flush=True)\n"
+            "if os.environ['DSLAUNCH_GENERATION'] != '0': sys.exit(0)\n"
+            "host, port = os.environ['DSLAUNCH_HEARTBEAT_ADDR'].rsplit(':', 1)\n"
+            "rank = int(os.environ['RANK'])\n"
+            "socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(struct.pack('>qq', rank, 1),\n"
+            "                                                        (host, int(port)))\n"
+            "time.sleep(60)\n");
+  WriteFile(dir / "job.yaml",
+            "command: [python3, worker.py]\nelastic: {max_restarts: 1, hang_timeout: 1s}\n");
+  Child c;
+  int code = Run({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), &c, seconds(60),
+                 EnvFor(dir));
+  std::string err = ReadFile(c.err_path);
+  INFO(err << ReadFile(c.out_path));
+  CHECK(code == 0);
+  CHECK(ReadFile(c.out_path).find("GEN 1 1") != std::string::npos);
+  CHECK(err.find("killed by signal 9 (SIGKILL) after its step heartbeat stalled (hang_timeout)") !=
+        std::string::npos);  // named as the restart's cause
+  CHECK(err.find("restart 1/1: generation 1 on 1 node, world size 2") != std::string::npos);
+}
+
 TEST_CASE("elastic: with the restarts used up, the last failure decides and every restart is named",
           "[integration]") {
   TempDir dir;
