@@ -72,14 +72,35 @@ size_t Offset(const std::vector<size_t>& counts, int rank) {
   return std::accumulate(counts.begin(), counts.begin() + rank, size_t{0});
 }
 
-// The persistent allreduce's largest piece: half of net.core.wmem_max (the
-// kernel grants SO_SNDBUF up to twice that), at most 1 MiB (larger pieces
-// measured no faster).
-size_t BulkChunkBytes(size_t requested) {
+// This host's largest piece for the persistent collectives: half of
+// net.core.wmem_max (the kernel grants SO_SNDBUF up to twice that), at most
+// 1 MiB (larger pieces measured no faster).
+size_t LocalBulkChunkBytes(size_t requested) {
   if (requested > 0) return requested;
   size_t wmem_max = 212992;  // Linux's default
   std::ifstream("/proc/sys/net/core/wmem_max") >> wmem_max;
   return std::clamp<size_t>(wmem_max / 2, 4096, 1 << 20);
+}
+
+void MinInto(void* c, const void* a, const void* b, size_t n) {
+  auto* out = static_cast<uint64_t*>(c);
+  const auto* x = static_cast<const uint64_t*>(a);
+  const auto* y = static_cast<const uint64_t*>(b);
+  for (size_t i = 0; i < n; ++i) out[i] = std::min(x[i], y[i]);
+}
+
+// The piece every rank uses: the smallest of all ranks' (hosts may differ in
+// wmem_max, and the ranks' pieces must match call for call).
+size_t BulkChunkBytes(const std::shared_ptr<gloo::Context>& context, size_t requested,
+                      std::chrono::milliseconds timeout) {
+  uint64_t bytes = LocalBulkChunkBytes(requested);
+  gloo::AllreduceOptions opts(context);
+  opts.setOutput(&bytes, 1);
+  opts.setReduceFunction(&MinInto);
+  opts.setTag(0);
+  opts.setTimeout(timeout);
+  gloo::allreduce(opts);
+  return bytes;
 }
 
 }  // namespace
@@ -124,7 +145,9 @@ std::unique_ptr<GlooCommunicator> GlooCommunicator::Connect(gloo::rendezvous::St
     context->setTimeout(options.timeout);
     context->connectFullMesh(store, device);
     std::shared_ptr<gloo::rendezvous::Context> bulk;
+    size_t bulk_chunk_bytes = 0;
     if (size > 1) {
+      bulk_chunk_bytes = BulkChunkBytes(context, options.bulk_chunk_bytes, options.timeout);
       bulk = std::make_shared<gloo::rendezvous::Context>(rank, size);
       bulk->setTimeout(options.timeout);
       gloo::rendezvous::PrefixStore bulk_store("bulk", store);
@@ -136,7 +159,7 @@ std::unique_ptr<GlooCommunicator> GlooCommunicator::Connect(gloo::rendezvous::St
                        << device->str();
     return std::unique_ptr<GlooCommunicator>(
         new GlooCommunicator(std::move(context), std::move(bulk),
-                             BulkChunkBytes(options.bulk_chunk_bytes), rank, size,
+                             bulk_chunk_bytes, rank, size,
                              options.timeout));
   } catch (const std::exception& e) {
     throw CommError(fmt::format("rank {}: gloo connect ({} ranks, {}) failed: {}", rank, size,

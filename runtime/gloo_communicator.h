@@ -16,7 +16,8 @@
 // block, so two ranks sending to each other at once could deadlock once a
 // message outgrows the socket's send buffer: the persistent collectives run
 // in pieces of at most `bulk_chunk_bytes` (default: half of
-// net.core.wmem_max, at most 1 MiB), below what Gloo gets from SO_SNDBUF.
+// net.core.wmem_max, at most 1 MiB), below what Gloo gets from SO_SNDBUF;
+// Connect takes the smallest over all ranks, so hosts may differ.
 // The persistent all-gather and reduce-scatter go through one staging
 // buffer of that size, shared by all of them (a communicator is driven by one
 // thread at a time).

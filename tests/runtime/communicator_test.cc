@@ -145,6 +145,14 @@ TEST_CASE("persistent collectives match hand-computed results, whole and in piec
   }
 }
 
+TEST_CASE("ranks whose hosts allow different piece sizes agree on the smallest", "[communicator]") {
+  // As if the hosts' net.core.wmem_max differed: each rank asks for its own size.
+  MultiProc mp;
+  mp.set_rank_options([](int rank, GlooOptions& o) { o.bulk_chunk_bytes = 4096u << rank; });
+  auto codes = mp.Run(3, PersistentBody);
+  CHECK(codes == std::vector<int>(3, 0));
+}
+
 TEST_CASE("a persistent allreduce larger than the socket buffers does not deadlock",
           "[communicator]") {
   // 64 MiB: unchunked, both ranks would block in a sync-mode send at once.

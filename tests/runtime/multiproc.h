@@ -43,8 +43,10 @@ class MultiProc {
     std::filesystem::remove_all(dir_, ec);
   }
   const std::string& dir() const { return dir_; }
-  // What the ranks connect with (the timeout is Start's argument).
+  // What the ranks connect with (the timeout is Start's argument), and an
+  // optional change per rank.
   GlooOptions& options() { return options_; }
+  void set_rank_options(std::function<void(int rank, GlooOptions&)> fn) { rank_options_ = std::move(fn); }
 
   // Starts `world` ranks running body(comm). Each run uses its own store
   // prefix so one MultiProc can run several jobs in turn.
@@ -61,6 +63,7 @@ class MultiProc {
           gloo::rendezvous::PrefixStore store(prefix, fs);
           GlooOptions opts = options_;
           opts.timeout = timeout;
+          if (rank_options_) rank_options_(r, opts);
           auto comm = GlooCommunicator::Connect(store, r, world, opts);
           code = body(*comm);
           if (code == 0) comm->Barrier();  // no rank closes while others still connect
@@ -145,6 +148,7 @@ class MultiProc {
  private:
   std::string dir_;
   GlooOptions options_;
+  std::function<void(int, GlooOptions&)> rank_options_;
   std::vector<pid_t> pids_;
   std::map<int, int> reaped_;  // rank -> exit code, collected by WaitRank
   int runs_ = 0;
