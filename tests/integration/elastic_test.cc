@@ -66,6 +66,19 @@ std::vector<pid_t> ChildrenOf(pid_t parent, const std::string& needle = "") {
   return out;
 }
 
+struct Outcome {
+  int code;
+  std::string out, err;
+};
+
+// Runs dslaunch on job.yaml in `dir` to the end.
+Outcome RunDslaunch(const TempDir& dir, const std::string& hostfile) {
+  Child c;
+  int code = Run({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), &c, seconds(60),
+                 EnvFor(dir));
+  return {code, ReadFile(c.out_path), ReadFile(c.err_path)};
+}
+
 // Every worker reports; rank 1 then waits until rank 0 of its generation has
 // reported too, so that a failure of rank 1 cannot stop rank 0 unreported.
 const char* kReport =
@@ -82,13 +95,10 @@ TEST_CASE("elastic: a failed worker restarts the job on every node, which then s
                                    "[ $RANK = 1 ] && exit 3\n"
                                    "exec sleep 30\n");
   WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\nelastic: {max_restarts: 2}\n");
-  Child c;
-  int code = Run({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), &c, seconds(60),
-                 EnvFor(dir));
-  std::string err = ReadFile(c.err_path);
+  auto [code, out, err] = RunDslaunch(dir, hostfile);
   std::set<std::string> ports;
-  auto gens = GenLines(ReadFile(c.out_path), &ports);
-  INFO(err << ReadFile(c.out_path));
+  auto gens = GenLines(out, &ports);
+  INFO(err << out);
   CHECK(code == 0);
   CHECK(gens == std::set<std::string>{"0 0 0 2", "0 0 1 2", "1 1 0 2", "1 1 1 2"});
   CHECK(ports.size() == 2);  // one MASTER_PORT per generation, the same for all its ranks
@@ -110,12 +120,9 @@ TEST_CASE("elastic: a lost node -> the job restarts on the survivor with a small
                                    "[ $RANK = 1 ] && { kill -9 $PPID; exit 0; }\n"
                                    "exec sleep 30\n");
   WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\nelastic: {max_restarts: 1, min_nodes: 1}\n");
-  Child c;
-  int code = Run({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), &c, seconds(60),
-                 EnvFor(dir));
-  std::string err = ReadFile(c.err_path);
-  auto gens = GenLines(ReadFile(c.out_path));
-  INFO(err << ReadFile(c.out_path));
+  auto [code, out, err] = RunDslaunch(dir, hostfile);
+  auto gens = GenLines(out);
+  INFO(err << out);
   CHECK(code == 0);
   CHECK(gens == std::set<std::string>{"0 0 0 2", "0 0 1 2", "1 1 0 1"});
   CHECK(err.find("generation 1 on 1 node, world size 1") != std::string::npos);
@@ -134,10 +141,7 @@ TEST_CASE("elastic: a standby steps in for a lost node and keeps the world size"
                                    "[ $RANK = 1 ] && { kill -9 $PPID; exit 0; }\n"
                                    "exec sleep 30\n");
   WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\nelastic: {max_restarts: 1, max_nodes: 2}\n");
-  Child c;
-  int code = Run({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), &c, seconds(60),
-                 EnvFor(dir));
-  std::string out = ReadFile(c.out_path), err = ReadFile(c.err_path);
+  auto [code, out, err] = RunDslaunch(dir, hostfile);
   INFO(err << out);
   CHECK(code == 0);
   CHECK(GenLines(out) == std::set<std::string>{"0 0 0 2", "0 0 1 2", "1 1 0 2", "1 1 1 2"});
@@ -224,13 +228,10 @@ TEST_CASE("elastic: a hung worker (step heartbeat stalled past hang_timeout) res
             "time.sleep(60)\n");
   WriteFile(dir / "job.yaml",
             "command: [python3, worker.py]\nelastic: {max_restarts: 1, hang_timeout: 1s}\n");
-  Child c;
-  int code = Run({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), &c, seconds(60),
-                 EnvFor(dir));
-  std::string err = ReadFile(c.err_path);
-  INFO(err << ReadFile(c.out_path));
+  auto [code, out, err] = RunDslaunch(dir, hostfile);
+  INFO(err << out);
   CHECK(code == 0);
-  CHECK(ReadFile(c.out_path).find("GEN 1 1") != std::string::npos);
+  CHECK(out.find("GEN 1 1") != std::string::npos);
   CHECK(err.find("killed by signal 9 (SIGKILL) after its step heartbeat stalled (hang_timeout)") !=
         std::string::npos);  // named as the restart's cause
   CHECK(err.find("restart 1/1: generation 1 on 1 node, world size 2") != std::string::npos);
@@ -242,13 +243,10 @@ TEST_CASE("elastic: with the restarts used up, the last failure decides and ever
   std::string hostfile = HostfileFor(dir, 2, 1);
   WriteFile(dir / "worker.sh", std::string(kReport) + "[ $RANK = 1 ] && exit 5\nexec sleep 30\n");
   WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\nelastic: {max_restarts: 1}\n");
-  Child c;
-  int code = Run({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), &c, seconds(60),
-                 EnvFor(dir));
-  std::string err = ReadFile(c.err_path);
-  INFO(err << ReadFile(c.out_path));
+  auto [code, out, err] = RunDslaunch(dir, hostfile);
+  INFO(err << out);
   CHECK(code == 5);
-  CHECK(GenLines(ReadFile(c.out_path)).size() == 4);  // two generations of two ranks
+  CHECK(GenLines(out).size() == 4);  // two generations of two ranks
   CHECK(err.find("dslaunch: not restarting: all 1 restarts used (elastic.max_restarts)") !=
         std::string::npos);
   CHECK(err.find("  restart 1 after a failure at ") != std::string::npos);
@@ -262,10 +260,7 @@ TEST_CASE("elastic: fewer nodes left than min_nodes -> no restart, the job fails
                                    "[ $RANK = 1 ] && { kill -9 $PPID; exit 0; }\n"
                                    "exec sleep 30\n");
   WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\nelastic: {max_restarts: 3, min_nodes: 2}\n");
-  Child c;
-  int code = Run({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), &c, seconds(60),
-                 EnvFor(dir));
-  std::string err = ReadFile(c.err_path);
+  auto [code, out, err] = RunDslaunch(dir, hostfile);
   INFO(err);
   CHECK(code == 1);
   CHECK(err.find("dslaunch: not restarting: 1 node left, elastic.min_nodes is 2") != std::string::npos);
