@@ -132,6 +132,26 @@ TEST_CASE("elastic: a lost node -> the job restarts on the survivor with a small
   CHECK(AllGone(ids, seconds(10)));
 }
 
+TEST_CASE("elastic: losing node 0 moves MASTER_ADDR and the MASTER_PORT reservation to the next node",
+          "[integration]") {
+  TempDir dir;
+  std::string hostfile = HostfileFor(dir, 2, 1);
+  // Generation 0: rank 0 (node 0, the master) kills its own agent.
+  WriteFile(dir / "worker.sh", std::string(kReport) +
+                                   "echo MASTER $DSLAUNCH_GENERATION $MASTER_ADDR\n"
+                                   "[ $DSLAUNCH_RESTART_COUNT = 0 ] || exit 0\n"
+                                   "[ $RANK = 0 ] && { sleep 0.2; kill -9 $PPID; exit 0; }\n"
+                                   "exec sleep 30\n");
+  WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\nelastic: {max_restarts: 1}\n");
+  auto [code, out, err] = RunDslaunch(dir, hostfile);
+  INFO(err << out);
+  CHECK(code == 0);
+  CHECK(out.find("127.0.0.2:0 GEN 1 1 0 1 ") != std::string::npos);  // node 1 is node 0 now
+  CHECK(out.find("MASTER 1 127.0.0.2") != std::string::npos);
+  CHECK(err.find("generation 1 on 1 node, world size 1, after host 127.0.0.1: agent lost") !=
+        std::string::npos);
+}
+
 TEST_CASE("elastic: a standby steps in for a lost node and keeps the world size", "[integration]") {
   TempDir dir;
   std::string hostfile = HostfileFor(dir, 3, 1);  // max_nodes 2: 127.0.0.3 is the standby
