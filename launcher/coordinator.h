@@ -138,6 +138,7 @@ class Coordinator {
   int generation_ = 0;
   int restarts_ = 0;
   bool restart_after_stop_ = false;  // the generation is stopping because of a failure
+  std::chrono::steady_clock::time_point failure_time_;  // the one the last restart followed
   int master_port_ = 0;
   std::vector<std::unique_ptr<Agent>> agents_;  // by node index
   std::chrono::steady_clock::time_point start_time_;

@@ -50,6 +50,10 @@ Status Coordinator::HandleAgentMessage(int node, const Frame& f) {
         DS_LOG(Info, Coord) << "all " << gen_plan_.world_size << " workers running after "
                             << std::chrono::duration<double, std::milli>(Clock::now() - start_time_).count()
                             << " ms";
+        if (restarts_ > 0)
+          Notice(fmt::format("generation {}: all {} workers running, {:.3f} s after the failure", generation_,
+                             gen_plan_.world_size,
+                             std::chrono::duration<double>(Clock::now() - failure_time_).count()));
       }
       return Status::OK();
     }

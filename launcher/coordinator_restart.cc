@@ -49,6 +49,7 @@ void Coordinator::Restart() {
   ++generation_;
   ++restarts_;
   const std::string cause = record_.first_failure() ? DescribeFailure(*record_.first_failure()) : "?";
+  failure_time_ = record_.first_failure_time;
   record_.NewGeneration();
   store_.Clear();  // the last generation's rendezvous keys must not leak into this one
   master_port_ = opt_.master_port;

@@ -105,6 +105,8 @@ TEST_CASE("elastic: a failed worker restarts the job on every node, which then s
   CHECK(err.find("dslaunch: restart 1/2: generation 1 on 2 nodes, world size 2, after host "
                  "127.0.0.2, rank 1, pid ") != std::string::npos);
   CHECK(err.find("dslaunch: all 2 workers exited 0, after 1 restart\n") != std::string::npos);
+  CHECK(err.find("dslaunch: generation 1: all 2 workers running, ") != std::string::npos);
+  CHECK(err.find(" s after the failure\n") != std::string::npos);
   CHECK(err.find(": host 127.0.0.2, rank 1, pid ") != std::string::npos);
   CHECK(err.find("exited with code 3") != std::string::npos);
 }
