@@ -73,13 +73,14 @@ YAML
   else
     ip link set "dsl${name}v2a" down
   fi
-  local notice resumed
+  local notice running resumed
   notice=$(wait_for "restart 1/1: generation 1 on 2 nodes, world size 2" 30 "$t0")
+  running=$(wait_for "generation 1: all 2 workers running" 30 "$t0")
   resumed=$(wait_for "resumed from" 30 "$t0")
   wait "$pid"
   local rc=$?
   cat "$work/out"
-  echo "$how: loss -> restart notice ${notice} s, -> resumed ${resumed} s (heartbeat_timeout 2s)"
+  echo "$how: loss -> restart notice ${notice} s, -> workers running ${running} s, -> resumed ${resumed} s (heartbeat_timeout 2s)"
   [ $rc -eq 0 ] || fail "$how: dslaunch exited $rc"
   grep -q "restart 1/1: generation 1 on 2 nodes, world size 2, after host ${ADDR[2]}: agent lost" "$work/out" ||
     fail "$how: no restart notice naming ${ADDR[2]}"
