@@ -79,6 +79,10 @@ Outcome RunDslaunch(const TempDir& dir, const std::string& hostfile) {
   return {code, ReadFile(c.out_path), ReadFile(c.err_path)};
 }
 
+// A worker that kills its own agent may take its last lines with it: the agent
+// relays them. Tests where generation 0's rank 1 does that ignore its line.
+const std::string kLostLine = "0 0 1 2";
+
 // Every worker reports; rank 1 then waits until rank 0 of its generation has
 // reported too, so that a failure of rank 1 cannot stop rank 0 unreported.
 const char* kReport =
@@ -126,7 +130,8 @@ TEST_CASE("elastic: a lost node -> the job restarts on the survivor with a small
   auto gens = GenLines(out);
   INFO(err << out);
   CHECK(code == 0);
-  CHECK(gens == std::set<std::string>{"0 0 0 2", "0 0 1 2", "1 1 0 1"});
+  gens.erase(kLostLine);
+  CHECK(gens == std::set<std::string>{"0 0 0 2", "1 1 0 1"});
   CHECK(err.find("generation 1 on 1 node, world size 1") != std::string::npos);
   CHECK(err.find("host 127.0.0.2: agent lost: connection closed by peer") != std::string::npos);
   auto ids = WaitForPids(pids, 6, seconds(5));  // 3 workers: agent pid, own pid
@@ -166,7 +171,9 @@ TEST_CASE("elastic: a standby steps in for a lost node and keeps the world size"
   auto [code, out, err] = RunDslaunch(dir, hostfile);
   INFO(err << out);
   CHECK(code == 0);
-  CHECK(GenLines(out) == std::set<std::string>{"0 0 0 2", "0 0 1 2", "1 1 0 2", "1 1 1 2"});
+  auto gens = GenLines(out);
+  gens.erase(kLostLine);
+  CHECK(gens == std::set<std::string>{"0 0 0 2", "1 1 0 2", "1 1 1 2"});
   CHECK(out.find("HOST 1 1 127.0.0.3") != std::string::npos);  // the standby is rank 1 now
   CHECK(out.find("127.0.0.3:0") == std::string::npos);         // and ran nothing before
   CHECK(err.find("restart 1/1: generation 1 on 2 nodes, world size 2, after host 127.0.0.2: agent lost") !=
@@ -227,8 +234,9 @@ TEST_CASE("elastic: a lost node rejoins and takes part again from the next resta
   INFO(err << ReadFile(c.out_path));
   CHECK(rejoined);
   CHECK(code == 0);
-  CHECK(GenLines(ReadFile(c.out_path)) ==
-        std::set<std::string>{"0 0 0 2", "0 0 1 2", "1 1 0 1", "2 2 0 2", "2 2 1 2"});
+  auto gens = GenLines(ReadFile(c.out_path));
+  gens.erase(kLostLine);
+  CHECK(gens == std::set<std::string>{"0 0 0 2", "1 1 0 1", "2 2 0 2", "2 2 1 2"});
   CHECK(err.find("restart 2/2: generation 2 on 2 nodes, world size 2, after host 127.0.0.1, rank 0") !=
         std::string::npos);
 }
