@@ -60,6 +60,9 @@ void DeclareOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
       ->check(CLI::Range(0, 65535))->group(launch);
   app.add_option("--log-dir,--log_dir", o.log_dir, "write one log file per rank into this directory")
       ->group(launch);
+  app.add_option("--max_restarts,--max-restarts", o.max_restarts,
+                 "restart on the nodes left up to N times (overrides elastic.max_restarts)")
+      ->check(CLI::Range(0, 1 << 20))->group(launch);
   app.add_flag("--dry-run,--dry_run", o.dry_run, "print the launch plan and start nothing")->group(launch);
   app.add_option("--ssh_port,--ssh-port", raw.ssh_port, "SSH port for hosts without ssh_port=")
       ->check(CLI::Range(1, 65535))->group(launch);

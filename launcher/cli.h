@@ -37,6 +37,7 @@ struct CliOptions {
   std::string master_addr;           // --master_addr; "" = node rank 0's routable address
   int master_port = 0;               // --master_port; 0 = reserved per generation at launch
   std::string log_dir;               // --log-dir: per-rank log files; "" = none
+  int max_restarts = -1;             // --max_restarts (torchrun's --max-restarts); -1 = job file's
   bool dry_run = false;              // --dry-run: print the plan, start nothing
   std::optional<int> ssh_port;       // --ssh_port: default for hosts without ssh_port=
   int fanout = 32;                   // --fanout: agents started in parallel at most

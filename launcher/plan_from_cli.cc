@@ -36,6 +36,7 @@ Result<JobSpec> JobFromCli(const CliOptions& cli) {
   if (!cli.master_addr.empty()) job.network.master_addr = cli.master_addr;
   if (cli.master_port != 0) job.network.master_port = cli.master_port;
   if (!cli.log_dir.empty()) job.log_dir = cli.log_dir;
+  if (cli.max_restarts >= 0) job.elastic.max_restarts = cli.max_restarts;
   return job;
 }
 

@@ -22,7 +22,7 @@ MachineFacts DetectLocalMachine();
 
 // The job the options describe: the job file, or the command after `--` as
 // is, or a script (a `.py` runs as python3 -u). Command-line values for
-// master_addr, master_port and log_dir override the job file's.
+// master_addr, master_port, log_dir and max_restarts override the job file's.
 Result<JobSpec> JobFromCli(const CliOptions& cli);
 
 // The plan for `cli`. Without --hostfile the only host is this machine with

@@ -91,6 +91,7 @@ TEST_CASE("cli: errors name the option") {
   CHECK(ErrorOf({"--launcher", "mpi", "x.yaml"}).starts_with("--launcher: "));
   CHECK(ErrorOf({"--fanout", "0", "x.yaml"}).starts_with("--fanout: "));
   CHECK(ErrorOf({"--master_port", "70000", "x.yaml"}).starts_with("--master_port: "));
+  CHECK(ErrorOf({"--max_restarts", "-1", "x.yaml"}).starts_with("--max_restarts: "));
   CHECK(ErrorOf({"--connect-timeout", "soon", "x.yaml"}) ==
         "--connect-timeout: expected a duration such as 10s or 500ms, got 'soon'");
   CHECK(ErrorOf({"--bogus", "x.yaml"}) == "unknown option '--bogus' (see dslaunch --help)");
@@ -116,11 +117,14 @@ TEST_CASE("cli: plan from the command line") {
   REQUIRE(q.ok());
   CHECK(q->world_size == 2);
   // Script form runs under python3; command-line values override.
-  auto s = PlanFromCli(Parse({"--master_port", "1234", "--log-dir", "L", "train.py"}), local);
+  auto s = PlanFromCli(Parse({"--master_port", "1234", "--log-dir", "L", "--max-restarts", "3", "train.py"}),
+                       local);
   REQUIRE(s.ok());
   CHECK(s->job.command == Argv{"python3", "-u", "train.py"});
   CHECK(s->job.network.master_port == 1234);
   CHECK(s->job.log_dir == "L");
+  CHECK(s->job.elastic.max_restarts == 3);
+  CHECK(q->job.elastic.max_restarts == 0);  // not given: the job file's (default 0)
   // A missing hostfile is an error, never a local run.
   auto m = PlanFromCli(Parse({"-H", "/nonexistent/hf", "--", "true"}), local);
   REQUIRE_FALSE(m.ok());
