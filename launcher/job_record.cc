@@ -60,11 +60,12 @@ void JobRecord::RecordFailure(Failure f) {
   first_failure_time = std::chrono::steady_clock::now();
 }
 
-void JobRecord::NewGeneration() {
+void JobRecord::NewGeneration(int generation) {
   if (first_failure_) restart_causes_.push_back(std::move(*first_failure_));
   first_failure_.reset();
   workers_.clear();
   num_started_ = 0;
+  if (mux_) mux_->Marker("--- dslaunch: restarted, generation " + std::to_string(generation) + " ---");
 }
 
 bool JobRecord::AllExitedOk() const {

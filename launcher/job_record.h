@@ -58,9 +58,10 @@ class JobRecord {
   // Records a failure that is not a worker's exit; ignored if one is recorded.
   void RecordFailure(Failure f);
 
-  // An elastic restart: forgets the workers and keeps the failure that
-  // caused it as a restart cause (the next generation starts clean).
-  void NewGeneration();
+  // An elastic restart into `generation`: forgets the workers, keeps the
+  // failure that caused it as a restart cause (the next generation starts
+  // clean) and marks the per-rank log files.
+  void NewGeneration(int generation);
 
   const std::optional<Failure>& first_failure() const { return first_failure_; }
   const std::vector<Failure>& restart_causes() const { return restart_causes_; }

@@ -61,6 +61,11 @@ void LogMux::Line(int rank, int stream, const std::string& line) {
   }
 }
 
+void LogMux::Marker(const std::string& line) {
+  for (auto& [rank, r] : ranks_)
+    if (r.file) std::fprintf(r.file, "%s\n", line.c_str());
+}
+
 void LogMux::Flush() {
   std::fflush(opt_.out);
   for (auto& [rank, r] : ranks_)

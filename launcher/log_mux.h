@@ -31,6 +31,9 @@ class LogMux {
   void AddRank(int rank, const std::string& host);
   // One line (without newline) of `rank`'s stdout (1) or stderr (2).
   void Line(int rank, int stream, const std::string& line);
+  // A line of dslaunch's own in every per-rank file opened so far (not on
+  // stdout), e.g. where a restarted generation begins.
+  void Marker(const std::string& line);
   void Flush();
   bool color() const { return color_; }
 

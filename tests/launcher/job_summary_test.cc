@@ -47,7 +47,7 @@ TEST_CASE("summary: elastic restarts keep their causes; the last generation deci
   rec.OnAssigned(0, 0, "w0");
   rec.OnAssigned(1, 1, "w1");
   CHECK(rec.OnExited(1, 4242, 3, 0, false));
-  rec.NewGeneration();  // restart 1: a clean slate, the failure kept as its cause
+  rec.NewGeneration(1);  // a clean slate, the failure kept as its cause
   CHECK(!rec.first_failure());
   CHECK(rec.workers().empty());
   CHECK(rec.ExitCode() == 0);
@@ -67,7 +67,7 @@ TEST_CASE("summary: elastic restarts keep their causes; the last generation deci
   lost.what = "agent lost: connection closed by peer";
   lost.exit_code = 1;
   rec.RecordFailure(lost);
-  rec.NewGeneration();
+  rec.NewGeneration(2);
   rec.OnAssigned(0, 0, "w0");
   CHECK(rec.OnExited(0, 52, 0, 15, false));
   CHECK(rec.ExitCode() == 143);

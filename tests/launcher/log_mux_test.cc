@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 
 namespace ds {
 namespace {
@@ -15,6 +16,32 @@ std::string Captured(FILE* f) {
   size_t n;
   while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
   return out;
+}
+
+TEST_CASE("log mux: per-rank files get the lines unprefixed, and dslaunch's markers", "[logmux]") {
+  char tmpl[] = "/tmp/logmux-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  FILE* out = std::tmpfile();
+  {
+    LogMux mux({dir + "/logs", "never", out, false});
+    REQUIRE(mux.Open().ok());
+    mux.AddRank(0, "w0");
+    mux.AddRank(1, "w1");
+    mux.Line(1, 1, "before");
+    mux.Marker("--- dslaunch: restarted, generation 1 ---");
+    mux.Line(1, 2, "after");
+  }
+  FILE* f = std::fopen((dir + "/logs/rank1.log").c_str(), "r");
+  REQUIRE(f);
+  CHECK(Captured(f) == "before\n--- dslaunch: restarted, generation 1 ---\nafter\n");
+  std::fclose(f);
+  f = std::fopen((dir + "/logs/rank0.log").c_str(), "r");
+  REQUIRE(f);
+  CHECK(Captured(f) == "--- dslaunch: restarted, generation 1 ---\n");
+  std::fclose(f);
+  CHECK(Captured(out) == "w1:1 before\nw1:1 after\n");  // markers stay off stdout
+  std::fclose(out);
+  std::system(("rm -rf " + dir).c_str());
 }
 
 TEST_CASE("log mux: plain prefix host:rank when not a TTY", "[logmux]") {
