@@ -18,7 +18,9 @@
 // (hosts beyond elastic.max_nodes) have agents from the start that idle
 // until then; losing an idle standby only removes it. With elastic.rejoin a
 // lost node's new agent may register again: it idles like a standby and
-// takes part from the next restart (no restart is forced for it).
+// takes part from the next restart (no restart is forced for it). With
+// elastic.max_host_failures, a host whose workers failed that often sits out
+// restarts for elastic.host_cooldown, unless min_nodes needs it.
 // Not thread-safe: call only from the io thread (or before run()).
 #pragma once
 
@@ -117,6 +119,7 @@ class Coordinator {
   void MaybeFinishStopping();
   std::vector<bool> AliveAgents() const;  // by node: registered, not lost, connected
   bool MayRestart();
+  void ApplyHostCooldowns(std::vector<bool>& keep);
   void Restart();
   void Notice(const std::string& text);
   void Finish();
@@ -139,6 +142,8 @@ class Coordinator {
   int restarts_ = 0;
   bool restart_after_stop_ = false;  // the generation is stopping because of a failure
   std::chrono::steady_clock::time_point failure_time_;  // the one the last restart followed
+  std::map<std::string, int> host_failures_;  // worker failures per host since its last cooldown
+  std::map<std::string, std::chrono::steady_clock::time_point> cooldown_until_;
   int master_port_ = 0;
   std::vector<std::unique_ptr<Agent>> agents_;  // by node index
   std::chrono::steady_clock::time_point start_time_;

@@ -11,6 +11,8 @@
 
 namespace ds {
 
+using Clock = std::chrono::steady_clock;
+
 std::vector<bool> Coordinator::AliveAgents() const {
   std::vector<bool> alive;
   for (const auto& a : agents_) alive.push_back(a->registered && !a->lost && a->conn && !a->conn->closed());
@@ -34,9 +36,39 @@ bool Coordinator::MayRestart() {
   return true;
 }
 
+// elastic.max_host_failures: counts the generation's failure against its
+// host (a worker's failure; a lost node is out anyway) and leaves hosts in
+// their cooldown out of `keep`, as long as min_nodes still holds.
+void Coordinator::ApplyHostCooldowns(std::vector<bool>& keep) {
+  const ElasticOptions& el = plan_.job.elastic;
+  if (el.max_host_failures == 0) return;
+  const auto now = Clock::now();
+  const auto& f = record_.first_failure();
+  if (f && f->rank >= 0 && ++host_failures_[f->host] >= el.max_host_failures) {
+    host_failures_[f->host] = 0;
+    cooldown_until_[f->host] =
+        now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(el.host_cooldown));
+  }
+  for (size_t i = 0; i < keep.size(); ++i) {
+    const std::string& host = candidates_[i].host.name;
+    auto it = cooldown_until_.find(host);
+    if (!keep[i] || it == cooldown_until_.end() || now >= it->second) continue;
+    const double left = std::chrono::duration<double>(it->second - now).count();
+    if (std::count(keep.begin(), keep.end(), true) - 1 < plan_.job.elastic.min_nodes) {
+      Notice(fmt::format("{} is in its cooldown ({:.0f} s left) but elastic.min_nodes needs it", host, left));
+      continue;
+    }
+    keep[i] = false;
+    Notice(fmt::format("{} sits out: its workers failed {} time{} (elastic.max_host_failures); "
+                       "back in {:.0f} s at the earliest (elastic.host_cooldown)",
+                       host, el.max_host_failures, el.max_host_failures == 1 ? "" : "s", left));
+  }
+}
+
 // Generation + 1 on the agents still alive, in plan order.
 void Coordinator::Restart() {
-  const std::vector<bool> alive = AliveAgents();
+  std::vector<bool> alive = AliveAgents();
+  ApplyHostCooldowns(alive);
   auto next = PlanOnNodes(plan_, alive);
   if (!next.ok()) {  // cannot happen: MayRestart checked min_nodes
     Notice("not restarting: " + next.status().message());

@@ -20,7 +20,8 @@ const std::vector<std::string> kTopKeys = {"command", "trainer", "procs_per_node
                                            "elastic", "network", "ssh"};
 const std::vector<std::string> kElasticKeys = {"min_nodes", "max_nodes", "max_restarts",
                                                "heartbeat_interval", "heartbeat_timeout",
-                                               "hang_timeout", "rejoin"};
+                                               "hang_timeout", "rejoin", "max_host_failures",
+                                               "host_cooldown"};
 const std::vector<std::string> kNetworkKeys = {"interface", "master_addr", "master_port"};
 const std::vector<std::string> kSshKeys = {"strict_host_key_checking", "connect_timeout", "port"};
 const std::vector<std::string> kHostKeyPolicies = {"yes", "accept-new", "no"};
@@ -141,6 +142,8 @@ class JobFileReader {
       else if (k == "heartbeat_timeout") { DS_ASSIGN_OR_RETURN(e.heartbeat_timeout, Seconds(v, k)); }
       else if (k == "hang_timeout") { DS_ASSIGN_OR_RETURN(e.hang_timeout, Seconds(v, k)); }
       else if (k == "rejoin") { DS_ASSIGN_OR_RETURN(e.rejoin, Bool(v, k)); }
+      else if (k == "max_host_failures") { DS_ASSIGN_OR_RETURN(e.max_host_failures, Int(v, k, 0, 1 << 20)); }
+      else if (k == "host_cooldown") { DS_ASSIGN_OR_RETURN(e.host_cooldown, Seconds(v, k)); }
     }
     if (e.max_nodes > 0 && e.min_nodes > e.max_nodes)
       return At(min_n.IsDefined() ? min_n : n, "'elastic': min_nodes (" + std::to_string(e.min_nodes) +

@@ -22,6 +22,9 @@ struct ElasticOptions {
   double heartbeat_timeout = 5.0;   // an agent silent this long is lost
   double hang_timeout = 0.0;        // a worker whose step heartbeat stalls this long is hung; 0 = off
   bool rejoin = true;               // a lost node that comes back joins at the next generation
+  int max_host_failures = 0;        // a host whose workers failed this often sits out restarts
+                                    // for host_cooldown (while min_nodes allows); 0 = never
+  double host_cooldown = 300.0;     // seconds
   bool min_nodes_set = false;       // min_nodes was written in the job file: start on the
                                     // reachable hosts when at least min_nodes of them are
 };

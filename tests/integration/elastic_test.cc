@@ -267,6 +267,46 @@ TEST_CASE("elastic: a hung worker (step heartbeat stalled past hang_timeout) res
   CHECK(err.find("restart 1/1: generation 1 on 1 node, world size 2") != std::string::npos);
 }
 
+TEST_CASE("elastic: a host whose workers failed max_host_failures times sits out its cooldown",
+          "[integration]") {
+  TempDir dir;
+  std::string hostfile = HostfileFor(dir, 3, 1);
+  WriteFile(dir / "worker.sh", std::string(kReport) +
+                                   "echo HOST $DSLAUNCH_GENERATION $RANK $DSLAUNCH_HOST\n"
+                                   "[ $DSLAUNCH_RESTART_COUNT = 0 ] || exit 0\n"
+                                   "[ $RANK = 1 ] && exit 3\n"
+                                   "exec sleep 30\n");
+  WriteFile(dir / "job.yaml",
+            "command: [sh, worker.sh]\n"
+            "elastic: {max_restarts: 1, max_host_failures: 1, host_cooldown: 10m}\n");
+  auto [code, out, err] = RunDslaunch(dir, hostfile);
+  INFO(err << out);
+  CHECK(code == 0);
+  CHECK(out.find("HOST 1 1 127.0.0.3") != std::string::npos);  // 127.0.0.2 sat out
+  CHECK(out.find("127.0.0.2:1 HOST 1") == std::string::npos);
+  CHECK(err.find("dslaunch: 127.0.0.2 sits out: its workers failed 1 time (elastic.max_host_failures); "
+                 "back in 600 s at the earliest (elastic.host_cooldown)") != std::string::npos);
+  CHECK(err.find("restart 1/1: generation 1 on 2 nodes, world size 2") != std::string::npos);
+}
+
+TEST_CASE("elastic: a host in its cooldown still runs when min_nodes needs it", "[integration]") {
+  TempDir dir;
+  std::string hostfile = HostfileFor(dir, 2, 1);
+  WriteFile(dir / "worker.sh", std::string(kReport) +
+                                   "[ $DSLAUNCH_RESTART_COUNT = 0 ] || exit 0\n"
+                                   "[ $RANK = 1 ] && exit 3\n"
+                                   "exec sleep 30\n");
+  WriteFile(dir / "job.yaml",
+            "command: [sh, worker.sh]\n"
+            "elastic: {max_restarts: 1, min_nodes: 2, max_host_failures: 1, host_cooldown: 10m}\n");
+  auto [code, out, err] = RunDslaunch(dir, hostfile);
+  INFO(err << out);
+  CHECK(code == 0);
+  CHECK(err.find("dslaunch: 127.0.0.2 is in its cooldown (600 s left) but elastic.min_nodes needs it") !=
+        std::string::npos);
+  CHECK(err.find("restart 1/1: generation 1 on 2 nodes, world size 2") != std::string::npos);
+}
+
 TEST_CASE("elastic: with the restarts used up, the last failure decides and every restart is named",
           "[integration]") {
   TempDir dir;

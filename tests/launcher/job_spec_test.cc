@@ -37,6 +37,8 @@ elastic:
   heartbeat_timeout: 3s
   hang_timeout: 2m
   rejoin: false
+  max_host_failures: 2
+  host_cooldown: 10m
 network:
   interface: eth1
   master_addr: 10.0.0.1
@@ -60,6 +62,8 @@ network:
   CHECK(j.elastic.heartbeat_interval == Approx(0.5));
   CHECK(j.elastic.heartbeat_timeout == Approx(3.0));
   CHECK(j.elastic.hang_timeout == Approx(120.0));
+  CHECK(j.elastic.max_host_failures == 2);
+  CHECK(j.elastic.host_cooldown == Approx(600.0));
   CHECK_FALSE(j.elastic.rejoin);
   CHECK(j.network.interface == "eth1");
   CHECK(j.network.master_addr == "10.0.0.1");
@@ -97,7 +101,8 @@ TEST_CASE("job file: unknown keys name line:col and suggest") {
         "command trainer procs_per_node env working_dir log_dir checkpoint_dir elastic network ssh");
   CHECK(ErrorOf("command: [x]\nelastic:\n  min_node: 1\n") ==
         "train.yaml:3:3: unknown key 'min_node' in 'elastic' (did you mean 'min_nodes'?); expected one of: "
-        "min_nodes max_nodes max_restarts heartbeat_interval heartbeat_timeout hang_timeout rejoin");
+        "min_nodes max_nodes max_restarts heartbeat_interval heartbeat_timeout hang_timeout rejoin "
+        "max_host_failures host_cooldown");
   CHECK(ErrorOf("command: [x]\nnetwork: {iface: eth0}\n").starts_with(
         "train.yaml:2:11: unknown key 'iface' in 'network'"));
   CHECK(ErrorOf("command: [x]\nbanana: 1\n").starts_with("train.yaml:2:1: unknown key 'banana'; expected one of:"));
