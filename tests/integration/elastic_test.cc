@@ -71,11 +71,15 @@ struct Outcome {
   std::string out, err;
 };
 
-// Runs dslaunch on job.yaml in `dir` to the end.
-Outcome RunDslaunch(const TempDir& dir, const std::string& hostfile) {
+// Writes worker.sh and job.yaml into `dir` and runs dslaunch on `nodes`
+// local nodes (127.0.0.1, ...) of `slots` slots to the end.
+Outcome RunJob(const TempDir& dir, int nodes, int slots, const std::string& worker,
+               const std::string& job) {
+  WriteFile(dir / "worker.sh", worker);
+  WriteFile(dir / "job.yaml", job);
   Child c;
-  int code = Run({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), &c, seconds(60),
-                 EnvFor(dir));
+  int code = Run({DslaunchPath(), "--hostfile", HostfileFor(dir, nodes, slots), "job.yaml"}, dir.path(),
+                 &c, seconds(60), EnvFor(dir));
   return {code, ReadFile(c.out_path), ReadFile(c.err_path)};
 }
 
@@ -93,13 +97,11 @@ const char* kReport =
 TEST_CASE("elastic: a failed worker restarts the job on every node, which then succeeds",
           "[integration]") {
   TempDir dir;
-  std::string hostfile = HostfileFor(dir, 2, 1);
-  WriteFile(dir / "worker.sh", std::string(kReport) +
-                                   "[ $DSLAUNCH_RESTART_COUNT = 0 ] || exit 0\n"
-                                   "[ $RANK = 1 ] && exit 3\n"
-                                   "exec sleep 30\n");
-  WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\nelastic: {max_restarts: 2}\n");
-  auto [code, out, err] = RunDslaunch(dir, hostfile);
+  auto [code, out, err] = RunJob(dir, 2, 1, std::string(kReport) +
+                                 "[ $DSLAUNCH_RESTART_COUNT = 0 ] || exit 0\n"
+                                 "[ $RANK = 1 ] && exit 3\n"
+                                 "exec sleep 30\n",
+                                 "command: [sh, worker.sh]\nelastic: {max_restarts: 2}\n");
   std::set<std::string> ports;
   auto gens = GenLines(out, &ports);
   INFO(err << out);
@@ -118,15 +120,13 @@ TEST_CASE("elastic: a failed worker restarts the job on every node, which then s
 TEST_CASE("elastic: a lost node -> the job restarts on the survivor with a smaller world",
           "[integration]") {
   TempDir dir;
-  std::string hostfile = HostfileFor(dir, 2, 1);
   std::string pids = dir / "pids";
   // Generation 0: rank 1 kills its own agent (the node is lost), rank 0 waits.
-  WriteFile(dir / "worker.sh", "echo $PPID $$ >> " + pids + "\n" + kReport +
-                                   "[ $DSLAUNCH_RESTART_COUNT = 0 ] || exit 0\n"
-                                   "[ $RANK = 1 ] && { kill -9 $PPID; exit 0; }\n"
-                                   "exec sleep 30\n");
-  WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\nelastic: {max_restarts: 1, min_nodes: 1}\n");
-  auto [code, out, err] = RunDslaunch(dir, hostfile);
+  auto [code, out, err] = RunJob(dir, 2, 1, "echo $PPID $$ >> " + pids + "\n" + kReport +
+                                 "[ $DSLAUNCH_RESTART_COUNT = 0 ] || exit 0\n"
+                                 "[ $RANK = 1 ] && { kill -9 $PPID; exit 0; }\n"
+                                 "exec sleep 30\n",
+                                 "command: [sh, worker.sh]\nelastic: {max_restarts: 1, min_nodes: 1}\n");
   auto gens = GenLines(out);
   INFO(err << out);
   CHECK(code == 0);
@@ -142,15 +142,13 @@ TEST_CASE("elastic: a lost node -> the job restarts on the survivor with a small
 TEST_CASE("elastic: losing node 0 moves MASTER_ADDR and the MASTER_PORT reservation to the next node",
           "[integration]") {
   TempDir dir;
-  std::string hostfile = HostfileFor(dir, 2, 1);
   // Generation 0: rank 0 (node 0, the master) kills its own agent.
-  WriteFile(dir / "worker.sh", std::string(kReport) +
-                                   "echo MASTER $DSLAUNCH_GENERATION $MASTER_ADDR\n"
-                                   "[ $DSLAUNCH_RESTART_COUNT = 0 ] || exit 0\n"
-                                   "[ $RANK = 0 ] && { sleep 0.2; kill -9 $PPID; exit 0; }\n"
-                                   "exec sleep 30\n");
-  WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\nelastic: {max_restarts: 1}\n");
-  auto [code, out, err] = RunDslaunch(dir, hostfile);
+  auto [code, out, err] = RunJob(dir, 2, 1, std::string(kReport) +
+                                 "echo MASTER $DSLAUNCH_GENERATION $MASTER_ADDR\n"
+                                 "[ $DSLAUNCH_RESTART_COUNT = 0 ] || exit 0\n"
+                                 "[ $RANK = 0 ] && { sleep 0.2; kill -9 $PPID; exit 0; }\n"
+                                 "exec sleep 30\n",
+                                 "command: [sh, worker.sh]\nelastic: {max_restarts: 1}\n");
   INFO(err << out);
   CHECK(code == 0);
   CHECK(out.find("127.0.0.2:0 GEN 1 1 0 1 ") != std::string::npos);  // node 1 is node 0 now
@@ -161,14 +159,13 @@ TEST_CASE("elastic: losing node 0 moves MASTER_ADDR and the MASTER_PORT reservat
 
 TEST_CASE("elastic: a standby steps in for a lost node and keeps the world size", "[integration]") {
   TempDir dir;
-  std::string hostfile = HostfileFor(dir, 3, 1);  // max_nodes 2: 127.0.0.3 is the standby
-  WriteFile(dir / "worker.sh", std::string(kReport) +
-                                   "echo HOST $DSLAUNCH_GENERATION $RANK $DSLAUNCH_HOST\n"
-                                   "[ $DSLAUNCH_RESTART_COUNT = 0 ] || exit 0\n"
-                                   "[ $RANK = 1 ] && { kill -9 $PPID; exit 0; }\n"
-                                   "exec sleep 30\n");
-  WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\nelastic: {max_restarts: 1, max_nodes: 2}\n");
-  auto [code, out, err] = RunDslaunch(dir, hostfile);
+  // max_nodes 2: 127.0.0.3 is the standby
+  auto [code, out, err] = RunJob(dir, 3, 1, std::string(kReport) +
+                                 "echo HOST $DSLAUNCH_GENERATION $RANK $DSLAUNCH_HOST\n"
+                                 "[ $DSLAUNCH_RESTART_COUNT = 0 ] || exit 0\n"
+                                 "[ $RANK = 1 ] && { kill -9 $PPID; exit 0; }\n"
+                                 "exec sleep 30\n",
+                                 "command: [sh, worker.sh]\nelastic: {max_restarts: 1, max_nodes: 2}\n");
   INFO(err << out);
   CHECK(code == 0);
   auto gens = GenLines(out);
@@ -244,21 +241,19 @@ TEST_CASE("elastic: a lost node rejoins and takes part again from the next resta
 TEST_CASE("elastic: a hung worker (step heartbeat stalled past hang_timeout) restarts the job",
           "[integration]") {
   TempDir dir;
-  std::string hostfile = HostfileFor(dir, 1, 2);
   // Generation 0: rank 1 beats once (the StepHeartbeat datagram: big-endian
-  // rank, step) and stalls; generation 1 succeeds.
-  WriteFile(dir / "worker.py",
-            "import os, socket, struct, sys, time\n"
-            "print('GEN', os.environ['DSLAUNCH_GENERATION'], os.environ['RANK'], flush=True)\n"
-            "if os.environ['DSLAUNCH_GENERATION'] != '0': sys.exit(0)\n"
-            "host, port = os.environ['DSLAUNCH_HEARTBEAT_ADDR'].rsplit(':', 1)\n"
-            "rank = int(os.environ['RANK'])\n"
-            "socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(struct.pack('>qq', rank, 1),\n"
-            "                                                        (host, int(port)))\n"
-            "time.sleep(60)\n");
-  WriteFile(dir / "job.yaml",
-            "command: [python3, worker.py]\nelastic: {max_restarts: 1, hang_timeout: 1s}\n");
-  auto [code, out, err] = RunDslaunch(dir, hostfile);
+  // rank, step) and stalls; generation 1 succeeds. The worker is Python.
+  auto [code, out, err] = RunJob(
+      dir, 1, 2,
+      "import os, socket, struct, sys, time\n"
+      "print('GEN', os.environ['DSLAUNCH_GENERATION'], os.environ['RANK'], flush=True)\n"
+      "if os.environ['DSLAUNCH_GENERATION'] != '0': sys.exit(0)\n"
+      "host, port = os.environ['DSLAUNCH_HEARTBEAT_ADDR'].rsplit(':', 1)\n"
+      "rank = int(os.environ['RANK'])\n"
+      "socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(struct.pack('>qq', rank, 1),\n"
+      "                                                        (host, int(port)))\n"
+      "time.sleep(60)\n",
+      "command: [python3, worker.sh]\nelastic: {max_restarts: 1, hang_timeout: 1s}\n");
   INFO(err << out);
   CHECK(code == 0);
   CHECK(out.find("GEN 1 1") != std::string::npos);
@@ -270,16 +265,13 @@ TEST_CASE("elastic: a hung worker (step heartbeat stalled past hang_timeout) res
 TEST_CASE("elastic: a host whose workers failed max_host_failures times sits out its cooldown",
           "[integration]") {
   TempDir dir;
-  std::string hostfile = HostfileFor(dir, 3, 1);
-  WriteFile(dir / "worker.sh", std::string(kReport) +
-                                   "echo HOST $DSLAUNCH_GENERATION $RANK $DSLAUNCH_HOST\n"
-                                   "[ $DSLAUNCH_RESTART_COUNT = 0 ] || exit 0\n"
-                                   "[ $RANK = 1 ] && exit 3\n"
-                                   "exec sleep 30\n");
-  WriteFile(dir / "job.yaml",
-            "command: [sh, worker.sh]\n"
-            "elastic: {max_restarts: 1, max_host_failures: 1, host_cooldown: 10m}\n");
-  auto [code, out, err] = RunDslaunch(dir, hostfile);
+  auto [code, out, err] = RunJob(dir, 3, 1, std::string(kReport) +
+                                 "echo HOST $DSLAUNCH_GENERATION $RANK $DSLAUNCH_HOST\n"
+                                 "[ $DSLAUNCH_RESTART_COUNT = 0 ] || exit 0\n"
+                                 "[ $RANK = 1 ] && exit 3\n"
+                                 "exec sleep 30\n",
+                                 "command: [sh, worker.sh]\n"
+                                 "elastic: {max_restarts: 1, max_host_failures: 1, host_cooldown: 10m}\n");
   INFO(err << out);
   CHECK(code == 0);
   CHECK(out.find("HOST 1 1 127.0.0.3") != std::string::npos);  // 127.0.0.2 sat out
@@ -291,15 +283,13 @@ TEST_CASE("elastic: a host whose workers failed max_host_failures times sits out
 
 TEST_CASE("elastic: a host in its cooldown still runs when min_nodes needs it", "[integration]") {
   TempDir dir;
-  std::string hostfile = HostfileFor(dir, 2, 1);
-  WriteFile(dir / "worker.sh", std::string(kReport) +
-                                   "[ $DSLAUNCH_RESTART_COUNT = 0 ] || exit 0\n"
-                                   "[ $RANK = 1 ] && exit 3\n"
-                                   "exec sleep 30\n");
-  WriteFile(dir / "job.yaml",
-            "command: [sh, worker.sh]\n"
-            "elastic: {max_restarts: 1, min_nodes: 2, max_host_failures: 1, host_cooldown: 10m}\n");
-  auto [code, out, err] = RunDslaunch(dir, hostfile);
+  auto [code, out, err] = RunJob(dir, 2, 1, std::string(kReport) +
+                                 "[ $DSLAUNCH_RESTART_COUNT = 0 ] || exit 0\n"
+                                 "[ $RANK = 1 ] && exit 3\n"
+                                 "exec sleep 30\n",
+                                 "command: [sh, worker.sh]\n"
+                                 "elastic: {max_restarts: 1, min_nodes: 2, max_host_failures: 1,\n"
+                                 "          host_cooldown: 10m}\n");
   INFO(err << out);
   CHECK(code == 0);
   CHECK(err.find("dslaunch: 127.0.0.2 is in its cooldown (600 s left) but elastic.min_nodes needs it") !=
@@ -310,10 +300,8 @@ TEST_CASE("elastic: a host in its cooldown still runs when min_nodes needs it", 
 TEST_CASE("elastic: with the restarts used up, the last failure decides and every restart is named",
           "[integration]") {
   TempDir dir;
-  std::string hostfile = HostfileFor(dir, 2, 1);
-  WriteFile(dir / "worker.sh", std::string(kReport) + "[ $RANK = 1 ] && exit 5\nexec sleep 30\n");
-  WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\nelastic: {max_restarts: 1}\n");
-  auto [code, out, err] = RunDslaunch(dir, hostfile);
+  auto [code, out, err] = RunJob(dir, 2, 1, std::string(kReport) + "[ $RANK = 1 ] && exit 5\nexec sleep 30\n",
+                                 "command: [sh, worker.sh]\nelastic: {max_restarts: 1}\n");
   INFO(err << out);
   CHECK(code == 5);
   CHECK(GenLines(out).size() == 4);  // two generations of two ranks
@@ -325,12 +313,10 @@ TEST_CASE("elastic: with the restarts used up, the last failure decides and ever
 
 TEST_CASE("elastic: fewer nodes left than min_nodes -> no restart, the job fails", "[integration]") {
   TempDir dir;
-  std::string hostfile = HostfileFor(dir, 2, 1);
-  WriteFile(dir / "worker.sh", std::string(kReport) +
-                                   "[ $RANK = 1 ] && { kill -9 $PPID; exit 0; }\n"
-                                   "exec sleep 30\n");
-  WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\nelastic: {max_restarts: 3, min_nodes: 2}\n");
-  auto [code, out, err] = RunDslaunch(dir, hostfile);
+  auto [code, out, err] = RunJob(dir, 2, 1, std::string(kReport) +
+                                 "[ $RANK = 1 ] && { kill -9 $PPID; exit 0; }\n"
+                                 "exec sleep 30\n",
+                                 "command: [sh, worker.sh]\nelastic: {max_restarts: 3, min_nodes: 2}\n");
   INFO(err);
   CHECK(code == 1);
   CHECK(err.find("dslaunch: not restarting: 1 node left, elastic.min_nodes is 2") != std::string::npos);
