@@ -19,7 +19,7 @@
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/prefix_store.h>
 
-#include "runtime/gloo_communicator.h"
+#include "runtime/comm/gloo_communicator.h"
 
 namespace {
 

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/blas.h"
-#include "runtime/model.h"
-#include "runtime/optimizer.h"
+#include "runtime/model/blas.h"
+#include "runtime/model/model.h"
+#include "runtime/model/optimizer.h"
 
 namespace {
 

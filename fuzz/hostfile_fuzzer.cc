@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string>
 
-#include "launcher/hostfile.h"
-#include "launcher/plan.h"
-#include "launcher/selection.h"
+#include "launcher/config/hostfile.h"
+#include "launcher/config/plan.h"
+#include "launcher/config/selection.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string input(reinterpret_cast<const char*>(data), size);

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "launcher/job_spec.h"
+#include "launcher/config/job_spec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > 64 * 1024) return 0;  // yaml-cpp recursion on deep nesting is not what we test here

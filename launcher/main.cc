@@ -7,12 +7,12 @@
 #include <vector>
 
 #include "common/env_registry.h"
-#include "launcher/cli.h"
-#include "launcher/dry_run.h"
-#include "launcher/exit_status.h"
-#include "launcher/check.h"
-#include "launcher/plan_from_cli.h"
-#include "launcher/run_job.h"
+#include "launcher/cmd/cli.h"
+#include "launcher/cmd/dry_run.h"
+#include "launcher/cmd/exit_status.h"
+#include "launcher/cmd/preflight.h"
+#include "launcher/cmd/plan_from_cli.h"
+#include "launcher/cmd/run.h"
 
 namespace ds {
 namespace {
@@ -95,7 +95,7 @@ int CmdCheck(const Args& args) {
     std::cout << HelpText();
     return kExitSuccess;
   }
-  return RunCheck(*cli);
+  return RunPreflight(*cli);
 }
 
 }  // namespace

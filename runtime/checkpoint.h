@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "common/status.h"
-#include "runtime/communicator.h"
-#include "runtime/loss_scaler.h"
-#include "runtime/rng.h"
+#include "runtime/comm/communicator.h"
+#include "runtime/model/loss_scaler.h"
+#include "runtime/numeric/rng.h"
 #include "runtime/zero_engine.h"
 
 namespace ds::rt {

@@ -24,11 +24,11 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "common/step_heartbeat.h"
-#include "runtime/gloo_communicator.h"
+#include "runtime/comm/gloo_communicator.h"
 #ifdef DSLAUNCH_HAVE_NCCL
-#include "runtime/nccl_communicator.h"
+#include "runtime/comm/nccl_communicator.h"
 #endif
-#include "runtime/gloo_store.h"
+#include "runtime/comm/gloo_store.h"
 #include "runtime/trainer.h"
 
 namespace {

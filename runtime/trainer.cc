@@ -10,11 +10,11 @@
 #include "common/log.h"
 #include "common/step_heartbeat.h"
 #include "runtime/checkpoint.h"
-#include "runtime/data.h"
+#include "runtime/model/data.h"
 #include "runtime/metrics.h"
 #include "runtime/progress.h"
-#include "runtime/rng.h"
-#include "runtime/scheduler.h"
+#include "runtime/numeric/rng.h"
+#include "runtime/model/scheduler.h"
 
 namespace ds::rt {
 namespace {

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "common/status.h"
-#include "runtime/communicator.h"
-#include "runtime/trainer_config.h"
+#include "runtime/comm/communicator.h"
+#include "runtime/config/trainer_config.h"
 #include "runtime/zero_engine.h"
 
 namespace ds {

@@ -24,12 +24,12 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/comm_worker.h"
-#include "runtime/communicator.h"
-#include "runtime/half.h"
-#include "runtime/loss_scaler.h"
-#include "runtime/model.h"
-#include "runtime/optimizer.h"
+#include "runtime/comm/comm_worker.h"
+#include "runtime/comm/communicator.h"
+#include "runtime/numeric/half.h"
+#include "runtime/model/loss_scaler.h"
+#include "runtime/model/model.h"
+#include "runtime/model/optimizer.h"
 #include "runtime/zero_partition.h"
 
 namespace ds::rt {

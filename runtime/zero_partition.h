@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "runtime/model.h"
+#include "runtime/model/model.h"
 
 namespace ds::rt {
 

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "common/hmac_auth.h"
-#include "launcher/coordinator.h"
+#include "launcher/coordinator/coordinator.h"
 
 namespace ds {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "runtime/data.h"
+#include "runtime/model/data.h"
 #include "runtime/zero_engine.h"
 #include "tests/runtime/multiproc.h"
 

@@ -1,0 +1,106 @@
+#include "launcher/cmd/dry_run.h"
+
+#include <algorithm>
+
+#include "common/strings.h"
+
+namespace ds {
+namespace {
+
+// Placeholder values for what only the launch knows.
+constexpr const char* kAtLaunch = "(reserved at launch)";
+
+std::string Range(int first, int count) {
+  if (count == 1) return std::to_string(first);
+  return std::to_string(first) + "-" + std::to_string(first + count - 1);
+}
+
+std::string Join(const std::vector<int>& v) {
+  std::string out;
+  for (int x : v) out += (out.empty() ? "" : ",") + std::to_string(x);
+  return out;
+}
+
+std::string CommandLine(const JobSpec& job) {
+  if (job.command.empty()) return "dstrain (the built-in trainer, configured by the job's trainer: section)";
+  std::string out;
+  for (const auto& a : job.command) out += (out.empty() ? "" : " ") + ShellQuote(a);
+  return out;
+}
+
+bool UserSet(const LaunchPlan& plan, const NodePlan& node, const EnvList& inherited, const std::string& name) {
+  auto in = [&](const EnvList& l) {
+    return std::any_of(l.begin(), l.end(), [&](const auto& kv) { return kv.first == name; });
+  };
+  return in(plan.job.env) || node.host.env.count(name) || in(inherited);
+}
+
+std::string Origin(const HostEntry& h, const std::string& path) {
+  if (h.line == 0) return "this machine";
+  return path + ":" + std::to_string(h.line);
+}
+
+}  // namespace
+
+bool IsSecretName(const std::string& name) {
+  std::string up = name;
+  std::transform(up.begin(), up.end(), up.begin(), ::toupper);
+  for (const char* w : {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE"})
+    if (up.find(w) != std::string::npos) return true;
+  return up == "KEY" || up.ends_with("_KEY") || up.ends_with("APIKEY");
+}
+
+std::string FormatDryRun(const LaunchPlan& plan, const DryRunOptions& opts) {
+  const JobSpec& job = plan.job;
+  std::string out = "dslaunch dry run: " + std::to_string(plan.nodes.size()) + " node(s), " +
+                    std::to_string(plan.world_size) + " worker(s), launcher " + opts.launcher + "\n";
+  out += "  job: " + (job.path.empty() ? std::string("from the command line") : job.path) + "\n";
+  if (!job.working_dir.empty()) out += "  working dir: " + job.working_dir + "\n";
+  if (!job.log_dir.empty()) out += "  log dir: " + job.log_dir + "\n";
+  if (!job.checkpoint_dir.empty()) out += "  checkpoint dir: " + job.checkpoint_dir + "\n";
+  const ElasticOptions& el = job.elastic;
+  out += "  elastic: min_nodes " + std::to_string(el.min_nodes) + ", max_nodes " +
+         (el.max_nodes > 0 ? std::to_string(el.max_nodes) : std::string("all")) + ", max_restarts " +
+         std::to_string(el.max_restarts) + "\n";
+
+  GenerationInfo gen;  // what a real generation would fill in
+  gen.job_id = "(assigned at launch)";
+  gen.store_addr = "(the coordinator, at launch)";
+  gen.store_token = "(per generation)";
+  gen.heartbeat_addr = "(the node's agent, at launch)";
+  gen.socket_ifname = "(detected on the node at launch)";
+  for (size_t i = 0; i < plan.nodes.size(); ++i) {
+    const NodePlan& node = plan.nodes[i];
+    out += "\nnode " + std::to_string(node.node_rank) + ": " + node.host.name + " (" +
+           Origin(node.host, plan.hostfile_path) + "), ranks " + Range(node.first_rank, node.num_workers()) +
+           ", slots " + Join(node.slots) + "\n";
+    if (node.host.ssh_port || !node.host.user.empty()) {
+      out += "  ssh:";
+      if (!node.host.user.empty()) out += " user " + node.host.user;
+      if (node.host.ssh_port) out += " port " + std::to_string(*node.host.ssh_port);
+      out += "\n";
+    }
+    out += "  per worker: RANK=ROLE_RANK=" + Range(node.first_rank, node.num_workers()) +
+           " LOCAL_RANK=" + Range(0, node.num_workers()) + "\n";
+    out += "  env:\n";
+    for (const auto& [k, v] : WorkerEnv(plan, static_cast<int>(i), 0, gen, opts.inherited)) {
+      if (k == "RANK" || k == "LOCAL_RANK" || k == "ROLE_RANK") continue;
+      std::string shown = v;
+      if (IsSecretName(k) && !StartsWith(v, "(")) shown = "****";
+      else if (k == "MASTER_PORT" && v == "0") shown = kAtLaunch;
+      else if (k == "OMP_NUM_THREADS" && !UserSet(plan, node, opts.inherited, k))
+        shown = "(cores on the node / " + std::to_string(node.num_workers()) + ", at least 1)";
+      else if (k == "DSLAUNCH_TRAINER_CONFIG") shown = "(the trainer: section of " + job.path + ")";
+      out += "    " + k + "=" + shown + "\n";
+    }
+    out += "  command: " + CommandLine(job) + "\n";
+  }
+  for (const NodePlan& node : plan.standbys) {
+    out += "\nstandby: " + node.host.name + " (" + Origin(node.host, plan.hostfile_path) + "), slots " +
+           Join(node.slots) + " (joins when a node is lost; elastic.max_nodes " +
+           std::to_string(el.max_nodes) + ")\n";
+  }
+  return out;
+}
+
+}  // namespace ds

@@ -1,0 +1,25 @@
+// FormatDryRun: the text `dslaunch --dry-run` prints: per node its host, node
+// rank, ranks, the environment dslaunch will add for its workers, and the
+// command; standby hosts last. Values only known at launch (MASTER_PORT when
+// not fixed, the store address, the interface, OMP_NUM_THREADS) are shown as
+// placeholders; secret-like values are masked. Pure function.
+#pragma once
+
+#include <string>
+
+#include "launcher/config/plan.h"
+
+namespace ds {
+
+struct DryRunOptions {
+  std::string launcher = "auto";  // shown in the header line
+  EnvList inherited;              // the environment workers would inherit (decides "user set")
+};
+
+std::string FormatDryRun(const LaunchPlan& plan, const DryRunOptions& opts);
+
+// True for names whose values must not be printed (…TOKEN, …SECRET,
+// …PASSWORD, …_KEY, …CREDENTIAL…).
+bool IsSecretName(const std::string& name);
+
+}  // namespace ds

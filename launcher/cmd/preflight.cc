@@ -1,0 +1,308 @@
+#include "launcher/cmd/preflight.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include <fmt/format.h>
+#include <libssh/libssh.h>
+
+#include "common/env_registry.h"
+#include "common/strings.h"
+#include "launcher/cmd/exit_status.h"
+#include "launcher/spawn/parallel_for.h"
+#include "launcher/config/selection.h"
+#include "launcher/cmd/spawner_choice.h"
+
+namespace ds {
+namespace {
+
+std::map<std::string, std::string> ParseProbe(const std::string& out) {
+  std::map<std::string, std::string> kv;
+  for (const auto& line : Split(out, '\n')) {
+    auto eq = line.find('=');
+    if (eq != std::string::npos) kv[line.substr(0, eq)] = std::string(Trim(line.substr(eq + 1)));
+  }
+  return kv;
+}
+
+// "10.77.0.11 dev eth0 src 10.77.0.12 uid 0" -> value after `key`.
+std::string RouteField(const std::string& route, const std::string& key) {
+  auto words = Split(route, ' ');
+  for (size_t i = 0; i + 1 < words.size(); ++i)
+    if (words[i] == key) return words[i + 1];
+  return "";
+}
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string AgentPathFor(const CliOptions& cli) {
+  if (!cli.agent_path.empty()) return cli.agent_path;
+  std::string env = EnvString("DSLAUNCH_AGENT_PATH");
+  if (!env.empty()) return env;
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "dsagent";
+  for (auto p : {self.parent_path() / "dsagent", self.parent_path().parent_path() / "agent" / "dsagent"})
+    if (std::filesystem::exists(p)) return p.string();
+  return (self.parent_path() / "dsagent").string();
+}
+
+// Remote clock minus local clock, and the uncertainty (half the best round
+// trip): a remote loop answers each line with its time, so the cost of
+// starting a command does not count.
+Result<std::pair<double, double>> ClockSkew(SshSession& s) {
+  ssh_channel ch = ssh_channel_new(s.raw());
+  if (ch == nullptr) return Status::IOError(s.host() + ": cannot open a channel");
+  struct Closer {
+    ssh_channel c;
+    ~Closer() { ssh_channel_close(c); ssh_channel_free(c); }
+  } closer{ch};
+  if (ssh_channel_open_session(ch) != SSH_OK ||
+      ssh_channel_request_exec(ch, "while read x; do date +%s.%N; done") != SSH_OK)
+    return Status::IOError(s.host() + ": cannot run date");
+  double best_rtt = 1e9, best_skew = NAN;
+  for (int i = 0; i < 3; ++i) {
+    double t0 = Now();
+    if (ssh_channel_write(ch, "x\n", 2) != 2) break;
+    std::string line;
+    char buf[64];
+    while (line.find('\n') == std::string::npos) {
+      int n = ssh_channel_read_timeout(ch, buf, sizeof(buf), 0, 5000);
+      if (n <= 0) break;
+      line.append(buf, n);
+    }
+    double t1 = Now();
+    double remote = std::strtod(line.c_str(), nullptr);
+    if (remote <= 0) break;
+    if (t1 - t0 < best_rtt) {
+      best_rtt = t1 - t0;
+      best_skew = remote - (t0 + t1) / 2;
+    }
+  }
+  ssh_channel_send_eof(ch);
+  if (!std::isfinite(best_skew)) return Status::IOError(s.host() + ": cannot read the clock");
+  return std::make_pair(best_skew, best_rtt / 2);
+}
+
+}  // namespace
+
+std::string ProbeScript(const PreflightOptions& o, const std::string& master_addr, bool is_first) {
+  std::string s;
+  s += "a=" + ShellQuote(o.agent_path) +
+       "; if [ -x \"$a\" ]; then echo \"agent=ok $(\"$a\" --version 2>&1 | head -n1)\"; "
+       "elif [ -e \"$a\" ]; then echo agent=notexec; else echo agent=missing; fi\n";
+  s += "wd=" + ShellQuote(o.working_dir) +
+       "; if [ -z \"$wd\" ]; then echo wd=skip; elif [ -d \"$wd\" ]; then echo wd=ok; else echo wd=missing; fi\n";
+  s += "echo \"cpus=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN)\"\n";
+  s += "g=0; if [ -d /proc/driver/nvidia/gpus ]; then g=$(ls /proc/driver/nvidia/gpus | wc -l); fi; echo \"gpus=$g\"\n";
+  if (!master_addr.empty()) {
+    std::string m = ShellQuote(master_addr);
+    s += "echo \"own=$(ip -o addr show to " + m + " 2>/dev/null | head -n1 | awk '{print $2}')\"\n";
+    s += "echo \"route=$(ip -o route get " + m + " 2>&1 | head -n1)\"\n";
+  }
+  if (is_first && o.master_port > 0)
+    s += "if command -v ss >/dev/null 2>&1; then if ss -Hltn \"sport = :" + std::to_string(o.master_port) +
+         "\" 2>/dev/null | grep -q .; then echo port=busy; else echo port=free; fi; else echo port=unknown; fi\n";
+  return s;
+}
+
+PreflightRow EvaluateProbe(const HostEntry& host, const std::string& peer, const std::string& out, double skew,
+                       double rtt, const PreflightOptions& o) {
+  PreflightRow r;
+  r.host = host.name;
+  auto fail = [&](PreflightCell& cell, const std::string& text, const std::string& problem) {
+    cell = {false, text};
+    r.problems.push_back(host.name + ": " + problem);
+  };
+  r.ssh = {true, peer.empty() ? "ok" : peer};
+  auto kv = ParseProbe(out);
+
+  const std::string agent = kv["agent"];
+  if (o.ship_agent) {
+    r.agent = {true, "shipped"};
+  } else if (StartsWith(agent, "ok")) {
+    std::string version(Trim(agent.substr(2)));
+    if (version.find(o.local_version) == std::string::npos)
+      fail(r.agent, "version?", "dsagent at " + o.agent_path + " reports '" + version + "', expected version " +
+                                    o.local_version + " (the launcher's)");
+    else
+      r.agent = {true, o.local_version};
+  } else if (agent == "notexec") {
+    fail(r.agent, "not exec", o.agent_path + " is not executable (use --ship-agent to copy dsagent there)");
+  } else {
+    fail(r.agent, "missing", "no dsagent at " + o.agent_path + " (install it there, set --agent-path, or use --ship-agent)");
+  }
+
+  const std::string wd = kv["wd"];
+  if (wd == "ok" || wd == "skip") r.workdir = {true, wd == "ok" ? "ok" : "-"};
+  else fail(r.workdir, "missing", "working directory " + o.working_dir + " does not exist");
+
+  auto cpus = ParseInt(kv["cpus"]).value_or(0), gpus = ParseInt(kv["gpus"]).value_or(0);
+  std::string what = gpus > 0 ? "gpus" : "cpus";
+  int64_t have = gpus > 0 ? gpus : cpus;
+  std::string text = fmt::format("{}/{} {}", host.slots, have, what);
+  if (have <= 0) fail(r.slots, "?", "cannot count CPUs or GPUs");
+  else if (host.slots > have)
+    fail(r.slots, text, fmt::format("slots={} (hostfile line {}) but the host has {} {}", host.slots, host.line, have,
+                                    gpus > 0 ? "GPUs" : "CPUs"));
+  else r.slots = {true, text};
+
+  if (!kv["own"].empty()) {
+    r.iface = {true, kv["own"] + " (master)"};
+  } else if (kv.count("route")) {
+    std::string dev = RouteField(kv["route"], "dev"), src = RouteField(kv["route"], "src");
+    if (dev.empty()) fail(r.iface, "no route", "no route to the master: " + kv["route"]);
+    else r.iface = {true, dev + " " + src};
+  } else {
+    r.iface = {true, "-"};
+  }
+
+  const std::string port = kv["port"];
+  if (port == "busy") fail(r.port, "busy", fmt::format("master port {} is already in use", o.master_port));
+  else r.port = {true, port.empty() ? "-" : port};
+
+  if (kv["time"].empty() || !std::isfinite(skew)) {
+    fail(r.clock, "?", "cannot read the clock");
+  } else {
+    std::string t = fmt::format("{:+.3f}s", skew);
+    if (std::fabs(skew) > o.max_clock_skew + rtt)
+      fail(r.clock, t, fmt::format("clock skew {} exceeds {}s (run NTP/chrony on the nodes)", t, o.max_clock_skew));
+    else r.clock = {true, t};
+  }
+  return r;
+}
+
+PreflightRow UnreachableRow(const HostEntry& host, const Status& error) {
+  PreflightRow r;
+  r.host = host.name;
+  r.ssh = {false, "unreachable"};
+  for (PreflightCell* c : {&r.agent, &r.workdir, &r.slots, &r.iface, &r.port, &r.clock}) *c = {true, "-"};
+  std::string msg = error.message();
+  if (!StartsWith(msg, host.name + ": ")) msg = host.name + ": " + msg;
+  r.problems.push_back(msg);
+  return r;
+}
+
+std::string FormatPreflightTable(const std::vector<PreflightRow>& rows) {
+  const std::vector<std::string> head = {"HOST", "SSH", "AGENT", "WORKDIR", "SLOTS", "IFACE->MASTER", "PORT", "CLOCK"};
+  std::vector<std::vector<std::string>> cells;
+  for (const auto& r : rows) {
+    std::vector<std::string> line = {r.host};
+    for (const PreflightCell* c : {&r.ssh, &r.agent, &r.workdir, &r.slots, &r.iface, &r.port, &r.clock})
+      line.push_back(c->ok ? c->text : "FAIL " + c->text);
+    cells.push_back(line);
+  }
+  std::vector<size_t> w(head.size());
+  for (size_t i = 0; i < head.size(); ++i) {
+    w[i] = head[i].size();
+    for (const auto& l : cells) w[i] = std::max(w[i], l[i].size());
+  }
+  auto fmt_line = [&](const std::vector<std::string>& l) {
+    std::string s;
+    for (size_t i = 0; i < l.size(); ++i) s += i + 1 < l.size() ? fmt::format("{:<{}}  ", l[i], w[i]) : l[i];
+    return s + "\n";
+  };
+  std::string out = fmt_line(head);
+  for (const auto& l : cells) out += fmt_line(l);
+  size_t ready = 0;
+  for (const auto& r : rows) ready += r.ok();
+  for (const auto& r : rows)
+    for (const auto& p : r.problems) out += "  " + p + "\n";
+  out += fmt::format("{} of {} hosts ready\n", ready, rows.size());
+  return out;
+}
+
+std::vector<PreflightRow> ProbeAllHosts(const Hostfile& hf, const PreflightOptions& o) {
+  const size_t n = hf.hosts.size();
+  std::vector<std::unique_ptr<SshSession>> sessions(n);
+  std::vector<std::optional<PreflightRow>> rows(n);
+  ParallelFor(n, o.ssh.fanout, [&](size_t i) {
+    const HostEntry& h = hf.hosts[i];
+    auto s = SshSession::Connect(SshTarget{h.name, h.user, h.ssh_port}, o.ssh);
+    if (s.ok()) sessions[i] = std::move(*s);
+    else rows[i] = UnreachableRow(h, s.status());
+  });
+  std::string master = o.master_addr;
+  if (master.empty() && n > 0 && sessions[0]) master = sessions[0]->peer_address();
+  ParallelFor(n, o.ssh.fanout, [&](size_t i) {
+    if (!sessions[i]) return;
+    const HostEntry& h = hf.hosts[i];
+    auto r = sessions[i]->Run(ProbeScript(o, master, i == 0), "", 30);
+    if (!r.ok()) {
+      rows[i] = UnreachableRow(h, r.status());
+      return;
+    }
+    auto skew = ClockSkew(*sessions[i]);
+    if (skew.ok()) r->out += fmt::format("time={}\n", skew->first);
+    rows[i] = EvaluateProbe(h, sessions[i]->peer_address(), r->out, skew.ok() ? skew->first : NAN,
+                            skew.ok() ? skew->second : 0, o);
+  });
+  std::vector<PreflightRow> out;
+  for (auto& r : rows) out.push_back(std::move(*r));
+  return out;
+}
+
+int RunPreflight(const CliOptions& cli) {
+  if (cli.hostfile.empty()) {
+    std::cerr << "dslaunch: check: expected --hostfile FILE (the hosts to check)\n";
+    return kExitUsage;
+  }
+  auto hf = LoadHostfile(cli.hostfile);
+  if (!hf.ok()) {
+    std::cerr << "dslaunch: " << hf.status().message() << "\n";
+    return kExitUsage;
+  }
+  // --include/--exclude/--num_nodes narrow the hosts as they would for a run.
+  auto selected = SelectHosts(*hf, cli.selection);
+  if (!selected.ok()) {
+    std::cerr << "dslaunch: " << selected.status().message() << "\n";
+    return kExitUsage;
+  }
+  Hostfile chosen;
+  chosen.path = hf->path;
+  for (const auto& s : *selected) {
+    chosen.hosts.push_back(s.host);
+    chosen.hosts.back().slots = static_cast<int>(s.slots.size());
+  }
+  // A job file, when given, brings its ssh: and network: sections, as for a
+  // run (the command line still wins).
+  JobSpec job;
+  if (!cli.job_file.empty()) {
+    auto j = LoadJobFile(cli.job_file);
+    if (!j.ok()) {
+      std::cerr << "dslaunch: " << j.status().message() << "\n";
+      return kExitUsage;
+    }
+    job = *std::move(j);
+  }
+  if (!cli.master_addr.empty()) job.network.master_addr = cli.master_addr;
+  if (cli.master_port != 0) job.network.master_port = cli.master_port;
+  auto ssh = SshOptionsForJob(job, cli);
+  if (!ssh.ok()) {
+    std::cerr << "dslaunch: " << ssh.status().message() << "\n";
+    return kExitUsage;
+  }
+  PreflightOptions o;
+  o.ssh = *ssh;
+  o.agent_path = AgentPathFor(cli);
+  o.ship_agent = cli.ship_agent;
+  std::error_code ec;
+  o.working_dir = std::filesystem::current_path(ec).string();
+  o.master_addr = job.network.master_addr;
+  o.master_port = job.network.master_port;
+  std::vector<PreflightRow> rows = ProbeAllHosts(chosen, o);
+  std::cout << FormatPreflightTable(rows);
+  for (const auto& r : rows)
+    if (!r.ok()) return kExitFailure;
+  return kExitSuccess;
+}
+
+}  // namespace ds

@@ -1,0 +1,76 @@
+// MakeSpawner / ResolveLauncher / SiblingBinary (run_job.h). The SSH and pdsh
+// spawners plug in here (SSH issue).
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "common/env_registry.h"
+#include "common/netif.h"
+#include "launcher/spawn/local_spawner.h"
+#include "launcher/spawn/ssh/pdsh_spawner.h"
+#include "launcher/cmd/run.h"
+#include "launcher/cmd/spawner_choice.h"
+#include "launcher/spawn/ssh/ssh_spawner.h"
+
+namespace ds {
+
+std::string ResolveLauncher(const std::string& launcher, const LaunchPlan& plan) {
+  if (launcher != "auto" && !launcher.empty()) return launcher;
+  for (const auto& n : plan.nodes)
+    if (!IsLocalHost(n.host.name)) return "ssh";
+  return "local";
+}
+
+Result<std::unique_ptr<Spawner>> MakeSpawner(const std::string& launcher, const LaunchPlan& plan,
+                                             const CliOptions& cli) {
+  std::string which = ResolveLauncher(launcher, plan);
+  if (which == "local") {
+    for (const auto& n : plan.nodes)
+      if (!IsLocalHost(n.host.name))
+        return Status::InvalidArgument(fmt::format(
+            "--launcher local: host '{}' (hostfile line {}) is not this machine", n.host.name, n.host.line));
+    LocalSpawnerOptions o;
+    o.stop_grace = EnvSeconds("DSLAUNCH_STOP_GRACE");
+    return std::unique_ptr<Spawner>(std::make_unique<LocalSpawner>(o));
+  }
+  if (which == "ssh" || which == "pdsh") {  // SSH issue: launcher/ssh_spawner.h, pdsh_spawner.h
+    DS_ASSIGN_OR_RETURN(SshOptions ssh, SshOptionsForJob(plan.job, cli));
+    if (which == "ssh") return MakeSshSpawner(ssh);
+    PdshOptions po;
+    po.ssh = ssh;
+    return MakePdshSpawner(po);
+  }
+  return Status::InvalidArgument(fmt::format("--launcher {}: not available in this build", which));
+}
+
+Result<SshOptions> SshOptionsForJob(const JobSpec& job, const CliOptions& cli) {
+  DS_ASSIGN_OR_RETURN(SshOptions ssh, SshOptionsFromEnv());
+  if (!job.ssh.strict_host_key_checking.empty()) {
+    auto policy = ParseHostKeyPolicy(job.ssh.strict_host_key_checking);
+    if (!policy.ok()) return policy.status().Prefixed("ssh.strict_host_key_checking");
+    ssh.host_key_policy = *policy;
+  }
+  // cli.connect_timeout already holds DSLAUNCH_CONNECT_TIMEOUT when the flag is absent.
+  ssh.connect_timeout = cli.connect_timeout;
+  if (!cli.connect_timeout_set && job.ssh.connect_timeout > 0) ssh.connect_timeout = job.ssh.connect_timeout;
+  ssh.default_port = cli.ssh_port ? cli.ssh_port : job.ssh.port;
+  ssh.fanout = cli.fanout;
+  ssh.ship_agent = cli.ship_agent;
+  return ssh;
+}
+
+std::string SiblingBinary(const std::string& name, const std::string& subdir, const std::string& override_path) {
+  if (!override_path.empty()) return override_path;
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return name;
+  std::filesystem::path dir = self.parent_path();
+  if (std::filesystem::exists(dir / name)) return (dir / name).string();
+  std::filesystem::path tree = dir.parent_path() / subdir / name;
+  if (std::filesystem::exists(tree)) return tree.string();
+  return (dir / name).string();
+}
+
+}  // namespace ds

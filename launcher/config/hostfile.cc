@@ -1,0 +1,192 @@
+#include "launcher/config/hostfile.h"
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+#include "common/files.h"
+#include "common/strings.h"
+#include "launcher/config/job_spec.h"
+
+namespace ds {
+namespace {
+
+// The keys dslaunch understands after the host name. Anything else must look
+// like an environment variable name (upper case) and is set for that host's
+// workers.
+const std::vector<std::string> kHostKeys = {"slots", "ssh_port", "user"};
+
+struct Token {
+  std::string text;
+  size_t col = 0;  // 0-based column in the line
+};
+
+// Splits on blanks, remembering where each token starts.
+std::vector<Token> Tokenize(const std::string& line) {
+  std::vector<Token> out;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    if (i >= line.size()) break;
+    size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
+    out.push_back({line.substr(start, i - start), start});
+  }
+  return out;
+}
+
+// "path:line: message\n<line>\n<caret>" (ninja's Lexer::Error style). Tabs in
+// the line are copied into the caret line so the caret lines up.
+Status LineError(const std::string& path, int lineno, const std::string& line, size_t col,
+                 const std::string& message) {
+  std::string caret;
+  for (size_t i = 0; i < col && i < line.size(); ++i) caret += line[i] == '\t' ? '\t' : ' ';
+  caret += '^';
+  return Status::InvalidArgument(path + ":" + std::to_string(lineno) + ": " + message + "\n" +
+                                 line + "\n" + caret);
+}
+
+bool IsHostChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_';
+}
+
+bool IsEnvName(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!(std::isupper(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_'))
+      return false;
+  return true;
+}
+
+bool IsIpv6Char(char c) {
+  return std::isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.' || c == '%';
+}
+
+}  // namespace
+
+Result<Hostfile> ParseHostfile(const std::string& text, const std::string& path) {
+  Hostfile hf;
+  hf.path = path;
+  std::map<std::string, int> first_line;  // host -> line it was defined on
+  std::istringstream in(text);
+  std::string raw;
+  int lineno = 0;
+  while (std::getline(in, raw)) {
+    ++lineno;
+    if (!raw.empty() && raw.back() == '\r') raw.pop_back();
+    std::string line = raw.substr(0, raw.find('#'));  // whole-line and trailing comments
+    std::vector<Token> toks = Tokenize(line);
+    if (toks.empty()) continue;
+    auto error = [&](size_t col, const std::string& msg) { return LineError(path, lineno, raw, col, msg); };
+
+    // The host: a name, or an IPv6 literal in brackets.
+    HostEntry h;
+    h.line = lineno;
+    const Token& host = toks[0];
+    if (host.text[0] == '[') {
+      size_t close = host.text.find(']');
+      if (close == std::string::npos || close + 1 != host.text.size())
+        return error(host.col, "expected an IPv6 address in brackets such as '[fe80::1]', got '" +
+                                   host.text + "'");
+      h.name = host.text.substr(1, close - 1);
+      if (h.name.empty() || h.name.find(':') == std::string::npos)
+        return error(host.col, "expected an IPv6 address inside the brackets, got '" + host.text + "'");
+      for (size_t i = 0; i < h.name.size(); ++i)
+        if (!IsIpv6Char(h.name[i]))
+          return error(host.col + 1 + i, "unexpected character '" + std::string(1, h.name[i]) +
+                                             "' in IPv6 address '" + host.text + "'");
+    } else {
+      if (host.text.find(':') != std::string::npos)
+        return error(host.col, "an IPv6 address must be written in brackets, e.g. '[" + host.text + "]'");
+      if (host.text.find('=') != std::string::npos)
+        return error(host.col, "expected a host name before '" + host.text + "'");
+      if (host.text.find('@') != std::string::npos)
+        return error(host.col + host.text.find('@'),
+                     "'@' is not allowed in a host name; write the login as 'user=NAME'");
+      for (size_t i = 0; i < host.text.size(); ++i)
+        if (!IsHostChar(host.text[i]))
+          return error(host.col + i, "unexpected character '" + std::string(1, host.text[i]) +
+                                         "' in host name '" + host.text + "'");
+      h.name = host.text;
+    }
+    auto dup = first_line.find(h.name);
+    if (dup != first_line.end())
+      return error(host.col, "duplicate host '" + h.name + "' (first defined on line " +
+                                 std::to_string(dup->second) + ")");
+
+    // slots=N must come right after the host.
+    if (toks.size() < 2)
+      return error(line.size(), "expected 'slots=N' after the host name");
+    const Token& slots = toks[1];
+    size_t eq = slots.text.find('=');
+    std::string key = slots.text.substr(0, eq);
+    if (key != "slots" || eq == std::string::npos) {
+      std::string msg = "expected 'slots=N', got '" + slots.text + "'";
+      std::string near = DidYouMean(key, {"slots"});
+      if (!near.empty() && key != "slots") msg += " (did you mean 'slots'?)";
+      return error(slots.col, msg);
+    }
+    std::string value = slots.text.substr(eq + 1);
+    auto n = ParseInt(value);
+    if (!n)
+      return error(slots.col + eq + 1, "expected an integer after 'slots=', got '" + value + "'");
+    if (*n < 1 || *n > 1 << 20)
+      return error(slots.col + eq + 1, "slots must be between 1 and 1048576, got " + value);
+    h.slots = static_cast<int>(*n);
+
+    // Optional per-host keys.
+    std::map<std::string, bool> seen;
+    for (size_t i = 2; i < toks.size(); ++i) {
+      const Token& t = toks[i];
+      size_t e = t.text.find('=');
+      if (e == std::string::npos || e == 0)
+        return error(t.col, "expected KEY=VALUE (ssh_port=N, user=NAME or an environment variable "
+                            "such as NCCL_SOCKET_IFNAME=eth0), got '" + t.text + "'");
+      std::string k = t.text.substr(0, e), v = t.text.substr(e + 1);
+      if (v.empty()) return error(t.col + e + 1, "expected a value after '" + k + "='");
+      if (seen[k]) return error(t.col, "duplicate key '" + k + "' for host '" + h.name + "'");
+      seen[k] = true;
+      if (k == "slots") {
+        return error(t.col, "duplicate key 'slots' for host '" + h.name + "'");
+      } else if (k == "ssh_port") {
+        auto port = ParseInt(v);
+        if (!port || *port < 1 || *port > 65535)
+          return error(t.col + e + 1, "expected a port number between 1 and 65535 after 'ssh_port=', got '" + v + "'");
+        h.ssh_port = static_cast<int>(*port);
+      } else if (k == "user") {
+        h.user = v;
+      } else if (IsEnvName(k) && !IsUserSettableEnv(k)) {
+        return error(t.col, k + " is set by dslaunch for every worker and cannot be set per host");
+      } else if (IsEnvName(k)) {
+        h.env[k] = v;
+      } else {
+        std::string msg = "unknown key '" + k + "'";
+        msg += DidYouMeanHint(k, kHostKeys);
+        msg += "; expected ssh_port=, user= or an environment variable in capitals";
+        return error(t.col, msg);
+      }
+    }
+    first_line[h.name] = lineno;
+    hf.hosts.push_back(std::move(h));
+  }
+  if (hf.hosts.empty())
+    return Status::InvalidArgument(path + ": no hosts; expected lines such as 'worker-0 slots=4'");
+  return hf;
+}
+
+Result<Hostfile> LoadHostfile(const std::string& path) {
+  DS_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, "hostfile"));
+  return ParseHostfile(text, path);
+}
+
+Hostfile LocalHostfile(int cpus, int gpus) {
+  Hostfile hf;
+  HostEntry h;
+  h.name = "localhost";
+  h.slots = gpus > 0 ? gpus : std::max(1, cpus);
+  h.line = 0;
+  hf.hosts.push_back(h);
+  return hf;
+}
+
+}  // namespace ds

@@ -1,0 +1,285 @@
+#include "launcher/config/job_spec.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <sstream>
+
+#include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/yaml.h>
+
+#include "common/env_registry.h"
+#include "common/files.h"
+#include "common/strings.h"
+
+namespace ds {
+namespace {
+
+const std::vector<std::string> kTopKeys = {"command", "trainer", "procs_per_node", "env",
+                                           "working_dir", "log_dir", "checkpoint_dir",
+                                           "elastic", "network", "ssh"};
+const std::vector<std::string> kElasticKeys = {"min_nodes", "max_nodes", "max_restarts",
+                                               "heartbeat_interval", "heartbeat_timeout",
+                                               "hang_timeout", "rejoin", "max_host_failures",
+                                               "host_cooldown"};
+const std::vector<std::string> kNetworkKeys = {"interface", "master_addr", "master_port"};
+const std::vector<std::string> kSshKeys = {"strict_host_key_checking", "connect_timeout", "port"};
+const std::vector<std::string> kHostKeyPolicies = {"yes", "accept-new", "no"};
+
+// Worker-contract variables a user may still set in env: (their value wins).
+const std::set<std::string> kUserSettable = {"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME",
+                                             "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"};
+
+// Reads one job file. Every error goes through At(), which prefixes
+// "path:line:col: " from the node's position.
+class JobFileReader {
+ public:
+  explicit JobFileReader(std::string path) : path_(std::move(path)) {}
+
+  Status At(const YAML::Node& n, const std::string& msg) const {
+    YAML::Mark m = n.Mark();
+    if (m.is_null()) return Status::InvalidArgument(path_ + ": " + msg);
+    return Status::InvalidArgument(path_ + ":" + std::to_string(m.line + 1) + ":" +
+                                   std::to_string(m.column + 1) + ": " + msg);
+  }
+
+  // Checks that `map` is a mapping whose keys are unique strings from `allowed`.
+  Status CheckKeys(const YAML::Node& map, const std::vector<std::string>& allowed,
+                   const std::string& section) const {
+    if (!map.IsMap()) return At(map, "expected a mapping for '" + section + "'");
+    std::set<std::string> seen;
+    for (const auto& kv : map) {
+      if (!kv.first.IsScalar()) return At(kv.first, "expected a key name in '" + section + "'");
+      const std::string& key = kv.first.Scalar();
+      if (!seen.insert(key).second) return At(kv.first, "duplicate key '" + key + "'");
+      if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+      std::string msg = "unknown key '" + key + "'";
+      if (section != "job file") msg += " in '" + section + "'";
+      msg += DidYouMeanHint(key, allowed);
+      msg += "; expected one of:";
+      for (const auto& a : allowed) msg += " " + a;
+      return At(kv.first, msg);
+    }
+    return Status::OK();
+  }
+
+  Result<std::string> Str(const YAML::Node& n, const std::string& key) const {
+    if (!n.IsScalar()) return At(n, "'" + key + "': expected a string");
+    return n.Scalar();
+  }
+
+  Result<int> Int(const YAML::Node& n, const std::string& key, int lo, int hi) const {
+    auto v = n.IsScalar() ? ParseInt(n.Scalar()) : std::nullopt;
+    if (!v || *v < lo || *v > hi)
+      return At(n, "'" + key + "': expected an integer between " + std::to_string(lo) + " and " +
+                       std::to_string(hi) + (n.IsScalar() ? ", got '" + n.Scalar() + "'" : ""));
+    return static_cast<int>(*v);
+  }
+
+  Result<double> Seconds(const YAML::Node& n, const std::string& key) const {
+    auto v = n.IsScalar() ? ParseSeconds(n.Scalar()) : std::nullopt;
+    if (!v)
+      return At(n, "'" + key + "': expected a duration such as 500ms, 3s or 2m" +
+                       (n.IsScalar() ? ", got '" + n.Scalar() + "'" : std::string()));
+    return *v;
+  }
+
+  Result<bool> Bool(const YAML::Node& n, const std::string& key) const {
+    if (n.IsScalar()) {
+      std::string s = n.Scalar();
+      std::transform(s.begin(), s.end(), s.begin(), ::tolower);  // YAML 1.1: true, True, TRUE
+      if (s == "true" || s == "yes" || s == "on") return true;
+      if (s == "false" || s == "no" || s == "off") return false;
+    }
+    return At(n, "'" + key + "': expected true or false");
+  }
+
+  Status Command(const YAML::Node& n, JobSpec& job) const {
+    if (n.IsScalar()) {  // a string runs through the shell
+      if (Trim(n.Scalar()).empty()) return At(n, "'command': expected a non-empty command");
+      job.command = {"/bin/sh", "-c", n.Scalar()};
+      return Status::OK();
+    }
+    if (!n.IsSequence() || n.size() == 0)
+      return At(n, "'command': expected a list of arguments such as [python3, train.py] or a shell string");
+    for (const auto& a : n) {
+      if (!a.IsScalar()) return At(a, "'command': expected each argument to be a string");
+      job.command.push_back(a.Scalar());
+    }
+    return Status::OK();
+  }
+
+  Status Env(const YAML::Node& n, JobSpec& job) const {
+    if (!n.IsMap()) return At(n, "'env': expected a mapping of NAME: value");
+    std::set<std::string> seen;
+    for (const auto& kv : n) {
+      if (!kv.first.IsScalar()) return At(kv.first, "'env': expected a variable name");
+      const std::string& name = kv.first.Scalar();
+      bool valid = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
+      for (char c : name) valid = valid && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+      if (!valid) return At(kv.first, "'env': '" + name + "' is not a valid environment variable name");
+      if (!seen.insert(name).second) return At(kv.first, "duplicate key '" + name + "'");
+      if (!IsUserSettableEnv(name))
+        return At(kv.first, "'env': " + name + " is set by dslaunch for every worker and cannot be "
+                            "overridden (use network: or checkpoint_dir: where they apply)");
+      if (!kv.second.IsScalar())
+        return At(kv.second, "'env': expected a string value for " + name);
+      job.env.emplace_back(name, kv.second.Scalar());
+    }
+    return Status::OK();
+  }
+
+  Status Elastic(const YAML::Node& n, ElasticOptions& e) const {
+    DS_RETURN_IF_ERROR(CheckKeys(n, kElasticKeys, "elastic"));
+    YAML::Node min_n, interval_n;
+    for (const auto& kv : n) {
+      const std::string& k = kv.first.Scalar();
+      const YAML::Node& v = kv.second;
+      if (k == "min_nodes") { DS_ASSIGN_OR_RETURN(e.min_nodes, Int(v, k, 1, 1 << 20)); min_n = kv.first; e.min_nodes_set = true; }
+      else if (k == "max_nodes") { DS_ASSIGN_OR_RETURN(e.max_nodes, Int(v, k, 0, 1 << 20)); }
+      else if (k == "max_restarts") { DS_ASSIGN_OR_RETURN(e.max_restarts, Int(v, k, 0, 1 << 20)); }
+      else if (k == "heartbeat_interval") { DS_ASSIGN_OR_RETURN(e.heartbeat_interval, Seconds(v, k)); interval_n = kv.first; }
+      else if (k == "heartbeat_timeout") { DS_ASSIGN_OR_RETURN(e.heartbeat_timeout, Seconds(v, k)); }
+      else if (k == "hang_timeout") { DS_ASSIGN_OR_RETURN(e.hang_timeout, Seconds(v, k)); }
+      else if (k == "rejoin") { DS_ASSIGN_OR_RETURN(e.rejoin, Bool(v, k)); }
+      else if (k == "max_host_failures") { DS_ASSIGN_OR_RETURN(e.max_host_failures, Int(v, k, 0, 1 << 20)); }
+      else if (k == "host_cooldown") { DS_ASSIGN_OR_RETURN(e.host_cooldown, Seconds(v, k)); }
+    }
+    if (e.max_nodes > 0 && e.min_nodes > e.max_nodes)
+      return At(min_n.IsDefined() ? min_n : n, "'elastic': min_nodes (" + std::to_string(e.min_nodes) +
+                                                   ") is greater than max_nodes (" + std::to_string(e.max_nodes) + ")");
+    if (e.heartbeat_interval <= 0)
+      return At(interval_n.IsDefined() ? interval_n : n, "'elastic': heartbeat_interval must be greater than 0");
+    if (e.heartbeat_timeout <= e.heartbeat_interval)
+      return At(n, "'elastic': heartbeat_timeout (" + fmt(e.heartbeat_timeout) +
+                       ") must be greater than heartbeat_interval (" + fmt(e.heartbeat_interval) + ")");
+    return Status::OK();
+  }
+
+  Status Network(const YAML::Node& n, NetworkOptions& net) const {
+    DS_RETURN_IF_ERROR(CheckKeys(n, kNetworkKeys, "network"));
+    for (const auto& kv : n) {
+      const std::string& k = kv.first.Scalar();
+      if (k == "interface") { DS_ASSIGN_OR_RETURN(net.interface, Str(kv.second, k)); }
+      else if (k == "master_addr") { DS_ASSIGN_OR_RETURN(net.master_addr, Str(kv.second, k)); }
+      else if (k == "master_port") { DS_ASSIGN_OR_RETURN(net.master_port, Int(kv.second, k, 0, 65535)); }
+    }
+    return Status::OK();
+  }
+
+  Status Ssh(const YAML::Node& n, SshJobOptions& ssh) const {
+    DS_RETURN_IF_ERROR(CheckKeys(n, kSshKeys, "ssh"));
+    for (const auto& kv : n) {
+      const std::string& k = kv.first.Scalar();
+      const YAML::Node& v = kv.second;
+      if (k == "strict_host_key_checking") {
+        // YAML 1.1 reads a bare yes/no as a boolean; the scalar text is what was written.
+        DS_ASSIGN_OR_RETURN(std::string policy, Str(v, k));
+        std::string lower = policy;
+        std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+        if (std::find(kHostKeyPolicies.begin(), kHostKeyPolicies.end(), lower) == kHostKeyPolicies.end()) {
+          std::string msg = "'strict_host_key_checking': expected yes, accept-new or no, got '" + policy + "'";
+          msg += DidYouMeanHint(lower, kHostKeyPolicies);
+          return At(v, msg);
+        }
+        ssh.strict_host_key_checking = lower;
+      } else if (k == "connect_timeout") {
+        DS_ASSIGN_OR_RETURN(ssh.connect_timeout, Seconds(v, k));
+        if (ssh.connect_timeout <= 0) return At(v, "'connect_timeout': must be greater than 0");
+      } else if (k == "port") {
+        DS_ASSIGN_OR_RETURN(int port, Int(v, k, 1, 65535));
+        ssh.port = port;
+      }
+    }
+    return Status::OK();
+  }
+
+  Result<JobSpec> Read(const std::string& text) const {
+    YAML::Node root;
+    try {
+      root = YAML::Load(text);
+    } catch (const YAML::DeepRecursion& e) {  // yaml-cpp says only "bad file"
+      return Status::InvalidArgument(path_ + ":" + std::to_string(e.mark.line + 1) + ":" +
+                                     std::to_string(e.mark.column + 1) + ": YAML nested too deeply");
+    } catch (const YAML::Exception& e) {
+      return Status::InvalidArgument(path_ + ":" + std::to_string(e.mark.line + 1) + ":" +
+                                     std::to_string(e.mark.column + 1) + ": YAML syntax error: " + e.msg);
+    }
+    if (!root.IsDefined() || root.IsNull())
+      return Status::InvalidArgument(path_ + ": empty job file; expected 'command:' or 'trainer:'");
+    if (!root.IsMap())
+      return At(root, "expected a mapping of job keys (command, trainer, procs_per_node, env, ...)");
+    DS_RETURN_IF_ERROR(CheckKeys(root, kTopKeys, "job file"));
+
+    JobSpec job;
+    job.path = path_;
+    bool has_command = false, has_trainer = false;
+    for (const auto& kv : root) {
+      const std::string& k = kv.first.Scalar();
+      const YAML::Node& v = kv.second;
+      if (k == "command") { DS_RETURN_IF_ERROR(Command(v, job)); has_command = true; }
+      else if (k == "trainer") {
+        if (v.IsNull()) return At(kv.first, "'trainer': expected the trainer's settings");
+        YAML::Emitter out;
+        out << v;
+        job.trainer_yaml = out.c_str();
+        has_trainer = true;
+        if (has_command) return At(kv.first, "'command' and 'trainer' are both set; use one of them");
+      }
+      else if (k == "procs_per_node") { DS_ASSIGN_OR_RETURN(job.procs_per_node, Int(v, k, 1, 1 << 20)); }
+      else if (k == "env") { DS_RETURN_IF_ERROR(Env(v, job)); }
+      else if (k == "working_dir") { DS_ASSIGN_OR_RETURN(job.working_dir, Str(v, k)); }
+      else if (k == "log_dir") { DS_ASSIGN_OR_RETURN(job.log_dir, Str(v, k)); }
+      else if (k == "checkpoint_dir") { DS_ASSIGN_OR_RETURN(job.checkpoint_dir, Str(v, k)); }
+      else if (k == "elastic") { DS_RETURN_IF_ERROR(Elastic(v, job.elastic)); }
+      else if (k == "network") { DS_RETURN_IF_ERROR(Network(v, job.network)); }
+      else if (k == "ssh") { DS_RETURN_IF_ERROR(Ssh(v, job.ssh)); }
+      if (k == "command" && has_trainer)
+        return At(kv.first, "'command' and 'trainer' are both set; use one of them");
+    }
+    if (!has_command && !has_trainer)
+      return At(root, "expected 'command:' (what each worker runs) or 'trainer:' (the built-in trainer)");
+    return job;
+  }
+
+ private:
+  static std::string fmt(double seconds) {
+    std::ostringstream o;
+    o << seconds << "s";
+    return o.str();
+  }
+
+  std::string path_;
+};
+
+}  // namespace
+
+Result<JobSpec> ParseJobFile(const std::string& text, const std::string& path) {
+  try {
+    return JobFileReader(path).Read(text);
+  } catch (const YAML::Exception& e) {  // defensive: yaml-cpp throws from accessors too
+    return Status::InvalidArgument(path + ":" + std::to_string(e.mark.line + 1) + ":" +
+                                   std::to_string(e.mark.column + 1) + ": " + e.msg);
+  }
+}
+
+Result<JobSpec> LoadJobFile(const std::string& path) {
+  DS_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, "job file"));
+  return ParseJobFile(text, path);
+}
+
+bool IsUserSettableEnv(const std::string& name) {
+  const EnvParam* p = FindEnvParam(name);
+  return p == nullptr || p->scope != EnvScope::kWorkerContract || kUserSettable.count(name) > 0;
+}
+
+JobSpec JobSpecFromCommand(const std::vector<std::string>& argv) {
+  JobSpec job;
+  if (!argv.empty() && argv[0].size() > 3 && argv[0].ends_with(".py")) {
+    job.command = {"python3", "-u"};
+  }
+  job.command.insert(job.command.end(), argv.begin(), argv.end());
+  return job;
+}
+
+}  // namespace ds

@@ -1,0 +1,177 @@
+#include "launcher/config/plan.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "common/check.h"
+
+namespace ds {
+namespace {
+
+// Environment built in order; Set() replaces an existing name in place so
+// every name appears once.
+class EnvBuilder {
+ public:
+  void Set(const std::string& name, const std::string& value) {
+    for (auto& kv : env_)
+      if (kv.first == name) {
+        kv.second = value;
+        return;
+      }
+    env_.emplace_back(name, value);
+  }
+  void Set(const std::string& name, int value) { Set(name, std::to_string(value)); }
+  EnvList Take() { return std::move(env_); }
+
+ private:
+  EnvList env_;
+};
+
+const std::string* Find(const EnvList& env, const std::string& name) {
+  for (const auto& kv : env)
+    if (kv.first == name) return &kv.second;
+  return nullptr;
+}
+
+const std::string* FindHostEnv(const HostEntry& h, const std::string& name) {
+  auto it = h.env.find(name);
+  return it == h.env.end() ? nullptr : &it->second;
+}
+
+bool NonEmpty(const std::string* s) { return s != nullptr && !s->empty(); }
+
+}  // namespace
+
+Result<LaunchPlan> MakePlan(const std::vector<SelectedHost>& hosts, const JobSpec& job, bool use_gpus) {
+  if (hosts.empty()) return Status::InvalidArgument("no hosts selected");
+  const ElasticOptions& el = job.elastic;
+  if (el.min_nodes > static_cast<int>(hosts.size()))
+    return Status::InvalidArgument("elastic.min_nodes is " + std::to_string(el.min_nodes) + " but only " +
+                                   std::to_string(hosts.size()) + " host(s) are selected");
+  LaunchPlan plan;
+  plan.job = job;
+  plan.use_gpus = use_gpus;
+  for (const SelectedHost& sel : hosts) {
+    NodePlan node;
+    node.host = sel.host;
+    node.slots = sel.slots;
+    if (node.slots.empty())
+      return Status::InvalidArgument("host '" + sel.host.name + "': no slots selected");
+    if (job.procs_per_node > 0) {
+      if (job.procs_per_node > static_cast<int>(node.slots.size()))
+        return Status::InvalidArgument("procs_per_node is " + std::to_string(job.procs_per_node) +
+                                       " but host '" + sel.host.name + "' has " +
+                                       std::to_string(node.slots.size()) + " selected slot(s)");
+      node.slots.resize(job.procs_per_node);
+    }
+    bool standby = el.max_nodes > 0 && static_cast<int>(plan.nodes.size()) >= el.max_nodes;
+    if (standby) {
+      node.node_rank = -1;
+      node.first_rank = -1;
+      plan.standbys.push_back(std::move(node));
+      continue;
+    }
+    node.node_rank = static_cast<int>(plan.nodes.size());
+    node.first_rank = plan.world_size;
+    plan.world_size += node.num_workers();
+    plan.nodes.push_back(std::move(node));
+  }
+  return plan;
+}
+
+EnvList WorkerEnv(const LaunchPlan& plan, int node_index, int local_rank, const GenerationInfo& gen,
+                  const EnvList& inherited) {
+  DS_CHECK(node_index >= 0 && node_index < static_cast<int>(plan.nodes.size()));
+  const NodePlan& node = plan.nodes[node_index];
+  DS_CHECK(local_rank >= 0 && local_rank < node.num_workers());
+  const JobSpec& job = plan.job;
+  const int local_size = node.num_workers();
+  const int num_nodes = static_cast<int>(plan.nodes.size());
+  const int rank = node.first_rank + local_rank;
+  auto job_env = [&](const std::string& name) { return Find(job.env, name); };
+
+  EnvBuilder env;
+  // torchrun's contract.
+  env.Set("RANK", rank);
+  env.Set("LOCAL_RANK", local_rank);
+  env.Set("WORLD_SIZE", plan.world_size);
+  env.Set("LOCAL_WORLD_SIZE", local_size);
+  env.Set("GROUP_RANK", node.node_rank);
+  env.Set("GROUP_WORLD_SIZE", num_nodes);
+  env.Set("ROLE_RANK", rank);
+  env.Set("ROLE_WORLD_SIZE", plan.world_size);
+  std::string master_addr = !gen.master_addr.empty()           ? gen.master_addr
+                            : !job.network.master_addr.empty() ? job.network.master_addr
+                                                               : plan.nodes.front().host.name;
+  env.Set("MASTER_ADDR", master_addr);
+  env.Set("MASTER_PORT", gen.master_port > 0 ? gen.master_port : job.network.master_port);
+  // DeepSpeed's names.
+  env.Set("CROSS_RANK", node.node_rank);
+  env.Set("CROSS_SIZE", num_nodes);
+  env.Set("LOCAL_SIZE", local_size);
+
+  // Network interface, per variable.
+  for (const char* var : {"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"}) {
+    const std::string* v = nullptr;
+    if (!job.network.interface.empty()) v = &job.network.interface;
+    else if (NonEmpty(FindHostEnv(node.host, var))) v = FindHostEnv(node.host, var);
+    else if (NonEmpty(job_env(var))) v = job_env(var);
+    else if (NonEmpty(Find(inherited, var))) v = Find(inherited, var);
+    else if (!gen.socket_ifname.empty()) v = &gen.socket_ifname;
+    if (v != nullptr) env.Set(var, *v);
+  }
+
+  if (plan.use_gpus) {
+    std::string devices;
+    for (int s : node.slots) devices += (devices.empty() ? "" : ",") + std::to_string(s);
+    env.Set("CUDA_VISIBLE_DEVICES", devices);
+  }
+  if (!job_env("OMP_NUM_THREADS") && !FindHostEnv(node.host, "OMP_NUM_THREADS") &&
+      !Find(inherited, "OMP_NUM_THREADS")) {
+    env.Set("OMP_NUM_THREADS", std::max(1, gen.cpus_on_node / std::max(1, local_size)));
+  }
+
+  // dslaunch's own contract.
+  env.Set("DSLAUNCH_JOB_ID", gen.job_id);
+  env.Set("DSLAUNCH_GENERATION", gen.generation);
+  env.Set("DSLAUNCH_RESTART_COUNT", gen.restart_count);
+  env.Set("DSLAUNCH_HOST", node.host.name);
+  if (!gen.store_addr.empty()) env.Set("DSLAUNCH_STORE_ADDR", gen.store_addr);
+  if (!gen.store_token.empty()) env.Set("DSLAUNCH_STORE_TOKEN", gen.store_token);
+  if (!gen.heartbeat_addr.empty()) env.Set("DSLAUNCH_HEARTBEAT_ADDR", gen.heartbeat_addr);
+  if (!job.checkpoint_dir.empty()) env.Set("DSLAUNCH_CHECKPOINT_DIR", job.checkpoint_dir);
+  if (!job.trainer_yaml.empty()) env.Set("DSLAUNCH_TRAINER_CONFIG", job.trainer_yaml);
+
+  // The user's own values: the job's env:, then the host's keys (more
+  // specific). The interface variables were resolved above.
+  auto is_ifname = [](const std::string& k) { return k == "NCCL_SOCKET_IFNAME" || k == "GLOO_SOCKET_IFNAME"; };
+  for (const auto& [k, v] : job.env)
+    if (!is_ifname(k)) env.Set(k, v);
+  for (const auto& [k, v] : node.host.env)
+    if (!is_ifname(k)) env.Set(k, v);
+  return env.Take();
+}
+
+std::vector<NodePlan> Candidates(const LaunchPlan& plan) {
+  std::vector<NodePlan> all = plan.nodes;
+  all.insert(all.end(), plan.standbys.begin(), plan.standbys.end());
+  return all;
+}
+
+Result<LaunchPlan> PlanOnNodes(const LaunchPlan& plan, const std::vector<bool>& keep) {
+  const std::vector<NodePlan> candidates = Candidates(plan);
+  DS_CHECK(keep.size() == candidates.size());
+  std::vector<SelectedHost> hosts;
+  for (size_t i = 0; i < candidates.size(); ++i)
+    if (keep[i]) hosts.push_back(SelectedHost{candidates[i].host, candidates[i].slots});
+  const int min_nodes = plan.job.elastic.min_nodes;
+  if (static_cast<int>(hosts.size()) < min_nodes)
+    return Status::Unavailable(fmt::format("{} of {} hosts reachable, elastic.min_nodes is {}", hosts.size(),
+                                           candidates.size(), min_nodes));
+  DS_ASSIGN_OR_RETURN(LaunchPlan out, MakePlan(hosts, plan.job, plan.use_gpus));
+  out.hostfile_path = plan.hostfile_path;
+  return out;
+}
+
+}  // namespace ds

@@ -1,0 +1,43 @@
+#include "launcher/coordinator/assign_builder.h"
+
+#include <algorithm>
+
+namespace ds {
+
+msg::Assign BuildAssign(const LaunchPlan& plan, int node_index, const msg::Register& facts,
+                        const AssignContext& ctx) {
+  const NodePlan& node = plan.nodes.at(node_index);
+  GenerationInfo gen;
+  gen.job_id = ctx.job_id;
+  gen.generation = ctx.generation;
+  gen.restart_count = ctx.restart_count;
+  gen.master_addr = ctx.master_addr;
+  gen.master_port = ctx.master_port;
+  gen.store_addr = ctx.store_addr;
+  gen.store_token = ctx.store_token;
+  gen.heartbeat_addr = facts.heartbeat_addr;
+  gen.cpus_on_node = static_cast<int>(facts.cpus);
+
+  msg::Assign a;
+  a.generation = static_cast<uint32_t>(ctx.generation);
+  a.argv = ctx.argv;
+  a.working_dir = plan.job.working_dir;
+  a.master_addr = ctx.master_addr;
+  a.stop_grace_ms = static_cast<uint32_t>(std::max(0.0, ctx.stop_grace) * 1000);
+  a.hang_timeout_ms = static_cast<uint32_t>(std::max(0.0, ctx.hang_timeout) * 1000);
+  for (int lr = 0; lr < node.num_workers(); ++lr) {
+    msg::WorkerSpec w;
+    w.rank = node.first_rank + lr;
+    w.local_rank = lr;
+    w.env = WorkerEnv(plan, node_index, lr, gen, facts.env);
+    a.workers.push_back(std::move(w));
+  }
+  return a;
+}
+
+std::vector<std::string> WorkerArgv(const JobSpec& job, const std::string& dstrain_path) {
+  if (!job.trainer_yaml.empty()) return {dstrain_path};
+  return job.command;
+}
+
+}  // namespace ds

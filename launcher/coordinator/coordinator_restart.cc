@@ -1,0 +1,99 @@
+// Coordinator, elastic restart: whether to restart after a failed
+// generation, and the next generation on the agents still alive, standbys
+// stepping in (coordinator.h).
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "common/log.h"
+#include "launcher/coordinator/coordinator.h"
+#include "launcher/report/job_summary.h"
+
+namespace ds {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<bool> Coordinator::AliveAgents() const {
+  std::vector<bool> alive;
+  for (const auto& a : agents_) alive.push_back(a->registered && !a->lost && a->conn && !a->conn->closed());
+  return alive;
+}
+
+bool Coordinator::MayRestart() {
+  const ElasticOptions& el = plan_.job.elastic;
+  if (el.max_restarts == 0) return false;
+  const std::vector<bool> agents = AliveAgents();
+  const int alive = static_cast<int>(std::count(agents.begin(), agents.end(), true));
+  if (restarts_ >= el.max_restarts) {
+    Notice(fmt::format("not restarting: all {} restarts used (elastic.max_restarts)", el.max_restarts));
+    return false;
+  }
+  if (alive < el.min_nodes) {
+    Notice(fmt::format("not restarting: {} node{} left, elastic.min_nodes is {}", alive,
+                       alive == 1 ? "" : "s", el.min_nodes));
+    return false;
+  }
+  return true;
+}
+
+// elastic.max_host_failures: counts the generation's failure against its
+// host (a worker's failure; a lost node is out anyway) and leaves hosts in
+// their cooldown out of `keep`, as long as min_nodes still holds.
+void Coordinator::ApplyHostCooldowns(std::vector<bool>& keep) {
+  const ElasticOptions& el = plan_.job.elastic;
+  if (el.max_host_failures == 0) return;
+  const auto now = Clock::now();
+  const auto& f = record_.first_failure();
+  if (f && f->rank >= 0 && ++host_failures_[f->host] >= el.max_host_failures) {
+    host_failures_[f->host] = 0;
+    cooldown_until_[f->host] =
+        now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(el.host_cooldown));
+  }
+  for (size_t i = 0; i < keep.size(); ++i) {
+    const std::string& host = candidates_[i].host.name;
+    auto it = cooldown_until_.find(host);
+    if (!keep[i] || it == cooldown_until_.end() || now >= it->second) continue;
+    const double left = std::chrono::duration<double>(it->second - now).count();
+    if (std::count(keep.begin(), keep.end(), true) - 1 < plan_.job.elastic.min_nodes) {
+      Notice(fmt::format("{} is in its cooldown ({:.0f} s left) but elastic.min_nodes needs it", host, left));
+      continue;
+    }
+    keep[i] = false;
+    Notice(fmt::format("{} sits out: its workers failed {} time{} (elastic.max_host_failures); "
+                       "back in {:.0f} s at the earliest (elastic.host_cooldown)",
+                       host, el.max_host_failures, el.max_host_failures == 1 ? "" : "s", left));
+  }
+}
+
+// Generation + 1 on the agents still alive, in plan order.
+void Coordinator::Restart() {
+  std::vector<bool> alive = AliveAgents();
+  ApplyHostCooldowns(alive);
+  auto next = PlanOnNodes(plan_, alive);
+  if (!next.ok()) {  // cannot happen: MayRestart checked min_nodes
+    Notice("not restarting: " + next.status().message());
+    return Finish();
+  }
+  gen_plan_ = std::move(next).value();
+  gen_agents_.clear();  // the first nodes.size() alive candidates are the nodes
+  for (size_t i = 0; i < agents_.size() && gen_agents_.size() < gen_plan_.nodes.size(); ++i)
+    if (alive[i]) gen_agents_.push_back(static_cast<int>(i));
+  ++generation_;
+  ++restarts_;
+  const std::string cause = record_.first_failure() ? DescribeFailure(*record_.first_failure()) : "?";
+  failure_time_ = record_.first_failure_time;
+  record_.NewGeneration(generation_);
+  store_.Clear();  // the last generation's rendezvous keys must not leak into this one
+  master_port_ = opt_.master_port;
+  Notice(fmt::format("restart {}/{}: generation {} on {} node{}, world size {}, after {}", restarts_,
+                     plan_.job.elastic.max_restarts, generation_, gen_agents_.size(),
+                     gen_agents_.size() == 1 ? "" : "s", gen_plan_.world_size, cause));
+  StartGeneration();
+}
+
+void Coordinator::Notice(const std::string& text) {
+  if (opt_.notice) return opt_.notice(text);
+  DS_LOG(Warn, Coord) << text;
+}
+
+}  // namespace ds

@@ -1,0 +1,87 @@
+// JobRecord: what the launcher knows about every worker of the current
+// generation (host, pid, exit), the last 20 output lines per rank, and the
+// generation's FIRST failure, which decides dslaunch's exit code (worker's
+// code, or 128+signal) and the summary. An elastic restart moves that
+// failure to restart_causes() and starts over with a new set of workers.
+// Output lines are forwarded to the LogMux.
+// Not thread-safe: the coordinator's io thread only.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/report/log_mux.h"
+
+namespace ds {
+
+struct WorkerRecord {
+  int rank = 0;
+  int node = 0;
+  std::string host;
+  int pid = 0;
+  bool started = false;
+  bool exited = false;
+  int exit_code = 0;   // when signal == 0
+  int signal = 0;
+  bool hung = false;
+  std::deque<std::string> last_lines;  // newest last, at most kLastLines
+};
+
+struct Failure {
+  std::chrono::system_clock::time_point time;
+  std::string host;
+  int rank = -1;        // -1: not a worker (agent lost, interrupted, ...)
+  int pid = 0;
+  int exit_code = 0;
+  int signal = 0;
+  bool hung = false;
+  std::string what;     // for non-worker failures: "agent lost: connection closed"
+  std::deque<std::string> last_lines;
+  // dslaunch's exit code for this failure.
+  int ProcessExitCode() const { return signal != 0 ? 128 + signal : exit_code; }
+};
+
+class JobRecord {
+ public:
+  static constexpr size_t kLastLines = 20;
+  explicit JobRecord(LogMux* mux = nullptr) : mux_(mux) {}
+
+  void OnAssigned(int rank, int node, const std::string& host);
+  void OnStarted(int rank, int pid);
+  void OnOutput(int rank, int stream, const std::string& line);
+  // Records an exit; returns true when it is a failure (code != 0, signal, hung).
+  bool OnExited(int rank, int pid, int exit_code, int signal, bool hung);
+  // Records a failure that is not a worker's exit; ignored if one is recorded.
+  void RecordFailure(Failure f);
+
+  // An elastic restart into `generation`: forgets the workers, keeps the
+  // failure that caused it as a restart cause (the next generation starts
+  // clean) and marks the per-rank log files.
+  void NewGeneration(int generation);
+
+  const std::optional<Failure>& first_failure() const { return first_failure_; }
+  const std::vector<Failure>& restart_causes() const { return restart_causes_; }
+  const std::map<int, WorkerRecord>& workers() const { return workers_; }
+  int num_started() const { return num_started_; }
+  bool AllExitedOk() const;
+  // 0 when nothing failed, else the first failure's ProcessExitCode().
+  int ExitCode() const { return first_failure_ ? first_failure_->ProcessExitCode() : 0; }
+
+  // Clock readings for the benchmark (steady clock).
+  std::chrono::steady_clock::time_point all_started_time;
+  std::chrono::steady_clock::time_point first_failure_time;
+  std::chrono::steady_clock::time_point all_stopped_time;
+
+ private:
+  LogMux* mux_;
+  std::map<int, WorkerRecord> workers_;
+  std::optional<Failure> first_failure_;
+  std::vector<Failure> restart_causes_;
+  int num_started_ = 0;
+};
+
+}  // namespace ds

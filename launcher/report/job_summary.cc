@@ -1,0 +1,99 @@
+#include "launcher/report/job_summary.h"
+
+#include <signal.h>
+
+#include <ctime>
+
+#include <fmt/format.h>
+
+namespace ds {
+
+std::string SignalName(int sig) {
+  switch (sig) {
+    case SIGHUP: return "SIGHUP";
+    case SIGINT: return "SIGINT";
+    case SIGQUIT: return "SIGQUIT";
+    case SIGILL: return "SIGILL";
+    case SIGTRAP: return "SIGTRAP";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGKILL: return "SIGKILL";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGSEGV: return "SIGSEGV";
+    case SIGUSR2: return "SIGUSR2";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGALRM: return "SIGALRM";
+    case SIGTERM: return "SIGTERM";
+    case SIGXCPU: return "SIGXCPU";
+    default: return fmt::format("SIG{}", sig);
+  }
+}
+
+namespace {
+
+std::string FormatTime(std::chrono::system_clock::time_point t) {
+  std::time_t secs = std::chrono::system_clock::to_time_t(t);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", &tm);
+  return fmt::format("{}.{:03d} UTC", buf, ms);
+}
+
+}  // namespace
+
+std::string DescribeFailure(const Failure& f) {
+  if (f.rank < 0) return fmt::format("host {}: {}", f.host, f.what);
+  std::string how = f.signal != 0 ? fmt::format("killed by signal {} ({})", f.signal, SignalName(f.signal))
+                                  : fmt::format("exited with code {}", f.exit_code);
+  if (f.hung) how += " after its step heartbeat stalled (hang_timeout)";
+  return fmt::format("host {}, rank {}, pid {}: {}", f.host, f.rank, f.pid, how);
+}
+
+namespace {
+
+// One line per elastic restart, with the failure that caused it.
+std::string Restarts(const JobRecord& record) {
+  std::string out;
+  int n = 0;
+  for (const Failure& f : record.restart_causes())
+    out += fmt::format("  restart {} after a failure at {}: {}\n", ++n, FormatTime(f.time), DescribeFailure(f));
+  return out;
+}
+
+}  // namespace
+
+std::string FormatSummary(const JobRecord& record, int world_size, bool color) {
+  const char* red = color ? "\033[1;31m" : "";
+  const char* reset = color ? "\033[0m" : "";
+  const size_t restarts = record.restart_causes().size();
+  if (!record.first_failure()) {
+    if (restarts == 0) return fmt::format("dslaunch: all {} workers exited 0\n", world_size);
+    return fmt::format("dslaunch: all {} workers exited 0, after {} restart{}\n", world_size,
+                       restarts, restarts == 1 ? "" : "s") +
+           Restarts(record);
+  }
+  const Failure& f = *record.first_failure();
+  std::string out = fmt::format("{}dslaunch: job failed{}; first failure at {}\n", red, reset, FormatTime(f.time));
+  if (f.rank >= 0) {
+    out += "  " + DescribeFailure(f) + "\n";
+    if (f.last_lines.empty()) {
+      out += fmt::format("  rank {} printed nothing\n", f.rank);
+    } else {
+      out += fmt::format("  last {} lines of rank {}:\n", f.last_lines.size(), f.rank);
+      for (const auto& l : f.last_lines) out += "    | " + l + "\n";
+    }
+  } else if (f.signal != 0) {
+    out += fmt::format("  dslaunch received {}; every worker was stopped\n", SignalName(f.signal));
+  } else {
+    out += "  " + DescribeFailure(f) + "\n";
+  }
+  if (restarts > 0)
+    out += fmt::format("  that was generation {}; before it:\n", restarts) + Restarts(record);
+  out += fmt::format("dslaunch: exit code {}\n", f.ProcessExitCode());
+  return out;
+}
+
+}  // namespace ds

@@ -1,0 +1,72 @@
+#include "runtime/comm/gloo_store.h"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <gloo/rendezvous/file_store.h>
+#include <gloo/rendezvous/prefix_store.h>
+
+#include "common/store_client.h"
+#include "runtime/comm/communicator.h"
+
+namespace ds::rt {
+namespace {
+
+// A PrefixStore that owns nothing but keeps the prefix in one place.
+class OwningPrefixStore : public gloo::rendezvous::PrefixStore {
+ public:
+  OwningPrefixStore(const std::string& prefix, gloo::rendezvous::Store& store)
+      : PrefixStore(prefix, store) {}
+};
+
+}  // namespace
+
+void StoreClientStore::set(const std::string& key, const std::vector<char>& data) {
+  Status st = client_.Set(key, std::vector<uint8_t>(data.begin(), data.end()));
+  if (!st.ok()) throw CommError(fmt::format("store set '{}': {}", key, st.message()));
+}
+
+std::vector<char> StoreClientStore::get(const std::string& key) {
+  auto v = client_.Get(key, timeout_);
+  if (!v.ok()) throw CommError(fmt::format("store get '{}': {}", key, v.status().message()));
+  return std::vector<char>(v->begin(), v->end());
+}
+
+void StoreClientStore::wait(const std::vector<std::string>& keys,
+                            const std::chrono::milliseconds& timeout) {
+  Status st = client_.Wait(keys, timeout);
+  if (!st.ok()) throw CommError(fmt::format("store wait: {}", st.message()));
+}
+
+Result<RendezvousStore> OpenRendezvousStore(const RendezvousOptions& options) {
+  RendezvousStore out;
+  gloo::rendezvous::Store* base = nullptr;
+  if (!options.store_addr.empty()) {
+    auto client = StoreClient::Connect(options.store_addr, options.store_token, options.timeout);
+    if (!client.ok()) return client.status().Prefixed("DSLAUNCH_STORE_ADDR=" + options.store_addr);
+    std::shared_ptr<StoreClient> shared(std::move(client).value());
+    auto adapter = std::make_shared<StoreClientStore>(*shared, options.timeout);
+    base = adapter.get();
+    out.backing = std::make_shared<std::pair<std::shared_ptr<StoreClient>,
+                                             std::shared_ptr<StoreClientStore>>>(shared, adapter);
+    out.description = "store " + options.store_addr;
+  } else if (!options.store_path.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options.store_path, ec);
+    if (ec)
+      return Status::IOError(fmt::format("DSLAUNCH_STORE_PATH={}: cannot create: {}",
+                                         options.store_path, ec.message()));
+    auto fs = std::make_shared<gloo::rendezvous::FileStore>(options.store_path);
+    base = fs.get();
+    out.backing = fs;
+    out.description = "file store " + options.store_path;
+  } else {
+    return Status::InvalidArgument(
+        "no rendezvous store: set DSLAUNCH_STORE_ADDR (set by dslaunch) or DSLAUNCH_STORE_PATH "
+        "(a directory shared by all ranks) when WORLD_SIZE > 1");
+  }
+  out.store = std::make_unique<OwningPrefixStore>(options.prefix, *base);
+  return out;
+}
+
+}  // namespace ds::rt

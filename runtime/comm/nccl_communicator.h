@@ -1,0 +1,66 @@
+// NcclCommunicator: the Communicator on NCCL (GPUs), built only with
+// -DDSLAUNCH_WITH_CUDA=ON. The algorithms are NCCL's. Bootstraps through the
+// same gloo::rendezvous::Store as Gloo: rank 0 publishes its ncclUniqueId.
+//
+// This first version keeps dstrain's buffers on the host: every collective
+// stages through a device buffer (copy in, collective, copy out) on one CUDA
+// stream. It is correct, not fast; the CUDA trainer will pass device
+// pointers. Uneven reduce-scatter / all-gather pieces are padded to the
+// largest piece (NCCL needs equal counts).
+//
+// Timeouts: the communicator is non-blocking (ncclConfig_t.blocking = 0);
+// each call polls the stream and ncclCommGetAsyncError until `timeout`, then
+// aborts the communicator and throws CommError. Not thread-safe.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "runtime/comm/communicator.h"
+
+namespace gloo::rendezvous {
+class Store;
+}
+
+namespace ds::rt {
+
+struct NcclOptions {
+  int device = 0;                              // CUDA device (LOCAL_RANK)
+  std::chrono::milliseconds timeout{60000};    // per collective and for init
+};
+
+class NcclCommunicator : public Communicator {
+ public:
+  // Throws CommError when NCCL or CUDA fails or init times out.
+  static std::unique_ptr<NcclCommunicator> Connect(gloo::rendezvous::Store& store, int rank,
+                                                   int size, const NcclOptions& options);
+  ~NcclCommunicator() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::chrono::milliseconds timeout() const override { return timeout_; }
+
+  void AllReduceSum(float* data, size_t n) override;
+  void AllReduceSum(uint16_t* data, size_t n, Half16 format) override;
+  void AllReduceSum(double* data, size_t n) override;
+  void ReduceScatter(float* in, float* out, const std::vector<size_t>& counts) override;
+  void ReduceScatter(uint16_t* in, uint16_t* out, const std::vector<size_t>& counts,
+                     Half16 format) override;
+  void AllGather(const float* in, float* out, const std::vector<size_t>& counts) override;
+  void AllGather(const uint16_t* in, uint16_t* out, const std::vector<size_t>& counts) override;
+  void Broadcast(void* data, size_t n, int root) override;
+  void Barrier() override;
+
+  struct Impl;
+
+ private:
+  NcclCommunicator(std::unique_ptr<Impl> impl, int rank, int size,
+                   std::chrono::milliseconds timeout);
+  std::unique_ptr<Impl> impl_;
+  int rank_;
+  int size_;
+  std::chrono::milliseconds timeout_;
+};
+
+}  // namespace ds::rt

@@ -1,0 +1,142 @@
+#include "launcher/cmd/cli.h"
+
+#include <catch2/catch.hpp>
+
+#include "launcher/cmd/plan_from_cli.h"
+
+namespace ds {
+namespace {
+
+CliOptions Parse(const std::vector<std::string>& args) {
+  auto r = ParseCli(args);
+  INFO(r.status().message());
+  REQUIRE(r.ok());
+  return *r;
+}
+
+std::string ErrorOf(const std::vector<std::string>& args) {
+  auto r = ParseCli(args);
+  REQUIRE_FALSE(r.ok());
+  return r.status().message();
+}
+
+using Argv = std::vector<std::string>;
+
+TEST_CASE("cli: a job file") {
+  CliOptions o = Parse({"--hostfile", "hf", "--dry-run", "job.yaml"});
+  CHECK(o.hostfile == "hf");
+  CHECK(o.dry_run);
+  CHECK(o.job_file == "job.yaml");
+  CHECK(o.command.empty());
+  CHECK(o.launcher == "auto");
+  CHECK(o.fanout == 32);
+  CHECK(o.master_port == 0);
+  CHECK_FALSE(o.ssh_port);
+}
+
+TEST_CASE("cli: DeepSpeed's form, script arguments pass through untouched") {
+  CliOptions o = Parse({"-H", "hf", "-i", "w0:0,2@w1", "train.py", "--deepspeed", "--deepspeed_config", "ds.json",
+                        "-H", "x", "--", "y"});
+  CHECK(o.selection.include == "w0:0,2@w1");
+  CHECK(o.command == Argv{"train.py", "--deepspeed", "--deepspeed_config", "ds.json", "-H", "x", "--", "y"});
+  CHECK_FALSE(o.command_after_dashdash);
+  CHECK_FALSE(o.deepspeed);
+}
+
+TEST_CASE("cli: --deepspeed options before the script are appended to it") {
+  CliOptions o = Parse({"--deepspeed", "--deepspeed_config", "ds.json", "train.py", "--lr", "1"});
+  CHECK(o.command == Argv{"train.py", "--lr", "1", "--deepspeed", "--deepspeed_config", "ds.json"});
+  CHECK(ErrorOf({"--deepspeed", "job.yaml"}) ==
+        "--deepspeed/--deepspeed_config apply to a script; with a job file, put them in its command");
+}
+
+TEST_CASE("cli: -- command") {
+  CliOptions o = Parse({"-e", "w1", "--num_nodes", "2", "--", "train.py", "--dry-run"});
+  CHECK(o.command == Argv{"train.py", "--dry-run"});
+  CHECK(o.command_after_dashdash);
+  CHECK_FALSE(o.dry_run);
+  CHECK(o.selection.exclude == "w1");
+  CHECK(o.selection.num_nodes == 2);
+  CHECK(ErrorOf({"--"}) == "expected a command after '--'");
+}
+
+TEST_CASE("cli: every launch option") {
+  CliOptions o = Parse({"--launcher", "ssh", "--master_addr", "10.0.0.1", "--master_port", "29500", "--log-dir",
+                        "logs", "--ssh_port", "2222", "--fanout", "8", "--connect-timeout", "500ms",
+                        "--agent-path", "/opt/dsagent", "--ship-agent", "--num_gpus", "2", "x.yaml"});
+  CHECK(o.launcher == "ssh");
+  CHECK(o.master_addr == "10.0.0.1");
+  CHECK(o.master_port == 29500);
+  CHECK(o.log_dir == "logs");
+  REQUIRE(o.ssh_port);
+  CHECK(*o.ssh_port == 2222);
+  CHECK(o.fanout == 8);
+  CHECK(o.connect_timeout == Approx(0.5));
+  CHECK(o.agent_path == "/opt/dsagent");
+  CHECK(o.ship_agent);
+  CHECK(o.selection.num_gpus == 2);
+  CHECK(Parse({"--nproc_per_node", "3", "--nnodes", "1", "a.yml"}).selection.num_gpus == 3);
+}
+
+TEST_CASE("cli: help and version") {
+  CliOptions h = Parse({"--help"});
+  CHECK(h.help);
+  CHECK(h.help_text.find("--hostfile") != std::string::npos);
+  CHECK(h.help_text.find("--nproc_per_node") != std::string::npos);
+  CHECK(Parse({"-v"}).version);
+  CHECK(Parse({"--version"}).version);
+}
+
+TEST_CASE("cli: errors name the option") {
+  CHECK(ErrorOf({"--launcher", "mpi", "x.yaml"}).starts_with("--launcher: "));
+  CHECK(ErrorOf({"--fanout", "0", "x.yaml"}).starts_with("--fanout: "));
+  CHECK(ErrorOf({"--master_port", "70000", "x.yaml"}).starts_with("--master_port: "));
+  CHECK(ErrorOf({"--max_restarts", "-1", "x.yaml"}).starts_with("--max_restarts: "));
+  CHECK(ErrorOf({"--connect-timeout", "soon", "x.yaml"}) ==
+        "--connect-timeout: expected a duration such as 10s or 500ms, got 'soon'");
+  CHECK(ErrorOf({"--bogus", "x.yaml"}) == "unknown option '--bogus' (see dslaunch --help)");
+  CHECK(ErrorOf({"--hostfile"}).starts_with("--hostfile: "));
+  CHECK(ErrorOf({}) ==
+        "expected a job file (job.yaml), a script (train.py ...) or '-- command ...' (see dslaunch --help)");
+  CHECK(ErrorOf({"job.yaml", "extra"}) ==
+        "unexpected 'extra' after the job file job.yaml; put the command in the job file or use -- command");
+  CHECK(ParseCli({"--hostfile", "hf"}, /*require_job=*/false).ok());
+}
+
+TEST_CASE("cli: plan from the command line") {
+  MachineFacts local{.cpus = 2, .gpus = 0};
+  // No hostfile: this machine, grown to --num_gpus like torchrun --nproc_per_node.
+  auto p = PlanFromCli(Parse({"--nproc_per_node", "4", "--", "true"}), local);
+  REQUIRE(p.ok());
+  REQUIRE(p->nodes.size() == 1);
+  CHECK(p->nodes[0].host.name == "localhost");
+  CHECK(p->world_size == 4);
+  CHECK_FALSE(p->use_gpus);
+  CHECK(p->job.command == Argv{"true"});
+  auto q = PlanFromCli(Parse({"--", "true"}), local);
+  REQUIRE(q.ok());
+  CHECK(q->world_size == 2);
+  // Script form runs under python3; command-line values override.
+  auto s = PlanFromCli(Parse({"--master_port", "1234", "--log-dir", "L", "--max-restarts", "3", "train.py"}),
+                       local);
+  REQUIRE(s.ok());
+  CHECK(s->job.command == Argv{"python3", "-u", "train.py"});
+  CHECK(s->job.network.master_port == 1234);
+  CHECK(s->job.log_dir == "L");
+  CHECK(s->job.elastic.max_restarts == 3);
+  CHECK(q->job.elastic.max_restarts == 0);  // not given: the job file's (default 0)
+  // A missing hostfile is an error, never a local run.
+  auto m = PlanFromCli(Parse({"-H", "/nonexistent/hf", "--", "true"}), local);
+  REQUIRE_FALSE(m.ok());
+  CHECK(m.status().message() == "hostfile /nonexistent/hf: No such file or directory");
+  // The committed hostfile and example job.
+  std::string src = DSLAUNCH_SOURCE_DIR;
+  auto ex = PlanFromCli(Parse({"-H", src + "/hostfiles/local", src + "/examples/train.yaml"}), local);
+  INFO(ex.status().message());
+  REQUIRE(ex.ok());
+  CHECK(ex->world_size == 6);
+  CHECK(ex->hostfile_path == src + "/hostfiles/local");
+}
+
+}  // namespace
+}  // namespace ds

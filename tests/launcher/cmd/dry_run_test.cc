@@ -1,0 +1,65 @@
+#include "launcher/cmd/dry_run.h"
+
+#include <catch2/catch.hpp>
+
+namespace ds {
+namespace {
+
+LaunchPlan TwoNodes(JobSpec job) {
+  auto hf = ParseHostfile("a slots=2 ssh_port=2222 user=me\nb slots=1\nc slots=1\n", "hf");
+  REQUIRE(hf.ok());
+  auto hosts = SelectHosts(*hf, {});
+  REQUIRE(hosts.ok());
+  auto plan = MakePlan(*hosts, job, false);
+  REQUIRE(plan.ok());
+  plan->hostfile_path = "hf";
+  return *plan;
+}
+
+TEST_CASE("dry run: per node host, ranks, env and command") {
+  JobSpec job;
+  job.command = {"python3", "-u", "train.py", "--name", "my run"};
+  job.env = {{"WANDB_API_KEY", "abc123"}, {"HF_TOKEN", "hf_x"}, {"PLAIN", "visible"}};
+  job.elastic.max_nodes = 2;
+  std::string out = FormatDryRun(TwoNodes(job), {.launcher = "ssh", .inherited = {}});
+  CHECK(out.starts_with("dslaunch dry run: 2 node(s), 3 worker(s), launcher ssh\n"));
+  CHECK(out.find("\nnode 0: a (hf:1), ranks 0-1, slots 0,1\n  ssh: user me port 2222\n") != std::string::npos);
+  CHECK(out.find("\nnode 1: b (hf:2), ranks 2, slots 0\n") != std::string::npos);
+  CHECK(out.find("  per worker: RANK=ROLE_RANK=0-1 LOCAL_RANK=0-1\n") != std::string::npos);
+  CHECK(out.find("    WORLD_SIZE=3\n") != std::string::npos);
+  CHECK(out.find("    MASTER_ADDR=a\n") != std::string::npos);
+  CHECK(out.find("    MASTER_PORT=(reserved at launch)\n") != std::string::npos);
+  CHECK(out.find("    OMP_NUM_THREADS=(cores on the node / 2, at least 1)\n") != std::string::npos);
+  CHECK(out.find("  command: python3 -u train.py --name 'my run'\n") != std::string::npos);
+  // Secrets are masked, other values shown.
+  CHECK(out.find("abc123") == std::string::npos);
+  CHECK(out.find("hf_x") == std::string::npos);
+  CHECK(out.find("    WANDB_API_KEY=****\n") != std::string::npos);
+  CHECK(out.find("    HF_TOKEN=****\n") != std::string::npos);
+  CHECK(out.find("    PLAIN=visible\n") != std::string::npos);
+  // Hosts beyond max_nodes are standbys.
+  CHECK(out.find("\nstandby: c (hf:3), slots 0 (joins when a node is lost; elastic.max_nodes 2)\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("dry run: a fixed master port and user-set OMP_NUM_THREADS are shown as is") {
+  JobSpec job;
+  job.command = {"true"};
+  job.network.master_port = 29500;
+  std::string out = FormatDryRun(TwoNodes(job), {.inherited = {{"OMP_NUM_THREADS", "3"}}});
+  CHECK(out.find("    MASTER_PORT=29500\n") != std::string::npos);
+  CHECK(out.find("OMP_NUM_THREADS") == std::string::npos);  // inherited: dslaunch adds nothing
+  job.env = {{"OMP_NUM_THREADS", "6"}};
+  out = FormatDryRun(TwoNodes(job), {});
+  CHECK(out.find("    OMP_NUM_THREADS=6\n") != std::string::npos);
+}
+
+TEST_CASE("dry run: IsSecretName") {
+  for (const char* s : {"DSLAUNCH_STORE_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "OPENAI_API_KEY", "KEY",
+                        "my_token", "GOOGLE_APPLICATION_CREDENTIALS"})
+    CHECK(IsSecretName(s));
+  for (const char* s : {"RANK", "MONKEY", "KEYBOARD", "NCCL_SOCKET_IFNAME", "PATH"}) CHECK_FALSE(IsSecretName(s));
+}
+
+}  // namespace
+}  // namespace ds

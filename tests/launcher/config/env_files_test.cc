@@ -1,0 +1,45 @@
+#include "launcher/config/env_files.h"
+
+#include <catch2/catch.hpp>
+
+namespace ds {
+namespace {
+
+TEST_CASE("dotenv: comments, blank lines, export, quotes", "[dotenv]") {
+  auto e = ParseDotEnv(
+      "# a comment\n"
+      "\n"
+      "PLAIN=value with spaces   # trailing comment\n"
+      "export EXPORTED=1\n"
+      "  SINGLE='it has \"double\" and $DOLLAR'\n"
+      "DOUBLE=\"tab\\tnew\\nline \\\"q\\\" \\$X\"\n"
+      "EMPTY=\n"
+      "HASH='a # not a comment'\n",
+      ".dslaunch_env");
+  REQUIRE(e.ok());
+  DotEnv want = {{"PLAIN", "value with spaces"},
+                 {"EXPORTED", "1"},
+                 {"SINGLE", "it has \"double\" and $DOLLAR"},
+                 {"DOUBLE", "tab\tnew\nline \"q\" $X"},
+                 {"EMPTY", ""},
+                 {"HASH", "a # not a comment"}};
+  CHECK(*e == want);
+}
+
+TEST_CASE("dotenv: errors name file:line and what was expected", "[dotenv]") {
+  CHECK(ParseDotEnv("A=1\nFOO\n", "env").status().message() == "env:2: expected KEY=VALUE, got 'FOO'");
+  CHECK(ParseDotEnv("1X=1\n", "env").status().message() ==
+        "env:1: expected a variable name before '=', got '1X'");
+  CHECK(ParseDotEnv("A=\"open\n", "env").status().message() == "env:1: unterminated \" quote in the value of A");
+  CHECK(ParseDotEnv("A='x' y\n", "env").status().message() ==
+        "env:1: unexpected text after the quoted value of A: 'y'");
+}
+
+TEST_CASE("dotenv: a missing file is empty", "[dotenv]") {
+  auto e = LoadDotEnv("/nonexistent/.dslaunch_env");
+  REQUIRE(e.ok());
+  CHECK(e->empty());
+}
+
+}  // namespace
+}  // namespace ds

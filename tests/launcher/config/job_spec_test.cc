@@ -1,0 +1,242 @@
+#include "launcher/config/job_spec.h"
+
+#include <catch2/catch.hpp>
+
+namespace ds {
+namespace {
+
+std::string ErrorOf(const std::string& text) {
+  auto r = ParseJobFile(text, "train.yaml");
+  REQUIRE_FALSE(r.ok());
+  return r.status().message();
+}
+
+JobSpec Parse(const std::string& text) {
+  auto r = ParseJobFile(text, "train.yaml");
+  INFO(r.status().message());
+  REQUIRE(r.ok());
+  return *r;
+}
+
+TEST_CASE("job file: every key") {
+  JobSpec j = Parse(R"(
+command: [python3, train.py, --lr, "0.1"]
+procs_per_node: 2
+env:
+  ZED: "1"
+  ALPHA: two words
+  NUM: 3.50
+working_dir: /srv/job
+log_dir: logs
+checkpoint_dir: /ckpt
+elastic:
+  min_nodes: 2
+  max_nodes: 4
+  max_restarts: 3
+  heartbeat_interval: 500ms
+  heartbeat_timeout: 3s
+  hang_timeout: 2m
+  rejoin: false
+  max_host_failures: 2
+  host_cooldown: 10m
+network:
+  interface: eth1
+  master_addr: 10.0.0.1
+  master_port: 29500
+)");
+  CHECK(j.path == "train.yaml");
+  CHECK(j.command == std::vector<std::string>{"python3", "train.py", "--lr", "0.1"});
+  CHECK(j.trainer_yaml.empty());
+  CHECK(j.procs_per_node == 2);
+  // Kept in file order, values as written.
+  REQUIRE(j.env.size() == 3);
+  CHECK(j.env[0] == std::pair<std::string, std::string>{"ZED", "1"});
+  CHECK(j.env[1] == std::pair<std::string, std::string>{"ALPHA", "two words"});
+  CHECK(j.env[2] == std::pair<std::string, std::string>{"NUM", "3.50"});
+  CHECK(j.working_dir == "/srv/job");
+  CHECK(j.log_dir == "logs");
+  CHECK(j.checkpoint_dir == "/ckpt");
+  CHECK(j.elastic.min_nodes == 2);
+  CHECK(j.elastic.max_nodes == 4);
+  CHECK(j.elastic.max_restarts == 3);
+  CHECK(j.elastic.heartbeat_interval == Approx(0.5));
+  CHECK(j.elastic.heartbeat_timeout == Approx(3.0));
+  CHECK(j.elastic.hang_timeout == Approx(120.0));
+  CHECK(j.elastic.max_host_failures == 2);
+  CHECK(j.elastic.host_cooldown == Approx(600.0));
+  CHECK_FALSE(j.elastic.rejoin);
+  CHECK(j.network.interface == "eth1");
+  CHECK(j.network.master_addr == "10.0.0.1");
+  CHECK(j.network.master_port == 29500);
+}
+
+TEST_CASE("job file: booleans in any YAML 1.1 spelling") {
+  CHECK_FALSE(Parse("command: [x]\nelastic: {rejoin: False}\n").elastic.rejoin);
+  CHECK(Parse("command: [x]\nelastic: {rejoin: YES}\n").elastic.rejoin);
+}
+
+TEST_CASE("job file: defaults") {
+  JobSpec j = Parse("command: [true]\n");
+  CHECK(j.procs_per_node == 0);
+  CHECK(j.elastic.min_nodes == 1);
+  CHECK(j.elastic.max_nodes == 0);
+  CHECK(j.elastic.rejoin);
+  CHECK(j.network.master_port == 0);
+}
+
+TEST_CASE("job file: a command string runs through the shell") {
+  CHECK(Parse("command: echo $RANK\n").command == std::vector<std::string>{"/bin/sh", "-c", "echo $RANK"});
+}
+
+TEST_CASE("job file: trainer is kept as opaque YAML text") {
+  JobSpec j = Parse("trainer:\n  model: mlp\n  ds_config:\n    train_batch_size: 32\n");
+  CHECK(j.command.empty());
+  CHECK(j.trainer_yaml.find("model: mlp") != std::string::npos);
+  CHECK(j.trainer_yaml.find("train_batch_size: 32") != std::string::npos);
+}
+
+TEST_CASE("job file: unknown keys name line:col and suggest") {
+  CHECK(ErrorOf("command: [x]\nprocs_per_nod: 2\n") ==
+        "train.yaml:2:1: unknown key 'procs_per_nod' (did you mean 'procs_per_node'?); expected one of: "
+        "command trainer procs_per_node env working_dir log_dir checkpoint_dir elastic network ssh");
+  CHECK(ErrorOf("command: [x]\nelastic:\n  min_node: 1\n") ==
+        "train.yaml:3:3: unknown key 'min_node' in 'elastic' (did you mean 'min_nodes'?); expected one of: "
+        "min_nodes max_nodes max_restarts heartbeat_interval heartbeat_timeout hang_timeout rejoin "
+        "max_host_failures host_cooldown");
+  CHECK(ErrorOf("command: [x]\nnetwork: {iface: eth0}\n").starts_with(
+        "train.yaml:2:11: unknown key 'iface' in 'network'"));
+  CHECK(ErrorOf("command: [x]\nbanana: 1\n").starts_with("train.yaml:2:1: unknown key 'banana'; expected one of:"));
+}
+
+TEST_CASE("job file: YAML syntax errors show line:col") {
+  CHECK(ErrorOf("command: [x\nenv: {\n").starts_with("train.yaml:"));
+  CHECK(ErrorOf("command: [a, b]\n  bad: indent\n") == "train.yaml:2:3: YAML syntax error: end of map not found");
+  CHECK(ErrorOf("command: [x]\nenv: {A: 1\n") == "train.yaml:3:1: YAML syntax error: end of map flow not found");
+  CHECK(ErrorOf("command: [x]\n\tenv: 1\n").starts_with("train.yaml:2:"));
+}
+
+TEST_CASE("job file: deep nesting is an error, not a stack overflow") {
+  std::string e = ErrorOf("command: " + std::string(100000, '['));
+  CHECK(e.starts_with("train.yaml:"));
+  CHECK(e.ends_with(": YAML nested too deeply"));
+}
+
+TEST_CASE("job file: command and trainer, both or neither") {
+  CHECK(ErrorOf("command: [x]\ntrainer: {a: 1}\n") ==
+        "train.yaml:2:1: 'command' and 'trainer' are both set; use one of them");
+  CHECK(ErrorOf("trainer: {a: 1}\ncommand: [x]\n") ==
+        "train.yaml:2:1: 'command' and 'trainer' are both set; use one of them");
+  CHECK(ErrorOf("procs_per_node: 1\n") ==
+        "train.yaml:1:1: expected 'command:' (what each worker runs) or 'trainer:' (the built-in trainer)");
+  CHECK(ErrorOf("") == "train.yaml: empty job file; expected 'command:' or 'trainer:'");
+  CHECK(ErrorOf("# only a comment\n") == "train.yaml: empty job file; expected 'command:' or 'trainer:'");
+  CHECK(ErrorOf("- a\n- b\n") ==
+        "train.yaml:1:1: expected a mapping of job keys (command, trainer, procs_per_node, env, ...)");
+  CHECK(ErrorOf("command: []\n").starts_with("train.yaml:1:10: 'command': expected a list of arguments"));
+  CHECK(ErrorOf("command: [[a]]\n") == "train.yaml:1:11: 'command': expected each argument to be a string");
+  CHECK(ErrorOf("trainer:\n") == "train.yaml:1:1: 'trainer': expected the trainer's settings");
+}
+
+TEST_CASE("job file: contradictions and bad values") {
+  CHECK(ErrorOf("command: [x]\nelastic:\n  min_nodes: 3\n  max_nodes: 2\n") ==
+        "train.yaml:3:3: 'elastic': min_nodes (3) is greater than max_nodes (2)");
+  CHECK(ErrorOf("command: [x]\nelastic:\n  heartbeat_interval: 2s\n  heartbeat_timeout: 2s\n") ==
+        "train.yaml:3:3: 'elastic': heartbeat_timeout (2s) must be greater than heartbeat_interval (2s)");
+  CHECK(ErrorOf("command: [x]\nelastic:\n  heartbeat_interval: 0s\n") ==
+        "train.yaml:3:3: 'elastic': heartbeat_interval must be greater than 0");
+  CHECK(ErrorOf("command: [x]\nelastic: {hang_timeout: soon}\n") ==
+        "train.yaml:2:25: 'hang_timeout': expected a duration such as 500ms, 3s or 2m, got 'soon'");
+  CHECK(ErrorOf("command: [x]\nelastic: {rejoin: maybe}\n") == "train.yaml:2:19: 'rejoin': expected true or false");
+  CHECK(ErrorOf("command: [x]\nprocs_per_node: 0\n") ==
+        "train.yaml:2:17: 'procs_per_node': expected an integer between 1 and 1048576, got '0'");
+  CHECK(ErrorOf("command: [x]\nprocs_per_node: 2abc\n") ==
+        "train.yaml:2:17: 'procs_per_node': expected an integer between 1 and 1048576, got '2abc'");
+  CHECK(ErrorOf("command: [x]\nnetwork: {master_port: 70000}\n") ==
+        "train.yaml:2:24: 'master_port': expected an integer between 0 and 65535, got '70000'");
+  CHECK(ErrorOf("command: [x]\nelastic: 3\n") == "train.yaml:2:10: expected a mapping for 'elastic'");
+  CHECK(ErrorOf("command: [x]\nworking_dir: [a]\n") == "train.yaml:2:14: 'working_dir': expected a string");
+}
+
+TEST_CASE("job file: env errors") {
+  CHECK(ErrorOf("command: [x]\nenv: [A]\n") == "train.yaml:2:6: 'env': expected a mapping of NAME: value");
+  CHECK(ErrorOf("command: [x]\nenv:\n  1BAD: x\n") ==
+        "train.yaml:3:3: 'env': '1BAD' is not a valid environment variable name");
+  CHECK(ErrorOf("command: [x]\nenv:\n  A: 1\n  A: 2\n") == "train.yaml:4:3: duplicate key 'A'");
+  CHECK(ErrorOf("command: [x]\nenv:\n  A: {b: 1}\n") == "train.yaml:3:6: 'env': expected a string value for A");
+  CHECK(ErrorOf("command: [x]\nenv:\n  RANK: 3\n").starts_with(
+        "train.yaml:3:3: 'env': RANK is set by dslaunch for every worker and cannot be overridden"));
+  CHECK(Parse("command: [x]\nenv:\n  OMP_NUM_THREADS: 4\n  NCCL_SOCKET_IFNAME: ib0\n").env.size() == 2);
+}
+
+TEST_CASE("job file: duplicate top-level key") {
+  CHECK(ErrorOf("command: [x]\ncommand: [y]\n") == "train.yaml:2:1: duplicate key 'command'");
+}
+
+TEST_CASE("job file: LoadJobFile errors name the file") {
+  auto r = LoadJobFile("/nonexistent/train.yaml");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message() == "job file /nonexistent/train.yaml: No such file or directory");
+  auto ex = LoadJobFile(std::string(DSLAUNCH_SOURCE_DIR) + "/examples/train.yaml");
+  INFO(ex.status().message());
+  CHECK(ex.ok());
+}
+
+TEST_CASE("job file: ssh section") {
+  JobSpec j = Parse("command: [x]\nssh:\n  strict_host_key_checking: yes\n  connect_timeout: 3s\n  port: 2222\n");
+  CHECK(j.ssh.strict_host_key_checking == "yes");
+  CHECK(j.ssh.connect_timeout == 3.0);
+  REQUIRE(j.ssh.port.has_value());
+  CHECK(*j.ssh.port == 2222);
+  CHECK(Parse("command: [x]\nssh: {strict_host_key_checking: accept-new}\n").ssh.strict_host_key_checking ==
+        "accept-new");
+  CHECK(Parse("command: [x]\nssh: {strict_host_key_checking: 'no'}\n").ssh.strict_host_key_checking == "no");
+  CHECK(Parse("command: [x]\nssh: {strict_host_key_checking: No}\n").ssh.strict_host_key_checking == "no");
+  JobSpec d = Parse("command: [x]\n");  // unset: the command line and DSLAUNCH_* decide
+  CHECK(d.ssh.strict_host_key_checking.empty());
+  CHECK(d.ssh.connect_timeout == 0.0);
+  CHECK_FALSE(d.ssh.port.has_value());
+}
+
+TEST_CASE("job file: ssh errors") {
+  CHECK(ErrorOf("command: [x]\nssh:\n  strict_host_key_cheking: no\n") ==
+        "train.yaml:3:3: unknown key 'strict_host_key_cheking' in 'ssh' (did you mean "
+        "'strict_host_key_checking'?); expected one of: strict_host_key_checking connect_timeout port");
+  CHECK(ErrorOf("command: [x]\nssh:\n  strict_host_key_checking: accept_new\n") ==
+        "train.yaml:3:29: 'strict_host_key_checking': expected yes, accept-new or no, got 'accept_new' "
+        "(did you mean 'accept-new'?)");
+  CHECK(ErrorOf("command: [x]\nssh: {strict_host_key_checking: off}\n").starts_with(
+        "train.yaml:2:33: 'strict_host_key_checking': expected yes, accept-new or no, got 'off'"));
+  CHECK(ErrorOf("command: [x]\nssh: {port: 70000}\n") ==
+        "train.yaml:2:13: 'port': expected an integer between 1 and 65535, got '70000'");
+  CHECK(ErrorOf("command: [x]\nssh: {connect_timeout: soon}\n") ==
+        "train.yaml:2:24: 'connect_timeout': expected a duration such as 500ms, 3s or 2m, got 'soon'");
+  CHECK(ErrorOf("command: [x]\nssh: {connect_timeout: 0s}\n") ==
+        "train.yaml:2:24: 'connect_timeout': must be greater than 0");
+  CHECK(ErrorOf("command: [x]\nssh: [port]\n") == "train.yaml:2:6: expected a mapping for 'ssh'");
+}
+
+TEST_CASE("job file: elastic.min_nodes written or defaulted") {
+  CHECK_FALSE(Parse("command: [x]\n").elastic.min_nodes_set);
+  CHECK_FALSE(Parse("command: [x]\nelastic: {max_restarts: 1}\n").elastic.min_nodes_set);
+  CHECK(Parse("command: [x]\nelastic: {min_nodes: 1}\n").elastic.min_nodes_set);
+}
+
+TEST_CASE("JobSpecFromCommand: .py runs under python3 -u") {
+  CHECK(JobSpecFromCommand({"train.py", "--deepspeed", "ds.json"}).command ==
+        std::vector<std::string>{"python3", "-u", "train.py", "--deepspeed", "ds.json"});
+  CHECK(JobSpecFromCommand({"./run.sh", "a"}).command == std::vector<std::string>{"./run.sh", "a"});
+  CHECK(JobSpecFromCommand({".py"}).command == std::vector<std::string>{".py"});
+}
+
+TEST_CASE("IsUserSettableEnv") {
+  CHECK_FALSE(IsUserSettableEnv("RANK"));
+  CHECK_FALSE(IsUserSettableEnv("MASTER_PORT"));
+  CHECK_FALSE(IsUserSettableEnv("DSLAUNCH_JOB_ID"));
+  CHECK(IsUserSettableEnv("OMP_NUM_THREADS"));
+  CHECK(IsUserSettableEnv("CUDA_VISIBLE_DEVICES"));
+  CHECK(IsUserSettableEnv("NCCL_DEBUG"));
+  CHECK(IsUserSettableEnv("DSLAUNCH_LOG"));
+}
+
+}  // namespace
+}  // namespace ds

@@ -1,0 +1,83 @@
+#include "launcher/report/job_summary.h"
+
+#include <catch2/catch.hpp>
+
+namespace ds {
+namespace {
+
+TEST_CASE("summary: first failure with signal name and last lines", "[summary]") {
+  JobRecord rec;
+  rec.OnAssigned(0, 0, "w0");
+  rec.OnAssigned(1, 1, "w1");
+  rec.OnStarted(1, 4242);
+  for (int i = 0; i < 25; ++i) rec.OnOutput(1, 1, "line " + std::to_string(i));
+  CHECK(rec.OnExited(1, 4242, 0, 9, false));
+  CHECK(rec.OnExited(0, 77, 3, 0, false));  // later: not the first failure
+  REQUIRE(rec.first_failure());
+  CHECK(rec.ExitCode() == 137);
+  std::string s = FormatSummary(rec, 2, false);
+  CHECK(s.find("  host w1, rank 1, pid 4242: killed by signal 9 (SIGKILL)\n") != std::string::npos);
+  CHECK(s.find("  last 20 lines of rank 1:\n    | line 5\n") != std::string::npos);
+  CHECK(s.find("line 4\n") == std::string::npos);
+  CHECK(s.find("dslaunch: exit code 137\n") != std::string::npos);
+}
+
+TEST_CASE("summary: success and non-worker failures", "[summary]") {
+  JobRecord ok;
+  ok.OnAssigned(0, 0, "w0");
+  CHECK(!ok.OnExited(0, 1, 0, 0, false));
+  CHECK(ok.AllExitedOk());
+  CHECK(FormatSummary(ok, 1, false) == "dslaunch: all 1 workers exited 0\n");
+
+  JobRecord lost;
+  Failure f;
+  f.host = "w2";
+  f.what = "agent lost: no heartbeat for 5s";
+  f.exit_code = 1;
+  lost.RecordFailure(f);
+  std::string s = FormatSummary(lost, 4, false);
+  CHECK(s.find("  host w2: agent lost: no heartbeat for 5s\n") != std::string::npos);
+  CHECK(lost.ExitCode() == 1);
+  CHECK(SignalName(15) == "SIGTERM");
+  CHECK(SignalName(63) == "SIG63");
+}
+
+TEST_CASE("summary: elastic restarts keep their causes; the last generation decides", "[summary]") {
+  JobRecord rec;
+  rec.OnAssigned(0, 0, "w0");
+  rec.OnAssigned(1, 1, "w1");
+  CHECK(rec.OnExited(1, 4242, 3, 0, false));
+  rec.NewGeneration(1);  // a clean slate, the failure kept as its cause
+  CHECK(!rec.first_failure());
+  CHECK(rec.workers().empty());
+  CHECK(rec.ExitCode() == 0);
+  REQUIRE(rec.restart_causes().size() == 1);
+  CHECK(DescribeFailure(rec.restart_causes()[0]) == "host w1, rank 1, pid 4242: exited with code 3");
+
+  rec.OnAssigned(0, 0, "w0");
+  CHECK(!rec.OnExited(0, 51, 0, 0, false));
+  CHECK(rec.AllExitedOk());
+  std::string s = FormatSummary(rec, 1, false);
+  CHECK(s.rfind("dslaunch: all 1 workers exited 0, after 1 restart\n  restart 1 after a failure at ", 0) == 0);
+  CHECK(s.find(" UTC: host w1, rank 1, pid 4242: exited with code 3\n") != std::string::npos);
+
+  // A second restart whose generation then fails: its failure decides.
+  Failure lost;
+  lost.host = "w0";
+  lost.what = "agent lost: connection closed by peer";
+  lost.exit_code = 1;
+  rec.RecordFailure(lost);
+  rec.NewGeneration(2);
+  rec.OnAssigned(0, 0, "w0");
+  CHECK(rec.OnExited(0, 52, 0, 15, false));
+  CHECK(rec.ExitCode() == 143);
+  s = FormatSummary(rec, 1, false);
+  CHECK(s.find("  host w0, rank 0, pid 52: killed by signal 15 (SIGTERM)\n") != std::string::npos);
+  CHECK(s.find("  that was generation 2; before it:\n  restart 1 after a failure at ") != std::string::npos);
+  CHECK(s.find("  restart 2 after a failure at ") != std::string::npos);
+  CHECK(s.find(" UTC: host w0: agent lost: connection closed by peer\n") != std::string::npos);
+  CHECK(s.find("dslaunch: exit code 143\n") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace ds

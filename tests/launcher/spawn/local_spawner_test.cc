@@ -1,0 +1,93 @@
+#include "launcher/spawn/local_spawner.h"
+
+#include <catch2/catch.hpp>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace ds {
+namespace {
+
+std::string Slurp(const std::string& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+bool WaitUntil(const std::function<bool()>& cond) {
+  for (int i = 0; i < 1000; ++i) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+TEST_CASE("local spawner: the secret arrives on stdin, not in argv", "[spawner]") {
+  std::string out = "/tmp/dslaunch-spawner-test-" + std::to_string(::getpid());
+  AgentSpec s;
+  s.host = "127.0.0.1";
+  s.argv = {"/bin/sh", "-c", "read line; echo \"$line\" > " + out + "; echo \"$0 $*\" >> " + out};
+  s.stdin_payload = "s3cret";
+  LocalSpawner sp;
+  auto r = sp.Start({s});
+  REQUIRE(r.size() == 1);
+  REQUIRE(r[0].ok());
+  auto& h = *r[0];
+  REQUIRE(WaitUntil([&] { return !h->Running(); }));
+  CHECK(h->ExitStatus() == 0);
+  CHECK(Slurp(out) == "s3cret\n/bin/sh \n");
+  ::unlink(out.c_str());
+}
+
+TEST_CASE("local spawner: terminate ends an agent that ignores SIGTERM", "[spawner]") {
+  std::string ready = "/tmp/dslaunch-spawner-ready-" + std::to_string(::getpid());
+  AgentSpec s;
+  s.host = "127.0.0.2";
+  s.argv = {"/bin/sh", "-c", "trap '' TERM; echo > " + ready + "; while :; do sleep 1; done"};
+  LocalSpawner sp(LocalSpawnerOptions{0.1});
+  auto r = sp.Start({s});
+  REQUIRE(r[0].ok());
+  auto& h = *r[0];
+  REQUIRE(WaitUntil([&] { return ::access(ready.c_str(), F_OK) == 0; }));  // the trap is set
+  ::unlink(ready.c_str());
+  CHECK(h->Running());
+  h->Terminate();
+  CHECK(!h->Running());
+  CHECK(h->ExitStatus() == 137);
+}
+
+TEST_CASE("local spawner: a signal right after start takes the default action in the child", "[spawner]") {
+  AgentSpec s;
+  s.host = "127.0.0.3";
+  s.argv = {"/bin/sleep", "60"};
+  LocalSpawner sp(LocalSpawnerOptions{2.0});
+  for (int i = 0; i < 20; ++i) {  // races fork/exec on purpose
+    auto r = sp.Start({s});
+    REQUIRE(r[0].ok());
+    (*r[0])->Terminate();
+    CHECK((*r[0])->ExitStatus() == 128 + SIGTERM);
+  }
+}
+
+TEST_CASE("local spawner: one result per spec, a missing binary names the host", "[spawner]") {
+  AgentSpec good;
+  good.host = "a";
+  good.argv = {"/bin/true"};
+  AgentSpec bad;
+  bad.host = "b";
+  bad.argv = {"/no/dsagent"};
+  LocalSpawner sp;
+  auto r = sp.Start({good, bad});
+  REQUIRE(r.size() == 2);
+  CHECK(r[0].ok());
+  REQUIRE(!r[1].ok());
+  CHECK(r[1].status().message() == "b: dsagent not found at '/no/dsagent'");
+}
+
+}  // namespace
+}  // namespace ds

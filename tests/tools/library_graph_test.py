@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""The library graph is the architecture (docs/architecture.md).
+
+Configures the project into a scratch directory with `cmake --graphviz`,
+reads the edges between the project's own libraries and executables, and
+fails when (1) the graph has a cycle, (2) a target links one of ours that the
+table below does not allow (a layer reaching up or sideways), or (3) a
+target of the table no longer exists.
+Usage: library_graph_test.py SOURCE_DIR SCRATCH_DIR
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+# target -> the project targets it may link directly. Keep in step with
+# docs/architecture.md.
+ALLOWED = {
+    "dscommon": set(),
+    # launcher/
+    "dsconfig": {"dscommon", "dstrain_config"},
+    "dsreport": {"dscommon"},
+    "dscoordinator": {"dsconfig", "dsreport", "dscommon"},
+    "dsspawn": {"dscommon"},
+    "dsspawn_ssh": {"dsspawn", "dsconfig", "dscommon"},
+    "dscmd": {"dscoordinator", "dsspawn_ssh", "dsspawn", "dsreport", "dsconfig", "dscommon"},
+    "dslaunch": {"dscmd", "dsagent", "dstrain"},  # the last two: built with it, started by it
+    # agent/
+    "dsagent_lib": {"dscommon"},
+    "dsagent": {"dsagent_lib"},
+    # runtime/
+    "dsnumeric": {"dscommon"},
+    "dstrain_config": {"dscommon"},
+    "dsmodel": {"dstrain_config", "dsnumeric", "dscommon"},
+    "dscomm": {"dsnumeric", "dscommon"},
+    "dstrain_lib": {"dscomm", "dsmodel", "dstrain_config", "dsnumeric", "dscommon"},
+    "dstrain": {"dstrain_lib"},
+}
+
+
+def read_graph(dot_path):
+    """Returns ({node id: target name}, [(from id, to id)])."""
+    names, edges = {}, []
+    with open(dot_path) as f:
+        for line in f:
+            m = re.match(r'\s*"(node\d+)"\s*\[\s*label\s*=\s*"([^"]+)"', line)
+            if m:
+                names[m.group(1)] = m.group(2)
+                continue
+            m = re.match(r'\s*"(node\d+)"\s*->\s*"(node\d+)"', line)
+            if m:
+                edges.append((m.group(1), m.group(2)))
+    return names, edges
+
+
+def find_cycle(graph):
+    state = {}  # 1 = on the stack, 2 = done
+
+    def visit(node, path):
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return path + [node, nxt]
+            if nxt not in state:
+                found = visit(nxt, path + [node])
+                if found:
+                    return found
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            found = visit(node, [])
+            if found:
+                return found
+    return None
+
+
+def main():
+    source, scratch = sys.argv[1], sys.argv[2]
+    shutil.rmtree(scratch, ignore_errors=True)
+    os.makedirs(scratch)
+    dot = os.path.join(scratch, "graph.dot")
+    subprocess.run(["cmake", "-S", source, "-B", scratch, "-G", "Ninja", "-DDSLAUNCH_BUILD_TESTS=OFF",
+                    "--graphviz=" + dot], check=True, stdout=subprocess.DEVNULL)
+    names, edges = read_graph(dot)
+    graph = {}
+    for a, b in edges:
+        src, dst = names[a], names[b]
+        if src in ALLOWED and dst in ALLOWED:
+            graph.setdefault(src, set()).add(dst)
+    problems = []
+    missing = sorted(set(ALLOWED) - set(names.values()))
+    if missing:
+        problems.append("targets in the table but not in the build: " + ", ".join(missing))
+    cycle = find_cycle(graph)
+    if cycle:
+        problems.append("cycle: " + " -> ".join(cycle))
+    for src in sorted(graph):
+        for dst in sorted(graph[src] - ALLOWED[src]):
+            problems.append(f"{src} links {dst}, which its layer may not use")
+    for p in problems:
+        print("library graph: " + p)
+    if not problems:
+        print(f"library graph: {len(graph)} libraries, {sum(len(v) for v in graph.values())} edges, "
+              "no cycle, every edge allowed")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
