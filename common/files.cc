@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -23,6 +24,18 @@ Result<std::string> ReadTextFile(const std::string& path, const std::string& wha
   text << f.rdbuf();
   if (f.bad()) return Status::IOError(name + ": read error");
   return text.str();
+}
+
+std::string SiblingBinary(const std::string& name, const std::string& subdir, const std::string& override_path) {
+  if (!override_path.empty()) return override_path;
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return name;
+  std::filesystem::path dir = self.parent_path();
+  if (std::filesystem::exists(dir / name)) return (dir / name).string();
+  std::filesystem::path tree = dir.parent_path() / subdir / name;
+  if (std::filesystem::exists(tree)) return tree.string();
+  return (dir / name).string();
 }
 
 }  // namespace ds

@@ -9,7 +9,7 @@
 #include "common/env_registry.h"
 #include "launcher/cmd/cli.h"
 #include "launcher/cmd/dry_run.h"
-#include "launcher/cmd/exit_status.h"
+#include "launcher/report/exit_status.h"
 #include "launcher/cmd/preflight.h"
 #include "launcher/cmd/plan_from_cli.h"
 #include "launcher/cmd/run.h"
@@ -36,9 +36,20 @@ constexpr Subcommand kSubcommands[] = {
     {"check", "preflight: reach every host of the hostfile and check it can run dsagent", CmdCheck},
 };
 
-int Usage(const Status& st) {
+// Prints "dslaunch: error: <message>"; returns `code`.
+int Error(const Status& st, int code) {
   std::cerr << "dslaunch: error: " << st.message() << "\n";
-  return kExitUsage;
+  return code;
+}
+
+// Errors in the command line, the hostfile or the job file.
+int Usage(const Status& st) { return Error(st, kExitUsage); }
+
+// A subcommand's own exit code, or its error's: bad input (InvalidArgument)
+// is a usage error, anything else a launch failure.
+int ExitCode(const Result<int>& r) {
+  if (r.ok()) return *r;
+  return Error(r.status(), r.status().code() == Status::Code::kInvalidArgument ? kExitUsage : kExitFailure);
 }
 
 std::string HelpText() {
@@ -73,7 +84,7 @@ int CmdRun(const Args& args) {
     std::cout << FormatDryRun(*plan, opts);
     return kExitSuccess;
   }
-  return RunJob(*plan, *cli);
+  return ExitCode(RunJob(*plan, *cli));
 }
 
 int CmdEnv(const Args& args) {
@@ -95,7 +106,7 @@ int CmdCheck(const Args& args) {
     std::cout << HelpText();
     return kExitSuccess;
   }
-  return RunPreflight(*cli);
+  return ExitCode(RunPreflight(*cli));
 }
 
 }  // namespace

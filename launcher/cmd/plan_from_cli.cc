@@ -22,7 +22,7 @@ MachineFacts DetectLocalMachine() {
   return f;
 }
 
-Result<JobSpec> JobFromCli(const CliOptions& cli) {
+Result<JobSpec> JobFromCli(const CliOptions& cli, bool require_job) {
   JobSpec job;
   if (!cli.job_file.empty()) {
     DS_ASSIGN_OR_RETURN(job, LoadJobFile(cli.job_file));
@@ -30,7 +30,7 @@ Result<JobSpec> JobFromCli(const CliOptions& cli) {
     job.command = cli.command;
   } else if (!cli.command.empty()) {
     job = JobSpecFromCommand(cli.command);
-  } else {
+  } else if (require_job) {
     return Status::InvalidArgument("expected a job file (job.yaml), a script (train.py ...) or '-- command ...'");
   }
   if (!cli.master_addr.empty()) job.network.master_addr = cli.master_addr;

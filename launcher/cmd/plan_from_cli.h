@@ -23,7 +23,8 @@ MachineFacts DetectLocalMachine();
 // The job the options describe: the job file, or the command after `--` as
 // is, or a script (a `.py` runs as python3 -u). Command-line values for
 // master_addr, master_port, log_dir and max_restarts override the job file's.
-Result<JobSpec> JobFromCli(const CliOptions& cli);
+// With `require_job` false (dslaunch check), no job at all is a default job.
+Result<JobSpec> JobFromCli(const CliOptions& cli, bool require_job = true);
 
 // The plan for `cli`. Without --hostfile the only host is this machine with
 // one slot per GPU (else per core), grown to --num_gpus / procs_per_node when

@@ -1,5 +1,6 @@
 #include "launcher/cmd/preflight.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -14,10 +15,11 @@
 
 #include "common/env_registry.h"
 #include "common/strings.h"
-#include "launcher/cmd/exit_status.h"
+#include "launcher/report/exit_status.h"
+#include "launcher/cmd/plan_from_cli.h"
+#include "launcher/cmd/spawner_choice.h"
 #include "launcher/spawn/parallel_for.h"
 #include "launcher/config/selection.h"
-#include "launcher/cmd/spawner_choice.h"
 
 namespace ds {
 namespace {
@@ -41,18 +43,6 @@ std::string RouteField(const std::string& route, const std::string& key) {
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-std::string AgentPathFor(const CliOptions& cli) {
-  if (!cli.agent_path.empty()) return cli.agent_path;
-  std::string env = EnvString("DSLAUNCH_AGENT_PATH");
-  if (!env.empty()) return env;
-  std::error_code ec;
-  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return "dsagent";
-  for (auto p : {self.parent_path() / "dsagent", self.parent_path().parent_path() / "agent" / "dsagent"})
-    if (std::filesystem::exists(p)) return p.string();
-  return (self.parent_path() / "dsagent").string();
 }
 
 // Remote clock minus local clock, and the uncertainty (half the best round
@@ -250,59 +240,42 @@ std::vector<PreflightRow> ProbeAllHosts(const Hostfile& hf, const PreflightOptio
   return out;
 }
 
-int RunPreflight(const CliOptions& cli) {
-  if (cli.hostfile.empty()) {
-    std::cerr << "dslaunch: check: expected --hostfile FILE (the hosts to check)\n";
-    return kExitUsage;
-  }
+// The hosts of the hostfile, narrowed by --include/--exclude/--num_nodes as
+// they would be for a run.
+Result<Hostfile> SelectedHosts(const CliOptions& cli) {
+  if (cli.hostfile.empty()) return Status::InvalidArgument("check: expected --hostfile FILE (the hosts to check)");
   auto hf = LoadHostfile(cli.hostfile);
-  if (!hf.ok()) {
-    std::cerr << "dslaunch: " << hf.status().message() << "\n";
-    return kExitUsage;
-  }
-  // --include/--exclude/--num_nodes narrow the hosts as they would for a run.
-  auto selected = SelectHosts(*hf, cli.selection);
-  if (!selected.ok()) {
-    std::cerr << "dslaunch: " << selected.status().message() << "\n";
-    return kExitUsage;
-  }
+  if (!hf.ok()) return Status::InvalidArgument(hf.status().message());
+  DS_ASSIGN_OR_RETURN(std::vector<SelectedHost> selected, SelectHosts(*hf, cli.selection));
   Hostfile chosen;
   chosen.path = hf->path;
-  for (const auto& s : *selected) {
+  for (const auto& s : selected) {
     chosen.hosts.push_back(s.host);
     chosen.hosts.back().slots = static_cast<int>(s.slots.size());
   }
-  // A job file, when given, brings its ssh: and network: sections, as for a
+  return chosen;
+}
+
+Result<int> RunPreflight(const CliOptions& cli) {
+  DS_ASSIGN_OR_RETURN(Hostfile hosts, SelectedHosts(cli));
+  // The job, when given, brings its ssh:, network: and working_dir, as for a
   // run (the command line still wins).
-  JobSpec job;
-  if (!cli.job_file.empty()) {
-    auto j = LoadJobFile(cli.job_file);
-    if (!j.ok()) {
-      std::cerr << "dslaunch: " << j.status().message() << "\n";
-      return kExitUsage;
-    }
-    job = *std::move(j);
-  }
-  if (!cli.master_addr.empty()) job.network.master_addr = cli.master_addr;
-  if (cli.master_port != 0) job.network.master_port = cli.master_port;
-  auto ssh = SshOptionsForJob(job, cli);
-  if (!ssh.ok()) {
-    std::cerr << "dslaunch: " << ssh.status().message() << "\n";
-    return kExitUsage;
-  }
+  auto job = JobFromCli(cli, /*require_job=*/false);
+  if (!job.ok()) return Status::InvalidArgument(job.status().message());
+  auto ssh = SshOptionsForJob(*job, cli);
+  if (!ssh.ok()) return Status::InvalidArgument(ssh.status().message());
   PreflightOptions o;
   o.ssh = *ssh;
   o.agent_path = AgentPathFor(cli);
   o.ship_agent = cli.ship_agent;
   std::error_code ec;
-  o.working_dir = std::filesystem::current_path(ec).string();
-  o.master_addr = job.network.master_addr;
-  o.master_port = job.network.master_port;
-  std::vector<PreflightRow> rows = ProbeAllHosts(chosen, o);
+  o.working_dir = job->working_dir.empty() ? std::filesystem::current_path(ec).string() : job->working_dir;
+  o.master_addr = job->network.master_addr;
+  o.master_port = job->network.master_port;
+  std::vector<PreflightRow> rows = ProbeAllHosts(hosts, o);
   std::cout << FormatPreflightTable(rows);
-  for (const auto& r : rows)
-    if (!r.ok()) return kExitFailure;
-  return kExitSuccess;
+  const bool all_ready = std::all_of(rows.begin(), rows.end(), [](const PreflightRow& r) { return r.ok(); });
+  return all_ready ? kExitSuccess : kExitFailure;
 }
 
 }  // namespace ds

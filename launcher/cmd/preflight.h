@@ -5,8 +5,7 @@
 // port free (when --master_port is set), and clock skew. One row per host; one
 // host's failure never hides another's.
 // Split for tests: ProbeScript/EvaluateProbe/FormatPreflightTable are pure;
-// ProbeAllHosts does the SSH; RunPreflight is the subcommand (prints, returns the
-// exit code: 0 all ready, 1 any check failed, 2 usage/hostfile error).
+// ProbeAllHosts does the SSH; RunPreflight is the subcommand.
 #pragma once
 
 #include <string>
@@ -61,7 +60,9 @@ std::string FormatPreflightTable(const std::vector<PreflightRow>& rows);
 // Connects to every host (fan-out) and evaluates it. Rows in hostfile order.
 std::vector<PreflightRow> ProbeAllHosts(const Hostfile& hosts, const PreflightOptions& options);
 
-// The `dslaunch check` subcommand.
-int RunPreflight(const CliOptions& cli);
+// The `dslaunch check` subcommand: prints the table; returns 0 when every
+// host is ready, 1 when one is not. InvalidArgument for a missing or bad
+// hostfile, selection or job file.
+Result<int> RunPreflight(const CliOptions& cli);
 
 }  // namespace ds

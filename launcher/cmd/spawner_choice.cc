@@ -1,5 +1,3 @@
-// MakeSpawner / ResolveLauncher / SiblingBinary (run_job.h). The SSH and pdsh
-// spawners plug in here (SSH issue).
 #include <unistd.h>
 
 #include <filesystem>
@@ -7,14 +5,18 @@
 #include <fmt/format.h>
 
 #include "common/env_registry.h"
+#include "common/files.h"
 #include "common/netif.h"
 #include "launcher/spawn/local_spawner.h"
 #include "launcher/spawn/ssh/pdsh_spawner.h"
-#include "launcher/cmd/run.h"
 #include "launcher/cmd/spawner_choice.h"
 #include "launcher/spawn/ssh/ssh_spawner.h"
 
 namespace ds {
+
+std::string AgentPathFor(const CliOptions& cli) {
+  return SiblingBinary("dsagent", "agent", cli.agent_path.empty() ? EnvString("DSLAUNCH_AGENT_PATH") : cli.agent_path);
+}
 
 std::string ResolveLauncher(const std::string& launcher, const LaunchPlan& plan) {
   if (launcher != "auto" && !launcher.empty()) return launcher;
@@ -24,7 +26,7 @@ std::string ResolveLauncher(const std::string& launcher, const LaunchPlan& plan)
 }
 
 Result<std::unique_ptr<Spawner>> MakeSpawner(const std::string& launcher, const LaunchPlan& plan,
-                                             const CliOptions& cli) {
+                                             const SshOptions& ssh) {
   std::string which = ResolveLauncher(launcher, plan);
   if (which == "local") {
     for (const auto& n : plan.nodes)
@@ -35,8 +37,7 @@ Result<std::unique_ptr<Spawner>> MakeSpawner(const std::string& launcher, const 
     o.stop_grace = EnvSeconds("DSLAUNCH_STOP_GRACE");
     return std::unique_ptr<Spawner>(std::make_unique<LocalSpawner>(o));
   }
-  if (which == "ssh" || which == "pdsh") {  // SSH issue: launcher/ssh_spawner.h, pdsh_spawner.h
-    DS_ASSIGN_OR_RETURN(SshOptions ssh, SshOptionsForJob(plan.job, cli));
+  if (which == "ssh" || which == "pdsh") {
     if (which == "ssh") return MakeSshSpawner(ssh);
     PdshOptions po;
     po.ssh = ssh;
@@ -59,18 +60,6 @@ Result<SshOptions> SshOptionsForJob(const JobSpec& job, const CliOptions& cli) {
   ssh.fanout = cli.fanout;
   ssh.ship_agent = cli.ship_agent;
   return ssh;
-}
-
-std::string SiblingBinary(const std::string& name, const std::string& subdir, const std::string& override_path) {
-  if (!override_path.empty()) return override_path;
-  std::error_code ec;
-  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return name;
-  std::filesystem::path dir = self.parent_path();
-  if (std::filesystem::exists(dir / name)) return (dir / name).string();
-  std::filesystem::path tree = dir.parent_path() / subdir / name;
-  if (std::filesystem::exists(tree)) return tree.string();
-  return (dir / name).string();
 }
 
 }  // namespace ds

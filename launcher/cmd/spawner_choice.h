@@ -1,15 +1,20 @@
-// The SSH settings of one launch, merged from every place they can be set.
-// Highest first:
+// Which spawner starts the agents, and with which SSH settings, merged from
+// every place they can be set. Highest first:
 //   1. the command line: --connect-timeout, --ssh_port, --fanout, --ship-agent;
 //   2. the job file's ssh: section (strict_host_key_checking, connect_timeout, port);
 //   3. the DSLAUNCH_SSH_CONFIG / DSLAUNCH_SSH_STRICT_HOST_KEY_CHECKING /
 //      DSLAUNCH_CONNECT_TIMEOUT settings, then the built-in defaults.
 // A hostfile line's ssh_port= beats all of them for its host (AgentSpec).
-// Pure apart from reading the env registry. MakeSpawner is in run_job.h.
+// Pure apart from reading the env registry.
 #pragma once
+
+#include <memory>
+#include <string>
 
 #include "launcher/cmd/cli.h"
 #include "launcher/config/job_spec.h"
+#include "launcher/config/plan.h"
+#include "launcher/spawn/spawner.h"
 #include "launcher/spawn/ssh/ssh_session.h"
 
 namespace ds {
@@ -17,5 +22,19 @@ namespace ds {
 // Error: an invalid DSLAUNCH_SSH_STRICT_HOST_KEY_CHECKING (named) or job
 // file policy (the parser already rejects those, so only hand-built specs).
 Result<SshOptions> SshOptionsForJob(const JobSpec& job, const CliOptions& cli);
+
+// dsagent's path on the nodes: --agent-path, else DSLAUNCH_AGENT_PATH, else
+// the dsagent next to dslaunch (SiblingBinary).
+std::string AgentPathFor(const CliOptions& cli);
+
+// "local" or "ssh" for "auto" (local when every host of the plan is this
+// machine, IsLocalHost); any other name as given.
+std::string ResolveLauncher(const std::string& launcher, const LaunchPlan& plan);
+
+// The spawner for `launcher` ("auto", "local", "ssh", "pdsh"). `ssh` is used
+// by the ssh and pdsh spawners. InvalidArgument for a launcher this build
+// cannot provide, or --launcher local with a host that is not this machine.
+Result<std::unique_ptr<Spawner>> MakeSpawner(const std::string& launcher, const LaunchPlan& plan,
+                                             const SshOptions& ssh);
 
 }  // namespace ds

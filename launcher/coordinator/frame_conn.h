@@ -13,10 +13,11 @@
 
 #include "common/asio.h"
 #include "common/frame_io.h"
+#include "launcher/coordinator/agent_link.h"
 
 namespace ds {
 
-class FrameConn : public std::enable_shared_from_this<FrameConn> {
+class FrameConn final : public AgentLink, public std::enable_shared_from_this<FrameConn> {
  public:
   using FrameHandler = std::function<void(Frame)>;
   using CloseHandler = std::function<void(const std::string& reason)>;
@@ -26,10 +27,10 @@ class FrameConn : public std::enable_shared_from_this<FrameConn> {
   // Starts reading. Handlers may call Send/Close and may drop the last
   // external reference (the read loop keeps the connection alive).
   void Start(FrameHandler on_frame, CloseHandler on_close);
-  void Send(wire::MsgType type, const Bytes& payload);
+  void Send(wire::MsgType type, const Bytes& payload) override;
   // Closes after the queued frames are written (graceful) or at once.
-  void Close(const std::string& reason, bool flush = false);
-  bool closed() const { return closed_; }
+  void Close(const std::string& reason, bool flush = false) override;
+  bool closed() const override { return closed_; }
   const std::string& peer() const { return peer_; }
 
  private:

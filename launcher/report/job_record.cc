@@ -16,7 +16,7 @@ void JobRecord::OnStarted(int rank, int pid) {
   if (it == workers_.end() || it->second.started) return;
   it->second.started = true;
   it->second.pid = pid;
-  if (++num_started_ == static_cast<int>(workers_.size())) all_started_time = std::chrono::steady_clock::now();
+  if (++num_started_ == static_cast<int>(workers_.size())) all_started_time = clock_.Now();
 }
 
 void JobRecord::OnOutput(int rank, int stream, const std::string& line) {
@@ -49,7 +49,7 @@ bool JobRecord::OnExited(int rank, int pid, int exit_code, int signal, bool hung
     f.hung = hung;
     f.last_lines = w.last_lines;
     first_failure_ = std::move(f);
-    first_failure_time = std::chrono::steady_clock::now();
+    first_failure_time = clock_.Now();
   }
   return failed;
 }
@@ -57,7 +57,7 @@ bool JobRecord::OnExited(int rank, int pid, int exit_code, int signal, bool hung
 void JobRecord::RecordFailure(Failure f) {
   if (first_failure_) return;
   first_failure_ = std::move(f);
-  first_failure_time = std::chrono::steady_clock::now();
+  first_failure_time = clock_.Now();
 }
 
 void JobRecord::NewGeneration(int generation) {

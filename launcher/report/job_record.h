@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "launcher/report/log_mux.h"
 
 namespace ds {
@@ -48,7 +49,8 @@ struct Failure {
 class JobRecord {
  public:
   static constexpr size_t kLastLines = 20;
-  explicit JobRecord(LogMux* mux = nullptr) : mux_(mux) {}
+  // `mux` (may be null) and `clock` must outlive the record.
+  explicit JobRecord(LogMux* mux = nullptr, const Clock& clock = RealClock()) : mux_(mux), clock_(clock) {}
 
   void OnAssigned(int rank, int node, const std::string& host);
   void OnStarted(int rank, int pid);
@@ -71,13 +73,14 @@ class JobRecord {
   // 0 when nothing failed, else the first failure's ProcessExitCode().
   int ExitCode() const { return first_failure_ ? first_failure_->ProcessExitCode() : 0; }
 
-  // Clock readings for the benchmark (steady clock).
-  std::chrono::steady_clock::time_point all_started_time;
-  std::chrono::steady_clock::time_point first_failure_time;
-  std::chrono::steady_clock::time_point all_stopped_time;
+  // Clock readings (the record's clock) for the restart notice and the benchmark.
+  Clock::time_point all_started_time;
+  Clock::time_point first_failure_time;
+  Clock::time_point all_stopped_time;
 
  private:
   LogMux* mux_;
+  const Clock& clock_;
   std::map<int, WorkerRecord> workers_;
   std::optional<Failure> first_failure_;
   std::vector<Failure> restart_causes_;

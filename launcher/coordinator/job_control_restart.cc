@@ -1,25 +1,23 @@
-// Coordinator, elastic restart: whether to restart after a failed
-// generation, and the next generation on the agents still alive, standbys
-// stepping in (coordinator.h).
+// JobControl, third part: whether to restart after a failed generation, and
+// the next generation on the agents still alive, standbys stepping in
+// (job_control.h).
 #include <algorithm>
 
 #include <fmt/format.h>
 
 #include "common/log.h"
-#include "launcher/coordinator/coordinator.h"
+#include "launcher/coordinator/job_control.h"
 #include "launcher/report/job_summary.h"
 
 namespace ds {
 
-using Clock = std::chrono::steady_clock;
-
-std::vector<bool> Coordinator::AliveAgents() const {
+std::vector<bool> JobControl::AliveAgents() const {
   std::vector<bool> alive;
-  for (const auto& a : agents_) alive.push_back(a->registered && !a->lost && a->conn && !a->conn->closed());
+  for (const Agent& a : agents_) alive.push_back(a.registered && !a.lost && a.connected());
   return alive;
 }
 
-bool Coordinator::MayRestart() {
+bool JobControl::MayRestart() {
   const ElasticOptions& el = plan_.job.elastic;
   if (el.max_restarts == 0) return false;
   const std::vector<bool> agents = AliveAgents();
@@ -39,15 +37,14 @@ bool Coordinator::MayRestart() {
 // elastic.max_host_failures: counts the generation's failure against its
 // host (a worker's failure; a lost node is out anyway) and leaves hosts in
 // their cooldown out of `keep`, as long as min_nodes still holds.
-void Coordinator::ApplyHostCooldowns(std::vector<bool>& keep) {
+void JobControl::ApplyHostCooldowns(std::vector<bool>& keep) {
   const ElasticOptions& el = plan_.job.elastic;
   if (el.max_host_failures == 0) return;
-  const auto now = Clock::now();
+  const auto now = clock_.Now();
   const auto& f = record_.first_failure();
   if (f && f->rank >= 0 && ++host_failures_[f->host] >= el.max_host_failures) {
     host_failures_[f->host] = 0;
-    cooldown_until_[f->host] =
-        now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(el.host_cooldown));
+    cooldown_until_[f->host] = now + Seconds(el.host_cooldown);
   }
   for (size_t i = 0; i < keep.size(); ++i) {
     const std::string& host = candidates_[i].host.name;
@@ -66,7 +63,7 @@ void Coordinator::ApplyHostCooldowns(std::vector<bool>& keep) {
 }
 
 // Generation + 1 on the agents still alive, in plan order.
-void Coordinator::Restart() {
+void JobControl::Restart() {
   std::vector<bool> alive = AliveAgents();
   ApplyHostCooldowns(alive);
   auto next = PlanOnNodes(plan_, alive);
@@ -89,11 +86,6 @@ void Coordinator::Restart() {
                      plan_.job.elastic.max_restarts, generation_, gen_agents_.size(),
                      gen_agents_.size() == 1 ? "" : "s", gen_plan_.world_size, cause));
   StartGeneration();
-}
-
-void Coordinator::Notice(const std::string& text) {
-  if (opt_.notice) return opt_.notice(text);
-  DS_LOG(Warn, Coord) << text;
 }
 
 }  // namespace ds

@@ -1,0 +1,189 @@
+// JobControl, first part: registration, agent frames and the generation's
+// way from Reserve to Assign to the workers' exits (job_control.h). Stopping
+// and deadlines are in job_control_stop.cc, restarts in job_control_restart.cc.
+#include "launcher/coordinator/job_control.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "common/hmac_auth.h"
+#include "common/log.h"
+#include "launcher/coordinator/assign_builder.h"
+
+namespace ds {
+
+namespace {
+double MsSince(Clock::time_point since, Clock::time_point now) {
+  return std::chrono::duration<double, std::milli>(now - since).count();
+}
+}  // namespace
+
+JobControl::JobControl(const LaunchPlan& plan, CoordinatorOptions options, JobRecord& record, KvStore& store,
+                       const Clock& clock, DeadlineTimer& timer)
+    : plan_(plan), candidates_(Candidates(plan)), gen_plan_(plan), opt_(std::move(options)), record_(record),
+      store_(store), clock_(clock), timer_(timer), master_port_(opt_.master_port), agents_(candidates_.size()) {
+  for (size_t i = 0; i < plan_.nodes.size(); ++i) gen_agents_.push_back(static_cast<int>(i));
+}
+
+JobControl::~JobControl() {
+  state_ = CoordState::kDone;  // a link closing now reports to a finished job
+  for (Agent& a : agents_)
+    if (a.link) a.link->Close("coordinator destroyed");
+}
+
+void JobControl::Start(const std::string& store_addr) {
+  store_addr_ = store_addr;
+  start_time_ = clock_.Now();
+  Rearm();
+}
+
+std::vector<int> JobControl::LostNodes() const {
+  std::vector<int> out;
+  for (size_t i = 0; i < agents_.size(); ++i)
+    if (agents_[i].registered && agents_[i].lost) out.push_back(static_cast<int>(i));
+  return out;
+}
+
+int JobControl::OpenAgentConnections() const {
+  return static_cast<int>(std::count_if(agents_.begin(), agents_.end(), [](const Agent& a) { return a.connected(); }));
+}
+
+Status JobControl::OnRegister(const msg::Register& facts, std::shared_ptr<AgentLink> link) {
+  if (facts.node_index >= agents_.size())
+    return Status::InvalidArgument(fmt::format("node index {} is not in the plan", facts.node_index));
+  const int node = static_cast<int>(facts.node_index);
+  Agent& a = agents_[node];
+  // A lost node may come back (elastic.rejoin): it idles until the next restart.
+  const bool rejoin = a.registered && a.lost && state_ != CoordState::kDone && plan_.job.elastic.rejoin;
+  if (!rejoin && (a.registered || state_ != CoordState::kWaitingForAgents))
+    return Status::InvalidArgument(fmt::format("node {} is already registered", node));
+  a.link = std::move(link);
+  a.facts = facts;
+  a.registered = true;
+  a.lost = false;
+  a.stopped = true;
+  a.last_seen = a.last_ping = clock_.Now();
+  if (rejoin) {
+    Notice(fmt::format("{} rejoined; it takes part from the next restart", candidates_[node].host.name));
+  } else {
+    DS_LOG(Info, Coord) << "node " << node << " registered after " << MsSince(start_time_, clock_.Now()) << " ms ("
+                        << facts.host << ", " << facts.addr << " via " << facts.ifname << ", " << facts.cpus
+                        << " cpus)";
+    if (std::all_of(agents_.begin(), agents_.end(), [](const Agent& ag) { return ag.registered; }))
+      StartGeneration();
+  }
+  Rearm();
+  return Status::OK();
+}
+
+Status JobControl::OnAgentFrame(int node, const Frame& f) {
+  agents_[node].last_seen = clock_.Now();
+  switch (f.type) {
+    case wire::MsgType::kPing:
+      return Status::OK();
+    case wire::MsgType::kReserved: {
+      DS_ASSIGN_OR_RETURN(msg::Reserved m, msg::Reserved::Decode(f.payload));
+      OnReserved(node, m);
+      return Status::OK();
+    }
+    case wire::MsgType::kWorkerStarted: {
+      DS_ASSIGN_OR_RETURN(msg::WorkerStarted m, msg::WorkerStarted::Decode(f.payload));
+      if (static_cast<int>(m.generation) == generation_) OnWorkerStarted(m);
+      return Status::OK();
+    }
+    case wire::MsgType::kOutput: {
+      DS_ASSIGN_OR_RETURN(msg::Output m, msg::Output::Decode(f.payload));
+      record_.OnOutput(m.rank, m.stream, m.line);
+      return Status::OK();
+    }
+    case wire::MsgType::kWorkerExited: {
+      DS_ASSIGN_OR_RETURN(msg::WorkerExited m, msg::WorkerExited::Decode(f.payload));
+      if (static_cast<int>(m.generation) == generation_) OnWorkerExited(m);
+      return Status::OK();
+    }
+    case wire::MsgType::kStopped: {
+      DS_ASSIGN_OR_RETURN(msg::Stopped m, msg::Stopped::Decode(f.payload));
+      if (static_cast<int>(m.generation) == generation_) agents_[node].stopped = true;
+      MaybeFinishStopping();
+      return Status::OK();
+    }
+    default:
+      return Status::InvalidArgument(
+          fmt::format("unexpected message type {} from an agent", static_cast<int>(f.type)));
+  }
+}
+
+void JobControl::StartGeneration() {
+  state_ = CoordState::kReserving;
+  DS_LOG(Info, Coord) << "generation " << generation_ << ": reserving MASTER_PORT on "
+                      << gen_plan_.nodes[0].host.name;
+  SendTo(gen_agents_[0], wire::MsgType::kReserve,
+         msg::Reserve{static_cast<uint32_t>(generation_), static_cast<uint32_t>(opt_.master_port)}.Encode());
+}
+
+void JobControl::OnReserved(int node, const msg::Reserved& m) {
+  if (node != gen_agents_[0] || state_ != CoordState::kReserving || static_cast<int>(m.generation) != generation_)
+    return;  // stale
+  if (!m.error.empty()) return Abort(gen_plan_.nodes[0].host.name, "MASTER_PORT reservation failed: " + m.error, 1);
+  master_port_ = static_cast<int>(m.port);
+  SendAssigns();
+}
+
+void JobControl::SendAssigns() {
+  state_ = CoordState::kRunning;
+  AssignContext ctx;
+  ctx.job_id = opt_.job_id;
+  ctx.generation = generation_;
+  ctx.restart_count = restarts_;
+  ctx.master_addr = !plan_.job.network.master_addr.empty() ? plan_.job.network.master_addr
+                                                           : agents_[gen_agents_[0]].facts.addr;
+  ctx.master_port = master_port_;
+  ctx.store_addr = store_addr_;
+  ctx.store_token = StoreToken(opt_.secret, opt_.job_id, generation_);
+  ctx.argv = opt_.argv;
+  ctx.stop_grace = opt_.stop_grace;
+  ctx.hang_timeout = opt_.hang_timeout;
+  for (size_t i = 0; i < gen_agents_.size(); ++i) {
+    const int agent = gen_agents_[i];
+    msg::Assign a = BuildAssign(gen_plan_, static_cast<int>(i), agents_[agent].facts, ctx);
+    for (const auto& w : a.workers) record_.OnAssigned(w.rank, agent, gen_plan_.nodes[i].host.name);
+    agents_[agent].stopped = a.workers.empty();
+    SendTo(agent, wire::MsgType::kAssign, a.Encode());
+  }
+  DS_LOG(Info, Coord) << "generation " << generation_ << ": assigned " << gen_plan_.world_size
+                      << " workers, MASTER_ADDR=" << ctx.master_addr << " MASTER_PORT=" << master_port_;
+}
+
+void JobControl::OnWorkerStarted(const msg::WorkerStarted& m) {
+  record_.OnStarted(m.rank, m.pid);
+  if (record_.num_started() != gen_plan_.world_size) return;
+  const auto now = clock_.Now();
+  DS_LOG(Info, Coord) << "all " << gen_plan_.world_size << " workers running after " << MsSince(start_time_, now)
+                      << " ms";
+  if (restarts_ > 0)
+    Notice(fmt::format("generation {}: all {} workers running, {:.3f} s after the failure", generation_,
+                       gen_plan_.world_size, MsSince(failure_time_, now) / 1000));
+}
+
+void JobControl::OnWorkerExited(const msg::WorkerExited& m) {
+  const bool failed = record_.OnExited(m.rank, m.pid, m.exit_code, m.signal, m.hung != 0);
+  if (state_ != CoordState::kRunning) return;
+  if (failed) {
+    StopGeneration(fmt::format("rank {} failed", m.rank), /*restartable=*/true);
+  } else if (record_.AllExitedOk()) {
+    DS_LOG(Info, Coord) << "every worker exited 0";
+    Finish();
+  }
+}
+
+void JobControl::SendTo(int node, wire::MsgType type, const Bytes& payload) {
+  if (agents_[node].connected()) agents_[node].link->Send(type, payload);
+}
+
+void JobControl::Notice(const std::string& text) {
+  if (opt_.notice) return opt_.notice(text);
+  DS_LOG(Warn, Coord) << text;
+}
+
+}  // namespace ds

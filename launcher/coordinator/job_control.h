@@ -1,0 +1,166 @@
+// JobControl: the job's state machine, apart from any socket. It registers
+// one agent per plan node (and per standby), drives generations and decides
+// restarts:
+//
+//   kWaitingForAgents -> kReserving -> kRunning -> kStopping -> kDone
+//                            ^                          |
+//                            +------ restart -----------+
+//
+// A generation reserves MASTER_PORT on node rank 0 (its agent binds and holds
+// the port until its workers start), sends Assign to every agent, and ends
+// when all workers exit 0, or on the first failure (worker exit != 0, hung
+// worker, lost agent, signal to dslaunch): every agent is told to Stop and
+// JobControl waits until each confirms or is lost. Then it finishes, or,
+// after a worker's failure, a hang or a lost agent, with elastic.max_restarts
+// left and at least elastic.min_nodes agents alive, restarts: generation + 1
+// on the surviving nodes, standbys stepping in for lost ones (PlanOnNodes),
+// hosts in their cooldown (elastic.max_host_failures) sitting out unless
+// min_nodes needs them, the store cleared. A lost node's new agent may
+// register again (elastic.rejoin): it idles like a standby until a restart.
+//
+// Inputs are events (a registration, an agent's frame, a closed link, a
+// signal) and the one DeadlineTimer it keeps armed at its next deadline;
+// time comes from the injected Clock. Agents are reached through AgentLink.
+// Tests drive it with fakes of all three, without sockets or sleeps.
+// Not thread-safe: call from one thread (the coordinator's io thread).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/protocol.h"
+#include "launcher/config/plan.h"
+#include "launcher/coordinator/agent_link.h"
+#include "launcher/coordinator/deadline_timer.h"
+#include "launcher/coordinator/kv_store.h"
+#include "launcher/report/job_record.h"
+
+namespace ds {
+
+struct CoordinatorOptions {
+  std::string job_id;                 // DSLAUNCH_JOB_ID
+  std::string secret;                 // the job secret (agents' HMAC key)
+  std::string listen_addr = "127.0.0.1";  // numeric address to listen on
+  int listen_port = 0;                // 0 = any free port
+  std::string advertise_host;         // host workers/agents use to reach us ("" = listen_addr)
+  std::vector<std::string> argv;      // the worker command
+  double heartbeat_interval = 1.0;    // seconds between Pings
+  double heartbeat_timeout = 5.0;     // an agent silent this long is lost
+  double handshake_timeout = 5.0;     // an unauthenticated connection is dropped after this
+  double register_timeout = 30.0;     // every agent must register within this after Start()
+  double stop_grace = 1.0;            // SIGTERM -> SIGKILL on the nodes
+  double hang_timeout = 0.0;          // 0 = off
+  int master_port = 0;                // 0 = node 0's agent picks a free port
+  // What the user must see (restarts); default: a diagnostic log line.
+  std::function<void(const std::string&)> notice;
+  // A registered agent was lost (the launcher may start a new one there).
+  std::function<void(int node)> on_agent_lost;
+};
+
+enum class CoordState { kWaitingForAgents, kReserving, kRunning, kStopping, kDone };
+
+class JobControl {
+ public:
+  // `plan`, `record`, `store`, `clock` and `timer` must outlive it.
+  JobControl(const LaunchPlan& plan, CoordinatorOptions options, JobRecord& record, KvStore& store,
+             const Clock& clock, DeadlineTimer& timer);
+  ~JobControl();  // closes every agent link
+
+  // Begins the job: the register deadline and the heartbeats. `store_addr`
+  // ("host:port") is what workers get as DSLAUNCH_STORE_ADDR.
+  void Start(const std::string& store_addr);
+  // An authenticated agent's Register. Error (the caller refuses the link):
+  // the node is not in the plan, or it is registered and may not rejoin.
+  Status OnRegister(const msg::Register& facts, std::shared_ptr<AgentLink> link);
+  // A frame from a registered agent; error = protocol violation (the caller
+  // closes the link, which then reports OnAgentClosed).
+  Status OnAgentFrame(int node, const Frame& f);
+  // The agent's link ended (closed by the peer, reset, refused).
+  void OnAgentClosed(int node, const std::string& reason);
+  // Stops the job because of a signal to dslaunch (exit code 128+sig); a
+  // second signal while stopping stops waiting for the agents.
+  void RequestStop(int signal_number);
+  // Ends the job with a failure that is not a worker's (e.g. an agent
+  // process that died before registering); never restarts.
+  void Abort(const std::string& host, const std::string& what, int exit_code);
+  // Runs once when the job is over (kDone) and every agent was told to shut down.
+  void OnDone(std::function<void()> cb) { on_done_ = std::move(cb); }
+
+  CoordState state() const { return state_; }
+  int generation() const { return generation_; }
+  bool NodeRegistered(int node_index) const { return agents_.at(node_index).registered; }
+  // Nodes (candidate indices) whose agent was lost: the launcher may start a
+  // new agent there, which rejoins (elastic.rejoin) and idles until a restart.
+  std::vector<int> LostNodes() const;
+  // The current generation's world size, and restarts so far.
+  int world_size() const { return gen_plan_.world_size; }
+  int restarts() const { return restarts_; }
+  int OpenAgentConnections() const;
+
+ private:
+  struct Agent {
+    std::shared_ptr<AgentLink> link;
+    msg::Register facts;
+    bool registered = false;
+    bool lost = false;
+    bool stopped = true;  // confirmed Stopped for the current generation
+    Clock::time_point last_seen;
+    Clock::time_point last_ping;
+    bool connected() const { return link && !link->closed(); }
+  };
+
+  // job_control.cc: registration, agent frames, generations.
+  void StartGeneration();
+  void OnReserved(int node, const msg::Reserved& m);
+  void SendAssigns();
+  void OnWorkerStarted(const msg::WorkerStarted& m);
+  void OnWorkerExited(const msg::WorkerExited& m);
+  void SendTo(int node, wire::MsgType type, const Bytes& payload);
+  void Notice(const std::string& text);
+  // job_control_stop.cc: failures, stopping, the end, deadlines.
+  void Fail(const std::string& host, const std::string& what, int exit_code, bool restartable);
+  void StopGeneration(const std::string& why, bool restartable);
+  void MaybeFinishStopping();
+  void Finish();
+  void OnTimer();
+  void CheckRegisterDeadline(Clock::time_point now);
+  void CheckHeartbeats(Clock::time_point now);
+  void CheckStopDeadline(Clock::time_point now);
+  Clock::time_point StopDeadline() const;
+  Clock::time_point NextDeadline() const;
+  void Rearm();
+  // job_control_restart.cc: the restart decision and the next generation.
+  std::vector<bool> AliveAgents() const;  // by node: registered, not lost, connected
+  bool MayRestart();
+  void ApplyHostCooldowns(std::vector<bool>& keep);
+  void Restart();
+
+  const LaunchPlan& plan_;            // the job's plan
+  std::vector<NodePlan> candidates_;  // its nodes, then its standbys: agents_ by index
+  LaunchPlan gen_plan_;               // the current generation's plan
+  std::vector<int> gen_agents_;       // gen_plan_ node i runs on agents_[gen_agents_[i]]
+  CoordinatorOptions opt_;
+  JobRecord& record_;
+  KvStore& store_;
+  const Clock& clock_;
+  DeadlineTimer& timer_;
+  std::string store_addr_;
+  CoordState state_ = CoordState::kWaitingForAgents;
+  int generation_ = 0;
+  int restarts_ = 0;
+  bool restart_after_stop_ = false;   // the generation is stopping because of a failure
+  Clock::time_point failure_time_;    // the one the last restart followed
+  std::map<std::string, int> host_failures_;  // worker failures per host since its last cooldown
+  std::map<std::string, Clock::time_point> cooldown_until_;
+  int master_port_ = 0;
+  std::vector<Agent> agents_;         // by node index
+  Clock::time_point start_time_;
+  Clock::time_point stop_started_;
+  std::function<void()> on_done_;
+};
+
+}  // namespace ds

@@ -1,0 +1,169 @@
+// JobControl, second part: failures, stopping a generation, the end of the
+// job, and the deadlines the one timer is armed for (job_control.h).
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "common/log.h"
+#include "launcher/coordinator/job_control.h"
+
+namespace ds {
+
+void JobControl::OnAgentClosed(int node, const std::string& reason) {
+  Agent& a = agents_[node];
+  if (a.lost) return;
+  a.lost = true;
+  if (a.link) a.link->Close(reason);
+  if (state_ == CoordState::kDone) return;
+  if (opt_.on_agent_lost) opt_.on_agent_lost(node);
+  if (state_ == CoordState::kStopping) {
+    DS_LOG(Info, Coord) << "node " << node << " closed while stopping: " << reason;
+    return MaybeFinishStopping();
+  }
+  if (std::find(gen_agents_.begin(), gen_agents_.end(), node) == gen_agents_.end()) {
+    Notice(fmt::format("standby {} lost ({})", candidates_[node].host.name, reason));
+    return;
+  }
+  Fail(candidates_[node].host.name, "agent lost: " + reason, 1, /*restartable=*/true);
+}
+
+void JobControl::Abort(const std::string& host, const std::string& what, int exit_code) {
+  Fail(host, what, exit_code, /*restartable=*/false);
+}
+
+void JobControl::Fail(const std::string& host, const std::string& what, int exit_code, bool restartable) {
+  DS_LOG(Warn, Coord) << host << ": " << what;
+  Failure f;
+  f.time = std::chrono::system_clock::now();
+  f.host = host;
+  f.what = what;
+  f.exit_code = exit_code;
+  record_.RecordFailure(std::move(f));
+  if (state_ == CoordState::kWaitingForAgents) return Finish();
+  StopGeneration(what, restartable);
+}
+
+void JobControl::RequestStop(int signal_number) {
+  if (state_ == CoordState::kDone) return;
+  if (state_ == CoordState::kStopping) {
+    DS_LOG(Warn, Coord) << "second signal: not waiting for agents any more";
+    return Finish();
+  }
+  Failure f;
+  f.time = std::chrono::system_clock::now();
+  f.host = "dslaunch";
+  f.signal = signal_number;
+  f.what = fmt::format("interrupted by signal {}", signal_number);
+  record_.RecordFailure(std::move(f));
+  if (state_ == CoordState::kWaitingForAgents) return Finish();
+  StopGeneration("interrupted", /*restartable=*/false);
+}
+
+void JobControl::StopGeneration(const std::string& why, bool restartable) {
+  if (state_ == CoordState::kStopping || state_ == CoordState::kDone) return;
+  DS_LOG(Info, Coord) << "generation " << generation_ << ": stopping (" << why << ")";
+  state_ = CoordState::kStopping;
+  restart_after_stop_ = restartable;
+  stop_started_ = clock_.Now();
+  for (size_t i = 0; i < agents_.size(); ++i) {
+    agents_[i].stopped = !agents_[i].connected();
+    SendTo(static_cast<int>(i), wire::MsgType::kStop, msg::Stop{static_cast<uint32_t>(generation_)}.Encode());
+  }
+  MaybeFinishStopping();
+  Rearm();
+}
+
+void JobControl::MaybeFinishStopping() {
+  if (state_ != CoordState::kStopping) return;
+  for (const Agent& a : agents_)
+    if (!a.stopped && a.connected()) return;
+  record_.all_stopped_time = clock_.Now();
+  if (restart_after_stop_ && MayRestart()) return Restart();
+  Finish();
+}
+
+void JobControl::Finish() {
+  if (state_ == CoordState::kDone) return;
+  state_ = CoordState::kDone;
+  timer_.Cancel();
+  for (size_t i = 0; i < agents_.size(); ++i) {
+    SendTo(static_cast<int>(i), wire::MsgType::kShutdown, msg::Shutdown{}.Encode());
+    if (agents_[i].link) agents_[i].link->Close("job finished", /*flush=*/true);
+  }
+  if (on_done_) on_done_();
+}
+
+// --- deadlines -------------------------------------------------------------
+
+void JobControl::OnTimer() {
+  const auto now = clock_.Now();
+  CheckRegisterDeadline(now);
+  CheckHeartbeats(now);
+  CheckStopDeadline(now);
+  Rearm();
+}
+
+void JobControl::CheckRegisterDeadline(Clock::time_point now) {
+  if (state_ != CoordState::kWaitingForAgents || now < start_time_ + Seconds(opt_.register_timeout)) return;
+  std::string missing;
+  for (size_t i = 0; i < agents_.size(); ++i)
+    if (!agents_[i].registered) missing += (missing.empty() ? "" : ", ") + candidates_[i].host.name;
+  Abort(missing, fmt::format("agent did not register within {}s", opt_.register_timeout), 1);
+}
+
+// An agent silent for heartbeat_timeout is lost; the others get their Ping
+// every heartbeat_interval.
+void JobControl::CheckHeartbeats(Clock::time_point now) {
+  for (size_t i = 0; i < agents_.size() && state_ != CoordState::kDone; ++i) {
+    Agent& a = agents_[i];
+    if (!a.registered || a.lost || !a.link) continue;
+    if (now >= a.last_seen + Seconds(opt_.heartbeat_timeout)) {
+      OnAgentClosed(static_cast<int>(i), fmt::format("no heartbeat for {}s", opt_.heartbeat_timeout));
+    } else if (now >= a.last_ping + Seconds(opt_.heartbeat_interval)) {
+      a.last_ping = now;
+      SendTo(static_cast<int>(i), wire::MsgType::kPing, msg::Ping{}.Encode());
+    }
+  }
+}
+
+// An agent that cannot confirm its workers are dead is lost: it takes no part
+// in a restart, and the job does not wait for it any longer.
+void JobControl::CheckStopDeadline(Clock::time_point now) {
+  if (state_ != CoordState::kStopping || now < StopDeadline()) return;
+  for (size_t i = 0; i < agents_.size(); ++i) {
+    Agent& a = agents_[i];
+    if (a.stopped || a.lost || !a.connected()) continue;
+    DS_LOG(Warn, Coord) << candidates_[i].host.name << ": did not confirm the stop in time";
+    a.lost = true;
+    a.link->Close("did not confirm the stop in time");
+    if (opt_.on_agent_lost) opt_.on_agent_lost(static_cast<int>(i));
+  }
+  MaybeFinishStopping();
+}
+
+Clock::time_point JobControl::StopDeadline() const {
+  return stop_started_ + Seconds(opt_.stop_grace + opt_.heartbeat_timeout + 2.0);
+}
+
+Clock::time_point JobControl::NextDeadline() const {
+  auto next = Clock::time_point::max();
+  if (state_ == CoordState::kWaitingForAgents) next = start_time_ + Seconds(opt_.register_timeout);
+  if (state_ == CoordState::kStopping) next = std::min(next, StopDeadline());
+  for (const Agent& a : agents_) {
+    if (!a.registered || a.lost || !a.link) continue;
+    next = std::min({next, a.last_seen + Seconds(opt_.heartbeat_timeout),
+                     a.last_ping + Seconds(opt_.heartbeat_interval)});
+  }
+  return next;
+}
+
+// Agents' frames only move their deadlines later, so the timer is re-armed
+// where a deadline can move earlier (start, registration, stop) and when it fires.
+void JobControl::Rearm() {
+  if (state_ == CoordState::kDone) return;
+  const auto next = NextDeadline();
+  if (next == Clock::time_point::max()) return timer_.Cancel();
+  timer_.ArmAt(next, [this] { OnTimer(); });
+}
+
+}  // namespace ds
