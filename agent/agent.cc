@@ -1,6 +1,8 @@
 // RunAgent: dsagent's event loop (poll, single thread). Sources: the
-// coordinator socket, a self-pipe fed by the signal handlers, the UDP
-// step-heartbeat socket and every worker's stdout/stderr pipes.
+// coordinator socket, a self-pipe fed by the signal handlers (SIGCHLD wakes
+// the reaper), the UDP step-heartbeat socket and every worker's
+// stdout/stderr pipes. Between events it sleeps until the session's next
+// deadline (AgentSession::NextDeadline), never on a fixed period.
 #include "agent/agent.h"
 
 #include <fcntl.h>
@@ -47,7 +49,7 @@ int RunAgent(const AgentOptions& options, const std::string& secret) {
   int sp[2];
   if (::pipe2(sp, O_CLOEXEC | O_NONBLOCK) != 0) {
     std::fprintf(stderr, "dsagent: pipe: %s\n", std::strerror(errno));
-    return 3;
+    return ExitCode(AgentExit::kConnectFailed);
   }
   UniqueFd sig_read(sp[0]), sig_write(sp[1]);
   InstallSignals(sp[1]);
@@ -56,7 +58,7 @@ int RunAgent(const AgentOptions& options, const std::string& secret) {
   Status st = session.Connect();
   if (!st.ok()) {
     std::fprintf(stderr, "dsagent %s: %s\n", options.host.c_str(), st.message().c_str());
-    return 3;
+    return ExitCode(AgentExit::kConnectFailed);
   }
   while (!session.Finished()) {
     std::vector<pollfd> fds;

@@ -32,7 +32,19 @@ std::string AgentUsage();
 // stdin; the fd is closed afterwards. Error when empty or unreadable.
 Result<std::string> ReadAgentSecret();
 
-// Runs the agent; returns the process exit code documented in main.cc.
+// dsagent's process exit codes (documented for users in main.cc). Only
+// main.cc and RunAgent turn them into the process's status.
+enum class AgentExit : int {
+  kShutdown = 0,          // the coordinator said Shutdown
+  kUsage = 2,             // bad command line or no secret
+  kConnectFailed = 3,     // could not connect or authenticate (or set up the event loop)
+  kLostCoordinator = 4,   // connection closed or heartbeats stopped; workers were killed first
+  kSignalBase = 128,      // 128+S after termination signal S; workers were stopped first
+};
+constexpr int ExitCode(AgentExit e) { return static_cast<int>(e); }
+constexpr int SignalExitCode(int sig) { return ExitCode(AgentExit::kSignalBase) + sig; }
+
+// Runs the agent; returns an AgentExit code (SignalExitCode(S) after signal S).
 int RunAgent(const AgentOptions& options, const std::string& secret);
 
 }  // namespace ds

@@ -24,14 +24,15 @@ namespace ds {
 
 using std::chrono::milliseconds;
 
-namespace {
-std::chrono::steady_clock::duration Secs(double s) {
-  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+int PollTimeoutUntil(std::optional<TimePoint> deadline, TimePoint now) {
+  if (!deadline) return -1;
+  if (*deadline <= now) return 0;
+  auto ms = std::chrono::ceil<milliseconds>(*deadline - now).count();
+  return static_cast<int>(std::min<decltype(ms)>(ms, 24 * 3600 * 1000));
 }
-}  // namespace
 
-AgentSession::AgentSession(AgentOptions options, std::string secret)
-    : opt_(std::move(options)), secret_(std::move(secret)) {}
+AgentSession::AgentSession(AgentOptions options, std::string secret, const Clock& clock)
+    : opt_(std::move(options)), secret_(std::move(secret)), clock_(clock) {}
 
 AgentSession::~AgentSession() {
   for (auto& s : slots_)
@@ -39,7 +40,7 @@ AgentSession::~AgentSession() {
 }
 
 Status AgentSession::Connect() {
-  Deadline deadline = Clock::now() + Secs(opt_.connect_timeout);
+  Deadline deadline = std::chrono::steady_clock::now() + Secs(opt_.connect_timeout);  // real I/O time
   DS_ASSIGN_OR_RETURN(auto hp, SplitHostPort(opt_.coordinator));
   DS_ASSIGN_OR_RETURN(msg::Register facts, GatherNodeFacts(opt_.node_index, opt_.host, opt_.bind_addr, hp.first));
   DS_ASSIGN_OR_RETURN(conn_, ConnectTcp(opt_.coordinator, opt_.bind_addr, deadline));
@@ -55,14 +56,14 @@ Status AgentSession::Connect() {
   heartbeat_ = std::move(hb.first);
   facts.heartbeat_addr = hb.second;
   DS_RETURN_IF_ERROR(WriteFrame(conn_.get(), wire::MsgType::kRegister, facts.Encode(), deadline));
-  last_recv_ = last_ping_ = Clock::now();
+  last_recv_ = last_ping_ = clock_.Now();
   DS_LOG(Info, Agent) << "registered as node " << opt_.node_index << " (" << facts.addr << ")";
   return Status::OK();
 }
 
 void AgentSession::Send(wire::MsgType type, const Bytes& payload) {
   if (conn_.get() < 0) return;
-  Status st = WriteFrame(conn_.get(), type, payload, Clock::now() + Secs(opt_.heartbeat_timeout));
+  Status st = WriteFrame(conn_.get(), type, payload, std::chrono::steady_clock::now() + Secs(opt_.heartbeat_timeout));
   if (!st.ok()) Lost("write to the coordinator failed: " + st.message());
 }
 
@@ -76,7 +77,7 @@ void AgentSession::AddPollFds(std::vector<pollfd>* fds) const {
   }
 }
 
-int AgentSession::PollTimeoutMs() const { return 20; }
+int AgentSession::PollTimeoutMs() const { return PollTimeoutUntil(NextDeadline(), clock_.Now()); }
 
 void AgentSession::HandlePollResults(const std::vector<pollfd>& fds, size_t first) {
   for (size_t i = first; i < fds.size(); ++i) {
@@ -114,7 +115,7 @@ void AgentSession::ReadCoordinator() {
     else if (errno != EAGAIN && errno != EWOULDBLOCK) ended = std::string("read: ") + std::strerror(errno);
     break;
   }
-  last_recv_ = Clock::now();
+  last_recv_ = clock_.Now();
   size_t pos = 0;
   while (conn_.get() >= 0 && inbuf_.size() - pos >= wire::kHeaderSize) {
     auto h = DecodeHeader(inbuf_.data() + pos);
@@ -154,7 +155,7 @@ void AgentSession::HandleFrame(const Frame& f) {
       return BeginStop(stop_grace_);
     }
     case wire::MsgType::kShutdown:
-      return Quit(0, "shutdown");
+      return Quit(ds::ExitCode(AgentExit::kShutdown), "shutdown");
     default:
       return Lost(fmt::format("unexpected message type {}", static_cast<int>(f.type)));
   }
@@ -220,7 +221,7 @@ void AgentSession::OnAssign(const msg::Assign& m) {
       continue;
     }
     s.proc = std::move(proc).value();
-    s.last_beat = Clock::now();
+    s.last_beat = clock_.Now();
     Send(wire::MsgType::kWorkerStarted, msg::WorkerStarted{generation_, s.rank, s.proc->pid()}.Encode());
     slots_.push_back(std::move(s));
   }

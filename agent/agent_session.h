@@ -4,42 +4,69 @@
 //   kConnecting -> kIdle <-> kRunning -> kStopping -> kIdle ... -> kQuitting -> kFinished
 // On a lost coordinator or a termination signal it kills every worker group
 // (SIGTERM, SIGKILL after the grace period) before finishing. Not thread-safe.
+//
+// Time: the supervision timers (next Ping, coordinator silence, SIGKILL after
+// the grace, worker hang) read the injected Clock, and NextDeadline() tells
+// the event loop when the earliest of them is due, so the loop sleeps until
+// then or an fd event instead of waking on a fixed period. Socket I/O
+// deadlines handed to common/ helpers stay on the real steady clock, because
+// those helpers wait in real time.
 #pragma once
 
 #include <poll.h>
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "agent/agent.h"
 #include "agent/worker_process.h"
 #include "common/client_conn.h"
+#include "common/clock.h"
 #include "common/protocol.h"
 
 namespace ds {
 
+using TimePoint = std::chrono::steady_clock::time_point;
+
+// poll()'s timeout for sleeping until `deadline` as seen at `now`: -1 (no
+// deadline, wait for events only), 0 when due, else the milliseconds left
+// rounded up (never wakes before the deadline, so never spins short of it).
+int PollTimeoutUntil(std::optional<TimePoint> deadline, TimePoint now);
+
 class AgentSession {
  public:
-  AgentSession(AgentOptions options, std::string secret);
+  // `clock` must outlive the session.
+  AgentSession(AgentOptions options, std::string secret, const Clock& clock = RealClock());
   ~AgentSession();
 
   // Connects, authenticates, opens the heartbeat socket and registers.
   Status Connect();
   void AddPollFds(std::vector<pollfd>* fds) const;
+  // When CheckTimers() next has something to do: the next Ping, the
+  // coordinator-silence timeout, the pending SIGKILL, the earliest worker
+  // hang. nullopt when nothing is timed (only events can change anything).
+  std::optional<TimePoint> NextDeadline() const;
+  // PollTimeoutUntil(NextDeadline(), now).
   int PollTimeoutMs() const;
   // Handles readiness of the fds added by AddPollFds (from index `first`).
   void HandlePollResults(const std::vector<pollfd>& fds, size_t first);
   void OnTerminationSignal(int sig);
   // Collects exited workers (waitpid WNOHANG) and reports them.
   void Reap();
+  // Acts on every deadline that is due (see NextDeadline) and on "all
+  // workers exited" (Stopped / finish).
   void CheckTimers();
   bool Finished() const { return finished_; }
   int ExitCode() const { return exit_code_; }
 
  private:
-  using Clock = std::chrono::steady_clock;
+  using Duration = std::chrono::steady_clock::duration;
+  static Duration Secs(double s) {
+    return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s));
+  }
   struct Slot {
     int rank = 0;
     int local_rank = 0;
@@ -47,7 +74,7 @@ class AgentSession {
     bool reported = false;   // WorkerExited sent
     bool beaten = false;     // at least one step heartbeat
     bool hung = false;
-    Clock::time_point last_beat;
+    TimePoint last_beat;
   };
 
   void Send(wire::MsgType type, const Bytes& payload);
@@ -55,9 +82,9 @@ class AgentSession {
   void HandleFrame(const Frame& f);
   void OnReserve(const msg::Reserve& m);
   void OnAssign(const msg::Assign& m);
-  void BeginStop(Clock::duration grace);
+  void BeginStop(Duration grace);
   void Lost(const std::string& reason);
-  void Quit(int exit_code, const std::string& why);
+  void Quit(int exit_code, const std::string& why);  // exit_code: an AgentExit / SignalExitCode
   void ReadHeartbeats();
   void SendLine(const Slot& s, int stream, const std::string& line);
   bool AllExited() const;
@@ -65,6 +92,7 @@ class AgentSession {
 
   AgentOptions opt_;
   std::string secret_;
+  const Clock& clock_;
   UniqueFd conn_;
   UniqueFd heartbeat_;
   UniqueFd held_port_;
@@ -75,12 +103,12 @@ class AgentSession {
   bool quitting_ = false;
   bool finished_ = false;
   int exit_code_ = 0;
-  Clock::duration stop_grace_ = std::chrono::seconds(1);
-  Clock::duration hang_timeout_{0};
-  Clock::time_point kill_at_;   // SIGKILL the remaining groups at this time
+  Duration stop_grace_ = std::chrono::seconds(1);
+  Duration hang_timeout_{0};
+  TimePoint kill_at_;   // SIGKILL the remaining groups at this time
   bool kill_armed_ = false;
-  Clock::time_point last_recv_;
-  Clock::time_point last_ping_;
+  TimePoint last_recv_;
+  TimePoint last_ping_;
 };
 
 }  // namespace ds

@@ -17,7 +17,7 @@ bool AgentSession::AllExited() const {
   return true;
 }
 
-void AgentSession::BeginStop(Clock::duration grace) {
+void AgentSession::BeginStop(Duration grace) {
   bool any = false;
   for (auto& s : slots_) {
     if (s.proc && !s.proc->exited) {
@@ -27,7 +27,7 @@ void AgentSession::BeginStop(Clock::duration grace) {
   }
   if (any && !kill_armed_) {
     kill_armed_ = true;
-    kill_at_ = Clock::now() + grace;
+    kill_at_ = clock_.Now() + grace;
   }
   CheckTimers();  // nothing to wait for -> Stopped / finish right away
 }
@@ -35,10 +35,10 @@ void AgentSession::BeginStop(Clock::duration grace) {
 void AgentSession::Lost(const std::string& reason) {
   if (conn_.get() < 0) return;
   conn_.Reset();
-  if (quitting_ && exit_code_ == 0) return;  // told to shut down: the close is expected
+  if (quitting_ && exit_code_ == ds::ExitCode(AgentExit::kShutdown)) return;  // told to shut down: the close is expected
   std::fprintf(stderr, "dsagent %s: lost the coordinator (%s); killing my workers\n", opt_.host.c_str(),
                reason.c_str());
-  Quit(4, reason);
+  Quit(ds::ExitCode(AgentExit::kLostCoordinator), reason);
 }
 
 void AgentSession::Quit(int exit_code, const std::string& why) {
@@ -56,7 +56,7 @@ void AgentSession::OnTerminationSignal(int sig) {
       if (s.proc && !s.proc->exited) s.proc->SignalGroup(SIGKILL);
     return;
   }
-  Quit(128 + sig, fmt::format("signal {}", sig));
+  Quit(SignalExitCode(sig), fmt::format("signal {}", sig));
 }
 
 void AgentSession::Reap() {
@@ -108,13 +108,30 @@ void AgentSession::ReadHeartbeats() {
     for (auto& s : slots_) {
       if (s.rank != rank) continue;
       s.beaten = true;
-      s.last_beat = Clock::now();
+      s.last_beat = clock_.Now();
     }
   }
 }
 
+std::optional<TimePoint> AgentSession::NextDeadline() const {
+  std::optional<TimePoint> next;
+  auto consider = [&](TimePoint t) {
+    if (!next || t < *next) next = t;
+  };
+  if (kill_armed_) consider(kill_at_);
+  if (hang_timeout_.count() > 0 && !stopping_ && !quitting_) {
+    for (const auto& s : slots_)
+      if (s.proc && !s.proc->exited && s.beaten && !s.hung) consider(s.last_beat + hang_timeout_);
+  }
+  if (conn_.get() >= 0) {
+    consider(last_recv_ + Secs(opt_.heartbeat_timeout));
+    consider(last_ping_ + Secs(opt_.heartbeat_interval));
+  }
+  return next;
+}
+
 void AgentSession::CheckTimers() {
-  auto now = Clock::now();
+  auto now = clock_.Now();
   if (kill_armed_ && now >= kill_at_) {
     kill_armed_ = false;
     for (auto& s : slots_)
@@ -130,9 +147,9 @@ void AgentSession::CheckTimers() {
     }
   }
   if (conn_.get() >= 0) {
-    if (now - last_recv_ > std::chrono::duration<double>(opt_.heartbeat_timeout)) {
+    if (now - last_recv_ > Secs(opt_.heartbeat_timeout)) {
       Lost(fmt::format("no message for {}s", opt_.heartbeat_timeout));
-    } else if (now - last_ping_ >= std::chrono::duration<double>(opt_.heartbeat_interval)) {
+    } else if (now - last_ping_ >= Secs(opt_.heartbeat_interval)) {
       last_ping_ = now;
       Send(wire::MsgType::kPing, msg::Ping{}.Encode());
     }

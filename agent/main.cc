@@ -30,10 +30,11 @@
 // DSLAUNCH_SECRET_FD=N is set, the first line read from fd N. The agent closes
 // that fd after reading and never logs the secret.
 //
-// Exit codes: 0 the coordinator said Shutdown; 2 bad command line or no
-// secret; 3 could not connect or authenticate; 4 lost the coordinator
-// (connection closed or heartbeats stopped; its workers were killed first);
-// 128+S after signal S (SIGTERM/SIGINT/SIGHUP: workers are stopped first).
+// Exit codes (ds::AgentExit in agent/agent.h): 0 the coordinator said
+// Shutdown; 2 bad command line or no secret; 3 could not connect or
+// authenticate; 4 lost the coordinator (connection closed or heartbeats
+// stopped; its workers were killed first); 128+S after signal S
+// (SIGTERM/SIGINT/SIGHUP: workers are stopped first).
 #include <iostream>
 #include <string>
 #include <vector>
@@ -53,12 +54,12 @@ int main(int argc, char** argv) {
   auto opts = ds::ParseAgentArgs(args);
   if (!opts.ok()) {
     std::cerr << "dsagent: " << opts.status().message() << "\n" << ds::AgentUsage();
-    return 2;
+    return ds::ExitCode(ds::AgentExit::kUsage);
   }
   auto secret = ds::ReadAgentSecret();
   if (!secret.ok()) {
     std::cerr << "dsagent: " << secret.status().message() << "\n";
-    return 2;
+    return ds::ExitCode(ds::AgentExit::kUsage);
   }
   return ds::RunAgent(*opts, *secret);
 }

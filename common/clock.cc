@@ -5,7 +5,9 @@ namespace {
 
 class SteadyClock final : public Clock {
  public:
-  time_point Now() const override { return std::chrono::steady_clock::now(); }
+  std::chrono::steady_clock::time_point Now() const override {
+    return std::chrono::steady_clock::now();
+  }
 };
 
 }  // namespace

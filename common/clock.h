@@ -1,10 +1,10 @@
-// Clock: where the launcher and the agent read the time, so that tests can
-// drive it (LevelDB's Env, for time only). RealClock() is the steady clock;
-// FakeClock only moves when told. Both are safe to read from any thread;
-// advance a FakeClock from one thread.
+// The clock seam (LevelDB's Env, for time only): code that measures timeouts
+// asks a Clock for "now" instead of calling steady_clock directly, so tests
+// drive time without sleeping. RealClock() is the process-wide steady clock,
+// safe from any thread. FakeClock only moves when told; one test thread
+// drives it (not thread-safe).
 #pragma once
 
-#include <atomic>
 #include <chrono>
 
 namespace ds {
@@ -14,23 +14,29 @@ class Clock {
   using time_point = std::chrono::steady_clock::time_point;
   using duration = std::chrono::steady_clock::duration;
   virtual ~Clock() = default;
+  // The current time on a monotonic clock. Never fails.
   virtual time_point Now() const = 0;
 };
 
-// The process-wide steady clock.
+// The real monotonic clock (std::chrono::steady_clock). Lives for the whole
+// program; callers keep a reference.
 Clock& RealClock();
 
-// A clock for tests: starts at an arbitrary fixed point, moves only by Advance.
+// Starts at an arbitrary fixed point well away from the epoch, so that
+// "now - 1 hour" is still a valid time.
 class FakeClock final : public Clock {
  public:
-  time_point Now() const override { return time_point(duration(now_.load())); }
-  void Advance(duration d) { now_ += d.count(); }
+  FakeClock() = default;
+  explicit FakeClock(time_point start) : now_(start) {}
+  time_point Now() const override { return now_; }
+  void Set(time_point t) { now_ = t; }
+  void Advance(duration d) { now_ += d; }
 
  private:
-  std::atomic<duration::rep> now_{std::chrono::duration_cast<duration>(std::chrono::hours(1)).count()};
+  time_point now_{std::chrono::hours(24 * 365)};
 };
 
-// Seconds (as the job file and the command line write them) as a duration.
+// Seconds, as the job file and the command line write them, as a duration.
 inline Clock::duration Seconds(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }

@@ -2,24 +2,30 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
-#include <thread>
 
 #include <fmt/format.h>
 
+#include "common/client_conn.h"
 #include "common/subprocess.h"
+#include "launcher/spawn/exit_signal.h"
 
 namespace ds {
 namespace {
 
+// pidfd_open(2) (Linux 5.3+); the fd is close-on-exec. Called via syscall:
+// older glibc has no wrapper.
+int PidfdOpen(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+
+// A local agent process; the pidfd (exit_fd) turns readable when it exits.
 class LocalAgent final : public AgentHandle {
  public:
-  LocalAgent(pid_t pid, double grace) : pid_(pid), grace_(grace) {}
+  LocalAgent(pid_t pid, UniqueFd pidfd, double grace) : pid_(pid), pidfd_(std::move(pidfd)), grace_(grace) {}
   ~LocalAgent() override { Terminate(); }
 
   bool Running() override {
@@ -30,11 +36,7 @@ class LocalAgent final : public AgentHandle {
   void Terminate() override {
     if (!Running()) return;
     ::kill(-pid_, SIGTERM);
-    auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(grace_);
-    while (std::chrono::steady_clock::now() < until) {
-      if (!Running()) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    if (WaitReadable(pidfd_.get(), grace_) && !Running()) return;
     ::kill(-pid_, SIGKILL);
     int status = 0;
     if (::waitpid(pid_, &status, 0) == pid_) Record(status);
@@ -44,6 +46,8 @@ class LocalAgent final : public AgentHandle {
     Poll();
     return status_;
   }
+
+  int exit_fd() const override { return pidfd_.get(); }
 
  private:
   void Poll() {
@@ -59,6 +63,7 @@ class LocalAgent final : public AgentHandle {
   }
 
   pid_t pid_;
+  UniqueFd pidfd_;
   double grace_;
   bool done_ = false;
   int status_ = -1;
@@ -87,10 +92,19 @@ Result<std::unique_ptr<AgentHandle>> StartOne(const AgentSpec& spec, double grac
   }
   ::setpgid(pid, pid);
   ::close(in[0]);
+  // Our unreaped child: the pid cannot be reused before the pidfd exists.
+  UniqueFd pidfd(PidfdOpen(pid));
+  if (pidfd.get() < 0) {
+    int e = errno;
+    ::close(in[1]);
+    ::kill(-pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    return Status::IOError(fmt::format("{}: pidfd_open: {}", spec.host, std::strerror(e)));
+  }
   std::string payload = spec.stdin_payload + "\n";
   (void)!::write(in[1], payload.data(), payload.size());  // < PIPE_BUF: never blocks; EPIPE ignored
   ::close(in[1]);
-  return std::unique_ptr<AgentHandle>(std::make_unique<LocalAgent>(pid, grace));
+  return std::unique_ptr<AgentHandle>(std::make_unique<LocalAgent>(pid, std::move(pidfd), grace));
 }
 
 }  // namespace

@@ -24,7 +24,8 @@ struct AgentSpec {
   std::string stdin_payload;       // written once to the agent's stdin (the job secret); never logged
 };
 
-// A running agent.
+// A running agent. Running() and ExitStatus() never block; to wait for the
+// end without polling them, poll exit_fd() for POLLIN.
 class AgentHandle {
  public:
   virtual ~AgentHandle() = default;  // Terminate()s if still running
@@ -39,6 +40,10 @@ class AgentHandle {
   virtual void Terminate() = 0;
   // Exit status once ended (-1 if unknown), for the summary.
   virtual int ExitStatus() = 0;
+  // A file descriptor that becomes readable once the agent has ended (a
+  // pidfd for a local process, an eventfd the SSH reader sets). Owned by
+  // the handle, valid until it is destroyed; the caller only polls it.
+  virtual int exit_fd() const = 0;
 };
 
 class Spawner {

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +20,7 @@
 #include "common/log.h"
 #include "common/strings.h"
 #include "common/subprocess.h"
+#include "launcher/spawn/exit_signal.h"
 #include "launcher/spawn/ssh/remote_command.h"
 
 namespace ds {
@@ -45,12 +45,16 @@ std::string Base64(const std::string& in) {
 }
 
 // One pdsh process and the hosts it serves. The reader thread parses pdsh's
-// output ("host: line", "pdsh@x: host: ssh exited with exit code N").
+// output ("host: line", "pdsh@x: host: ssh exited with exit code N"); when a
+// host ends it raises that host's eventfd (its handle's exit_fd), and when
+// pdsh has been reaped, done_event_.
 class PdshGroup {
  public:
-  PdshGroup(pid_t pid, int in_fd, int out_fd, int err_fd, std::vector<std::string> hosts, double grace)
-      : pid_(pid), in_fd_(in_fd), grace_(grace) {
-    for (auto& h : hosts) hosts_[h] = HostState{};
+  // `ended[i]` (from MakeExitEvent) belongs to hosts[i]; `done_event` too.
+  PdshGroup(pid_t pid, int in_fd, int out_fd, int err_fd, std::vector<std::string> hosts,
+            std::vector<UniqueFd> ended, UniqueFd done_event, double grace)
+      : pid_(pid), in_fd_(in_fd), grace_(grace), done_event_(std::move(done_event)) {
+    for (size_t i = 0; i < hosts.size(); ++i) hosts_[hosts[i]].ended = std::move(ended[i]);
     reader_ = std::thread([this, out_fd, err_fd] { Read(out_fd, err_fd); });
   }
   ~PdshGroup() { Kill(); }
@@ -63,13 +67,20 @@ class PdshGroup {
     std::lock_guard<std::mutex> l(mu_);
     return hosts_[h].exit;
   }
+  // Host `h`'s eventfd; fixed for the group's life, so no lock needed to use it.
+  int ExitFd(const std::string& h) {
+    std::lock_guard<std::mutex> l(mu_);
+    return hosts_[h].ended.get();
+  }
   // The group stops when every host has asked to.
   void Stop(const std::string& h) {
     bool stop_all = false;
+    int ended_fd = -1;
     {
       std::lock_guard<std::mutex> l(mu_);
       auto& st = hosts_[h];
       if (st.stop_requested) return;
+      ended_fd = st.ended.get();
       st.stop_requested = true;
       if (++stops_ < hosts_.size() && !done_.load()) {
         // Others keep running: end only this host's ssh client; its remote
@@ -88,9 +99,7 @@ class PdshGroup {
       Kill();
       return;
     }
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(grace_);
-    while (Running(h) && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    WaitReadable(ended_fd, grace_);  // pdsh reports the host's exit
   }
 
  private:
@@ -98,7 +107,15 @@ class PdshGroup {
     bool running = true;
     int exit = -1;
     bool stop_requested = false;
+    UniqueFd ended;  // eventfd, raised when running turns false
   };
+
+  // Under mu_.
+  static void MarkEnded(HostState& st, int exit) {
+    st.running = false;
+    st.exit = exit;
+    RaiseExitEvent(st.ended.get());
+  }
 
   // The pid of pdsh's ssh client for host `h` (a child of pdsh whose argv
   // holds `h` as a word), or -1.
@@ -123,9 +140,7 @@ class PdshGroup {
       // pdsh and its ssh clients (the remote supervisors then see EOF); not
       // once pdsh has been reaped, when its group id may belong to another.
       if (!done_.load()) kill(-pid_, SIGTERM);
-      auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(grace_);
-      while (!done_.load() && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      WaitReadable(done_event_.get(), grace_);
       if (!done_.load()) kill(-pid_, SIGKILL);
       if (reader_.joinable()) reader_.join();
     });
@@ -142,8 +157,7 @@ class PdshGroup {
         std::lock_guard<std::mutex> l(mu_);
         auto it = hosts_.find(host);
         if (it != hosts_.end() && StartsWith(rest, tag)) {
-          it->second.running = false;
-          it->second.exit = static_cast<int>(ParseInt(rest.substr(tag.size())).value_or(-1));
+          MarkEnded(it->second, static_cast<int>(ParseInt(rest.substr(tag.size())).value_or(-1)));
           return;
         }
       }
@@ -159,7 +173,7 @@ class PdshGroup {
     int open_fds = 2;
     char buf[4096];
     while (open_fds > 0) {
-      if (poll(fds, 2, 200) < 0 && errno != EINTR) break;
+      if (poll(fds, 2, -1) < 0 && errno != EINTR) break;
       for (int i = 0; i < 2; ++i) {
         if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
         ssize_t n = read(fds[i].fd, buf, sizeof(buf));
@@ -182,11 +196,11 @@ class PdshGroup {
     std::lock_guard<std::mutex> l(mu_);
     for (auto& [h, st] : hosts_) {
       if (!st.running) continue;
-      st.running = false;
       // pdsh reports only non-zero exits; a clean pdsh exit means 0.
-      st.exit = (WIFEXITED(status) && !stops_) ? 0 : -1;
+      MarkEnded(st, (WIFEXITED(status) && !stops_) ? 0 : -1);
     }
     done_.store(true);
+    RaiseExitEvent(done_event_.get());
   }
 
   pid_t pid_;
@@ -196,6 +210,7 @@ class PdshGroup {
   std::map<std::string, HostState> hosts_;
   size_t stops_ = 0;
   std::atomic<bool> done_{false};
+  UniqueFd done_event_;  // eventfd, raised once pdsh has been reaped
   std::once_flag killed_;
   std::thread reader_;
 };
@@ -207,6 +222,7 @@ class PdshHandle : public AgentHandle {
   bool Running() override { return group_->Running(host_); }
   void Terminate() override { group_->Stop(host_); }
   int ExitStatus() override { return group_->ExitStatus(host_); }
+  int exit_fd() const override { return group_->ExitFd(host_); }
 
  private:
   std::shared_ptr<PdshGroup> group_;
@@ -216,6 +232,12 @@ class PdshHandle : public AgentHandle {
 Result<std::shared_ptr<PdshGroup>> Launch(const std::string& pdsh, const std::vector<std::string>& argv,
                                           const std::vector<std::pair<std::string, std::string>>& env_over,
                                           const std::vector<std::string>& hosts, double grace) {
+  std::vector<UniqueFd> ended;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    DS_ASSIGN_OR_RETURN(UniqueFd e, MakeExitEvent());
+    ended.push_back(std::move(e));
+  }
+  DS_ASSIGN_OR_RETURN(UniqueFd done_event, MakeExitEvent());
   int in[2], out[2], err[2];
   if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
     return Status::IOError("pdsh: pipe failed");
@@ -247,7 +269,7 @@ Result<std::shared_ptr<PdshGroup>> Launch(const std::string& pdsh, const std::ve
     close(err[0]);
     return Status::IOError("pdsh: cannot run " + pdsh + ": " + std::strerror(rc));
   }
-  return std::make_shared<PdshGroup>(pid, in[1], out[0], err[0], hosts, grace);
+  return std::make_shared<PdshGroup>(pid, in[1], out[0], err[0], hosts, std::move(ended), std::move(done_event), grace);
 }
 
 }  // namespace

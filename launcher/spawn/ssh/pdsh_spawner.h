@@ -10,7 +10,8 @@
 // false + ExitStatus 255 with pdsh's reason in the diagnostics; and a
 // host's exit 0 shows only when its pdsh run ends. Terminate() on one host
 // ends that host's ssh client (found among pdsh's children); on the last
-// host it ends pdsh.
+// host it ends pdsh. Each handle's exit_fd() is an eventfd the reader thread
+// raises when pdsh reports that host's end (or pdsh itself ends).
 // Thread-safety as in spawner.h.
 #pragma once
 

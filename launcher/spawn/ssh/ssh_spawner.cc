@@ -7,8 +7,10 @@
 
 #include <libssh/libssh.h>
 
+#include "common/client_conn.h"
 #include "common/env_registry.h"
 #include "common/log.h"
+#include "launcher/spawn/exit_signal.h"
 #include "launcher/spawn/parallel_for.h"
 #include "launcher/spawn/ssh/remote_command.h"
 #include "launcher/spawn/ssh/ship_agent.h"
@@ -32,11 +34,17 @@ void RelayLines(const std::string& host, const char* stream, std::string& pendin
 
 // An agent behind one SSH channel. A thread of its own pumps the channel
 // (relaying output) until the agent ends or Terminate() asks it to stop; only
-// that thread touches the libssh session after construction.
+// that thread touches the libssh session after construction. When it sees
+// the end it clears running_ and then sets the eventfd that is exit_fd().
 class SshAgentHandle : public AgentHandle {
  public:
-  SshAgentHandle(std::unique_ptr<SshSession> session, ssh_channel channel, std::string shipped, double stop_grace)
-      : session_(std::move(session)), channel_(channel), shipped_(std::move(shipped)), stop_grace_(stop_grace) {
+  SshAgentHandle(std::unique_ptr<SshSession> session, ssh_channel channel, std::string shipped, double stop_grace,
+                 UniqueFd exit_event)
+      : session_(std::move(session)),
+        channel_(channel),
+        shipped_(std::move(shipped)),
+        stop_grace_(stop_grace),
+        exit_event_(std::move(exit_event)) {
     thread_ = std::thread([this] { Pump(); });
   }
   ~SshAgentHandle() override { Terminate(); }
@@ -47,6 +55,7 @@ class SshAgentHandle : public AgentHandle {
     if (thread_.joinable()) thread_.join();
   }
   int ExitStatus() override { return exit_status_.load(); }
+  int exit_fd() const override { return exit_event_.get(); }
 
  private:
   void Pump();
@@ -57,6 +66,7 @@ class SshAgentHandle : public AgentHandle {
   ssh_channel channel_;  // owned; closed and freed by Cleanup() on the pump thread
   std::string shipped_;  // remote agent path when --ship-agent, else ""
   double stop_grace_;
+  UniqueFd exit_event_;  // eventfd, set once the agent has ended
   std::atomic<bool> running_{true};
   std::atomic<bool> stop_{false};
   std::atomic<int> exit_status_{-1};
@@ -100,6 +110,7 @@ void SshAgentHandle::Pump() {
     while (alive && std::chrono::steady_clock::now() < deadline) alive = ReadSome(50);
   }
   running_.store(false);
+  RaiseExitEvent(exit_event_.get());
   Cleanup();
 }
 
@@ -137,6 +148,8 @@ Result<std::unique_ptr<AgentHandle>> SshSpawner::StartOne(const AgentSpec& spec)
   if (!payload.empty() && payload.back() != '\n') payload += '\n';
   if (!payload.empty() && payload.find('\n') != payload.size() - 1)
     return Status::InvalidArgument(spec.host + ": the agent's stdin payload must be one line");
+  auto exit_event = MakeExitEvent();
+  if (!exit_event.ok()) return exit_event.status().Prefixed(spec.host);
   DS_ASSIGN_OR_RETURN(std::unique_ptr<SshSession> session,
                       SshSession::Connect(SshTarget{spec.host, spec.user, spec.ssh_port}, options_));
   std::vector<std::string> argv = spec.argv;
@@ -165,7 +178,7 @@ Result<std::unique_ptr<AgentHandle>> SshSpawner::StartOne(const AgentSpec& spec)
   // No EOF now: the wrapper treats EOF on stdin as "stop the agent".
   DS_LOG(Info, Ssh) << spec.host << " (" << session->peer_address() << "): started " << cmd;
   return std::unique_ptr<AgentHandle>(
-      std::make_unique<SshAgentHandle>(std::move(session), ch, shipped, options_.stop_grace));
+      std::make_unique<SshAgentHandle>(std::move(session), ch, shipped, options_.stop_grace, std::move(exit_event).value()));
 }
 
 std::vector<Result<std::unique_ptr<AgentHandle>>> SshSpawner::Start(const std::vector<AgentSpec>& specs) {

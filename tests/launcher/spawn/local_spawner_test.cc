@@ -1,6 +1,7 @@
 #include "launcher/spawn/local_spawner.h"
 
 #include <catch2/catch.hpp>
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -72,6 +73,47 @@ TEST_CASE("local spawner: a signal right after start takes the default action in
     (*r[0])->Terminate();
     CHECK((*r[0])->ExitStatus() == 128 + SIGTERM);
   }
+}
+
+// Polls `fd` for POLLIN for up to `ms`; true if readable.
+bool Readable(int fd, int ms) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
+}
+
+TEST_CASE("local spawner: exit_fd becomes readable when the agent ends, and stays so", "[spawner]") {
+  std::string go = "/tmp/dslaunch-spawner-go-" + std::to_string(::getpid());
+  AgentSpec s;
+  s.host = "127.0.0.4";
+  s.argv = {"/bin/sh", "-c", "while [ ! -e " + go + " ]; do sleep 0.01; done; exit 5"};
+  LocalSpawner sp;
+  auto r = sp.Start({s});
+  REQUIRE(r[0].ok());
+  auto& h = *r[0];
+  REQUIRE(h->exit_fd() >= 0);
+  CHECK_FALSE(Readable(h->exit_fd(), 100));  // still running
+  CHECK(h->Running());
+  std::ofstream(go) << "";
+  CHECK(Readable(h->exit_fd(), 10000));
+  CHECK_FALSE(h->Running());
+  CHECK(h->ExitStatus() == 5);
+  CHECK(Readable(h->exit_fd(), 0));  // reaped: still readable
+  ::unlink(go.c_str());
+}
+
+TEST_CASE("local spawner: exit_fd is readable after Terminate", "[spawner]") {
+  AgentSpec s;
+  s.host = "127.0.0.5";
+  s.argv = {"/bin/sleep", "60"};
+  LocalSpawner sp(LocalSpawnerOptions{5.0});
+  auto r = sp.Start({s});
+  REQUIRE(r[0].ok());
+  auto& h = *r[0];
+  auto t0 = std::chrono::steady_clock::now();
+  h->Terminate();
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(4));  // woken by the exit, not the grace
+  CHECK(Readable(h->exit_fd(), 0));
+  CHECK(h->ExitStatus() == 128 + SIGTERM);
 }
 
 TEST_CASE("local spawner: one result per spec, a missing binary names the host", "[spawner]") {

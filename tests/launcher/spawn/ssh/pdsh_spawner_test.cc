@@ -2,6 +2,9 @@
 // against the netns cluster (tests/cluster/with-cluster).
 #include "launcher/spawn/ssh/pdsh_spawner.h"
 
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -89,6 +92,58 @@ TEST_CASE("PdshSshArgs and PdshRemoteCommand", "[unit]") {
   cmd = PdshRemoteCommand(specs, {});
   CHECK(cmd.find("s3cr3t") == std::string::npos);  // never on the command line
   CHECK(cmd.find("unset LC_DSLAUNCH_PAYLOAD") != std::string::npos);
+}
+
+TEST_CASE("PdshSpawner: each host's exit_fd becomes readable when that host's agent ends", "[process]") {
+  // The real pdsh, with a stand-in `ssh` first on PATH that runs the remote
+  // command here: pdsh's own processes and output, no sshd needed. pdsh
+  // starts its ssh clients with SIGCHLD blocked, which a real sshd never
+  // passes on; the stand-in unblocks everything first (perl-base is
+  // essential in Debian) or the supervisor's `wait` would never return.
+  std::string dir = "/tmp/dsl-test-pdshfd-" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/bin");
+  test::WriteFile(dir + "/bin/ssh",
+                  "#!/usr/bin/perl\nuse POSIX;\nsigprocmask(SIG_SETMASK, POSIX::SigSet->new);\n"
+                  "exec '/bin/sh', '-c', $ARGV[-1];\n");
+  ::chmod((dir + "/bin/ssh").c_str(), 0755);
+  std::string old_path = GetAnyEnv("PATH").value_or("/usr/bin:/bin");
+  ::setenv("PATH", (dir + "/bin:" + old_path).c_str(), 1);
+  auto pdsh = FindPdsh("pdsh");
+  if (!pdsh.ok()) {
+    ::setenv("PATH", old_path.c_str(), 1);
+    std::filesystem::remove_all(dir);
+    WARN("pdsh is not installed: nothing to run");
+    return;
+  }
+  std::vector<AgentSpec> specs(2);
+  specs[0].host = "fdnode0";
+  specs[0].argv = {"sh", "-c", "read s; exit 0"};  // ends at once
+  specs[1].host = "fdnode1";
+  specs[1].argv = {"sh", "-c", "read s; while [ ! -e " + dir + "/go ]; do sleep 0.01; done; exit 6"};
+  specs[0].stdin_payload = specs[1].stdin_payload = "s3cret\n";
+  PdshOptions o;
+  o.pdsh_path = *pdsh;
+  auto r = PdshSpawner(o).Start(specs);
+  REQUIRE(r.size() == 2);
+  REQUIRE(r[0].ok());
+  REQUIRE(r[1].ok());
+  auto readable = [](int fd, int ms) {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
+  };
+  // pdsh reports an exit 0 only when its whole run ends (pdsh_spawner.h).
+  CHECK_FALSE(readable((*r[0])->exit_fd(), 300));
+  CHECK_FALSE(readable((*r[1])->exit_fd(), 0));
+  test::WriteFile(dir + "/go", "");
+  CHECK(readable((*r[1])->exit_fd(), 20000));
+  CHECK(readable((*r[0])->exit_fd(), 20000));
+  CHECK_FALSE((*r[1])->Running());
+  CHECK((*r[1])->ExitStatus() == 6);
+  CHECK_FALSE((*r[0])->Running());
+  CHECK((*r[0])->ExitStatus() == 0);
+  ::setenv("PATH", old_path.c_str(), 1);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("PdshSpawner runs each host's own command with the secret, exit codes per host", "[cluster]") {

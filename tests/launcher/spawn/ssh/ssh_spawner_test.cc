@@ -2,6 +2,7 @@
 // need the netns cluster (tests/cluster/with-cluster) and skip without it.
 #include "launcher/spawn/ssh/ssh_spawner.h"
 
+#include <poll.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -135,6 +136,30 @@ TEST_CASE("SshSpawner starts a command on every node, secret on stdin, exit stat
     CHECK(ReadFile(dir + "/out-" + std::to_string(i)) ==
           "secret-" + std::to_string(i) + " " + c.nodes[i].addr + " WARN\n");
   }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("SshSpawner: exit_fd becomes readable when the remote agent ends", "[cluster]") {
+  TestCluster c = LoadTestCluster();
+  if (c.nodes.empty()) return;
+  std::string dir = Scratch("exitfd");
+  AgentSpec s;
+  s.host = c.nodes[0].alias;
+  s.argv = {"sh", "-c", "while [ ! -e " + dir + "/go ]; do sleep 0.01; done; exit 4"};
+  auto results = SshSpawner(ClusterOptions(c)).Start({s});
+  REQUIRE(results[0].ok());
+  auto& h = *results[0];
+  auto readable = [](int fd, int ms) {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
+  };
+  REQUIRE(h->exit_fd() >= 0);
+  CHECK_FALSE(readable(h->exit_fd(), 300));
+  CHECK(h->Running());
+  WriteFile(dir + "/go", "");
+  CHECK(readable(h->exit_fd(), 20000));
+  CHECK_FALSE(h->Running());
+  CHECK(h->ExitStatus() == 4);
   std::filesystem::remove_all(dir);
 }
 
