@@ -31,10 +31,6 @@ class AgentHandle {
   virtual ~AgentHandle() = default;  // Terminate()s if still running
   // False once the agent process (or its SSH channel) has ended.
   virtual bool Running() = 0;
-  // A file descriptor that becomes readable once the agent has ended (a
-  // pidfd for a local process, an eventfd the SSH reader sets). Owned by
-  // the handle, valid until it is destroyed; the caller only polls it.
-  virtual int exit_fd() const = 0;
   // Ends the agent: SIGTERM then SIGKILL to a local agent's process group, or
   // closes the SSH channel (the agent then kills its workers). Idempotent.
   virtual void Terminate() = 0;
