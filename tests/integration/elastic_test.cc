@@ -142,11 +142,14 @@ TEST_CASE("elastic: a lost node -> the job restarts on the survivor with a small
 TEST_CASE("elastic: losing node 0 moves MASTER_ADDR and the MASTER_PORT reservation to the next node",
           "[integration]") {
   TempDir dir;
-  // Generation 0: rank 0 (node 0, the master) kills its own agent.
+  // Generation 0: rank 0 (node 0, the master) kills its own agent once rank 1
+  // has printed its MASTER line.
   auto [code, out, err] = RunJob(dir, 2, 1, std::string(kReport) +
                                  "echo MASTER $DSLAUNCH_GENERATION $MASTER_ADDR\n"
                                  "[ $DSLAUNCH_RESTART_COUNT = 0 ] || exit 0\n"
-                                 "[ $RANK = 0 ] && { sleep 0.2; kill -9 $PPID; exit 0; }\n"
+                                 "[ $RANK = 1 ] && touch master-seen\n"
+                                 "[ $RANK = 0 ] && { while [ ! -e master-seen ]; do sleep 0.02; done; "
+                                 "kill -9 $PPID; exit 0; }\n"
                                  "exec sleep 30\n",
                                  "command: [sh, worker.sh]\nelastic: {max_restarts: 1}\n");
   INFO(err << out);
@@ -194,7 +197,7 @@ TEST_CASE("elastic: losing an idle standby does not disturb the job", "[integrat
   }
   REQUIRE(standby.size() == 1);
   ::kill(standby[0], SIGKILL);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(WaitForText(c.err_path, "standby 127.0.0.3 lost", seconds(30)));  // dslaunch noticed
   WriteFile(dir / "standby-killed", "");
   int code = WaitExit(c.pid, seconds(60));
   std::string err = ReadFile(c.err_path);

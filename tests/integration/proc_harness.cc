@@ -84,6 +84,15 @@ int Run(const std::vector<std::string>& argv, const std::string& cwd, Child* chi
   return WaitExit(child->pid, timeout);
 }
 
+bool WaitForText(const std::string& path, const std::string& text, std::chrono::milliseconds timeout) {
+  auto until = Clock::now() + timeout;
+  while (ReadFile(path).find(text) == std::string::npos) {
+    if (Clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
 std::vector<pid_t> WaitForPids(const std::string& path, size_t n, std::chrono::milliseconds timeout) {
   auto until = Clock::now() + timeout;
   std::vector<pid_t> pids;

@@ -48,6 +48,8 @@ int Run(const std::vector<std::string>& argv, const std::string& cwd, Child* chi
 
 // Waits until `path` holds at least n lines of pids; returns them.
 std::vector<pid_t> WaitForPids(const std::string& path, size_t n, std::chrono::milliseconds timeout);
+// Waits until the file at `path` contains `text`; false after `timeout`.
+bool WaitForText(const std::string& path, const std::string& text, std::chrono::milliseconds timeout);
 // True once no pid exists any more (zombies count as gone), within timeout.
 bool AllGone(const std::vector<pid_t>& pids, std::chrono::milliseconds timeout);
 
