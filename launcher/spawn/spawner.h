@@ -2,8 +2,9 @@
 // connects back to the coordinator by itself (address in its argv); the
 // spawner only gets it running and, on Terminate, makes sure it is gone.
 // Implementations: local processes (local_spawner), libssh (ssh_spawner),
-// the pdsh binary (pdsh_spawner). Start() may be called
-// from one thread at a time; handles are safe to use from any one thread.
+// the pdsh binary (pdsh_spawner), and a fake for tests (fake_spawner).
+// Start() may be called from one thread at a time; handles are safe to use
+// from any one thread.
 #pragma once
 
 #include <memory>
