@@ -2,25 +2,19 @@
 
 #include <fcntl.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include "common/log.h"
+#include "runtime/checkpoint_format.h"
 
 namespace ds::rt {
 namespace fs = std::filesystem;
 namespace {
-
-constexpr char kMagic[8] = {'D', 'S', 'C', 'K', 'S', 'H', 'D', '1'};
-constexpr uint32_t kVersion = 1;
 
 // Writes `data` to path.tmp, fsyncs, renames to path, fsyncs the directory.
 Status WriteDurably(const fs::path& path, const std::string& data) {
@@ -51,11 +45,6 @@ template <typename T>
 void Put(std::string& out, T v) { out.append(reinterpret_cast<const char*>(&v), sizeof(v)); }
 void PutFloats(std::string& out, const std::vector<float>& v) {
   out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
-}
-
-uint32_t Crc32(const std::string& data) {
-  return static_cast<uint32_t>(
-      crc32(0L, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size())));
 }
 
 std::string StepDirName(int64_t step) { return fmt::format("step_{:08d}", step); }
@@ -96,99 +85,6 @@ void Prune(const fs::path& dir, int keep) {
   }
 }
 
-// Reads a whole file; nullopt if it cannot be opened.
-std::optional<std::string> ReadAll(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Parses and verifies one checkpoint directory; an error says why it is unusable.
-Result<LoadedCheckpoint> LoadOne(const fs::path& path, uint64_t num_params, int state_slots) {
-  auto text = ReadAll(path / "manifest.json");
-  if (!text) return Status::NotFound("no manifest.json (incomplete)");
-  LoadedCheckpoint out;
-  out.path = path.string();
-  CheckpointMeta& m = out.meta;
-  YAML::Node shards;
-  try {
-    YAML::Node n = YAML::Load(*text);
-    if (n["format"].as<int>() != 1) return Status::InvalidArgument("unknown format");
-    m.step = n["step"].as<int64_t>();
-    m.applied_steps = n["applied_steps"].as<int64_t>();
-    m.epoch = n["epoch"].as<int64_t>();
-    m.sample_position = n["sample_position"].as<int64_t>();
-    for (int i = 0; i < 4; ++i) m.rng[i] = std::stoull(n["rng"][i].as<std::string>());
-    m.scaler.scale = n["loss_scale"].as<double>();
-    m.scaler.cur_hysteresis = n["scaler_hysteresis"].as<int>();
-    m.scaler.cur_iter = n["scaler_iter"].as<int64_t>();
-    m.scaler.last_overflow_iter = n["scaler_last_overflow"].as<int64_t>();
-    m.world_size = n["world_size"].as<int>();
-    m.zero_stage = n["zero_stage"].as<int>();
-    m.config_hash = n["config_hash"].as<std::string>();
-    m.num_params = n["num_params"].as<uint64_t>();
-    m.state_slots = n["state_slots"].as<int>();
-    shards = n["shards"];
-  } catch (const std::exception& e) {
-    return Status::InvalidArgument(fmt::format("manifest.json: {}", e.what()));
-  }
-  if (m.num_params != num_params)
-    return Status::InvalidArgument(
-        fmt::format("saved for {} parameters, the model has {}", m.num_params, num_params));
-  if (m.state_slots != state_slots)
-    return Status::InvalidArgument(fmt::format(
-        "saved with {} optimizer state arrays, this optimizer has {}", m.state_slots, state_slots));
-  if (!shards.IsSequence() || static_cast<int>(shards.size()) != m.world_size)
-    return Status::InvalidArgument("manifest lists the wrong number of shards");
-  out.master.assign(num_params, 0.f);
-  out.state.assign(state_slots, std::vector<float>(num_params, 0.f));
-  uint64_t covered = 0;
-  for (const auto& s : shards) {
-    const std::string file = s["file"].as<std::string>();
-    auto data = ReadAll(path / file);
-    if (!data) return Status::NotFound(file + ": missing");
-    if (data->size() != s["bytes"].as<uint64_t>())
-      return Status::InvalidArgument(fmt::format("{}: {} bytes, manifest says {}", file,
-                                                 data->size(), s["bytes"].as<uint64_t>()));
-    if (Crc32(*data) != s["crc32"].as<uint32_t>())
-      return Status::InvalidArgument(file + ": crc32 mismatch (corrupt)");
-    const char* p = data->data();
-    const char* end = p + data->size();
-    auto take = [&](void* dst, size_t n) {
-      if (static_cast<size_t>(end - p) < n) return false;
-      std::memcpy(dst, p, n);
-      p += n;
-      return true;
-    };
-    char magic[8];
-    uint32_t version, rank, nseg, slots;
-    if (!take(magic, 8) || std::memcmp(magic, kMagic, 8) != 0 || !take(&version, 4) ||
-        version != kVersion || !take(&rank, 4) || !take(&nseg, 4) || !take(&slots, 4) ||
-        static_cast<int>(slots) != state_slots)
-      return Status::InvalidArgument(file + ": bad header");
-    std::vector<std::pair<uint64_t, uint64_t>> segs(nseg);
-    uint64_t total = 0;
-    for (auto& [off, len] : segs) {
-      if (!take(&off, 8) || !take(&len, 8) || off + len > num_params)
-        return Status::InvalidArgument(file + ": bad segment");
-      total += len;
-    }
-    for (int k = -1; k < state_slots; ++k) {
-      std::vector<float>& dst = k < 0 ? out.master : out.state[k];
-      for (auto [off, len] : segs)
-        if (!take(dst.data() + off, len * sizeof(float)))
-          return Status::InvalidArgument(file + ": truncated");
-    }
-    covered += total;
-  }
-  if (covered != num_params)
-    return Status::InvalidArgument(
-        fmt::format("shards cover {} of {} parameters", covered, num_params));
-  return out;
-}
-
 }  // namespace
 
 std::string ConfigHash(const std::string& text) {
@@ -214,8 +110,8 @@ Status SaveCheckpoint(const std::string& dir, const CheckpointMeta& meta, const 
   std::error_code ec;
   fs::create_directories(step_dir, ec);
 
-  std::string data(kMagic, 8);
-  Put<uint32_t>(data, kVersion);
+  std::string data(kShardMagic, 8);
+  Put<uint32_t>(data, kShardVersion);
   Put<uint32_t>(data, static_cast<uint32_t>(rank));
   Put<uint32_t>(data, static_cast<uint32_t>(shard.segments.size()));
   Put<uint32_t>(data, static_cast<uint32_t>(shard.state.size()));
@@ -258,22 +154,6 @@ Status SaveCheckpoint(const std::string& dir, const CheckpointMeta& meta, const 
     return Status::IOError(fmt::format("checkpoint {}: rank 0 could not write manifest.json",
                                        step_dir.string()));
   return Status::OK();
-}
-
-std::optional<LoadedCheckpoint> LoadNewestCheckpoint(const std::string& dir, uint64_t num_params,
-                                                     int state_slots) {
-  std::vector<fs::path> candidates;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.path().filename().string().rfind("step_", 0) == 0) candidates.push_back(e.path());
-  std::sort(candidates.rbegin(), candidates.rend());
-  for (const auto& c : candidates) {
-    auto loaded = LoadOne(c, num_params, state_slots);
-    if (loaded.ok()) return std::move(loaded).value();
-    DS_LOG(Warn, Ckpt) << "skipping checkpoint " << c.string() << ": "
-                       << loaded.status().message();
-  }
-  return std::nullopt;
 }
 
 }  // namespace ds::rt

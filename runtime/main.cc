@@ -12,10 +12,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <vector>
-
 #include <chrono>
 #include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -33,6 +34,9 @@
 
 namespace {
 
+using namespace ds;
+using namespace ds::rt;
+
 constexpr int kExitConfig = 1;
 constexpr int kExitUsage = 2;
 constexpr int kExitComm = 3;
@@ -45,8 +49,8 @@ void BindCores() {
   std::vector<int> cpus;
   for (int c = 0; c < CPU_SETSIZE; ++c)
     if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
-  const int n = static_cast<int>(std::max<int64_t>(1, ds::EnvInt("LOCAL_WORLD_SIZE")));
-  const int r = static_cast<int>(ds::EnvInt("LOCAL_RANK"));
+  const int n = static_cast<int>(std::max<int64_t>(1, EnvInt("LOCAL_WORLD_SIZE")));
+  const int r = static_cast<int>(EnvInt("LOCAL_RANK"));
   if (cpus.empty() || r < 0 || r >= n) return;
   cpu_set_t mine;
   CPU_ZERO(&mine);
@@ -61,11 +65,138 @@ int Fail(int code, const std::string& message) {
   return code;
 }
 
+// This rank's place in the job: RANK and WORLD_SIZE of the torchrun contract.
+struct Place {
+  int rank = 0;
+  int world = 1;
+};
+
+Result<Place> ReadPlace() {
+  Place p{static_cast<int>(EnvInt("RANK")), static_cast<int>(EnvInt("WORLD_SIZE"))};
+  if (p.world < 1 || p.rank < 0 || p.rank >= p.world)
+    return Status::InvalidArgument(fmt::format(
+        "RANK={} WORLD_SIZE={}: expected 0 <= RANK < WORLD_SIZE", p.rank, p.world));
+  return p;
+}
+
+// Log lines say host:pid [rank]; DSLAUNCH_BIND_CORES pins this rank's CPUs
+// (before any thread starts).
+void SetUpProcess(int rank) {
+  char host[256] = "localhost";
+  gethostname(host, sizeof(host) - 1);
+  const std::string given = EnvString("DSLAUNCH_HOST");
+  LogSetIdentity(given.empty() ? host : given, rank);
+  if (EnvBool("DSLAUNCH_BIND_CORES")) BindCores();
+}
+
+struct LoadedConfig {
+  std::string text;  // as read: hashed into checkpoint manifests
+  TrainerConfig config;
+};
+
+// From --config FILE, else DSLAUNCH_TRAINER_CONFIG. `has_source` is false
+// when neither is given (a usage error); otherwise errors are config errors.
+Result<LoadedConfig> ReadConfig(const std::string& config_file, int world, bool* has_source) {
+  TrainerConfigOptions copts;
+  copts.world_size = world;
+  LoadedConfig out;
+  *has_source = true;
+  if (!config_file.empty()) {
+    DS_ASSIGN_OR_RETURN(out.text, ReadTextFile(config_file, "trainer config"));
+    DS_ASSIGN_OR_RETURN(out.config, LoadTrainerConfig(config_file, copts));
+    return out;
+  }
+  auto env = EnvRaw("DSLAUNCH_TRAINER_CONFIG");
+  if (!env || env->empty()) {
+    *has_source = false;
+    return Status::InvalidArgument(
+        "no trainer config: pass --config FILE or set DSLAUNCH_TRAINER_CONFIG");
+  }
+  out.text = *env;
+  copts.origin = "DSLAUNCH_TRAINER_CONFIG";
+  DS_ASSIGN_OR_RETURN(out.config, ParseTrainerConfig(out.text, copts));
+  return out;
+}
+
+TrainerRuntime MakeRuntime(const LoadedConfig& loaded, bool quiet, StepHeartbeat* heartbeat) {
+  TrainerRuntime rt;
+  rt.config_text = loaded.text;
+  rt.checkpoint_dir = loaded.config.checkpoint.dir.empty() ? EnvString("DSLAUNCH_CHECKPOINT_DIR")
+                                                           : loaded.config.checkpoint.dir;
+  rt.tty = isatty(fileno(stdout));
+  rt.quiet = quiet;
+  rt.heartbeat = heartbeat;
+  return rt;
+}
+
+Status CheckBackend(const TrainerConfig& config) {
+#ifndef DSLAUNCH_HAVE_NCCL
+  if (config.backend == "nccl")
+    return Status::InvalidArgument("trainer.backend is nccl, but this dstrain was built without "
+                                   "CUDA (cmake -DDSLAUNCH_WITH_CUDA=ON); use backend: gloo");
+#endif
+  return Status::OK();
+}
+
+std::chrono::milliseconds CollectiveTimeout() {
+  return std::chrono::milliseconds(
+      static_cast<int64_t>(EnvSeconds("DSLAUNCH_COLLECTIVE_TIMEOUT") * 1000));
+}
+
+// The job's rendezvous store, keys prefixed with the job and generation.
+Result<RendezvousStore> OpenStore() {
+  RendezvousOptions ro;
+  ro.store_addr = EnvString("DSLAUNCH_STORE_ADDR");
+  ro.store_token = EnvString("DSLAUNCH_STORE_TOKEN");
+  ro.store_path = EnvString("DSLAUNCH_STORE_PATH");
+  ro.prefix = fmt::format("dstrain/{}/{}/gloo", EnvString("DSLAUNCH_JOB_ID"),
+                          EnvInt("DSLAUNCH_GENERATION"));
+  ro.timeout = CollectiveTimeout();
+  DS_ASSIGN_OR_RETURN(RendezvousStore store, OpenRendezvousStore(ro));
+  DS_LOG(Info, Comm) << "rendezvous through " << store.description;
+  return store;
+}
+
+// Gloo (or NCCL) through `store`. Throws CommError.
+std::unique_ptr<Communicator> Connect(const TrainerConfig& config, RendezvousStore& store,
+                                      const Place& place) {
+#ifdef DSLAUNCH_HAVE_NCCL
+  if (config.backend == "nccl") {
+    NcclOptions no;
+    no.device = EnvInt("LOCAL_RANK");
+    no.timeout = CollectiveTimeout();
+    return NcclCommunicator::Connect(*store.store, place.rank, place.world, no);
+  }
+#endif
+  (void)config;
+  GlooOptions go;
+  go.iface = EnvString("GLOO_SOCKET_IFNAME");
+  go.master_addr = EnvString("MASTER_ADDR");
+  go.timeout = CollectiveTimeout();
+  return GlooCommunicator::Connect(*store.store, place.rank, place.world, go);
+}
+
+// Trains and, on rank 0, prints the results. Throws CommError.
+int TrainAndReport(const TrainerConfig& config, Communicator& comm, const TrainerRuntime& rt) {
+  auto result = Train(config, comm, rt);
+  if (!result.ok()) return Fail(kExitConfig, result.status().message());
+  if (comm.rank() == 0) {
+    std::printf("train throughput: %.1f samples/s\n", result->samples_per_sec);
+    std::printf("test accuracy: %.4f\n", result->test_accuracy);
+    std::fflush(stdout);
+  }
+  try {
+    comm.Barrier();  // nobody tears down its connections while others still use them
+  } catch (const CommError& e) {
+    // Training and checkpoints are complete; a peer leaving early is not a failure.
+    DS_LOG(Warn, Comm) << "final barrier: " << e.what();
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  using namespace ds;
-  using namespace ds::rt;
   CLI::App app{"dstrain: data-parallel / ZeRO trainer (run by dslaunch, or standalone)"};
   std::string config_file;
   app.add_option("--config", config_file, "trainer config YAML (default: $DSLAUNCH_TRAINER_CONFIG)");
@@ -77,101 +208,27 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : kExitUsage;
   }
 
-  const int rank = static_cast<int>(EnvInt("RANK"));
-  const int world = static_cast<int>(EnvInt("WORLD_SIZE"));
-  if (world < 1 || rank < 0 || rank >= world)
-    return Fail(kExitUsage, fmt::format("RANK={} WORLD_SIZE={}: expected 0 <= RANK < WORLD_SIZE",
-                                        rank, world));
-  char host[256] = "localhost";
-  gethostname(host, sizeof(host) - 1);
-  const std::string host_name = EnvString("DSLAUNCH_HOST").empty() ? host : EnvString("DSLAUNCH_HOST");
-  LogSetIdentity(host_name, rank);
-  if (EnvBool("DSLAUNCH_BIND_CORES")) BindCores();  // before any thread starts
-
-  // Config.
-  std::string text;
-  TrainerConfigOptions copts;
-  copts.world_size = world;
-  Result<TrainerConfig> config = Status::InvalidArgument("no config");
-  if (!config_file.empty()) {
-    Result<std::string> file = ReadTextFile(config_file, "trainer config");
-    if (!file.ok()) return Fail(kExitConfig, file.status().message());
-    text = *file;
-    config = LoadTrainerConfig(config_file, copts);
-  } else if (auto env = EnvRaw("DSLAUNCH_TRAINER_CONFIG"); env && !env->empty()) {
-    text = *env;
-    copts.origin = "DSLAUNCH_TRAINER_CONFIG";
-    config = ParseTrainerConfig(text, copts);
-  } else {
-    return Fail(kExitUsage, "no trainer config: pass --config FILE or set DSLAUNCH_TRAINER_CONFIG");
-  }
-  if (!config.ok()) return Fail(kExitConfig, config.status().message());
-
-  TrainerRuntime rt;
-  rt.config_text = text;
-  rt.checkpoint_dir = config->checkpoint.dir.empty() ? EnvString("DSLAUNCH_CHECKPOINT_DIR")
-                                                     : config->checkpoint.dir;
-  rt.tty = isatty(fileno(stdout));
-  rt.quiet = quiet;
+  Result<Place> place = ReadPlace();
+  if (!place.ok()) return Fail(kExitUsage, place.status().message());
+  SetUpProcess(place->rank);
+  bool has_source = false;
+  Result<LoadedConfig> loaded = ReadConfig(config_file, place->world, &has_source);
+  if (!loaded.ok()) return Fail(has_source ? kExitConfig : kExitUsage, loaded.status().message());
+  const TrainerConfig& config = loaded->config;
   auto heartbeat = StepHeartbeat::FromEnv();
-  rt.heartbeat = heartbeat.get();
+  const TrainerRuntime rt = MakeRuntime(*loaded, quiet, heartbeat.get());
 
   try {
-    // Communicator: alone, or Gloo (or NCCL) through the job's store.
-    std::unique_ptr<Communicator> comm;
-    RendezvousStore store;
-    if (world == 1) {
-      comm = std::make_unique<LocalCommunicator>();
-    } else {
-#ifndef DSLAUNCH_HAVE_NCCL
-      if (config->backend == "nccl")
-        return Fail(kExitConfig, "trainer.backend is nccl, but this dstrain was built without CUDA "
-                                 "(cmake -DDSLAUNCH_WITH_CUDA=ON); use backend: gloo");
-#endif
-      const auto timeout = std::chrono::milliseconds(
-          static_cast<int64_t>(EnvSeconds("DSLAUNCH_COLLECTIVE_TIMEOUT") * 1000));
-      RendezvousOptions ro;
-      ro.store_addr = EnvString("DSLAUNCH_STORE_ADDR");
-      ro.store_token = EnvString("DSLAUNCH_STORE_TOKEN");
-      ro.store_path = EnvString("DSLAUNCH_STORE_PATH");
-      ro.prefix = fmt::format("dstrain/{}/{}/gloo", EnvString("DSLAUNCH_JOB_ID"),
-                              EnvInt("DSLAUNCH_GENERATION"));
-      ro.timeout = timeout;
-      auto opened = OpenRendezvousStore(ro);
-      if (!opened.ok()) return Fail(kExitUsage, opened.status().message());
-      store = std::move(opened).value();
-      DS_LOG(Info, Comm) << "rendezvous through " << store.description;
-#ifdef DSLAUNCH_HAVE_NCCL
-      if (config->backend == "nccl") {
-        NcclOptions no;
-        no.device = EnvInt("LOCAL_RANK");
-        no.timeout = timeout;
-        comm = NcclCommunicator::Connect(*store.store, rank, world, no);
-      }
-#endif
-      if (!comm) {
-        GlooOptions go;
-        go.iface = EnvString("GLOO_SOCKET_IFNAME");
-        go.master_addr = EnvString("MASTER_ADDR");
-        go.timeout = timeout;
-        comm = GlooCommunicator::Connect(*store.store, rank, world, go);
-      }
+    if (place->world == 1) {
+      LocalCommunicator alone;
+      return TrainAndReport(config, alone, rt);
     }
-    auto result = Train(*config, *comm, rt);
-    if (!result.ok()) return Fail(kExitConfig, result.status().message());
-    if (rank == 0) {
-      std::printf("train throughput: %.1f samples/s\n", result->samples_per_sec);
-      std::printf("test accuracy: %.4f\n", result->test_accuracy);
-      std::fflush(stdout);
-    }
-    try {
-      comm->Barrier();  // nobody tears down its connections while others still use them
-    } catch (const CommError& e) {
-      // Training and checkpoints are complete; a peer leaving early is not a failure.
-      DS_LOG(Warn, Comm) << "final barrier: " << e.what();
-    }
+    if (Status st = CheckBackend(config); !st.ok()) return Fail(kExitConfig, st.message());
+    Result<RendezvousStore> store = OpenStore();  // outlives the communicator
+    if (!store.ok()) return Fail(kExitUsage, store.status().message());
+    std::unique_ptr<Communicator> comm = Connect(config, *store, *place);
+    return TrainAndReport(config, *comm, rt);
   } catch (const CommError& e) {
     return Fail(kExitComm, e.what());
   }
-  return 0;
 }

@@ -7,17 +7,27 @@
 //
 // Errors: bad config or data -> Status; a collective failure throws CommError
 // (main turns it into its exit code so dslaunch restarts the generation).
-// Every rank must call Train with the same config.
+// Every rank must run the same config. A Trainer is used by one thread and
+// runs once; it borrows the config, the communicator and the runtime
+// settings, which must outlive it.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/config/trainer_config.h"
+#include "runtime/metrics.h"
+#include "runtime/model/data.h"
+#include "runtime/model/model.h"
+#include "runtime/model/optimizer.h"
+#include "runtime/numeric/rng.h"
+#include "runtime/progress.h"
+#include "runtime/train_data.h"
 #include "runtime/zero_engine.h"
 
 namespace ds {
@@ -45,6 +55,70 @@ struct TrainResult {
   MemoryReport memory;
 };
 
+class Trainer {
+ public:
+  // Loads the data and builds the model, the optimizer and the engine (with
+  // fresh parameters). Error: the data cannot be read or does not fit the model.
+  static Result<std::unique_ptr<Trainer>> Create(const TrainerConfig& config, Communicator& comm,
+                                                 const TrainerRuntime& runtime);
+
+  // Resumes from the newest checkpoint, trains to total_steps and evaluates.
+  // Error: bad batch size, metrics or checkpoint I/O; CommError is thrown.
+  Result<TrainResult> Run();
+
+ private:
+  Trainer(const TrainerConfig& config, Communicator& comm, const TrainerRuntime& runtime,
+          TrainTestData data);
+  void Resume();                                   // from the newest checkpoint, if any
+  Status PlanSteps();                              // steps per epoch and in total
+  Status OpenMetrics();                            // rank 0, when metrics.dir is set
+  void PrintBanner() const;
+  Status TrainEpochs();                            // the loop over epochs and steps
+  void TrainStep(const std::vector<int64_t>& indices, int64_t k);
+  void AccumulateGradients(const std::vector<int64_t>& indices, int64_t k, double sums[2]);
+  void Report(const StepResult& step, double lr, double step_seconds);
+  void EvaluateEpoch(bool epoch_finished);
+  Status Save(int64_t at_epoch, int64_t at_position);
+  Status Finish();
+
+  const TrainerConfig& config_;
+  const DsConfig& ds_;
+  Communicator& comm_;
+  const TrainerRuntime& runtime_;
+  const bool talk_;                         // rank 0 prints progress
+  TrainTestData data_;
+  Mlp model_;
+  std::unique_ptr<Optimizer> optimizer_;
+  ZeroOptions zero_;
+  std::unique_ptr<ZeroEngine> engine_;
+  Rng rng_;
+  DistributedSampler sampler_;
+  std::unique_ptr<MetricsWriter> metrics_;  // rank 0 with metrics.dir only
+  std::unique_ptr<Progress> progress_;
+  TrainResult result_;
+
+  // Batch geometry (from the ds_config) and the plan.
+  const int micro_, gas_;
+  const int per_step_;                      // samples per rank per step
+  const int64_t global_batch_;
+  const int64_t print_every_;
+  int64_t steps_per_epoch_ = 0, total_steps_ = 0;
+
+  // Where training stands (checkpointed).
+  int64_t step_ = 0, epoch_ = 0, position_ = 0;
+
+  // This run's bookkeeping.
+  std::vector<float> xbuf_;
+  std::vector<int32_t> ybuf_;
+  double window_[2] = {0, 0};  // loss sum, samples since the last report (this rank)
+  double loss_ = 0;            // global mean loss of the last window
+  double train_seconds_ = 0;   // in training steps only (no evaluation, no checkpoints)
+  int64_t samples_here_ = 0;
+  int64_t last_saved_ = -1;
+  bool evaluated_last_ = false;
+};
+
+// Trainer::Create, then Run.
 Result<TrainResult> Train(const TrainerConfig& config, Communicator& comm,
                           const TrainerRuntime& runtime);
 

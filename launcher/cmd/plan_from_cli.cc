@@ -52,6 +52,7 @@ Result<LaunchPlan> PlanFromCli(const CliOptions& cli, const MachineFacts& local)
   }
   DS_ASSIGN_OR_RETURN(std::vector<SelectedHost> hosts, SelectHosts(hostfile, cli.selection));
   DS_ASSIGN_OR_RETURN(LaunchPlan plan, MakePlan(hosts, job, local.gpus > 0));
+  DS_RETURN_IF_ERROR(CheckTrainerForWorld(plan.job, plan.world_size));
   plan.hostfile_path = cli.hostfile;
   return plan;
 }

@@ -1,7 +1,8 @@
 // PlanFromCli: turns parsed command-line options into a LaunchPlan: reads the
 // job file (or builds the job from the command), reads the hostfile (or
 // describes this machine), applies --include/--exclude/--num_nodes/--num_gpus
-// and the command-line overrides (--master_addr, --master_port, --log-dir).
+// and the command-line overrides (--master_addr, --master_port, --log-dir),
+// then checks a trainer: section's batch sizes against the plan's world size.
 // Reads files only; starts nothing. Errors are the parsers' own messages.
 #pragma once
 

@@ -11,6 +11,8 @@
 #include "common/env_registry.h"
 #include "common/files.h"
 #include "common/strings.h"
+#include "runtime/config/trainer_config.h"
+#include "runtime/config/yaml_keys.h"
 
 namespace ds {
 namespace {
@@ -43,24 +45,25 @@ class JobFileReader {
                                    std::to_string(m.column + 1) + ": " + msg);
   }
 
-  // Checks that `map` is a mapping whose keys are unique strings from `allowed`.
+  // Checks that `map` is a mapping whose keys are unique strings from
+  // `allowed` (the one unknown-key check, runtime/config/yaml_keys.h).
   Status CheckKeys(const YAML::Node& map, const std::vector<std::string>& allowed,
                    const std::string& section) const {
     if (!map.IsMap()) return At(map, "expected a mapping for '" + section + "'");
-    std::set<std::string> seen;
-    for (const auto& kv : map) {
-      if (!kv.first.IsScalar()) return At(kv.first, "expected a key name in '" + section + "'");
-      const std::string& key = kv.first.Scalar();
-      if (!seen.insert(key).second) return At(kv.first, "duplicate key '" + key + "'");
-      if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
-      std::string msg = "unknown key '" + key + "'";
-      if (section != "job file") msg += " in '" + section + "'";
-      msg += DidYouMeanHint(key, allowed);
-      msg += "; expected one of:";
-      for (const auto& a : allowed) msg += " " + a;
-      return At(kv.first, msg);
-    }
-    return Status::OK();
+    return rt::cfg::CheckKeys(map, path_, section == "job file" ? "" : section, allowed);
+  }
+
+  // The trainer: section, checked by dstrain's own parser. Not yet known:
+  // the world size (CheckTrainerForWorld does the batch sizes with the
+  // plan's) and a ds_config.json named by path (it is read where the
+  // workers run).
+  Status Trainer(const YAML::Node& n) const {
+    if (!n.IsMap()) return At(n, "expected a mapping for 'trainer'");
+    rt::TrainerConfigOptions o;
+    o.world_size = 0;
+    o.origin = path_;
+    o.read_config_file = false;
+    return rt::ParseTrainerSection(n, o).status();
   }
 
   Result<std::string> Str(const YAML::Node& n, const std::string& key) const {
@@ -214,6 +217,7 @@ class JobFileReader {
     JobSpec job;
     job.path = path_;
     bool has_command = false, has_trainer = false;
+    YAML::Node trainer;
     for (const auto& kv : root) {
       const std::string& k = kv.first.Scalar();
       const YAML::Node& v = kv.second;
@@ -223,6 +227,7 @@ class JobFileReader {
         YAML::Emitter out;
         out << v;
         job.trainer_yaml = out.c_str();
+        trainer = v;
         has_trainer = true;
         if (has_command) return At(kv.first, "'command' and 'trainer' are both set; use one of them");
       }
@@ -239,6 +244,7 @@ class JobFileReader {
     }
     if (!has_command && !has_trainer)
       return At(root, "expected 'command:' (what each worker runs) or 'trainer:' (the built-in trainer)");
+    if (has_trainer) DS_RETURN_IF_ERROR(Trainer(trainer));
     return job;
   }
 
@@ -266,6 +272,15 @@ Result<JobSpec> ParseJobFile(const std::string& text, const std::string& path) {
 Result<JobSpec> LoadJobFile(const std::string& path) {
   DS_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, "job file"));
   return ParseJobFile(text, path);
+}
+
+Status CheckTrainerForWorld(const JobSpec& job, int world_size) {
+  if (job.trainer_yaml.empty()) return Status::OK();
+  rt::TrainerConfigOptions o;
+  o.world_size = world_size;
+  o.origin = job.path;
+  o.read_config_file = false;
+  return rt::ParseTrainerConfig(job.trainer_yaml, o).status();
 }
 
 bool IsUserSettableEnv(const std::string& name) {

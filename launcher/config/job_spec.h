@@ -1,7 +1,9 @@
 // JobSpec: what to run, read from a job file (train.yaml) or built from the
 // command line (`train.py --deepspeed ds.json`, `-- any command`). Pure data
 // plus the parser; validation errors name file:line:col and the key, with a
-// "did you mean" for near misses.
+// "did you mean" for near misses. The trainer: section is checked by
+// dstrain's own parser (runtime/config/trainer_config.h) at load, except
+// what needs the world size (CheckTrainerForWorld, once there is a plan).
 #pragma once
 
 #include <map>
@@ -47,7 +49,8 @@ struct SshJobOptions {
 struct JobSpec {
   std::string path;                        // job file path, "" when built from the command line
   std::vector<std::string> command;        // argv of each worker; empty when `trainer` is set
-  std::string trainer_yaml;                // the trainer: section as YAML text; "" when `command` is set
+  std::string trainer_yaml;                // the trainer: section (checked) as YAML text; "" when
+                                           // `command` is set
   int procs_per_node = 0;                  // 0 = the host's slots
   std::vector<std::pair<std::string, std::string>> env;  // extra worker environment, in order
   std::string working_dir;                 // "" = the launcher's current directory
@@ -61,6 +64,12 @@ struct JobSpec {
 // Parses a job file's YAML text. `path` is used in messages only.
 Result<JobSpec> ParseJobFile(const std::string& text, const std::string& path);
 Result<JobSpec> LoadJobFile(const std::string& path);
+
+// The trainer: checks that need the world size (DeepSpeed's batch sizes must
+// divide over `world_size` ranks), e.g. "train.yaml trainer.config:
+// train_batch_size (10) is not divisible by world size (4)". OK for a job
+// without trainer:.
+Status CheckTrainerForWorld(const JobSpec& job, int world_size);
 
 // DeepSpeed's form: `train.py args... [--deepspeed ds_config.json]` runs as
 // `python3 -u train.py args...`; any other argv runs as is.

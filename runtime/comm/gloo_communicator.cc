@@ -1,10 +1,6 @@
 #include "runtime/comm/gloo_communicator.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <signal.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -25,6 +21,7 @@
 
 #include "common/check.h"
 #include "common/log.h"
+#include "common/netif.h"
 #include "runtime/numeric/half.h"
 
 namespace ds::rt {
@@ -103,28 +100,30 @@ size_t BulkChunkBytes(const std::shared_ptr<gloo::Context>& context, size_t requ
   return bytes;
 }
 
-}  // namespace
-
+// The local address that routes to `master_addr` (IPv4 or IPv6), which
+// Gloo's devices bind to; loopback when it is empty or has no route.
 std::string LocalAddressTowards(const std::string& master_addr) {
-  sockaddr_in dst{};
-  dst.sin_family = AF_INET;
-  dst.sin_port = htons(9);
-  if (master_addr.empty() || inet_pton(AF_INET, master_addr.c_str(), &dst.sin_addr) != 1)
-    return "127.0.0.1";
-  if ((ntohl(dst.sin_addr.s_addr) >> 24) == 127) return "127.0.0.1";
-  int fd = socket(AF_INET, SOCK_DGRAM, 0);
-  if (fd < 0) return "127.0.0.1";
-  std::string out = "127.0.0.1";
-  sockaddr_in local{};
-  socklen_t len = sizeof(local);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&dst), sizeof(dst)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0) {
-    char buf[INET_ADDRSTRLEN];
-    if (inet_ntop(AF_INET, &local.sin_addr, buf, sizeof(buf))) out = buf;
-  }
-  close(fd);
-  return out;
+  if (master_addr.empty()) return "127.0.0.1";
+  Result<Route> route = RouteTo(master_addr);
+  return route.ok() ? route->local_addr : "127.0.0.1";
 }
+
+// One allreduce of `n` elements in place with `reduce` (Gloo's algorithm for
+// `size` ranks, bounded by `timeout`).
+template <typename T>
+void AllReduceInPlace(const std::shared_ptr<gloo::Context>& context, T* data, size_t n,
+                      void (*reduce)(void*, const void*, const void*, size_t), uint32_t tag,
+                      std::chrono::milliseconds timeout) {
+  gloo::AllreduceOptions opts(context);
+  opts.setOutput(data, n);
+  opts.setReduceFunction(reduce);
+  SetAlgorithm(opts, context->size);
+  opts.setTag(tag);
+  opts.setTimeout(timeout);
+  gloo::allreduce(opts);
+}
+
+}  // namespace
 
 std::unique_ptr<GlooCommunicator> GlooCommunicator::Connect(gloo::rendezvous::Store& store,
                                                             int rank, int size,
@@ -195,40 +194,19 @@ void GlooCommunicator::Run(const char* what, const std::function<void()>& fn) {
 
 void GlooCommunicator::AllReduceSum(float* data, size_t n) {
   if (size_ == 1 || n == 0) return;
-  Run("allreduce", [&] {
-    gloo::AllreduceOptions opts(context_);
-    opts.setOutput(data, n);
-    opts.setReduceFunction(&SumInto<float>);
-    SetAlgorithm(opts, size_);
-    opts.setTag(NextTag());
-    opts.setTimeout(timeout_);
-    gloo::allreduce(opts);
-  });
+  Run("allreduce", [&] { AllReduceInPlace(context_, data, n, &SumInto<float>, NextTag(), timeout_); });
 }
 
 void GlooCommunicator::AllReduceSum(double* data, size_t n) {
   if (size_ == 1 || n == 0) return;
-  Run("allreduce", [&] {
-    gloo::AllreduceOptions opts(context_);
-    opts.setOutput(data, n);
-    opts.setReduceFunction(&SumInto<double>);
-    SetAlgorithm(opts, size_);
-    opts.setTag(NextTag());
-    opts.setTimeout(timeout_);
-    gloo::allreduce(opts);
-  });
+  Run("allreduce", [&] { AllReduceInPlace(context_, data, n, &SumInto<double>, NextTag(), timeout_); });
 }
 
 void GlooCommunicator::AllReduceSum(uint16_t* data, size_t n, Half16 format) {
   if (size_ == 1 || n == 0) return;
   Run("allreduce16", [&] {
-    gloo::AllreduceOptions opts(context_);
-    opts.setOutput(data, n);
-    opts.setReduceFunction(format == Half16::kFp16 ? &SumFp16 : &SumBf16);
-    SetAlgorithm(opts, size_);
-    opts.setTag(NextTag());
-    opts.setTimeout(timeout_);
-    gloo::allreduce(opts);
+    AllReduceInPlace(context_, data, n, format == Half16::kFp16 ? &SumFp16 : &SumBf16, NextTag(),
+                     timeout_);
   });
 }
 

@@ -109,8 +109,4 @@ class GlooCommunicator : public Communicator {
   std::string broken_;  // why this communicator is unusable; empty = usable
 };
 
-// The local IPv4 address used to reach `master_addr` (a UDP connect, no
-// packet sent); "127.0.0.1" for loopback or when it cannot be determined.
-std::string LocalAddressTowards(const std::string& master_addr);
-
 }  // namespace ds::rt

@@ -9,6 +9,7 @@
 namespace ds::rt::cfg {
 
 std::string Join(const std::string& path, const std::string& key) {
+  if (key.empty()) return path;
   return path.empty() ? key : path + "." + key;
 }
 
@@ -23,21 +24,10 @@ Status RequireMap(const YAML::Node& node, const std::string& path, const std::st
   return Status::InvalidArgument(Where(origin, node) + "'" + path + "' must be a map");
 }
 
-Status CheckKeys(const YAML::Node& node, const std::string& path, const std::string& origin,
-                 const std::vector<std::string>& allowed, const std::string& allowed_prefix) {
-  DS_RETURN_IF_ERROR(RequireMap(node, path, origin));
-  if (!node.IsDefined() || !node.IsMap()) return Status::OK();
-  for (const auto& kv : node) {
-    const std::string key = kv.first.Scalar();
-    bool known = false;
-    for (const auto& a : allowed) known = known || a == key;
-    if (!allowed_prefix.empty() && StartsWith(key, allowed_prefix)) known = true;
-    if (known) continue;
-    std::string msg = Where(origin, kv.first) + "unknown key '" + Join(path, key) + "'";
-    msg += DidYouMeanHint(key, allowed);
-    return Status::InvalidArgument(msg);
-  }
-  return Status::OK();
+Status CheckSection(const YAML::Node& node, const std::string& path, const ConfigSource& source,
+                    const std::vector<std::string>& allowed, const std::string& allowed_prefix) {
+  DS_RETURN_IF_ERROR(RequireMap(node, path, source.origin));
+  return CheckKeys(node, source.file, Join(source.key_path, path), allowed, allowed_prefix);
 }
 
 namespace {

@@ -1,6 +1,7 @@
 // Helpers shared by the ds_config and trainer_config parsers: typed reads of
-// YAML scalars and unknown-key checks, with errors that name
-// "<origin>:<line>: <key path>" and say what was expected. Pure functions.
+// YAML scalars and the section check (a map with known keys), with errors
+// that name "<origin>:<line>: <key path>" and say what was expected; unknown
+// keys are reported by yaml_keys.h. Pure functions.
 #pragma once
 
 #include <cstdint>
@@ -10,18 +11,18 @@
 #include <yaml-cpp/yaml.h>
 
 #include "common/status.h"
+#include "runtime/config/yaml_keys.h"
 
 namespace ds::rt::cfg {
 
 // "<origin>:<line>: " for a node (1-based line), or "<origin>: " without one.
 std::string Where(const std::string& origin, const YAML::Node& node);
 
-// Checks that `node` is a map whose keys are all in `allowed`; the first
-// unknown key is an error: "<origin>:<line>: unknown key '<path>.<key>'
-// (did you mean '<near>'?)".
-// Keys starting with `allowed_prefix` (when not empty) are accepted too.
-Status CheckKeys(const YAML::Node& node, const std::string& path, const std::string& origin,
-                 const std::vector<std::string>& allowed, const std::string& allowed_prefix = "");
+// Checks that the section `path` of `source` (node) is a map (RequireMap)
+// whose keys are known (CheckKeys of yaml_keys.h, under source.key_path).
+Status CheckSection(const YAML::Node& node, const std::string& path, const ConfigSource& source,
+                    const std::vector<std::string>& allowed,
+                    const std::string& allowed_prefix = "");
 
 // Requires a map (or null/absent, which is accepted as empty).
 Status RequireMap(const YAML::Node& node, const std::string& path, const std::string& origin);
@@ -38,7 +39,7 @@ Status ReadBool(const YAML::Node& map, const std::string& key, const std::string
 Status ReadString(const YAML::Node& map, const std::string& key, const std::string& path,
                   const std::string& origin, std::string* out);
 
-// "a.b" or "b" when a is empty.
+// "a.b"; "b" when a is empty, "a" when b is.
 std::string Join(const std::string& path, const std::string& key);
 
 }  // namespace ds::rt::cfg

@@ -11,7 +11,8 @@
 namespace ds::rt {
 namespace {
 
-using cfg::CheckKeys;
+using cfg::CheckSection;
+using cfg::ConfigSource;
 using cfg::ReadBool;
 using cfg::ReadDouble;
 using cfg::ReadInt;
@@ -70,8 +71,9 @@ Status ReadBatchKey(const YAML::Node& root, const std::string& key, const std::s
   return Status::OK();
 }
 
-Status ParseOptimizer(const YAML::Node& node, const std::string& origin, DsConfig* c) {
-  DS_RETURN_IF_ERROR(CheckKeys(node, "optimizer", origin, {"type", "params"}));
+Status ParseOptimizer(const YAML::Node& node, const ConfigSource& src, DsConfig* c) {
+  const std::string& origin = src.origin;
+  DS_RETURN_IF_ERROR(CheckSection(node, "optimizer", src, {"type", "params"}));
   std::string type;
   DS_RETURN_IF_ERROR(ReadString(node, "type", "optimizer", origin, &type));
   OptimizerConfig& o = c->optimizer;
@@ -91,7 +93,7 @@ Status ParseOptimizer(const YAML::Node& node, const std::string& origin, DsConfi
   c->has_optimizer = true;
   const YAML::Node p = node["params"];
   const bool sgd = o.type == OptimizerType::kSgd;
-  DS_RETURN_IF_ERROR(CheckKeys(p, "optimizer.params", origin, sgd ? kSgdKeys : kAdamKeys));
+  DS_RETURN_IF_ERROR(CheckSection(p, "optimizer.params", src, sgd ? kSgdKeys : kAdamKeys));
   if (!p.IsDefined() || p.IsNull()) return Status::OK();
   const std::string path = "optimizer.params";
   DS_RETURN_IF_ERROR(ReadDouble(p, "lr", path, origin, &o.lr));
@@ -131,8 +133,9 @@ Status ParseOptimizer(const YAML::Node& node, const std::string& origin, DsConfi
   return Status::OK();
 }
 
-Status ParseScheduler(const YAML::Node& node, const std::string& origin, DsConfig* c) {
-  DS_RETURN_IF_ERROR(CheckKeys(node, "scheduler", origin, {"type", "params"}));
+Status ParseScheduler(const YAML::Node& node, const ConfigSource& src, DsConfig* c) {
+  const std::string& origin = src.origin;
+  DS_RETURN_IF_ERROR(CheckSection(node, "scheduler", src, {"type", "params"}));
   std::string type;
   DS_RETURN_IF_ERROR(ReadString(node, "type", "scheduler", origin, &type));
   SchedulerConfig& s = c->scheduler;
@@ -155,7 +158,7 @@ Status ParseScheduler(const YAML::Node& node, const std::string& origin, DsConfi
   }
   const YAML::Node p = node["params"];
   const std::string path = "scheduler.params";
-  DS_RETURN_IF_ERROR(CheckKeys(p, path, origin, keys));
+  DS_RETURN_IF_ERROR(CheckSection(p, path, src, keys));
   DS_RETURN_IF_ERROR(ReadDouble(p, "warmup_min_lr", path, origin, &s.warmup_min_lr));
   DS_RETURN_IF_ERROR(ReadDouble(p, "warmup_max_lr", path, origin, &s.warmup_max_lr));
   DS_RETURN_IF_ERROR(ReadInt(p, "warmup_num_steps", path, origin, &s.warmup_num_steps));
@@ -172,9 +175,10 @@ Status ParseScheduler(const YAML::Node& node, const std::string& origin, DsConfi
   return Status::OK();
 }
 
-Status ParseZero(const YAML::Node& z, const std::string& origin, ZeroConfig* zc) {
+Status ParseZero(const YAML::Node& z, const ConfigSource& src, ZeroConfig* zc) {
+  const std::string& origin = src.origin;
   const std::string path = "zero_optimization";
-  DS_RETURN_IF_ERROR(CheckKeys(z, path, origin, kZeroKeys, "stage3_"));
+  DS_RETURN_IF_ERROR(CheckSection(z, path, src, kZeroKeys, "stage3_"));
   if (!z.IsDefined() || z.IsNull()) return Status::OK();
   DS_RETURN_IF_ERROR(ReadInt(z, "stage", path, origin, &zc->stage));
   if (zc->stage < 0 || zc->stage > 3)
@@ -199,7 +203,7 @@ Status ParseZero(const YAML::Node& z, const std::string& origin, ZeroConfig* zc)
   for (const char* section : {"offload_optimizer", "offload_param"}) {
     const YAML::Node off = z[section];
     const std::string opath = path + "." + section;
-    DS_RETURN_IF_ERROR(CheckKeys(off, opath, origin, kOffloadKeys));
+    DS_RETURN_IF_ERROR(CheckSection(off, opath, src, kOffloadKeys));
     std::string device = "none";
     if (off.IsDefined() && off.IsMap())
       DS_RETURN_IF_ERROR(ReadString(off, "device", opath, origin, &device));
@@ -265,22 +269,29 @@ LossScalerConfig DsConfig::loss_scaler() const {
 }
 
 Result<DsConfig> ParseDsConfig(const YAML::Node& root, int world_size, const std::string& origin) {
+  return ParseDsConfig(root, world_size, ConfigSource{origin, origin, ""});
+}
+
+Result<DsConfig> ParseDsConfig(const YAML::Node& root, int world_size, const ConfigSource& src) {
+  const std::string& origin = src.origin;
   if (!root.IsMap()) return Status::InvalidArgument(origin + ": expected a map of DeepSpeed keys");
-  DS_RETURN_IF_ERROR(CheckKeys(root, "", origin, kTopKeys));
+  DS_RETURN_IF_ERROR(CheckSection(root, "", src, kTopKeys));
   DsConfig c;
   DS_RETURN_IF_ERROR(ReadBatchKey(root, "train_batch_size", origin, &c.batch_keys.train_batch_size));
   DS_RETURN_IF_ERROR(ReadBatchKey(root, "train_micro_batch_size_per_gpu", origin,
                                   &c.batch_keys.train_micro_batch_size_per_gpu));
   DS_RETURN_IF_ERROR(ReadBatchKey(root, "gradient_accumulation_steps", origin,
                                   &c.batch_keys.gradient_accumulation_steps));
-  auto batch = ResolveBatch(c.batch_keys, world_size);
-  if (!batch.ok()) return Status::InvalidArgument(origin + ": " + batch.status().message());
-  c.batch = *batch;
+  if (world_size > 0) {
+    auto batch = ResolveBatch(c.batch_keys, world_size);
+    if (!batch.ok()) return Status::InvalidArgument(origin + ": " + batch.status().message());
+    c.batch = *batch;
+  }
 
   if (root["optimizer"].IsDefined() && !root["optimizer"].IsNull())
-    DS_RETURN_IF_ERROR(ParseOptimizer(root["optimizer"], origin, &c));
+    DS_RETURN_IF_ERROR(ParseOptimizer(root["optimizer"], src, &c));
   if (root["scheduler"].IsDefined() && !root["scheduler"].IsNull())
-    DS_RETURN_IF_ERROR(ParseScheduler(root["scheduler"], origin, &c));
+    DS_RETURN_IF_ERROR(ParseScheduler(root["scheduler"], src, &c));
   DS_RETURN_IF_ERROR(ReadDouble(root, "gradient_clipping", "", origin, &c.gradient_clipping));
   if (c.gradient_clipping < 0)
     return Status::InvalidArgument(Where(origin, root["gradient_clipping"]) +
@@ -289,7 +300,7 @@ Result<DsConfig> ParseDsConfig(const YAML::Node& root, int world_size, const std
   DS_RETURN_IF_ERROR(ReadBool(root, "wall_clock_breakdown", "", origin, &c.wall_clock_breakdown));
 
   const YAML::Node fp16 = root["fp16"];
-  DS_RETURN_IF_ERROR(CheckKeys(fp16, "fp16", origin, kFp16Keys));
+  DS_RETURN_IF_ERROR(CheckSection(fp16, "fp16", src, kFp16Keys));
   if (fp16.IsDefined() && fp16.IsMap()) {
     Fp16Config& f = c.fp16;
     DS_RETURN_IF_ERROR(ReadBool(fp16, "enabled", "fp16", origin, &f.enabled));
@@ -306,7 +317,7 @@ Result<DsConfig> ParseDsConfig(const YAML::Node& root, int world_size, const std
   }
   for (const char* name : {"bf16", "bfloat16"}) {
     const YAML::Node bf16 = root[name];
-    DS_RETURN_IF_ERROR(CheckKeys(bf16, name, origin, {"enabled", "immediate_grad_update"}));
+    DS_RETURN_IF_ERROR(CheckSection(bf16, name, src, {"enabled", "immediate_grad_update"}));
     bool enabled = false;
     if (bf16.IsDefined() && bf16.IsMap())
       DS_RETURN_IF_ERROR(ReadBool(bf16, "enabled", name, origin, &enabled));
@@ -316,7 +327,7 @@ Result<DsConfig> ParseDsConfig(const YAML::Node& root, int world_size, const std
     return Status::InvalidArgument(origin +
                                    ": fp16.enabled and bf16.enabled are both true; enable one");
 
-  DS_RETURN_IF_ERROR(ParseZero(root["zero_optimization"], origin, &c.zero));
+  DS_RETURN_IF_ERROR(ParseZero(root["zero_optimization"], src, &c.zero));
   return c;
 }
 

@@ -12,10 +12,7 @@
 
 #include "common/status.h"
 #include "runtime/config/training_options.h"
-
-namespace YAML {
-class Node;
-}
+#include "runtime/config/yaml_keys.h"
 
 namespace ds::rt {
 
@@ -63,7 +60,8 @@ struct ZeroConfig {
 
 struct DsConfig {
   BatchKeys batch_keys;           // as written
-  BatchSizes batch;               // resolved for the world size given to Parse
+  BatchSizes batch;               // resolved for the world size given to Parse (zeros
+                                  // when it was 0: not known yet)
   bool has_optimizer = false;     // optimizer section present
   OptimizerConfig optimizer;
   SchedulerConfig scheduler;
@@ -77,8 +75,13 @@ struct DsConfig {
   LossScalerConfig loss_scaler() const;  // from fp16
 };
 
-// Parses a ds_config node. `origin` names the source in errors (a file path,
-// or "trainer.config"); `world_size` resolves the batch keys.
+// Parses a ds_config node. `source` names it in errors (a file path, or the
+// job file's trainer.config); `world_size` resolves the batch keys, or 0
+// when it is not known yet (dslaunch before its plan): the keys are then
+// read and checked one by one, not against each other.
+Result<DsConfig> ParseDsConfig(const YAML::Node& node, int world_size,
+                               const cfg::ConfigSource& source);
+// The same for a file of its own: `origin` is its path.
 Result<DsConfig> ParseDsConfig(const YAML::Node& node, int world_size, const std::string& origin);
 
 // Reads and parses a ds_config.json file; errors name the path.

@@ -11,7 +11,8 @@
 namespace ds::rt {
 namespace {
 
-using cfg::CheckKeys;
+using cfg::CheckSection;
+using cfg::ConfigSource;
 using cfg::ReadBool;
 using cfg::ReadInt;
 using cfg::ReadString;
@@ -19,7 +20,7 @@ using cfg::Where;
 
 Status ParseModel(const YAML::Node& m, const std::string& origin, MlpConfig* out) {
   const std::string path = "trainer.model";
-  DS_RETURN_IF_ERROR(CheckKeys(m, path, origin, {"layers", "activation"}));
+  DS_RETURN_IF_ERROR(CheckSection(m, path, {origin, origin, ""}, {"layers", "activation"}));
   if (!m.IsDefined() || m.IsNull()) return Status::OK();
   const YAML::Node layers = m["layers"];
   if (layers.IsDefined() && !layers.IsNull()) {
@@ -52,9 +53,9 @@ Status ParseModel(const YAML::Node& m, const std::string& origin, MlpConfig* out
 
 Status ParseData(const YAML::Node& d, const std::string& origin, DataSection* out) {
   const std::string path = "trainer.data";
-  DS_RETURN_IF_ERROR(CheckKeys(d, path, origin,
-                               {"dataset", "path", "drop_last", "shuffle", "normalize", "samples",
-                                "features", "classes", "seed"}));
+  DS_RETURN_IF_ERROR(CheckSection(d, path, {origin, origin, ""},
+                                  {"dataset", "path", "drop_last", "shuffle", "normalize",
+                                   "samples", "features", "classes", "seed"}));
   if (!d.IsDefined() || d.IsNull()) return Status::OK();
   DS_RETURN_IF_ERROR(ReadString(d, "dataset", path, origin, &out->dataset));
   if (out->dataset != "fashion-mnist" && out->dataset != "synthetic") {
@@ -89,91 +90,123 @@ Status ParseData(const YAML::Node& d, const std::string& origin, DataSection* ou
   return Status::OK();
 }
 
-}  // namespace
-
-Result<TrainerConfig> ParseTrainerConfig(const std::string& yaml_text,
-                                         const TrainerConfigOptions& options) {
-  const std::string& origin = options.origin;
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(fmt::format("{}:{}: {}", origin, e.mark.line + 1, e.msg));
-  }
-  if (root.IsMap() && root["trainer"].IsDefined()) root = root["trainer"];
-  if (!root.IsMap()) return Status::InvalidArgument(origin + ": expected a 'trainer:' map");
-  DS_RETURN_IF_ERROR(CheckKeys(root, "trainer", origin,
-                               {"model", "data", "epochs", "max_steps", "seed", "backend",
-                                "config", "checkpoint", "metrics", "eval"}));
-  TrainerConfig t;
-  DS_RETURN_IF_ERROR(ParseModel(root["model"], origin, &t.model));
-  DS_RETURN_IF_ERROR(ParseData(root["data"], origin, &t.data));
-  DS_RETURN_IF_ERROR(ReadInt(root, "epochs", "trainer", origin, &t.epochs));
-  DS_RETURN_IF_ERROR(ReadInt(root, "max_steps", "trainer", origin, &t.max_steps));
-  DS_RETURN_IF_ERROR(ReadString(root, "backend", "trainer", origin, &t.backend));
-  if (t.backend != "gloo" && t.backend != "nccl")
+// epochs, max_steps, backend and seed: how long and how to train.
+Status ParseRun(const YAML::Node& root, const std::string& origin, TrainerConfig* t) {
+  DS_RETURN_IF_ERROR(ReadInt(root, "epochs", "trainer", origin, &t->epochs));
+  DS_RETURN_IF_ERROR(ReadInt(root, "max_steps", "trainer", origin, &t->max_steps));
+  DS_RETURN_IF_ERROR(ReadString(root, "backend", "trainer", origin, &t->backend));
+  if (t->backend != "gloo" && t->backend != "nccl")
     return Status::InvalidArgument(fmt::format("{}'trainer.backend' expects gloo or nccl, got '{}'{}",
-                                               Where(origin, root["backend"]), t.backend,
-                                               DidYouMeanHint(t.backend, {"gloo", "nccl"})));
+                                               Where(origin, root["backend"]), t->backend,
+                                               DidYouMeanHint(t->backend, {"gloo", "nccl"})));
   // max_steps alone: epochs = max_steps, a bound that never binds (every epoch
   // has at least one step) and keeps steps_per_epoch * epochs finite.
-  if (t.max_steps > 0 && !root["epochs"].IsDefined()) t.epochs = t.max_steps;
-  if (t.epochs < 0 || t.max_steps < 0 || (t.epochs == 0 && t.max_steps == 0))
+  if (t->max_steps > 0 && !root["epochs"].IsDefined()) t->epochs = t->max_steps;
+  if (t->epochs < 0 || t->max_steps < 0 || (t->epochs == 0 && t->max_steps == 0))
     return Status::InvalidArgument(origin + ": trainer.epochs and trainer.max_steps must be >= 0 "
                                             "and one of them > 0");
-  int64_t seed = static_cast<int64_t>(t.seed);
+  int64_t seed = static_cast<int64_t>(t->seed);
   DS_RETURN_IF_ERROR(ReadInt(root, "seed", "trainer", origin, &seed));
-  t.seed = static_cast<uint64_t>(seed);
+  t->seed = static_cast<uint64_t>(seed);
+  return Status::OK();
+}
+
+// The model's first and last sizes must fit the data.
+Status CheckModelFitsData(const TrainerConfig& t, const std::string& origin) {
+  const auto& sizes = t.model.sizes;
   if (t.data.dataset == "synthetic") {
-    // The model's first and last sizes must fit the data.
-    if (t.model.sizes.front() != t.data.synthetic.features ||
-        t.model.sizes.back() != t.data.synthetic.classes)
+    if (sizes.front() != t.data.synthetic.features || sizes.back() != t.data.synthetic.classes)
       return Status::InvalidArgument(fmt::format(
           "{}: trainer.model.layers [{}, ..., {}] does not fit the synthetic data "
-          "(features {}, classes {})", origin, t.model.sizes.front(), t.model.sizes.back(),
+          "(features {}, classes {})", origin, sizes.front(), sizes.back(),
           t.data.synthetic.features, t.data.synthetic.classes));
-  } else if (t.model.sizes.front() != 784 || t.model.sizes.back() != 10) {
+  } else if (sizes.front() != 784 || sizes.back() != 10) {
     return Status::InvalidArgument(fmt::format(
         "{}: trainer.model.layers must start with 784 and end with 10 for fashion-mnist, got "
-        "[{}, ..., {}]", origin, t.model.sizes.front(), t.model.sizes.back()));
+        "[{}, ..., {}]", origin, sizes.front(), sizes.back()));
   }
+  return Status::OK();
+}
 
-  const YAML::Node config = root["config"];
+// trainer.config: DeepSpeed's keys inline, a ds_config.json path, or absent
+// (DeepSpeed's defaults with a micro-batch of 64).
+Status ParseDeepSpeed(const YAML::Node& config, const TrainerConfigOptions& options,
+                      TrainerConfig* t) {
+  const std::string& origin = options.origin;
   if (!config.IsDefined() || config.IsNull()) {
     YAML::Node defaults;
     defaults["train_micro_batch_size_per_gpu"] = 64;
-    DS_ASSIGN_OR_RETURN(t.ds, ParseDsConfig(defaults, options.world_size, origin + " (defaults)"));
+    DS_ASSIGN_OR_RETURN(t->ds, ParseDsConfig(defaults, options.world_size, origin + " (defaults)"));
   } else if (config.IsScalar()) {
     std::string p = config.Scalar();
     if (!p.empty() && p[0] != '/') p = options.base_dir + "/" + p;
-    t.config_path = p;
-    DS_ASSIGN_OR_RETURN(t.ds, LoadDsConfig(p, options.world_size));
+    t->config_path = p;
+    if (options.read_config_file) {
+      DS_ASSIGN_OR_RETURN(t->ds, LoadDsConfig(p, options.world_size));
+    }
   } else if (config.IsMap()) {
-    DS_ASSIGN_OR_RETURN(t.ds, ParseDsConfig(config, options.world_size, origin + " trainer.config"));
+    const ConfigSource source{origin + " trainer.config", origin, "trainer.config"};
+    DS_ASSIGN_OR_RETURN(t->ds, ParseDsConfig(config, options.world_size, source));
   } else {
     return Status::InvalidArgument(Where(origin, config) +
                                    "'trainer.config' expects a ds_config.json path or a map");
   }
+  return Status::OK();
+}
 
+// checkpoint, metrics and eval: what the trainer writes besides training.
+Status ParseOutputs(const YAML::Node& root, const std::string& origin, TrainerConfig* t) {
+  const ConfigSource source{origin, origin, ""};
   const YAML::Node ck = root["checkpoint"];
-  DS_RETURN_IF_ERROR(CheckKeys(ck, "trainer.checkpoint", origin, {"dir", "every_steps", "keep"}));
+  DS_RETURN_IF_ERROR(CheckSection(ck, "trainer.checkpoint", source, {"dir", "every_steps", "keep"}));
   if (ck.IsDefined() && ck.IsMap()) {
-    DS_RETURN_IF_ERROR(ReadString(ck, "dir", "trainer.checkpoint", origin, &t.checkpoint.dir));
-    DS_RETURN_IF_ERROR(ReadInt(ck, "every_steps", "trainer.checkpoint", origin, &t.checkpoint.every_steps));
-    DS_RETURN_IF_ERROR(ReadInt(ck, "keep", "trainer.checkpoint", origin, &t.checkpoint.keep));
-    if (t.checkpoint.every_steps < 0 || t.checkpoint.keep < 1)
+    DS_RETURN_IF_ERROR(ReadString(ck, "dir", "trainer.checkpoint", origin, &t->checkpoint.dir));
+    DS_RETURN_IF_ERROR(ReadInt(ck, "every_steps", "trainer.checkpoint", origin, &t->checkpoint.every_steps));
+    DS_RETURN_IF_ERROR(ReadInt(ck, "keep", "trainer.checkpoint", origin, &t->checkpoint.keep));
+    if (t->checkpoint.every_steps < 0 || t->checkpoint.keep < 1)
       return Status::InvalidArgument(Where(origin, ck) +
                                      "trainer.checkpoint expects every_steps >= 0 and keep >= 1");
   }
   const YAML::Node me = root["metrics"];
-  DS_RETURN_IF_ERROR(CheckKeys(me, "trainer.metrics", origin, {"dir"}));
+  DS_RETURN_IF_ERROR(CheckSection(me, "trainer.metrics", source, {"dir"}));
   if (me.IsDefined() && me.IsMap())
-    DS_RETURN_IF_ERROR(ReadString(me, "dir", "trainer.metrics", origin, &t.metrics.dir));
+    DS_RETURN_IF_ERROR(ReadString(me, "dir", "trainer.metrics", origin, &t->metrics.dir));
   const YAML::Node ev = root["eval"];
-  DS_RETURN_IF_ERROR(CheckKeys(ev, "trainer.eval", origin, {"every_epoch"}));
+  DS_RETURN_IF_ERROR(CheckSection(ev, "trainer.eval", source, {"every_epoch"}));
   if (ev.IsDefined() && ev.IsMap())
-    DS_RETURN_IF_ERROR(ReadBool(ev, "every_epoch", "trainer.eval", origin, &t.eval.every_epoch));
+    DS_RETURN_IF_ERROR(ReadBool(ev, "every_epoch", "trainer.eval", origin, &t->eval.every_epoch));
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<TrainerConfig> ParseTrainerSection(const YAML::Node& root,
+                                          const TrainerConfigOptions& options) {
+  const std::string& origin = options.origin;
+  if (!root.IsMap()) return Status::InvalidArgument(origin + ": expected a 'trainer:' map");
+  DS_RETURN_IF_ERROR(CheckSection(root, "trainer", {origin, origin, ""},
+                                  {"model", "data", "epochs", "max_steps", "seed", "backend",
+                                   "config", "checkpoint", "metrics", "eval"}));
+  TrainerConfig t;
+  DS_RETURN_IF_ERROR(ParseModel(root["model"], origin, &t.model));
+  DS_RETURN_IF_ERROR(ParseData(root["data"], origin, &t.data));
+  DS_RETURN_IF_ERROR(ParseRun(root, origin, &t));
+  DS_RETURN_IF_ERROR(CheckModelFitsData(t, origin));
+  DS_RETURN_IF_ERROR(ParseDeepSpeed(root["config"], options, &t));
+  DS_RETURN_IF_ERROR(ParseOutputs(root, origin, &t));
   return t;
+}
+
+Result<TrainerConfig> ParseTrainerConfig(const std::string& yaml_text,
+                                         const TrainerConfigOptions& options) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(fmt::format("{}:{}: {}", options.origin, e.mark.line + 1, e.msg));
+  }
+  if (root.IsMap() && root["trainer"].IsDefined()) root = root["trainer"];
+  return ParseTrainerSection(root, options);
 }
 
 Result<TrainerConfig> LoadTrainerConfig(const std::string& path, TrainerConfigOptions options) {

@@ -1,7 +1,9 @@
 // TrainerConfig: the `trainer:` section of train.yaml, which dstrain receives
-// as YAML text in DSLAUNCH_TRAINER_CONFIG (or reads from a file). Unknown keys
-// are errors with "did you mean"; `config` is a ds_config.json path (relative
-// to base_dir) or the DeepSpeed keys inline. Parsing is pure.
+// as YAML text in DSLAUNCH_TRAINER_CONFIG (or reads from a file), and which
+// dslaunch checks with the same parser when it loads the job file. Unknown
+// keys are errors with "did you mean" (yaml_keys.h); `config` is a
+// ds_config.json path (relative to base_dir) or the DeepSpeed keys inline.
+// Parsing is pure apart from reading that ds_config.json.
 //
 //   trainer:
 //     model: {layers: [784, 512, 512, 10], activation: relu}   # relu | gelu
@@ -23,6 +25,10 @@
 #include "common/status.h"
 #include "runtime/config/training_options.h"
 #include "runtime/config/ds_config.h"
+
+namespace YAML {
+class Node;
+}
 
 namespace ds::rt {
 
@@ -64,16 +70,24 @@ struct TrainerConfig {
 };
 
 struct TrainerConfigOptions {
-  int world_size = 1;                 // resolves the DeepSpeed batch keys
+  int world_size = 1;                 // resolves the DeepSpeed batch keys; 0 = not known
+                                      // yet: they are checked one by one (ParseDsConfig)
   std::string base_dir = ".";         // relative paths (config) resolve here
   std::string origin = "trainer";     // names the source in errors
+  bool read_config_file = true;       // false: a `config:` path is recorded, not read
+                                      // (dslaunch: the file is where the workers run)
 };
 
 // Parses YAML text holding either a top-level `trainer:` map or the map
-// itself. Errors name the key path (e.g. "trainer.model.activaton: unknown
-// key, did you mean 'activation'?").
+// itself. Errors name the place and the key path, e.g.
+// "train.yaml:2:21: unknown key 'activaton' in trainer.model (did you mean 'activation'?)".
 Result<TrainerConfig> ParseTrainerConfig(const std::string& yaml_text,
                                          const TrainerConfigOptions& options);
+
+// The same for the trainer: map already parsed, e.g. inside a job file (its
+// positions are then the job file's lines and columns).
+Result<TrainerConfig> ParseTrainerSection(const YAML::Node& section,
+                                          const TrainerConfigOptions& options);
 
 // Reads `path` and parses it (base_dir defaults to the file's directory).
 Result<TrainerConfig> LoadTrainerConfig(const std::string& path, TrainerConfigOptions options);

@@ -88,13 +88,4 @@ std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerConfig& config) {
   return std::make_unique<Adam>(config);
 }
 
-const char* OptimizerTypeName(OptimizerType type) {
-  switch (type) {
-    case OptimizerType::kSgd: return "SGD";
-    case OptimizerType::kAdam: return "Adam";
-    case OptimizerType::kAdamW: return "AdamW";
-  }
-  return "?";
-}
-
 }  // namespace ds::rt

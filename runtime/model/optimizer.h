@@ -41,7 +41,4 @@ class Optimizer {
 
 std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerConfig& config);
 
-// "SGD", "Adam", "AdamW" (DeepSpeed's names).
-const char* OptimizerTypeName(OptimizerType type);
-
 }  // namespace ds::rt

@@ -1,7 +1,11 @@
 // dstrain as a program: exit codes and messages for usage and config errors,
 // a 2-rank standalone run through a file store, and a SIGKILLed rank making
 // its peer exit with code 3 (communication failure) instead of hanging.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -60,6 +64,45 @@ struct TempDir {
   }
   ~TempDir() { std::filesystem::remove_all(path); }
   std::string path;
+};
+
+// Receives dstrain's step heartbeats: one UDP datagram per finished step,
+// rank and step as two big-endian int64 (common/step_heartbeat.cc), sent to
+// DSLAUNCH_HEARTBEAT_ADDR.
+class BeatListener {
+ public:
+  BeatListener() {
+    fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    if (bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+      port_ = ntohs(a.sin_port);
+  }
+  ~BeatListener() { close(fd_); }
+  std::string env() const { return "DSLAUNCH_HEARTBEAT_ADDR=127.0.0.1:" + std::to_string(port_); }
+
+  // True once `rank` has reported a finished step; false after `limit`.
+  bool WaitForStep(int rank, std::chrono::milliseconds limit) {
+    using namespace std::chrono;
+    const auto deadline = steady_clock::now() + limit;
+    for (;;) {
+      const auto left = duration_cast<milliseconds>(deadline - steady_clock::now()).count();
+      pollfd p{fd_, POLLIN, 0};
+      if (left <= 0 || poll(&p, 1, static_cast<int>(left)) <= 0) return false;
+      unsigned char b[16];
+      if (recv(fd_, b, sizeof(b), 0) != static_cast<ssize_t>(sizeof(b))) continue;
+      int64_t from = 0;
+      for (int i = 0; i < 8; ++i) from = (from << 8) | b[i];
+      if (from == rank) return true;
+    }
+  }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
 };
 
 const char* kSmall =
@@ -129,13 +172,16 @@ TEST_CASE("a SIGKILLed rank makes its peer exit 3 within the timeout", "[dstrain
   TempDir d;
   std::string cfg = kSmall;
   cfg.replace(cfg.find("epochs: 1"), 9, "epochs: 1000");  // trains until killed
+  BeatListener beats;
   std::vector<Proc> ranks;
   for (int r = 0; r < 2; ++r)
     ranks.push_back(Start({"DSLAUNCH_TRAINER_CONFIG=" + cfg, "RANK=" + std::to_string(r), "WORLD_SIZE=2",
                            "DSLAUNCH_STORE_PATH=" + d.path + "/store", "DSLAUNCH_STORE_ADDR=",
-                           "DSLAUNCH_COLLECTIVE_TIMEOUT=3s", "OPENBLAS_NUM_THREADS=1"},
+                           "DSLAUNCH_COLLECTIVE_TIMEOUT=3s", "OPENBLAS_NUM_THREADS=1",
+                           beats.env()},
                           {"--quiet"}, d.path + "/out" + std::to_string(r)));
-  usleep(1500 * 1000);  // both are training (or still connecting)
+  // Rank 1 finished a step: both are training (a step needs both).
+  CHECK(beats.WaitForStep(1, seconds(60)));  // CHECK: the ranks are stopped either way
   const auto killed = steady_clock::now();
   kill(ranks[1].pid, SIGKILL);
   CHECK(Wait(ranks[1]) == 128 + SIGKILL);

@@ -5,12 +5,17 @@
 // Used from the parent thread only; cleans up its temp dir and children.
 #pragma once
 
+#include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -85,26 +90,17 @@ class MultiProc {
   // killed). Ranks still alive after `limit` are SIGKILLed (code 128+9).
   std::vector<int> Wait(std::chrono::milliseconds limit = std::chrono::seconds(120)) {
     std::vector<int> codes(pids_.size(), -1);
-    size_t left = pids_.size();
-    for (auto [r, code] : reaped_) { codes[r] = code; --left; }
+    for (auto [r, code] : reaped_) codes[r] = code;
     reaped_.clear();
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    while (left > 0) {
-      for (size_t i = 0; i < pids_.size(); ++i) {
-        if (codes[i] != -1) continue;
-        int st = 0;
-        pid_t got = waitpid(pids_[i], &st, WNOHANG);
-        if (got == pids_[i]) {
-          codes[i] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-          --left;
-        }
-      }
-      if (left == 0) break;
-      if (std::chrono::steady_clock::now() > deadline) {
-        for (size_t i = 0; i < pids_.size(); ++i)
-          if (codes[i] == -1) kill(pids_[i], SIGKILL);
-      }
-      usleep(2000);
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    for (size_t i = 0; i < pids_.size(); ++i) {
+      if (codes[i] != -1) continue;
+      codes[i] = WaitExit(pids_[i], deadline);
+      if (codes[i] != -1) continue;
+      kill(pids_[i], SIGKILL);
+      int st = 0;
+      waitpid(pids_[i], &st, 0);  // SIGKILL: it exits now
+      codes[i] = ExitCode(st);
     }
     pids_.clear();
     return codes;
@@ -112,17 +108,9 @@ class MultiProc {
 
   // Waits for rank r alone (up to limit); its exit code, or -1 if still running.
   int WaitRank(int r, std::chrono::milliseconds limit) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-      int st = 0;
-      if (waitpid(pids_[r], &st, WNOHANG) == pids_[r]) {
-        const int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        reaped_[r] = code;
-        return code;
-      }
-      usleep(2000);
-    }
-    return -1;
+    const int code = WaitExit(pids_[r], std::chrono::steady_clock::now() + limit);
+    if (code != -1) reaped_[r] = code;
+    return code;
   }
   void Kill(int r) { kill(pids_[r], SIGKILL); }
 
@@ -146,6 +134,28 @@ class MultiProc {
   }
 
  private:
+  static int ExitCode(int st) { return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st); }
+
+  // Reaps child `pid` once it exits, woken by the exit itself (its pidfd
+  // turns readable), giving up at `deadline`: the exit code, or -1 when it
+  // still runs. Without pidfds (Linux < 5.3) it waits with no deadline.
+  static int WaitExit(pid_t pid, std::chrono::steady_clock::time_point deadline) {
+    const int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+    if (fd >= 0) {
+      pollfd p{fd, POLLIN, 0};
+      for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now()).count();
+        const int ms = static_cast<int>(std::clamp<int64_t>(left, 0, INT_MAX));
+        if (poll(&p, 1, ms) >= 0 || errno != EINTR) break;
+      }
+      close(fd);
+    }
+    int st = 0;
+    if (waitpid(pid, &st, fd >= 0 ? WNOHANG : 0) != pid) return -1;
+    return ExitCode(st);
+  }
+
   std::string dir_;
   GlooOptions options_;
   std::function<void(int, GlooOptions&)> rank_options_;

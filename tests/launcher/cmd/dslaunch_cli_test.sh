@@ -41,6 +41,15 @@ expect 2 "$tmp/hf:2: expected 'slots=N', got 'slot=4' (did you mean 'slots'?)" -
 expect 2 "   ^" -- -H "$tmp/hf" --dry-run -- true
 printf 'command: [x]\nprocs_per_nod: 1\n' >"$tmp/job.yaml"
 expect 2 "$tmp/job.yaml:2:1: unknown key 'procs_per_nod' (did you mean 'procs_per_node'?)" -- --dry-run "$tmp/job.yaml"
+# The trainer: section is checked by dstrain's parser before anything starts.
+printf 'trainer:\n  model: {layers: [784, 10], activaton: relu}\n' >"$tmp/job.yaml"
+expect 2 "$tmp/job.yaml:2:30: unknown key 'activaton' in trainer.model (did you mean 'activation'?)" -- --dry-run "$tmp/job.yaml"
+printf 'trainer:\n  config:\n    train_batch_size: 8\n    zero_optimization: {stag: 1}\n' >"$tmp/job.yaml"
+expect 2 "$tmp/job.yaml:4:25: unknown key 'stag' in trainer.config.zero_optimization (did you mean 'stage'?)" -- --dry-run "$tmp/job.yaml"
+# ... and its batch sizes against the plan's world size (3 hosts x 2 slots).
+printf 'trainer:\n  config: {train_batch_size: 8}\n' >"$tmp/job.yaml"
+expect 2 "$tmp/job.yaml trainer.config: train_batch_size (8) is not divisible by world size (6)" -- \
+  --hostfile "$src/hostfiles/local" --dry-run "$tmp/job.yaml"
 expect 2 "--include: unknown host 'w9'" -- -H "$src/hostfiles/local" -i w9 --dry-run -- true
 expect 2 "unknown option '--bogus'" -- --bogus -- true
 expect 2 "expected a job file" --

@@ -1,5 +1,11 @@
 #include "launcher/config/job_spec.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
 #include <catch2/catch.hpp>
 
 namespace ds {
@@ -88,24 +94,67 @@ TEST_CASE("job file: a command string runs through the shell") {
   CHECK(Parse("command: echo $RANK\n").command == std::vector<std::string>{"/bin/sh", "-c", "echo $RANK"});
 }
 
-TEST_CASE("job file: trainer is kept as opaque YAML text") {
-  JobSpec j = Parse("trainer:\n  model: mlp\n  ds_config:\n    train_batch_size: 32\n");
+TEST_CASE("job file: trainer is checked and kept as YAML text") {
+  JobSpec j = Parse("trainer:\n  model: {layers: [784, 64, 10]}\n  config:\n    train_batch_size: 32\n");
   CHECK(j.command.empty());
-  CHECK(j.trainer_yaml.find("model: mlp") != std::string::npos);
+  CHECK(j.trainer_yaml.find("layers: [784, 64, 10]") != std::string::npos);
   CHECK(j.trainer_yaml.find("train_batch_size: 32") != std::string::npos);
 }
 
+TEST_CASE("job file: trainer typos are found at load with the job file's line and column") {
+  CHECK(ErrorOf("trainer:\n  model: {layers: [784, 10], activaton: relu}\n") ==
+        "train.yaml:2:30: unknown key 'activaton' in trainer.model (did you mean 'activation'?)");
+  CHECK(ErrorOf("procs_per_node: 1\ntrainer:\n  epochs: 1\n  config:\n    train_batch_size: 8\n"
+                "    zero_optimization: {stag: 1}\n") ==
+        "train.yaml:6:25: unknown key 'stag' in trainer.config.zero_optimization (did you mean 'stage'?)");
+  CHECK(ErrorOf("trainer:\n  config: {train_batch_siz: 8}\n") ==
+        "train.yaml:2:12: unknown key 'train_batch_siz' in trainer.config (did you mean 'train_batch_size'?)");
+  CHECK(ErrorOf("trainer:\n  backend: ncl\n") ==
+        "train.yaml:2: 'trainer.backend' expects gloo or nccl, got 'ncl' (did you mean 'nccl'?)");
+  CHECK(ErrorOf("trainer: [1, 2]\n") == "train.yaml:1:10: expected a mapping for 'trainer'");
+}
+
+TEST_CASE("job file: LoadJobFile names trainer.model and trainer.config typos word for word") {
+  char tmpl[] = "/tmp/jobspec-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  const std::string path = dir + "/job.yaml";
+  std::ofstream(path) << "trainer:\n  model:\n    layers: [784, 10]\n    activaton: relu\n";
+  auto model = LoadJobFile(path);
+  REQUIRE_FALSE(model.ok());
+  CHECK(model.status().message() ==
+        path + ":4:5: unknown key 'activaton' in trainer.model (did you mean 'activation'?)");
+  std::ofstream(path) << "trainer:\n  config:\n    train_batch_size: 8\n"
+                         "    optimizer: {type: Adam, params: {lr: 0.1, weight_decy: 0}}\n";
+  auto config = LoadJobFile(path);
+  REQUIRE_FALSE(config.ok());
+  CHECK(config.status().message() ==
+        path + ":4:47: unknown key 'weight_decy' in trainer.config.optimizer.params "
+               "(did you mean 'weight_decay'?)");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("job file: trainer checks that need the world size wait for the plan") {
+  // train_batch_size 10 cannot be split over 4 ranks, but the job file alone
+  // does not say how many ranks there will be.
+  JobSpec j = Parse("trainer:\n  model: {layers: [784, 10]}\n  config: {train_batch_size: 10}\n");
+  CHECK(CheckTrainerForWorld(j, 2).ok());
+  Status st = CheckTrainerForWorld(j, 4);
+  CHECK(st.message() == "train.yaml trainer.config: train_batch_size (10) is not divisible by world size (4)");
+  // A ds_config.json named by path is read where the workers run, not here.
+  CHECK(Parse("trainer:\n  config: /nonexistent/ds_config.json\n").trainer_yaml.find("ds_config.json") !=
+        std::string::npos);
+}
+
 TEST_CASE("job file: unknown keys name line:col and suggest") {
+  // One format for every config file (runtime/config/yaml_keys.h): the key
+  // path after "in", the suggestion only for a near miss.
   CHECK(ErrorOf("command: [x]\nprocs_per_nod: 2\n") ==
-        "train.yaml:2:1: unknown key 'procs_per_nod' (did you mean 'procs_per_node'?); expected one of: "
-        "command trainer procs_per_node env working_dir log_dir checkpoint_dir elastic network ssh");
+        "train.yaml:2:1: unknown key 'procs_per_nod' (did you mean 'procs_per_node'?)");
   CHECK(ErrorOf("command: [x]\nelastic:\n  min_node: 1\n") ==
-        "train.yaml:3:3: unknown key 'min_node' in 'elastic' (did you mean 'min_nodes'?); expected one of: "
-        "min_nodes max_nodes max_restarts heartbeat_interval heartbeat_timeout hang_timeout rejoin "
-        "max_host_failures host_cooldown");
+        "train.yaml:3:3: unknown key 'min_node' in elastic (did you mean 'min_nodes'?)");
   CHECK(ErrorOf("command: [x]\nnetwork: {iface: eth0}\n").starts_with(
-        "train.yaml:2:11: unknown key 'iface' in 'network'"));
-  CHECK(ErrorOf("command: [x]\nbanana: 1\n").starts_with("train.yaml:2:1: unknown key 'banana'; expected one of:"));
+        "train.yaml:2:11: unknown key 'iface' in network"));
+  CHECK(ErrorOf("command: [x]\nbanana: 1\n") == "train.yaml:2:1: unknown key 'banana'");
 }
 
 TEST_CASE("job file: YAML syntax errors show line:col") {
@@ -199,8 +248,8 @@ TEST_CASE("job file: ssh section") {
 
 TEST_CASE("job file: ssh errors") {
   CHECK(ErrorOf("command: [x]\nssh:\n  strict_host_key_cheking: no\n") ==
-        "train.yaml:3:3: unknown key 'strict_host_key_cheking' in 'ssh' (did you mean "
-        "'strict_host_key_checking'?); expected one of: strict_host_key_checking connect_timeout port");
+        "train.yaml:3:3: unknown key 'strict_host_key_cheking' in ssh (did you mean "
+        "'strict_host_key_checking'?)");
   CHECK(ErrorOf("command: [x]\nssh:\n  strict_host_key_checking: accept_new\n") ==
         "train.yaml:3:29: 'strict_host_key_checking': expected yes, accept-new or no, got 'accept_new' "
         "(did you mean 'accept-new'?)");

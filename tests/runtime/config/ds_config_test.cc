@@ -121,11 +121,11 @@ TEST_CASE("batch keys: DeepSpeed's rule with auto and missing values") {
 
 TEST_CASE("unknown and contradictory keys are errors naming the key") {
   CHECK(Error("{\"train_batch_size\": 8,\n \"zero_optimisation\": {\"stage\": 1}}") ==
-        "ds.json:2: unknown key 'zero_optimisation' (did you mean 'zero_optimization'?)");
+        "ds.json:2:2: unknown key 'zero_optimisation' (did you mean 'zero_optimization'?)");
   CHECK(Error("{\"train_batch_size\": 8,\n \"zero_optimization\": {\"stagee\": 1}}") ==
-        "ds.json:2: unknown key 'zero_optimization.stagee' (did you mean 'stage'?)");
+        "ds.json:2:24: unknown key 'stagee' in zero_optimization (did you mean 'stage'?)");
   CHECK(Error("{\"train_batch_size\": 8, \"optimizer\": {\"type\": \"Adam\", \"params\": {\"betas1\": 0.9}}}") ==
-        "ds.json:1: unknown key 'optimizer.params.betas1' (did you mean 'betas'?)");
+        "ds.json:1:66: unknown key 'betas1' in optimizer.params (did you mean 'betas'?)");
   // optimizer.type is case-insensitive, as in DeepSpeed.
   CHECK(Parse("{\"train_batch_size\": 8, \"optimizer\": {\"type\": \"Adamw\"}}").ok());
   CHECK(Error("{\"train_batch_size\": 8, \"optimizer\": {\"type\": \"Adan\"}}") ==

@@ -70,9 +70,9 @@ TEST_CASE("defaults, synthetic data and max_steps alone") {
 
 TEST_CASE("trainer errors name the key path") {
   CHECK(Error("trainer:\n  model: {layers: [784, 10], activaton: relu}\n") ==
-        "train.yaml:2: unknown key 'trainer.model.activaton' (did you mean 'activation'?)");
+        "train.yaml:2:30: unknown key 'activaton' in trainer.model (did you mean 'activation'?)");
   CHECK(Error("trainer:\n  epoch: 3\n") ==
-        "train.yaml:2: unknown key 'trainer.epoch' (did you mean 'epochs'?)");
+        "train.yaml:2:3: unknown key 'epoch' in trainer (did you mean 'epochs'?)");
   CHECK(Error("trainer:\n  model: {activation: relu6}\n") ==
         "train.yaml:2: 'trainer.model.activation' expects relu or gelu, got 'relu6' (did you mean 'relu'?)");
   CHECK(Error("trainer:\n  data: {dataset: mnist}\n") ==
@@ -82,7 +82,7 @@ TEST_CASE("trainer errors name the key path") {
   CHECK(Error("trainer:\n  epochs: 1\n  config: {train_batch_size: 10}\n", 4) ==
         "train.yaml trainer.config: train_batch_size (10) is not divisible by world size (4)");
   CHECK(Error("trainer:\n  config:\n    train_batch_size: 8\n    zero_optimization: {stag: 1}\n") ==
-        "train.yaml trainer.config:4: unknown key 'zero_optimization.stag' (did you mean 'stage'?)");
+        "train.yaml:4:25: unknown key 'stag' in trainer.config.zero_optimization (did you mean 'stage'?)");
   CHECK(Error("trainer:\n  epochs: x\n") == "train.yaml:2: 'trainer.epochs' expects an integer, got 'x'");
   CHECK(Error("trainer:\n  backend: ncl\n") ==
         "train.yaml:2: 'trainer.backend' expects gloo or nccl, got 'ncl' (did you mean 'nccl'?)");

@@ -1,0 +1,166 @@
+// Loading a checkpoint (the reading half of checkpoint.h): the manifest,
+// then every shard verified against it (size, crc32, header) and scattered
+// into the full flat vectors, whatever world size and stage saved them.
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "common/log.h"
+#include "runtime/checkpoint.h"
+#include "runtime/checkpoint_format.h"
+
+namespace ds::rt {
+namespace fs = std::filesystem;
+namespace {
+
+// Reads a whole file; nullopt if it cannot be opened.
+std::optional<std::string> ReadAll(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// manifest.json into *m and its shard list into *shards.
+Status ParseManifest(const std::string& text, CheckpointMeta* m, YAML::Node* shards) {
+  try {
+    YAML::Node n = YAML::Load(text);
+    if (n["format"].as<int>() != 1) return Status::InvalidArgument("unknown format");
+    m->step = n["step"].as<int64_t>();
+    m->applied_steps = n["applied_steps"].as<int64_t>();
+    m->epoch = n["epoch"].as<int64_t>();
+    m->sample_position = n["sample_position"].as<int64_t>();
+    for (int i = 0; i < 4; ++i) m->rng[i] = std::stoull(n["rng"][i].as<std::string>());
+    m->scaler.scale = n["loss_scale"].as<double>();
+    m->scaler.cur_hysteresis = n["scaler_hysteresis"].as<int>();
+    m->scaler.cur_iter = n["scaler_iter"].as<int64_t>();
+    m->scaler.last_overflow_iter = n["scaler_last_overflow"].as<int64_t>();
+    m->world_size = n["world_size"].as<int>();
+    m->zero_stage = n["zero_stage"].as<int>();
+    m->config_hash = n["config_hash"].as<std::string>();
+    m->num_params = n["num_params"].as<uint64_t>();
+    m->state_slots = n["state_slots"].as<int>();
+    *shards = n["shards"];
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(fmt::format("manifest.json: {}", e.what()));
+  }
+  return Status::OK();
+}
+
+// The saved shape must be this model's and optimizer's.
+Status CheckShape(const CheckpointMeta& m, const YAML::Node& shards, uint64_t num_params,
+                  int state_slots) {
+  if (m.num_params != num_params)
+    return Status::InvalidArgument(
+        fmt::format("saved for {} parameters, the model has {}", m.num_params, num_params));
+  if (m.state_slots != state_slots)
+    return Status::InvalidArgument(fmt::format(
+        "saved with {} optimizer state arrays, this optimizer has {}", m.state_slots, state_slots));
+  if (!shards.IsSequence() || static_cast<int>(shards.size()) != m.world_size)
+    return Status::InvalidArgument("manifest lists the wrong number of shards");
+  return Status::OK();
+}
+
+// Reads fixed-size fields off the front of a shard's bytes.
+class Cursor {
+ public:
+  explicit Cursor(const std::string& data) : p_(data.data()), end_(p_ + data.size()) {}
+  bool Take(void* dst, size_t n) {
+    if (static_cast<size_t>(end_ - p_) < n) return false;
+    std::memcpy(dst, p_, n);
+    p_ += n;
+    return true;
+  }
+
+ private:
+  const char* p_;
+  const char* end_;
+};
+
+// Shard `file` (already checked against the manifest) into out->master and
+// out->state; *covered grows by the parameters it holds.
+Status ScatterShard(const std::string& file, const std::string& data, uint64_t num_params,
+                    int state_slots, LoadedCheckpoint* out, uint64_t* covered) {
+  Cursor in(data);
+  char magic[8];
+  uint32_t version, rank, nseg, slots;
+  if (!in.Take(magic, 8) || std::memcmp(magic, kShardMagic, 8) != 0 || !in.Take(&version, 4) ||
+      version != kShardVersion || !in.Take(&rank, 4) || !in.Take(&nseg, 4) ||
+      !in.Take(&slots, 4) || static_cast<int>(slots) != state_slots)
+    return Status::InvalidArgument(file + ": bad header");
+  std::vector<std::pair<uint64_t, uint64_t>> segs(nseg);
+  uint64_t total = 0;
+  for (auto& [off, len] : segs) {
+    if (!in.Take(&off, 8) || !in.Take(&len, 8) || off + len > num_params)
+      return Status::InvalidArgument(file + ": bad segment");
+    total += len;
+  }
+  for (int k = -1; k < state_slots; ++k) {
+    std::vector<float>& dst = k < 0 ? out->master : out->state[k];
+    for (auto [off, len] : segs)
+      if (!in.Take(dst.data() + off, len * sizeof(float)))
+        return Status::InvalidArgument(file + ": truncated");
+  }
+  *covered += total;
+  return Status::OK();
+}
+
+// One shard listed in the manifest: present, of the recorded size and crc32.
+Status LoadShard(const fs::path& dir, const YAML::Node& s, uint64_t num_params, int state_slots,
+                 LoadedCheckpoint* out, uint64_t* covered) {
+  const std::string file = s["file"].as<std::string>();
+  auto data = ReadAll(dir / file);
+  if (!data) return Status::NotFound(file + ": missing");
+  if (data->size() != s["bytes"].as<uint64_t>())
+    return Status::InvalidArgument(fmt::format("{}: {} bytes, manifest says {}", file,
+                                               data->size(), s["bytes"].as<uint64_t>()));
+  if (Crc32(*data) != s["crc32"].as<uint32_t>())
+    return Status::InvalidArgument(file + ": crc32 mismatch (corrupt)");
+  return ScatterShard(file, *data, num_params, state_slots, out, covered);
+}
+
+// Parses and verifies one checkpoint directory; an error says why it is unusable.
+Result<LoadedCheckpoint> LoadOne(const fs::path& path, uint64_t num_params, int state_slots) {
+  auto text = ReadAll(path / "manifest.json");
+  if (!text) return Status::NotFound("no manifest.json (incomplete)");
+  LoadedCheckpoint out;
+  out.path = path.string();
+  YAML::Node shards;
+  DS_RETURN_IF_ERROR(ParseManifest(*text, &out.meta, &shards));
+  DS_RETURN_IF_ERROR(CheckShape(out.meta, shards, num_params, state_slots));
+  out.master.assign(num_params, 0.f);
+  out.state.assign(state_slots, std::vector<float>(num_params, 0.f));
+  uint64_t covered = 0;
+  for (const auto& s : shards)
+    DS_RETURN_IF_ERROR(LoadShard(path, s, num_params, state_slots, &out, &covered));
+  if (covered != num_params)
+    return Status::InvalidArgument(
+        fmt::format("shards cover {} of {} parameters", covered, num_params));
+  return out;
+}
+
+}  // namespace
+
+std::optional<LoadedCheckpoint> LoadNewestCheckpoint(const std::string& dir, uint64_t num_params,
+                                                     int state_slots) {
+  std::vector<fs::path> candidates;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().filename().string().rfind("step_", 0) == 0) candidates.push_back(e.path());
+  std::sort(candidates.rbegin(), candidates.rend());
+  for (const auto& c : candidates) {
+    auto loaded = LoadOne(c, num_params, state_slots);
+    if (loaded.ok()) return std::move(loaded).value();
+    DS_LOG(Warn, Ckpt) << "skipping checkpoint " << c.string() << ": "
+                       << loaded.status().message();
+  }
+  return std::nullopt;
+}
+
+}  // namespace ds::rt
