@@ -1,6 +1,9 @@
 #include "launcher/spawn/ssh/ssh_spawner.h"
 
+#include <poll.h>
+
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <optional>
 #include <thread>
@@ -8,6 +11,7 @@
 #include <libssh/libssh.h>
 
 #include "common/client_conn.h"
+#include "common/clock.h"
 #include "common/env_registry.h"
 #include "common/log.h"
 #include "launcher/spawn/exit_signal.h"
@@ -34,17 +38,20 @@ void RelayLines(const std::string& host, const char* stream, std::string& pendin
 
 // An agent behind one SSH channel. A thread of its own pumps the channel
 // (relaying output) until the agent ends or Terminate() asks it to stop; only
-// that thread touches the libssh session after construction. When it sees
-// the end it clears running_ and then sets the eventfd that is exit_fd().
+// that thread touches the libssh session after construction. It sleeps in
+// poll on the session's socket and a wake-up eventfd that Terminate() rings,
+// so an idle agent costs nothing. When it sees the end it clears running_
+// and then sets the eventfd that is exit_fd().
 class SshAgentHandle : public AgentHandle {
  public:
   SshAgentHandle(std::unique_ptr<SshSession> session, ssh_channel channel, std::string shipped, double stop_grace,
-                 UniqueFd exit_event)
+                 UniqueFd exit_event, UniqueFd wake)
       : session_(std::move(session)),
         channel_(channel),
         shipped_(std::move(shipped)),
         stop_grace_(stop_grace),
-        exit_event_(std::move(exit_event)) {
+        exit_event_(std::move(exit_event)),
+        wake_(std::move(wake)) {
     thread_ = std::thread([this] { Pump(); });
   }
   ~SshAgentHandle() override { Terminate(); }
@@ -52,6 +59,7 @@ class SshAgentHandle : public AgentHandle {
   bool Running() override { return running_.load(); }
   void Terminate() override {
     stop_.store(true);
+    RaiseExitEvent(wake_.get());
     if (thread_.joinable()) thread_.join();
   }
   int ExitStatus() override { return exit_status_.load(); }
@@ -59,7 +67,10 @@ class SshAgentHandle : public AgentHandle {
 
  private:
   void Pump();
-  bool ReadSome(int timeout_ms);  // false when the channel has ended
+  bool Drain();  // relays what has arrived; false when the channel has ended
+  // Sleeps until the socket has bytes, Terminate() rings (with `wakeable`),
+  // or `timeout_ms` (-1: no limit) passes.
+  void Wait(int timeout_ms, bool wakeable);
   void Cleanup();
 
   std::unique_ptr<SshSession> session_;
@@ -67,6 +78,7 @@ class SshAgentHandle : public AgentHandle {
   std::string shipped_;  // remote agent path when --ship-agent, else ""
   double stop_grace_;
   UniqueFd exit_event_;  // eventfd, set once the agent has ended
+  UniqueFd wake_;        // eventfd, set by Terminate()
   std::atomic<bool> running_{true};
   std::atomic<bool> stop_{false};
   std::atomic<int> exit_status_{-1};
@@ -74,40 +86,60 @@ class SshAgentHandle : public AgentHandle {
   std::thread thread_;
 };
 
-bool SshAgentHandle::ReadSome(int timeout_ms) {
+// Non-blocking reads process every complete packet the socket holds, so once
+// both streams read empty, more can only come with new bytes on the socket.
+bool SshAgentHandle::Drain() {
   char buf[4096];
-  int n = ssh_channel_read_timeout(channel_, buf, sizeof(buf), 0, timeout_ms);
-  if (n > 0) {
-    out_.append(buf, n);
-    RelayLines(session_->host(), "stdout", out_);
-  }
-  int e;
-  while ((e = ssh_channel_read_nonblocking(channel_, buf, sizeof(buf), 1)) > 0) {
-    err_.append(buf, e);
-    RelayLines(session_->host(), "stderr", err_);
+  int n = 0, e = 0;
+  for (bool more = true; more;) {
+    more = false;
+    if ((n = ssh_channel_read_nonblocking(channel_, buf, sizeof(buf), 0)) > 0) {
+      out_.append(buf, n);
+      RelayLines(session_->host(), "stdout", out_);
+      more = true;
+    }
+    if ((e = ssh_channel_read_nonblocking(channel_, buf, sizeof(buf), 1)) > 0) {
+      err_.append(buf, e);
+      RelayLines(session_->host(), "stderr", err_);
+      more = true;
+    }
   }
   if (n == SSH_ERROR || e == SSH_ERROR) {
     DS_LOG(Warn, Ssh) << session_->host() << ": ssh connection lost: " << ssh_get_error(session_->raw());
     return false;
   }
-  if (ssh_channel_is_eof(channel_) && n <= 0 && e <= 0) {
+  if (ssh_channel_is_eof(channel_)) {
     exit_status_.store(ssh_channel_get_exit_status(channel_));
     return false;
   }
   return true;
 }
 
+void SshAgentHandle::Wait(int timeout_ms, bool wakeable) {
+  pollfd fds[2] = {{ssh_get_fd(session_->raw()), POLLIN, 0}, {wake_.get(), POLLIN, 0}};
+  int r;
+  do r = ::poll(fds, wakeable ? 2 : 1, timeout_ms);
+  while (r < 0 && errno == EINTR);
+}
+
 void SshAgentHandle::Pump() {
-  bool alive = true;
-  while (alive && !stop_.load()) alive = ReadSome(50);
+  bool alive = Drain();
+  while (alive && !stop_.load()) {
+    Wait(-1, /*wakeable=*/true);
+    alive = Drain();
+  }
   if (alive) {
     // Terminate(): TERM to the agent (it stops its workers), then give it
     // stop_grace to finish before the channel is closed under it.
     DS_LOG(Info, Ssh) << session_->host() << ": stopping agent";
     ssh_channel_request_send_signal(channel_, "TERM");  // refused by sshd for root logins
     ssh_channel_send_eof(channel_);                      // the wrapper then TERMs the agent
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(stop_grace_);
-    while (alive && std::chrono::steady_clock::now() < deadline) alive = ReadSome(50);
+    const auto deadline = std::chrono::steady_clock::now() + Seconds(stop_grace_);
+    while (alive && std::chrono::steady_clock::now() < deadline) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      Wait(static_cast<int>(left.count()) + 1, /*wakeable=*/false);
+      alive = Drain();
+    }
   }
   running_.store(false);
   RaiseExitEvent(exit_event_.get());
@@ -150,6 +182,8 @@ Result<std::unique_ptr<AgentHandle>> SshSpawner::StartOne(const AgentSpec& spec)
     return Status::InvalidArgument(spec.host + ": the agent's stdin payload must be one line");
   auto exit_event = MakeExitEvent();
   if (!exit_event.ok()) return exit_event.status().Prefixed(spec.host);
+  auto wake = MakeExitEvent();
+  if (!wake.ok()) return wake.status().Prefixed(spec.host);
   DS_ASSIGN_OR_RETURN(std::unique_ptr<SshSession> session,
                       SshSession::Connect(SshTarget{spec.host, spec.user, spec.ssh_port}, options_));
   std::vector<std::string> argv = spec.argv;
@@ -178,7 +212,8 @@ Result<std::unique_ptr<AgentHandle>> SshSpawner::StartOne(const AgentSpec& spec)
   // No EOF now: the wrapper treats EOF on stdin as "stop the agent".
   DS_LOG(Info, Ssh) << spec.host << " (" << session->peer_address() << "): started " << cmd;
   return std::unique_ptr<AgentHandle>(
-      std::make_unique<SshAgentHandle>(std::move(session), ch, shipped, options_.stop_grace, std::move(exit_event).value()));
+      std::make_unique<SshAgentHandle>(std::move(session), ch, shipped, options_.stop_grace,
+                                       std::move(exit_event).value(), std::move(wake).value()));
 }
 
 std::vector<Result<std::unique_ptr<AgentHandle>>> SshSpawner::Start(const std::vector<AgentSpec>& specs) {
