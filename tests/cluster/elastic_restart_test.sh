@@ -68,6 +68,9 @@ YAML
   local t0
   t0=$(now)
   if [ "$how" = kill ]; then
+    # The whole node at once: stopped first, so that no process of it (the
+    # ssh wrapper, the agent) can react to another's death before its own.
+    ip netns pids "${NS[2]}" | xargs -r kill -STOP
     ip netns pids "${NS[2]}" | xargs -r kill -9
     rm -f "$C/pids/sshd-2.pid"  # gone: teardown must not signal a reused pid
   else
