@@ -64,9 +64,6 @@ class AgentSession {
 
  private:
   using Duration = std::chrono::steady_clock::duration;
-  static Duration Secs(double s) {
-    return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s));
-  }
   struct Slot {
     int rank = 0;
     int local_rank = 0;

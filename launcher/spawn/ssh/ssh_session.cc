@@ -14,6 +14,7 @@
 #include <libssh/libssh.h>
 #include <libssh/sftp.h>
 
+#include "common/clock.h"
 #include "common/env_registry.h"
 #include "common/log.h"
 #include "common/strings.h"
@@ -57,7 +58,7 @@ std::string PeerAddress(ssh_session s) {
   return buf;
 }
 
-std::string Secs(double s) {
+std::string FormatSeconds(double s) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%gs", s);
   return buf;
@@ -139,7 +140,7 @@ Result<std::unique_ptr<SshSession>> SshSession::Connect(const SshTarget& target,
     std::string reason = Reason(raw);
     std::string msg = target.host + ": " + reason;
     if (reason.find("imeout") != std::string::npos || reason.find("timed out") != std::string::npos)
-      return Status::Timeout(msg + " (connect timeout " + Secs(options.connect_timeout) + ")");
+      return Status::Timeout(msg + " (connect timeout " + FormatSeconds(options.connect_timeout) + ")");
     return Status::Unavailable(msg);
   }
   s->peer_address_ = PeerAddress(raw);
@@ -220,7 +221,7 @@ Result<ExecResult> SshSession::Run(const std::string& command, const std::string
   ssh_channel_send_eof(ch);
 
   ExecResult r;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
+  auto deadline = std::chrono::steady_clock::now() + Seconds(timeout);
   char buf[8192];
   while (true) {
     int n = ssh_channel_read_timeout(ch, buf, sizeof(buf), 0, 100);
@@ -230,7 +231,7 @@ Result<ExecResult> SshSession::Run(const std::string& command, const std::string
     if (n == SSH_ERROR || e == SSH_ERROR) return Status::IOError(host_ + ": " + Reason(s));
     if (ssh_channel_is_eof(ch) && n <= 0) break;
     if (std::chrono::steady_clock::now() > deadline)
-      return Status::Timeout(host_ + ": command did not finish within " + Secs(timeout));
+      return Status::Timeout(host_ + ": command did not finish within " + FormatSeconds(timeout));
   }
   r.exit_status = ssh_channel_get_exit_status(ch);
   return r;

@@ -8,6 +8,7 @@
 #include <libssh/libssh.h>
 
 #include "common/client_conn.h"
+#include "common/clock.h"
 #include "common/env_registry.h"
 #include "common/log.h"
 #include "launcher/spawn/exit_signal.h"
@@ -106,7 +107,7 @@ void SshAgentHandle::Pump() {
     DS_LOG(Info, Ssh) << session_->host() << ": stopping agent";
     ssh_channel_request_send_signal(channel_, "TERM");  // refused by sshd for root logins
     ssh_channel_send_eof(channel_);                      // the wrapper then TERMs the agent
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(stop_grace_);
+    auto deadline = std::chrono::steady_clock::now() + Seconds(stop_grace_);
     while (alive && std::chrono::steady_clock::now() < deadline) alive = ReadSome(50);
   }
   running_.store(false);
