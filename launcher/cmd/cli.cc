@@ -101,6 +101,8 @@ Result<CliOptions> ParseCli(const std::vector<std::string>& args, bool require_j
   CliOptions o;
   o.connect_timeout = EnvSeconds("DSLAUNCH_CONNECT_TIMEOUT");
   o.agent_path = EnvString("DSLAUNCH_AGENT_PATH");
+  o.stop_grace = EnvSeconds("DSLAUNCH_STOP_GRACE");
+  o.color = EnvString("DSLAUNCH_COLOR");
   RawOptions raw;
 
   CLI::App app{kUsage, "dslaunch"};

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/defaults.h"
 #include "common/protocol.h"
 #include "launcher/config/plan.h"
 
@@ -23,8 +24,8 @@ struct AssignContext {
   std::string store_addr;
   std::string store_token;
   std::vector<std::string> argv;
-  double stop_grace = 1.0;
-  double hang_timeout = 0.0;
+  double stop_grace = kDefaultStopGrace;
+  double hang_timeout = kDefaultHangTimeout;
 };
 
 msg::Assign BuildAssign(const LaunchPlan& plan, int node_index, const msg::Register& facts,

@@ -15,7 +15,6 @@
 #include <libssh/sftp.h>
 
 #include "common/clock.h"
-#include "common/env_registry.h"
 #include "common/log.h"
 #include "common/strings.h"
 
@@ -88,17 +87,6 @@ const char* HostKeyPolicyName(HostKeyPolicy p) {
     case HostKeyPolicy::kNo: return "no";
   }
   return "?";
-}
-
-Result<SshOptions> SshOptionsFromEnv() {
-  SshOptions o;
-  o.config_file = EnvString("DSLAUNCH_SSH_CONFIG");
-  o.connect_timeout = EnvSeconds("DSLAUNCH_CONNECT_TIMEOUT");
-  auto policy = ParseHostKeyPolicy(EnvString("DSLAUNCH_SSH_STRICT_HOST_KEY_CHECKING"));
-  if (!policy.ok()) return policy.status().Prefixed("DSLAUNCH_SSH_STRICT_HOST_KEY_CHECKING");
-  o.host_key_policy = *policy;
-  o.stop_grace = std::max(1.0, EnvSeconds("DSLAUNCH_STOP_GRACE") + 1.0);
-  return o;
 }
 
 std::string SshHostName(const std::string& host, const SshOptions& options) {
