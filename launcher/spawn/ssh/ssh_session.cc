@@ -1,8 +1,6 @@
 #include "launcher/spawn/ssh/ssh_session.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <chrono>
@@ -15,7 +13,9 @@
 #include <libssh/sftp.h>
 
 #include "common/clock.h"
+#include "common/env_registry.h"
 #include "common/log.h"
+#include "common/netif.h"
 #include "common/strings.h"
 
 namespace ds {
@@ -49,12 +49,7 @@ std::string PeerAddress(ssh_session s) {
   sockaddr_storage ss{};
   socklen_t len = sizeof(ss);
   if (fd < 0 || getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "";
-  char buf[INET6_ADDRSTRLEN] = {0};
-  if (ss.ss_family == AF_INET)
-    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&ss)->sin_addr, buf, sizeof(buf));
-  else if (ss.ss_family == AF_INET6)
-    inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr, buf, sizeof(buf));
-  return buf;
+  return AddressString(reinterpret_cast<const sockaddr*>(&ss));
 }
 
 std::string FormatSeconds(double s) {
@@ -87,6 +82,13 @@ const char* HostKeyPolicyName(HostKeyPolicy p) {
     case HostKeyPolicy::kNo: return "no";
   }
   return "?";
+}
+
+std::vector<std::pair<std::string, std::string>> ForwardedEnv(const SshOptions& options) {
+  std::vector<std::pair<std::string, std::string>> env;
+  for (const auto& name : options.forward_env)
+    if (auto v = GetAnyEnv(name)) env.emplace_back(name, *v);
+  return env;
 }
 
 std::string SshHostName(const std::string& host, const SshOptions& options) {

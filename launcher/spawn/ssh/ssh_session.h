@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/defaults.h"
@@ -46,6 +47,10 @@ struct SshOptions {
   std::vector<std::string> forward_env = {"DSLAUNCH_LOG", "DSLAUNCH_LOG_SUBSYS", "DSLAUNCH_COLOR",
                                           "DSLAUNCH_STOP_GRACE"};
 };
+
+// The forward_env variables that are set in this process, with their values,
+// in forward_env's order (for the remote agent's command line).
+std::vector<std::pair<std::string, std::string>> ForwardedEnv(const SshOptions& options);
 
 struct SshTarget {
   std::string host;              // as written in the hostfile (may be an ssh config alias)

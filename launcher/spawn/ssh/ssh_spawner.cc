@@ -9,8 +9,8 @@
 
 #include "common/client_conn.h"
 #include "common/clock.h"
-#include "common/env_registry.h"
 #include "common/log.h"
+#include "common/strings.h"
 #include "launcher/spawn/exit_signal.h"
 #include "launcher/spawn/parallel_for.h"
 #include "launcher/spawn/ssh/remote_command.h"
@@ -21,12 +21,7 @@ namespace {
 
 // Splits complete lines off `pending` and logs them as the agent's output.
 void RelayLines(const std::string& host, const char* stream, std::string& pending) {
-  size_t start = 0, nl;
-  while ((nl = pending.find('\n', start)) != std::string::npos) {
-    DS_LOG(Warn, Agent) << host << " [agent " << stream << "] " << pending.substr(start, nl - start);
-    start = nl + 1;
-  }
-  pending.erase(0, start);
+  TakeLines(pending, [&](const std::string& line) { DS_LOG(Warn, Agent) << host << " [agent " << stream << "] " << line; });
   if (pending.size() > 64 * 1024) {  // a line without end: flush it anyway
     DS_LOG(Warn, Agent) << host << " [agent " << stream << "] " << pending;
     pending.clear();
@@ -126,13 +121,6 @@ void SshAgentHandle::Cleanup() {
     if (!st.ok()) DS_LOG(Warn, Ssh) << st.message();
   }
   session_.reset();  // disconnect
-}
-
-std::vector<std::pair<std::string, std::string>> ForwardedEnv(const SshOptions& o) {
-  std::vector<std::pair<std::string, std::string>> env;
-  for (const auto& name : o.forward_env)
-    if (auto v = GetAnyEnv(name)) env.emplace_back(name, *v);
-  return env;
 }
 
 std::string JobIdOf(const AgentSpec& spec) {
