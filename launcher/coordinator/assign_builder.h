@@ -15,14 +15,11 @@
 
 namespace ds {
 
+// What an Assign needs beyond the plan and the node's Register: the
+// generation's facts (their per-node fields, heartbeat_addr and
+// cpus_on_node, come from the node's facts), the command and the timing.
 struct AssignContext {
-  std::string job_id;
-  int generation = 0;
-  int restart_count = 0;
-  std::string master_addr;
-  int master_port = 0;
-  std::string store_addr;
-  std::string store_token;
+  GenerationInfo gen;
   std::vector<std::string> argv;
   double stop_grace = kDefaultStopGrace;
   double hang_timeout = kDefaultHangTimeout;
