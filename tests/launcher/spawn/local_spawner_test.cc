@@ -7,18 +7,12 @@
 
 #include <chrono>
 #include <fstream>
-#include <sstream>
 #include <thread>
+
+#include "tests/test_util/files.h"
 
 namespace ds {
 namespace {
-
-std::string Slurp(const std::string& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 bool WaitUntil(const std::function<bool()>& cond) {
   for (int i = 0; i < 1000; ++i) {
@@ -41,7 +35,7 @@ TEST_CASE("local spawner: the secret arrives on stdin, not in argv", "[spawner]"
   auto& h = *r[0];
   REQUIRE(WaitUntil([&] { return !h->Running(); }));
   CHECK(h->ExitStatus() == 0);
-  CHECK(Slurp(out) == "s3cret\n/bin/sh \n");
+  CHECK(testing::ReadFile(out) == "s3cret\n/bin/sh \n");
   ::unlink(out.c_str());
 }
 
