@@ -87,6 +87,57 @@ bool IsJobFile(const std::string& arg) {
   return arg.ends_with(".yaml") || arg.ends_with(".yml");
 }
 
+// The options CLI11 hands over as text: --connect-timeout, --ssh_port.
+Status ApplyRaw(const RawOptions& raw, CliOptions& o) {
+  if (!raw.connect_timeout.empty()) {
+    auto s = ParseSeconds(raw.connect_timeout);
+    if (!s || *s <= 0)
+      return Status::InvalidArgument("--connect-timeout: expected a duration such as 10s or 500ms, got '" +
+                                     raw.connect_timeout + "'");
+    o.connect_timeout = *s;
+    o.connect_timeout_set = true;
+  }
+  if (raw.ssh_port != 0) o.ssh_port = raw.ssh_port;
+  return Status::OK();
+}
+
+// With prefix_command(), CLI11 stops at the first positional (or at a
+// `--` that comes before any) and leaves it and the rest in `rest`.
+Status TakePositionals(const std::vector<std::string>& rest, bool require_job, CliOptions& o) {
+  if (!rest.empty() && rest[0] == "--") {
+    if (rest.size() == 1) return Status::InvalidArgument("expected a command after '--'");
+    o.command.assign(rest.begin() + 1, rest.end());
+    o.command_after_dashdash = true;
+  } else if (!rest.empty() && StartsWith(rest[0], "-")) {
+    return Status::InvalidArgument("unknown option '" + rest[0] + "' (see dslaunch --help)");
+  } else if (!rest.empty() && IsJobFile(rest[0])) {
+    if (rest.size() > 1)
+      return Status::InvalidArgument("unexpected '" + rest[1] + "' after the job file " + rest[0] +
+                                     "; put the command in the job file or use -- command");
+    o.job_file = rest[0];
+  } else if (!rest.empty()) {
+    o.command = rest;
+  } else if (require_job) {
+    return Status::InvalidArgument(
+        "expected a job file (job.yaml), a script (train.py ...) or '-- command ...' (see dslaunch --help)");
+  }
+  return Status::OK();
+}
+
+// --deepspeed / --deepspeed_config, appended to the script's arguments.
+Status AppendDeepSpeedFlags(CliOptions& o) {
+  if (!o.deepspeed && o.deepspeed_config.empty()) return Status::OK();
+  if (o.command.empty())
+    return Status::InvalidArgument("--deepspeed/--deepspeed_config apply to a script; with a job file, "
+                                   "put them in its command");
+  if (o.deepspeed) o.command.push_back("--deepspeed");
+  if (!o.deepspeed_config.empty()) {
+    o.command.push_back("--deepspeed_config");
+    o.command.push_back(o.deepspeed_config);
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 std::string CliHelpText() {
@@ -120,47 +171,9 @@ Result<CliOptions> ParseCli(const std::vector<std::string>& args, bool require_j
   }
   if (o.version) return o;
 
-  if (!raw.connect_timeout.empty()) {
-    auto s = ParseSeconds(raw.connect_timeout);
-    if (!s || *s <= 0)
-      return Status::InvalidArgument("--connect-timeout: expected a duration such as 10s or 500ms, got '" +
-                                     raw.connect_timeout + "'");
-    o.connect_timeout = *s;
-    o.connect_timeout_set = true;
-  }
-  if (raw.ssh_port != 0) o.ssh_port = raw.ssh_port;
-
-  // With prefix_command(), CLI11 stops at the first positional (or at a
-  // `--` that comes before any) and leaves it and the rest in remaining().
-  std::vector<std::string> rest = app.remaining();
-  if (!rest.empty() && rest[0] == "--") {
-    if (rest.size() == 1) return Status::InvalidArgument("expected a command after '--'");
-    o.command.assign(rest.begin() + 1, rest.end());
-    o.command_after_dashdash = true;
-  } else if (!rest.empty() && StartsWith(rest[0], "-")) {
-    return Status::InvalidArgument("unknown option '" + rest[0] + "' (see dslaunch --help)");
-  } else if (!rest.empty() && IsJobFile(rest[0])) {
-    if (rest.size() > 1)
-      return Status::InvalidArgument("unexpected '" + rest[1] + "' after the job file " + rest[0] +
-                                     "; put the command in the job file or use -- command");
-    o.job_file = rest[0];
-  } else if (!rest.empty()) {
-    o.command = rest;
-  } else if (require_job) {
-    return Status::InvalidArgument(
-        "expected a job file (job.yaml), a script (train.py ...) or '-- command ...' (see dslaunch --help)");
-  }
-
-  if (o.deepspeed || !o.deepspeed_config.empty()) {
-    if (o.command.empty())
-      return Status::InvalidArgument("--deepspeed/--deepspeed_config apply to a script; with a job file, "
-                                     "put them in its command");
-    if (o.deepspeed) o.command.push_back("--deepspeed");
-    if (!o.deepspeed_config.empty()) {
-      o.command.push_back("--deepspeed_config");
-      o.command.push_back(o.deepspeed_config);
-    }
-  }
+  DS_RETURN_IF_ERROR(ApplyRaw(raw, o));
+  DS_RETURN_IF_ERROR(TakePositionals(app.remaining(), require_job, o));
+  DS_RETURN_IF_ERROR(AppendDeepSpeedFlags(o));
   return o;
 }
 
