@@ -45,10 +45,6 @@ std::vector<int> JobControl::LostNodes() const {
   return out;
 }
 
-int JobControl::OpenAgentConnections() const {
-  return static_cast<int>(std::count_if(agents_.begin(), agents_.end(), [](const Agent& a) { return a.connected(); }));
-}
-
 Status JobControl::OnRegister(const msg::Register& facts, std::shared_ptr<AgentLink> link) {
   if (facts.node_index >= agents_.size())
     return Status::InvalidArgument(fmt::format("node index {} is not in the plan", facts.node_index));

@@ -100,7 +100,6 @@ class JobControl {
   // The current generation's world size, and restarts so far.
   int world_size() const { return gen_plan_.world_size; }
   int restarts() const { return restarts_; }
-  int OpenAgentConnections() const;
 
  private:
   struct Agent {
