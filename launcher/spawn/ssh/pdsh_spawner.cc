@@ -306,7 +306,7 @@ std::string PdshSshArgs(const SshOptions& ssh, std::optional<int> port) {
 }
 
 std::vector<Result<std::unique_ptr<AgentHandle>>> PdshSpawner::Start(const std::vector<AgentSpec>& specs) {
-  std::vector<std::optional<Result<std::unique_ptr<AgentHandle>>>> slots(specs.size());
+  StartSlots slots(specs.size());
   auto pdsh = FindPdsh(options_.pdsh_path);
   // Hosts sharing a port and a payload go in one pdsh run.
   std::map<std::pair<int, std::string>, std::vector<size_t>> groups;
@@ -344,10 +344,7 @@ std::vector<Result<std::unique_ptr<AgentHandle>>> PdshSpawner::Start(const std::
       else slots[i].emplace(std::unique_ptr<AgentHandle>(std::make_unique<PdshHandle>(*group, specs[i].host)));
     }
   }
-  std::vector<Result<std::unique_ptr<AgentHandle>>> out;
-  out.reserve(specs.size());
-  for (auto& s : slots) out.push_back(std::move(*s));
-  return out;
+  return TakeStartResults(slots);
 }
 
 std::unique_ptr<Spawner> MakePdshSpawner(const PdshOptions& options) {

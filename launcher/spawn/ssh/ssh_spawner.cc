@@ -171,12 +171,9 @@ Result<std::unique_ptr<AgentHandle>> SshSpawner::StartOne(const AgentSpec& spec)
 }
 
 std::vector<Result<std::unique_ptr<AgentHandle>>> SshSpawner::Start(const std::vector<AgentSpec>& specs) {
-  std::vector<std::optional<Result<std::unique_ptr<AgentHandle>>>> slots(specs.size());
+  StartSlots slots(specs.size());
   ParallelFor(specs.size(), options_.fanout, [&](size_t i) { slots[i].emplace(StartOne(specs[i])); });
-  std::vector<Result<std::unique_ptr<AgentHandle>>> out;
-  out.reserve(specs.size());
-  for (auto& s : slots) out.push_back(std::move(*s));
-  return out;
+  return TakeStartResults(slots);
 }
 
 std::unique_ptr<Spawner> MakeSshSpawner(const SshOptions& options) {
