@@ -63,7 +63,8 @@ Status AgentSession::Connect() {
 
 void AgentSession::Send(wire::MsgType type, const Bytes& payload) {
   if (conn_.get() < 0) return;
-  Status st = WriteFrame(conn_.get(), type, payload, std::chrono::steady_clock::now() + Seconds(opt_.heartbeat_timeout));
+  const Deadline deadline = std::chrono::steady_clock::now() + Seconds(opt_.heartbeat_timeout);
+  Status st = WriteFrame(conn_.get(), type, payload, deadline);
   if (!st.ok()) Lost("write to the coordinator failed: " + st.message());
 }
 

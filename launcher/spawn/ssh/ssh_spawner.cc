@@ -21,7 +21,9 @@ namespace {
 
 // Splits complete lines off `pending` and logs them as the agent's output.
 void RelayLines(const std::string& host, const char* stream, std::string& pending) {
-  TakeLines(pending, [&](const std::string& line) { DS_LOG(Warn, Agent) << host << " [agent " << stream << "] " << line; });
+  TakeLines(pending, [&](const std::string& line) {
+    DS_LOG(Warn, Agent) << host << " [agent " << stream << "] " << line;
+  });
   if (pending.size() > 64 * 1024) {  // a line without end: flush it anyway
     DS_LOG(Warn, Agent) << host << " [agent " << stream << "] " << pending;
     pending.clear();
