@@ -38,7 +38,7 @@ struct NetworkOptions {
 
 // The job file's ssh: section. Unset fields fall back to the command line
 // and the DSLAUNCH_SSH_* / DSLAUNCH_CONNECT_TIMEOUT settings
-// (SshOptionsForJob in launcher/spawner_factory.h has the precedence).
+// (SshOptionsForJob in launcher/cmd/spawner_choice.h has the precedence).
 struct SshJobOptions {
   std::string strict_host_key_checking;  // "yes" | "accept-new" | "no"; "" = not set
   double connect_timeout = 0.0;          // seconds per host; 0 = not set
