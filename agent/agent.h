@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/defaults.h"
 #include "common/status.h"
 
 namespace ds {
@@ -18,9 +19,9 @@ struct AgentOptions {
   std::string job_id;               // --job-id ID (required)
   std::string bind_addr;            // --bind ADDR; "" = the address that routes to the coordinator
   std::string host;                 // --host NAME; "" = gethostname()
-  double heartbeat_interval = 1.0;  // --heartbeat-interval S: Ping period
-  double heartbeat_timeout = 5.0;   // --heartbeat-timeout S: coordinator silent this long = lost
-  double connect_timeout = 10.0;    // --connect-timeout S: connect + handshake
+  double heartbeat_interval = kDefaultHeartbeatInterval;  // --heartbeat-interval S: Ping period
+  double heartbeat_timeout = kDefaultHeartbeatTimeout;    // --heartbeat-timeout S: coordinator silent this long = lost
+  double connect_timeout = kDefaultConnectTimeout;      // --connect-timeout S: connect + handshake
 };
 
 // Parses argv (without the program name). InvalidArgument names the flag:

@@ -40,7 +40,7 @@ AgentSession::~AgentSession() {
 }
 
 Status AgentSession::Connect() {
-  Deadline deadline = std::chrono::steady_clock::now() + Secs(opt_.connect_timeout);  // real I/O time
+  Deadline deadline = std::chrono::steady_clock::now() + Seconds(opt_.connect_timeout);  // real I/O time
   DS_ASSIGN_OR_RETURN(auto hp, SplitHostPort(opt_.coordinator));
   DS_ASSIGN_OR_RETURN(msg::Register facts, GatherNodeFacts(opt_.node_index, opt_.host, opt_.bind_addr, hp.first));
   DS_ASSIGN_OR_RETURN(conn_, ConnectTcp(opt_.coordinator, opt_.bind_addr, deadline));
@@ -63,7 +63,8 @@ Status AgentSession::Connect() {
 
 void AgentSession::Send(wire::MsgType type, const Bytes& payload) {
   if (conn_.get() < 0) return;
-  Status st = WriteFrame(conn_.get(), type, payload, std::chrono::steady_clock::now() + Secs(opt_.heartbeat_timeout));
+  const Deadline deadline = std::chrono::steady_clock::now() + Seconds(opt_.heartbeat_timeout);
+  Status st = WriteFrame(conn_.get(), type, payload, deadline);
   if (!st.ok()) Lost("write to the coordinator failed: " + st.message());
 }
 

@@ -25,6 +25,7 @@
 #include "agent/worker_process.h"
 #include "common/client_conn.h"
 #include "common/clock.h"
+#include "common/defaults.h"
 #include "common/protocol.h"
 
 namespace ds {
@@ -64,9 +65,6 @@ class AgentSession {
 
  private:
   using Duration = std::chrono::steady_clock::duration;
-  static Duration Secs(double s) {
-    return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s));
-  }
   struct Slot {
     int rank = 0;
     int local_rank = 0;
@@ -103,8 +101,8 @@ class AgentSession {
   bool quitting_ = false;
   bool finished_ = false;
   int exit_code_ = 0;
-  Duration stop_grace_ = std::chrono::seconds(1);
-  Duration hang_timeout_{0};
+  Duration stop_grace_ = Seconds(kDefaultStopGrace);
+  Duration hang_timeout_ = Seconds(kDefaultHangTimeout);
   TimePoint kill_at_;   // SIGKILL the remaining groups at this time
   bool kill_armed_ = false;
   TimePoint last_recv_;

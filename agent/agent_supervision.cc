@@ -124,8 +124,8 @@ std::optional<TimePoint> AgentSession::NextDeadline() const {
       if (s.proc && !s.proc->exited && s.beaten && !s.hung) consider(s.last_beat + hang_timeout_);
   }
   if (conn_.get() >= 0) {
-    consider(last_recv_ + Secs(opt_.heartbeat_timeout));
-    consider(last_ping_ + Secs(opt_.heartbeat_interval));
+    consider(last_recv_ + Seconds(opt_.heartbeat_timeout));
+    consider(last_ping_ + Seconds(opt_.heartbeat_interval));
   }
   return next;
 }
@@ -147,9 +147,9 @@ void AgentSession::CheckTimers() {
     }
   }
   if (conn_.get() >= 0) {
-    if (now - last_recv_ > Secs(opt_.heartbeat_timeout)) {
+    if (now - last_recv_ > Seconds(opt_.heartbeat_timeout)) {
       Lost(fmt::format("no message for {}s", opt_.heartbeat_timeout));
-    } else if (now - last_ping_ >= Secs(opt_.heartbeat_interval)) {
+    } else if (now - last_ping_ >= Seconds(opt_.heartbeat_interval)) {
       last_ping_ = now;
       Send(wire::MsgType::kPing, msg::Ping{}.Encode());
     }

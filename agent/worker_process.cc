@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "common/strings.h"
 #include "common/subprocess.h"
 
 namespace ds {
@@ -97,12 +98,7 @@ void WorkerProcess::ReadPipe(int fd, const LineSink& sink) {
     if (r < 0 && errno == EINTR) continue;
     if (r > 0) {
       buf.append(chunk, static_cast<size_t>(r));
-      size_t start = 0, nl;
-      while ((nl = buf.find('\n', start)) != std::string::npos) {
-        sink(stream, buf.substr(start, nl - start));
-        start = nl + 1;
-      }
-      buf.erase(0, start);
+      TakeLines(buf, [&](const std::string& line) { sink(stream, line); });
       while (buf.size() > kMaxLine) {
         sink(stream, buf.substr(0, kMaxLine));
         buf.erase(0, kMaxLine);

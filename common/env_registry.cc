@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "common/check.h"
+#include "common/defaults.h"
 #include "common/strings.h"
 
 extern char** environ;
@@ -18,6 +19,10 @@ using T = EnvType;
 constexpr EnvScope S = EnvScope::kSetting;
 constexpr EnvScope W = EnvScope::kWorkerContract;
 
+// The defaults.h constants as the table writes durations ("10s").
+const std::string kConnectTimeoutText = fmt::format("{}s", kDefaultConnectTimeout);
+const std::string kStopGraceText = fmt::format("{}s", kDefaultStopGrace);
+
 // One line per variable. Keep sorted by subsystem, settings before contract.
 const std::vector<EnvParam> kParams = {
     // Logging.
@@ -27,10 +32,10 @@ const std::vector<EnvParam> kParams = {
     // Launcher.
     {"DSLAUNCH_AGENT_PATH", T::kString, "", S, "path of dsagent on the nodes (default: next to dslaunch)"},
     {"DSLAUNCH_DSTRAIN_PATH", T::kString, "", S, "path of dstrain on the nodes (default: next to dslaunch)"},
-    {"DSLAUNCH_CONNECT_TIMEOUT", T::kSeconds, "10s", S, "SSH connect timeout per host"},
+    {"DSLAUNCH_CONNECT_TIMEOUT", T::kSeconds, kConnectTimeoutText.c_str(), S, "SSH connect timeout per host"},
     {"DSLAUNCH_SSH_CONFIG", T::kString, "", S, "ssh config file read by the ssh spawner and check (default ~/.ssh/config)"},
     {"DSLAUNCH_SSH_STRICT_HOST_KEY_CHECKING", T::kString, "accept-new", S, "host key policy: yes, accept-new (add unknown hosts) or no (warns on every connection)"},
-    {"DSLAUNCH_STOP_GRACE", T::kSeconds, "1s", S, "time between SIGTERM and SIGKILL when stopping workers"},
+    {"DSLAUNCH_STOP_GRACE", T::kSeconds, kStopGraceText.c_str(), S, "time between SIGTERM and SIGKILL when stopping workers"},
     // Agent.
     {"DSLAUNCH_SECRET_FD", T::kInt, "", S, "agent: fd to read the job secret from (default: stdin)"},
     // Worker contract: set by dslaunch for every worker.

@@ -79,12 +79,6 @@ void InitLocked(State& s) {
 
 }  // namespace
 
-void LogInitFromEnv() {
-  State& s = GetState();
-  std::lock_guard<std::mutex> lock(s.mu);
-  InitLocked(s);
-}
-
 void LogSetIdentity(const std::string& host, int rank) {
   State& s = GetState();
   std::lock_guard<std::mutex> lock(s.mu);

@@ -21,8 +21,6 @@ enum class LogSubsys : uint32_t {
 
 // Sets the "host:pid [rank]" prefix of this process's log lines.
 void LogSetIdentity(const std::string& host, int rank);
-// Re-reads DSLAUNCH_LOG / DSLAUNCH_LOG_SUBSYS (done once automatically).
-void LogInitFromEnv();
 bool LogEnabled(LogLevel level, LogSubsys subsys);
 
 class LogLine {

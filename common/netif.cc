@@ -18,9 +18,8 @@
 #include "common/strings.h"
 
 namespace ds {
-namespace {
 
-std::string AddrToString(const sockaddr* sa) {
+std::string AddressString(const sockaddr* sa) {
   char buf[INET6_ADDRSTRLEN] = "";
   if (sa->sa_family == AF_INET)
     ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, buf, sizeof(buf));
@@ -28,6 +27,8 @@ std::string AddrToString(const sockaddr* sa) {
     ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, buf, sizeof(buf));
   return buf;
 }
+
+namespace {
 
 template <typename Fn>
 void ForEachAddress(Fn fn) {
@@ -37,7 +38,7 @@ void ForEachAddress(Fn fn) {
   for (ifaddrs* i = list; i; i = i->ifa_next) {
     if (!i->ifa_addr || !(i->ifa_flags & IFF_UP)) continue;
     if (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6) continue;
-    fn(*i, AddrToString(i->ifa_addr));
+    fn(*i, AddressString(i->ifa_addr));
   }
 }
 
@@ -59,7 +60,7 @@ Result<Route> RouteTo(const std::string& addr) {
   if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&local), &len) != 0)
     return Status::IOError(fmt::format("{}: getsockname: {}", addr, std::strerror(errno)));
   Route r;
-  r.local_addr = AddrToString(reinterpret_cast<sockaddr*>(&local));
+  r.local_addr = AddressString(reinterpret_cast<sockaddr*>(&local));
   r.ifname = InterfaceOfAddress(r.local_addr);
   // 127.0.0.x other than .1 are routed via lo, which holds 127.0.0.1/8.
   if (r.ifname.empty() && StartsWith(r.local_addr, "127.")) r.ifname = InterfaceOfAddress("127.0.0.1");

@@ -4,6 +4,8 @@
 // machine". Thread-safe; reads kernel state on every call.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <string>
 #include <vector>
 
@@ -19,6 +21,10 @@ struct Route {
 // The route the kernel would use to reach `addr` (numeric or resolvable).
 // Errors name the address ("10.9.9.9: Network is unreachable").
 Result<Route> RouteTo(const std::string& addr);
+
+// The numeric text of an IPv4 or IPv6 socket address ("10.0.0.5", "::1");
+// "" for any other family.
+std::string AddressString(const sockaddr* sa);
 
 // The interface that holds the local address `local_addr`; "" if none.
 std::string InterfaceOfAddress(const std::string& local_addr);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/defaults.h"
 #include "common/frame_io.h"
 
 namespace ds::msg {
@@ -64,8 +65,8 @@ struct Assign {
   std::vector<std::string> argv;  // the worker command, exec'd directly (no shell)
   std::string working_dir;        // "" = the agent's
   std::string master_addr;        // for the interface lookup (NCCL/GLOO_SOCKET_IFNAME)
-  uint32_t stop_grace_ms = 1000;  // SIGTERM -> SIGKILL
-  uint32_t hang_timeout_ms = 0;   // 0 = off
+  uint32_t stop_grace_ms = static_cast<uint32_t>(kDefaultStopGrace * 1000);  // SIGTERM -> SIGKILL
+  uint32_t hang_timeout_ms = static_cast<uint32_t>(kDefaultHangTimeout * 1000);  // 0 = off
   std::vector<WorkerSpec> workers;
   DS_MESSAGE(Assign);
 };

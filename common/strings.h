@@ -1,5 +1,5 @@
 // Small string helpers shared by the parsers: strict integer parsing, trimming,
-// splitting, and "did you mean" suggestions. Pure functions, thread-safe.
+// splitting (also of relayed output into lines), and "did you mean" suggestions. Pure functions, thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +29,19 @@ size_t EditDistance(std::string_view a, std::string_view b);
 std::string DidYouMean(std::string_view word, const std::vector<std::string>& candidates);
 // " (did you mean 'slots'?)" for DidYouMean's answer, "" when it has none.
 std::string DidYouMeanHint(std::string_view word, const std::vector<std::string>& candidates);
+
+// Calls `fn(line)` for each complete line at the front of `pending` (without
+// its '\n') and erases them; an unfinished last line stays for the next read.
+// For output relayed from a pipe or a channel in chunks.
+template <typename Fn>
+void TakeLines(std::string& pending, Fn&& fn) {
+  size_t start = 0, nl;
+  while ((nl = pending.find('\n', start)) != std::string::npos) {
+    fn(pending.substr(start, nl - start));
+    start = nl + 1;
+  }
+  pending.erase(0, start);
+}
 
 // Quotes `s` for a POSIX shell (single quotes), only when needed.
 std::string ShellQuote(std::string_view s);

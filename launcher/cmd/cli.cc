@@ -87,37 +87,8 @@ bool IsJobFile(const std::string& arg) {
   return arg.ends_with(".yaml") || arg.ends_with(".yml");
 }
 
-}  // namespace
-
-std::string CliHelpText() {
-  CliOptions o;
-  RawOptions raw;
-  CLI::App app{kUsage, "dslaunch"};
-  DeclareOptions(app, o, raw);
-  return app.help();
-}
-
-Result<CliOptions> ParseCli(const std::vector<std::string>& args, bool require_job) {
-  CliOptions o;
-  o.connect_timeout = EnvSeconds("DSLAUNCH_CONNECT_TIMEOUT");
-  o.agent_path = EnvString("DSLAUNCH_AGENT_PATH");
-  RawOptions raw;
-
-  CLI::App app{kUsage, "dslaunch"};
-  DeclareOptions(app, o, raw);
-  std::vector<std::string> rev(args.rbegin(), args.rend());  // CLI11 takes argv reversed
-  try {
-    app.parse(rev);
-  } catch (const CLI::CallForHelp&) {
-    o.help = true;
-    o.help_text = app.help();
-    return o;
-  } catch (const CLI::ParseError& e) {
-    std::string msg = e.what();
-    return Status::InvalidArgument(msg + " (see dslaunch --help)");
-  }
-  if (o.version) return o;
-
+// The options CLI11 hands over as text: --connect-timeout, --ssh_port.
+Status ApplyRaw(const RawOptions& raw, CliOptions& o) {
   if (!raw.connect_timeout.empty()) {
     auto s = ParseSeconds(raw.connect_timeout);
     if (!s || *s <= 0)
@@ -127,10 +98,12 @@ Result<CliOptions> ParseCli(const std::vector<std::string>& args, bool require_j
     o.connect_timeout_set = true;
   }
   if (raw.ssh_port != 0) o.ssh_port = raw.ssh_port;
+  return Status::OK();
+}
 
-  // With prefix_command(), CLI11 stops at the first positional (or at a
-  // `--` that comes before any) and leaves it and the rest in remaining().
-  std::vector<std::string> rest = app.remaining();
+// With prefix_command(), CLI11 stops at the first positional (or at a
+// `--` that comes before any) and leaves it and the rest in `rest`.
+Status TakePositionals(const std::vector<std::string>& rest, bool require_job, CliOptions& o) {
   if (!rest.empty() && rest[0] == "--") {
     if (rest.size() == 1) return Status::InvalidArgument("expected a command after '--'");
     o.command.assign(rest.begin() + 1, rest.end());
@@ -148,17 +121,59 @@ Result<CliOptions> ParseCli(const std::vector<std::string>& args, bool require_j
     return Status::InvalidArgument(
         "expected a job file (job.yaml), a script (train.py ...) or '-- command ...' (see dslaunch --help)");
   }
+  return Status::OK();
+}
 
-  if (o.deepspeed || !o.deepspeed_config.empty()) {
-    if (o.command.empty())
-      return Status::InvalidArgument("--deepspeed/--deepspeed_config apply to a script; with a job file, "
-                                     "put them in its command");
-    if (o.deepspeed) o.command.push_back("--deepspeed");
-    if (!o.deepspeed_config.empty()) {
-      o.command.push_back("--deepspeed_config");
-      o.command.push_back(o.deepspeed_config);
-    }
+// --deepspeed / --deepspeed_config, appended to the script's arguments.
+Status AppendDeepSpeedFlags(CliOptions& o) {
+  if (!o.deepspeed && o.deepspeed_config.empty()) return Status::OK();
+  if (o.command.empty())
+    return Status::InvalidArgument("--deepspeed/--deepspeed_config apply to a script; with a job file, "
+                                   "put them in its command");
+  if (o.deepspeed) o.command.push_back("--deepspeed");
+  if (!o.deepspeed_config.empty()) {
+    o.command.push_back("--deepspeed_config");
+    o.command.push_back(o.deepspeed_config);
   }
+  return Status::OK();
+}
+
+}  // namespace
+
+std::string CliHelpText() {
+  CliOptions o;
+  RawOptions raw;
+  CLI::App app{kUsage, "dslaunch"};
+  DeclareOptions(app, o, raw);
+  return app.help();
+}
+
+Result<CliOptions> ParseCli(const std::vector<std::string>& args, bool require_job) {
+  CliOptions o;
+  o.connect_timeout = EnvSeconds("DSLAUNCH_CONNECT_TIMEOUT");
+  o.agent_path = EnvString("DSLAUNCH_AGENT_PATH");
+  o.stop_grace = EnvSeconds("DSLAUNCH_STOP_GRACE");
+  o.color = EnvString("DSLAUNCH_COLOR");
+  RawOptions raw;
+
+  CLI::App app{kUsage, "dslaunch"};
+  DeclareOptions(app, o, raw);
+  std::vector<std::string> rev(args.rbegin(), args.rend());  // CLI11 takes argv reversed
+  try {
+    app.parse(rev);
+  } catch (const CLI::CallForHelp&) {
+    o.help = true;
+    o.help_text = app.help();
+    return o;
+  } catch (const CLI::ParseError& e) {
+    std::string msg = e.what();
+    return Status::InvalidArgument(msg + " (see dslaunch --help)");
+  }
+  if (o.version) return o;
+
+  DS_RETURN_IF_ERROR(ApplyRaw(raw, o));
+  DS_RETURN_IF_ERROR(TakePositionals(app.remaining(), require_job, o));
+  DS_RETURN_IF_ERROR(AppendDeepSpeedFlags(o));
   return o;
 }
 

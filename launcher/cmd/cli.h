@@ -7,8 +7,10 @@
 //   dslaunch [options] train.py [script args...]      (runs python3 -u train.py ...)
 //   dslaunch [options] -- any command [args...]
 //
-// ParseCli is pure apart from reading registered DSLAUNCH_* defaults (e.g.
-// DSLAUNCH_CONNECT_TIMEOUT, DSLAUNCH_AGENT_PATH); it never exits. Plain data,
+// ParseCli is pure apart from reading the registered DSLAUNCH_* settings the
+// launcher uses (DSLAUNCH_CONNECT_TIMEOUT, DSLAUNCH_AGENT_PATH,
+// DSLAUNCH_STOP_GRACE, DSLAUNCH_COLOR): this is the one place the launcher
+// reads them. It never exits. Plain data,
 // not thread-safe to mutate concurrently.
 #pragma once
 
@@ -16,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "common/defaults.h"
 #include "common/status.h"
 #include "launcher/config/selection.h"
 
@@ -41,11 +44,13 @@ struct CliOptions {
   bool dry_run = false;              // --dry-run: print the plan, start nothing
   std::optional<int> ssh_port;       // --ssh_port: default for hosts without ssh_port=
   int fanout = 32;                   // --fanout: agents started in parallel at most
-  double connect_timeout = 10.0;     // --connect-timeout seconds (default DSLAUNCH_CONNECT_TIMEOUT)
+  double connect_timeout = kDefaultConnectTimeout;  // --connect-timeout seconds (default DSLAUNCH_CONNECT_TIMEOUT)
   bool connect_timeout_set = false;  // --connect-timeout was given (it then wins over the job file's ssh:)
   std::string agent_path;            // --agent-path: dsagent on the nodes (default DSLAUNCH_AGENT_PATH,
                                      //   else next to dslaunch)
   bool ship_agent = false;           // --ship-agent: copy dsagent to the nodes before starting it
+  double stop_grace = kDefaultStopGrace;  // DSLAUNCH_STOP_GRACE (no flag): SIGTERM -> SIGKILL on the nodes
+  std::string color = "auto";        // DSLAUNCH_COLOR (no flag): auto | always | never
 
   // DeepSpeed pass-through: appended to the script's arguments.
   bool deepspeed = false;            // --deepspeed (flag)

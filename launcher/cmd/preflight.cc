@@ -104,69 +104,85 @@ std::string ProbeScript(const PreflightOptions& o, const std::string& master_add
   return s;
 }
 
-PreflightRow EvaluateProbe(const HostEntry& host, const std::string& peer, const std::string& out, double skew,
-                       double rtt, const PreflightOptions& o) {
-  PreflightRow r;
-  r.host = host.name;
-  auto fail = [&](PreflightCell& cell, const std::string& text, const std::string& problem) {
-    cell = {false, text};
-    r.problems.push_back(host.name + ": " + problem);
-  };
-  r.ssh = {true, peer.empty() ? "ok" : peer};
-  auto kv = ParseProbe(out);
+namespace {
 
-  const std::string agent = kv["agent"];
+// Marks `cell` failed with `text` and records `problem` for `r`'s host.
+void Fail(PreflightRow& r, PreflightCell& cell, const std::string& text, const std::string& problem) {
+  cell = {false, text};
+  r.problems.push_back(r.host + ": " + problem);
+}
+
+void CheckAgent(PreflightRow& r, const std::string& agent, const PreflightOptions& o) {
   if (o.ship_agent) {
     r.agent = {true, "shipped"};
   } else if (StartsWith(agent, "ok")) {
     std::string version(Trim(agent.substr(2)));
     if (version.find(o.local_version) == std::string::npos)
-      fail(r.agent, "version?", "dsagent at " + o.agent_path + " reports '" + version + "', expected version " +
-                                    o.local_version + " (the launcher's)");
+      Fail(r, r.agent, "version?", "dsagent at " + o.agent_path + " reports '" + version + "', expected version " +
+                                       o.local_version + " (the launcher's)");
     else
       r.agent = {true, o.local_version};
   } else if (agent == "notexec") {
-    fail(r.agent, "not exec", o.agent_path + " is not executable (use --ship-agent to copy dsagent there)");
+    Fail(r, r.agent, "not exec", o.agent_path + " is not executable (use --ship-agent to copy dsagent there)");
   } else {
-    fail(r.agent, "missing", "no dsagent at " + o.agent_path + " (install it there, set --agent-path, or use --ship-agent)");
+    Fail(r, r.agent, "missing",
+         "no dsagent at " + o.agent_path + " (install it there, set --agent-path, or use --ship-agent)");
   }
+}
 
-  const std::string wd = kv["wd"];
-  if (wd == "ok" || wd == "skip") r.workdir = {true, wd == "ok" ? "ok" : "-"};
-  else fail(r.workdir, "missing", "working directory " + o.working_dir + " does not exist");
-
+void CheckSlots(PreflightRow& r, const HostEntry& host, std::map<std::string, std::string>& kv) {
   auto cpus = ParseInt(kv["cpus"]).value_or(0), gpus = ParseInt(kv["gpus"]).value_or(0);
   std::string what = gpus > 0 ? "gpus" : "cpus";
   int64_t have = gpus > 0 ? gpus : cpus;
   std::string text = fmt::format("{}/{} {}", host.slots, have, what);
-  if (have <= 0) fail(r.slots, "?", "cannot count CPUs or GPUs");
+  if (have <= 0) Fail(r, r.slots, "?", "cannot count CPUs or GPUs");
   else if (host.slots > have)
-    fail(r.slots, text, fmt::format("slots={} (hostfile line {}) but the host has {} {}", host.slots, host.line, have,
-                                    gpus > 0 ? "GPUs" : "CPUs"));
+    Fail(r, r.slots, text, fmt::format("slots={} (hostfile line {}) but the host has {} {}", host.slots, host.line,
+                                       have, gpus > 0 ? "GPUs" : "CPUs"));
   else r.slots = {true, text};
+}
 
+void CheckInterface(PreflightRow& r, std::map<std::string, std::string>& kv) {
   if (!kv["own"].empty()) {
     r.iface = {true, kv["own"] + " (master)"};
   } else if (kv.count("route")) {
     std::string dev = RouteField(kv["route"], "dev"), src = RouteField(kv["route"], "src");
-    if (dev.empty()) fail(r.iface, "no route", "no route to the master: " + kv["route"]);
+    if (dev.empty()) Fail(r, r.iface, "no route", "no route to the master: " + kv["route"]);
     else r.iface = {true, dev + " " + src};
   } else {
     r.iface = {true, "-"};
   }
+}
 
-  const std::string port = kv["port"];
-  if (port == "busy") fail(r.port, "busy", fmt::format("master port {} is already in use", o.master_port));
-  else r.port = {true, port.empty() ? "-" : port};
-
-  if (kv["time"].empty() || !std::isfinite(skew)) {
-    fail(r.clock, "?", "cannot read the clock");
+void CheckClock(PreflightRow& r, const std::string& time, double skew, double rtt, const PreflightOptions& o) {
+  if (time.empty() || !std::isfinite(skew)) {
+    Fail(r, r.clock, "?", "cannot read the clock");
   } else {
     std::string t = fmt::format("{:+.3f}s", skew);
     if (std::fabs(skew) > o.max_clock_skew + rtt)
-      fail(r.clock, t, fmt::format("clock skew {} exceeds {}s (run NTP/chrony on the nodes)", t, o.max_clock_skew));
+      Fail(r, r.clock, t, fmt::format("clock skew {} exceeds {}s (run NTP/chrony on the nodes)", t, o.max_clock_skew));
     else r.clock = {true, t};
   }
+}
+
+}  // namespace
+
+PreflightRow EvaluateProbe(const HostEntry& host, const std::string& peer, const std::string& out, double skew,
+                       double rtt, const PreflightOptions& o) {
+  PreflightRow r;
+  r.host = host.name;
+  r.ssh = {true, peer.empty() ? "ok" : peer};
+  auto kv = ParseProbe(out);
+  CheckAgent(r, kv["agent"], o);
+  const std::string wd = kv["wd"];
+  if (wd == "ok" || wd == "skip") r.workdir = {true, wd == "ok" ? "ok" : "-"};
+  else Fail(r, r.workdir, "missing", "working directory " + o.working_dir + " does not exist");
+  CheckSlots(r, host, kv);
+  CheckInterface(r, kv);
+  const std::string port = kv["port"];
+  if (port == "busy") Fail(r, r.port, "busy", fmt::format("master port {} is already in use", o.master_port));
+  else r.port = {true, port.empty() ? "-" : port};
+  CheckClock(r, kv["time"], skew, rtt, o);
   return r;
 }
 

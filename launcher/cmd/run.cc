@@ -76,7 +76,8 @@ Status NarrowToReachable(LaunchPlan& plan, const SshOptions& ssh) {
 // The coordinator's settings: the job's elastic section, a fresh job id and
 // secret, and where agents reach it (loopback, or the address that routes
 // to the first host).
-Result<CoordinatorOptions> CoordinatorOptionsFor(const Launch& l, std::vector<std::string> argv) {
+Result<CoordinatorOptions> CoordinatorOptionsFor(const Launch& l, const CliOptions& cli,
+                                                 std::vector<std::string> argv) {
   const ElasticOptions& el = l.plan.job.elastic;
   CoordinatorOptions co;
   co.job_id = RandomHex(6);
@@ -85,7 +86,7 @@ Result<CoordinatorOptions> CoordinatorOptionsFor(const Launch& l, std::vector<st
   co.heartbeat_interval = el.heartbeat_interval;
   co.heartbeat_timeout = el.heartbeat_timeout;
   co.hang_timeout = el.hang_timeout;
-  co.stop_grace = EnvSeconds("DSLAUNCH_STOP_GRACE");
+  co.stop_grace = cli.stop_grace;
   co.register_timeout = l.ssh.connect_timeout + 20.0;
   co.master_port = l.plan.job.network.master_port;
   co.notice = [](const std::string& text) { std::cerr << "dslaunch: " << text << "\n"; };
@@ -115,10 +116,10 @@ Result<Launch> PrepareLaunch(const LaunchPlan& plan_in, const CliOptions& cli) {
   // Elastic start: decide the hosts before the coordinator (which holds the
   // plan and waits for every node of it) and before any agent exists.
   if (l.launcher != "local" && ElasticStartAllowed(l.plan)) DS_RETURN_IF_ERROR(NarrowToReachable(l.plan, l.ssh));
-  auto spawner = MakeSpawner(l.launcher, l.plan, l.ssh);
+  auto spawner = MakeSpawner(l.launcher, l.plan, l.ssh, cli.stop_grace);
   if (!spawner.ok()) return Status::InvalidArgument(spawner.status().message());
   l.spawner = std::move(spawner).value();
-  DS_ASSIGN_OR_RETURN(l.coord, CoordinatorOptionsFor(l, std::move(argv)));
+  DS_ASSIGN_OR_RETURN(l.coord, CoordinatorOptionsFor(l, cli, std::move(argv)));
   return l;
 }
 
@@ -182,12 +183,12 @@ Result<int> RunJob(const LaunchPlan& plan, const CliOptions& cli) {
   ::signal(SIGPIPE, SIG_IGN);
   DS_ASSIGN_OR_RETURN(Launch l, PrepareLaunch(plan, cli));
   const bool tty = ::isatty(STDOUT_FILENO) != 0;
-  LogMux mux(LogMuxOptions{l.plan.job.log_dir, EnvString("DSLAUNCH_COLOR"), stdout, tty});
+  LogMux mux(LogMuxOptions{l.plan.job.log_dir, cli.color, stdout, tty});
   if (Status st = mux.Open(); !st.ok()) return Status::InvalidArgument(st.message());
   JobRecord record(&mux);
   DS_ASSIGN_OR_RETURN(int world_size, Supervise(l, cli, record));
   mux.Flush();
-  const bool color = ::isatty(STDERR_FILENO) && EnvString("DSLAUNCH_COLOR") != "never";
+  const bool color = ::isatty(STDERR_FILENO) && cli.color != "never";
   std::cerr << FormatSummary(record, world_size, color);
   return record.ExitCode();
 }

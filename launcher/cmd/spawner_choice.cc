@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -15,7 +16,8 @@
 namespace ds {
 
 std::string AgentPathFor(const CliOptions& cli) {
-  return SiblingBinary("dsagent", "agent", cli.agent_path.empty() ? EnvString("DSLAUNCH_AGENT_PATH") : cli.agent_path);
+  // cli.agent_path already holds DSLAUNCH_AGENT_PATH when the flag is absent.
+  return SiblingBinary("dsagent", "agent", cli.agent_path);
 }
 
 std::string ResolveLauncher(const std::string& launcher, const LaunchPlan& plan) {
@@ -26,7 +28,7 @@ std::string ResolveLauncher(const std::string& launcher, const LaunchPlan& plan)
 }
 
 Result<std::unique_ptr<Spawner>> MakeSpawner(const std::string& launcher, const LaunchPlan& plan,
-                                             const SshOptions& ssh) {
+                                             const SshOptions& ssh, double stop_grace) {
   std::string which = ResolveLauncher(launcher, plan);
   if (which == "local") {
     for (const auto& n : plan.nodes)
@@ -34,7 +36,7 @@ Result<std::unique_ptr<Spawner>> MakeSpawner(const std::string& launcher, const 
         return Status::InvalidArgument(fmt::format(
             "--launcher local: host '{}' (hostfile line {}) is not this machine", n.host.name, n.host.line));
     LocalSpawnerOptions o;
-    o.stop_grace = EnvSeconds("DSLAUNCH_STOP_GRACE");
+    o.stop_grace = stop_grace;
     return std::unique_ptr<Spawner>(std::make_unique<LocalSpawner>(o));
   }
   if (which == "ssh" || which == "pdsh") {
@@ -47,7 +49,12 @@ Result<std::unique_ptr<Spawner>> MakeSpawner(const std::string& launcher, const 
 }
 
 Result<SshOptions> SshOptionsForJob(const JobSpec& job, const CliOptions& cli) {
-  DS_ASSIGN_OR_RETURN(SshOptions ssh, SshOptionsFromEnv());
+  SshOptions ssh;
+  ssh.config_file = EnvString("DSLAUNCH_SSH_CONFIG");
+  auto env_policy = ParseHostKeyPolicy(EnvString("DSLAUNCH_SSH_STRICT_HOST_KEY_CHECKING"));
+  if (!env_policy.ok()) return env_policy.status().Prefixed("DSLAUNCH_SSH_STRICT_HOST_KEY_CHECKING");
+  ssh.host_key_policy = *env_policy;
+  ssh.stop_grace = std::max(1.0, cli.stop_grace + 1.0);
   if (!job.ssh.strict_host_key_checking.empty()) {
     auto policy = ParseHostKeyPolicy(job.ssh.strict_host_key_checking);
     if (!policy.ok()) return policy.status().Prefixed("ssh.strict_host_key_checking");

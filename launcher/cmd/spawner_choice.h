@@ -32,9 +32,9 @@ std::string AgentPathFor(const CliOptions& cli);
 std::string ResolveLauncher(const std::string& launcher, const LaunchPlan& plan);
 
 // The spawner for `launcher` ("auto", "local", "ssh", "pdsh"). `ssh` is used
-// by the ssh and pdsh spawners. InvalidArgument for a launcher this build
+// by the ssh and pdsh spawners, `stop_grace` (seconds) by the local one. InvalidArgument for a launcher this build
 // cannot provide, or --launcher local with a host that is not this machine.
 Result<std::unique_ptr<Spawner>> MakeSpawner(const std::string& launcher, const LaunchPlan& plan,
-                                             const SshOptions& ssh);
+                                             const SshOptions& ssh, double stop_grace);
 
 }  // namespace ds

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 #include <sstream>
 
 #include "common/files.h"
@@ -62,6 +63,110 @@ bool IsIpv6Char(char c) {
   return std::isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.' || c == '%';
 }
 
+// One hostfile line being parsed: where it is, for LineError.
+struct HostLine {
+  const std::string& path;
+  int lineno;
+  const std::string& raw;  // as written, comment included (the error shows it)
+  Status Error(size_t col, const std::string& msg) const { return LineError(path, lineno, raw, col, msg); }
+};
+
+// "[fe80::1]" -> "fe80::1".
+Result<std::string> ParseBracketedIpv6(const Token& host, const HostLine& l) {
+  size_t close = host.text.find(']');
+  if (close == std::string::npos || close + 1 != host.text.size())
+    return l.Error(host.col, "expected an IPv6 address in brackets such as '[fe80::1]', got '" + host.text + "'");
+  std::string name = host.text.substr(1, close - 1);
+  if (name.empty() || name.find(':') == std::string::npos)
+    return l.Error(host.col, "expected an IPv6 address inside the brackets, got '" + host.text + "'");
+  for (size_t i = 0; i < name.size(); ++i)
+    if (!IsIpv6Char(name[i]))
+      return l.Error(host.col + 1 + i, "unexpected character '" + std::string(1, name[i]) +
+                                           "' in IPv6 address '" + host.text + "'");
+  return name;
+}
+
+// The host: a name, or an IPv6 literal in brackets.
+Result<std::string> ParseHostName(const Token& host, const HostLine& l) {
+  if (host.text[0] == '[') return ParseBracketedIpv6(host, l);
+  if (host.text.find(':') != std::string::npos)
+    return l.Error(host.col, "an IPv6 address must be written in brackets, e.g. '[" + host.text + "]'");
+  if (host.text.find('=') != std::string::npos)
+    return l.Error(host.col, "expected a host name before '" + host.text + "'");
+  if (host.text.find('@') != std::string::npos)
+    return l.Error(host.col + host.text.find('@'), "'@' is not allowed in a host name; write the login as 'user=NAME'");
+  for (size_t i = 0; i < host.text.size(); ++i)
+    if (!IsHostChar(host.text[i]))
+      return l.Error(host.col + i, "unexpected character '" + std::string(1, host.text[i]) + "' in host name '" +
+                                       host.text + "'");
+  return host.text;
+}
+
+// slots=N, which must come right after the host.
+Result<int> ParseSlots(const Token& slots, const HostLine& l) {
+  size_t eq = slots.text.find('=');
+  std::string key = slots.text.substr(0, eq);
+  if (key != "slots" || eq == std::string::npos) {
+    std::string msg = "expected 'slots=N', got '" + slots.text + "'";
+    std::string near = DidYouMean(key, {"slots"});
+    if (!near.empty() && key != "slots") msg += " (did you mean 'slots'?)";
+    return l.Error(slots.col, msg);
+  }
+  std::string value = slots.text.substr(eq + 1);
+  auto n = ParseInt(value);
+  if (!n) return l.Error(slots.col + eq + 1, "expected an integer after 'slots=', got '" + value + "'");
+  if (*n < 1 || *n > 1 << 20) return l.Error(slots.col + eq + 1, "slots must be between 1 and 1048576, got " + value);
+  return static_cast<int>(*n);
+}
+
+// One optional KEY=VALUE after slots=, applied to `h`; `seen` holds the keys
+// already given on this line.
+Status ParseHostKey(const Token& t, const HostLine& l, std::set<std::string>& seen, HostEntry& h) {
+  size_t e = t.text.find('=');
+  if (e == std::string::npos || e == 0)
+    return l.Error(t.col, "expected KEY=VALUE (ssh_port=N, user=NAME or an environment variable "
+                          "such as NCCL_SOCKET_IFNAME=eth0), got '" + t.text + "'");
+  std::string k = t.text.substr(0, e), v = t.text.substr(e + 1);
+  if (v.empty()) return l.Error(t.col + e + 1, "expected a value after '" + k + "='");
+  if (!seen.insert(k).second) return l.Error(t.col, "duplicate key '" + k + "' for host '" + h.name + "'");
+  if (k == "slots") return l.Error(t.col, "duplicate key 'slots' for host '" + h.name + "'");
+  if (k == "ssh_port") {
+    auto port = ParseInt(v);
+    if (!port || *port < 1 || *port > 65535)
+      return l.Error(t.col + e + 1, "expected a port number between 1 and 65535 after 'ssh_port=', got '" + v + "'");
+    h.ssh_port = static_cast<int>(*port);
+  } else if (k == "user") {
+    h.user = v;
+  } else if (IsEnvName(k) && !IsUserSettableEnv(k)) {
+    return l.Error(t.col, k + " is set by dslaunch for every worker and cannot be set per host");
+  } else if (IsEnvName(k)) {
+    h.env[k] = v;
+  } else {
+    return l.Error(t.col, "unknown key '" + k + "'" + DidYouMeanHint(k, kHostKeys) +
+                              "; expected ssh_port=, user= or an environment variable in capitals");
+  }
+  return Status::OK();
+}
+
+// The host of one non-empty line: name, slots and keys. `first_line` maps
+// the hosts of earlier lines to their line numbers.
+Result<HostEntry> ParseHostLine(const std::vector<Token>& toks, size_t line_size, const HostLine& l,
+                                const std::map<std::string, int>& first_line) {
+  HostEntry h;
+  h.line = l.lineno;
+  const Token& host = toks[0];
+  DS_ASSIGN_OR_RETURN(h.name, ParseHostName(host, l));
+  auto dup = first_line.find(h.name);
+  if (dup != first_line.end())
+    return l.Error(host.col, "duplicate host '" + h.name + "' (first defined on line " +
+                                 std::to_string(dup->second) + ")");
+  if (toks.size() < 2) return l.Error(line_size, "expected 'slots=N' after the host name");
+  DS_ASSIGN_OR_RETURN(h.slots, ParseSlots(toks[1], l));
+  std::set<std::string> seen;
+  for (size_t i = 2; i < toks.size(); ++i) DS_RETURN_IF_ERROR(ParseHostKey(toks[i], l, seen, h));
+  return h;
+}
+
 }  // namespace
 
 Result<Hostfile> ParseHostfile(const std::string& text, const std::string& path) {
@@ -77,95 +182,7 @@ Result<Hostfile> ParseHostfile(const std::string& text, const std::string& path)
     std::string line = raw.substr(0, raw.find('#'));  // whole-line and trailing comments
     std::vector<Token> toks = Tokenize(line);
     if (toks.empty()) continue;
-    auto error = [&](size_t col, const std::string& msg) { return LineError(path, lineno, raw, col, msg); };
-
-    // The host: a name, or an IPv6 literal in brackets.
-    HostEntry h;
-    h.line = lineno;
-    const Token& host = toks[0];
-    if (host.text[0] == '[') {
-      size_t close = host.text.find(']');
-      if (close == std::string::npos || close + 1 != host.text.size())
-        return error(host.col, "expected an IPv6 address in brackets such as '[fe80::1]', got '" +
-                                   host.text + "'");
-      h.name = host.text.substr(1, close - 1);
-      if (h.name.empty() || h.name.find(':') == std::string::npos)
-        return error(host.col, "expected an IPv6 address inside the brackets, got '" + host.text + "'");
-      for (size_t i = 0; i < h.name.size(); ++i)
-        if (!IsIpv6Char(h.name[i]))
-          return error(host.col + 1 + i, "unexpected character '" + std::string(1, h.name[i]) +
-                                             "' in IPv6 address '" + host.text + "'");
-    } else {
-      if (host.text.find(':') != std::string::npos)
-        return error(host.col, "an IPv6 address must be written in brackets, e.g. '[" + host.text + "]'");
-      if (host.text.find('=') != std::string::npos)
-        return error(host.col, "expected a host name before '" + host.text + "'");
-      if (host.text.find('@') != std::string::npos)
-        return error(host.col + host.text.find('@'),
-                     "'@' is not allowed in a host name; write the login as 'user=NAME'");
-      for (size_t i = 0; i < host.text.size(); ++i)
-        if (!IsHostChar(host.text[i]))
-          return error(host.col + i, "unexpected character '" + std::string(1, host.text[i]) +
-                                         "' in host name '" + host.text + "'");
-      h.name = host.text;
-    }
-    auto dup = first_line.find(h.name);
-    if (dup != first_line.end())
-      return error(host.col, "duplicate host '" + h.name + "' (first defined on line " +
-                                 std::to_string(dup->second) + ")");
-
-    // slots=N must come right after the host.
-    if (toks.size() < 2)
-      return error(line.size(), "expected 'slots=N' after the host name");
-    const Token& slots = toks[1];
-    size_t eq = slots.text.find('=');
-    std::string key = slots.text.substr(0, eq);
-    if (key != "slots" || eq == std::string::npos) {
-      std::string msg = "expected 'slots=N', got '" + slots.text + "'";
-      std::string near = DidYouMean(key, {"slots"});
-      if (!near.empty() && key != "slots") msg += " (did you mean 'slots'?)";
-      return error(slots.col, msg);
-    }
-    std::string value = slots.text.substr(eq + 1);
-    auto n = ParseInt(value);
-    if (!n)
-      return error(slots.col + eq + 1, "expected an integer after 'slots=', got '" + value + "'");
-    if (*n < 1 || *n > 1 << 20)
-      return error(slots.col + eq + 1, "slots must be between 1 and 1048576, got " + value);
-    h.slots = static_cast<int>(*n);
-
-    // Optional per-host keys.
-    std::map<std::string, bool> seen;
-    for (size_t i = 2; i < toks.size(); ++i) {
-      const Token& t = toks[i];
-      size_t e = t.text.find('=');
-      if (e == std::string::npos || e == 0)
-        return error(t.col, "expected KEY=VALUE (ssh_port=N, user=NAME or an environment variable "
-                            "such as NCCL_SOCKET_IFNAME=eth0), got '" + t.text + "'");
-      std::string k = t.text.substr(0, e), v = t.text.substr(e + 1);
-      if (v.empty()) return error(t.col + e + 1, "expected a value after '" + k + "='");
-      if (seen[k]) return error(t.col, "duplicate key '" + k + "' for host '" + h.name + "'");
-      seen[k] = true;
-      if (k == "slots") {
-        return error(t.col, "duplicate key 'slots' for host '" + h.name + "'");
-      } else if (k == "ssh_port") {
-        auto port = ParseInt(v);
-        if (!port || *port < 1 || *port > 65535)
-          return error(t.col + e + 1, "expected a port number between 1 and 65535 after 'ssh_port=', got '" + v + "'");
-        h.ssh_port = static_cast<int>(*port);
-      } else if (k == "user") {
-        h.user = v;
-      } else if (IsEnvName(k) && !IsUserSettableEnv(k)) {
-        return error(t.col, k + " is set by dslaunch for every worker and cannot be set per host");
-      } else if (IsEnvName(k)) {
-        h.env[k] = v;
-      } else {
-        std::string msg = "unknown key '" + k + "'";
-        msg += DidYouMeanHint(k, kHostKeys);
-        msg += "; expected ssh_port=, user= or an environment variable in capitals";
-        return error(t.col, msg);
-      }
-    }
+    DS_ASSIGN_OR_RETURN(HostEntry h, ParseHostLine(toks, line.size(), HostLine{path, lineno, raw}, first_line));
     first_line[h.name] = lineno;
     hf.hosts.push_back(std::move(h));
   }

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/defaults.h"
 #include "common/status.h"
 
 namespace ds {
@@ -20,9 +21,9 @@ struct ElasticOptions {
   int min_nodes = 1;                // below this the job fails
   int max_nodes = 0;                // 0 = every selected host; extra hosts wait as standbys
   int max_restarts = 0;             // job-wide restart budget
-  double heartbeat_interval = 1.0;  // seconds between agent heartbeats
-  double heartbeat_timeout = 5.0;   // an agent silent this long is lost
-  double hang_timeout = 0.0;        // a worker whose step heartbeat stalls this long is hung; 0 = off
+  double heartbeat_interval = kDefaultHeartbeatInterval;  // seconds between agent heartbeats
+  double heartbeat_timeout = kDefaultHeartbeatTimeout;    // an agent silent this long is lost
+  double hang_timeout = kDefaultHangTimeout;  // a worker whose step heartbeat stalls this long is hung; 0 = off
   bool rejoin = true;               // a lost node that comes back joins at the next generation
   int max_host_failures = 0;        // a host whose workers failed this often sits out restarts
                                     // for host_cooldown (while min_nodes allows); 0 = never
@@ -39,7 +40,7 @@ struct NetworkOptions {
 
 // The job file's ssh: section. Unset fields fall back to the command line
 // and the DSLAUNCH_SSH_* / DSLAUNCH_CONNECT_TIMEOUT settings
-// (SshOptionsForJob in launcher/spawner_factory.h has the precedence).
+// (SshOptionsForJob in launcher/cmd/spawner_choice.h has the precedence).
 struct SshJobOptions {
   std::string strict_host_key_checking;  // "yes" | "accept-new" | "no"; "" = not set
   double connect_timeout = 0.0;          // seconds per host; 0 = not set

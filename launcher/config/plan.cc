@@ -80,19 +80,15 @@ Result<LaunchPlan> MakePlan(const std::vector<SelectedHost>& hosts, const JobSpe
   return plan;
 }
 
-EnvList WorkerEnv(const LaunchPlan& plan, int node_index, int local_rank, const GenerationInfo& gen,
-                  const EnvList& inherited) {
-  DS_CHECK(node_index >= 0 && node_index < static_cast<int>(plan.nodes.size()));
-  const NodePlan& node = plan.nodes[node_index];
-  DS_CHECK(local_rank >= 0 && local_rank < node.num_workers());
+namespace {
+
+// torchrun's contract, MASTER_ADDR/PORT and DeepSpeed's names for the same.
+void SetRankVariables(EnvBuilder& env, const LaunchPlan& plan, const NodePlan& node, int local_rank,
+                      const GenerationInfo& gen) {
   const JobSpec& job = plan.job;
   const int local_size = node.num_workers();
   const int num_nodes = static_cast<int>(plan.nodes.size());
   const int rank = node.first_rank + local_rank;
-  auto job_env = [&](const std::string& name) { return Find(job.env, name); };
-
-  EnvBuilder env;
-  // torchrun's contract.
   env.Set("RANK", rank);
   env.Set("LOCAL_RANK", local_rank);
   env.Set("WORLD_SIZE", plan.world_size);
@@ -110,29 +106,40 @@ EnvList WorkerEnv(const LaunchPlan& plan, int node_index, int local_rank, const 
   env.Set("CROSS_RANK", node.node_rank);
   env.Set("CROSS_SIZE", num_nodes);
   env.Set("LOCAL_SIZE", local_size);
+}
 
-  // Network interface, per variable.
+bool IsInterfaceVariable(const std::string& k) { return k == "NCCL_SOCKET_IFNAME" || k == "GLOO_SOCKET_IFNAME"; }
+
+// Network interface, per variable (the order plan.h documents).
+void SetInterfaceVariables(EnvBuilder& env, const JobSpec& job, const NodePlan& node, const GenerationInfo& gen,
+                           const EnvList& inherited) {
   for (const char* var : {"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"}) {
     const std::string* v = nullptr;
     if (!job.network.interface.empty()) v = &job.network.interface;
     else if (NonEmpty(FindHostEnv(node.host, var))) v = FindHostEnv(node.host, var);
-    else if (NonEmpty(job_env(var))) v = job_env(var);
+    else if (NonEmpty(Find(job.env, var))) v = Find(job.env, var);
     else if (NonEmpty(Find(inherited, var))) v = Find(inherited, var);
     else if (!gen.socket_ifname.empty()) v = &gen.socket_ifname;
     if (v != nullptr) env.Set(var, *v);
   }
+}
 
+// CUDA_VISIBLE_DEVICES from the node's slots; OMP_NUM_THREADS unless set.
+void SetResourceVariables(EnvBuilder& env, const LaunchPlan& plan, const NodePlan& node, const GenerationInfo& gen,
+                          const EnvList& inherited) {
   if (plan.use_gpus) {
     std::string devices;
     for (int s : node.slots) devices += (devices.empty() ? "" : ",") + std::to_string(s);
     env.Set("CUDA_VISIBLE_DEVICES", devices);
   }
-  if (!job_env("OMP_NUM_THREADS") && !FindHostEnv(node.host, "OMP_NUM_THREADS") &&
+  if (!Find(plan.job.env, "OMP_NUM_THREADS") && !FindHostEnv(node.host, "OMP_NUM_THREADS") &&
       !Find(inherited, "OMP_NUM_THREADS")) {
-    env.Set("OMP_NUM_THREADS", std::max(1, gen.cpus_on_node / std::max(1, local_size)));
+    env.Set("OMP_NUM_THREADS", std::max(1, gen.cpus_on_node / std::max(1, node.num_workers())));
   }
+}
 
-  // dslaunch's own contract.
+// dslaunch's own contract.
+void SetDslaunchVariables(EnvBuilder& env, const JobSpec& job, const NodePlan& node, const GenerationInfo& gen) {
   env.Set("DSLAUNCH_JOB_ID", gen.job_id);
   env.Set("DSLAUNCH_GENERATION", gen.generation);
   env.Set("DSLAUNCH_RESTART_COUNT", gen.restart_count);
@@ -142,14 +149,26 @@ EnvList WorkerEnv(const LaunchPlan& plan, int node_index, int local_rank, const 
   if (!gen.heartbeat_addr.empty()) env.Set("DSLAUNCH_HEARTBEAT_ADDR", gen.heartbeat_addr);
   if (!job.checkpoint_dir.empty()) env.Set("DSLAUNCH_CHECKPOINT_DIR", job.checkpoint_dir);
   if (!job.trainer_yaml.empty()) env.Set("DSLAUNCH_TRAINER_CONFIG", job.trainer_yaml);
+}
 
+}  // namespace
+
+EnvList WorkerEnv(const LaunchPlan& plan, int node_index, int local_rank, const GenerationInfo& gen,
+                  const EnvList& inherited) {
+  DS_CHECK(node_index >= 0 && node_index < static_cast<int>(plan.nodes.size()));
+  const NodePlan& node = plan.nodes[node_index];
+  DS_CHECK(local_rank >= 0 && local_rank < node.num_workers());
+  EnvBuilder env;
+  SetRankVariables(env, plan, node, local_rank, gen);
+  SetInterfaceVariables(env, plan.job, node, gen, inherited);
+  SetResourceVariables(env, plan, node, gen, inherited);
+  SetDslaunchVariables(env, plan.job, node, gen);
   // The user's own values: the job's env:, then the host's keys (more
   // specific). The interface variables were resolved above.
-  auto is_ifname = [](const std::string& k) { return k == "NCCL_SOCKET_IFNAME" || k == "GLOO_SOCKET_IFNAME"; };
-  for (const auto& [k, v] : job.env)
-    if (!is_ifname(k)) env.Set(k, v);
+  for (const auto& [k, v] : plan.job.env)
+    if (!IsInterfaceVariable(k)) env.Set(k, v);
   for (const auto& [k, v] : node.host.env)
-    if (!is_ifname(k)) env.Set(k, v);
+    if (!IsInterfaceVariable(k)) env.Set(k, v);
   return env.Take();
 }
 

@@ -24,6 +24,50 @@ const HostEntry* FindHost(const Hostfile& hf, const std::string& name) {
   return nullptr;
 }
 
+// One '@'-separated part of a filter: the host and, after ':', its slots.
+struct FilterPart {
+  std::string name;
+  bool has_slots = false;
+  std::string slots_text;  // "0,2"
+};
+
+// Splits "w0:0,2", "w0", "[fe80::1]:0,1" or "[fe80::1]". `spec` and `flag`
+// name the whole option in messages.
+Result<FilterPart> SplitFilterPart(const std::string& part, const std::string& spec, const std::string& flag) {
+  FilterPart fp;
+  if (part[0] != '[') {
+    size_t colon = part.find(':');
+    fp.name = part.substr(0, colon);
+    if (colon != std::string::npos) {
+      fp.has_slots = true;
+      fp.slots_text = part.substr(colon + 1);
+    }
+    return fp;
+  }
+  size_t close = part.find(']');
+  if (close == std::string::npos)
+    return Status::InvalidArgument(flag + " '" + spec + "': missing ']' in '" + part + "'");
+  fp.name = part.substr(1, close - 1);
+  std::string rest = part.substr(close + 1);
+  if (!rest.empty()) {
+    if (rest[0] != ':')
+      return Status::InvalidArgument(flag + " '" + spec + "': expected ':' after '" + part.substr(0, close + 1) +
+                                     "', got '" + rest + "'");
+    fp.has_slots = true;
+    fp.slots_text = rest.substr(1);
+  }
+  return fp;
+}
+
+Status UnknownHost(const Hostfile& hf, const std::string& name, const std::string& flag) {
+  std::vector<std::string> names;
+  for (const auto& h : hf.hosts) names.push_back(h.name);
+  std::string msg = flag + ": unknown host '" + name + "'";
+  msg += DidYouMeanHint(name, names);
+  return Status::InvalidArgument(msg + "; hosts in " + (hf.path.empty() ? std::string("the local hostfile") : hf.path) +
+                                 ": " + HostList(hf));
+}
+
 // Parses DeepSpeed's "w0:0,2@w1" against the hostfile. `flag` names the
 // option in messages ("--include").
 Result<Filter> ParseFilter(const std::string& spec, const Hostfile& hf, const std::string& flag) {
@@ -31,49 +75,19 @@ Result<Filter> ParseFilter(const std::string& spec, const Hostfile& hf, const st
   for (const std::string& part : Split(spec, '@')) {
     if (part.empty())
       return Status::InvalidArgument(flag + " '" + spec + "': empty host between '@' separators");
-    // A bracketed IPv6 host: "[fe80::1]:0,1" or "[fe80::1]".
-    std::string name, slots_text;
-    bool has_slots = false;
-    if (part[0] == '[') {
-      size_t close = part.find(']');
-      if (close == std::string::npos)
-        return Status::InvalidArgument(flag + " '" + spec + "': missing ']' in '" + part + "'");
-      name = part.substr(1, close - 1);
-      std::string rest = part.substr(close + 1);
-      if (!rest.empty()) {
-        if (rest[0] != ':')
-          return Status::InvalidArgument(flag + " '" + spec + "': expected ':' after '" +
-                                         part.substr(0, close + 1) + "', got '" + rest + "'");
-        has_slots = true;
-        slots_text = rest.substr(1);
-      }
-    } else {
-      size_t colon = part.find(':');
-      name = part.substr(0, colon);
-      if (colon != std::string::npos) {
-        has_slots = true;
-        slots_text = part.substr(colon + 1);
-      }
-    }
+    DS_ASSIGN_OR_RETURN(FilterPart fp, SplitFilterPart(part, spec, flag));
+    const std::string& name = fp.name;
     const HostEntry* host = FindHost(hf, name);
-    if (host == nullptr) {
-      std::vector<std::string> names;
-      for (const auto& h : hf.hosts) names.push_back(h.name);
-      std::string msg = flag + ": unknown host '" + name + "'";
-      msg += DidYouMeanHint(name, names);
-      return Status::InvalidArgument(msg + "; hosts in " +
-                                     (hf.path.empty() ? std::string("the local hostfile") : hf.path) +
-                                     ": " + HostList(hf));
-    }
+    if (host == nullptr) return UnknownHost(hf, name, flag);
     std::set<int>& slots = out[name];
-    if (!has_slots) {
+    if (!fp.has_slots) {
       slots.clear();
       slots.insert(-1);  // marker: the whole host (wins over any slot list)
       continue;
     }
-    if (slots_text.empty())
+    if (fp.slots_text.empty())
       return Status::InvalidArgument(flag + " '" + spec + "': expected slot numbers after '" + name + ":'");
-    for (const std::string& s : Split(slots_text, ',')) {
+    for (const std::string& s : Split(fp.slots_text, ',')) {
       auto n = ParseInt(s);
       if (!n)
         return Status::InvalidArgument(flag + " '" + spec + "': expected a slot number, got '" + s + "'");

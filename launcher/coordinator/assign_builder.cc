@@ -7,22 +7,15 @@ namespace ds {
 msg::Assign BuildAssign(const LaunchPlan& plan, int node_index, const msg::Register& facts,
                         const AssignContext& ctx) {
   const NodePlan& node = plan.nodes.at(node_index);
-  GenerationInfo gen;
-  gen.job_id = ctx.job_id;
-  gen.generation = ctx.generation;
-  gen.restart_count = ctx.restart_count;
-  gen.master_addr = ctx.master_addr;
-  gen.master_port = ctx.master_port;
-  gen.store_addr = ctx.store_addr;
-  gen.store_token = ctx.store_token;
+  GenerationInfo gen = ctx.gen;
   gen.heartbeat_addr = facts.heartbeat_addr;
   gen.cpus_on_node = static_cast<int>(facts.cpus);
 
   msg::Assign a;
-  a.generation = static_cast<uint32_t>(ctx.generation);
+  a.generation = static_cast<uint32_t>(ctx.gen.generation);
   a.argv = ctx.argv;
   a.working_dir = plan.job.working_dir;
-  a.master_addr = ctx.master_addr;
+  a.master_addr = ctx.gen.master_addr;
   a.stop_grace_ms = static_cast<uint32_t>(std::max(0.0, ctx.stop_grace) * 1000);
   a.hang_timeout_ms = static_cast<uint32_t>(std::max(0.0, ctx.hang_timeout) * 1000);
   for (int lr = 0; lr < node.num_workers(); ++lr) {

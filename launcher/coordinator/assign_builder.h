@@ -9,22 +9,20 @@
 #include <string>
 #include <vector>
 
+#include "common/defaults.h"
 #include "common/protocol.h"
 #include "launcher/config/plan.h"
 
 namespace ds {
 
+// What an Assign needs beyond the plan and the node's Register: the
+// generation's facts (their per-node fields, heartbeat_addr and
+// cpus_on_node, come from the node's facts), the command and the timing.
 struct AssignContext {
-  std::string job_id;
-  int generation = 0;
-  int restart_count = 0;
-  std::string master_addr;
-  int master_port = 0;
-  std::string store_addr;
-  std::string store_token;
+  GenerationInfo gen;
   std::vector<std::string> argv;
-  double stop_grace = 1.0;
-  double hang_timeout = 0.0;
+  double stop_grace = kDefaultStopGrace;
+  double hang_timeout = kDefaultHangTimeout;
 };
 
 msg::Assign BuildAssign(const LaunchPlan& plan, int node_index, const msg::Register& facts,

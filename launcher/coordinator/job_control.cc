@@ -45,10 +45,6 @@ std::vector<int> JobControl::LostNodes() const {
   return out;
 }
 
-int JobControl::OpenAgentConnections() const {
-  return static_cast<int>(std::count_if(agents_.begin(), agents_.end(), [](const Agent& a) { return a.connected(); }));
-}
-
 Status JobControl::OnRegister(const msg::Register& facts, std::shared_ptr<AgentLink> link) {
   if (facts.node_index >= agents_.size())
     return Status::InvalidArgument(fmt::format("node index {} is not in the plan", facts.node_index));
@@ -133,14 +129,14 @@ void JobControl::OnReserved(int node, const msg::Reserved& m) {
 void JobControl::SendAssigns() {
   state_ = CoordState::kRunning;
   AssignContext ctx;
-  ctx.job_id = opt_.job_id;
-  ctx.generation = generation_;
-  ctx.restart_count = restarts_;
-  ctx.master_addr = !plan_.job.network.master_addr.empty() ? plan_.job.network.master_addr
-                                                           : agents_[gen_agents_[0]].facts.addr;
-  ctx.master_port = master_port_;
-  ctx.store_addr = store_addr_;
-  ctx.store_token = StoreToken(opt_.secret, opt_.job_id, generation_);
+  ctx.gen.job_id = opt_.job_id;
+  ctx.gen.generation = generation_;
+  ctx.gen.restart_count = restarts_;
+  ctx.gen.master_addr = !plan_.job.network.master_addr.empty() ? plan_.job.network.master_addr
+                                                               : agents_[gen_agents_[0]].facts.addr;
+  ctx.gen.master_port = master_port_;
+  ctx.gen.store_addr = store_addr_;
+  ctx.gen.store_token = StoreToken(opt_.secret, opt_.job_id, generation_);
   ctx.argv = opt_.argv;
   ctx.stop_grace = opt_.stop_grace;
   ctx.hang_timeout = opt_.hang_timeout;
@@ -152,7 +148,7 @@ void JobControl::SendAssigns() {
     SendTo(agent, wire::MsgType::kAssign, a.Encode());
   }
   DS_LOG(Info, Coord) << "generation " << generation_ << ": assigned " << gen_plan_.world_size
-                      << " workers, MASTER_ADDR=" << ctx.master_addr << " MASTER_PORT=" << master_port_;
+                      << " workers, MASTER_ADDR=" << ctx.gen.master_addr << " MASTER_PORT=" << master_port_;
 }
 
 void JobControl::OnWorkerStarted(const msg::WorkerStarted& m) {

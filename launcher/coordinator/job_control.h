@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/defaults.h"
 #include "common/protocol.h"
 #include "launcher/config/plan.h"
 #include "launcher/coordinator/agent_link.h"
@@ -48,12 +49,12 @@ struct CoordinatorOptions {
   int listen_port = 0;                // 0 = any free port
   std::string advertise_host;         // host workers/agents use to reach us ("" = listen_addr)
   std::vector<std::string> argv;      // the worker command
-  double heartbeat_interval = 1.0;    // seconds between Pings
-  double heartbeat_timeout = 5.0;     // an agent silent this long is lost
+  double heartbeat_interval = kDefaultHeartbeatInterval;  // seconds between Pings
+  double heartbeat_timeout = kDefaultHeartbeatTimeout;    // an agent silent this long is lost
   double handshake_timeout = 5.0;     // an unauthenticated connection is dropped after this
   double register_timeout = 30.0;     // every agent must register within this after Start()
-  double stop_grace = 1.0;            // SIGTERM -> SIGKILL on the nodes
-  double hang_timeout = 0.0;          // 0 = off
+  double stop_grace = kDefaultStopGrace;  // SIGTERM -> SIGKILL on the nodes
+  double hang_timeout = kDefaultHangTimeout;  // 0 = off
   int master_port = 0;                // 0 = node 0's agent picks a free port
   // What the user must see (restarts); default: a diagnostic log line.
   std::function<void(const std::string&)> notice;
@@ -99,7 +100,6 @@ class JobControl {
   // The current generation's world size, and restarts so far.
   int world_size() const { return gen_plan_.world_size; }
   int restarts() const { return restarts_; }
-  int OpenAgentConnections() const;
 
  private:
   struct Agent {

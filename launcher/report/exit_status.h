@@ -18,10 +18,4 @@ enum ExitStatus : int {
   kExitSignalBase = 128,  // + signal number
 };
 
-// The exit code for a worker that ended with `code` or was killed by `signal`
-// (signal > 0 wins). A code of 0 with no signal is success.
-inline int WorkerExitCode(int code, int signal) {
-  return signal > 0 ? kExitSignalBase + signal : code;
-}
-
 }  // namespace ds

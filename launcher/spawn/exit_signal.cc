@@ -9,11 +9,13 @@
 #include <chrono>
 #include <cstring>
 
+#include "common/clock.h"
+
 namespace ds {
 
 bool WaitReadable(int fd, double seconds) {
   using namespace std::chrono;
-  auto until = steady_clock::now() + duration_cast<steady_clock::duration>(duration<double>(seconds));
+  auto until = steady_clock::now() + Seconds(seconds);
   while (true) {
     auto left = ceil<milliseconds>(until - steady_clock::now()).count();
     pollfd p{fd, POLLIN, 0};

@@ -8,12 +8,13 @@
 // must notice a lost coordinator by itself. Start() and handles: one thread.
 #pragma once
 
+#include "common/defaults.h"
 #include "launcher/spawn/spawner.h"
 
 namespace ds {
 
 struct LocalSpawnerOptions {
-  double stop_grace = 1.0;  // SIGTERM -> SIGKILL in Terminate()
+  double stop_grace = kDefaultStopGrace;  // SIGTERM -> SIGKILL in Terminate()
 };
 
 class LocalSpawner final : public Spawner {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -52,5 +53,15 @@ class Spawner {
   // (e.g. "w3: connection refused").
   virtual std::vector<Result<std::unique_ptr<AgentHandle>>> Start(const std::vector<AgentSpec>& specs) = 0;
 };
+
+// What a Start() fills per spec, in any order and from any thread (one slot
+// each); TakeStartResults turns it into Start()'s answer once every slot is set.
+using StartSlots = std::vector<std::optional<Result<std::unique_ptr<AgentHandle>>>>;
+inline std::vector<Result<std::unique_ptr<AgentHandle>>> TakeStartResults(StartSlots& slots) {
+  std::vector<Result<std::unique_ptr<AgentHandle>>> out;
+  out.reserve(slots.size());
+  for (auto& s : slots) out.push_back(std::move(*s));
+  return out;
+}
 
 }  // namespace ds

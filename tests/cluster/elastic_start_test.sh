@@ -1,5 +1,5 @@
 #!/bin/bash
-# Elastic start over SSH (issue 4): one of 3 namespaces has its sshd stopped.
+# Elastic start over SSH: one of 3 namespaces has its sshd stopped.
 # Run inside tests/cluster/with-cluster (which tears down).
 #   elastic_start_test.sh DSLAUNCH
 # Checks: elastic.min_nodes 2 -> one line naming the host and "connection

@@ -326,7 +326,7 @@ TEST_CASE("elastic: fewer nodes left than min_nodes -> no restart, the job fails
   CHECK(err.find("agent lost") != std::string::npos);
 }
 
-// The issue's scenario end to end: dstrain on 2 nodes checkpoints; node 1 is
+// Elastic restart end to end: dstrain on 2 nodes checkpoints; node 1 is
 // lost (its agent and its worker SIGKILLed); the job restarts on node 0 alone,
 // which resumes from the newest complete checkpoint (resharded from 2 ranks
 // to 1) and trains to the end.

@@ -1,5 +1,5 @@
 // A real 3-node x 2-slot job on 127.0.0.1..3: dslaunch + three dsagents +
-// six workers, checked from the outside (issue 3, "Done when").
+// six workers, checked from the outside.
 #include <catch2/catch.hpp>
 #include <unistd.h>
 

@@ -6,37 +6,12 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <thread>
 
 namespace ds::testing {
 
 using Clock = std::chrono::steady_clock;
-
-TempDir::TempDir() {
-  const char* base = ::getenv("TMPDIR");
-  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/dslaunch-it-XXXXXX";
-  char* p = ::mkdtemp(tmpl.data());
-  path_ = p ? p : "/tmp";
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  if (path_ != "/tmp") std::filesystem::remove_all(path_, ec);
-}
-
-void WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 Child Spawn(const std::vector<std::string>& argv, const std::string& cwd,
             const std::vector<std::pair<std::string, std::string>>& env) {

@@ -12,22 +12,10 @@
 #include <utility>
 #include <vector>
 
+#include "tests/test_util/files.h"
+#include "tests/test_util/temp_dir.h"
+
 namespace ds::testing {
-
-// A fresh directory under $TMPDIR, removed on destruction.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
-
-void WriteFile(const std::string& path, const std::string& text);
-std::string ReadFile(const std::string& path);  // "" if missing
 
 struct Child {
   pid_t pid = -1;

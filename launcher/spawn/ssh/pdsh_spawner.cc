@@ -184,11 +184,7 @@ class PdshGroup {
           continue;
         }
         pending[i].append(buf, n);
-        size_t nl;
-        while ((nl = pending[i].find('\n')) != std::string::npos) {
-          Line(i == 1, pending[i].substr(0, nl));
-          pending[i].erase(0, nl + 1);
-        }
+        TakeLines(pending[i], [&](const std::string& line) { Line(i == 1, line); });
       }
     }
     int status = 0;
@@ -310,7 +306,7 @@ std::string PdshSshArgs(const SshOptions& ssh, std::optional<int> port) {
 }
 
 std::vector<Result<std::unique_ptr<AgentHandle>>> PdshSpawner::Start(const std::vector<AgentSpec>& specs) {
-  std::vector<std::optional<Result<std::unique_ptr<AgentHandle>>>> slots(specs.size());
+  StartSlots slots(specs.size());
   auto pdsh = FindPdsh(options_.pdsh_path);
   // Hosts sharing a port and a payload go in one pdsh run.
   std::map<std::pair<int, std::string>, std::vector<size_t>> groups;
@@ -324,9 +320,7 @@ std::vector<Result<std::unique_ptr<AgentHandle>>> PdshSpawner::Start(const std::
       slots[i].emplace(Status::InvalidArgument(s.host + ": the agent's stdin payload must be one line"));
     else groups[{s.ssh_port.value_or(options_.ssh.default_port.value_or(0)), payload}].push_back(i);
   }
-  std::vector<std::pair<std::string, std::string>> fwd;
-  for (const auto& name : options_.ssh.forward_env)
-    if (auto v = GetAnyEnv(name)) fwd.emplace_back(name, *v);
+  const std::vector<std::pair<std::string, std::string>> fwd = ForwardedEnv(options_.ssh);
   for (auto& [key, idx] : groups) {
     std::vector<AgentSpec> g;
     std::string wlist;
@@ -350,10 +344,7 @@ std::vector<Result<std::unique_ptr<AgentHandle>>> PdshSpawner::Start(const std::
       else slots[i].emplace(std::unique_ptr<AgentHandle>(std::make_unique<PdshHandle>(*group, specs[i].host)));
     }
   }
-  std::vector<Result<std::unique_ptr<AgentHandle>>> out;
-  out.reserve(specs.size());
-  for (auto& s : slots) out.push_back(std::move(*s));
-  return out;
+  return TakeStartResults(slots);
 }
 
 std::unique_ptr<Spawner> MakePdshSpawner(const PdshOptions& options) {

@@ -1,4 +1,4 @@
-// Elastic start (issue 4): "by default the job does not start when any host
+// Elastic start: "by default the job does not start when any host
 // fails preflight; with an elastic min_nodes it starts on the reachable ones".
 // RunJob probes the plan's nodes over SSH *before* it builds the coordinator
 // (which holds the plan and expects every node of it to register), rebuilds

@@ -1,8 +1,6 @@
 #include "launcher/spawn/ssh/ssh_session.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <chrono>
@@ -14,8 +12,10 @@
 #include <libssh/libssh.h>
 #include <libssh/sftp.h>
 
+#include "common/clock.h"
 #include "common/env_registry.h"
 #include "common/log.h"
+#include "common/netif.h"
 #include "common/strings.h"
 
 namespace ds {
@@ -49,15 +49,10 @@ std::string PeerAddress(ssh_session s) {
   sockaddr_storage ss{};
   socklen_t len = sizeof(ss);
   if (fd < 0 || getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "";
-  char buf[INET6_ADDRSTRLEN] = {0};
-  if (ss.ss_family == AF_INET)
-    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&ss)->sin_addr, buf, sizeof(buf));
-  else if (ss.ss_family == AF_INET6)
-    inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr, buf, sizeof(buf));
-  return buf;
+  return AddressString(reinterpret_cast<const sockaddr*>(&ss));
 }
 
-std::string Secs(double s) {
+std::string FormatSeconds(double s) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%gs", s);
   return buf;
@@ -89,15 +84,11 @@ const char* HostKeyPolicyName(HostKeyPolicy p) {
   return "?";
 }
 
-Result<SshOptions> SshOptionsFromEnv() {
-  SshOptions o;
-  o.config_file = EnvString("DSLAUNCH_SSH_CONFIG");
-  o.connect_timeout = EnvSeconds("DSLAUNCH_CONNECT_TIMEOUT");
-  auto policy = ParseHostKeyPolicy(EnvString("DSLAUNCH_SSH_STRICT_HOST_KEY_CHECKING"));
-  if (!policy.ok()) return policy.status().Prefixed("DSLAUNCH_SSH_STRICT_HOST_KEY_CHECKING");
-  o.host_key_policy = *policy;
-  o.stop_grace = std::max(1.0, EnvSeconds("DSLAUNCH_STOP_GRACE") + 1.0);
-  return o;
+std::vector<std::pair<std::string, std::string>> ForwardedEnv(const SshOptions& options) {
+  std::vector<std::pair<std::string, std::string>> env;
+  for (const auto& name : options.forward_env)
+    if (auto v = GetAnyEnv(name)) env.emplace_back(name, *v);
+  return env;
 }
 
 std::string SshHostName(const std::string& host, const SshOptions& options) {
@@ -139,7 +130,7 @@ Result<std::unique_ptr<SshSession>> SshSession::Connect(const SshTarget& target,
     std::string reason = Reason(raw);
     std::string msg = target.host + ": " + reason;
     if (reason.find("imeout") != std::string::npos || reason.find("timed out") != std::string::npos)
-      return Status::Timeout(msg + " (connect timeout " + Secs(options.connect_timeout) + ")");
+      return Status::Timeout(msg + " (connect timeout " + FormatSeconds(options.connect_timeout) + ")");
     return Status::Unavailable(msg);
   }
   s->peer_address_ = PeerAddress(raw);
@@ -220,7 +211,7 @@ Result<ExecResult> SshSession::Run(const std::string& command, const std::string
   ssh_channel_send_eof(ch);
 
   ExecResult r;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
+  auto deadline = std::chrono::steady_clock::now() + Seconds(timeout);
   char buf[8192];
   while (true) {
     int n = ssh_channel_read_timeout(ch, buf, sizeof(buf), 0, 100);
@@ -230,7 +221,7 @@ Result<ExecResult> SshSession::Run(const std::string& command, const std::string
     if (n == SSH_ERROR || e == SSH_ERROR) return Status::IOError(host_ + ": " + Reason(s));
     if (ssh_channel_is_eof(ch) && n <= 0) break;
     if (std::chrono::steady_clock::now() > deadline)
-      return Status::Timeout(host_ + ": command did not finish within " + Secs(timeout));
+      return Status::Timeout(host_ + ": command did not finish within " + FormatSeconds(timeout));
   }
   r.exit_status = ssh_channel_get_exit_status(ch);
   return r;

@@ -14,8 +14,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "common/defaults.h"
 #include "common/status.h"
 
 struct ssh_session_struct;
@@ -33,22 +35,22 @@ const char* HostKeyPolicyName(HostKeyPolicy p);
 
 struct SshOptions {
   int fanout = 32;                      // sessions opened in parallel at most
-  double connect_timeout = 10.0;        // seconds, per host (TCP connect + handshake)
+  double connect_timeout = kDefaultConnectTimeout;  // seconds, per host (TCP connect + handshake)
   std::optional<int> default_port;      // --ssh_port: hosts without ssh_port=
   std::string config_file;              // "" = ~/.ssh/config (DSLAUNCH_SSH_CONFIG)
   HostKeyPolicy host_key_policy = HostKeyPolicy::kAcceptNew;
   bool ship_agent = false;              // --ship-agent: SFTP the local dsagent to a temp dir first
-  double stop_grace = 2.0;              // Terminate: seconds between TERM and closing the channel
+  double stop_grace = kDefaultStopGrace + 1.0;  // Terminate: seconds between TERM and closing the channel
+                                                // (the agent's own grace, plus a second to report)
   // Non-secret variables passed to the remote agent (on its command line,
   // as `export K=V`), when set here.
   std::vector<std::string> forward_env = {"DSLAUNCH_LOG", "DSLAUNCH_LOG_SUBSYS", "DSLAUNCH_COLOR",
                                           "DSLAUNCH_STOP_GRACE"};
 };
 
-// SshOptions from the DSLAUNCH_* settings (DSLAUNCH_SSH_CONFIG,
-// DSLAUNCH_SSH_STRICT_HOST_KEY_CHECKING, DSLAUNCH_CONNECT_TIMEOUT); an invalid
-// policy is an error naming the variable.
-Result<SshOptions> SshOptionsFromEnv();
+// The forward_env variables that are set in this process, with their values,
+// in forward_env's order (for the remote agent's command line).
+std::vector<std::pair<std::string, std::string>> ForwardedEnv(const SshOptions& options);
 
 struct SshTarget {
   std::string host;              // as written in the hostfile (may be an ssh config alias)

@@ -12,8 +12,8 @@
 
 #include "common/client_conn.h"
 #include "common/clock.h"
-#include "common/env_registry.h"
 #include "common/log.h"
+#include "common/strings.h"
 #include "launcher/spawn/exit_signal.h"
 #include "launcher/spawn/parallel_for.h"
 #include "launcher/spawn/ssh/remote_command.h"
@@ -24,12 +24,9 @@ namespace {
 
 // Splits complete lines off `pending` and logs them as the agent's output.
 void RelayLines(const std::string& host, const char* stream, std::string& pending) {
-  size_t start = 0, nl;
-  while ((nl = pending.find('\n', start)) != std::string::npos) {
-    DS_LOG(Warn, Agent) << host << " [agent " << stream << "] " << pending.substr(start, nl - start);
-    start = nl + 1;
-  }
-  pending.erase(0, start);
+  TakeLines(pending, [&](const std::string& line) {
+    DS_LOG(Warn, Agent) << host << " [agent " << stream << "] " << line;
+  });
   if (pending.size() > 64 * 1024) {  // a line without end: flush it anyway
     DS_LOG(Warn, Agent) << host << " [agent " << stream << "] " << pending;
     pending.clear();
@@ -159,13 +156,6 @@ void SshAgentHandle::Cleanup() {
   session_.reset();  // disconnect
 }
 
-std::vector<std::pair<std::string, std::string>> ForwardedEnv(const SshOptions& o) {
-  std::vector<std::pair<std::string, std::string>> env;
-  for (const auto& name : o.forward_env)
-    if (auto v = GetAnyEnv(name)) env.emplace_back(name, *v);
-  return env;
-}
-
 std::string JobIdOf(const AgentSpec& spec) {
   for (size_t i = 0; i + 1 < spec.argv.size(); ++i)
     if (spec.argv[i] == "--job-id") return spec.argv[i + 1];
@@ -217,12 +207,9 @@ Result<std::unique_ptr<AgentHandle>> SshSpawner::StartOne(const AgentSpec& spec)
 }
 
 std::vector<Result<std::unique_ptr<AgentHandle>>> SshSpawner::Start(const std::vector<AgentSpec>& specs) {
-  std::vector<std::optional<Result<std::unique_ptr<AgentHandle>>>> slots(specs.size());
+  StartSlots slots(specs.size());
   ParallelFor(specs.size(), options_.fanout, [&](size_t i) { slots[i].emplace(StartOne(specs[i])); });
-  std::vector<Result<std::unique_ptr<AgentHandle>>> out;
-  out.reserve(specs.size());
-  for (auto& s : slots) out.push_back(std::move(*s));
-  return out;
+  return TakeStartResults(slots);
 }
 
 std::unique_ptr<Spawner> MakeSshSpawner(const SshOptions& options) {

@@ -33,11 +33,11 @@ TEST_CASE("assign: per-worker env from the plan, node facts, interface left to t
   facts.cpus = 8;
   facts.heartbeat_addr = "10.0.0.2:5000";
   AssignContext ctx;
-  ctx.job_id = "j";
-  ctx.master_addr = "10.0.0.1";
-  ctx.master_port = 29500;
-  ctx.store_addr = "10.0.0.9:4000";
-  ctx.store_token = "tok";
+  ctx.gen.job_id = "j";
+  ctx.gen.master_addr = "10.0.0.1";
+  ctx.gen.master_port = 29500;
+  ctx.gen.store_addr = "10.0.0.9:4000";
+  ctx.gen.store_token = "tok";
   ctx.argv = plan.job.command;
   ctx.stop_grace = 0.5;
   msg::Assign a = BuildAssign(plan, 1, facts, ctx);

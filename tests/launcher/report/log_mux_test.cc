@@ -3,7 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
-#include <cstdlib>
+
+#include "tests/test_util/temp_dir.h"
 
 namespace ds {
 namespace {
@@ -19,8 +20,8 @@ std::string Captured(FILE* f) {
 }
 
 TEST_CASE("log mux: per-rank files get the lines unprefixed, and dslaunch's markers", "[logmux]") {
-  char tmpl[] = "/tmp/logmux-XXXXXX";
-  const std::string dir = mkdtemp(tmpl);
+  testing::TempDir tmp("logmux");
+  const std::string& dir = tmp.path();
   FILE* out = std::tmpfile();
   {
     LogMux mux({dir + "/logs", "never", out, false});
@@ -41,7 +42,6 @@ TEST_CASE("log mux: per-rank files get the lines unprefixed, and dslaunch's mark
   std::fclose(f);
   CHECK(Captured(out) == "w1:1 before\nw1:1 after\n");  // markers stay off stdout
   std::fclose(out);
-  std::system(("rm -rf " + dir).c_str());
 }
 
 TEST_CASE("log mux: plain prefix host:rank when not a TTY", "[logmux]") {

@@ -7,18 +7,14 @@
 
 #include <chrono>
 #include <fstream>
-#include <sstream>
 #include <thread>
+
+#include "launcher/spawn/exit_signal.h"
+#include "tests/test_util/files.h"
+#include "tests/test_util/temp_dir.h"
 
 namespace ds {
 namespace {
-
-std::string Slurp(const std::string& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 bool WaitUntil(const std::function<bool()>& cond) {
   for (int i = 0; i < 1000; ++i) {
@@ -29,7 +25,8 @@ bool WaitUntil(const std::function<bool()>& cond) {
 }
 
 TEST_CASE("local spawner: the secret arrives on stdin, not in argv", "[spawner]") {
-  std::string out = "/tmp/dslaunch-spawner-test-" + std::to_string(::getpid());
+  testing::TempDir tmp("dslaunch-spawner");
+  const std::string out = tmp / "out";
   AgentSpec s;
   s.host = "127.0.0.1";
   s.argv = {"/bin/sh", "-c", "read line; echo \"$line\" > " + out + "; echo \"$0 $*\" >> " + out};
@@ -41,12 +38,12 @@ TEST_CASE("local spawner: the secret arrives on stdin, not in argv", "[spawner]"
   auto& h = *r[0];
   REQUIRE(WaitUntil([&] { return !h->Running(); }));
   CHECK(h->ExitStatus() == 0);
-  CHECK(Slurp(out) == "s3cret\n/bin/sh \n");
-  ::unlink(out.c_str());
+  CHECK(testing::ReadFile(out) == "s3cret\n/bin/sh \n");
 }
 
 TEST_CASE("local spawner: terminate ends an agent that ignores SIGTERM", "[spawner]") {
-  std::string ready = "/tmp/dslaunch-spawner-ready-" + std::to_string(::getpid());
+  testing::TempDir tmp("dslaunch-spawner");
+  const std::string ready = tmp / "ready";
   AgentSpec s;
   s.host = "127.0.0.2";
   s.argv = {"/bin/sh", "-c", "trap '' TERM; echo > " + ready + "; while :; do sleep 1; done"};
@@ -75,14 +72,9 @@ TEST_CASE("local spawner: a signal right after start takes the default action in
   }
 }
 
-// Polls `fd` for POLLIN for up to `ms`; true if readable.
-bool Readable(int fd, int ms) {
-  pollfd p{fd, POLLIN, 0};
-  return ::poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
-}
-
 TEST_CASE("local spawner: exit_fd becomes readable when the agent ends, and stays so", "[spawner]") {
-  std::string go = "/tmp/dslaunch-spawner-go-" + std::to_string(::getpid());
+  testing::TempDir tmp("dslaunch-spawner");
+  const std::string go = tmp / "go";
   AgentSpec s;
   s.host = "127.0.0.4";
   s.argv = {"/bin/sh", "-c", "while [ ! -e " + go + " ]; do sleep 0.01; done; exit 5"};
@@ -91,14 +83,13 @@ TEST_CASE("local spawner: exit_fd becomes readable when the agent ends, and stay
   REQUIRE(r[0].ok());
   auto& h = *r[0];
   REQUIRE(h->exit_fd() >= 0);
-  CHECK_FALSE(Readable(h->exit_fd(), 100));  // still running
+  CHECK_FALSE(WaitReadable(h->exit_fd(), 0.1));  // still running
   CHECK(h->Running());
   std::ofstream(go) << "";
-  CHECK(Readable(h->exit_fd(), 10000));
+  CHECK(WaitReadable(h->exit_fd(), 10));
   CHECK_FALSE(h->Running());
   CHECK(h->ExitStatus() == 5);
-  CHECK(Readable(h->exit_fd(), 0));  // reaped: still readable
-  ::unlink(go.c_str());
+  CHECK(WaitReadable(h->exit_fd(), 0));  // reaped: still readable
 }
 
 TEST_CASE("local spawner: exit_fd is readable after Terminate", "[spawner]") {
@@ -112,7 +103,7 @@ TEST_CASE("local spawner: exit_fd is readable after Terminate", "[spawner]") {
   auto t0 = std::chrono::steady_clock::now();
   h->Terminate();
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(4));  // woken by the exit, not the grace
-  CHECK(Readable(h->exit_fd(), 0));
+  CHECK(WaitReadable(h->exit_fd(), 0));
   CHECK(h->ExitStatus() == 128 + SIGTERM);
 }
 

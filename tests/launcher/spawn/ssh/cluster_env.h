@@ -7,12 +7,12 @@
 #include <chrono>
 #include <fstream>
 #include <functional>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/env_registry.h"
+#include "tests/test_util/files.h"
 
 namespace ds::test {
 
@@ -40,16 +40,8 @@ inline TestCluster LoadTestCluster() {
   return c;
 }
 
-inline std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-inline void WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream(path) << text;
-}
+using testing::ReadFile;
+using testing::WriteFile;
 
 // Polls `pred` every 20 ms until it holds or `seconds` pass; its last value.
 inline bool WaitUntil(const std::function<bool()>& pred, double seconds) {

@@ -16,8 +16,10 @@
 #include <catch2/catch.hpp>
 
 #include "common/strings.h"
+#include "launcher/spawn/exit_signal.h"
 #include "launcher/spawn/ssh/remote_command.h"
 #include "tests/launcher/spawn/ssh/cluster_env.h"
+#include "tests/test_util/temp_dir.h"
 
 namespace ds {
 namespace {
@@ -100,8 +102,8 @@ TEST_CASE("PdshSpawner: each host's exit_fd becomes readable when that host's ag
   // starts its ssh clients with SIGCHLD blocked, which a real sshd never
   // passes on; the stand-in unblocks everything first (perl-base is
   // essential in Debian) or the supervisor's `wait` would never return.
-  std::string dir = "/tmp/dsl-test-pdshfd-" + std::to_string(getpid());
-  std::filesystem::remove_all(dir);
+  testing::TempDir tmp("dsl-test-pdshfd");
+  const std::string& dir = tmp.path();
   std::filesystem::create_directories(dir + "/bin");
   test::WriteFile(dir + "/bin/ssh",
                   "#!/usr/bin/perl\nuse POSIX;\nsigprocmask(SIG_SETMASK, POSIX::SigSet->new);\n"
@@ -112,7 +114,6 @@ TEST_CASE("PdshSpawner: each host's exit_fd becomes readable when that host's ag
   auto pdsh = FindPdsh("pdsh");
   if (!pdsh.ok()) {
     ::setenv("PATH", old_path.c_str(), 1);
-    std::filesystem::remove_all(dir);
     WARN("pdsh is not installed: nothing to run");
     return;
   }
@@ -128,22 +129,17 @@ TEST_CASE("PdshSpawner: each host's exit_fd becomes readable when that host's ag
   REQUIRE(r.size() == 2);
   REQUIRE(r[0].ok());
   REQUIRE(r[1].ok());
-  auto readable = [](int fd, int ms) {
-    pollfd p{fd, POLLIN, 0};
-    return ::poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
-  };
   // pdsh reports an exit 0 only when its whole run ends (pdsh_spawner.h).
-  CHECK_FALSE(readable((*r[0])->exit_fd(), 300));
-  CHECK_FALSE(readable((*r[1])->exit_fd(), 0));
+  CHECK_FALSE(WaitReadable((*r[0])->exit_fd(), 0.3));
+  CHECK_FALSE(WaitReadable((*r[1])->exit_fd(), 0));
   test::WriteFile(dir + "/go", "");
-  CHECK(readable((*r[1])->exit_fd(), 20000));
-  CHECK(readable((*r[0])->exit_fd(), 20000));
+  CHECK(WaitReadable((*r[1])->exit_fd(), 20));
+  CHECK(WaitReadable((*r[0])->exit_fd(), 20));
   CHECK_FALSE((*r[1])->Running());
   CHECK((*r[1])->ExitStatus() == 6);
   CHECK_FALSE((*r[0])->Running());
   CHECK((*r[0])->ExitStatus() == 0);
   ::setenv("PATH", old_path.c_str(), 1);
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("PdshSpawner runs each host's own command with the secret, exit codes per host", "[cluster]") {

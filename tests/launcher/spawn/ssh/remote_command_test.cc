@@ -14,6 +14,7 @@
 #include <catch2/catch.hpp>
 
 #include "tests/launcher/spawn/ssh/cluster_env.h"
+#include "tests/test_util/temp_dir.h"
 
 namespace ds {
 namespace {
@@ -59,8 +60,8 @@ TEST_CASE("RemoteCommand quotes every word and exports env first", "[unit]") {
 }
 
 TEST_CASE("Supervisor: the secret reaches the agent's stdin, not its argv; exit status passes through", "[process]") {
-  std::string dir = "/tmp/dsl-test-supervisor-" + std::to_string(getpid());
-  std::filesystem::create_directories(dir);
+  testing::TempDir tmp("dsl-test-supervisor");
+  const std::string& dir = tmp.path();
   std::string cmd = SupervisedCommand(
       {"sh", "-c", "read s; echo \"$s\" > " + dir + "/secret; cat /proc/$$/cmdline > " + dir + "/argv; exit 5"},
       {{"DSLAUNCH_LOG", "WARN"}}, true);
@@ -73,12 +74,11 @@ TEST_CASE("Supervisor: the secret reaches the agent's stdin, not its argv; exit 
   CHECK(WEXITSTATUS(st) == 5);
   CHECK(test::ReadFile(dir + "/secret") == "hunter2\n");
   CHECK(test::ReadFile(dir + "/argv").find("hunter2") == std::string::npos);
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("Supervisor: EOF on stdin TERMs the agent, and KILLs one that ignores TERM", "[process]") {
-  std::string dir = "/tmp/dsl-test-supervisor-eof-" + std::to_string(getpid());
-  std::filesystem::create_directories(dir);
+  testing::TempDir tmp("dsl-test-supervisor-eof");
+  const std::string& dir = tmp.path();
   SECTION("an agent that exits on TERM") {
     auto [pid, fd] = StartShell(SupervisedCommand({"sh", "-c", "read s; touch " + dir + "/up; exec sleep 300"}, {}, true));
     REQUIRE(write(fd, "s\n", 2) == 2);
@@ -97,7 +97,6 @@ TEST_CASE("Supervisor: EOF on stdin TERMs the agent, and KILLs one that ignores 
     REQUIRE(st != -1);
     CHECK((WIFSIGNALED(st) || WEXITSTATUS(st) != 0));
   }
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace ds

@@ -15,6 +15,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/strings.h"
+#include "launcher/spawn/exit_signal.h"
 #include "launcher/spawn/parallel_for.h"
 #include "launcher/spawn/ssh/remote_command.h"
 #include "launcher/spawn/ssh/ship_agent.h"
@@ -149,15 +150,11 @@ TEST_CASE("SshSpawner: exit_fd becomes readable when the remote agent ends", "[c
   auto results = SshSpawner(ClusterOptions(c)).Start({s});
   REQUIRE(results[0].ok());
   auto& h = *results[0];
-  auto readable = [](int fd, int ms) {
-    pollfd p{fd, POLLIN, 0};
-    return ::poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
-  };
   REQUIRE(h->exit_fd() >= 0);
-  CHECK_FALSE(readable(h->exit_fd(), 300));
+  CHECK_FALSE(WaitReadable(h->exit_fd(), 0.3));
   CHECK(h->Running());
   WriteFile(dir + "/go", "");
-  CHECK(readable(h->exit_fd(), 20000));
+  CHECK(WaitReadable(h->exit_fd(), 20));
   CHECK_FALSE(h->Running());
   CHECK(h->ExitStatus() == 4);
   std::filesystem::remove_all(dir);

@@ -1,0 +1,16 @@
+// The one place the timing defaults shared by the launcher, the coordinator,
+// the agent and the DSLAUNCH_* registry are written. Every options struct
+// initialises its field from these, and env_registry.cc prints them as the
+// variables' defaults, so `dslaunch env` and the structs cannot drift.
+// Seconds, as the job file and the command line write them.
+#pragma once
+
+namespace ds {
+
+inline constexpr double kDefaultHeartbeatInterval = 1.0;  // between Pings, both ways
+inline constexpr double kDefaultHeartbeatTimeout = 5.0;   // a peer silent this long is lost
+inline constexpr double kDefaultStopGrace = 1.0;          // SIGTERM -> SIGKILL (DSLAUNCH_STOP_GRACE)
+inline constexpr double kDefaultConnectTimeout = 10.0;    // SSH / coordinator connect (DSLAUNCH_CONNECT_TIMEOUT)
+inline constexpr double kDefaultHangTimeout = 0.0;        // a stalled step heartbeat; 0 = off
+
+}  // namespace ds
