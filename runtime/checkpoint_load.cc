@@ -4,28 +4,18 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include "common/log.h"
 #include "runtime/checkpoint.h"
+#include "runtime/checkpoint_files.h"
 #include "runtime/checkpoint_format.h"
 
 namespace ds::rt {
 namespace fs = std::filesystem;
 namespace {
-
-// Reads a whole file; nullopt if it cannot be opened.
-std::optional<std::string> ReadAll(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // manifest.json into *m and its shard list into *shards.
 Status ParseManifest(const std::string& text, CheckpointMeta* m, YAML::Node* shards) {
@@ -115,8 +105,8 @@ Status ScatterShard(const std::string& file, const std::string& data, uint64_t n
 Status LoadShard(const fs::path& dir, const YAML::Node& s, uint64_t num_params, int state_slots,
                  LoadedCheckpoint* out, uint64_t* covered) {
   const std::string file = s["file"].as<std::string>();
-  auto data = ReadAll(dir / file);
-  if (!data) return Status::NotFound(file + ": missing");
+  auto data = ReadCheckpointFile((dir / file).string());
+  if (!data.ok()) return data.status();
   if (data->size() != s["bytes"].as<uint64_t>())
     return Status::InvalidArgument(fmt::format("{}: {} bytes, manifest says {}", file,
                                                data->size(), s["bytes"].as<uint64_t>()));
@@ -127,8 +117,11 @@ Status LoadShard(const fs::path& dir, const YAML::Node& s, uint64_t num_params, 
 
 // Parses and verifies one checkpoint directory; an error says why it is unusable.
 Result<LoadedCheckpoint> LoadOne(const fs::path& path, uint64_t num_params, int state_slots) {
-  auto text = ReadAll(path / "manifest.json");
-  if (!text) return Status::NotFound("no manifest.json (incomplete)");
+  DS_RETURN_IF_ERROR(CheckStepDir(path.string()));
+  auto text = ReadCheckpointFile((path / "manifest.json").string());
+  if (!text.ok() && text.status().code() == Status::Code::kNotFound)
+    return Status::NotFound("no manifest.json (incomplete)");
+  if (!text.ok()) return text.status();
   LoadedCheckpoint out;
   out.path = path.string();
   YAML::Node shards;
@@ -147,8 +140,11 @@ Result<LoadedCheckpoint> LoadOne(const fs::path& path, uint64_t num_params, int 
 
 }  // namespace
 
-std::optional<LoadedCheckpoint> LoadNewestCheckpoint(const std::string& dir, uint64_t num_params,
-                                                     int state_slots) {
+Result<std::optional<LoadedCheckpoint>> LoadNewestCheckpoint(const std::string& dir,
+                                                             uint64_t num_params, int state_slots) {
+  Status owned = CheckCheckpointDir(dir);
+  if (owned.code() == Status::Code::kNotFound) return std::optional<LoadedCheckpoint>();
+  DS_RETURN_IF_ERROR(owned);
   std::vector<fs::path> candidates;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec))
@@ -156,11 +152,11 @@ std::optional<LoadedCheckpoint> LoadNewestCheckpoint(const std::string& dir, uin
   std::sort(candidates.rbegin(), candidates.rend());
   for (const auto& c : candidates) {
     auto loaded = LoadOne(c, num_params, state_slots);
-    if (loaded.ok()) return std::move(loaded).value();
+    if (loaded.ok()) return std::optional<LoadedCheckpoint>(std::move(loaded).value());
     DS_LOG(Warn, Ckpt) << "skipping checkpoint " << c.string() << ": "
                        << loaded.status().message();
   }
-  return std::nullopt;
+  return std::optional<LoadedCheckpoint>();
 }
 
 }  // namespace ds::rt
