@@ -3,9 +3,11 @@
 // rejected, private modes, a symlink in the way refused. (Resharding across
 // world sizes and stages: trainer_test.cc; another user's symlinks and
 // directories: checkpoint_attack_test.cc.)
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -79,6 +81,50 @@ std::string ReadFile(const std::string& path) {
   ss << in.rdbuf();
   return ss.str();
 }
+
+// Replaces the first `from` in `path` with `to` (or the whole file after
+// `keep` bytes when `from` is empty).
+void Corrupt(const std::string& path, const std::string& from, const std::string& to,
+             size_t keep = 0) {
+  std::string text = ReadFile(path);
+  if (from.empty()) {
+    text.resize(keep);
+  } else {
+    size_t at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, from.size(), to);
+  }
+  std::ofstream(path, std::ios::trunc) << text;
+}
+
+// Every "*.tmp" under `dir`.
+std::vector<std::string> TempFiles(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.path().extension() == ".tmp") out.push_back(e.path().string());
+  return out;
+}
+
+// While alive, files this process writes are limited to `bytes` (a write
+// past it fails with EFBIG instead of raising SIGXFSZ).
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    ::getrlimit(RLIMIT_FSIZE, &old_);
+    rlimit lim = old_;
+    lim.rlim_cur = bytes;
+    ::setrlimit(RLIMIT_FSIZE, &lim);
+    old_handler_ = std::signal(SIGXFSZ, SIG_IGN);
+  }
+  ~FileSizeLimit() {
+    ::setrlimit(RLIMIT_FSIZE, &old_);
+    std::signal(SIGXFSZ, old_handler_);
+  }
+
+ private:
+  rlimit old_{};
+  void (*old_handler_)(int) = nullptr;
+};
 
 }  // namespace
 
@@ -171,4 +217,47 @@ TEST_CASE("a stale temporary file of ours is replaced", "[checkpoint]") {
   REQUIRE(SaveCheckpoint(dir, MakeMeta(1), MakeShard(10, 1), comm, 2).ok());
   CHECK_FALSE(fs::exists(dir + "/step_00000001/shard_0.bin.tmp"));
   CHECK(Newest(dir)->meta.step == 1);
+}
+
+TEST_CASE("a corrupt manifest is skipped and the older checkpoint loads", "[checkpoint]") {
+  TempDir d;
+  LocalCommunicator comm;
+  for (int step = 1; step <= 2; ++step)
+    REQUIRE(SaveCheckpoint(d.path, MakeMeta(step), MakeShard(10, float(step)), comm, 2).ok());
+  const std::string manifest = d.path + "/step_00000002/manifest.json";
+  SECTION("a string where a number belongs") { Corrupt(manifest, "\"step\": 2", "\"step\": \"two\""); }
+  SECTION("a string in a shard's entry") { Corrupt(manifest, "\"bytes\": ", "\"bytes\": \"x\", \"b\": "); }
+  SECTION("a missing key") { Corrupt(manifest, "  \"epoch\": 1,\n", ""); }
+  SECTION("a shard's missing key") { Corrupt(manifest, "\"crc32\"", "\"crc\""); }
+  SECTION("truncated") { Corrupt(manifest, "", "", ReadFile(manifest).size() / 2); }
+  auto ck = Newest(d.path);
+  REQUIRE(ck);
+  CHECK(ck->meta.step == 1);
+  CHECK(ck->master[9] == 1 + 9);
+}
+
+TEST_CASE("a failed write leaves no temporary file", "[checkpoint]") {
+  TempDir d;
+  LocalCommunicator comm;
+  REQUIRE(SaveCheckpoint(d.path, MakeMeta(1), MakeShard(10, 1), comm, 2).ok());
+  const size_t shard_bytes = fs::file_size(d.path + "/step_00000001/shard_0.bin");
+  const size_t manifest_bytes = fs::file_size(d.path + "/step_00000001/manifest.json");
+  REQUIRE(shard_bytes < manifest_bytes);
+  Status st;
+  SECTION("the shard") {
+    FileSizeLimit limit(shard_bytes / 2);
+    st = SaveCheckpoint(d.path, MakeMeta(2), MakeShard(10, 2), comm, 2);
+    CHECK(st.message() ==
+          d.path + "/step_00000002/shard_0.bin.tmp: write: File too large");
+  }
+  SECTION("the manifest") {
+    FileSizeLimit limit(shard_bytes);
+    st = SaveCheckpoint(d.path, MakeMeta(2), MakeShard(10, 2), comm, 2);
+    CHECK(st.message() ==
+          d.path + "/step_00000002/manifest.json.tmp: write: File too large");
+  }
+  CHECK(st.code() == Status::Code::kIOError);
+  CHECK(TempFiles(d.path).empty());
+  CHECK(ListCheckpoints(d.path).size() == 1);
+  CHECK(Newest(d.path)->meta.step == 1);
 }
