@@ -1,8 +1,5 @@
 #include "runtime/checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -10,36 +7,12 @@
 #include <fmt/format.h>
 
 #include "common/log.h"
+#include "runtime/checkpoint_files.h"
 #include "runtime/checkpoint_format.h"
 
 namespace ds::rt {
 namespace fs = std::filesystem;
 namespace {
-
-// Writes `data` to path.tmp, fsyncs, renames to path, fsyncs the directory.
-Status WriteDurably(const fs::path& path, const std::string& data) {
-  const std::string tmp = path.string() + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::IOError(fmt::format("{}: cannot create: {}", tmp, strerror(errno)));
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      Status st = Status::IOError(fmt::format("{}: write: {}", tmp, strerror(errno)));
-      ::close(fd);
-      return st;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0)
-    return Status::IOError(fmt::format("{}: fsync: {}", tmp, strerror(errno)));
-  if (::rename(tmp.c_str(), path.c_str()) != 0)
-    return Status::IOError(fmt::format("{}: rename: {}", path.string(), strerror(errno)));
-  int dfd = ::open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) { ::fsync(dfd); ::close(dfd); }
-  return Status::OK();
-}
 
 template <typename T>
 void Put(std::string& out, T v) { out.append(reinterpret_cast<const char*>(&v), sizeof(v)); }
@@ -80,7 +53,8 @@ void Prune(const fs::path& dir, int keep) {
   const std::string newest = fs::path(complete.back()).filename().string();
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
-    if (name.rfind("step_", 0) == 0 && name < newest && !fs::exists(e.path() / "manifest.json"))
+    if (name.rfind("step_", 0) == 0 && name < newest && CheckStepDir(e.path()).ok() &&
+        !fs::exists(e.path() / "manifest.json"))
       fs::remove_all(e.path(), ec);
   }
 }
@@ -96,7 +70,8 @@ std::vector<std::string> ListCheckpoints(const std::string& dir) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
-    if (name.rfind("step_", 0) == 0 && fs::exists(e.path() / "manifest.json"))
+    if (name.rfind("step_", 0) == 0 && CheckStepDir(e.path()).ok() &&
+        fs::exists(e.path() / "manifest.json"))
       out.push_back(e.path().string());
   }
   std::sort(out.begin(), out.end());  // zero-padded step numbers sort by step
@@ -107,8 +82,8 @@ Status SaveCheckpoint(const std::string& dir, const CheckpointMeta& meta, const 
                       Communicator& comm, int keep) {
   const int rank = comm.rank(), world = comm.size();
   const fs::path step_dir = fs::path(dir) / StepDirName(meta.step);
-  std::error_code ec;
-  fs::create_directories(step_dir, ec);
+  Status st = MakeCheckpointDir(dir);
+  if (st.ok()) st = MakeStepDir(step_dir.string());
 
   std::string data(kShardMagic, 8);
   Put<uint32_t>(data, kShardVersion);
@@ -120,9 +95,8 @@ Status SaveCheckpoint(const std::string& dir, const CheckpointMeta& meta, const 
     Put<uint64_t>(data, s.len);
   }
   PutFloats(data, shard.master);
-  for (const auto& st : shard.state) PutFloats(data, st);
-  Status st = ec ? Status::IOError(fmt::format("{}: {}", step_dir.string(), ec.message()))
-                 : WriteDurably(step_dir / fmt::format("shard_{}.bin", rank), data);
+  for (const auto& slot : shard.state) PutFloats(data, slot);
+  if (st.ok()) st = WriteFileDurably((step_dir / fmt::format("shard_{}.bin", rank)).string(), data);
   if (!st.ok()) DS_LOG(Warn, Ckpt) << st.message();
 
   // Everyone learns every shard's outcome, size and checksum.
@@ -131,16 +105,18 @@ Status SaveCheckpoint(const std::string& dir, const CheckpointMeta& meta, const 
   info[3 * rank + 1] = static_cast<double>(data.size());
   info[3 * rank + 2] = static_cast<double>(Crc32(data));
   comm.AllReduceSum(info.data(), info.size());
+  if (!st.ok()) return st;
   for (int r = 0; r < world; ++r)
     if (info[3 * r] != 0)
       return Status::IOError(fmt::format("checkpoint {}: rank {} could not write its shard",
                                          step_dir.string(), r));
 
   double failed = 0;
+  Status ms;
   if (rank == 0) {
     CheckpointMeta m = meta;
     m.world_size = world;
-    Status ms = WriteDurably(step_dir / "manifest.json", ManifestJson(m, info));
+    ms = WriteFileDurably((step_dir / "manifest.json").string(), ManifestJson(m, info));
     if (!ms.ok()) {
       DS_LOG(Warn, Ckpt) << ms.message();
       failed = 1;
@@ -150,6 +126,7 @@ Status SaveCheckpoint(const std::string& dir, const CheckpointMeta& meta, const 
     }
   }
   comm.AllReduceSum(&failed, 1);
+  if (!ms.ok()) return ms;
   if (failed != 0)
     return Status::IOError(fmt::format("checkpoint {}: rank 0 could not write manifest.json",
                                        step_dir.string()));

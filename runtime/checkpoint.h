@@ -6,7 +6,8 @@
 //   manifest.json   step, epoch, sampler position, RNG and loss-scaler state,
 //                   world size, ZeRO stage, config hash, and per shard its
 //                   size and crc32.
-// Every file is written under a temporary name, fsynced and renamed; the
+// Every file is written under a temporary name, fsynced and renamed
+// (checkpoint_files.h: private directories, no symlinks followed); the
 // manifest is written last, so a checkpoint is complete only when its
 // manifest exists. Loading reassembles the full flat vectors from all
 // shards, so a checkpoint saved at world N / stage s loads at any world size
@@ -49,18 +50,24 @@ struct LoadedCheckpoint {
 };
 
 // Writes this rank's shard; rank 0 then writes the manifest and prunes to
-// the newest `keep` complete checkpoints. Collective. An I/O error on any
-// rank is returned on every rank (IOError naming the file).
+// the newest `keep` complete checkpoints. Collective. An error on any rank
+// is returned on every rank: its own reason on the rank that failed
+// (IOError naming the file, PermissionDenied for a directory or file of
+// another user or a planted symlink; checkpoint_files.h), "rank r could
+// not write ..." on the others.
 Status SaveCheckpoint(const std::string& dir, const CheckpointMeta& meta, const ShardState& shard,
                       Communicator& comm, int keep);
 
 // The newest complete and valid checkpoint in `dir` whose shape matches
-// (num_params, state_slots); nullopt when there is none. Invalid ones are
-// skipped with a warning naming the directory and the reason.
-std::optional<LoadedCheckpoint> LoadNewestCheckpoint(const std::string& dir, uint64_t num_params,
-                                                     int state_slots);
+// (num_params, state_slots); nullopt when there is none (or no `dir`).
+// Invalid ones, and step directories that are not this user's, are skipped
+// with a warning naming the directory and the reason. An error only when
+// `dir` itself belongs to another user (PermissionDenied, as for save).
+Result<std::optional<LoadedCheckpoint>> LoadNewestCheckpoint(const std::string& dir,
+                                                             uint64_t num_params, int state_slots);
 
-// Complete checkpoints in `dir` (those with a manifest), oldest first.
+// Complete checkpoints in `dir` (step directories of this user with a
+// manifest), oldest first.
 std::vector<std::string> ListCheckpoints(const std::string& dir);
 
 // Stable hex hash of a config text (crc32), recorded in the manifest.

@@ -4,66 +4,27 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include "common/log.h"
 #include "runtime/checkpoint.h"
+#include "runtime/checkpoint_files.h"
 #include "runtime/checkpoint_format.h"
+#include "runtime/checkpoint_manifest.h"
 
 namespace ds::rt {
 namespace fs = std::filesystem;
 namespace {
 
-// Reads a whole file; nullopt if it cannot be opened.
-std::optional<std::string> ReadAll(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// manifest.json into *m and its shard list into *shards.
-Status ParseManifest(const std::string& text, CheckpointMeta* m, YAML::Node* shards) {
-  try {
-    YAML::Node n = YAML::Load(text);
-    if (n["format"].as<int>() != 1) return Status::InvalidArgument("unknown format");
-    m->step = n["step"].as<int64_t>();
-    m->applied_steps = n["applied_steps"].as<int64_t>();
-    m->epoch = n["epoch"].as<int64_t>();
-    m->sample_position = n["sample_position"].as<int64_t>();
-    for (int i = 0; i < 4; ++i) m->rng[i] = std::stoull(n["rng"][i].as<std::string>());
-    m->scaler.scale = n["loss_scale"].as<double>();
-    m->scaler.cur_hysteresis = n["scaler_hysteresis"].as<int>();
-    m->scaler.cur_iter = n["scaler_iter"].as<int64_t>();
-    m->scaler.last_overflow_iter = n["scaler_last_overflow"].as<int64_t>();
-    m->world_size = n["world_size"].as<int>();
-    m->zero_stage = n["zero_stage"].as<int>();
-    m->config_hash = n["config_hash"].as<std::string>();
-    m->num_params = n["num_params"].as<uint64_t>();
-    m->state_slots = n["state_slots"].as<int>();
-    *shards = n["shards"];
-  } catch (const std::exception& e) {
-    return Status::InvalidArgument(fmt::format("manifest.json: {}", e.what()));
-  }
-  return Status::OK();
-}
-
 // The saved shape must be this model's and optimizer's.
-Status CheckShape(const CheckpointMeta& m, const YAML::Node& shards, uint64_t num_params,
-                  int state_slots) {
+Status CheckShape(const CheckpointMeta& m, uint64_t num_params, int state_slots) {
   if (m.num_params != num_params)
     return Status::InvalidArgument(
         fmt::format("saved for {} parameters, the model has {}", m.num_params, num_params));
   if (m.state_slots != state_slots)
     return Status::InvalidArgument(fmt::format(
         "saved with {} optimizer state arrays, this optimizer has {}", m.state_slots, state_slots));
-  if (!shards.IsSequence() || static_cast<int>(shards.size()) != m.world_size)
-    return Status::InvalidArgument("manifest lists the wrong number of shards");
   return Status::OK();
 }
 
@@ -112,32 +73,36 @@ Status ScatterShard(const std::string& file, const std::string& data, uint64_t n
 }
 
 // One shard listed in the manifest: present, of the recorded size and crc32.
-Status LoadShard(const fs::path& dir, const YAML::Node& s, uint64_t num_params, int state_slots,
-                 LoadedCheckpoint* out, uint64_t* covered) {
-  const std::string file = s["file"].as<std::string>();
-  auto data = ReadAll(dir / file);
-  if (!data) return Status::NotFound(file + ": missing");
-  if (data->size() != s["bytes"].as<uint64_t>())
-    return Status::InvalidArgument(fmt::format("{}: {} bytes, manifest says {}", file,
-                                               data->size(), s["bytes"].as<uint64_t>()));
-  if (Crc32(*data) != s["crc32"].as<uint32_t>())
+Status LoadShard(const fs::path& dir, const ManifestShard& s, uint64_t num_params,
+                 int state_slots, LoadedCheckpoint* out, uint64_t* covered) {
+  const std::string& file = s.file;
+  auto data = ReadCheckpointFile((dir / file).string());
+  if (!data.ok()) return data.status();
+  if (data->size() != s.bytes)
+    return Status::InvalidArgument(
+        fmt::format("{}: {} bytes, manifest says {}", file, data->size(), s.bytes));
+  if (Crc32(*data) != s.crc32)
     return Status::InvalidArgument(file + ": crc32 mismatch (corrupt)");
   return ScatterShard(file, *data, num_params, state_slots, out, covered);
 }
 
 // Parses and verifies one checkpoint directory; an error says why it is unusable.
 Result<LoadedCheckpoint> LoadOne(const fs::path& path, uint64_t num_params, int state_slots) {
-  auto text = ReadAll(path / "manifest.json");
-  if (!text) return Status::NotFound("no manifest.json (incomplete)");
+  DS_RETURN_IF_ERROR(CheckStepDir(path.string()));
+  auto text = ReadCheckpointFile((path / "manifest.json").string());
+  if (!text.ok() && text.status().code() == Status::Code::kNotFound)
+    return Status::NotFound("no manifest.json (incomplete)");
+  if (!text.ok()) return text.status();
+  auto manifest = ParseManifest(*text);
+  if (!manifest.ok()) return manifest.status();
   LoadedCheckpoint out;
   out.path = path.string();
-  YAML::Node shards;
-  DS_RETURN_IF_ERROR(ParseManifest(*text, &out.meta, &shards));
-  DS_RETURN_IF_ERROR(CheckShape(out.meta, shards, num_params, state_slots));
+  out.meta = manifest->meta;
+  DS_RETURN_IF_ERROR(CheckShape(out.meta, num_params, state_slots));
   out.master.assign(num_params, 0.f);
   out.state.assign(state_slots, std::vector<float>(num_params, 0.f));
   uint64_t covered = 0;
-  for (const auto& s : shards)
+  for (const ManifestShard& s : manifest->shards)
     DS_RETURN_IF_ERROR(LoadShard(path, s, num_params, state_slots, &out, &covered));
   if (covered != num_params)
     return Status::InvalidArgument(
@@ -147,8 +112,11 @@ Result<LoadedCheckpoint> LoadOne(const fs::path& path, uint64_t num_params, int 
 
 }  // namespace
 
-std::optional<LoadedCheckpoint> LoadNewestCheckpoint(const std::string& dir, uint64_t num_params,
-                                                     int state_slots) {
+Result<std::optional<LoadedCheckpoint>> LoadNewestCheckpoint(const std::string& dir,
+                                                             uint64_t num_params, int state_slots) {
+  Status owned = CheckCheckpointDir(dir);
+  if (owned.code() == Status::Code::kNotFound) return std::optional<LoadedCheckpoint>();
+  DS_RETURN_IF_ERROR(owned);
   std::vector<fs::path> candidates;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec))
@@ -156,11 +124,11 @@ std::optional<LoadedCheckpoint> LoadNewestCheckpoint(const std::string& dir, uin
   std::sort(candidates.rbegin(), candidates.rend());
   for (const auto& c : candidates) {
     auto loaded = LoadOne(c, num_params, state_slots);
-    if (loaded.ok()) return std::move(loaded).value();
+    if (loaded.ok()) return std::optional<LoadedCheckpoint>(std::move(loaded).value());
     DS_LOG(Warn, Ckpt) << "skipping checkpoint " << c.string() << ": "
                        << loaded.status().message();
   }
-  return std::nullopt;
+  return std::optional<LoadedCheckpoint>();
 }
 
 }  // namespace ds::rt

@@ -74,7 +74,7 @@ Trainer::Trainer(const TrainerConfig& config, Communicator& comm, const TrainerR
 }
 
 Result<TrainResult> Trainer::Run() {
-  Resume();
+  DS_RETURN_IF_ERROR(Resume());
   DS_RETURN_IF_ERROR(PlanSteps());
   DS_RETURN_IF_ERROR(OpenMetrics());
   progress_ = std::make_unique<Progress>(
@@ -87,11 +87,13 @@ Result<TrainResult> Trainer::Run() {
   return result_;
 }
 
-void Trainer::Resume() {
-  if (runtime_.checkpoint_dir.empty()) return;
-  auto ck = LoadNewestCheckpoint(runtime_.checkpoint_dir, model_.num_params(),
-                                 optimizer_->state_slots());
-  if (!ck) return;
+Status Trainer::Resume() {
+  if (runtime_.checkpoint_dir.empty()) return Status::OK();
+  auto newest = LoadNewestCheckpoint(runtime_.checkpoint_dir, model_.num_params(),
+                                     optimizer_->state_slots());
+  if (!newest.ok()) return newest.status();
+  std::optional<LoadedCheckpoint>& ck = *newest;
+  if (!ck) return Status::OK();
   engine_->ImportFull(ck->master, ck->state, ck->meta.applied_steps);
   engine_->loss_scaler().Restore(ck->meta.scaler);
   rng_ = Rng(ck->meta.rng);
@@ -105,6 +107,7 @@ void Trainer::Resume() {
   if (talk_)
     fmt::print(runtime_.out, "resumed from {} (step {}, saved by {} ranks at ZeRO stage {})\n",
                ck->path, step_, ck->meta.world_size, ck->meta.zero_stage);
+  return Status::OK();
 }
 
 Status Trainer::PlanSteps() {

@@ -69,7 +69,7 @@ class Trainer {
  private:
   Trainer(const TrainerConfig& config, Communicator& comm, const TrainerRuntime& runtime,
           TrainTestData data);
-  void Resume();                                   // from the newest checkpoint, if any
+  Status Resume();                                 // from the newest checkpoint, if any
   Status PlanSteps();                              // steps per epoch and in total
   Status OpenMetrics();                            // rank 0, when metrics.dir is set
   void PrintBanner() const;
