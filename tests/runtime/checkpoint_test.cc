@@ -15,21 +15,16 @@
 #include <catch2/catch.hpp>
 
 #include "runtime/checkpoint.h"
+#include "tests/test_util/temp_dir.h"
 
 using ds::Status;
 using namespace ds::rt;
 namespace fs = std::filesystem;
 
+using ds::testing::TempDir;
+
 namespace {
 
-struct TempDir {
-  TempDir() {
-    char t[] = "/tmp/dstrain-ck-XXXXXX";
-    path = mkdtemp(t);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string path;
-};
 
 ShardState MakeShard(size_t n, float base) {
   ShardState s;
@@ -132,11 +127,11 @@ TEST_CASE("checkpoint round trip and keep", "[checkpoint]") {
   TempDir d;
   LocalCommunicator comm;
   for (int step = 1; step <= 4; ++step)
-    REQUIRE(SaveCheckpoint(d.path, MakeMeta(step), MakeShard(10, float(step)), comm, 2).ok());
-  auto list = ListCheckpoints(d.path);
+    REQUIRE(SaveCheckpoint(d.path(), MakeMeta(step), MakeShard(10, float(step)), comm, 2).ok());
+  auto list = ListCheckpoints(d.path());
   REQUIRE(list.size() == 2);
   CHECK(fs::path(list[0]).filename() == "step_00000003");
-  auto ck = Newest(d.path);
+  auto ck = Newest(d.path());
   REQUIRE(ck);
   CHECK(ck->meta.step == 4);
   CHECK(ck->meta.applied_steps == 3);
@@ -153,18 +148,18 @@ TEST_CASE("checkpoint round trip and keep", "[checkpoint]") {
     f.seekp(40);
     f.put('\x01');
     f.close();
-    auto older = Newest(d.path);
+    auto older = Newest(d.path());
     REQUIRE(older);
     CHECK(older->meta.step == 3);
   }
   SECTION("a checkpoint without manifest is incomplete") {
     fs::remove(list[1] + "/manifest.json");
-    CHECK(ListCheckpoints(d.path).size() == 1);
-    CHECK(Newest(d.path)->meta.step == 3);
+    CHECK(ListCheckpoints(d.path()).size() == 1);
+    CHECK(Newest(d.path())->meta.step == 3);
   }
   SECTION("another model or optimizer does not load") {
-    CHECK_FALSE(Newest(d.path, 11, 2));
-    CHECK_FALSE(Newest(d.path, 10, 1));
+    CHECK_FALSE(Newest(d.path(), 11, 2));
+    CHECK_FALSE(Newest(d.path(), 10, 1));
   }
 }
 
@@ -176,7 +171,7 @@ TEST_CASE("no checkpoint directory means a fresh start", "[checkpoint]") {
 TEST_CASE("checkpoint directories are private, files 0640", "[checkpoint]") {
   TempDir d;
   LocalCommunicator comm;
-  const std::string dir = d.path + "/a/ckpt";
+  const std::string dir = d.path() + "/a/ckpt";
   REQUIRE(SaveCheckpoint(dir, MakeMeta(1), MakeShard(10, 1), comm, 2).ok());
   CHECK(ModeOf(dir) == 0700);
   CHECK(ModeOf(dir + "/step_00000001") == 0700);
@@ -188,7 +183,7 @@ TEST_CASE("checkpoint directories are private, files 0640", "[checkpoint]") {
 TEST_CASE("a symlink at a checkpoint's temporary name is not written through", "[checkpoint]") {
   TempDir d;
   LocalCommunicator comm;
-  const std::string dir = d.path + "/ckpt", victim = d.path + "/victim";
+  const std::string dir = d.path() + "/ckpt", victim = d.path() + "/victim";
   { std::ofstream(victim) << "precious"; }
   REQUIRE(fs::create_directories(dir + "/step_00000001"));
   SECTION("the shard") {
@@ -211,7 +206,7 @@ TEST_CASE("a symlink at a checkpoint's temporary name is not written through", "
 TEST_CASE("a stale temporary file of ours is replaced", "[checkpoint]") {
   TempDir d;
   LocalCommunicator comm;
-  const std::string dir = d.path + "/ckpt";
+  const std::string dir = d.path() + "/ckpt";
   REQUIRE(fs::create_directories(dir + "/step_00000001"));
   { std::ofstream(dir + "/step_00000001/shard_0.bin.tmp") << "half a shard"; }
   REQUIRE(SaveCheckpoint(dir, MakeMeta(1), MakeShard(10, 1), comm, 2).ok());
@@ -223,14 +218,14 @@ TEST_CASE("a corrupt manifest is skipped and the older checkpoint loads", "[chec
   TempDir d;
   LocalCommunicator comm;
   for (int step = 1; step <= 2; ++step)
-    REQUIRE(SaveCheckpoint(d.path, MakeMeta(step), MakeShard(10, float(step)), comm, 2).ok());
-  const std::string manifest = d.path + "/step_00000002/manifest.json";
+    REQUIRE(SaveCheckpoint(d.path(), MakeMeta(step), MakeShard(10, float(step)), comm, 2).ok());
+  const std::string manifest = d.path() + "/step_00000002/manifest.json";
   SECTION("a string where a number belongs") { Corrupt(manifest, "\"step\": 2", "\"step\": \"two\""); }
   SECTION("a string in a shard's entry") { Corrupt(manifest, "\"bytes\": ", "\"bytes\": \"x\", \"b\": "); }
   SECTION("a missing key") { Corrupt(manifest, "  \"epoch\": 1,\n", ""); }
   SECTION("a shard's missing key") { Corrupt(manifest, "\"crc32\"", "\"crc\""); }
   SECTION("truncated") { Corrupt(manifest, "", "", ReadFile(manifest).size() / 2); }
-  auto ck = Newest(d.path);
+  auto ck = Newest(d.path());
   REQUIRE(ck);
   CHECK(ck->meta.step == 1);
   CHECK(ck->master[9] == 1 + 9);
@@ -239,25 +234,25 @@ TEST_CASE("a corrupt manifest is skipped and the older checkpoint loads", "[chec
 TEST_CASE("a failed write leaves no temporary file", "[checkpoint]") {
   TempDir d;
   LocalCommunicator comm;
-  REQUIRE(SaveCheckpoint(d.path, MakeMeta(1), MakeShard(10, 1), comm, 2).ok());
-  const size_t shard_bytes = fs::file_size(d.path + "/step_00000001/shard_0.bin");
-  const size_t manifest_bytes = fs::file_size(d.path + "/step_00000001/manifest.json");
+  REQUIRE(SaveCheckpoint(d.path(), MakeMeta(1), MakeShard(10, 1), comm, 2).ok());
+  const size_t shard_bytes = fs::file_size(d.path() + "/step_00000001/shard_0.bin");
+  const size_t manifest_bytes = fs::file_size(d.path() + "/step_00000001/manifest.json");
   REQUIRE(shard_bytes < manifest_bytes);
   Status st;
   SECTION("the shard") {
     FileSizeLimit limit(shard_bytes / 2);
-    st = SaveCheckpoint(d.path, MakeMeta(2), MakeShard(10, 2), comm, 2);
+    st = SaveCheckpoint(d.path(), MakeMeta(2), MakeShard(10, 2), comm, 2);
     CHECK(st.message() ==
-          d.path + "/step_00000002/shard_0.bin.tmp: write: File too large");
+          d.path() + "/step_00000002/shard_0.bin.tmp: write: File too large");
   }
   SECTION("the manifest") {
     FileSizeLimit limit(shard_bytes);
-    st = SaveCheckpoint(d.path, MakeMeta(2), MakeShard(10, 2), comm, 2);
+    st = SaveCheckpoint(d.path(), MakeMeta(2), MakeShard(10, 2), comm, 2);
     CHECK(st.message() ==
-          d.path + "/step_00000002/manifest.json.tmp: write: File too large");
+          d.path() + "/step_00000002/manifest.json.tmp: write: File too large");
   }
   CHECK(st.code() == Status::Code::kIOError);
-  CHECK(TempFiles(d.path).empty());
-  CHECK(ListCheckpoints(d.path).size() == 1);
-  CHECK(Newest(d.path)->meta.step == 1);
+  CHECK(TempFiles(d.path()).empty());
+  CHECK(ListCheckpoints(d.path()).size() == 1);
+  CHECK(Newest(d.path())->meta.step == 1);
 }

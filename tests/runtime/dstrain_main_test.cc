@@ -18,6 +18,10 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/test_util/temp_dir.h"
+
+using ds::testing::TempDir;
+
 namespace {
 
 struct Proc {
@@ -57,14 +61,6 @@ std::string Read(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-struct TempDir {
-  TempDir() {
-    char t[] = "/tmp/dstrain-main-XXXXXX";
-    path = mkdtemp(t);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string path;
-};
 
 // Receives dstrain's step heartbeats: one UDP datagram per finished step,
 // rank and step as two big-endian int64 (common/step_heartbeat.cc), sent to
@@ -116,7 +112,7 @@ const char* kSmall =
 
 TEST_CASE("dstrain without a config is a usage error", "[dstrain]") {
   TempDir d;
-  auto p = Start({"DSLAUNCH_TRAINER_CONFIG="}, {}, d.path + "/out");
+  auto p = Start({"DSLAUNCH_TRAINER_CONFIG="}, {}, d.path() + "/out");
   CHECK(Wait(p) == 2);
   CHECK(Read(p.out_path) ==
         "dstrain: error: no trainer config: pass --config FILE or set DSLAUNCH_TRAINER_CONFIG\n");
@@ -124,7 +120,7 @@ TEST_CASE("dstrain without a config is a usage error", "[dstrain]") {
 
 TEST_CASE("dstrain names a bad config key and exits 1", "[dstrain]") {
   TempDir d;
-  auto p = Start({"DSLAUNCH_TRAINER_CONFIG=trainer: {epoks: 3}"}, {}, d.path + "/out");
+  auto p = Start({"DSLAUNCH_TRAINER_CONFIG=trainer: {epoks: 3}"}, {}, d.path() + "/out");
   CHECK(Wait(p) == 1);
   CHECK(Read(p.out_path).find("epoks") != std::string::npos);
 }
@@ -133,7 +129,7 @@ TEST_CASE("dstrain with 2 ranks and no store says which variable to set", "[dstr
   TempDir d;
   auto p = Start({std::string("DSLAUNCH_TRAINER_CONFIG=") + kSmall, "RANK=0", "WORLD_SIZE=2",
                   "DSLAUNCH_STORE_ADDR=", "DSLAUNCH_STORE_PATH="},
-                 {}, d.path + "/out");
+                 {}, d.path() + "/out");
   CHECK(Wait(p) == 2);
   CHECK(Read(p.out_path).find("set DSLAUNCH_STORE_ADDR") != std::string::npos);
 }
@@ -142,8 +138,8 @@ TEST_CASE("dstrain with 2 ranks and no store says which variable to set", "[dstr
 TEST_CASE("dstrain built without CUDA refuses backend: nccl and says how to get it", "[dstrain]") {
   TempDir d;
   auto p = Start({std::string("DSLAUNCH_TRAINER_CONFIG=") + kSmall + "  backend: nccl\n", "RANK=0",
-                  "WORLD_SIZE=2", "DSLAUNCH_STORE_PATH=" + d.path + "/store"},
-                 {}, d.path + "/out");
+                  "WORLD_SIZE=2", "DSLAUNCH_STORE_PATH=" + d.path() + "/store"},
+                 {}, d.path() + "/out");
   CHECK(Wait(p) == 1);
   CHECK(Read(p.out_path) ==
         "dstrain: error: trainer.backend is nccl, but this dstrain was built without CUDA "
@@ -157,9 +153,9 @@ TEST_CASE("dstrain trains on 2 ranks through a file store", "[dstrain]") {
   for (int r = 0; r < 2; ++r)
     ranks.push_back(Start({std::string("DSLAUNCH_TRAINER_CONFIG=") + kSmall,
                            "RANK=" + std::to_string(r), "WORLD_SIZE=2",
-                           "DSLAUNCH_STORE_PATH=" + d.path + "/store", "DSLAUNCH_STORE_ADDR=",
+                           "DSLAUNCH_STORE_PATH=" + d.path() + "/store", "DSLAUNCH_STORE_ADDR=",
                            "OPENBLAS_NUM_THREADS=1"},
-                          {}, d.path + "/out" + std::to_string(r)));
+                          {}, d.path() + "/out" + std::to_string(r)));
   CHECK(Wait(ranks[0]) == 0);
   CHECK(Wait(ranks[1]) == 0);
   const std::string out = Read(ranks[0].out_path);
@@ -176,10 +172,10 @@ TEST_CASE("a SIGKILLed rank makes its peer exit 3 within the timeout", "[dstrain
   std::vector<Proc> ranks;
   for (int r = 0; r < 2; ++r)
     ranks.push_back(Start({"DSLAUNCH_TRAINER_CONFIG=" + cfg, "RANK=" + std::to_string(r), "WORLD_SIZE=2",
-                           "DSLAUNCH_STORE_PATH=" + d.path + "/store", "DSLAUNCH_STORE_ADDR=",
+                           "DSLAUNCH_STORE_PATH=" + d.path() + "/store", "DSLAUNCH_STORE_ADDR=",
                            "DSLAUNCH_COLLECTIVE_TIMEOUT=3s", "OPENBLAS_NUM_THREADS=1",
                            beats.env()},
-                          {"--quiet"}, d.path + "/out" + std::to_string(r)));
+                          {"--quiet"}, d.path() + "/out" + std::to_string(r)));
   // Rank 1 finished a step: both are training (a step needs both).
   CHECK(beats.WaitForStep(1, seconds(60)));  // CHECK: the ranks are stopped either way
   const auto killed = steady_clock::now();

@@ -1,6 +1,6 @@
 // TempDir: a fresh directory under $TMPDIR (else /tmp) for one test, removed
 // with everything in it when the object goes. The one temporary-directory
-// helper of the tests outside tests/runtime. Not thread-safe; one owner.
+// helper of the tests. Not thread-safe; one owner.
 #pragma once
 
 #include <string>

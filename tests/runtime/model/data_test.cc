@@ -11,21 +11,17 @@
 #include <fstream>
 #include <set>
 
+#include "tests/test_util/temp_dir.h"
+
 using namespace ds::rt;
 namespace fs = std::filesystem;
+
+using ds::testing::TempDir;
 
 namespace {
 
 const char* kDir = "/usr/share/datasets/fashion-mnist";
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/dsmodel-data-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 std::string Slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -77,7 +73,7 @@ TEST_CASE("Fashion-MNIST loads from the Debian package") {
 
 TEST_CASE("IDX errors name the file") {
   TempDir tmp;
-  const fs::path img = tmp.path / "img.gz", lab = tmp.path / "lab.gz";
+  const fs::path img = fs::path(tmp.path()) / "img.gz", lab = fs::path(tmp.path()) / "lab.gz";
   std::string pixels(2 * 4, '\x7f');
   WriteGz(img, Header(0x803, {2, 2, 2}) + pixels);
   WriteGz(lab, Header(0x801, {2}) + std::string("\x01\x02", 2));
@@ -87,9 +83,9 @@ TEST_CASE("IDX errors name the file") {
   CHECK(ok->x[0] == Approx(127.0f / 255.0f));
 
   SECTION("missing") {
-    auto r = LoadIdx((tmp.path / "nope.gz").string(), lab);
+    auto r = LoadIdx((fs::path(tmp.path()) / "nope.gz").string(), lab);
     REQUIRE_FALSE(r.ok());
-    CHECK(r.status().message() == (tmp.path / "nope.gz").string() + ": no such file");
+    CHECK(r.status().message() == (fs::path(tmp.path()) / "nope.gz").string() + ": no such file");
   }
   SECTION("bad magic") {
     WriteGz(img, Header(0x801, {2, 2, 2}) + pixels);
@@ -134,12 +130,12 @@ TEST_CASE("a truncated copy of the real file is rejected") {
   if (!fs::exists(real)) return;
   TempDir tmp;
   const std::string whole = Slurp(real);
-  Write(tmp.path / "lab.gz", whole.substr(0, whole.size() - 100));
+  Write(fs::path(tmp.path()) / "lab.gz", whole.substr(0, whole.size() - 100));
   auto r = LoadIdx((fs::path(kDir) / "t10k-images-idx3-ubyte.gz").string(),
-                   (tmp.path / "lab.gz").string());
+                   (fs::path(tmp.path()) / "lab.gz").string());
   REQUIRE_FALSE(r.ok());
   INFO(r.status().message());
-  CHECK(r.status().message().rfind((tmp.path / "lab.gz").string() + ": ", 0) == 0);
+  CHECK(r.status().message().rfind((fs::path(tmp.path()) / "lab.gz").string() + ": ", 0) == 0);
 }
 
 TEST_CASE("synthetic data is seeded and labelled in range") {
