@@ -9,12 +9,6 @@
 namespace ds::rt {
 namespace {
 
-void To16(const float* in, uint16_t* out, size_t n, Precision p) {
-  if (p == Precision::kFp16) FloatToHalf(in, out, n); else FloatToBf16(in, out, n);
-}
-void From16(const uint16_t* in, float* out, size_t n, Precision p) {
-  if (p == Precision::kFp16) HalfToFloat(in, out, n); else Bf16ToFloat(in, out, n);
-}
 Half16 FormatOf(Precision p) { return p == Precision::kFp16 ? Half16::kFp16 : Half16::kBf16; }
 
 // dst += src in 16-bit storage (sum in fp32, rounded once).
@@ -74,7 +68,7 @@ void ZeroEngine::InitParams(uint64_t seed) {
   for (const Segment& s : owned_.owned())
     std::memcpy(MasterPtr(s), full.data() + s.flat_offset, s.len * sizeof(float));
   if (options_.stage < 3) {
-    if (half()) To16(full.data(), compute16_.data(), num_params_, options_.precision);
+    if (half()) ToHalf16(full.data(), compute16_.data(), num_params_, options_.precision);
     else compute32_ = full;  // also the master weights (aliased)
   }
   for (auto& st : state_) std::fill(st.begin(), st.end(), 0.f);
@@ -93,9 +87,9 @@ void ZeroEngine::GatherLayer(int layer, const float* own_master_piece, float* ou
     return;
   }
   std::vector<uint16_t> send(seg.len), recv(size);
-  To16(own_master_piece, send.data(), seg.len, options_.precision);
+  ToHalf16(own_master_piece, send.data(), seg.len, options_.precision);
   comm_.AllGather(send.data(), recv.data(), counts);
-  From16(recv.data(), out, size, options_.precision);
+  FromHalf16(recv.data(), out, size, options_.precision);
 }
 
 const float* ZeroEngine::Acquire(int layer) {
@@ -105,7 +99,7 @@ const float* ZeroEngine::Acquire(int layer) {
   if (!buf.empty()) return buf.data();
   buf.resize(shape.size());
   if (options_.stage < 3) {
-    From16(compute16_.data() + shape.offset, buf.data(), shape.size(), options_.precision);
+    FromHalf16(compute16_.data() + shape.offset, buf.data(), shape.size(), options_.precision);
   } else {
     GatherLayer(layer, MasterPtr(owned_.Owned(layer)), buf.data());
   }
@@ -154,7 +148,7 @@ void ZeroEngine::LayerGrad(int layer, const float* grad, size_t n) {
   DS_CHECK(n == shape.size());
   if (options_.stage <= 1) {
     if (half()) {
-      if (grads_empty_) To16(grad, grad16_.data() + shape.offset, n, options_.precision);
+      if (grads_empty_) ToHalf16(grad, grad16_.data() + shape.offset, n, options_.precision);
       else Accumulate16(grad16_.data() + shape.offset, grad, n, options_.precision);
     } else {
       float* g = grad32_.data() + shape.offset;
@@ -174,13 +168,13 @@ void ZeroEngine::LayerGrad(int layer, const float* grad, size_t n) {
   const auto& counts = owned_.LayerCounts(layer);
   if (half()) {
     std::vector<uint16_t> buf(n), piece(seg.len);
-    To16(grad, buf.data(), n, options_.precision);
+    ToHalf16(grad, buf.data(), n, options_.precision);
     comm_.ReduceScatter(buf.data(), piece.data(), counts, FormatOf(options_.precision));
     if (grads_empty_) {
       std::memcpy(grad16_.data() + seg.shard_offset, piece.data(), seg.len * sizeof(uint16_t));
     } else {
       std::vector<float> f(seg.len);
-      From16(piece.data(), f.data(), seg.len, options_.precision);
+      FromHalf16(piece.data(), f.data(), seg.len, options_.precision);
       Accumulate16(grad16_.data() + seg.shard_offset, f.data(), seg.len, options_.precision);
     }
   } else {
@@ -199,7 +193,7 @@ const float* ZeroEngine::GradAsFloat(const Segment& s, std::vector<float>* tmp) 
   const size_t at = options_.stage <= 1 ? s.flat_offset : s.shard_offset;
   if (!half()) return grad32_.data() + at;
   tmp->resize(s.len);
-  From16(grad16_.data() + at, tmp->data(), s.len, options_.precision);
+  FromHalf16(grad16_.data() + at, tmp->data(), s.len, options_.precision);
   return tmp->data();
 }
 
@@ -261,7 +255,7 @@ StepResult ZeroEngine::Step(float lr) {
     for (size_t k = 0; k < state_.size(); ++k) st[k] = state_[k].data() + s.shard_offset;
     optimizer_.Step(MasterPtr(s), grad, st.data(), s.len, applied_steps_, lr);
     if (options_.stage < 3 && half())
-      To16(MasterPtr(s), compute16_.data() + s.flat_offset, s.len, options_.precision);
+      ToHalf16(MasterPtr(s), compute16_.data() + s.flat_offset, s.len, options_.precision);
   }
   // Stages 1, 2: every rank needs every layer's new compute params.
   if (options_.stage == 1 || options_.stage == 2) {
@@ -280,96 +274,6 @@ StepResult ZeroEngine::Step(float lr) {
   }
   ZeroGrads();
   return result;
-}
-
-// --- whole vectors, memory, checkpoints -----------------------------------------------
-
-std::vector<float> ZeroEngine::GatherComputeParams() {
-  std::vector<float> full(num_params_);
-  if (options_.stage < 3) {
-    if (half()) From16(compute16_.data(), full.data(), num_params_, options_.precision);
-    else full = compute32_;
-    return full;
-  }
-  for (size_t l = 0; l < layers_.size(); ++l)
-    GatherLayer(static_cast<int>(l), MasterPtr(owned_.Owned(static_cast<int>(l))),
-                full.data() + layers_[l].offset);
-  return full;
-}
-
-std::vector<float> ZeroEngine::GatherMasterParams() {
-  std::vector<float> full(num_params_);
-  if (options_.stage == 0) {
-    for (const Segment& s : owned_.owned())
-      std::memcpy(full.data() + s.flat_offset, MasterPtr(s), s.len * sizeof(float));
-    return full;
-  }
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    const Segment& s = owned_.Owned(static_cast<int>(l));
-    std::vector<float> send(MasterPtr(s), MasterPtr(s) + s.len);
-    comm_.AllGather(send.data(), full.data() + layers_[l].offset,
-                    owned_.LayerCounts(static_cast<int>(l)));
-  }
-  return full;
-}
-
-MemoryReport ZeroEngine::Memory() const {
-  MemoryReport m;
-  m.params = compute32_.size() * sizeof(float) + compute16_.size() * sizeof(uint16_t);
-  m.grads = grad32_.size() * sizeof(float) + grad16_.size() * sizeof(uint16_t);
-  m.optimizer = master_.size() * sizeof(float);
-  for (const auto& s : state_) m.optimizer += s.size() * sizeof(float);
-  // The ZeRO paper's accounting with b bytes per compute parameter/gradient
-  // and K bytes of optimizer state per parameter. Mixed-precision Adam: b = 2,
-  // K = 12 (fp32 master + m + v) gives 16Ψ, 4Ψ+12Ψ/N, 2Ψ+14Ψ/N, 16Ψ/N. In
-  // fp32 the parameters are their own master copy: b = 4, K = 4 * slots.
-  const double psi = static_cast<double>(num_params_), n = comm_.size();
-  const double b = half() ? 2 : 4;
-  const double k = 4.0 * optimizer_.state_slots() + (half() ? 4 : 0);
-  switch (options_.stage) {
-    case 0: m.formula = (2 * b + k) * psi; break;
-    case 1: m.formula = 2 * b * psi + k * psi / n; break;
-    case 2: m.formula = b * psi + (b + k) * psi / n; break;
-    default: m.formula = (2 * b + k) * psi / n; break;
-  }
-  return m;
-}
-
-ShardState ZeroEngine::ExportShard() const {
-  ShardState out;
-  out.segments = saved_.owned();
-  out.master.resize(saved_.shard_size());
-  out.state.assign(state_.size(), std::vector<float>(saved_.shard_size()));
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    const Segment& want = saved_.Owned(static_cast<int>(l));
-    // Stage 0 owns everything (world-1 partition): its shard offsets are flat offsets.
-    const Segment& have = owned_.Owned(static_cast<int>(l));
-    const size_t skip = want.flat_offset - have.flat_offset;
-    DS_CHECK(want.flat_offset >= have.flat_offset && skip + want.len <= have.len);
-    std::memcpy(out.master.data() + want.shard_offset, MasterPtr(have) + skip,
-                want.len * sizeof(float));
-    for (size_t k = 0; k < state_.size(); ++k)
-      std::memcpy(out.state[k].data() + want.shard_offset,
-                  state_[k].data() + have.shard_offset + skip, want.len * sizeof(float));
-  }
-  return out;
-}
-
-void ZeroEngine::ImportFull(const std::vector<float>& master,
-                            const std::vector<std::vector<float>>& state, int64_t applied_steps) {
-  DS_CHECK(master.size() == num_params_ && state.size() == state_.size());
-  for (const Segment& s : owned_.owned()) {
-    std::memcpy(MasterPtr(s), master.data() + s.flat_offset, s.len * sizeof(float));
-    for (size_t k = 0; k < state_.size(); ++k)
-      std::memcpy(state_[k].data() + s.shard_offset, state[k].data() + s.flat_offset,
-                  s.len * sizeof(float));
-  }
-  if (options_.stage < 3) {
-    if (half()) To16(master.data(), compute16_.data(), num_params_, options_.precision);
-    else compute32_ = master;
-  }
-  applied_steps_ = applied_steps;
-  ZeroGrads();
 }
 
 }  // namespace ds::rt

@@ -128,4 +128,14 @@ const char* PrecisionName(Precision p) {
   return "?";
 }
 
+void ToHalf16(const float* in, uint16_t* out, size_t n, Precision precision) {
+  if (precision == Precision::kFp16) FloatToHalf(in, out, n);
+  else FloatToBf16(in, out, n);
+}
+
+void FromHalf16(const uint16_t* in, float* out, size_t n, Precision precision) {
+  if (precision == Precision::kFp16) HalfToFloat(in, out, n);
+  else Bf16ToFloat(in, out, n);
+}
+
 }  // namespace ds::rt

@@ -24,6 +24,10 @@ void HalfToFloat(const uint16_t* in, float* out, size_t n);
 void FloatToBf16(const float* in, uint16_t* out, size_t n);
 void Bf16ToFloat(const uint16_t* in, float* out, size_t n);
 
+// Span conversions to and from the 16-bit `precision` (kFp16 or kBf16).
+void ToHalf16(const float* in, uint16_t* out, size_t n, Precision precision);
+void FromHalf16(const uint16_t* in, float* out, size_t n, Precision precision);
+
 // Rounds every value in place to the nearest value representable in
 // `precision` (fp32: no-op). Overflowing values become +-inf.
 void Quantize(float* data, size_t n, Precision precision);
