@@ -17,8 +17,10 @@
 #include "agent/node_facts.h"
 #include "agent/port_hold.h"
 #include "common/env_registry.h"
+#include "common/hmac_auth.h"
 #include "common/log.h"
 #include "common/netif.h"
+#include "common/step_heartbeat.h"
 
 namespace ds {
 
@@ -177,7 +179,8 @@ void AgentSession::OnReserve(const msg::Reserve& m) {
   Send(wire::MsgType::kReserved, r.Encode());
 }
 
-KeyValues AgentSession::WorkerEnvironment(const msg::WorkerSpec& w, const std::string& ifname) const {
+KeyValues AgentSession::WorkerEnvironment(const msg::WorkerSpec& w, const std::string& ifname,
+                                          const std::string& beat_token) const {
   KeyValues env;
   std::map<std::string, size_t> index;
   auto set = [&](const std::string& k, const std::string& v) {
@@ -188,6 +191,7 @@ KeyValues AgentSession::WorkerEnvironment(const msg::WorkerSpec& w, const std::s
   for (const auto& [k, v] : ProcessEnvironment())
     if (k != "DSLAUNCH_SECRET_FD") set(k, v);
   for (const auto& [k, v] : w.env) set(k, v);
+  set("DSLAUNCH_HEARTBEAT_TOKEN", beat_token);  // the agent's own, never the coordinator's or ours
   // Nobody chose the interfaces: the one that routes to MASTER_ADDR here.
   for (const char* k : {"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"})
     if (!ifname.empty() && !index.count(k)) set(k, ifname);
@@ -211,7 +215,8 @@ void AgentSession::OnAssign(const msg::Assign& m) {
     Slot s;
     s.rank = w.rank;
     s.local_rank = w.local_rank;
-    WorkerLaunch launch{m.argv, WorkerEnvironment(w, ifname), m.working_dir};
+    s.beat_token = RandomHex(kStepBeatTokenChars / 2);
+    WorkerLaunch launch{m.argv, WorkerEnvironment(w, ifname, s.beat_token), m.working_dir};
     auto proc = WorkerProcess::Start(launch);
     if (!proc.ok()) {
       SendLine(s, 2, "dsagent: " + proc.status().message());

@@ -73,6 +73,7 @@ class AgentSession {
     bool beaten = false;     // at least one step heartbeat
     bool hung = false;
     TimePoint last_beat;
+    std::string beat_token;  // DSLAUNCH_HEARTBEAT_TOKEN: a beat counts only with this
   };
 
   void Send(wire::MsgType type, const Bytes& payload);
@@ -86,7 +87,8 @@ class AgentSession {
   void ReadHeartbeats();
   void SendLine(const Slot& s, int stream, const std::string& line);
   bool AllExited() const;
-  KeyValues WorkerEnvironment(const msg::WorkerSpec& w, const std::string& ifname) const;
+  KeyValues WorkerEnvironment(const msg::WorkerSpec& w, const std::string& ifname,
+                              const std::string& beat_token) const;
 
   AgentOptions opt_;
   std::string secret_;

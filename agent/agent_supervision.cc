@@ -7,7 +7,9 @@
 #include <fmt/format.h>
 
 #include "agent/agent_session.h"
+#include "common/hmac_auth.h"
 #include "common/log.h"
+#include "common/step_heartbeat.h"
 
 namespace ds {
 
@@ -96,17 +98,21 @@ void AgentSession::Reap() {
 }
 
 void AgentSession::ReadHeartbeats() {
-  uint8_t buf[64];
+  uint8_t buf[kStepBeatSize + 1];  // one more: an oversized datagram shows as too long
   while (true) {
     ssize_t n = ::recv(heartbeat_.get(), buf, sizeof(buf), MSG_DONTWAIT);
     if (n < 0) return;
-    if (n != 16) continue;
-    Bytes b(buf, buf + n);
-    PayloadReader r(b);
-    int64_t rank = r.I64();
-    r.I64();  // step
+    auto beat = DecodeStepBeat(buf, static_cast<size_t>(n));
+    if (!beat) continue;
     for (auto& s : slots_) {
-      if (s.rank != rank) continue;
+      // A beat counts only with that worker's own token (constant-time
+      // compare): anyone else who can reach this port can neither arm a
+      // healthy worker's hang check nor keep a hung one alive.
+      if (s.rank != beat->rank || !s.proc || s.beat_token.size() != kStepBeatTokenChars) continue;
+      if (!MacEquals(Bytes(s.beat_token.begin(), s.beat_token.end()), Bytes(beat->token.begin(), beat->token.end()))) {
+        DS_LOG(Debug, Hb) << "ignored a step heartbeat for rank " << beat->rank << " with a wrong token";
+        continue;
+      }
       s.beaten = true;
       s.last_beat = clock_.Now();
     }
