@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "agent/descendants.h"
 #include "agent/node_facts.h"
 #include "agent/port_hold.h"
 #include "common/env_registry.h"
@@ -200,6 +201,7 @@ KeyValues AgentSession::WorkerEnvironment(const msg::WorkerSpec& w, const std::s
 
 void AgentSession::OnAssign(const msg::Assign& m) {
   slots_.clear();  // the previous generation's workers are all reaped (or get SIGKILL now)
+  KillDescendants();  // and nothing of theirs is left to meet the new generation
   generation_ = m.generation;
   stop_grace_ = milliseconds(m.stop_grace_ms);
   hang_timeout_ = milliseconds(m.hang_timeout_ms);

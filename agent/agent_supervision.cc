@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "agent/agent_session.h"
+#include "agent/descendants.h"
 #include "common/hmac_auth.h"
 #include "common/log.h"
 #include "common/step_heartbeat.h"
@@ -162,6 +163,12 @@ void AgentSession::CheckTimers() {
   }
   if (!AllExited()) return;
   kill_armed_ = false;
+  if (stopping_ || quitting_) {
+    // The generation is over: its leftovers (daemons, setsid'd or double-forked
+    // children outside the workers' groups) go too, before Stopped says so.
+    int n = KillDescendants();
+    if (n > 0) DS_LOG(Info, Proc) << "killed " << n << " leftover process(es) of generation " << generation_;
+  }
   if (stopping_) {
     stopping_ = false;
     slots_.clear();
