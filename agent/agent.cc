@@ -85,6 +85,11 @@ int RunAgent(const AgentOptions& options, const std::string& secret) {
     session.CheckTimers();
   }
   KillDescendants();  // whatever path ended the loop: nothing of the job outlives the agent
+  // What is still queued (the last WorkerExited, Stopped) gets the time a
+  // coordinator may take to read before it counts as lost.
+  session.FlushBeforeExit(std::chrono::steady_clock::now() +
+                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                              std::chrono::duration<double>(options.heartbeat_timeout)));
   return session.ExitCode();
 }
 

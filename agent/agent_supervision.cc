@@ -38,6 +38,7 @@ void AgentSession::BeginStop(Duration grace) {
 void AgentSession::Lost(const std::string& reason) {
   if (conn_.get() < 0) return;
   conn_.Reset();
+  outbox_.Clear();
   if (quitting_ && exit_code_ == ds::ExitCode(AgentExit::kShutdown)) return;  // told to shut down: the close is expected
   std::fprintf(stderr, "dsagent %s: lost the coordinator (%s); killing my workers\n", opt_.host.c_str(),
                reason.c_str());
@@ -138,6 +139,7 @@ std::optional<TimePoint> AgentSession::NextDeadline() const {
 }
 
 void AgentSession::CheckTimers() {
+  if (!write_error_.empty()) Lost(write_error_);
   auto now = clock_.Now();
   if (kill_armed_ && now >= kill_at_) {
     kill_armed_ = false;
