@@ -1,7 +1,8 @@
 // RunAgent: dsagent's event loop (poll, single thread). Sources: the
 // coordinator socket, a self-pipe fed by the signal handlers (SIGCHLD wakes
 // the reaper), the UDP step-heartbeat socket and every worker's
-// stdout/stderr pipes. Between events it sleeps until the session's next
+// stdout/stderr pipes. The agent is a child subreaper, so orphans of its
+// workers are its children too (reaped like workers). Between events it sleeps until the session's next
 // deadline (AgentSession::NextDeadline), never on a fixed period.
 #include "agent/agent.h"
 
@@ -18,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "agent/agent_session.h"
+#include "agent/descendants.h"
 #include "common/log.h"
 
 namespace ds {
@@ -54,6 +56,11 @@ int RunAgent(const AgentOptions& options, const std::string& secret) {
   UniqueFd sig_read(sp[0]), sig_write(sp[1]);
   InstallSignals(sp[1]);
 
+  // Orphans of the job (a worker's daemon) are re-parented to us, not to
+  // init, so they stay findable and are killed with the job (descendants.h).
+  Status sub = BecomeSubreaper();
+  if (!sub.ok()) DS_LOG(Warn, Agent) << sub.message() << "; a worker's daemons may outlive the job";
+
   AgentSession session(options, secret);
   Status st = session.Connect();
   if (!st.ok()) {
@@ -77,6 +84,12 @@ int RunAgent(const AgentOptions& options, const std::string& secret) {
     session.Reap();
     session.CheckTimers();
   }
+  KillDescendants();  // whatever path ended the loop: nothing of the job outlives the agent
+  // What is still queued (the last WorkerExited, Stopped) gets the time a
+  // coordinator may take to read before it counts as lost.
+  session.FlushBeforeExit(std::chrono::steady_clock::now() +
+                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                              std::chrono::duration<double>(options.heartbeat_timeout)));
   return session.ExitCode();
 }
 

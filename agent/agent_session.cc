@@ -14,11 +14,14 @@
 
 #include <fmt/format.h>
 
+#include "agent/descendants.h"
 #include "agent/node_facts.h"
 #include "agent/port_hold.h"
 #include "common/env_registry.h"
+#include "common/hmac_auth.h"
 #include "common/log.h"
 #include "common/netif.h"
+#include "common/step_heartbeat.h"
 
 namespace ds {
 
@@ -56,6 +59,11 @@ Status AgentSession::Connect() {
   heartbeat_ = std::move(hb.first);
   facts.heartbeat_addr = hb.second;
   DS_RETURN_IF_ERROR(WriteFrame(conn_.get(), wire::MsgType::kRegister, facts.Encode(), deadline));
+  // Little in flight in the kernel: what the coordinator has yet to read
+  // waits in the Outbox (bounded by back-pressure), so a Stop's WorkerExited
+  // and Stopped are never behind megabytes of old output.
+  int sndbuf = static_cast<int>(kOutboxHighWater / 4);
+  ::setsockopt(conn_.get(), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
   last_recv_ = last_ping_ = clock_.Now();
   DS_LOG(Info, Agent) << "registered as node " << opt_.node_index << " (" << facts.addr << ")";
   return Status::OK();
@@ -63,14 +71,31 @@ Status AgentSession::Connect() {
 
 void AgentSession::Send(wire::MsgType type, const Bytes& payload) {
   if (conn_.get() < 0) return;
-  const Deadline deadline = std::chrono::steady_clock::now() + Seconds(opt_.heartbeat_timeout);
-  Status st = WriteFrame(conn_.get(), type, payload, deadline);
-  if (!st.ok()) Lost("write to the coordinator failed: " + st.message());
+  outbox_.Push(type, payload);
+  FlushOutbox();
+}
+
+void AgentSession::FlushOutbox() {
+  if (conn_.get() < 0 || !write_error_.empty()) return;
+  Status st = outbox_.Flush(conn_.get());
+  if (!st.ok()) write_error_ = "write to the coordinator failed: " + st.message();
+}
+
+void AgentSession::FlushBeforeExit(std::chrono::steady_clock::time_point deadline) {
+  while (conn_.get() >= 0 && write_error_.empty() && !outbox_.empty()) {
+    int left = PollTimeoutUntil(deadline, std::chrono::steady_clock::now());
+    pollfd p{conn_.get(), POLLOUT, 0};
+    if (left == 0 || ::poll(&p, 1, left) == 0) return;
+    FlushOutbox();
+  }
 }
 
 void AgentSession::AddPollFds(std::vector<pollfd>* fds) const {
-  if (conn_.get() >= 0) fds->push_back({conn_.get(), POLLIN, 0});
+  if (conn_.get() >= 0)
+    fds->push_back({conn_.get(), static_cast<short>(POLLIN | (outbox_.empty() ? 0 : POLLOUT)), 0});
   if (heartbeat_.get() >= 0) fds->push_back({heartbeat_.get(), POLLIN, 0});
+  // Back-pressure: with the coordinator this far behind, the workers wait.
+  if (outbox_.bytes() >= kOutboxHighWater) return;
   for (const auto& s : slots_) {
     if (!s.proc) continue;
     if (s.proc->stdout_fd() >= 0) fds->push_back({s.proc->stdout_fd(), POLLIN, 0});
@@ -85,13 +110,17 @@ void AgentSession::HandlePollResults(const std::vector<pollfd>& fds, size_t firs
     if (fds[i].revents == 0) continue;
     int fd = fds[i].fd;
     if (fd == conn_.get()) {
-      ReadCoordinator();
+      if (fds[i].revents & POLLOUT) FlushOutbox();
+      if (fds[i].revents & ~POLLOUT) ReadCoordinator();
     } else if (fd == heartbeat_.get()) {
       ReadHeartbeats();
     } else {
       for (auto& s : slots_) {
         if (!s.proc || (fd != s.proc->stdout_fd() && fd != s.proc->stderr_fd())) continue;
-        s.proc->ReadPipe(fd, [&](int stream, const std::string& line) { SendLine(s, stream, line); });
+        // Bounded: one busy pipe cannot keep the loop from the others, the
+        // coordinator, signals and timers.
+        s.proc->ReadPipe(fd, [&](int stream, const std::string& line) { SendLine(s, stream, line); },
+                         kPipeReadPerWake);
         break;
       }
     }
@@ -177,7 +206,8 @@ void AgentSession::OnReserve(const msg::Reserve& m) {
   Send(wire::MsgType::kReserved, r.Encode());
 }
 
-KeyValues AgentSession::WorkerEnvironment(const msg::WorkerSpec& w, const std::string& ifname) const {
+KeyValues AgentSession::WorkerEnvironment(const msg::WorkerSpec& w, const std::string& ifname,
+                                          const std::string& beat_token) const {
   KeyValues env;
   std::map<std::string, size_t> index;
   auto set = [&](const std::string& k, const std::string& v) {
@@ -188,6 +218,7 @@ KeyValues AgentSession::WorkerEnvironment(const msg::WorkerSpec& w, const std::s
   for (const auto& [k, v] : ProcessEnvironment())
     if (k != "DSLAUNCH_SECRET_FD") set(k, v);
   for (const auto& [k, v] : w.env) set(k, v);
+  set("DSLAUNCH_HEARTBEAT_TOKEN", beat_token);  // the agent's own, never the coordinator's or ours
   // Nobody chose the interfaces: the one that routes to MASTER_ADDR here.
   for (const char* k : {"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"})
     if (!ifname.empty() && !index.count(k)) set(k, ifname);
@@ -196,6 +227,7 @@ KeyValues AgentSession::WorkerEnvironment(const msg::WorkerSpec& w, const std::s
 
 void AgentSession::OnAssign(const msg::Assign& m) {
   slots_.clear();  // the previous generation's workers are all reaped (or get SIGKILL now)
+  KillDescendants();  // and nothing of theirs is left to meet the new generation
   generation_ = m.generation;
   stop_grace_ = milliseconds(m.stop_grace_ms);
   hang_timeout_ = milliseconds(m.hang_timeout_ms);
@@ -211,7 +243,8 @@ void AgentSession::OnAssign(const msg::Assign& m) {
     Slot s;
     s.rank = w.rank;
     s.local_rank = w.local_rank;
-    WorkerLaunch launch{m.argv, WorkerEnvironment(w, ifname), m.working_dir};
+    s.beat_token = RandomHex(kStepBeatTokenChars / 2);
+    WorkerLaunch launch{m.argv, WorkerEnvironment(w, ifname, s.beat_token), m.working_dir};
     auto proc = WorkerProcess::Start(launch);
     if (!proc.ok()) {
       SendLine(s, 2, "dsagent: " + proc.status().message());

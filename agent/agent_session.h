@@ -2,6 +2,10 @@
 // protocol: the coordinator connection, the held MASTER_PORT, the workers of
 // the current generation and the stop/lost/shutdown logic. Lifecycle:
 //   kConnecting -> kIdle <-> kRunning -> kStopping -> kIdle ... -> kQuitting -> kFinished
+// The loop never blocks on a worker or on the coordinator: each wake-up reads
+// at most kPipeReadPerWake bytes from each worker pipe, frames for the
+// coordinator wait in an Outbox, and while that holds kOutboxHighWater bytes
+// no worker pipe is read (the workers block on their full pipes instead).
 // On a lost coordinator or a termination signal it kills every worker group
 // (SIGTERM, SIGKILL after the grace period) before finishing. Not thread-safe.
 //
@@ -22,6 +26,7 @@
 #include <vector>
 
 #include "agent/agent.h"
+#include "agent/outbox.h"
 #include "agent/worker_process.h"
 #include "common/client_conn.h"
 #include "common/clock.h"
@@ -55,6 +60,9 @@ class AgentSession {
   // Handles readiness of the fds added by AddPollFds (from index `first`).
   void HandlePollResults(const std::vector<pollfd>& fds, size_t first);
   void OnTerminationSignal(int sig);
+  // Writes what is still queued for the coordinator, waiting for the socket
+  // until `deadline` at most (real time): called once the loop has ended.
+  void FlushBeforeExit(std::chrono::steady_clock::time_point deadline);
   // Collects exited workers (waitpid WNOHANG) and reports them.
   void Reap();
   // Acts on every deadline that is due (see NextDeadline) and on "all
@@ -73,9 +81,13 @@ class AgentSession {
     bool beaten = false;     // at least one step heartbeat
     bool hung = false;
     TimePoint last_beat;
+    std::string beat_token;  // DSLAUNCH_HEARTBEAT_TOKEN: a beat counts only with this
   };
 
+  // Queues a frame for the coordinator and writes what the socket takes now
+  // (never blocks); a write error is acted on by the next CheckTimers.
   void Send(wire::MsgType type, const Bytes& payload);
+  void FlushOutbox();
   void ReadCoordinator();
   void HandleFrame(const Frame& f);
   void OnReserve(const msg::Reserve& m);
@@ -86,7 +98,8 @@ class AgentSession {
   void ReadHeartbeats();
   void SendLine(const Slot& s, int stream, const std::string& line);
   bool AllExited() const;
-  KeyValues WorkerEnvironment(const msg::WorkerSpec& w, const std::string& ifname) const;
+  KeyValues WorkerEnvironment(const msg::WorkerSpec& w, const std::string& ifname,
+                              const std::string& beat_token) const;
 
   AgentOptions opt_;
   std::string secret_;
@@ -95,6 +108,8 @@ class AgentSession {
   UniqueFd heartbeat_;
   UniqueFd held_port_;
   Bytes inbuf_;
+  Outbox outbox_;            // frames not yet written to conn_
+  std::string write_error_;  // set by FlushOutbox, turned into Lost() by CheckTimers
   std::vector<Slot> slots_;
   uint32_t generation_ = 0;
   bool stopping_ = false;       // Stopped owed for generation_

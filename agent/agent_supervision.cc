@@ -7,7 +7,10 @@
 #include <fmt/format.h>
 
 #include "agent/agent_session.h"
+#include "agent/descendants.h"
+#include "common/hmac_auth.h"
 #include "common/log.h"
+#include "common/step_heartbeat.h"
 
 namespace ds {
 
@@ -35,6 +38,7 @@ void AgentSession::BeginStop(Duration grace) {
 void AgentSession::Lost(const std::string& reason) {
   if (conn_.get() < 0) return;
   conn_.Reset();
+  outbox_.Clear();
   if (quitting_ && exit_code_ == ds::ExitCode(AgentExit::kShutdown)) return;  // told to shut down: the close is expected
   std::fprintf(stderr, "dsagent %s: lost the coordinator (%s); killing my workers\n", opt_.host.c_str(),
                reason.c_str());
@@ -96,17 +100,21 @@ void AgentSession::Reap() {
 }
 
 void AgentSession::ReadHeartbeats() {
-  uint8_t buf[64];
+  uint8_t buf[kStepBeatSize + 1];  // one more: an oversized datagram shows as too long
   while (true) {
     ssize_t n = ::recv(heartbeat_.get(), buf, sizeof(buf), MSG_DONTWAIT);
     if (n < 0) return;
-    if (n != 16) continue;
-    Bytes b(buf, buf + n);
-    PayloadReader r(b);
-    int64_t rank = r.I64();
-    r.I64();  // step
+    auto beat = DecodeStepBeat(buf, static_cast<size_t>(n));
+    if (!beat) continue;
     for (auto& s : slots_) {
-      if (s.rank != rank) continue;
+      // A beat counts only with that worker's own token (constant-time
+      // compare): anyone else who can reach this port can neither arm a
+      // healthy worker's hang check nor keep a hung one alive.
+      if (s.rank != beat->rank || !s.proc || s.beat_token.size() != kStepBeatTokenChars) continue;
+      if (!MacEquals(Bytes(s.beat_token.begin(), s.beat_token.end()), Bytes(beat->token.begin(), beat->token.end()))) {
+        DS_LOG(Debug, Hb) << "ignored a step heartbeat for rank " << beat->rank << " with a wrong token";
+        continue;
+      }
       s.beaten = true;
       s.last_beat = clock_.Now();
     }
@@ -131,6 +139,7 @@ std::optional<TimePoint> AgentSession::NextDeadline() const {
 }
 
 void AgentSession::CheckTimers() {
+  if (!write_error_.empty()) Lost(write_error_);
   auto now = clock_.Now();
   if (kill_armed_ && now >= kill_at_) {
     kill_armed_ = false;
@@ -156,6 +165,12 @@ void AgentSession::CheckTimers() {
   }
   if (!AllExited()) return;
   kill_armed_ = false;
+  if (stopping_ || quitting_) {
+    // The generation is over: its leftovers (daemons, setsid'd or double-forked
+    // children outside the workers' groups) go too, before Stopped says so.
+    int n = KillDescendants();
+    if (n > 0) DS_LOG(Info, Proc) << "killed " << n << " leftover process(es) of generation " << generation_;
+  }
   if (stopping_) {
     stopping_ = false;
     slots_.clear();

@@ -5,6 +5,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -88,15 +89,17 @@ void WorkerProcess::SignalGroup(int sig) {
   if (pid_ > 0) ::kill(-pid_, sig);
 }
 
-void WorkerProcess::ReadPipe(int fd, const LineSink& sink) {
+void WorkerProcess::ReadPipe(int fd, const LineSink& sink, size_t max_bytes) {
   bool is_out = fd == out_.get();
   std::string& buf = is_out ? out_buf_ : err_buf_;
   int stream = is_out ? 1 : 2;
   char chunk[16384];
-  while (true) {
-    ssize_t r = ::read(fd, chunk, sizeof(chunk));
+  size_t total = 0;
+  while (total < max_bytes) {
+    ssize_t r = ::read(fd, chunk, std::min(sizeof(chunk), max_bytes - total));
     if (r < 0 && errno == EINTR) continue;
     if (r > 0) {
+      total += static_cast<size_t>(r);
       buf.append(chunk, static_cast<size_t>(r));
       TakeLines(buf, [&](const std::string& line) { sink(stream, line); });
       while (buf.size() > kMaxLine) {
@@ -115,8 +118,8 @@ void WorkerProcess::ReadPipe(int fd, const LineSink& sink) {
 }
 
 void WorkerProcess::DrainAndClose(const LineSink& sink) {
-  if (out_.get() >= 0) ReadPipe(out_.get(), sink);
-  if (err_.get() >= 0) ReadPipe(err_.get(), sink);
+  if (out_.get() >= 0) ReadPipe(out_.get(), sink, kPipeDrainLimit);
+  if (err_.get() >= 0) ReadPipe(err_.get(), sink, kPipeDrainLimit);
   for (auto* p : {&out_buf_, &err_buf_}) {
     if (!p->empty()) sink(p == &out_buf_ ? 1 : 2, *p);
     p->clear();

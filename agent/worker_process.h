@@ -18,6 +18,11 @@
 
 namespace ds {
 
+// How much of one worker pipe the agent reads per wake-up, and at most when
+// it drains a pipe after its worker exited.
+constexpr size_t kPipeReadPerWake = 16 * 1024;
+constexpr size_t kPipeDrainLimit = 1 << 20;
+
 struct WorkerLaunch {
   std::vector<std::string> argv;   // argv[0] is searched in PATH
   KeyValues env;                   // the complete environment
@@ -36,11 +41,14 @@ class WorkerProcess {
   pid_t pid() const { return pid_; }
   int stdout_fd() const { return out_.get(); }
   int stderr_fd() const { return err_.get(); }
-  // Reads what is available on `fd` (one of the two pipes) and emits whole
-  // lines; at EOF emits the partial last line and closes the pipe.
-  void ReadPipe(int fd, const LineSink& sink);
-  // Reads both pipes until they would block, then flushes partial lines and
-  // closes them (after the worker exited).
+  // Reads up to `max_bytes` of what is available on `fd` (one of the two
+  // pipes) and emits whole lines; at EOF emits the partial last line and
+  // closes the pipe. Leaves the rest for the next call (poll is
+  // level-triggered), so a fast writer cannot hold the caller.
+  void ReadPipe(int fd, const LineSink& sink, size_t max_bytes = kPipeReadPerWake);
+  // After the worker exited: reads each pipe until it would block (at most
+  // kPipeDrainLimit bytes: a leftover child may hold it open and keep
+  // writing), then flushes partial lines and closes them.
   void DrainAndClose(const LineSink& sink);
   // Sends `sig` to the worker's process group (ESRCH ignored).
   void SignalGroup(int sig);

@@ -46,6 +46,7 @@ const std::vector<EnvParam> kParams = {
     {"DSLAUNCH_STORE_TOKEN", T::kString, "", W, "credential for the store, valid for this generation"},
     {"DSLAUNCH_STORE_PATH", T::kString, "", W, "directory of a file store (standalone runs without dslaunch)"},
     {"DSLAUNCH_HEARTBEAT_ADDR", T::kString, "", W, "host:port of the local agent's step heartbeat endpoint"},
+    {"DSLAUNCH_HEARTBEAT_TOKEN", T::kString, "", W, "this worker's private credential, carried by each step heartbeat (set by the agent)"},
     {"DSLAUNCH_CHECKPOINT_DIR", T::kString, "", W, "checkpoint directory of the job"},
     {"DSLAUNCH_TRAINER_CONFIG", T::kString, "", W, "the job file's trainer: section as YAML text (dstrain)"},
     {"DSLAUNCH_HOST", T::kString, "", W, "the node's host name as written in the hostfile"},

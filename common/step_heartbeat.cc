@@ -1,6 +1,6 @@
-// StepHeartbeat over UDP: one datagram "rank step" (two big-endian i64) per
-// Beat(), sent non-blocking to DSLAUNCH_HEARTBEAT_ADDR. Errors are ignored by
-// design (step_heartbeat.h).
+// StepHeartbeat over UDP: one datagram "rank step token" (two big-endian i64
+// and the worker's token) per Beat(), sent non-blocking to
+// DSLAUNCH_HEARTBEAT_ADDR. Errors are ignored by design (step_heartbeat.h).
 #include "common/step_heartbeat.h"
 
 #include <netdb.h>
@@ -12,6 +12,23 @@
 #include "common/frame_io.h"
 
 namespace ds {
+
+std::string EncodeStepBeat(const StepBeat& beat) {
+  Bytes b = PayloadWriter().I64(beat.rank).I64(beat.step).Take();
+  return std::string(b.begin(), b.end()) + beat.token;
+}
+
+std::optional<StepBeat> DecodeStepBeat(const uint8_t* data, size_t size) {
+  if (size != kStepBeatSize) return std::nullopt;
+  Bytes b(data, data + 16);
+  PayloadReader r(b);
+  StepBeat beat;
+  beat.rank = r.I64();
+  beat.step = r.I64();
+  beat.token.assign(reinterpret_cast<const char*>(data) + 16, kStepBeatTokenChars);
+  return beat;
+}
+
 namespace {
 
 class NoopHeartbeat final : public StepHeartbeat {
@@ -21,15 +38,17 @@ class NoopHeartbeat final : public StepHeartbeat {
 
 class UdpHeartbeat final : public StepHeartbeat {
  public:
-  UdpHeartbeat(UniqueFd fd, int64_t rank) : fd_(std::move(fd)), rank_(rank) {}
+  UdpHeartbeat(UniqueFd fd, int64_t rank, std::string token)
+      : fd_(std::move(fd)), rank_(rank), token_(std::move(token)) {}
   void Beat(int64_t step) override {
-    Bytes b = PayloadWriter().I64(rank_).I64(step).Take();
+    std::string b = EncodeStepBeat({rank_, step, token_});
     (void)::send(fd_.get(), b.data(), b.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   }
 
  private:
   UniqueFd fd_;
   int64_t rank_;
+  std::string token_;
 };
 
 }  // namespace
@@ -48,7 +67,7 @@ std::unique_ptr<StepHeartbeat> StepHeartbeat::FromEnv() {
   bool ok = fd.get() >= 0 && ::connect(fd.get(), res->ai_addr, res->ai_addrlen) == 0;
   freeaddrinfo(res);
   if (!ok) return std::make_unique<NoopHeartbeat>();
-  return std::make_unique<UdpHeartbeat>(std::move(fd), EnvInt("RANK"));
+  return std::make_unique<UdpHeartbeat>(std::move(fd), EnvInt("RANK"), EnvString("DSLAUNCH_HEARTBEAT_TOKEN"));
 }
 
 }  // namespace ds

@@ -245,7 +245,8 @@ TEST_CASE("elastic: a hung worker (step heartbeat stalled past hang_timeout) res
           "[integration]") {
   TempDir dir;
   // Generation 0: rank 1 beats once (the StepHeartbeat datagram: big-endian
-  // rank, step) and stalls; generation 1 succeeds. The worker is Python.
+  // rank, step, its DSLAUNCH_HEARTBEAT_TOKEN) and stalls; generation 1
+  // succeeds. The worker is Python.
   auto [code, out, err] = RunJob(
       dir, 1, 2,
       "import os, socket, struct, sys, time\n"
@@ -253,7 +254,8 @@ TEST_CASE("elastic: a hung worker (step heartbeat stalled past hang_timeout) res
       "if os.environ['DSLAUNCH_GENERATION'] != '0': sys.exit(0)\n"
       "host, port = os.environ['DSLAUNCH_HEARTBEAT_ADDR'].rsplit(':', 1)\n"
       "rank = int(os.environ['RANK'])\n"
-      "socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(struct.pack('>qq', rank, 1),\n"
+      "token = os.environ['DSLAUNCH_HEARTBEAT_TOKEN'].encode()\n"
+      "socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(struct.pack('>qq', rank, 1) + token,\n"
       "                                                        (host, int(port)))\n"
       "time.sleep(60)\n",
       "command: [python3, worker.sh]\nelastic: {max_restarts: 1, hang_timeout: 1s}\n");

@@ -218,13 +218,15 @@ TEST_CASE("launch: a worker whose step heartbeat stalls past hang_timeout is kil
           "[integration]") {
   TempDir dir;
   std::string hostfile = HostfileFor(dir, 1, 2);
-  // Rank 1 beats (the StepHeartbeat datagram: big-endian rank, step) and then stalls.
+  // Rank 1 beats (the StepHeartbeat datagram: big-endian rank, step, its
+  // DSLAUNCH_HEARTBEAT_TOKEN) and then stalls.
   WriteFile(dir / "worker.py",
             "import os, socket, struct, time\n"
             "host, port = os.environ['DSLAUNCH_HEARTBEAT_ADDR'].rsplit(':', 1)\n"
             "rank = int(os.environ['RANK'])\n"
             "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
-            "s.sendto(struct.pack('>qq', rank, 1), (host, int(port)))\n"
+            "token = os.environ['DSLAUNCH_HEARTBEAT_TOKEN'].encode()\n"
+            "s.sendto(struct.pack('>qq', rank, 1) + token, (host, int(port)))\n"
             "print('step 1 done', flush=True)\n"
             "time.sleep(60)\n");
   WriteFile(dir / "job.yaml",

@@ -1,0 +1,91 @@
+// Descendant tracking by /proc (descendants.h). Linux only, like the rest of
+// the agent.
+#include "agent/descendants.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+
+#include <fmt/format.h>
+
+namespace ds {
+namespace {
+
+// ppid and state of `pid` from /proc/<pid>/stat; false when it is gone.
+bool ReadStat(pid_t pid, pid_t* ppid, char* state) {
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
+  FILE* f = std::fopen(path, "re");
+  if (!f) return false;
+  char buf[1024];
+  size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  const char* close = std::strrchr(buf, ')');  // the command name may hold ')' and spaces
+  if (!close) return false;
+  int pp = 0;
+  if (std::sscanf(close + 1, " %c %d", state, &pp) != 2) return false;
+  *ppid = pp;
+  return true;
+}
+
+}  // namespace
+
+Status BecomeSubreaper() {
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+    return Status::IOError(fmt::format("prctl(PR_SET_CHILD_SUBREAPER): {}", std::strerror(errno)));
+  return Status::OK();
+}
+
+std::vector<pid_t> LiveDescendants(pid_t root) {
+  std::multimap<pid_t, pid_t> children;  // ppid -> pid, live ones only
+  DIR* d = ::opendir("/proc");
+  if (!d) return {};
+  while (dirent* e = ::readdir(d)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    pid_t ppid = 0;
+    char state = 0;
+    if (ReadStat(static_cast<pid_t>(pid), &ppid, &state) && state != 'Z' && state != 'X')
+      children.emplace(ppid, static_cast<pid_t>(pid));
+  }
+  ::closedir(d);
+  std::vector<pid_t> out;
+  std::vector<pid_t> todo{root};
+  while (!todo.empty()) {
+    pid_t p = todo.back();
+    todo.pop_back();
+    auto [b, e] = children.equal_range(p);
+    for (auto it = b; it != e; ++it) {
+      out.push_back(it->second);
+      todo.push_back(it->second);
+    }
+  }
+  return out;
+}
+
+int KillDescendants() {
+  std::set<pid_t> killed;
+  int quiet_scans = 0;
+  for (int round = 0; round < 100 && quiet_scans < 2; ++round) {
+    bool fresh = false;
+    for (pid_t p : LiveDescendants(::getpid())) {
+      if (!killed.insert(p).second) continue;
+      ::kill(p, SIGKILL);
+      fresh = true;
+    }
+    quiet_scans = fresh ? 0 : quiet_scans + 1;
+  }
+  return static_cast<int>(killed.size());
+}
+
+}  // namespace ds
