@@ -38,7 +38,7 @@ TEST_CASE("flood: a worker running `yes` keeps its agent and SIGINT still ends t
   std::string err = ReadFile(c.err_path);
   INFO(err << "SIGINT to exit: " << took.count() << " ms");
   CHECK(code == 130);
-  CHECK(took < milliseconds(2500));
+  CHECK(took < milliseconds(4000));  // twice heartbeat_timeout; measured 0.45-0.6 s, 4.5-13 s before
   CHECK(err.find("lost") == std::string::npos);
   CHECK(err.find("dslaunch received SIGINT") != std::string::npos);
 }
