@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -13,6 +14,8 @@
 
 namespace ds {
 namespace {
+
+constexpr size_t kReadChunk = 64 * 1024;  // payload bytes read (and allocated) per step
 
 void PutBE(Bytes& out, uint64_t v, int n) {
   for (int i = n - 1; i >= 0; --i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
@@ -70,7 +73,7 @@ Bytes EncodeFrame(wire::MsgType type, const Bytes& payload) {
   return out;
 }
 
-Result<FrameHeader> DecodeHeader(const uint8_t* p) {
+Result<FrameHeader> DecodeHeader(const uint8_t* p, uint32_t max_payload) {
   uint32_t magic = static_cast<uint32_t>(GetBE(p, 4));
   if (magic != wire::kMagic) return Status::InvalidArgument(fmt::format("bad magic 0x{:08x}", magic));
   uint16_t version = static_cast<uint16_t>(GetBE(p + 4, 2));
@@ -79,9 +82,8 @@ Result<FrameHeader> DecodeHeader(const uint8_t* p) {
   FrameHeader h;
   h.type = static_cast<wire::MsgType>(GetBE(p + 6, 2));
   h.length = static_cast<uint32_t>(GetBE(p + 8, 4));
-  if (h.length > wire::kMaxPayload)
-    return Status::InvalidArgument(
-        fmt::format("frame of {} bytes exceeds the {}-byte limit", h.length, wire::kMaxPayload));
+  if (h.length > max_payload)
+    return Status::InvalidArgument(fmt::format("frame of {} bytes exceeds the {}-byte limit", h.length, max_payload));
   return h;
 }
 
@@ -175,12 +177,18 @@ Result<Frame> ReadFrame(int fd, Deadline deadline) {
   DS_ASSIGN_OR_RETURN(FrameHeader h, DecodeHeader(hdr));
   Frame f;
   f.type = h.type;
-  f.payload.resize(h.length);
-  st = ReadFull(fd, f.payload.data(), h.length, deadline, &got);
-  if (!st.ok()) {
-    if (st.code() == Status::Code::kUnavailable)
-      return Status::IOError(fmt::format("truncated frame ({} of {} payload bytes)", got, h.length));
-    return st;
+  // Grow by what arrives, at most kReadChunk at a time.
+  size_t have = 0;
+  while (have < h.length) {
+    size_t want = std::min<size_t>(h.length - have, kReadChunk);
+    f.payload.resize(have + want);
+    st = ReadFull(fd, f.payload.data() + have, want, deadline, &got);
+    have += got;
+    if (!st.ok()) {
+      if (st.code() == Status::Code::kUnavailable)
+        return Status::IOError(fmt::format("truncated frame ({} of {} payload bytes)", have, h.length));
+      return st;
+    }
   }
   return f;
 }

@@ -32,10 +32,11 @@ struct FrameHeader {
 // Header + payload. Checks payload.size() <= kMaxPayload.
 Bytes EncodeFrame(wire::MsgType type, const Bytes& payload);
 
-// Validates the 12 header bytes at `p`: magic, version and length bound.
+// Validates the 12 header bytes at `p`: magic, version and length bound
+// (`max_payload`: kMaxPayload, or kMaxHandshakePayload before AuthOk).
 // Errors: "bad magic 0x...", "unsupported version N", "frame of N bytes
 // exceeds the 16777216-byte limit".
-Result<FrameHeader> DecodeHeader(const uint8_t* p);
+Result<FrameHeader> DecodeHeader(const uint8_t* p, uint32_t max_payload = wire::kMaxPayload);
 
 // Appends payload fields (big-endian; strings as u32 length + bytes).
 class PayloadWriter {
@@ -84,7 +85,8 @@ using Deadline = std::chrono::steady_clock::time_point;
 // Writes all of `frame` to `fd` (blocking, honours the deadline). Errors:
 // IOError with errno text, Timeout.
 Status WriteFrame(int fd, wire::MsgType type, const Bytes& payload, Deadline deadline);
-// Reads one whole frame. Errors: Unavailable("connection closed") at a frame
+// Reads one whole frame; the payload buffer grows as bytes arrive (a header
+// announcing 16 MiB costs nothing until they do). Errors: Unavailable("connection closed") at a frame
 // boundary, IOError("truncated frame ...") inside one, header errors, Timeout.
 Result<Frame> ReadFrame(int fd, Deadline deadline);
 

@@ -85,6 +85,23 @@ std::string DidYouMeanHint(std::string_view word, const std::vector<std::string>
   return near.empty() ? "" : " (did you mean '" + near + "'?)";
 }
 
+std::string Printable(std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size());
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c <= 0x7e) {
+      out += ch;
+    } else {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+    }
+  }
+  return out;
+}
+
 std::string ShellQuote(std::string_view s) {
   bool safe = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("@%_-+=:,./").find(c) != std::string_view::npos;

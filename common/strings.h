@@ -43,6 +43,11 @@ void TakeLines(std::string& pending, Fn&& fn) {
   pending.erase(0, start);
 }
 
+// `s` safe to print: printable ASCII (0x20-0x7e) kept, every other byte
+// written as \xNN (lower-case hex), so a peer-supplied string can neither end
+// a log line nor send terminal escapes. Idempotent.
+std::string Printable(std::string_view s);
+
 // Quotes `s` for a POSIX shell (single quotes), only when needed.
 std::string ShellQuote(std::string_view s);
 

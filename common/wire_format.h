@@ -22,6 +22,11 @@ constexpr uint32_t kMagic = 0x44534C4E;            // "DSLN"
 constexpr uint16_t kVersion = 1;
 constexpr size_t kHeaderSize = 12;
 constexpr uint32_t kMaxPayload = 16u * 1024 * 1024;  // larger frames are rejected unread
+// Before AuthOk a frame is a Hello or an Auth, nothing larger: Hello is
+// 13 bytes + name + job id (a 253-byte host name leaves 246 for the job id),
+// Auth is 36. A larger header closes the connection unread, so an
+// unauthenticated peer never makes the server allocate more than this.
+constexpr uint32_t kMaxHandshakePayload = 512;
 constexpr size_t kNonceSize = 32;                    // challenge bytes
 constexpr size_t kMacSize = 32;                      // HMAC-SHA256
 

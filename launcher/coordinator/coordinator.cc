@@ -1,9 +1,12 @@
 #include "launcher/coordinator/coordinator.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "common/hmac_auth.h"
 #include "common/log.h"
+#include "common/strings.h"
 
 namespace ds {
 
@@ -19,11 +22,31 @@ struct Coordinator::Pending {
   std::string key;
   int node = -1;          // agent session: node index after Register
   bool rejected = false;  // already logged why we close it
+  bool in_handshake = true;  // counted in unauthenticated_
 };
+
+namespace {
+
+constexpr std::chrono::milliseconds kFirstAcceptBackoff{100};
+constexpr std::chrono::milliseconds kMaxAcceptBackoff{1000};
+
+// accept() failed for want of a resource that closing connections frees.
+bool OutOfDescriptors(const boost::system::error_code& ec) {
+  return ec == asio::error::no_descriptors || ec == boost::system::errc::too_many_files_open_in_system ||
+         ec == asio::error::no_buffer_space || ec == asio::error::no_memory;
+}
+
+// The rate-limit bucket of a refusal.
+const char* ReasonOf(wire::ErrorCode code) {
+  return code == wire::ErrorCode::kAuth ? "authentication" : "protocol";
+}
+
+}  // namespace
 
 Coordinator::Coordinator(asio::io_context& io, const LaunchPlan& plan, CoordinatorOptions options,
                          JobRecord& record)
-    : io_(io), opt_(options), acceptor_(io), timer_(io), store_service_(io, store_),
+    : io_(io), opt_(options), acceptor_(io), accept_timer_(io), reject_log_(io, options.reject_log_interval),
+      timer_(io), store_service_(io, store_),
       control_(plan, std::move(options), record, store_, RealClock(), timer_) {
   control_.OnDone([this] { Finished(); });
 }
@@ -31,6 +54,7 @@ Coordinator::Coordinator(asio::io_context& io, const LaunchPlan& plan, Coordinat
 Coordinator::~Coordinator() {
   boost::system::error_code ec;
   acceptor_.close(ec);
+  accept_timer_.cancel();
 }
 
 Status Coordinator::Listen() {
@@ -61,13 +85,38 @@ std::string Coordinator::address() const {
 void Coordinator::Finished() {
   boost::system::error_code ec;
   acceptor_.close(ec);
+  accept_timer_.cancel();
   if (on_done_) asio::post(io_, on_done_);
 }
 
 void Coordinator::Accept() {
   acceptor_.async_accept([this](boost::system::error_code ec, asio::ip::tcp::socket sock) {
     if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
-    if (!ec) OnAccepted(std::move(sock));
+    if (ec) return OnAcceptError(ec);
+    accept_backoff_ = std::chrono::milliseconds(0);
+    OnAccepted(std::move(sock));
+    Accept();
+  });
+}
+
+// Out of descriptors: the pending connection stays in the backlog and the
+// listener stays readable, so retrying at once would spin a core. Wait.
+void Coordinator::OnAcceptError(const boost::system::error_code& ec) {
+  if (!OutOfDescriptors(ec)) {
+    DS_LOG(Debug, Proto) << "accept: " << ec.message();
+    return Accept();  // e.g. ECONNABORTED: that connection is gone, the next may not be
+  }
+  ++accept_backoffs_;
+  if (accept_backoff_.count() == 0) {
+    accept_backoff_ = kFirstAcceptBackoff;
+    DS_LOG(Warn, Proto) << "accept: " << ec.message() << "; retrying every " << kFirstAcceptBackoff.count()
+                        << " ms to " << kMaxAcceptBackoff.count() << " ms until descriptors are free";
+  } else {
+    accept_backoff_ = std::min(accept_backoff_ * 2, kMaxAcceptBackoff);
+  }
+  accept_timer_.expires_after(accept_backoff_);
+  accept_timer_.async_wait([this](boost::system::error_code tec) {
+    if (tec || !acceptor_.is_open()) return;
     Accept();
   });
 }
@@ -76,30 +125,52 @@ void Coordinator::OnAccepted(asio::ip::tcp::socket sock) {
   boost::system::error_code pec;
   auto rep = sock.remote_endpoint(pec);
   std::string peer = pec ? "?" : fmt::format("{}:{}", rep.address().to_string(), rep.port());
+  if (unauthenticated_ >= opt_.max_unauthenticated) {
+    ++refused_over_limit_;
+    reject_log_.Report("over the limit", fmt::format("{}: {} connections already in the handshake; closing", peer,
+                                                     unauthenticated_));
+    boost::system::error_code ec;
+    sock.close(ec);
+    return;
+  }
+  ++unauthenticated_;
   auto p = std::make_shared<Pending>(io_, std::make_shared<FrameConn>(std::move(sock), peer));
+  p->conn->set_max_payload(wire::kMaxHandshakePayload);
   p->timer.expires_after(Seconds(opt_.handshake_timeout));
-  p->timer.async_wait([p](boost::system::error_code tec) {
-    if (tec || p->stage == Pending::Stage::kAgent || p->stage == Pending::Stage::kStore) return;
-    DS_LOG(Warn, Proto) << p->conn->peer() << ": no handshake within the timeout; closing";
-    p->rejected = true;
-    p->conn->Close("handshake timeout");
+  p->timer.async_wait([this, p](boost::system::error_code tec) {
+    if (tec || !p->in_handshake) return;
+    Drop(p, "handshake timeout", p->conn->peer() + ": no handshake within the timeout; closing");
   });
   p->conn->Start([this, p](Frame f) { OnHandshakeFrame(p, std::move(f)); },
                  [this, p](const std::string& reason) {
                    p->timer.cancel();
+                   LeaveHandshake(*p);
                    if (p->stage == Pending::Stage::kAgent && p->node >= 0) {
                      control_.OnAgentClosed(p->node, reason);
                    } else if (!p->rejected && reason != "connection closed by peer") {
-                     DS_LOG(Warn, Proto) << p->conn->peer() << ": dropped: " << reason;
+                     reject_log_.Report("dropped", p->conn->peer() + ": dropped: " + Printable(reason));
                    }
                  });
 }
 
-void Coordinator::Reject(const std::shared_ptr<Pending>& p, wire::ErrorCode code, const std::string& why) {
-  DS_LOG(Warn, Proto) << p->conn->peer() << ": " << why << "; closing";
+void Coordinator::LeaveHandshake(Pending& p) {
+  if (!p.in_handshake) return;
+  p.in_handshake = false;
+  --unauthenticated_;
+}
+
+void Coordinator::Drop(const std::shared_ptr<Pending>& p, const std::string& reason, const std::string& why) {
+  reject_log_.Report(reason, why);
   p->rejected = true;
-  p->conn->Send(wire::MsgType::kError, msg::Error{static_cast<uint32_t>(code), why}.Encode());
-  p->conn->Close(why, /*flush=*/true);
+  p->conn->Close(reason);
+}
+
+void Coordinator::Reject(const std::shared_ptr<Pending>& p, wire::ErrorCode code, const std::string& why) {
+  std::string safe = Printable(why);
+  reject_log_.Report(ReasonOf(code), p->conn->peer() + ": " + safe + "; closing");
+  p->rejected = true;
+  p->conn->Send(wire::MsgType::kError, msg::Error{static_cast<uint32_t>(code), safe}.Encode());
+  p->conn->Close(safe, /*flush=*/true);
 }
 
 void Coordinator::OnHandshakeFrame(const std::shared_ptr<Pending>& p, Frame f) {
@@ -142,6 +213,8 @@ void Coordinator::OnAuth(const std::shared_ptr<Pending>& p, const Frame& f) {
     return Reject(p, wire::ErrorCode::kAuth, "authentication failed (wrong secret or token)");
   p->stage = p->hello.role == wire::Role::kAgent ? Pending::Stage::kAgent : Pending::Stage::kStore;
   p->timer.cancel();
+  LeaveHandshake(*p);
+  p->conn->set_max_payload(wire::kMaxPayload);
   p->conn->Send(wire::MsgType::kAuthOk, msg::AuthOk{ServerProof(p->key, p->nonce)}.Encode());
 }
 

@@ -5,9 +5,19 @@
 // machine that drives generations, stops and restarts. This class is the
 // network edge only: sockets, handshakes, the store session, and the Asio
 // timer JobControl keeps armed at its next deadline.
-// Not thread-safe: call only from the io thread (or before run()).
+// Unauthenticated peers are held to a small budget: frames of at most
+// wire::kMaxHandshakePayload bytes, the handshake timeout, and at most
+// options.max_unauthenticated connections in the handshake at once (more are
+// closed on accept and counted). When accept fails for want of descriptors
+// (EMFILE, ENFILE, ENOBUFS, ENOMEM) it retries after a back-off of 100 ms,
+// doubling to 1 s, instead of at once; connections wait in the listen backlog.
+// Refusals are logged through RejectLog (rate-limited), peer strings Printable().
+// Not thread-safe: call only from the io thread (or before run()); the
+// counters below may be read from any thread.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -19,6 +29,7 @@
 #include "launcher/coordinator/frame_conn.h"
 #include "launcher/coordinator/job_control.h"
 #include "launcher/coordinator/kv_store.h"
+#include "launcher/coordinator/reject_log.h"
 #include "launcher/coordinator/store_service.h"
 #include "launcher/report/job_record.h"
 
@@ -49,22 +60,35 @@ class Coordinator {
   void OnDone(std::function<void()> cb) { on_done_ = std::move(cb); }
   const JobControl& control() const { return control_; }
   CoordState state() const { return control_.state(); }
+  // Connections closed on accept because max_unauthenticated were pending.
+  uint64_t refused_over_limit() const { return refused_over_limit_; }
+  // Times accept backed off for want of file descriptors.
+  uint64_t accept_backoffs() const { return accept_backoffs_; }
 
  private:
   struct Pending;
 
   void Accept();
+  void OnAcceptError(const boost::system::error_code& ec);
   void OnAccepted(asio::ip::tcp::socket sock);
+  void LeaveHandshake(Pending& p);
   void OnHandshakeFrame(const std::shared_ptr<Pending>& p, Frame f);
   void OnHello(const std::shared_ptr<Pending>& p, const Frame& f);
   void OnAuth(const std::shared_ptr<Pending>& p, const Frame& f);
   void OnAgentFrame(const std::shared_ptr<Pending>& p, const Frame& f);
   void Reject(const std::shared_ptr<Pending>& p, wire::ErrorCode code, const std::string& why);
+  void Drop(const std::shared_ptr<Pending>& p, const std::string& reason, const std::string& why);
   void Finished();
 
   asio::io_context& io_;
   CoordinatorOptions opt_;
   asio::ip::tcp::acceptor acceptor_;
+  asio::steady_timer accept_timer_;          // the back-off after EMFILE & co.
+  std::chrono::milliseconds accept_backoff_{0};  // 0: not backing off
+  int unauthenticated_ = 0;                  // connections in the handshake now
+  std::atomic<uint64_t> refused_over_limit_{0};
+  std::atomic<uint64_t> accept_backoffs_{0};
+  RejectLog reject_log_;
   AsioDeadlineTimer timer_;
   KvStore store_;
   StoreService store_service_;

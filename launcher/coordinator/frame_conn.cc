@@ -1,8 +1,15 @@
 #include "launcher/coordinator/frame_conn.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace ds {
+namespace {
+
+constexpr size_t kReadChunk = 64 * 1024;  // payload bytes read (and allocated) per step
+
+}  // namespace
 
 FrameConn::FrameConn(asio::ip::tcp::socket socket, std::string peer)
     : socket_(std::move(socket)), peer_(std::move(peer)) {
@@ -26,23 +33,31 @@ void FrameConn::ReadHeader() {
                        if (n > 0) return Finish(fmt::format("truncated frame header ({} of 12 bytes)", n));
                        return Finish(ec.message());
                      }
-                     auto h = DecodeHeader(header_);
+                     auto h = DecodeHeader(header_, max_payload_);
                      if (!h.ok()) return Finish(h.status().message());
                      ReadPayload(*h);
                    });
 }
 
+// Reads the rest of h's payload, kReadChunk at a time; payload_ holds what
+// has arrived (empty at the first call: the last frame's buffer was moved out).
 void FrameConn::ReadPayload(FrameHeader h) {
-  payload_.assign(h.length, 0);
+  const size_t have = payload_.size();
+  if (have == h.length) {
+    Frame f{h.type, std::move(payload_)};
+    payload_ = Bytes();
+    on_frame_(std::move(f));
+    if (!closed_) ReadHeader();
+    return;
+  }
+  const size_t want = std::min<size_t>(h.length - have, kReadChunk);
+  payload_.resize(have + want);
   auto self = shared_from_this();
-  asio::async_read(socket_, asio::buffer(payload_),
-                   [this, self, h](boost::system::error_code ec, size_t n) {
+  asio::async_read(socket_, asio::buffer(payload_.data() + have, want),
+                   [this, self, h, have](boost::system::error_code ec, size_t n) {
                      if (closed_) return;
-                     if (ec) return Finish(fmt::format("truncated frame ({} of {} payload bytes)", n, h.length));
-                     Frame f{h.type, std::move(payload_)};
-                     payload_.clear();
-                     on_frame_(std::move(f));
-                     if (!closed_) ReadHeader();
+                     if (ec) return Finish(fmt::format("truncated frame ({} of {} payload bytes)", have + n, h.length));
+                     ReadPayload(h);
                    });
 }
 

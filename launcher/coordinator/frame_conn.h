@@ -1,7 +1,9 @@
 // FrameConn: one framed connection on the coordinator's io_context (Boost.Asio,
 // single thread). Reads frames forever and hands each to on_frame; validates
 // every header before reading a payload (bad magic/version or a length above
-// wire::kMaxPayload closes the connection without reading further). Send()
+// max_payload() closes the connection without reading further), and grows
+// the payload buffer only as bytes arrive (kReadChunk at a time), so a header
+// announcing 16 MiB costs nothing until 16 MiB come. Send()
 // queues frames in order. Lifecycle: kOpen -> kClosed, once; on_close runs
 // exactly once with the reason. Not thread-safe: use from the io thread only.
 #pragma once
@@ -27,6 +29,10 @@ class FrameConn final : public AgentLink, public std::enable_shared_from_this<Fr
   // Starts reading. Handlers may call Send/Close and may drop the last
   // external reference (the read loop keeps the connection alive).
   void Start(FrameHandler on_frame, CloseHandler on_close);
+  // The largest payload the next headers may announce (default
+  // wire::kMaxPayload; the coordinator lowers it until the peer authenticates).
+  void set_max_payload(uint32_t bytes) { max_payload_ = bytes; }
+  uint32_t max_payload() const { return max_payload_; }
   void Send(wire::MsgType type, const Bytes& payload) override;
   // Closes after the queued frames are written (graceful) or at once.
   void Close(const std::string& reason, bool flush = false) override;
@@ -44,7 +50,8 @@ class FrameConn final : public AgentLink, public std::enable_shared_from_this<Fr
   FrameHandler on_frame_;
   CloseHandler on_close_;
   uint8_t header_[wire::kHeaderSize] = {};
-  Bytes payload_;
+  uint32_t max_payload_ = wire::kMaxPayload;
+  Bytes payload_;  // the payload bytes received so far
   std::deque<Bytes> out_;
   bool writing_ = false;
   bool closing_ = false;  // close once out_ drains

@@ -9,6 +9,7 @@
 
 #include "common/hmac_auth.h"
 #include "common/log.h"
+#include "common/strings.h"
 #include "launcher/coordinator/assign_builder.h"
 
 namespace ds {
@@ -64,7 +65,8 @@ Status JobControl::OnRegister(const msg::Register& facts, std::shared_ptr<AgentL
     Notice(fmt::format("{} rejoined; it takes part from the next restart", candidates_[node].host.name));
   } else {
     DS_LOG(Info, Coord) << "node " << node << " registered after " << MsSince(start_time_, clock_.Now()) << " ms ("
-                        << facts.host << ", " << facts.addr << " via " << facts.ifname << ", " << facts.cpus
+                        << Printable(facts.host) << ", " << Printable(facts.addr) << " via "
+                        << Printable(facts.ifname) << ", " << facts.cpus
                         << " cpus)";
     if (std::all_of(agents_.begin(), agents_.end(), [](const Agent& ag) { return ag.registered; }))
       StartGeneration();

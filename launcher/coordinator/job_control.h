@@ -52,6 +52,8 @@ struct CoordinatorOptions {
   double heartbeat_interval = kDefaultHeartbeatInterval;  // seconds between Pings
   double heartbeat_timeout = kDefaultHeartbeatTimeout;    // an agent silent this long is lost
   double handshake_timeout = 5.0;     // an unauthenticated connection is dropped after this
+  int max_unauthenticated = 64;       // connections still in the handshake; more are closed at once
+  double reject_log_interval = 10.0;  // refused connections: a few logged in full, then one summary per interval
   double register_timeout = 30.0;     // every agent must register within this after Start()
   double stop_grace = kDefaultStopGrace;  // SIGTERM -> SIGKILL on the nodes
   double hang_timeout = kDefaultHangTimeout;  // 0 = off

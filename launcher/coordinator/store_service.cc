@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/log.h"
+#include "common/strings.h"
 #include "common/protocol.h"
 
 namespace ds {
@@ -18,7 +19,7 @@ Status StoreService::Handle(const std::shared_ptr<FrameConn>& conn, const Frame&
   switch (f.type) {
     case wire::MsgType::kStoreSet: {
       DS_ASSIGN_OR_RETURN(msg::StoreSet m, msg::StoreSet::Decode(f.payload));
-      DS_LOG(Debug, Store) << "set '" << m.key << "' (" << m.value.size() << " bytes) from " << conn->peer();
+      DS_LOG(Debug, Store) << "set '" << Printable(m.key) << "' (" << m.value.size() << " bytes) from " << conn->peer();
       store_.Set(m.key, std::move(m.value));
       conn->Send(wire::MsgType::kStoreOk, msg::StoreOk{}.Encode());
       return Status::OK();

@@ -18,9 +18,13 @@ LogMux::LogMux(LogMuxOptions options) : opt_(std::move(options)) {
   if (opt_.color == "always") color_ = true;
   else if (opt_.color == "never") color_ = false;
   else color_ = opt_.out_is_tty;
+  terminal_ = std::make_unique<TerminalWriter>(
+      opt_.out, opt_.terminal_queue_bytes,
+      opt_.log_dir.empty() ? "--log-dir keeps every line" : "every line is in " + opt_.log_dir + "/rank<N>.log");
 }
 
 LogMux::~LogMux() {
+  terminal_.reset();  // writes what is queued
   for (auto& [rank, r] : ranks_)
     if (r.file) std::fclose(r.file);
 }
@@ -52,9 +56,8 @@ void LogMux::Line(int rank, int stream, const std::string& line) {
     AddRank(rank, "?");
     it = ranks_.find(rank);
   }
-  std::string out = it->second.prefix + line + "\n";
-  std::fwrite(out.data(), 1, out.size(), opt_.out);
-  std::fflush(opt_.out);  // lines must show up live, also through a pipe
+  // Live, also through a pipe: the writer flushes after each batch.
+  terminal_->Write(it->second.prefix + line + "\n");
   if (it->second.file) {
     std::fwrite(line.data(), 1, line.size(), it->second.file);
     std::fputc('\n', it->second.file);
@@ -67,7 +70,7 @@ void LogMux::Marker(const std::string& line) {
 }
 
 void LogMux::Flush() {
-  std::fflush(opt_.out);
+  terminal_->Flush();
   for (auto& [rank, r] : ranks_)
     if (r.file) std::fflush(r.file);
 }

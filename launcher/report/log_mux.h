@@ -2,7 +2,12 @@
 // "host:rank " (colored per rank on a TTY unless DSLAUNCH_COLOR=never; always
 // with DSLAUNCH_COLOR=always) and, with a log dir, to <dir>/rank<N>.log
 // (stdout and stderr interleaved in arrival order, no prefix). Lines are
-// written whole. Not thread-safe: the coordinator's io thread only.
+// written whole. The per-rank files are written on the caller's thread and
+// keep every line; stdout is written by a TerminalWriter thread, so a stalled
+// reader of stdout never blocks the caller: past terminal_queue_bytes waiting
+// for the reader, lines are dropped from stdout (counted, the gap marked by
+// one "dslaunch: N lines not shown here" line), never from the files.
+// Not thread-safe: the coordinator's io thread only.
 #pragma once
 
 #include <cstdio>
@@ -11,6 +16,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "launcher/report/terminal_writer.h"
 
 namespace ds {
 
@@ -19,6 +25,7 @@ struct LogMuxOptions {
   std::string color = "auto";  // auto | always | never (DSLAUNCH_COLOR)
   FILE* out = stdout;        // where prefixed lines go
   bool out_is_tty = false;   // decides "auto"
+  size_t terminal_queue_bytes = 8u << 20;  // stdout text waiting for a slow reader; more is dropped from stdout only
 };
 
 class LogMux {
@@ -34,7 +41,11 @@ class LogMux {
   // A line of dslaunch's own in every per-rank file opened so far (not on
   // stdout), e.g. where a restarted generation begins.
   void Marker(const std::string& line);
+  // Waits until stdout has every queued line (for a stalled reader: until it
+  // reads), and flushes the files.
   void Flush();
+  // Lines dropped from stdout because its reader fell behind.
+  uint64_t dropped_from_terminal() const { return terminal_->dropped(); }
   bool color() const { return color_; }
 
  private:
@@ -45,6 +56,7 @@ class LogMux {
   LogMuxOptions opt_;
   bool color_ = false;
   std::map<int, RankOut> ranks_;
+  std::unique_ptr<TerminalWriter> terminal_;
 };
 
 }  // namespace ds

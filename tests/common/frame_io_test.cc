@@ -4,6 +4,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <thread>
+
 #include "common/client_conn.h"
 #include "common/protocol.h"
 
@@ -70,6 +72,44 @@ TEST_CASE("frame: blocking read/write over a socket pair, truncation detected", 
   a.Reset();
   auto t = ReadFrame(b.get(), Soon());
   CHECK(t.status().message() == "truncated frame (2 of 4 payload bytes)");
+}
+
+TEST_CASE("frame: before authentication a header may announce at most 512 bytes; the largest Hello fits",
+          "[frame]") {
+  msg::Hello h;
+  h.name = std::string(253, 'h');    // the longest DNS host name
+  h.job_id = std::string(246, 'j');  // what the limit leaves for the job id
+  Bytes f = EncodeFrame(wire::MsgType::kHello, h.Encode());
+  CHECK(f.size() - wire::kHeaderSize == wire::kMaxHandshakePayload);
+  CHECK(DecodeHeader(f.data(), wire::kMaxHandshakePayload).ok());
+  h.job_id += 'j';
+  f = EncodeFrame(wire::MsgType::kHello, h.Encode());
+  CHECK(DecodeHeader(f.data(), wire::kMaxHandshakePayload).status().message() ==
+        "frame of 513 bytes exceeds the 512-byte limit");
+  CHECK(DecodeHeader(f.data()).ok());  // after authentication: kMaxPayload
+}
+
+TEST_CASE("frame: a payload larger than one read chunk arrives whole; truncation counts every byte", "[frame]") {
+  int sv[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+  UniqueFd a(sv[0]), b(sv[1]);
+  Bytes big(300 * 1024);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>(i * 7);
+  std::thread writer([&] { CHECK(WriteFrame(a.get(), wire::MsgType::kOutput, big, Soon()).ok()); });
+  auto f = ReadFrame(b.get(), Soon());
+  writer.join();
+  REQUIRE(f.ok());
+  CHECK(f->payload == big);
+
+  Bytes whole = EncodeFrame(wire::MsgType::kOutput, big);
+  std::thread partial([&] {
+    size_t n = wire::kHeaderSize + 100000;
+    CHECK(::send(a.get(), whole.data(), n, MSG_NOSIGNAL) == static_cast<ssize_t>(n));
+    a.Reset();
+  });
+  auto t = ReadFrame(b.get(), Soon());
+  partial.join();
+  CHECK(t.status().message() == "truncated frame (100000 of 307200 payload bytes)");
 }
 
 TEST_CASE("frame: read times out when nothing arrives", "[frame]") {

@@ -36,3 +36,10 @@ TEST_CASE("ShellQuote quotes only when needed") {
   CHECK(ShellQuote("it's") == "'it'\\''s'");
   CHECK(ShellQuote("") == "''");
 }
+
+TEST_CASE("Printable keeps printable ASCII and writes every other byte as \\xNN") {
+  CHECK(Printable("jobX-1 ok: 'a' \\ b~") == "jobX-1 ok: 'a' \\ b~");
+  CHECK(Printable("x\n\x1b[31mdslaunch: all ok") == "x\\x0a\\x1b[31mdslaunch: all ok");
+  CHECK(Printable(std::string("a\0b\x7f\xff", 5)) == "a\\x00b\\x7f\\xff");
+  CHECK(Printable(Printable("\r\t")) == "\\x0d\\x09");  // idempotent
+}

@@ -2,7 +2,14 @@
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <future>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
 
 #include "tests/test_util/temp_dir.h"
 
@@ -50,6 +57,7 @@ TEST_CASE("log mux: plain prefix host:rank when not a TTY", "[logmux]") {
   mux.AddRank(3, "w1");
   mux.Line(3, 1, "hello");
   mux.Line(3, 2, "  spaced  ");
+  mux.Flush();  // stdout is written by the mux's writer thread
   CHECK(Captured(f) == "w1:3 hello\nw1:3   spaced  \n");
   std::fclose(f);
 }
@@ -65,6 +73,60 @@ TEST_CASE("log mux: colored on a TTY unless DSLAUNCH_COLOR=never; always forces 
   std::fclose(f);
   CHECK(!LogMux(LogMuxOptions{"", "never", stdout, true}).color());
   CHECK(LogMux(LogMuxOptions{"", "always", stdout, false}).color());
+}
+
+// A real pipe nobody reads (`| less`, not scrolled): Line() must return at
+// once all the same (it runs on the coordinator's io thread), the file keeps
+// every line, and stdout shows one line where lines were dropped.
+TEST_CASE("log mux: a stalled reader of stdout never blocks Line(); the files keep every line", "[logmux]") {
+  testing::TempDir tmp("logmux");
+  const std::string dir = tmp.path() + "/logs";
+  int p[2];
+  REQUIRE(::pipe(p) == 0);
+  FILE* out = ::fdopen(p[1], "w");
+  REQUIRE(out);
+  LogMuxOptions o{dir, "never", out, false};
+  o.terminal_queue_bytes = 1 << 20;
+  auto mux = std::make_unique<LogMux>(o);
+  REQUIRE(mux->Open().ok());
+  mux->AddRank(0, "w0");
+  constexpr int kLines = 200000;  // 8 MB: far past the pipe and the queue
+  auto line = [](int i) { return fmt::format("line {:06d} of the worker's output.......", i); };
+  auto relay = std::async(std::launch::async, [&] {
+    for (int i = 0; i < kLines; ++i) mux->Line(0, 1, line(i));
+  });
+  const bool in_time = relay.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  std::string shown;  // now the reader wakes up and reads everything
+  std::thread reader([&] {
+    char buf[65536];
+    ssize_t n;
+    while ((n = ::read(p[0], buf, sizeof(buf))) > 0) shown.append(buf, static_cast<size_t>(n));
+  });
+  relay.wait();
+  CHECK(in_time);
+  mux->Flush();
+  const uint64_t dropped = mux->dropped_from_terminal();
+  mux.reset();
+  std::fclose(out);
+  reader.join();
+  ::close(p[0]);
+
+  std::string expected;
+  for (int i = 0; i < kLines; ++i) expected += line(i) + "\n";
+  FILE* f = std::fopen((dir + "/rank0.log").c_str(), "r");
+  REQUIRE(f);
+  CHECK(Captured(f) == expected);
+  std::fclose(f);
+
+  CHECK(dropped > 0);
+  const std::string notice = fmt::format(
+      "dslaunch: {} lines not shown here: the reader of stdout fell behind (every line is in {}/rank<N>.log)\n",
+      dropped, dir);
+  CHECK(shown.find(notice) != std::string::npos);
+  size_t worker_lines = 0;
+  std::istringstream in(shown);
+  for (std::string l; std::getline(in, l);) worker_lines += l.rfind("w0:0 line ", 0) == 0;
+  CHECK(worker_lines + dropped == kLines);
 }
 
 }  // namespace

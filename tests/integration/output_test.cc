@@ -1,0 +1,74 @@
+// dslaunch's stdout into a pipe nobody reads (`| less`, not scrolled): the
+// control plane must not stall behind it. A real job whose worker prints
+// 50 MB, heartbeat_timeout 2 s, the pipe left unread for 10 s.
+#include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "proc_harness.h"
+
+namespace ds::testing {
+namespace {
+
+using std::chrono::seconds;
+
+TEST_CASE("output: a stalled reader of stdout loses no agent; the log dir keeps every line", "[integration]") {
+  TempDir dir;
+  std::string hostfile = HostfileFor(dir, 1, 1);
+  constexpr int kLines = 1000000;  // 50 bytes each
+  WriteFile(dir / "job.yaml",
+            "command: [awk, 'BEGIN { for (i = 0; i < " + std::to_string(kLines) +
+                "; i++) printf \"%07d the worker prints a lot of output, fast\\n\", i }']\n"
+            "elastic:\n  heartbeat_interval: 200ms\n  heartbeat_timeout: 2s\n");
+  int p[2];
+  REQUIRE(::pipe(p) == 0);
+  std::string err_path = dir / "dslaunch.err";
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (::chdir(dir.path().c_str()) != 0) ::_exit(126);
+    ::setenv("DSLAUNCH_COLOR", "never", 1);
+    ::setenv("HOME", dir.path().c_str(), 1);
+    int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int in = ::open("/dev/null", O_RDONLY);
+    ::dup2(in, 0);
+    ::dup2(p[1], 1);
+    ::dup2(err, 2);
+    ::close(p[0]);
+    ::close(p[1]);
+    std::string dslaunch = DslaunchPath(), logs = dir / "logs";
+    ::execl(dslaunch.c_str(), dslaunch.c_str(), "--hostfile", hostfile.c_str(), "--log-dir", logs.c_str(),
+            "job.yaml", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(p[1]);
+  std::this_thread::sleep_for(seconds(10));  // the stalled reader: 5x the heartbeat timeout
+  std::string shown;
+  std::thread reader([&] {
+    char buf[65536];
+    ssize_t n;
+    while ((n = ::read(p[0], buf, sizeof(buf))) > 0) shown.append(buf, static_cast<size_t>(n));
+  });
+  int code = WaitExit(pid, seconds(120));
+  reader.join();
+  ::close(p[0]);
+  std::string err = ReadFile(err_path);
+  INFO(err);
+  CHECK(code == 0);
+  CHECK(err.find("lost") == std::string::npos);
+
+  std::string expected;
+  char line[64];
+  for (int i = 0; i < kLines; ++i) {
+    std::snprintf(line, sizeof(line), "%07d the worker prints a lot of output, fast\n", i);
+    expected += line;
+  }
+  CHECK(ReadFile(dir / "logs/rank0.log") == expected);
+  CHECK(shown.find("lines not shown here: the reader of stdout fell behind (every line is in") !=
+        std::string::npos);
+}
+
+}  // namespace
+}  // namespace ds::testing
