@@ -50,6 +50,17 @@ expect 2 "$tmp/job.yaml:4:25: unknown key 'stag' in trainer.config.zero_optimiza
 printf 'trainer:\n  config: {train_batch_size: 8}\n' >"$tmp/job.yaml"
 expect 2 "$tmp/job.yaml trainer.config: train_batch_size (8) is not divisible by world size (6)" -- \
   --hostfile "$src/hostfiles/local" --dry-run "$tmp/job.yaml"
+# .dslaunch_env is read at plan time: --dry-run shows its values, and the
+# variables dslaunch owns are refused there as in the job file's env: (exit 2).
+mkdir -p "$tmp/home" "$tmp/wd"
+printf 'DOTENV_SEEN=yes\n' >"$tmp/wd/.dslaunch_env"
+expect_in() { dir=$1; shift; ( cd "$dir" && export HOME="$tmp/home" && expect "$@" && exit $fail ) || fail=1; }
+expect_in "$tmp/wd" 0 "DOTENV_SEEN=yes" -- --dry-run -- true
+printf '# pinned\nRANK=0\n' >"$tmp/wd/.dslaunch_env"
+expect_in "$tmp/wd" 2 "./.dslaunch_env:2: RANK is set by dslaunch for every worker and cannot be overridden" -- --dry-run -- true
+printf 'MASTER_PORT=1\n' >"$tmp/home/.dslaunch_env"
+expect_in "$tmp" 2 "$tmp/home/.dslaunch_env:1: MASTER_PORT is set by dslaunch for every worker and cannot be overridden" -- --dry-run -- true
+rm -f "$tmp/home/.dslaunch_env" "$tmp/wd/.dslaunch_env"
 expect 2 "--include: unknown host 'w9'" -- -H "$src/hostfiles/local" -i w9 --dry-run -- true
 expect 2 "unknown option '--bogus'" -- --bogus -- true
 expect 2 "expected a job file" --
