@@ -4,7 +4,7 @@
 # the parser's message for bad input. Starts no job.
 # Usage: dslaunch_cli_test.sh DSLAUNCH SOURCE_DIR
 set -u
-bin=$1
+bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")  # absolute: some checks run elsewhere
 src=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
