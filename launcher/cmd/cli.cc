@@ -94,6 +94,9 @@ Status ApplyRaw(const RawOptions& raw, CliOptions& o) {
     if (!s || *s <= 0)
       return Status::InvalidArgument("--connect-timeout: expected a duration such as 10s or 500ms, got '" +
                                      raw.connect_timeout + "'");
+    if (!InRange(*s, kConnectTimeoutRange))
+      return Status::InvalidArgument("--connect-timeout: expected " + RangeText(kConnectTimeoutRange) + ", got '" +
+                                     raw.connect_timeout + "'");
     o.connect_timeout = *s;
     o.connect_timeout_set = true;
   }
@@ -150,9 +153,9 @@ std::string CliHelpText() {
 
 Result<CliOptions> ParseCli(const std::vector<std::string>& args, bool require_job) {
   CliOptions o;
-  o.connect_timeout = EnvSeconds("DSLAUNCH_CONNECT_TIMEOUT");
+  DS_ASSIGN_OR_RETURN(o.connect_timeout, EnvDuration("DSLAUNCH_CONNECT_TIMEOUT"));
   o.agent_path = EnvString("DSLAUNCH_AGENT_PATH");
-  o.stop_grace = EnvSeconds("DSLAUNCH_STOP_GRACE");
+  DS_ASSIGN_OR_RETURN(o.stop_grace, EnvDuration("DSLAUNCH_STOP_GRACE"));
   o.color = EnvString("DSLAUNCH_COLOR");
   RawOptions raw;
 

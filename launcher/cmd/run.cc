@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "common/asio.h"
+#include "common/duration.h"
 #include "common/env_registry.h"
 #include "common/files.h"
 #include "common/hmac_auth.h"
@@ -41,7 +42,8 @@ std::string LocalBindAddress(const std::string& host) {
   return "";
 }
 
-std::string FormatMs(double s) { return fmt::format("{}ms", static_cast<int64_t>(s * 1000)); }
+// Whole ms for dsagent's flags, rounded up: a positive duration never becomes "0ms".
+std::string FormatMs(double s) { return fmt::format("{}ms", ToMillis(s)); }
 
 // With an elastic min_nodes below the node count: probes every node and
 // standby, prints one line per unreachable host and narrows `plan` to the

@@ -8,6 +8,7 @@
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
+#include "common/duration.h"
 #include "common/env_registry.h"
 #include "common/files.h"
 #include "common/strings.h"
@@ -87,6 +88,13 @@ class JobFileReader {
     return *v;
   }
 
+  // A duration and its documented range (common/duration.h, docs/usage.md).
+  Result<double> Seconds(const YAML::Node& n, const std::string& key, const DurationRange& r) const {
+    DS_ASSIGN_OR_RETURN(double v, Seconds(n, key));
+    if (!InRange(v, r)) return At(n, "'" + key + "': expected " + RangeText(r) + ", got '" + n.Scalar() + "'");
+    return v;
+  }
+
   Result<bool> Bool(const YAML::Node& n, const std::string& key) const {
     if (n.IsScalar()) {
       std::string s = n.Scalar();
@@ -141,12 +149,18 @@ class JobFileReader {
       if (k == "min_nodes") { DS_ASSIGN_OR_RETURN(e.min_nodes, Int(v, k, 1, 1 << 20)); min_n = kv.first; e.min_nodes_set = true; }
       else if (k == "max_nodes") { DS_ASSIGN_OR_RETURN(e.max_nodes, Int(v, k, 0, 1 << 20)); }
       else if (k == "max_restarts") { DS_ASSIGN_OR_RETURN(e.max_restarts, Int(v, k, 0, 1 << 20)); }
-      else if (k == "heartbeat_interval") { DS_ASSIGN_OR_RETURN(e.heartbeat_interval, Seconds(v, k)); interval_n = kv.first; }
-      else if (k == "heartbeat_timeout") { DS_ASSIGN_OR_RETURN(e.heartbeat_timeout, Seconds(v, k)); }
-      else if (k == "hang_timeout") { DS_ASSIGN_OR_RETURN(e.hang_timeout, Seconds(v, k)); }
+      else if (k == "heartbeat_interval") {
+        DS_ASSIGN_OR_RETURN(e.heartbeat_interval, Seconds(v, k));
+        interval_n = kv.first;
+        if (e.heartbeat_interval > 0) {  // 0 has its own message below
+          DS_ASSIGN_OR_RETURN(e.heartbeat_interval, Seconds(v, k, kHeartbeatIntervalRange));
+        }
+      }
+      else if (k == "heartbeat_timeout") { DS_ASSIGN_OR_RETURN(e.heartbeat_timeout, Seconds(v, k, kHeartbeatTimeoutRange)); }
+      else if (k == "hang_timeout") { DS_ASSIGN_OR_RETURN(e.hang_timeout, Seconds(v, k, kHangTimeoutRange)); }
       else if (k == "rejoin") { DS_ASSIGN_OR_RETURN(e.rejoin, Bool(v, k)); }
       else if (k == "max_host_failures") { DS_ASSIGN_OR_RETURN(e.max_host_failures, Int(v, k, 0, 1 << 20)); }
-      else if (k == "host_cooldown") { DS_ASSIGN_OR_RETURN(e.host_cooldown, Seconds(v, k)); }
+      else if (k == "host_cooldown") { DS_ASSIGN_OR_RETURN(e.host_cooldown, Seconds(v, k, kHostCooldownRange)); }
     }
     if (e.max_nodes > 0 && e.min_nodes > e.max_nodes)
       return At(min_n.IsDefined() ? min_n : n, "'elastic': min_nodes (" + std::to_string(e.min_nodes) +
@@ -189,6 +203,7 @@ class JobFileReader {
       } else if (k == "connect_timeout") {
         DS_ASSIGN_OR_RETURN(ssh.connect_timeout, Seconds(v, k));
         if (ssh.connect_timeout <= 0) return At(v, "'connect_timeout': must be greater than 0");
+        DS_ASSIGN_OR_RETURN(ssh.connect_timeout, Seconds(v, k, kConnectTimeoutRange));
       } else if (k == "port") {
         DS_ASSIGN_OR_RETURN(int port, Int(v, k, 1, 65535));
         ssh.port = port;

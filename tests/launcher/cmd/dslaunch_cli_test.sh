@@ -61,6 +61,13 @@ expect_in "$tmp/wd" 2 "./.dslaunch_env:2: RANK is set by dslaunch for every work
 printf 'MASTER_PORT=1\n' >"$tmp/home/.dslaunch_env"
 expect_in "$tmp" 2 "$tmp/home/.dslaunch_env:1: MASTER_PORT is set by dslaunch for every worker and cannot be overridden" -- --dry-run -- true
 rm -f "$tmp/home/.dslaunch_env" "$tmp/wd/.dslaunch_env"
+# Durations out of their documented range: file:line:col, the flag or the variable.
+printf 'command: [x]\nelastic:\n  hang_timeout: 4294968s\n' >"$tmp/job.yaml"
+expect 2 "$tmp/job.yaml:3:17: 'hang_timeout': expected 0 (off) or a duration between 100ms and 168h, got '4294968s'" -- \
+  --dry-run "$tmp/job.yaml"
+expect 2 "--connect-timeout: expected a duration between 10ms and 1h, got '5000h'" -- --connect-timeout 5000h --dry-run -- true
+( export DSLAUNCH_STOP_GRACE=2000h
+  expect 2 "DSLAUNCH_STOP_GRACE='2000h': expected a duration between 0s and 1h" -- --dry-run -- true; exit $fail ) || fail=1
 expect 2 "--include: unknown host 'w9'" -- -H "$src/hostfiles/local" -i w9 --dry-run -- true
 expect 2 "unknown option '--bogus'" -- --bogus -- true
 expect 2 "expected a job file" --
