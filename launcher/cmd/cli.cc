@@ -6,6 +6,7 @@
 
 #include "common/env_registry.h"
 #include "common/strings.h"
+#include "launcher/config/hostfile.h"
 
 namespace ds {
 namespace {
@@ -48,8 +49,9 @@ void DeclareOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
   app.add_option("-e,--exclude", o.selection.exclude, "all but these hosts/slots, e.g. 'w0@w1:0'")->group(hosts);
   app.add_option("--num_nodes,--nnodes", o.selection.num_nodes, "use the first N selected hosts")
       ->check(CLI::PositiveNumber)->group(hosts);
+  // Bounded like a hostfile's slots=: without a hostfile it sizes this machine's slots.
   app.add_option("--num_gpus,--nproc_per_node", o.selection.num_gpus, "workers per host (first N slots)")
-      ->check(CLI::PositiveNumber)->group(hosts);
+      ->check(CLI::Range(1, kMaxSlotsPerHost))->group(hosts);
 
   const char* launch = "Launch";
   app.add_option("--launcher", o.launcher, "how agents start: auto, local, ssh or pdsh")

@@ -7,6 +7,7 @@
 #include "common/env_registry.h"
 #include "common/files.h"
 #include "common/strings.h"
+#include "launcher/config/env_limits.h"
 #include "launcher/config/job_spec.h"
 
 namespace ds {
@@ -65,6 +66,7 @@ Result<DotEnv> ParseDotEnv(const std::string& text, const std::string& path) {
       size_t hash = v.find(" #");
       value = std::string(Trim(v.substr(0, hash)));
     }
+    if (std::string problem = EnvEntryProblem(key, value); !problem.empty()) return err(problem);
     out.emplace_back(std::move(key), std::move(value));
   }
   return out;

@@ -12,6 +12,7 @@
 #include "common/env_registry.h"
 #include "common/files.h"
 #include "common/strings.h"
+#include "launcher/config/env_limits.h"
 #include "runtime/config/trainer_config.h"
 #include "runtime/config/yaml_keys.h"
 
@@ -105,9 +106,22 @@ class JobFileReader {
     return At(n, "'" + key + "': expected true or false");
   }
 
+  // One argv string as exec takes it: no NUL byte (it would end the string
+  // there), no longer than MAX_ARG_STRLEN.
+  Status CheckArgument(const YAML::Node& a) const {
+    const std::string& s = a.Scalar();
+    if (size_t nul = s.find('\0'); nul != std::string::npos)
+      return At(a, "'command': the argument contains a NUL byte at offset " + std::to_string(nul));
+    if (s.size() + 1 > kMaxExecStringBytes)
+      return At(a, "'command': the argument is " + std::to_string(s.size() + 1) + " bytes, over the kernel's limit of " +
+                       std::to_string(kMaxExecStringBytes) + " for one argument (MAX_ARG_STRLEN)");
+    return Status::OK();
+  }
+
   Status Command(const YAML::Node& n, JobSpec& job) const {
     if (n.IsScalar()) {  // a string runs through the shell
       if (Trim(n.Scalar()).empty()) return At(n, "'command': expected a non-empty command");
+      DS_RETURN_IF_ERROR(CheckArgument(n));
       job.command = {"/bin/sh", "-c", n.Scalar()};
       return Status::OK();
     }
@@ -115,6 +129,7 @@ class JobFileReader {
       return At(n, "'command': expected a list of arguments such as [python3, train.py] or a shell string");
     for (const auto& a : n) {
       if (!a.IsScalar()) return At(a, "'command': expected each argument to be a string");
+      DS_RETURN_IF_ERROR(CheckArgument(a));
       job.command.push_back(a.Scalar());
     }
     return Status::OK();
@@ -135,6 +150,8 @@ class JobFileReader {
                             "overridden (use network: or checkpoint_dir: where they apply)");
       if (!kv.second.IsScalar())
         return At(kv.second, "'env': expected a string value for " + name);
+      if (std::string problem = EnvEntryProblem(name, kv.second.Scalar()); !problem.empty())
+        return At(kv.second, "'env': " + problem);
       job.env.emplace_back(name, kv.second.Scalar());
     }
     return Status::OK();
@@ -242,6 +259,8 @@ class JobFileReader {
         YAML::Emitter out;
         out << v;
         job.trainer_yaml = out.c_str();
+        if (std::string problem = EnvEntryProblem("DSLAUNCH_TRAINER_CONFIG", job.trainer_yaml); !problem.empty())
+          return At(kv.first, "'trainer': the section travels to the workers as " + problem);
         trainer = v;
         has_trainer = true;
         if (has_command) return At(kv.first, "'command' and 'trainer' are both set; use one of them");

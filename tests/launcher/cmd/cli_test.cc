@@ -100,6 +100,8 @@ TEST_CASE("cli: errors name the option") {
         "--connect-timeout: expected a duration between 10ms and 1h, got '5000h'");
   CHECK(ErrorOf({"--connect-timeout", "1ms", "x.yaml"}) ==
         "--connect-timeout: expected a duration between 10ms and 1h, got '1ms'");
+  CHECK(ErrorOf({"--num_gpus", "2000000000", "x.yaml"}) ==
+        "--num_gpus: Value 2000000000 not in range 1 to 1048576 (see dslaunch --help)");
   CHECK(ErrorOf({"--bogus", "x.yaml"}) == "unknown option '--bogus' (see dslaunch --help)");
   CHECK(ErrorOf({"--hostfile"}).starts_with("--hostfile: "));
   CHECK(ErrorOf({}) ==

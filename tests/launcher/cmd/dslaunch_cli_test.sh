@@ -68,6 +68,16 @@ expect 2 "$tmp/job.yaml:3:17: 'hang_timeout': expected 0 (off) or a duration bet
 expect 2 "--connect-timeout: expected a duration between 10ms and 1h, got '5000h'" -- --connect-timeout 5000h --dry-run -- true
 ( export DSLAUNCH_STOP_GRACE=2000h
   expect 2 "DSLAUNCH_STOP_GRACE='2000h': expected a duration between 0s and 1h" -- --dry-run -- true; exit $fail ) || fail=1
+# Limits checked at parse time: NUL bytes, MAX_ARG_STRLEN, allocations that cannot succeed.
+printf 'command: [x]\nenv: {A: "x\\0y"}\n' >"$tmp/job.yaml"
+expect 2 "$tmp/job.yaml:2:10: 'env': the value of A contains a NUL byte at offset 1" -- --dry-run "$tmp/job.yaml"
+printf 'w0 slots=1048576\nw1 slots=1048576\n' >"$tmp/hf"
+expect 2 "$tmp/hf:2: the hosts' slots add up to 2097152 here, more than the maximum world size 1048576" -- \
+  -H "$tmp/hf" --dry-run -- true
+printf 'trainer:\n  model: {layers: [784, 1048576, 10]}\n' >"$tmp/job.yaml"
+expect 2 "$tmp/job.yaml:2: 'trainer.model.layers' has 833617930 parameters, more than the maximum 268435456" -- \
+  --dry-run "$tmp/job.yaml"
+expect 2 "--num_gpus: Value 2000000000 not in range 1 to 1048576" -- --num_gpus 2000000000 --dry-run -- true
 expect 2 "--include: unknown host 'w9'" -- -H "$src/hostfiles/local" -i w9 --dry-run -- true
 expect 2 "unknown option '--bogus'" -- --bogus -- true
 expect 2 "expected a job file" --

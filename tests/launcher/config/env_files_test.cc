@@ -56,5 +56,14 @@ TEST_CASE("dotenv: a missing file is empty", "[dotenv]") {
   CHECK(e->empty());
 }
 
+TEST_CASE("dotenv: a NUL byte or a value over MAX_ARG_STRLEN is an error, not a truncation or E2BIG", "[dotenv]") {
+  CHECK(ParseDotEnv(std::string("A=1\nB=x\0y\n", 10), "env").status().message() ==
+        "env:2: the value of B contains a NUL byte at offset 1");
+  CHECK(ParseDotEnv("BIG=" + std::string(131070, 'x') + "\n", "env").status().message() ==
+        "env:1: BIG=... is 131075 bytes, over the kernel's limit of 131072 for one environment string "
+        "(MAX_ARG_STRLEN)");
+  CHECK(ParseDotEnv("BIG=" + std::string(131067, 'x') + "\n", "env").ok());  // exactly the limit
+}
+
 }  // namespace
 }  // namespace ds

@@ -304,5 +304,24 @@ TEST_CASE("IsUserSettableEnv") {
   CHECK(IsUserSettableEnv("DSLAUNCH_LOG"));
 }
 
+TEST_CASE("job file: limits of exec checked at parse time") {
+  CHECK(ErrorOf("command: [x]\nenv: {A: \"x\\0y\"}\n") ==
+        "train.yaml:2:10: 'env': the value of A contains a NUL byte at offset 1");
+  CHECK(ErrorOf("command: [x]\nenv: {BIG: " + std::string(131070, 'x') + "}\n") ==
+        "train.yaml:2:12: 'env': BIG=... is 131075 bytes, over the kernel's limit of 131072 for one environment "
+        "string (MAX_ARG_STRLEN)");
+  CHECK(ErrorOf("command: [x, \"a\\0b\"]\n") ==
+        "train.yaml:1:14: 'command': the argument contains a NUL byte at offset 1");
+  CHECK(ErrorOf("command: \"echo \\0\"\n") ==
+        "train.yaml:1:10: 'command': the argument contains a NUL byte at offset 5");
+  CHECK(ErrorOf("command: [" + std::string(131072, 'x') + "]\n") ==
+        "train.yaml:1:11: 'command': the argument is 131073 bytes, over the kernel's limit of 131072 for one "
+        "argument (MAX_ARG_STRLEN)");
+  // The trainer: section travels to the workers in one environment variable.
+  CHECK(ErrorOf("trainer:\n  data: {path: " + std::string(131072, 'p') + "}\n") ==
+        "train.yaml:1:1: 'trainer': the section travels to the workers as DSLAUNCH_TRAINER_CONFIG=... is 131111 "
+        "bytes, over the kernel's limit of 131072 for one environment string (MAX_ARG_STRLEN)");
+}
+
 }  // namespace
 }  // namespace ds
