@@ -37,7 +37,11 @@ class FakeClock final : public Clock {
 };
 
 // Seconds, as the job file and the command line write them, as a duration.
+// Saturates at about 31 years (the conversion of a larger double to the
+// clock's int64 nanoseconds would overflow); NaN and negatives are 0.
 inline Clock::duration Seconds(double s) {
+  if (!(s > 0)) return Clock::duration::zero();
+  if (s > 1e9) s = 1e9;
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
 

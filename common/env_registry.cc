@@ -32,10 +32,10 @@ const std::vector<EnvParam> kParams = {
     // Launcher.
     {"DSLAUNCH_AGENT_PATH", T::kString, "", S, "path of dsagent on the nodes (default: next to dslaunch)"},
     {"DSLAUNCH_DSTRAIN_PATH", T::kString, "", S, "path of dstrain on the nodes (default: next to dslaunch)"},
-    {"DSLAUNCH_CONNECT_TIMEOUT", T::kSeconds, kConnectTimeoutText.c_str(), S, "SSH connect timeout per host"},
+    {"DSLAUNCH_CONNECT_TIMEOUT", T::kSeconds, kConnectTimeoutText.c_str(), S, "SSH connect timeout per host", kConnectTimeoutRange},
     {"DSLAUNCH_SSH_CONFIG", T::kString, "", S, "ssh config file read by the ssh spawner and check (default ~/.ssh/config)"},
     {"DSLAUNCH_SSH_STRICT_HOST_KEY_CHECKING", T::kString, "accept-new", S, "host key policy: yes, accept-new (add unknown hosts) or no (warns on every connection)"},
-    {"DSLAUNCH_STOP_GRACE", T::kSeconds, kStopGraceText.c_str(), S, "time between SIGTERM and SIGKILL when stopping workers"},
+    {"DSLAUNCH_STOP_GRACE", T::kSeconds, kStopGraceText.c_str(), S, "time between SIGTERM and SIGKILL when stopping workers", kStopGraceRange},
     // Agent.
     {"DSLAUNCH_SECRET_FD", T::kInt, "", S, "agent: fd to read the job secret from (default: stdin)"},
     // Worker contract: set by dslaunch for every worker.
@@ -50,7 +50,7 @@ const std::vector<EnvParam> kParams = {
     {"DSLAUNCH_CHECKPOINT_DIR", T::kString, "", W, "checkpoint directory of the job"},
     {"DSLAUNCH_TRAINER_CONFIG", T::kString, "", W, "the job file's trainer: section as YAML text (dstrain)"},
     {"DSLAUNCH_HOST", T::kString, "", W, "the node's host name as written in the hostfile"},
-    {"DSLAUNCH_COLLECTIVE_TIMEOUT", T::kSeconds, "60s", S, "dstrain: a collective that takes longer fails"},
+    {"DSLAUNCH_COLLECTIVE_TIMEOUT", T::kSeconds, "60s", S, "dstrain: a collective that takes longer fails", kCollectiveTimeoutRange},
     {"DSLAUNCH_BIND_CORES", T::kBool, "0", S, "dstrain: pin each local rank to its share of the allowed CPUs (DeepSpeed's --bind_cores_to_rank)"},
     {"RANK", T::kInt, "0", W, "global rank of this worker"},
     {"LOCAL_RANK", T::kInt, "0", W, "rank of this worker on its node"},
@@ -148,6 +148,19 @@ double EnvSeconds(const char* name) {
     WarnMalformed(p, *v, "a duration such as 500ms, 3s or 2m");
   }
   return ParseSeconds(p.default_value).value_or(0);
+}
+
+Result<double> EnvDuration(const char* name) {
+  const EnvParam& p = Lookup(name);
+  DS_CHECK_MSG(p.type == EnvType::kSeconds, name);
+  auto v = GetAnyEnv(name);
+  if (!v || v->empty()) return ParseSeconds(p.default_value).value_or(0);
+  auto s = ParseSeconds(*v);
+  if (!s)
+    return Status::InvalidArgument(fmt::format("{}='{}': expected a duration such as 500ms, 3s or 2m", name, *v));
+  if (!InRange(*s, p.range))
+    return Status::InvalidArgument(fmt::format("{}='{}': expected {}", name, *v, RangeText(p.range)));
+  return *s;
 }
 
 std::vector<std::pair<std::string, std::string>> ProcessEnvironment() {

@@ -11,6 +11,9 @@
 #include <utility>
 #include <vector>
 
+#include "common/duration.h"
+#include "common/status.h"
+
 namespace ds {
 
 enum class EnvType { kString, kInt, kBool, kSeconds };
@@ -25,6 +28,7 @@ struct EnvParam {
   const char* default_value;  // as text; "" = unset
   EnvScope scope;
   const char* help;
+  DurationRange range{};      // kSeconds: the values allowed (common/duration.h)
 };
 
 // All registered variables, in table order.
@@ -40,6 +44,12 @@ std::string EnvString(const char* name);
 int64_t EnvInt(const char* name);
 bool EnvBool(const char* name);
 double EnvSeconds(const char* name);
+// A kSeconds variable checked as a setting must be: unset or empty yields the
+// default; a malformed value or one outside its range is an error naming the
+// variable, e.g. "DSLAUNCH_STOP_GRACE='2d': expected a duration such as 500ms,
+// 3s or 2m" or "DSLAUNCH_CONNECT_TIMEOUT='5000h': expected a duration between
+// 10ms and 1h".
+Result<double> EnvDuration(const char* name);
 // The raw value if the variable is set (even when empty); nullopt otherwise.
 std::optional<std::string> EnvRaw(const char* name);
 

@@ -21,6 +21,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "common/duration.h"
 #include "common/env_registry.h"
 #include "common/files.h"
 #include "common/log.h"
@@ -139,8 +140,8 @@ Status CheckBackend(const TrainerConfig& config) {
 }
 
 std::chrono::milliseconds CollectiveTimeout() {
-  return std::chrono::milliseconds(
-      static_cast<int64_t>(EnvSeconds("DSLAUNCH_COLLECTIVE_TIMEOUT") * 1000));
+  // Checked (range, error naming the variable) by OpenStore, which runs first.
+  return std::chrono::milliseconds(ToMillis(EnvSeconds("DSLAUNCH_COLLECTIVE_TIMEOUT")));
 }
 
 // The job's rendezvous store, keys prefixed with the job and generation.
@@ -151,6 +152,7 @@ Result<RendezvousStore> OpenStore() {
   ro.store_path = EnvString("DSLAUNCH_STORE_PATH");
   ro.prefix = fmt::format("dstrain/{}/{}/gloo", EnvString("DSLAUNCH_JOB_ID"),
                           EnvInt("DSLAUNCH_GENERATION"));
+  DS_RETURN_IF_ERROR(EnvDuration("DSLAUNCH_COLLECTIVE_TIMEOUT").status());
   ro.timeout = CollectiveTimeout();
   DS_ASSIGN_OR_RETURN(RendezvousStore store, OpenRendezvousStore(ro));
   DS_LOG(Info, Comm) << "rendezvous through " << store.description;

@@ -6,6 +6,7 @@
 
 #include "common/env_registry.h"
 #include "common/strings.h"
+#include "launcher/config/hostfile.h"
 
 namespace ds {
 namespace {
@@ -48,8 +49,9 @@ void DeclareOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
   app.add_option("-e,--exclude", o.selection.exclude, "all but these hosts/slots, e.g. 'w0@w1:0'")->group(hosts);
   app.add_option("--num_nodes,--nnodes", o.selection.num_nodes, "use the first N selected hosts")
       ->check(CLI::PositiveNumber)->group(hosts);
+  // Bounded like a hostfile's slots=: without a hostfile it sizes this machine's slots.
   app.add_option("--num_gpus,--nproc_per_node", o.selection.num_gpus, "workers per host (first N slots)")
-      ->check(CLI::PositiveNumber)->group(hosts);
+      ->check(CLI::Range(1, kMaxSlotsPerHost))->group(hosts);
 
   const char* launch = "Launch";
   app.add_option("--launcher", o.launcher, "how agents start: auto, local, ssh or pdsh")
@@ -93,6 +95,9 @@ Status ApplyRaw(const RawOptions& raw, CliOptions& o) {
     auto s = ParseSeconds(raw.connect_timeout);
     if (!s || *s <= 0)
       return Status::InvalidArgument("--connect-timeout: expected a duration such as 10s or 500ms, got '" +
+                                     raw.connect_timeout + "'");
+    if (!InRange(*s, kConnectTimeoutRange))
+      return Status::InvalidArgument("--connect-timeout: expected " + RangeText(kConnectTimeoutRange) + ", got '" +
                                      raw.connect_timeout + "'");
     o.connect_timeout = *s;
     o.connect_timeout_set = true;
@@ -150,9 +155,9 @@ std::string CliHelpText() {
 
 Result<CliOptions> ParseCli(const std::vector<std::string>& args, bool require_job) {
   CliOptions o;
-  o.connect_timeout = EnvSeconds("DSLAUNCH_CONNECT_TIMEOUT");
+  DS_ASSIGN_OR_RETURN(o.connect_timeout, EnvDuration("DSLAUNCH_CONNECT_TIMEOUT"));
   o.agent_path = EnvString("DSLAUNCH_AGENT_PATH");
-  o.stop_grace = EnvSeconds("DSLAUNCH_STOP_GRACE");
+  DS_ASSIGN_OR_RETURN(o.stop_grace, EnvDuration("DSLAUNCH_STOP_GRACE"));
   o.color = EnvString("DSLAUNCH_COLOR");
   RawOptions raw;
 

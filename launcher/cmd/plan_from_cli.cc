@@ -6,7 +6,20 @@
 
 #include <algorithm>
 
+#include "launcher/config/env_files.h"
+
 namespace ds {
+namespace {
+
+// .dslaunch_env ($HOME's, then the working directory's) goes first: the job
+// file's env: wins over it. Read at plan time so --dry-run shows what runs.
+Status MergeEnvFiles(JobSpec& job) {
+  DS_ASSIGN_OR_RETURN(DotEnv dotenv, LoadDotEnvFiles(job.working_dir));
+  job.env.insert(job.env.begin(), dotenv.begin(), dotenv.end());
+  return Status::OK();
+}
+
+}  // namespace
 
 MachineFacts DetectLocalMachine() {
   MachineFacts f;
@@ -42,6 +55,7 @@ Result<JobSpec> JobFromCli(const CliOptions& cli, bool require_job) {
 
 Result<LaunchPlan> PlanFromCli(const CliOptions& cli, const MachineFacts& local) {
   DS_ASSIGN_OR_RETURN(JobSpec job, JobFromCli(cli));
+  DS_RETURN_IF_ERROR(MergeEnvFiles(job));
   Hostfile hostfile;
   if (!cli.hostfile.empty()) {
     DS_ASSIGN_OR_RETURN(hostfile, LoadHostfile(cli.hostfile));

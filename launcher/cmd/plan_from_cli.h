@@ -2,7 +2,7 @@
 // job file (or builds the job from the command), reads the hostfile (or
 // describes this machine), applies --include/--exclude/--num_nodes/--num_gpus
 // and the command-line overrides (--master_addr, --master_port, --log-dir),
-// then checks a trainer: section's batch sizes against the plan's world size.
+// puts the .dslaunch_env files' variables before the job's env:, then checks a trainer: section's batch sizes against the plan's world size.
 // Reads files only; starts nothing. Errors are the parsers' own messages.
 #pragma once
 

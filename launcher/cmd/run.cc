@@ -10,13 +10,13 @@
 #include <fmt/format.h>
 
 #include "common/asio.h"
+#include "common/duration.h"
 #include "common/env_registry.h"
 #include "common/files.h"
 #include "common/hmac_auth.h"
 #include "common/netif.h"
 #include "launcher/cmd/agent_fleet.h"
 #include "launcher/cmd/spawner_choice.h"
-#include "launcher/config/env_files.h"
 #include "launcher/coordinator/assign_builder.h"
 #include "launcher/coordinator/coordinator.h"
 #include "launcher/report/job_summary.h"
@@ -42,15 +42,8 @@ std::string LocalBindAddress(const std::string& host) {
   return "";
 }
 
-std::string FormatMs(double s) { return fmt::format("{}ms", static_cast<int64_t>(s * 1000)); }
-
-// .dslaunch_env first: the job file's env: wins over it.
-Status MergeEnvFiles(LaunchPlan& plan) {
-  auto dotenv = LoadDotEnvFiles(plan.job.working_dir);
-  if (!dotenv.ok()) return Status::InvalidArgument(dotenv.status().message());
-  plan.job.env.insert(plan.job.env.begin(), dotenv->begin(), dotenv->end());
-  return Status::OK();
-}
+// Whole ms for dsagent's flags, rounded up: a positive duration never becomes "0ms".
+std::string FormatMs(double s) { return fmt::format("{}ms", ToMillis(s)); }
 
 // With an elastic min_nodes below the node count: probes every node and
 // standby, prints one line per unreachable host and narrows `plan` to the
@@ -104,7 +97,6 @@ Result<CoordinatorOptions> CoordinatorOptionsFor(const Launch& l, const CliOptio
 Result<Launch> PrepareLaunch(const LaunchPlan& plan_in, const CliOptions& cli) {
   Launch l{plan_in};
   if (l.plan.nodes.empty()) return Status::InvalidArgument("the plan has no nodes");
-  DS_RETURN_IF_ERROR(MergeEnvFiles(l.plan));
   std::vector<std::string> argv =
       WorkerArgv(l.plan.job, SiblingBinary("dstrain", "runtime", EnvString("DSLAUNCH_DSTRAIN_PATH")));
   if (argv.empty()) return Status::InvalidArgument("nothing to run (no command and no trainer: section)");

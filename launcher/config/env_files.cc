@@ -7,6 +7,8 @@
 #include "common/env_registry.h"
 #include "common/files.h"
 #include "common/strings.h"
+#include "launcher/config/env_limits.h"
+#include "launcher/config/job_spec.h"
 
 namespace ds {
 namespace {
@@ -36,6 +38,10 @@ Result<DotEnv> ParseDotEnv(const std::string& text, const std::string& path) {
     bool ok = !key.empty();
     for (size_t i = 0; i < key.size(); ++i) ok = ok && IsKeyChar(key[i], i == 0);
     if (!ok) return err(fmt::format("expected a variable name before '=', got '{}'", key));
+    // The job file's env: rule (IsUserSettableEnv): what dslaunch sets for
+    // every worker cannot be changed behind --dry-run's back.
+    if (!IsUserSettableEnv(key))
+      return err(fmt::format("{} is set by dslaunch for every worker and cannot be overridden", key));
     std::string_view v = Trim(line.substr(eq + 1));
     std::string value;
     if (!v.empty() && (v[0] == '\'' || v[0] == '"')) {
@@ -60,6 +66,7 @@ Result<DotEnv> ParseDotEnv(const std::string& text, const std::string& path) {
       size_t hash = v.find(" #");
       value = std::string(Trim(v.substr(0, hash)));
     }
+    if (std::string problem = EnvEntryProblem(key, value); !problem.empty()) return err(problem);
     out.emplace_back(std::move(key), std::move(value));
   }
   return out;

@@ -4,6 +4,8 @@
 // skipped; an optional `export ` prefix; KEY is [A-Za-z_][A-Za-z0-9_]*;
 // VALUE is raw text, or '...' (literal) or "..." (\" \\ \n \$ escapes) to keep
 // spaces, '#' and quotes. Values are data: nothing is expanded. Pure parser.
+// KEY follows the job file's env: rule (IsUserSettableEnv): dslaunch's own
+// worker variables (RANK, MASTER_PORT, DSLAUNCH_JOB_ID, ...) are errors.
 #pragma once
 
 #include <string>
@@ -17,7 +19,8 @@ namespace ds {
 using DotEnv = std::vector<std::pair<std::string, std::string>>;
 
 // Errors name path:line and what was expected:
-// ".dslaunch_env:3: expected KEY=VALUE, got 'FOO'".
+// ".dslaunch_env:3: expected KEY=VALUE, got 'FOO'",
+// ".dslaunch_env:2: RANK is set by dslaunch for every worker and cannot be overridden".
 Result<DotEnv> ParseDotEnv(const std::string& text, const std::string& path);
 // Reads the file; a missing file is an empty result, not an error.
 Result<DotEnv> LoadDotEnv(const std::string& path);

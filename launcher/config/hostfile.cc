@@ -7,6 +7,7 @@
 
 #include "common/files.h"
 #include "common/strings.h"
+#include "launcher/config/env_limits.h"
 #include "launcher/config/job_spec.h"
 
 namespace ds {
@@ -115,7 +116,8 @@ Result<int> ParseSlots(const Token& slots, const HostLine& l) {
   std::string value = slots.text.substr(eq + 1);
   auto n = ParseInt(value);
   if (!n) return l.Error(slots.col + eq + 1, "expected an integer after 'slots=', got '" + value + "'");
-  if (*n < 1 || *n > 1 << 20) return l.Error(slots.col + eq + 1, "slots must be between 1 and 1048576, got " + value);
+  if (*n < 1 || *n > kMaxSlotsPerHost)
+    return l.Error(slots.col + eq + 1, "slots must be between 1 and " + std::to_string(kMaxSlotsPerHost) + ", got " + value);
   return static_cast<int>(*n);
 }
 
@@ -140,6 +142,7 @@ Status ParseHostKey(const Token& t, const HostLine& l, std::set<std::string>& se
   } else if (IsEnvName(k) && !IsUserSettableEnv(k)) {
     return l.Error(t.col, k + " is set by dslaunch for every worker and cannot be set per host");
   } else if (IsEnvName(k)) {
+    if (std::string problem = EnvEntryProblem(k, v); !problem.empty()) return l.Error(t.col + e + 1, problem);
     h.env[k] = v;
   } else {
     return l.Error(t.col, "unknown key '" + k + "'" + DidYouMeanHint(k, kHostKeys) +
@@ -173,16 +176,25 @@ Result<Hostfile> ParseHostfile(const std::string& text, const std::string& path)
   Hostfile hf;
   hf.path = path;
   std::map<std::string, int> first_line;  // host -> line it was defined on
+  int64_t world = 0;                      // slots so far
   std::istringstream in(text);
   std::string raw;
   int lineno = 0;
   while (std::getline(in, raw)) {
     ++lineno;
     if (!raw.empty() && raw.back() == '\r') raw.pop_back();
+    const HostLine where{path, lineno, raw};
+    if (size_t nul = raw.find('\0'); nul != std::string::npos)  // exec would cut a value short there
+      return where.Error(nul, "unexpected NUL byte");
     std::string line = raw.substr(0, raw.find('#'));  // whole-line and trailing comments
     std::vector<Token> toks = Tokenize(line);
     if (toks.empty()) continue;
-    DS_ASSIGN_OR_RETURN(HostEntry h, ParseHostLine(toks, line.size(), HostLine{path, lineno, raw}, first_line));
+    DS_ASSIGN_OR_RETURN(HostEntry h, ParseHostLine(toks, line.size(), where, first_line));
+    world += h.slots;  // each <= kMaxSlotsPerHost: the int64 sum cannot overflow
+    if (world > kMaxWorldSize)
+      return where.Error(toks[1].col + 6, "the hosts' slots add up to " + std::to_string(world) +
+                                              " here, more than the maximum world size " +
+                                              std::to_string(kMaxWorldSize));
     first_line[h.name] = lineno;
     hf.hosts.push_back(std::move(h));
   }

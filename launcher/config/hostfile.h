@@ -8,7 +8,8 @@
 // After the host (a name or IPv4 address; IPv6 only in brackets) comes
 // slots=N (required, N >= 1), then optional ssh_port=PORT, user=NAME and
 // environment variables written in capitals (set for that host's workers;
-// dslaunch's own worker variables such as RANK are refused). Each host once.
+// dslaunch's own worker variables such as RANK are refused; a value must fit
+// one environment string, env_limits.h). Each host once; no NUL bytes.
 //
 // Parsing is pure: ParseHostfile never touches the network or the disk
 // (LoadHostfile reads the file, then parses). Errors name file:line, show the
@@ -23,6 +24,11 @@
 #include "common/status.h"
 
 namespace ds {
+
+// The most slots one host line and all of them together may give; more is an
+// error at the line that passes it (the plan holds a slot per rank).
+inline constexpr int kMaxSlotsPerHost = 1 << 20;  // 1048576
+inline constexpr int kMaxWorldSize = 1 << 20;     // 1048576, the hostfile's slots summed
 
 struct HostEntry {
   std::string name;              // as written, brackets stripped for IPv6

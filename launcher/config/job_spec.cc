@@ -8,9 +8,11 @@
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
+#include "common/duration.h"
 #include "common/env_registry.h"
 #include "common/files.h"
 #include "common/strings.h"
+#include "launcher/config/env_limits.h"
 #include "runtime/config/trainer_config.h"
 #include "runtime/config/yaml_keys.h"
 
@@ -87,6 +89,13 @@ class JobFileReader {
     return *v;
   }
 
+  // A duration and its documented range (common/duration.h, docs/usage.md).
+  Result<double> Seconds(const YAML::Node& n, const std::string& key, const DurationRange& r) const {
+    DS_ASSIGN_OR_RETURN(double v, Seconds(n, key));
+    if (!InRange(v, r)) return At(n, "'" + key + "': expected " + RangeText(r) + ", got '" + n.Scalar() + "'");
+    return v;
+  }
+
   Result<bool> Bool(const YAML::Node& n, const std::string& key) const {
     if (n.IsScalar()) {
       std::string s = n.Scalar();
@@ -97,9 +106,22 @@ class JobFileReader {
     return At(n, "'" + key + "': expected true or false");
   }
 
+  // One argv string as exec takes it: no NUL byte (it would end the string
+  // there), no longer than MAX_ARG_STRLEN.
+  Status CheckArgument(const YAML::Node& a) const {
+    const std::string& s = a.Scalar();
+    if (size_t nul = s.find('\0'); nul != std::string::npos)
+      return At(a, "'command': the argument contains a NUL byte at offset " + std::to_string(nul));
+    if (s.size() + 1 > kMaxExecStringBytes)
+      return At(a, "'command': the argument is " + std::to_string(s.size() + 1) + " bytes, over the kernel's limit of " +
+                       std::to_string(kMaxExecStringBytes) + " for one argument (MAX_ARG_STRLEN)");
+    return Status::OK();
+  }
+
   Status Command(const YAML::Node& n, JobSpec& job) const {
     if (n.IsScalar()) {  // a string runs through the shell
       if (Trim(n.Scalar()).empty()) return At(n, "'command': expected a non-empty command");
+      DS_RETURN_IF_ERROR(CheckArgument(n));
       job.command = {"/bin/sh", "-c", n.Scalar()};
       return Status::OK();
     }
@@ -107,6 +129,7 @@ class JobFileReader {
       return At(n, "'command': expected a list of arguments such as [python3, train.py] or a shell string");
     for (const auto& a : n) {
       if (!a.IsScalar()) return At(a, "'command': expected each argument to be a string");
+      DS_RETURN_IF_ERROR(CheckArgument(a));
       job.command.push_back(a.Scalar());
     }
     return Status::OK();
@@ -127,6 +150,8 @@ class JobFileReader {
                             "overridden (use network: or checkpoint_dir: where they apply)");
       if (!kv.second.IsScalar())
         return At(kv.second, "'env': expected a string value for " + name);
+      if (std::string problem = EnvEntryProblem(name, kv.second.Scalar()); !problem.empty())
+        return At(kv.second, "'env': " + problem);
       job.env.emplace_back(name, kv.second.Scalar());
     }
     return Status::OK();
@@ -141,12 +166,18 @@ class JobFileReader {
       if (k == "min_nodes") { DS_ASSIGN_OR_RETURN(e.min_nodes, Int(v, k, 1, 1 << 20)); min_n = kv.first; e.min_nodes_set = true; }
       else if (k == "max_nodes") { DS_ASSIGN_OR_RETURN(e.max_nodes, Int(v, k, 0, 1 << 20)); }
       else if (k == "max_restarts") { DS_ASSIGN_OR_RETURN(e.max_restarts, Int(v, k, 0, 1 << 20)); }
-      else if (k == "heartbeat_interval") { DS_ASSIGN_OR_RETURN(e.heartbeat_interval, Seconds(v, k)); interval_n = kv.first; }
-      else if (k == "heartbeat_timeout") { DS_ASSIGN_OR_RETURN(e.heartbeat_timeout, Seconds(v, k)); }
-      else if (k == "hang_timeout") { DS_ASSIGN_OR_RETURN(e.hang_timeout, Seconds(v, k)); }
+      else if (k == "heartbeat_interval") {
+        DS_ASSIGN_OR_RETURN(e.heartbeat_interval, Seconds(v, k));
+        interval_n = kv.first;
+        if (e.heartbeat_interval > 0) {  // 0 has its own message below
+          DS_ASSIGN_OR_RETURN(e.heartbeat_interval, Seconds(v, k, kHeartbeatIntervalRange));
+        }
+      }
+      else if (k == "heartbeat_timeout") { DS_ASSIGN_OR_RETURN(e.heartbeat_timeout, Seconds(v, k, kHeartbeatTimeoutRange)); }
+      else if (k == "hang_timeout") { DS_ASSIGN_OR_RETURN(e.hang_timeout, Seconds(v, k, kHangTimeoutRange)); }
       else if (k == "rejoin") { DS_ASSIGN_OR_RETURN(e.rejoin, Bool(v, k)); }
       else if (k == "max_host_failures") { DS_ASSIGN_OR_RETURN(e.max_host_failures, Int(v, k, 0, 1 << 20)); }
-      else if (k == "host_cooldown") { DS_ASSIGN_OR_RETURN(e.host_cooldown, Seconds(v, k)); }
+      else if (k == "host_cooldown") { DS_ASSIGN_OR_RETURN(e.host_cooldown, Seconds(v, k, kHostCooldownRange)); }
     }
     if (e.max_nodes > 0 && e.min_nodes > e.max_nodes)
       return At(min_n.IsDefined() ? min_n : n, "'elastic': min_nodes (" + std::to_string(e.min_nodes) +
@@ -189,6 +220,7 @@ class JobFileReader {
       } else if (k == "connect_timeout") {
         DS_ASSIGN_OR_RETURN(ssh.connect_timeout, Seconds(v, k));
         if (ssh.connect_timeout <= 0) return At(v, "'connect_timeout': must be greater than 0");
+        DS_ASSIGN_OR_RETURN(ssh.connect_timeout, Seconds(v, k, kConnectTimeoutRange));
       } else if (k == "port") {
         DS_ASSIGN_OR_RETURN(int port, Int(v, k, 1, 65535));
         ssh.port = port;
@@ -227,6 +259,8 @@ class JobFileReader {
         YAML::Emitter out;
         out << v;
         job.trainer_yaml = out.c_str();
+        if (std::string problem = EnvEntryProblem("DSLAUNCH_TRAINER_CONFIG", job.trainer_yaml); !problem.empty())
+          return At(kv.first, "'trainer': the section travels to the workers as " + problem);
         trainer = v;
         has_trainer = true;
         if (has_command) return At(kv.first, "'command' and 'trainer' are both set; use one of them");

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/duration.h"
+
 namespace ds {
 
 msg::Assign BuildAssign(const LaunchPlan& plan, int node_index, const msg::Register& facts,
@@ -16,8 +18,9 @@ msg::Assign BuildAssign(const LaunchPlan& plan, int node_index, const msg::Regis
   a.argv = ctx.argv;
   a.working_dir = plan.job.working_dir;
   a.master_addr = ctx.gen.master_addr;
-  a.stop_grace_ms = static_cast<uint32_t>(std::max(0.0, ctx.stop_grace) * 1000);
-  a.hang_timeout_ms = static_cast<uint32_t>(std::max(0.0, ctx.hang_timeout) * 1000);
+  // Checked conversions: the ranges (common/duration.h) keep these exact.
+  a.stop_grace_ms = ToMillis32(ctx.stop_grace);
+  a.hang_timeout_ms = ToMillis32(ctx.hang_timeout);
   for (int lr = 0; lr < node.num_workers(); ++lr) {
     msg::WorkerSpec w;
     w.rank = node.first_rank + lr;

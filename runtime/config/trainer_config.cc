@@ -35,6 +35,14 @@ Status ParseModel(const YAML::Node& m, const std::string& origin, MlpConfig* out
                                                    Where(origin, v), path, v.IsScalar() ? v.Scalar() : "?"));
       out->sizes.push_back(static_cast<int>(*n));
     }
+    // Weights and biases. Each term is below 2^41 (sizes <= 2^20); the sum
+    // stops growing past 2^62, so it cannot overflow however many layers.
+    int64_t params = 0;
+    for (size_t i = 1; i < out->sizes.size() && params < (int64_t{1} << 62); ++i)
+      params += int64_t{out->sizes[i - 1]} * out->sizes[i] + out->sizes[i];
+    if (params > kMaxModelParameters)
+      return Status::InvalidArgument(fmt::format("{}'{}.layers' has {} parameters, more than the maximum {}",
+                                                 Where(origin, layers), path, params, kMaxModelParameters));
   }
   std::string act;
   DS_RETURN_IF_ERROR(ReadString(m, "activation", path, origin, &act));
@@ -87,6 +95,10 @@ Status ParseData(const YAML::Node& d, const std::string& origin, DataSection* ou
   if (s.samples <= 0 || s.features <= 0 || s.classes < 2)
     return Status::InvalidArgument(Where(origin, d) + "'" + path +
                                    "' expects samples > 0, features > 0 and classes >= 2");
+  if (s.samples > kMaxSyntheticValues / s.features)
+    return Status::InvalidArgument(fmt::format(
+        "{}'{}' has samples x features = {} x {} values, more than the maximum {}", Where(origin, d),
+        path, s.samples, s.features, kMaxSyntheticValues));
   return Status::OK();
 }
 

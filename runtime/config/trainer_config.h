@@ -32,6 +32,12 @@ class Node;
 
 namespace ds::rt {
 
+// Sizes checked at parse time, so that an allocation that cannot succeed is a
+// config error naming the line, not a bad_alloc in every worker.
+inline constexpr int64_t kMaxModelParameters = int64_t{1} << 28;  // 268435456: 1 GiB of float32
+                                                                  // weights, 4 GiB with Adam's state
+inline constexpr int64_t kMaxSyntheticValues = int64_t{1} << 28;  // samples x features (1 GiB)
+
 struct DataSection {
   std::string dataset = "fashion-mnist";                 // fashion-mnist | synthetic
   std::string path = "/usr/share/datasets/fashion-mnist";

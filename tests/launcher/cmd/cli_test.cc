@@ -1,5 +1,7 @@
 #include "launcher/cmd/cli.h"
 
+#include <cstdlib>
+
 #include <catch2/catch.hpp>
 
 #include "launcher/cmd/plan_from_cli.h"
@@ -94,6 +96,12 @@ TEST_CASE("cli: errors name the option") {
   CHECK(ErrorOf({"--max_restarts", "-1", "x.yaml"}).starts_with("--max_restarts: "));
   CHECK(ErrorOf({"--connect-timeout", "soon", "x.yaml"}) ==
         "--connect-timeout: expected a duration such as 10s or 500ms, got 'soon'");
+  CHECK(ErrorOf({"--connect-timeout", "5000h", "x.yaml"}) ==
+        "--connect-timeout: expected a duration between 10ms and 1h, got '5000h'");
+  CHECK(ErrorOf({"--connect-timeout", "1ms", "x.yaml"}) ==
+        "--connect-timeout: expected a duration between 10ms and 1h, got '1ms'");
+  CHECK(ErrorOf({"--num_gpus", "2000000000", "x.yaml"}) ==
+        "--num_gpus: Value 2000000000 not in range 1 to 1048576 (see dslaunch --help)");
   CHECK(ErrorOf({"--bogus", "x.yaml"}) == "unknown option '--bogus' (see dslaunch --help)");
   CHECK(ErrorOf({"--hostfile"}).starts_with("--hostfile: "));
   CHECK(ErrorOf({}) ==
@@ -101,6 +109,18 @@ TEST_CASE("cli: errors name the option") {
   CHECK(ErrorOf({"job.yaml", "extra"}) ==
         "unexpected 'extra' after the job file job.yaml; put the command in the job file or use -- command");
   CHECK(ParseCli({"--hostfile", "hf"}, /*require_job=*/false).ok());
+}
+
+TEST_CASE("cli: DSLAUNCH_* durations out of range are errors naming the variable") {
+  ::setenv("DSLAUNCH_STOP_GRACE", "2000h", 1);
+  CHECK(ErrorOf({"x.yaml"}) == "DSLAUNCH_STOP_GRACE='2000h': expected a duration between 0s and 1h");
+  ::setenv("DSLAUNCH_STOP_GRACE", "later", 1);
+  CHECK(ErrorOf({"x.yaml"}) == "DSLAUNCH_STOP_GRACE='later': expected a duration such as 500ms, 3s or 2m");
+  ::unsetenv("DSLAUNCH_STOP_GRACE");
+  ::setenv("DSLAUNCH_CONNECT_TIMEOUT", "0.0001s", 1);
+  CHECK(ErrorOf({"x.yaml"}) == "DSLAUNCH_CONNECT_TIMEOUT='0.0001s': expected a duration between 10ms and 1h");
+  ::unsetenv("DSLAUNCH_CONNECT_TIMEOUT");
+  CHECK(ParseCli({"x.yaml"}).ok());
 }
 
 TEST_CASE("cli: plan from the command line") {

@@ -4,7 +4,7 @@
 # the parser's message for bad input. Starts no job.
 # Usage: dslaunch_cli_test.sh DSLAUNCH SOURCE_DIR
 set -u
-bin=$1
+bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")  # absolute: some checks run elsewhere
 src=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -50,6 +50,34 @@ expect 2 "$tmp/job.yaml:4:25: unknown key 'stag' in trainer.config.zero_optimiza
 printf 'trainer:\n  config: {train_batch_size: 8}\n' >"$tmp/job.yaml"
 expect 2 "$tmp/job.yaml trainer.config: train_batch_size (8) is not divisible by world size (6)" -- \
   --hostfile "$src/hostfiles/local" --dry-run "$tmp/job.yaml"
+# .dslaunch_env is read at plan time: --dry-run shows its values, and the
+# variables dslaunch owns are refused there as in the job file's env: (exit 2).
+mkdir -p "$tmp/home" "$tmp/wd"
+printf 'DOTENV_SEEN=yes\n' >"$tmp/wd/.dslaunch_env"
+expect_in() { dir=$1; shift; ( cd "$dir" && export HOME="$tmp/home" && expect "$@" && exit $fail ) || fail=1; }
+expect_in "$tmp/wd" 0 "DOTENV_SEEN=yes" -- --dry-run -- true
+printf '# pinned\nRANK=0\n' >"$tmp/wd/.dslaunch_env"
+expect_in "$tmp/wd" 2 "./.dslaunch_env:2: RANK is set by dslaunch for every worker and cannot be overridden" -- --dry-run -- true
+printf 'MASTER_PORT=1\n' >"$tmp/home/.dslaunch_env"
+expect_in "$tmp" 2 "$tmp/home/.dslaunch_env:1: MASTER_PORT is set by dslaunch for every worker and cannot be overridden" -- --dry-run -- true
+rm -f "$tmp/home/.dslaunch_env" "$tmp/wd/.dslaunch_env"
+# Durations out of their documented range: file:line:col, the flag or the variable.
+printf 'command: [x]\nelastic:\n  hang_timeout: 4294968s\n' >"$tmp/job.yaml"
+expect 2 "$tmp/job.yaml:3:17: 'hang_timeout': expected 0 (off) or a duration between 100ms and 168h, got '4294968s'" -- \
+  --dry-run "$tmp/job.yaml"
+expect 2 "--connect-timeout: expected a duration between 10ms and 1h, got '5000h'" -- --connect-timeout 5000h --dry-run -- true
+( export DSLAUNCH_STOP_GRACE=2000h
+  expect 2 "DSLAUNCH_STOP_GRACE='2000h': expected a duration between 0s and 1h" -- --dry-run -- true; exit $fail ) || fail=1
+# Limits checked at parse time: NUL bytes, MAX_ARG_STRLEN, allocations that cannot succeed.
+printf 'command: [x]\nenv: {A: "x\\0y"}\n' >"$tmp/job.yaml"
+expect 2 "$tmp/job.yaml:2:10: 'env': the value of A contains a NUL byte at offset 1" -- --dry-run "$tmp/job.yaml"
+printf 'w0 slots=1048576\nw1 slots=1048576\n' >"$tmp/hf"
+expect 2 "$tmp/hf:2: the hosts' slots add up to 2097152 here, more than the maximum world size 1048576" -- \
+  -H "$tmp/hf" --dry-run -- true
+printf 'trainer:\n  model: {layers: [784, 1048576, 10]}\n' >"$tmp/job.yaml"
+expect 2 "$tmp/job.yaml:2: 'trainer.model.layers' has 833617930 parameters, more than the maximum 268435456" -- \
+  --dry-run "$tmp/job.yaml"
+expect 2 "--num_gpus: Value 2000000000 not in range 1 to 1048576" -- --num_gpus 2000000000 --dry-run -- true
 expect 2 "--include: unknown host 'w9'" -- -H "$src/hostfiles/local" -i w9 --dry-run -- true
 expect 2 "unknown option '--bogus'" -- --bogus -- true
 expect 2 "expected a job file" --

@@ -35,10 +35,34 @@ TEST_CASE("dotenv: errors name file:line and what was expected", "[dotenv]") {
         "env:1: unexpected text after the quoted value of A: 'y'");
 }
 
+TEST_CASE("dotenv: dslaunch's own worker variables are refused, as in the job file's env:", "[dotenv]") {
+  CHECK(ParseDotEnv("A=1\nRANK=3\n", ".dslaunch_env").status().message() ==
+        ".dslaunch_env:2: RANK is set by dslaunch for every worker and cannot be overridden");
+  CHECK(ParseDotEnv("export WORLD_SIZE=8\n", "/h/.dslaunch_env").status().message() ==
+        "/h/.dslaunch_env:1: WORLD_SIZE is set by dslaunch for every worker and cannot be overridden");
+  CHECK(ParseDotEnv("# c\nMASTER_PORT=1\n", "env").status().message() ==
+        "env:2: MASTER_PORT is set by dslaunch for every worker and cannot be overridden");
+  CHECK(ParseDotEnv("DSLAUNCH_JOB_ID=x\n", "env").status().message() ==
+        "env:1: DSLAUNCH_JOB_ID is set by dslaunch for every worker and cannot be overridden");
+  // What env: allows, a .dslaunch_env allows too.
+  auto ok = ParseDotEnv("NCCL_SOCKET_IFNAME=eth1\nCUDA_VISIBLE_DEVICES=0\nOMP_NUM_THREADS=2\nDSLAUNCH_LOG=INFO\n", "env");
+  REQUIRE(ok.ok());
+  CHECK(ok->size() == 4);
+}
+
 TEST_CASE("dotenv: a missing file is empty", "[dotenv]") {
   auto e = LoadDotEnv("/nonexistent/.dslaunch_env");
   REQUIRE(e.ok());
   CHECK(e->empty());
+}
+
+TEST_CASE("dotenv: a NUL byte or a value over MAX_ARG_STRLEN is an error, not a truncation or E2BIG", "[dotenv]") {
+  CHECK(ParseDotEnv(std::string("A=1\nB=x\0y\n", 10), "env").status().message() ==
+        "env:2: the value of B contains a NUL byte at offset 1");
+  CHECK(ParseDotEnv("BIG=" + std::string(131070, 'x') + "\n", "env").status().message() ==
+        "env:1: BIG=... is 131075 bytes, over the kernel's limit of 131072 for one environment string "
+        "(MAX_ARG_STRLEN)");
+  CHECK(ParseDotEnv("BIG=" + std::string(131067, 'x') + "\n", "env").ok());  // exactly the limit
 }
 
 }  // namespace

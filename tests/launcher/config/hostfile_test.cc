@@ -176,5 +176,21 @@ TEST_CASE("hostfile: LocalHostfile is one host, a slot per GPU else per core") {
   CHECK(LocalHostfile(0, 0).hosts[0].slots == 1);
 }
 
+TEST_CASE("hostfile: limits checked at parse time") {
+  // The slots of all hosts together: the plan holds one slot per rank.
+  CHECK(ErrorOf("w0 slots=1048576\nw1 slots=1048576\n") ==
+        "hostfile:2: the hosts' slots add up to 2097152 here, more than the maximum world size 1048576\n"
+        "w1 slots=1048576\n         ^");
+  CHECK(ErrorOf("w0 slots=2000000000\n") ==
+        "hostfile:1: slots must be between 1 and 1048576, got 2000000000\nw0 slots=2000000000\n         ^");
+  // A NUL byte would end the value at exec; a value over MAX_ARG_STRLEN would fail exec with E2BIG.
+  CHECK(ErrorOf(std::string("w0 slots=1 FOO=a\0b\n", 19)) ==
+        "hostfile:1: unexpected NUL byte\n" + std::string("w0 slots=1 FOO=a\0b", 18) + "\n                ^");
+  std::string big = "w0 slots=1 FOO=" + std::string(131070, 'x');
+  CHECK(ErrorOf(big + "\n") ==
+        "hostfile:1: FOO=... is 131075 bytes, over the kernel's limit of 131072 for one environment string "
+        "(MAX_ARG_STRLEN)\n" + big + "\n               ^");
+}
+
 }  // namespace
 }  // namespace ds

@@ -193,6 +193,23 @@ TEST_CASE("job file: contradictions and bad values") {
         "train.yaml:3:3: 'elastic': heartbeat_timeout (2s) must be greater than heartbeat_interval (2s)");
   CHECK(ErrorOf("command: [x]\nelastic:\n  heartbeat_interval: 0s\n") ==
         "train.yaml:3:3: 'elastic': heartbeat_interval must be greater than 0");
+  // Every duration has a documented range (common/duration.h): out of it is an
+  // error where it is read, not a wrapped 32-bit ms counter or a 0 ms heartbeat.
+  CHECK(ErrorOf("command: [x]\nelastic:\n  hang_timeout: 4294968s\n") ==
+        "train.yaml:3:17: 'hang_timeout': expected 0 (off) or a duration between 100ms and 168h, got '4294968s'");
+  CHECK(ErrorOf("command: [x]\nelastic:\n  heartbeat_interval: 0.0001s\n") ==
+        "train.yaml:3:23: 'heartbeat_interval': expected a duration between 10ms and 1h, got '0.0001s'");
+  CHECK(ErrorOf("command: [x]\nelastic:\n  heartbeat_timeout: 25h\n") ==
+        "train.yaml:3:22: 'heartbeat_timeout': expected a duration between 10ms and 24h, got '25h'");
+  CHECK(ErrorOf("command: [x]\nelastic:\n  host_cooldown: 200h\n") ==
+        "train.yaml:3:18: 'host_cooldown': expected a duration between 0s and 168h, got '200h'");
+  CHECK(ErrorOf("command: [x]\nssh: {connect_timeout: 2h}\n") ==
+        "train.yaml:2:24: 'connect_timeout': expected a duration between 10ms and 1h, got '2h'");
+  // The timeout must exceed the interval, also when only the interval is written.
+  CHECK(ErrorOf("command: [x]\nelastic:\n  heartbeat_interval: 10s\n") ==
+        "train.yaml:3:3: 'elastic': heartbeat_timeout (5s) must be greater than heartbeat_interval (10s)");
+  CHECK(Parse("command: [x]\nelastic: {hang_timeout: 0s, host_cooldown: 0s, heartbeat_interval: 10ms}\n")
+            .elastic.hang_timeout == 0.0);
   CHECK(ErrorOf("command: [x]\nelastic: {hang_timeout: soon}\n") ==
         "train.yaml:2:25: 'hang_timeout': expected a duration such as 500ms, 3s or 2m, got 'soon'");
   CHECK(ErrorOf("command: [x]\nelastic: {rejoin: maybe}\n") == "train.yaml:2:19: 'rejoin': expected true or false");
@@ -285,6 +302,25 @@ TEST_CASE("IsUserSettableEnv") {
   CHECK(IsUserSettableEnv("CUDA_VISIBLE_DEVICES"));
   CHECK(IsUserSettableEnv("NCCL_DEBUG"));
   CHECK(IsUserSettableEnv("DSLAUNCH_LOG"));
+}
+
+TEST_CASE("job file: limits of exec checked at parse time") {
+  CHECK(ErrorOf("command: [x]\nenv: {A: \"x\\0y\"}\n") ==
+        "train.yaml:2:10: 'env': the value of A contains a NUL byte at offset 1");
+  CHECK(ErrorOf("command: [x]\nenv: {BIG: " + std::string(131070, 'x') + "}\n") ==
+        "train.yaml:2:12: 'env': BIG=... is 131075 bytes, over the kernel's limit of 131072 for one environment "
+        "string (MAX_ARG_STRLEN)");
+  CHECK(ErrorOf("command: [x, \"a\\0b\"]\n") ==
+        "train.yaml:1:14: 'command': the argument contains a NUL byte at offset 1");
+  CHECK(ErrorOf("command: \"echo \\0\"\n") ==
+        "train.yaml:1:10: 'command': the argument contains a NUL byte at offset 5");
+  CHECK(ErrorOf("command: [" + std::string(131072, 'x') + "]\n") ==
+        "train.yaml:1:11: 'command': the argument is 131073 bytes, over the kernel's limit of 131072 for one "
+        "argument (MAX_ARG_STRLEN)");
+  // The trainer: section travels to the workers in one environment variable.
+  CHECK(ErrorOf("trainer:\n  data: {path: " + std::string(131072, 'p') + "}\n") ==
+        "train.yaml:1:1: 'trainer': the section travels to the workers as DSLAUNCH_TRAINER_CONFIG=... is 131111 "
+        "bytes, over the kernel's limit of 131072 for one environment string (MAX_ARG_STRLEN)");
 }
 
 }  // namespace

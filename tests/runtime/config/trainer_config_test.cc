@@ -107,3 +107,17 @@ TEST_CASE("config by path resolves against the job file's directory") {
   CHECK(m.status().message() == "DeepSpeed config " + dir + "/missing.json: No such file or directory");
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("sizes that cannot be allocated are errors at parse time") {
+  CHECK(Error("trainer:\n  model: {layers: [784, 1048576, 10]}\n") ==
+        "train.yaml:2: 'trainer.model.layers' has 833617930 parameters, more than the maximum 268435456");
+  CHECK(Error("trainer:\n  model: {layers: [784, 1048576, 1048576, 1048576, 10]}\n") ==
+        "train.yaml:2: 'trainer.model.layers' has 2199858970634 parameters, more than the maximum 268435456");
+  CHECK(Error("trainer:\n  data: {dataset: synthetic, samples: 1000000000, features: 20, classes: 4}\n"
+              "  model: {layers: [20, 4]}\n") ==
+        "train.yaml:2: 'trainer.data' has samples x features = 1000000000 x 20 values, more than the maximum 268435456");
+  // A large model that fits (237 million parameters).
+  TrainerConfigOptions o;
+  o.origin = "train.yaml";
+  CHECK(ParseTrainerConfig("trainer:\n  model: {layers: [784, 15000, 15000, 10]}\n", o).ok());
+}
