@@ -14,7 +14,7 @@ namespace ds {
 std::string AgentUsage() {
   return "usage: dsagent --coordinator HOST:PORT --node-index N --job-id ID [--bind ADDR] [--host NAME]\n"
          "               [--heartbeat-interval S] [--heartbeat-timeout S] [--connect-timeout S]\n"
-         "The job secret is read from stdin (first line) or from DSLAUNCH_SECRET_FD.\n";
+         "The agent token (its key) is read from stdin (first line) or from DSLAUNCH_SECRET_FD.\n";
 }
 
 Result<AgentOptions> ParseAgentArgs(const std::vector<std::string>& args) {

@@ -25,10 +25,11 @@
 //   --connect-timeout S      connect + handshake deadline (default 10s)
 //   Durations: 500ms, 3s, 2m or bare seconds.
 //
-// The job secret is NEVER on the command line or in the environment: it is the
-// first line of stdin (hex, as written by the spawner), or, when
+// The agent's key (a one-time agent token dslaunch issued for this node; the
+// job secret itself never leaves dslaunch) is NEVER on the command line: it is
+// the first line of stdin (hex, as written by the spawner), or, when
 // DSLAUNCH_SECRET_FD=N is set, the first line read from fd N. The agent closes
-// that fd after reading and never logs the secret.
+// that fd after reading and never logs the key.
 //
 // Exit codes (ds::AgentExit in agent/agent.h): 0 the coordinator said
 // Shutdown; 2 bad command line or no secret; 3 could not connect or

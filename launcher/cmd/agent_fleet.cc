@@ -26,6 +26,10 @@ AgentFleet::~AgentFleet() {
 }
 
 void AgentFleet::Start() {
+  std::vector<int> nodes;
+  for (const AgentSpec& s : specs_) nodes.push_back(s.node_index);
+  const std::string token = coord_.EnrollAgents(nodes);  // the agents' key; the secret stays here
+  for (AgentSpec& s : specs_) s.stdin_payload = token;
   auto started = spawner_.Start(specs_);
   for (size_t i = 0; i < started.size(); ++i) {
     if (!started[i].ok()) {
@@ -99,9 +103,10 @@ void AgentFleet::TryRejoins() {
     backoff_s_[node] = std::min(2 * backoff_s_[node], kMaxRejoinDelay);
     it->second = now + Seconds(backoff_s_[node]);
     if (rejoin_thread_.joinable()) rejoin_thread_.join();
-    rejoin_thread_ = std::thread([this, node] {
-      auto started =
-          std::make_shared<Result<std::unique_ptr<AgentHandle>>>(std::move(spawner_.Start({specs_[node]})[0]));
+    AgentSpec spec = specs_[node];
+    spec.stdin_payload = coord_.EnrollAgents({node});  // the first token is spent
+    rejoin_thread_ = std::thread([this, node, spec] {
+      auto started = std::make_shared<Result<std::unique_ptr<AgentHandle>>>(std::move(spawner_.Start({spec})[0]));
       asio::post(io_, [this, node, started] { Rejoined(node, std::move(*started)); });
     });
     return;

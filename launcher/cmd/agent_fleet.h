@@ -27,8 +27,10 @@ class AgentFleet {
   AgentFleet(asio::io_context& io, Coordinator& coord, Spawner& spawner, std::vector<AgentSpec> specs);
   ~AgentFleet();  // joins a rejoin attempt still running
 
-  // Starts every agent (in parallel, through the spawner); a node whose agent
-  // cannot be started aborts the job, naming the host and the reason.
+  // Starts every agent (in parallel, through the spawner) with a fresh agent
+  // token on its stdin (Coordinator::EnrollAgents; the job secret stays in
+  // dslaunch); a node whose agent cannot be started aborts the job, naming
+  // the host and the reason.
   void Start();
   // The coordinator lost `node`'s agent: try a new one (elastic.rejoin).
   void Rejoin(int node);

@@ -133,7 +133,6 @@ std::vector<AgentSpec> AgentSpecs(const Launch& l, const CliOptions& cli, const 
               "--connect-timeout", FormatMs(l.ssh.connect_timeout)};
     const std::string bind = l.launcher == "local" ? LocalBindAddress(n.host.name) : "";
     if (!bind.empty()) s.argv.insert(s.argv.end(), {"--bind", bind});
-    s.stdin_payload = l.coord.secret;
     specs.push_back(std::move(s));
   }
   return specs;

@@ -194,7 +194,10 @@ void Coordinator::OnHello(const std::shared_ptr<Pending>& p, const Frame& f) {
   p->hello = *h;
   if (h->role == wire::Role::kAgent) {
     if (h->job_id != opt_.job_id) return Reject(p, wire::ErrorCode::kAuth, "unknown job id '" + h->job_id + "'");
-    p->key = opt_.secret;
+    auto token = agent_tokens_.find(static_cast<int>(h->node_index));
+    if (token == agent_tokens_.end())
+      return Reject(p, wire::ErrorCode::kAuth, fmt::format("no agent token for node {}", h->node_index));
+    p->key = token->second;
   } else if (h->role == wire::Role::kStore) {
     p->key = StoreToken(opt_.secret, opt_.job_id, control_.generation());
   } else {
@@ -228,8 +231,20 @@ void Coordinator::OnAgentFrame(const std::shared_ptr<Pending>& p, const Frame& f
   if (f.type != wire::MsgType::kRegister) return Reject(p, wire::ErrorCode::kProtocol, "expected Register");
   auto r = msg::Register::Decode(f.payload);
   if (!r.ok()) return Reject(p, wire::ErrorCode::kProtocol, r.status().message());
+  if (r->node_index != p->hello.node_index)
+    return Reject(p, wire::ErrorCode::kProtocol,
+                  fmt::format("Register for node {} after a Hello for node {}", r->node_index, p->hello.node_index));
   if (Status st = control_.OnRegister(*r, p->conn); !st.ok()) return Reject(p, wire::ErrorCode::kInvalid, st.message());
   p->node = static_cast<int>(r->node_index);
+  // Spent: the token registered its node once and opens nothing any more.
+  auto token = agent_tokens_.find(p->node);
+  if (token != agent_tokens_.end() && token->second == p->key) agent_tokens_.erase(token);
+}
+
+std::string Coordinator::EnrollAgents(const std::vector<int>& nodes) {
+  std::string token = RandomHex(32);
+  for (int node : nodes) agent_tokens_[node] = token;
+  return token;
 }
 
 }  // namespace ds

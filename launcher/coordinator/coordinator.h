@@ -19,8 +19,10 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/asio.h"
 #include "common/protocol.h"
@@ -58,6 +60,11 @@ class Coordinator {
   // Runs (posted to the io_context) once the job is over and every agent was
   // told to shut down; the listener is closed by then.
   void OnDone(std::function<void()> cb) { on_done_ = std::move(cb); }
+  // A fresh agent token for `nodes`: the key their agents authenticate with
+  // (HMAC) instead of the job secret, which never leaves dslaunch. It
+  // registers each of these nodes once and is spent then; a newer token for
+  // a node replaces an older one.
+  std::string EnrollAgents(const std::vector<int>& nodes);
   const JobControl& control() const { return control_; }
   CoordState state() const { return control_.state(); }
   // Connections closed on accept because max_unauthenticated were pending.
@@ -94,6 +101,7 @@ class Coordinator {
   StoreService store_service_;
   JobControl control_;
   std::function<void()> on_done_;
+  std::map<int, std::string> agent_tokens_;  // by node: the token it may register with once
 };
 
 }  // namespace ds

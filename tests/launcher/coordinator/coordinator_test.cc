@@ -50,6 +50,7 @@ struct Server {
   explicit Server(CoordinatorOptions o, bool start = false) {
     coord = std::make_unique<Coordinator>(io, plan, o, record);
     REQUIRE(coord->Listen().ok());
+    token = coord->EnrollAgents({0});  // before the io thread runs: no race
     if (start) coord->Start();
     thread = std::thread([this] { io.run(); });
   }
@@ -74,6 +75,7 @@ struct Server {
   LaunchPlan plan = OneNodePlan();
   JobRecord record;
   std::unique_ptr<Coordinator> coord;
+  std::string token;  // node 0's agent token
   std::thread thread;
 };
 
@@ -201,6 +203,26 @@ TEST_CASE("coordinator: an agent with the wrong secret is refused", "[coordinato
   s.CheckStillServing();
 }
 
+TEST_CASE("coordinator: an agent authenticates with its node's one-time token, not the job secret",
+          "[coordinator]") {
+  Server s(TestOptions(), /*start=*/true);
+  {  // the job secret opens nothing: it never leaves dslaunch
+    UniqueFd fd = s.Raw();
+    Status st = ClientHandshake(fd.get(), AgentHello("jobX"), "topsecret", Clock::now() + milliseconds(5000));
+    CHECK(st.message() == "authentication failed (wrong secret or token)");
+  }
+  UniqueFd agent = s.Raw();
+  REQUIRE(ClientHandshake(agent.get(), AgentHello("jobX"), s.token, Clock::now() + milliseconds(5000)).ok());
+  msg::Register reg;
+  reg.host = "127.0.0.1";
+  REQUIRE(WriteFrame(agent.get(), wire::MsgType::kRegister, reg.Encode(), Clock::now() + milliseconds(5000)).ok());
+  REQUIRE(ReadFrame(agent.get(), Clock::now() + milliseconds(5000)).ok());  // Reserve: registered
+  // Spent: read from a process environment later, the token registers nothing.
+  UniqueFd replay = s.Raw();
+  Status st = ClientHandshake(replay.get(), AgentHello("jobX"), s.token, Clock::now() + milliseconds(5000));
+  CHECK(st.message() == "no agent token for node 0");
+}
+
 TEST_CASE("coordinator: an agent of another job is refused", "[coordinator]") {
   Server s;
   UniqueFd fd = s.Raw();
@@ -245,7 +267,7 @@ TEST_CASE("coordinator: 100 connections announcing a 16 MiB Hello allocate nothi
   }
   // A legitimate agent: handshake, Register, and node 0 is asked to reserve MASTER_PORT.
   UniqueFd agent = s.Raw();
-  REQUIRE(ClientHandshake(agent.get(), AgentHello("jobX"), "topsecret", Clock::now() + milliseconds(5000)).ok());
+  REQUIRE(ClientHandshake(agent.get(), AgentHello("jobX"), s.token, Clock::now() + milliseconds(5000)).ok());
   msg::Register reg;
   reg.host = "127.0.0.1";
   REQUIRE(WriteFrame(agent.get(), wire::MsgType::kRegister, reg.Encode(), Clock::now() + milliseconds(5000)).ok());
