@@ -27,6 +27,7 @@ struct State {
   LogLevel level = LogLevel::kWarn;
   uint32_t mask = ~0u;
   std::string prefix;
+  std::function<void(std::string)> sink;  // empty: write(2) to stderr
 };
 
 State& GetState() {
@@ -87,6 +88,12 @@ void LogSetIdentity(const std::string& host, int rank) {
   if (rank >= 0) s.prefix += " [" + std::to_string(rank) + "]";
 }
 
+void LogSetSink(std::function<void(std::string)> sink) {
+  State& s = GetState();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.sink = std::move(sink);
+}
+
 bool LogEnabled(LogLevel level, LogSubsys subsys) {
   State& s = GetState();
   std::lock_guard<std::mutex> lock(s.mu);
@@ -104,12 +111,18 @@ LogLine::LogLine(LogLevel level, LogSubsys subsys, const char* file, int line)
 LogLine::~LogLine() {
   State& s = GetState();
   std::string prefix;
+  std::function<void(std::string)> sink;
   {
     std::lock_guard<std::mutex> lock(s.mu);
     prefix = s.prefix;
+    sink = s.sink;
   }
   std::string text = prefix + " " + LevelName(level_) + " " + SubsysNameOf(subsys_) + " " +
                      os_.str() + "\n";
+  if (sink) {
+    sink(std::move(text));
+    return;
+  }
   // One write() per line so concurrent lines never interleave.
   ssize_t unused = ::write(STDERR_FILENO, text.data(), text.size());
   (void)unused;

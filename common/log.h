@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <sstream>
 #include <string>
 
@@ -21,6 +22,10 @@ enum class LogSubsys : uint32_t {
 
 // Sets the "host:pid [rank]" prefix of this process's log lines.
 void LogSetIdentity(const std::string& host, int rank);
+// Where whole lines (with their newline) go instead of one write() to stderr
+// each; nullptr restores stderr. dslaunch hands them to its stderr writer
+// thread, so that a stalled terminal never blocks its event loop.
+void LogSetSink(std::function<void(std::string)> sink);
 bool LogEnabled(LogLevel level, LogSubsys subsys);
 
 class LogLine {

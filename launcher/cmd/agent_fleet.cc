@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <iostream>
 
 #include <fmt/format.h>
 
@@ -17,8 +16,10 @@ constexpr double kFirstRejoinDelay = 2.0;  // seconds after the loss
 constexpr double kMaxRejoinDelay = 30.0;
 }  // namespace
 
-AgentFleet::AgentFleet(asio::io_context& io, Coordinator& coord, Spawner& spawner, std::vector<AgentSpec> specs)
-    : io_(io), coord_(coord), spawner_(spawner), specs_(std::move(specs)), members_(specs_.size()),
+AgentFleet::AgentFleet(asio::io_context& io, Coordinator& coord, Spawner& spawner, std::vector<AgentSpec> specs,
+                       std::function<void(const std::string&)> notice)
+    : io_(io), coord_(coord), spawner_(spawner), specs_(std::move(specs)), notice_(std::move(notice)),
+      members_(specs_.size()),
       rejoin_timer_(io), drain_timer_(io) {}
 
 AgentFleet::~AgentFleet() {
@@ -117,8 +118,8 @@ void AgentFleet::TryRejoins() {
 void AgentFleet::Rejoined(int node, Result<std::unique_ptr<AgentHandle>> started) {
   rejoin_busy_ = false;
   if (!started.ok()) {
-    std::cerr << fmt::format("dslaunch: {} is still lost: {}; next try in {}s\n", specs_[node].host,
-                             started.status().message(), backoff_s_[node]);
+    notice_(fmt::format("{} is still lost: {}; next try in {}s", specs_[node].host, started.status().message(),
+                        backoff_s_[node]));
   } else {
     Member& m = members_[node];
     if (m.handle) m.handle->Terminate();  // the lost agent, or one that never registered

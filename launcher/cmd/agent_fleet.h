@@ -9,6 +9,7 @@
 // Not thread-safe: the io thread only (the rejoin thread posts back to it).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <thread>
@@ -23,8 +24,10 @@ namespace ds {
 
 class AgentFleet {
  public:
-  // `coord` and `spawner` must outlive the fleet; `specs` are by node index.
-  AgentFleet(asio::io_context& io, Coordinator& coord, Spawner& spawner, std::vector<AgentSpec> specs);
+  // `coord` and `spawner` must outlive the fleet; `specs` are by node index;
+  // `notice` shows the user a line (a rejoin attempt that failed).
+  AgentFleet(asio::io_context& io, Coordinator& coord, Spawner& spawner, std::vector<AgentSpec> specs,
+             std::function<void(const std::string&)> notice);
   ~AgentFleet();  // joins a rejoin attempt still running
 
   // Starts every agent (in parallel, through the spawner) with a fresh agent
@@ -57,6 +60,7 @@ class AgentFleet {
   Coordinator& coord_;
   Spawner& spawner_;
   std::vector<AgentSpec> specs_;
+  std::function<void(const std::string&)> notice_;
   std::vector<Member> members_;  // by node index
   // elastic.rejoin: when each lost node is tried next, and its backoff.
   std::map<int, Clock::time_point> next_try_;

@@ -14,16 +14,20 @@
 #include "common/env_registry.h"
 #include "common/files.h"
 #include "common/hmac_auth.h"
+#include "common/log.h"
 #include "common/netif.h"
 #include "launcher/cmd/agent_fleet.h"
 #include "launcher/cmd/spawner_choice.h"
 #include "launcher/coordinator/assign_builder.h"
 #include "launcher/coordinator/coordinator.h"
 #include "launcher/report/job_summary.h"
+#include "launcher/report/terminal_writer.h"
 #include "launcher/spawn/ssh/ssh_probe.h"
 
 namespace ds {
 namespace {
+
+constexpr size_t kStderrQueueBytes = 1 << 20;
 
 // Everything decided before the first agent starts.
 struct Launch {
@@ -82,7 +86,6 @@ Result<CoordinatorOptions> CoordinatorOptionsFor(const Launch& l, const CliOptio
   co.stop_grace = cli.stop_grace;
   co.register_timeout = l.ssh.connect_timeout + 20.0;
   co.master_port = l.plan.job.network.master_port;
-  co.notice = [](const std::string& text) { std::cerr << "dslaunch: " << text << "\n"; };
   if (l.launcher == "local") return co;
   co.listen_addr = "0.0.0.0";
   // Hostfile names may be ssh config aliases: route to their HostName.
@@ -139,15 +142,16 @@ std::vector<AgentSpec> AgentSpecs(const Launch& l, const CliOptions& cli, const 
 }
 
 // Runs the prepared job to its end; returns the coordinator's world size.
-Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record) {
+Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, TerminalWriter& err) {
   asio::io_context io;
+  l.coord.notice = [&err](const std::string& text) { err.Write("dslaunch: " + text + "\n"); };
   const ElasticOptions& el = l.plan.job.elastic;
   AgentFleet* fleet_ptr = nullptr;
   if (el.rejoin && el.max_restarts > 0)
     l.coord.on_agent_lost = [&fleet_ptr](int node) { if (fleet_ptr) fleet_ptr->Rejoin(node); };
   Coordinator coord(io, l.plan, l.coord, record);
   if (Status st = coord.Listen(); !st.ok()) return Status::Unavailable(st.message());
-  AgentFleet fleet(io, coord, *l.spawner, AgentSpecs(l, cli, coord.address()));
+  AgentFleet fleet(io, coord, *l.spawner, AgentSpecs(l, cli, coord.address()), l.coord.notice);
   fleet_ptr = &fleet;
 
   asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
@@ -177,10 +181,17 @@ Result<int> RunJob(const LaunchPlan& plan, const CliOptions& cli) {
   LogMux mux(LogMuxOptions{l.plan.job.log_dir, cli.color, stdout, tty});
   if (Status st = mux.Open(); !st.ok()) return Status::InvalidArgument(st.message());
   JobRecord record(&mux);
-  DS_ASSIGN_OR_RETURN(int world_size, Supervise(l, cli, record));
+  // dslaunch's own lines (notices, diagnostics) are written by a thread too:
+  // a stalled terminal (Ctrl-S) must not block the event loop.
+  TerminalWriter err(stderr, kStderrQueueBytes, "diagnostics only, the job goes on");
+  LogSetSink([&err](std::string line) { err.Write(std::move(line)); });
+  Result<int> world_size = Supervise(l, cli, record, err);
+  LogSetSink(nullptr);
+  err.Flush();
+  if (!world_size.ok()) return world_size.status();
   mux.Flush();
   const bool color = ::isatty(STDERR_FILENO) && cli.color != "never";
-  std::cerr << FormatSummary(record, world_size, color);
+  std::cerr << FormatSummary(record, *world_size, color);
   return record.ExitCode();
 }
 

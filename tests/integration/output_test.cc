@@ -70,5 +70,63 @@ TEST_CASE("output: a stalled reader of stdout loses no agent; the log dir keeps 
         std::string::npos);
 }
 
+// A terminal stopped with Ctrl-S: stdout and stderr are one stalled pipe.
+// dslaunch's own lines (here the restart notice) must not block the event
+// loop either: generation 1 runs through the stall without losing an agent.
+TEST_CASE("output: a stalled terminal (stdout and stderr) does not stop a restart", "[integration]") {
+  TempDir dir;
+  std::string hostfile = HostfileFor(dir, 2, 1);
+  WriteFile(dir / "worker.sh",
+            "if [ $DSLAUNCH_RESTART_COUNT = 0 ]; then\n"
+            "  if [ $RANK = 0 ]; then\n"
+            "    awk 'BEGIN { for (i = 0; i < 1000000; i++) printf \"%07d fills the terminal\\n\", i }'\n"
+            "    echo yes > flooded; exec sleep 30\n"
+            "  fi\n"
+            "  while [ ! -e flooded ]; do sleep 0.02; done; exit 3\n"
+            "fi\n"
+            "sleep 4; echo done $RANK\n");
+  WriteFile(dir / "job.yaml",
+            "command: [sh, worker.sh]\n"
+            "elastic:\n  max_restarts: 1\n  heartbeat_interval: 200ms\n  heartbeat_timeout: 2s\n");
+  int p[2];
+  REQUIRE(::pipe(p) == 0);
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (::chdir(dir.path().c_str()) != 0) ::_exit(126);
+    ::setenv("DSLAUNCH_COLOR", "never", 1);
+    ::setenv("HOME", dir.path().c_str(), 1);
+    int in = ::open("/dev/null", O_RDONLY);
+    ::dup2(in, 0);
+    ::dup2(p[1], 1);
+    ::dup2(p[1], 2);
+    ::close(p[0]);
+    ::close(p[1]);
+    std::string dslaunch = DslaunchPath();
+    ::execl(dslaunch.c_str(), dslaunch.c_str(), "--hostfile", hostfile.c_str(), "job.yaml",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(p[1]);
+  // Stalled until generation 1 has had time to finish (its workers sleep 4 s).
+  REQUIRE(WaitForText(dir / "flooded", "yes", seconds(60)));
+  std::this_thread::sleep_for(seconds(8));
+  std::string shown;
+  std::thread reader([&] {
+    char buf[65536];
+    ssize_t n;
+    while ((n = ::read(p[0], buf, sizeof(buf))) > 0) shown.append(buf, static_cast<size_t>(n));
+  });
+  int code = WaitExit(pid, seconds(120));
+  reader.join();
+  ::close(p[0]);
+  const std::string tail = shown.substr(shown.size() > 4000 ? shown.size() - 4000 : 0);
+  INFO(tail);
+  CHECK(code == 0);
+  CHECK(shown.find("dslaunch: restart 1/1: generation 1 on 2 nodes") != std::string::npos);
+  CHECK(shown.find("lost") == std::string::npos);
+  CHECK(shown.find("dslaunch: all 2 workers exited 0, after 1 restart") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace ds::testing
