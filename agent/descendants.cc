@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -37,18 +38,12 @@ bool ReadStat(pid_t pid, pid_t* ppid, char* state) {
   return true;
 }
 
-}  // namespace
-
-Status BecomeSubreaper() {
-  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
-    return Status::IOError(fmt::format("prctl(PR_SET_CHILD_SUBREAPER): {}", std::strerror(errno)));
-  return Status::OK();
-}
-
-std::vector<pid_t> LiveDescendants(pid_t root) {
+// Every process in /proc, by parent: the fallback for kernels without
+// CONFIG_PROC_CHILDREN (costs a read per process on the machine).
+std::multimap<pid_t, pid_t> AllChildren() {
   std::multimap<pid_t, pid_t> children;  // ppid -> pid, live ones only
   DIR* d = ::opendir("/proc");
-  if (!d) return {};
+  if (!d) return children;
   while (dirent* e = ::readdir(d)) {
     char* end = nullptr;
     long pid = std::strtol(e->d_name, &end, 10);
@@ -59,15 +54,63 @@ std::vector<pid_t> LiveDescendants(pid_t root) {
       children.emplace(ppid, static_cast<pid_t>(pid));
   }
   ::closedir(d);
+  return children;
+}
+
+// The children of `pid` from /proc/<pid>/task/<tid>/children (every thread's);
+// nullopt when the kernel has no such file.
+std::optional<std::vector<pid_t>> ChildrenOf(pid_t pid) {
+  const std::string task = fmt::format("/proc/{}/task", pid);
+  DIR* d = ::opendir(task.c_str());
+  if (!d) return std::vector<pid_t>{};  // gone
+  std::vector<pid_t> out;
+  bool supported = true;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    FILE* f = std::fopen((task + "/" + e->d_name + "/children").c_str(), "re");
+    if (!f) {
+      supported = supported && errno != ENOENT;
+      continue;
+    }
+    for (int child; std::fscanf(f, "%d", &child) == 1;) out.push_back(child);
+    std::fclose(f);
+  }
+  ::closedir(d);
+  if (!supported) return std::nullopt;
+  return out;
+}
+
+}  // namespace
+
+Status BecomeSubreaper() {
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+    return Status::IOError(fmt::format("prctl(PR_SET_CHILD_SUBREAPER): {}", std::strerror(errno)));
+  return Status::OK();
+}
+
+// Walks the tree from `root` through the children files: the cost is the
+// size of the job's own tree, not of the machine's process table.
+std::vector<pid_t> LiveDescendants(pid_t root) {
   std::vector<pid_t> out;
   std::vector<pid_t> todo{root};
+  std::optional<std::multimap<pid_t, pid_t>> all;  // only without children files
   while (!todo.empty()) {
-    pid_t p = todo.back();
+    const pid_t p = todo.back();
     todo.pop_back();
-    auto [b, e] = children.equal_range(p);
-    for (auto it = b; it != e; ++it) {
-      out.push_back(it->second);
-      todo.push_back(it->second);
+    std::vector<pid_t> kids;
+    if (auto c = all ? std::nullopt : ChildrenOf(p)) {
+      kids = std::move(*c);
+    } else {
+      if (!all) all = AllChildren();
+      auto [b, e] = all->equal_range(p);
+      for (auto it = b; it != e; ++it) kids.push_back(it->second);
+    }
+    for (pid_t k : kids) {
+      pid_t ppid = 0;
+      char state = 0;
+      if (!ReadStat(k, &ppid, &state) || state == 'Z' || state == 'X') continue;
+      out.push_back(k);
+      todo.push_back(k);
     }
   }
   return out;

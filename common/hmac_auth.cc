@@ -1,17 +1,28 @@
 #include "common/hmac_auth.h"
 
+#include <sys/random.h>
+
+#include <cerrno>
+
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
-#include <openssl/rand.h>
 
 #include "common/check.h"
 
 namespace ds {
 
+// The kernel's CSPRNG (getrandom): no user-space generator to seed, so the
+// first call in a process (an agent's first worker token) costs a syscall,
+// not OpenSSL's DRBG initialisation.
 Bytes RandomBytes(size_t n) {
   Bytes b(n);
-  DS_CHECK(RAND_bytes(b.data(), static_cast<int>(n)) == 1);
+  for (size_t got = 0; got < n;) {
+    ssize_t r = ::getrandom(b.data() + got, n - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    DS_CHECK(r > 0);
+    got += static_cast<size_t>(r);
+  }
   return b;
 }
 
