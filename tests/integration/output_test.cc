@@ -14,6 +14,55 @@ namespace {
 
 using std::chrono::seconds;
 
+// dslaunch started in `dir` with `args`, its stdout the write end of a pipe
+// the test reads only when it chooses (a stalled reader); stderr into the
+// same pipe (a stopped terminal) or, with `err_path`, into that file.
+struct Stalled {
+  pid_t pid = -1;
+  int read_fd = -1;
+};
+
+Stalled StartIntoPipe(const TempDir& dir, const std::vector<std::string>& args, const std::string& err_path = "") {
+  int p[2];
+  REQUIRE(::pipe(p) == 0);
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (::chdir(dir.path().c_str()) != 0) ::_exit(126);
+    ::setenv("DSLAUNCH_COLOR", "never", 1);
+    ::setenv("HOME", dir.path().c_str(), 1);
+    int err = err_path.empty() ? p[1] : ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int in = ::open("/dev/null", O_RDONLY);
+    ::dup2(in, 0);
+    ::dup2(p[1], 1);
+    ::dup2(err, 2);
+    ::close(p[0]);
+    ::close(p[1]);
+    std::string dslaunch = DslaunchPath();
+    std::vector<char*> argv{dslaunch.data()};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(dslaunch.c_str(), argv.data());
+    ::_exit(127);
+  }
+  ::close(p[1]);
+  return {pid, p[0]};
+}
+
+// Reads the pipe to its end while dslaunch finishes: (exit code, what was shown).
+std::pair<int, std::string> DrainAndWait(const Stalled& s) {
+  std::string shown;
+  std::thread reader([&] {
+    char buf[65536];
+    ssize_t n;
+    while ((n = ::read(s.read_fd, buf, sizeof(buf))) > 0) shown.append(buf, static_cast<size_t>(n));
+  });
+  int code = WaitExit(s.pid, seconds(120));
+  reader.join();
+  ::close(s.read_fd);
+  return {code, shown};
+}
+
 TEST_CASE("output: a stalled reader of stdout loses no agent; the log dir keeps every line", "[integration]") {
   TempDir dir;
   std::string hostfile = HostfileFor(dir, 1, 1);
@@ -22,38 +71,10 @@ TEST_CASE("output: a stalled reader of stdout loses no agent; the log dir keeps 
             "command: [awk, 'BEGIN { for (i = 0; i < " + std::to_string(kLines) +
                 "; i++) printf \"%07d the worker prints a lot of output, fast\\n\", i }']\n"
             "elastic:\n  heartbeat_interval: 200ms\n  heartbeat_timeout: 2s\n");
-  int p[2];
-  REQUIRE(::pipe(p) == 0);
   std::string err_path = dir / "dslaunch.err";
-  pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    if (::chdir(dir.path().c_str()) != 0) ::_exit(126);
-    ::setenv("DSLAUNCH_COLOR", "never", 1);
-    ::setenv("HOME", dir.path().c_str(), 1);
-    int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int in = ::open("/dev/null", O_RDONLY);
-    ::dup2(in, 0);
-    ::dup2(p[1], 1);
-    ::dup2(err, 2);
-    ::close(p[0]);
-    ::close(p[1]);
-    std::string dslaunch = DslaunchPath(), logs = dir / "logs";
-    ::execl(dslaunch.c_str(), dslaunch.c_str(), "--hostfile", hostfile.c_str(), "--log-dir", logs.c_str(),
-            "job.yaml", static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  ::close(p[1]);
+  Stalled st = StartIntoPipe(dir, {"--hostfile", hostfile, "--log-dir", dir / "logs", "job.yaml"}, err_path);
   std::this_thread::sleep_for(seconds(10));  // the stalled reader: 5x the heartbeat timeout
-  std::string shown;
-  std::thread reader([&] {
-    char buf[65536];
-    ssize_t n;
-    while ((n = ::read(p[0], buf, sizeof(buf))) > 0) shown.append(buf, static_cast<size_t>(n));
-  });
-  int code = WaitExit(pid, seconds(120));
-  reader.join();
-  ::close(p[0]);
+  auto [code, shown] = DrainAndWait(st);
   std::string err = ReadFile(err_path);
   INFO(err);
   CHECK(code == 0);
@@ -88,38 +109,11 @@ TEST_CASE("output: a stalled terminal (stdout and stderr) does not stop a restar
   WriteFile(dir / "job.yaml",
             "command: [sh, worker.sh]\n"
             "elastic:\n  max_restarts: 1\n  heartbeat_interval: 200ms\n  heartbeat_timeout: 2s\n");
-  int p[2];
-  REQUIRE(::pipe(p) == 0);
-  pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    if (::chdir(dir.path().c_str()) != 0) ::_exit(126);
-    ::setenv("DSLAUNCH_COLOR", "never", 1);
-    ::setenv("HOME", dir.path().c_str(), 1);
-    int in = ::open("/dev/null", O_RDONLY);
-    ::dup2(in, 0);
-    ::dup2(p[1], 1);
-    ::dup2(p[1], 2);
-    ::close(p[0]);
-    ::close(p[1]);
-    std::string dslaunch = DslaunchPath();
-    ::execl(dslaunch.c_str(), dslaunch.c_str(), "--hostfile", hostfile.c_str(), "job.yaml",
-            static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  ::close(p[1]);
+  Stalled st = StartIntoPipe(dir, {"--hostfile", hostfile, "job.yaml"});
   // Stalled until generation 1 has had time to finish (its workers sleep 4 s).
   REQUIRE(WaitForText(dir / "flooded", "yes", seconds(60)));
   std::this_thread::sleep_for(seconds(8));
-  std::string shown;
-  std::thread reader([&] {
-    char buf[65536];
-    ssize_t n;
-    while ((n = ::read(p[0], buf, sizeof(buf))) > 0) shown.append(buf, static_cast<size_t>(n));
-  });
-  int code = WaitExit(pid, seconds(120));
-  reader.join();
-  ::close(p[0]);
+  auto [code, shown] = DrainAndWait(st);
   const std::string tail = shown.substr(shown.size() > 4000 ? shown.size() - 4000 : 0);
   INFO(tail);
   CHECK(code == 0);
