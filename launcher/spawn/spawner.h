@@ -2,8 +2,8 @@
 // connects back to the coordinator by itself (address in its argv); the
 // spawner only gets it running and, on Terminate, makes sure it is gone.
 // Implementations: local processes (local_spawner), libssh (ssh_spawner),
-// the pdsh binary (pdsh_spawner), and a fake for tests (fake_spawner, used
-// by the AgentFleet tests).
+// the pdsh binary (pdsh_spawner); tests/launcher/spawn/fake_spawner.h is
+// the fake the AgentFleet tests use.
 // Start() may be called from one thread at a time; handles are safe to use
 // from any one thread.
 #pragma once

@@ -8,7 +8,7 @@
 #include "launcher/cmd/agent_fleet.h"
 #include "launcher/config/hostfile.h"
 #include "launcher/config/selection.h"
-#include "launcher/spawn/fake_spawner.h"
+#include "tests/launcher/spawn/fake_spawner.h"
 
 namespace ds {
 namespace {

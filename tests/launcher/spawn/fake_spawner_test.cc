@@ -1,4 +1,4 @@
-#include "launcher/spawn/fake_spawner.h"
+#include "tests/launcher/spawn/fake_spawner.h"
 
 #include <catch2/catch.hpp>
 #include <poll.h>
