@@ -21,10 +21,6 @@ namespace {
 
 using std::chrono::seconds;
 
-std::vector<std::pair<std::string, std::string>> EnvFor(const TempDir& dir) {
-  return {{"DSLAUNCH_COLOR", "never"}, {"HOME", dir.path()}, {"DSLAUNCH_STOP_GRACE", "500ms"}};
-}
-
 // Lines "GEN <generation> <restart count> <rank> <world size> <master port>".
 std::set<std::string> GenLines(const std::string& out, std::set<std::string>* ports = nullptr) {
   std::set<std::string> lines;
@@ -79,7 +75,7 @@ Outcome RunJob(const TempDir& dir, int nodes, int slots, const std::string& work
   WriteFile(dir / "job.yaml", job);
   Child c;
   int code = Run({DslaunchPath(), "--hostfile", HostfileFor(dir, nodes, slots), "job.yaml"}, dir.path(),
-                 &c, seconds(60), EnvFor(dir));
+                 &c, seconds(60), JobEnv(dir));
   return {code, ReadFile(c.out_path), ReadFile(c.err_path)};
 }
 
@@ -188,7 +184,7 @@ TEST_CASE("elastic: losing an idle standby does not disturb the job", "[integrat
                                    "[ $RANK = 0 ] && while [ ! -e standby-killed ]; do sleep 0.02; done\n"
                                    "exit 0\n");
   WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\nelastic: {max_restarts: 1, max_nodes: 2}\n");
-  Child c = Spawn({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), EnvFor(dir));
+  Child c = Spawn({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), JobEnv(dir));
   std::vector<pid_t> standby;
   for (int i = 0; i < 500 && standby.empty(); ++i) {
     if (std::filesystem::exists(dir / "reported.0"))
@@ -221,13 +217,9 @@ TEST_CASE("elastic: a lost node rejoins and takes part again from the next resta
                                    "  1-0) while [ ! -e rejoined ]; do sleep 0.02; done; exit 7;;\n"
                                    "esac\n");
   WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\nelastic: {max_restarts: 2}\n");
-  Child c = Spawn({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), EnvFor(dir));
-  bool rejoined = false;
-  for (int i = 0; i < 1500 && !rejoined; ++i) {
-    rejoined = ReadFile(c.err_path).find("dslaunch: 127.0.0.2 rejoined; it takes part from the next restart") !=
-               std::string::npos;
-    if (!rejoined) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  Child c = Spawn({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), JobEnv(dir));
+  const bool rejoined =
+      WaitForText(c.err_path, "dslaunch: 127.0.0.2 rejoined; it takes part from the next restart", seconds(15));
   WriteFile(dir / "rejoined", "");
   int code = WaitExit(c.pid, seconds(60));
   std::string err = ReadFile(c.err_path);
@@ -353,7 +345,7 @@ TEST_CASE("elastic: dstrain survives a lost node and resumes from its checkpoint
             "    optimizer: {type: Adam, params: {lr: 0.001}}\n"
             "    zero_optimization: {stage: 1}\n"
             "    steps_per_print: 100000\n");
-  Child c = Spawn({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), EnvFor(dir));
+  Child c = Spawn({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), JobEnv(dir));
   // Wait for the first complete checkpoint, then lose node 1.
   bool saved = false;
   for (int i = 0; i < 3000 && !saved; ++i) {

@@ -20,10 +20,6 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-std::vector<std::pair<std::string, std::string>> EnvFor(const TempDir& dir) {
-  return {{"DSLAUNCH_COLOR", "never"}, {"HOME", dir.path()}, {"DSLAUNCH_STOP_GRACE", "500ms"}};
-}
-
 // Sends forged beats for `rank` to the agent's "127.0.0.1:PORT": the old
 // 16-byte form, and the 48-byte form with a token of the right length that
 // is not the worker's (and with the worker's own token's length but empty).
@@ -48,6 +44,13 @@ class Forger {
   sockaddr_in to_{};
 };
 
+// The heartbeat address the worker wrote to `dir`/addr (one line).
+std::string WorkerHeartbeatAddr(const TempDir& dir) {
+  REQUIRE(WaitForText(dir / "addr", "\n", seconds(30)));
+  std::string addr = ReadFile(dir / "addr");
+  return addr.substr(0, addr.size() - 1);
+}
+
 TEST_CASE("heartbeat auth: forged beats do not arm the hang check of a worker that never beats",
           "[integration]") {
   TempDir dir;
@@ -57,9 +60,8 @@ TEST_CASE("heartbeat auth: forged beats do not arm the hang check of a worker th
             "sleep 3\n"
             "echo finished\n");
   WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\nelastic:\n  hang_timeout: 1s\n");
-  Child c = Spawn({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), EnvFor(dir));
-  REQUIRE(WaitForText(dir / "addr", "\n", seconds(30)));
-  Forger forger(ReadFile(dir / "addr").substr(0, ReadFile(dir / "addr").size() - 1));
+  Child c = Spawn({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), JobEnv(dir));
+  Forger forger(WorkerHeartbeatAddr(dir));
   for (int i = 0; i < 10; ++i) {  // before the fix one of these armed a 1 s hang check
     forger.Burst(0, i);
     std::this_thread::sleep_for(milliseconds(20));
@@ -86,11 +88,11 @@ TEST_CASE("heartbeat auth: forged beats do not keep a hung worker alive", "[inte
             "open('addr.tmp', 'w').write(addr + '\\n'); os.rename('addr.tmp', 'addr')\n"
             "time.sleep(60)\n");
   WriteFile(dir / "job.yaml", "command: [python3, worker.py]\nelastic:\n  hang_timeout: 1s\n");
-  Child c = Spawn({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), EnvFor(dir));
-  REQUIRE(WaitForText(dir / "addr", "\n", seconds(30)));
+  Child c = Spawn({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), JobEnv(dir));
+  const std::string addr = WorkerHeartbeatAddr(dir);
   std::atomic<bool> stop{false};
   std::thread forging([&] {  // forged "step N" every 100 ms, until dslaunch ends
-    Forger forger(ReadFile(dir / "addr").substr(0, ReadFile(dir / "addr").size() - 1));
+    Forger forger(addr);
     for (int64_t step = 2; !stop; ++step) {
       forger.Burst(0, step);
       std::this_thread::sleep_for(milliseconds(100));

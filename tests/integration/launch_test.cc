@@ -17,13 +17,6 @@ using std::chrono::seconds;
 
 const std::vector<std::pair<std::string, std::string>> kQuiet = {{"DSLAUNCH_COLOR", "never"}};
 
-std::vector<std::pair<std::string, std::string>> EnvFor(const TempDir& dir) {
-  auto env = kQuiet;
-  env.emplace_back("HOME", dir.path());  // no stray ~/.dslaunch_env
-  env.emplace_back("DSLAUNCH_STOP_GRACE", "500ms");
-  return env;
-}
-
 TEST_CASE("launch: 3x2 local job, every rank once, consistent torchrun env, values byte for byte",
           "[integration]") {
   TempDir dir;
@@ -40,7 +33,7 @@ TEST_CASE("launch: 3x2 local job, every rank once, consistent torchrun env, valu
             "env:\n"
             "  TRICKY: 'it''s \"quoted\"  $HOME  `x` \\ end'\n");
   Child c;
-  int code = Run({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), &c, seconds(60), EnvFor(dir));
+  int code = Run({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), &c, seconds(60), JobEnv(dir));
   std::string out = ReadFile(c.out_path);
   INFO(out << ReadFile(c.err_path));
   REQUIRE(code == 0);
@@ -83,7 +76,7 @@ TEST_CASE("launch: a worker exiting 3 ends dslaunch with 3 and names host and ra
   Child c;
   int code = Run({DslaunchPath(), "--hostfile", hostfile, "--", "/bin/sh", "-c",
                   "if [ \"$RANK\" = 3 ]; then echo about to fail; exit 3; fi; exec sleep 60"},
-                 dir.path(), &c, seconds(60), EnvFor(dir));
+                 dir.path(), &c, seconds(60), JobEnv(dir));
   std::string err = ReadFile(c.err_path);
   INFO(err);
   CHECK(code == 3);
@@ -99,7 +92,7 @@ TEST_CASE("launch: a SIGKILLed worker ends dslaunch with 137 and names the signa
   Child c;
   int code = Run({DslaunchPath(), "--hostfile", hostfile, "--", "/bin/sh", "-c",
                   "if [ \"$RANK\" = 4 ]; then kill -9 $$; fi; exec sleep 60"},
-                 dir.path(), &c, seconds(60), EnvFor(dir));
+                 dir.path(), &c, seconds(60), JobEnv(dir));
   std::string err = ReadFile(c.err_path);
   INFO(err);
   CHECK(code == 137);
@@ -114,7 +107,7 @@ void SignalDslaunchAndCheck(int sig, int expected_code, bool expect_summary) {
   // Each worker also starts a grandchild in its process group.
   Child c = Spawn({DslaunchPath(), "--hostfile", hostfile, "--", "/bin/sh", "-c",
                    "sleep 60 & echo $! >> " + pids + "; echo $$ >> " + pids + "; wait"},
-                  dir.path(), EnvFor(dir));
+                  dir.path(), JobEnv(dir));
   auto started = WaitForPids(pids, 12, seconds(30));
   REQUIRE(started.size() == 12);
   REQUIRE(::kill(c.pid, sig) == 0);
@@ -146,7 +139,7 @@ TEST_CASE("launch: per-rank log files under --log-dir", "[integration]") {
   Child c;
   int code = Run({DslaunchPath(), "--hostfile", hostfile, "--log-dir", dir / "logs", "--", "/bin/sh", "-c",
                   "echo out $RANK; echo err $RANK >&2"},
-                 dir.path(), &c, seconds(60), EnvFor(dir));
+                 dir.path(), &c, seconds(60), JobEnv(dir));
   REQUIRE(code == 0);
   CHECK(ReadFile(dir / "logs/rank0.log") == "out 0\nerr 0\n");
   CHECK(ReadFile(dir / "logs/rank1.log") == "out 1\nerr 1\n");
@@ -157,7 +150,7 @@ TEST_CASE("launch: a command that does not exist fails with 127 and says why", "
   std::string hostfile = HostfileFor(dir, 1, 1);
   Child c;
   int code = Run({DslaunchPath(), "--hostfile", hostfile, "--", "/no/such/program"}, dir.path(), &c,
-                 seconds(60), EnvFor(dir));
+                 seconds(60), JobEnv(dir));
   std::string err = ReadFile(c.err_path);
   INFO(err << ReadFile(c.out_path));
   CHECK(code == 127);
@@ -178,7 +171,7 @@ TEST_CASE("launch: a frozen dslaunch (SIGSTOP) -> agents miss heartbeats and kil
   WriteFile(dir / "job.yaml",
             "command: [/bin/sh, -c, 'echo $$ >> " + pids + "; exec sleep 60']\n"
             "elastic:\n  heartbeat_interval: 200ms\n  heartbeat_timeout: 1s\n");
-  Child c = Spawn({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), EnvFor(dir));
+  Child c = Spawn({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), JobEnv(dir));
   auto started = WaitForPids(pids, 2, seconds(30));
   REQUIRE(started.size() == 2);
   REQUIRE(::kill(c.pid, SIGSTOP) == 0);
@@ -196,7 +189,7 @@ TEST_CASE("launch: a SIGKILLed agent -> its node is lost, the job stops and exit
   // Each worker records its agent (parent) and itself.
   Child c = Spawn({DslaunchPath(), "--hostfile", hostfile, "--", "/bin/sh", "-c",
                    "echo $PPID $$ >> " + pids + "; exec sleep 60"},
-                  dir.path(), EnvFor(dir));
+                  dir.path(), JobEnv(dir));
   auto ids = WaitForPids(pids, 4, seconds(30));
   REQUIRE(ids.size() == 4);
   REQUIRE(::kill(ids[0], SIGKILL) == 0);  // the first worker's agent
@@ -233,7 +226,7 @@ TEST_CASE("launch: a worker whose step heartbeat stalls past hang_timeout is kil
             "command: [python3, worker.py]\n"
             "elastic:\n  hang_timeout: 1s\n");
   Child c;
-  int code = Run({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), &c, seconds(60), EnvFor(dir));
+  int code = Run({DslaunchPath(), "--hostfile", hostfile, "job.yaml"}, dir.path(), &c, seconds(60), JobEnv(dir));
   std::string err = ReadFile(c.err_path);
   INFO(err << ReadFile(c.out_path));
   CHECK(code == 137);
@@ -260,7 +253,7 @@ TEST_CASE("launch: MASTER_PORT is free for rank 0 to bind when the workers start
             "    print('bound', os.environ['MASTER_PORT'], flush=True)\n");
   Child c;
   int code = Run({DslaunchPath(), "--hostfile", hostfile, "--", "python3", "worker.py"}, dir.path(), &c,
-                 seconds(60), EnvFor(dir));
+                 seconds(60), JobEnv(dir));
   INFO(ReadFile(c.err_path) << ReadFile(c.out_path));
   CHECK(code == 0);
   CHECK(ReadFile(c.out_path).find("127.0.0.1:0 bound ") != std::string::npos);
@@ -284,7 +277,7 @@ TEST_CASE("launch: a --master_port already in use fails the launch and says so",
   REQUIRE(!port.empty());
   Child c;
   int code = Run({DslaunchPath(), "--hostfile", hostfile, "--master_port", port, "--", "true"}, dir.path(), &c,
-                 seconds(60), EnvFor(dir));
+                 seconds(60), JobEnv(dir));
   ::kill(holder.pid, SIGKILL);
   WaitExit(holder.pid, seconds(10));
   std::string err = ReadFile(c.err_path);

@@ -12,10 +12,6 @@ namespace {
 
 using std::chrono::seconds;
 
-std::vector<std::pair<std::string, std::string>> EnvFor(const TempDir& dir) {
-  return {{"DSLAUNCH_COLOR", "never"}, {"HOME", dir.path()}, {"DSLAUNCH_STOP_GRACE", "500ms"}};
-}
-
 // Starts a daemon that sleeps 300 s and writes its pid to daemon.$DSLAUNCH_GENERATION.
 const char* kStartDaemon =
     "setsid sh -c 'sleep 300 & echo $! > daemon.tmp.$DSLAUNCH_GENERATION' </dev/null >/dev/null 2>&1\n"
@@ -26,32 +22,34 @@ const char* kStartDaemon =
 pid_t StartJob(const TempDir& dir, const std::string& tail, const std::string& job, Child* c) {
   WriteFile(dir / "worker.sh", std::string(kStartDaemon) + tail);
   WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\n" + job);
-  *c = Spawn({DslaunchPath(), "--hostfile", HostfileFor(dir, 1, 1), "job.yaml"}, dir.path(), EnvFor(dir));
+  *c = Spawn({DslaunchPath(), "--hostfile", HostfileFor(dir, 1, 1), "job.yaml"}, dir.path(), JobEnv(dir));
   auto pids = WaitForPids(dir / "daemon.0", 1, seconds(30));
   REQUIRE(pids.size() == 1);
   return pids[0];
+}
+
+// dslaunch ends with `expected`, and the daemon is gone (killed here if not,
+// so that a failing run leaks nothing).
+void CheckEndsWithoutDaemon(const Child& c, pid_t daemon, int expected) {
+  int code = WaitExit(c.pid, seconds(30));
+  INFO(ReadFile(c.err_path));
+  CHECK(code == expected);
+  CHECK(AllGone({daemon}, seconds(5)));
+  if (!AllGone({daemon}, seconds(0))) ::kill(daemon, SIGKILL);
 }
 
 TEST_CASE("orphans: a worker's daemon is gone after the job exits 0", "[integration]") {
   TempDir dir;
   Child c;
   pid_t daemon = StartJob(dir, "exit 0\n", "", &c);
-  int code = WaitExit(c.pid, seconds(30));
-  INFO(ReadFile(c.err_path));
-  CHECK(code == 0);
-  CHECK(AllGone({daemon}, seconds(5)));
-  if (!AllGone({daemon}, seconds(0))) ::kill(daemon, SIGKILL);  // old code: do not leak it
+  CheckEndsWithoutDaemon(c, daemon, 0);
 }
 
 TEST_CASE("orphans: a worker's daemon is gone after the job fails", "[integration]") {
   TempDir dir;
   Child c;
   pid_t daemon = StartJob(dir, "exit 3\n", "", &c);
-  int code = WaitExit(c.pid, seconds(30));
-  INFO(ReadFile(c.err_path));
-  CHECK(code == 3);
-  CHECK(AllGone({daemon}, seconds(5)));
-  if (!AllGone({daemon}, seconds(0))) ::kill(daemon, SIGKILL);
+  CheckEndsWithoutDaemon(c, daemon, 3);
 }
 
 TEST_CASE("orphans: a worker's daemon is gone after SIGINT to dslaunch", "[integration]") {
@@ -59,11 +57,7 @@ TEST_CASE("orphans: a worker's daemon is gone after SIGINT to dslaunch", "[integ
   Child c;
   pid_t daemon = StartJob(dir, "exec sleep 60\n", "", &c);
   REQUIRE(::kill(c.pid, SIGINT) == 0);
-  int code = WaitExit(c.pid, seconds(30));
-  INFO(ReadFile(c.err_path));
-  CHECK(code == 130);
-  CHECK(AllGone({daemon}, seconds(5)));
-  if (!AllGone({daemon}, seconds(0))) ::kill(daemon, SIGKILL);
+  CheckEndsWithoutDaemon(c, daemon, 130);
 }
 
 TEST_CASE("orphans: a restart stops the generation's daemons before the next one runs", "[integration]") {

@@ -24,7 +24,7 @@ TEST_CASE("flood: a worker running `yes` keeps its agent and SIGINT still ends t
             "command: [sh, -c, yes]\n"
             "elastic: {heartbeat_interval: 500ms, heartbeat_timeout: 2s}\n");
   Child c = Spawn({DslaunchPath(), "--hostfile", HostfileFor(dir, 1, 1), "job.yaml"}, dir.path(),
-                  {{"DSLAUNCH_COLOR", "never"}, {"HOME", dir.path()}, {"DSLAUNCH_STOP_GRACE", "500ms"}});
+                  JobEnv(dir));
   // Four heartbeat timeouts of flooding: before the fix the agent read the
   // pipe in an unbounded loop and blocked writing to the coordinator.
   std::this_thread::sleep_for(seconds(8));

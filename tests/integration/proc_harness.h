@@ -42,6 +42,9 @@ bool WaitForText(const std::string& path, const std::string& text, std::chrono::
 bool AllGone(const std::vector<pid_t>& pids, std::chrono::milliseconds timeout);
 
 std::string DslaunchPath();
+// The environment a test job runs dslaunch with: no color, HOME in `dir` (no
+// stray ~/.dslaunch_env), a 500 ms stop grace.
+std::vector<std::pair<std::string, std::string>> JobEnv(const TempDir& dir);
 std::string HostfileFor(const TempDir& dir, int nodes, int slots);
 
 }  // namespace ds::testing
