@@ -1,6 +1,7 @@
 #include "common/strings.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 
@@ -28,6 +29,12 @@ std::vector<std::string> Split(std::string_view s, char sep) {
 
 bool StartsWith(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
+}
+
+bool IsEnvVarName(std::string_view s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
 std::optional<int64_t> ParseInt(std::string_view s) {

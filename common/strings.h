@@ -13,6 +13,8 @@ namespace ds {
 std::string_view Trim(std::string_view s);
 std::vector<std::string> Split(std::string_view s, char sep);
 bool StartsWith(std::string_view s, std::string_view prefix);
+// An environment variable name as shells accept it: [A-Za-z_][A-Za-z0-9_]*.
+bool IsEnvVarName(std::string_view s);
 
 // Parses the whole of `s` as a base-10 integer; nullopt on any garbage
 // ("4abc", "", " 4", overflow).

@@ -11,14 +11,6 @@
 #include "launcher/config/job_spec.h"
 
 namespace ds {
-namespace {
-
-bool IsKeyChar(char c, bool first) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' || (!first && c >= '0' && c <= '9');
-}
-
-}  // namespace
-
 Result<DotEnv> ParseDotEnv(const std::string& text, const std::string& path) {
   DotEnv out;
   std::istringstream in(text);
@@ -35,9 +27,7 @@ Result<DotEnv> ParseDotEnv(const std::string& text, const std::string& path) {
     size_t eq = line.find('=');
     if (eq == std::string_view::npos) return err(fmt::format("expected KEY=VALUE, got '{}'", line));
     std::string key(Trim(line.substr(0, eq)));
-    bool ok = !key.empty();
-    for (size_t i = 0; i < key.size(); ++i) ok = ok && IsKeyChar(key[i], i == 0);
-    if (!ok) return err(fmt::format("expected a variable name before '=', got '{}'", key));
+    if (!IsEnvVarName(key)) return err(fmt::format("expected a variable name before '=', got '{}'", key));
     // The job file's env: rule (IsUserSettableEnv): what dslaunch sets for
     // every worker cannot be changed behind --dry-run's back.
     if (!IsUserSettableEnv(key))

@@ -21,7 +21,8 @@ namespace {
 
 const std::vector<std::string> kTopKeys = {"command", "trainer", "procs_per_node", "env",
                                            "working_dir", "log_dir", "checkpoint_dir",
-                                           "elastic", "network", "ssh"};
+                                           "elastic", "network", "ssh", "local_rank_arg",
+                                           "bind_cores_to_rank", "bind_core_list", "forward_env"};
 const std::vector<std::string> kElasticKeys = {"min_nodes", "max_nodes", "max_restarts",
                                                "heartbeat_interval", "heartbeat_timeout",
                                                "hang_timeout", "rejoin", "max_host_failures",
@@ -32,7 +33,8 @@ const std::vector<std::string> kHostKeyPolicies = {"yes", "accept-new", "no"};
 
 // Worker-contract variables a user may still set in env: (their value wins).
 const std::set<std::string> kUserSettable = {"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME",
-                                             "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"};
+                                             "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS",
+                                             "TORCH_NCCL_ASYNC_ERROR_HANDLING"};
 
 // Reads one job file. Every error goes through At(), which prefixes
 // "path:line:col: " from the node's position.
@@ -118,6 +120,20 @@ class JobFileReader {
     return Status::OK();
   }
 
+  // forward_env: a list of variable-name prefixes ([] forwards nothing).
+  Status ForwardEnv(const YAML::Node& n, JobSpec& job) const {
+    if (!n.IsSequence())
+      return At(n, "'forward_env': expected a list of variable-name prefixes such as [NCCL_, PYTHON]");
+    job.forward_env.clear();
+    for (const auto& p : n) {
+      if (!p.IsScalar() || p.Scalar().empty() || !IsEnvVarName(p.Scalar()))
+        return At(p, "'forward_env': expected a variable-name prefix ([A-Za-z_][A-Za-z0-9_]*)" +
+                         (p.IsScalar() ? ", got '" + p.Scalar() + "'" : std::string()));
+      job.forward_env.push_back(p.Scalar());
+    }
+    return Status::OK();
+  }
+
   Status Command(const YAML::Node& n, JobSpec& job) const {
     if (n.IsScalar()) {  // a string runs through the shell
       if (Trim(n.Scalar()).empty()) return At(n, "'command': expected a non-empty command");
@@ -141,9 +157,7 @@ class JobFileReader {
     for (const auto& kv : n) {
       if (!kv.first.IsScalar()) return At(kv.first, "'env': expected a variable name");
       const std::string& name = kv.first.Scalar();
-      bool valid = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
-      for (char c : name) valid = valid && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
-      if (!valid) return At(kv.first, "'env': '" + name + "' is not a valid environment variable name");
+      if (!IsEnvVarName(name)) return At(kv.first, "'env': '" + name + "' is not a valid environment variable name");
       if (!seen.insert(name).second) return At(kv.first, "duplicate key '" + name + "'");
       if (!IsUserSettableEnv(name))
         return At(kv.first, "'env': " + name + " is set by dslaunch for every worker and cannot be "
@@ -273,6 +287,10 @@ class JobFileReader {
       else if (k == "elastic") { DS_RETURN_IF_ERROR(Elastic(v, job.elastic)); }
       else if (k == "network") { DS_RETURN_IF_ERROR(Network(v, job.network)); }
       else if (k == "ssh") { DS_RETURN_IF_ERROR(Ssh(v, job.ssh)); }
+      else if (k == "local_rank_arg") { DS_ASSIGN_OR_RETURN(job.local_rank_arg, Bool(v, k)); }
+      else if (k == "bind_cores_to_rank") { DS_ASSIGN_OR_RETURN(job.bind_cores, Bool(v, k)); }
+      else if (k == "bind_core_list") { DS_ASSIGN_OR_RETURN(job.core_list, Str(v, k)); }
+      else if (k == "forward_env") { DS_RETURN_IF_ERROR(ForwardEnv(v, job)); }
       if (k == "command" && has_trainer)
         return At(kv.first, "'command' and 'trainer' are both set; use one of them");
     }

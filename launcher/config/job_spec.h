@@ -47,6 +47,10 @@ struct SshJobOptions {
   std::optional<int> port;               // hosts without ssh_port=, unless --ssh_port
 };
 
+// DeepSpeed's exported-prefix list: the launcher's variables starting with
+// one of these reach every worker on every node.
+inline std::vector<std::string> DefaultForwardEnv() { return {"NCCL", "PYTHON", "MV2", "UCX", "FI_", "MLFLOW"}; }
+
 struct JobSpec {
   std::string path;                        // job file path, "" when built from the command line
   std::vector<std::string> command;        // argv of each worker; empty when `trainer` is set
@@ -54,12 +58,22 @@ struct JobSpec {
                                            // `command` is set
   int procs_per_node = 0;                  // 0 = the host's slots
   std::vector<std::pair<std::string, std::string>> env;  // extra worker environment, in order
-  std::string working_dir;                 // "" = the launcher's current directory
+  std::string working_dir;                 // "" = the launcher's current directory (made absolute
+                                           //   at plan time, so remote workers start there too)
   std::string log_dir;                     // per-rank log files; "" = none
   std::string checkpoint_dir;              // DSLAUNCH_CHECKPOINT_DIR; "" = none
   ElasticOptions elastic;
   NetworkOptions network;
   SshJobOptions ssh;
+
+  // DeepSpeed / torchrun compatibility (docs/coming-from.md).
+  bool local_rank_arg = false;             // append --local_rank=N to each worker's argv (DeepSpeed's
+                                           //   script form; off for torchrun-style runs)
+  bool bind_cores = false;                 // pin each local rank to its share of the cores
+  std::string core_list;                   // the cores to share out, e.g. "0-3,8-11"; "" = every core
+                                           //   the agent may run on
+  std::vector<std::string> forward_env = DefaultForwardEnv();  // prefixes of the launcher's variables
+                                           //   every worker gets (DeepSpeed's exported list)
 };
 
 // Parses a job file's YAML text. `path` is used in messages only.
