@@ -6,17 +6,21 @@
 
 #include <algorithm>
 
-#include "launcher/config/env_files.h"
+#include <filesystem>
+
+#include "common/env_registry.h"
+#include "launcher/config/job_env.h"
 
 namespace ds {
 namespace {
 
-// .dslaunch_env ($HOME's, then the working directory's) goes first: the job
-// file's env: wins over it. Read at plan time so --dry-run shows what runs.
-Status MergeEnvFiles(JobSpec& job) {
-  DS_ASSIGN_OR_RETURN(DotEnv dotenv, LoadDotEnvFiles(job.working_dir));
-  job.env.insert(job.env.begin(), dotenv.begin(), dotenv.end());
-  return Status::OK();
+// The working directory made absolute (workers on every node start there),
+// then the environment the job gives every worker (launcher/config/job_env.h:
+// forwarded variables, env files, env:). At plan time so --dry-run shows
+// what runs.
+Status ResolveWorkerSettings(JobSpec& job, const MachineFacts& local) {
+  job.working_dir = AbsoluteWorkingDir(job.working_dir, local.cwd);
+  return ResolveJobEnv(job, local.env);
 }
 
 }  // namespace
@@ -32,6 +36,10 @@ MachineFacts DetectLocalMachine() {
       if (e->d_name[0] != '.') ++f.gpus;
     closedir(d);
   }
+  std::error_code ec;
+  f.cwd = std::filesystem::current_path(ec).string();
+  if (f.cwd.empty()) f.cwd = "/";
+  f.env = ProcessEnvironment();
   return f;
 }
 
@@ -55,7 +63,7 @@ Result<JobSpec> JobFromCli(const CliOptions& cli, bool require_job) {
 
 Result<LaunchPlan> PlanFromCli(const CliOptions& cli, const MachineFacts& local) {
   DS_ASSIGN_OR_RETURN(JobSpec job, JobFromCli(cli));
-  DS_RETURN_IF_ERROR(MergeEnvFiles(job));
+  DS_RETURN_IF_ERROR(ResolveWorkerSettings(job, local));
   Hostfile hostfile;
   if (!cli.hostfile.empty()) {
     DS_ASSIGN_OR_RETURN(hostfile, LoadHostfile(cli.hostfile));

@@ -2,7 +2,10 @@
 // job file (or builds the job from the command), reads the hostfile (or
 // describes this machine), applies --include/--exclude/--num_nodes/--num_gpus
 // and the command-line overrides (--master_addr, --master_port, --log-dir),
-// puts the .dslaunch_env files' variables before the job's env:, then checks a trainer: section's batch sizes against the plan's world size.
+// makes the working directory absolute and gathers the workers' environment
+// (forwarded variables, .deepspeed_env, .dslaunch_env, env:; see
+// launcher/config/job_env.h), then checks a trainer: section's batch sizes
+// against the plan's world size.
 // Reads files only; starts nothing. Errors are the parsers' own messages.
 #pragma once
 
@@ -16,9 +19,12 @@ namespace ds {
 struct MachineFacts {
   int cpus = 1;  // usable cores (affinity mask)
   int gpus = 0;  // NVIDIA GPUs (/proc/driver/nvidia/gpus entries; 0 without a driver)
+  std::string cwd = "/";  // the launcher's current directory (absolute)
+  std::vector<std::pair<std::string, std::string>> env;  // the launcher's environment
 };
 
-// Counts this machine's usable cores and GPUs.
+// Counts this machine's usable cores and GPUs; takes the current directory
+// and the environment.
 MachineFacts DetectLocalMachine();
 
 // The job the options describe: the job file, or the command after `--` as

@@ -19,6 +19,7 @@
 #include "launcher/cmd/plan_from_cli.h"
 #include "launcher/cmd/spawner_choice.h"
 #include "launcher/spawn/parallel_for.h"
+#include "launcher/config/job_env.h"
 #include "launcher/config/selection.h"
 
 namespace ds {
@@ -285,7 +286,7 @@ Result<int> RunPreflight(const CliOptions& cli) {
   o.agent_path = AgentPathFor(cli);
   o.ship_agent = cli.ship_agent;
   std::error_code ec;
-  o.working_dir = job->working_dir.empty() ? std::filesystem::current_path(ec).string() : job->working_dir;
+  o.working_dir = AbsoluteWorkingDir(job->working_dir, std::filesystem::current_path(ec).string());
   o.master_addr = job->network.master_addr;
   o.master_port = job->network.master_port;
   std::vector<PreflightRow> rows = ProbeAllHosts(hosts, o);

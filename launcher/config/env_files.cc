@@ -4,7 +4,6 @@
 
 #include <fmt/format.h>
 
-#include "common/env_registry.h"
 #include "common/files.h"
 #include "common/strings.h"
 #include "launcher/config/env_limits.h"
@@ -62,24 +61,81 @@ Result<DotEnv> ParseDotEnv(const std::string& text, const std::string& path) {
   return out;
 }
 
-Result<DotEnv> LoadDotEnv(const std::string& path) {
-  Result<std::string> text = ReadTextFile(path, ".dslaunch_env");
+Result<DotEnv> ParseDeepSpeedEnv(const std::string& text, const std::string& path) {
+  DotEnv out;
+  std::istringstream in(text);
+  std::string raw;
+  int lineno = 0;
+  while (std::getline(in, raw)) {
+    ++lineno;
+    auto err = [&](const std::string& what) {
+      return Status::InvalidArgument(fmt::format("{}:{}: {}", path, lineno, what));
+    };
+    std::string_view line = Trim(raw);
+    if (line.empty() || line[0] == '#') continue;
+    size_t eq = line.find('=');
+    if (eq == std::string_view::npos) return err(fmt::format("expected KEY=VALUE, got '{}'", Printable(line)));
+    std::string key(Trim(line.substr(0, eq)));
+    if (!IsEnvVarName(key)) return err(fmt::format("expected a variable name before '=', got '{}'", Printable(key)));
+    if (!IsUserSettableEnv(key))
+      return err(fmt::format("{} is set by dslaunch for every worker and cannot be overridden", key));
+    std::string value(Trim(line.substr(eq + 1)));
+    if (std::string problem = EnvEntryProblem(key, value); !problem.empty()) return err(problem);
+    out.emplace_back(std::move(key), std::move(value));
+  }
+  return out;
+}
+
+namespace {
+
+using Parser = Result<DotEnv> (*)(const std::string&, const std::string&);
+
+// Reads `path` with `parse`; a missing file is an empty result.
+Result<DotEnv> LoadEnvFile(const std::string& path, Parser parse, bool* found = nullptr) {
+  Result<std::string> text = ReadTextFile(path, "env file");
   if (!text.ok()) {
     if (text.status().code() == Status::Code::kNotFound) return DotEnv{};  // optional file
     return text.status();
   }
-  return ParseDotEnv(*text, path);
+  if (found != nullptr) *found = true;
+  return parse(*text, path);
 }
 
-Result<DotEnv> LoadDotEnvFiles(const std::string& dir) {
-  DotEnv out;
+// <home>/<name> then <dir>/<name>, each once; an absolute name alone.
+std::vector<std::string> EnvFilePaths(const std::string& home, const std::string& dir, const std::string& name) {
+  if (!name.empty() && name[0] == '/') return {name};
   std::vector<std::string> paths;
-  if (auto home = GetAnyEnv("HOME"); home && !home->empty()) paths.push_back(*home + "/.dslaunch_env");
-  std::string local = (dir.empty() ? std::string(".") : dir) + "/.dslaunch_env";
+  if (!home.empty()) paths.push_back(home + "/" + name);
+  std::string local = (dir.empty() ? std::string(".") : dir) + "/" + name;
   if (paths.empty() || paths[0] != local) paths.push_back(local);
+  return paths;
+}
+
+Result<DotEnv> LoadEnvFiles(const std::vector<std::string>& paths, Parser parse, bool* found) {
+  DotEnv out;
   for (const auto& p : paths) {
-    DS_ASSIGN_OR_RETURN(DotEnv e, LoadDotEnv(p));
+    DS_ASSIGN_OR_RETURN(DotEnv e, LoadEnvFile(p, parse, found));
     out.insert(out.end(), e.begin(), e.end());
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<DotEnv> LoadDotEnv(const std::string& path) { return LoadEnvFile(path, ParseDotEnv); }
+
+Result<DotEnv> LoadDotEnvFiles(const std::string& home, const std::string& dir) {
+  return LoadEnvFiles(EnvFilePaths(home, dir, ".dslaunch_env"), ParseDotEnv, nullptr);
+}
+
+Result<DotEnv> LoadDeepSpeedEnvFiles(const std::string& home, const std::string& dir, const std::string& name) {
+  const std::vector<std::string> paths = EnvFilePaths(home, dir, name.empty() ? ".deepspeed_env" : name);
+  bool found = false;
+  DS_ASSIGN_OR_RETURN(DotEnv out, LoadEnvFiles(paths, ParseDeepSpeedEnv, &found));
+  if (!name.empty() && !found) {
+    std::string where;
+    for (const auto& p : paths) where += (where.empty() ? "" : " or ") + p;
+    return Status::NotFound("DS_ENV_FILE names '" + name + "', but there is no " + where);
   }
   return out;
 }

@@ -102,6 +102,13 @@ void SetRankVariables(EnvBuilder& env, const LaunchPlan& plan, const NodePlan& n
                                                                : plan.nodes.front().host.name;
   env.Set("MASTER_ADDR", master_addr);
   env.Set("MASTER_PORT", gen.master_port > 0 ? gen.master_port : job.network.master_port);
+  // The rest of torchrun's contract (torch.distributed.is_torchelastic_launched()
+  // checks TORCHELASTIC_RUN_ID). The agent adds TORCHELASTIC_ERROR_FILE.
+  env.Set("ROLE_NAME", "default");
+  env.Set("TORCHELASTIC_RUN_ID", gen.job_id);
+  env.Set("TORCHELASTIC_RESTART_COUNT", gen.restart_count);
+  env.Set("TORCHELASTIC_MAX_RESTARTS", job.elastic.max_restarts);
+  env.Set("TORCHELASTIC_USE_AGENT_STORE", "False");  // our store is not at MASTER_ADDR:MASTER_PORT
   // DeepSpeed's names.
   env.Set("CROSS_RANK", node.node_rank);
   env.Set("CROSS_SIZE", num_nodes);
@@ -124,7 +131,8 @@ void SetInterfaceVariables(EnvBuilder& env, const JobSpec& job, const NodePlan& 
   }
 }
 
-// CUDA_VISIBLE_DEVICES from the node's slots; OMP_NUM_THREADS unless set.
+// CUDA_VISIBLE_DEVICES from the node's slots; OMP_NUM_THREADS and
+// TORCH_NCCL_ASYNC_ERROR_HANDLING (torchrun's default) unless set.
 void SetResourceVariables(EnvBuilder& env, const LaunchPlan& plan, const NodePlan& node, const GenerationInfo& gen,
                           const EnvList& inherited) {
   if (plan.use_gpus) {
@@ -136,6 +144,9 @@ void SetResourceVariables(EnvBuilder& env, const LaunchPlan& plan, const NodePla
       !Find(inherited, "OMP_NUM_THREADS")) {
     env.Set("OMP_NUM_THREADS", std::max(1, gen.cpus_on_node / std::max(1, node.num_workers())));
   }
+  if (!Find(plan.job.env, "TORCH_NCCL_ASYNC_ERROR_HANDLING") &&
+      !FindHostEnv(node.host, "TORCH_NCCL_ASYNC_ERROR_HANDLING") && !Find(inherited, "TORCH_NCCL_ASYNC_ERROR_HANDLING"))
+    env.Set("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
 }
 
 // dslaunch's own contract.

@@ -77,6 +77,9 @@ Result<LaunchPlan> PlanOnNodes(const LaunchPlan& plan, const std::vector<bool>& 
 //     job env:, the hostfile or `inherited`.
 //   MASTER_ADDR: gen.master_addr > network.master_addr > node rank 0's host.
 //   MASTER_PORT: gen.master_port > network.master_port (0 = not reserved yet).
+//   ROLE_NAME=default, TORCHELASTIC_RUN_ID (the job id), _RESTART_COUNT,
+//     _MAX_RESTARTS, _USE_AGENT_STORE=False: the rest of torchrun's contract.
+//   TORCH_NCCL_ASYNC_ERROR_HANDLING=1 unless set (torchrun's default).
 EnvList WorkerEnv(const LaunchPlan& plan, int node_index, int local_rank,
                   const GenerationInfo& gen, const EnvList& inherited);
 

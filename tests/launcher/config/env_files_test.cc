@@ -67,3 +67,36 @@ TEST_CASE("dotenv: a NUL byte or a value over MAX_ARG_STRLEN is an error, not a 
 
 }  // namespace
 }  // namespace ds
+
+namespace ds {
+namespace {
+
+TEST_CASE("deepspeed_env: the value is everything after the first '=', as DeepSpeed reads it", "[dotenv]") {
+  auto e = ParseDeepSpeedEnv(
+      "NCCL_DEBUG=INFO\n"
+      "  SPACED = a b  \n"
+      "EQ=a=b==c\n"
+      "QUOTED=\"kept\" 'as' written # too\n"
+      "\n"
+      "# a comment DeepSpeed would choke on\n"
+      "EMPTY=\n"
+      "CRLF=x\r\n",
+      ".deepspeed_env");
+  REQUIRE(e.ok());
+  DotEnv want = {{"NCCL_DEBUG", "INFO"}, {"SPACED", "a b"}, {"EQ", "a=b==c"},
+                 {"QUOTED", "\"kept\" 'as' written # too"}, {"EMPTY", ""}, {"CRLF", "x"}};
+  CHECK(*e == want);
+}
+
+TEST_CASE("deepspeed_env: errors name file:line", "[dotenv]") {
+  CHECK(ParseDeepSpeedEnv("A=1\nexport B=2\n", "d").status().message() ==
+        "d:2: expected a variable name before '=', got 'export B'");
+  CHECK(ParseDeepSpeedEnv("A=1\nnothing\n", "d").status().message() == "d:2: expected KEY=VALUE, got 'nothing'");
+  CHECK(ParseDeepSpeedEnv("WORLD_SIZE=2\n", "d").status().message() ==
+        "d:1: WORLD_SIZE is set by dslaunch for every worker and cannot be overridden");
+  CHECK(ParseDeepSpeedEnv(std::string("A=x\0y\n", 6), "d").status().message() ==
+        "d:1: the value of A contains a NUL byte at offset 1");
+}
+
+}  // namespace
+}  // namespace ds

@@ -325,3 +325,28 @@ TEST_CASE("job file: limits of exec checked at parse time") {
 
 }  // namespace
 }  // namespace ds
+
+namespace ds {
+namespace {
+
+TEST_CASE("job file: DeepSpeed/torchrun compatibility keys") {
+  JobSpec d = Parse("command: [x]\n");
+  CHECK_FALSE(d.local_rank_arg);
+  CHECK_FALSE(d.bind_cores);
+  CHECK(d.forward_env == DefaultForwardEnv());
+  JobSpec j = Parse("command: [x]\nlocal_rank_arg: true\nbind_cores_to_rank: yes\nbind_core_list: 0-3,8\n"
+                    "forward_env: [NCCL_, MY_APP_]\n");
+  CHECK(j.local_rank_arg);
+  CHECK(j.bind_cores);
+  CHECK(j.core_list == "0-3,8");
+  CHECK(j.forward_env == std::vector<std::string>{"NCCL_", "MY_APP_"});
+  CHECK(Parse("command: [x]\nforward_env: []\n").forward_env.empty());
+  CHECK(ErrorOf("command: [x]\nforward_env: NCCL\n") ==
+        "train.yaml:2:14: 'forward_env': expected a list of variable-name prefixes such as [NCCL_, PYTHON]");
+  CHECK(ErrorOf("command: [x]\nforward_env: [NCCL, 'A-B']\n") ==
+        "train.yaml:2:21: 'forward_env': expected a variable-name prefix ([A-Za-z_][A-Za-z0-9_]*), got 'A-B'");
+  CHECK(ErrorOf("command: [x]\nlocal_rank_arg: 2\n") == "train.yaml:2:17: 'local_rank_arg': expected true or false");
+}
+
+}  // namespace
+}  // namespace ds

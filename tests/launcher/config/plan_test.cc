@@ -307,3 +307,36 @@ TEST_CASE("PlanOnNodes: a standby steps in for a lost node; with none lost it st
 
 }  // namespace
 }  // namespace ds
+
+namespace ds {
+namespace {
+
+TEST_CASE("plan: torchrun's whole worker contract") {
+  JobSpec job;
+  job.command = {"python3", "train.py"};
+  job.elastic.max_restarts = 3;
+  auto p = MakePlan(Hosts(kThree), job, false);
+  REQUIRE(p.ok());
+  GenerationInfo gen;
+  gen.job_id = "job-42";
+  gen.restart_count = 2;
+  EnvList env = WorkerEnv(*p, 1, 0, gen, {});
+  CHECK(Get(env, "ROLE_NAME") == "default");
+  CHECK(Get(env, "TORCHELASTIC_RUN_ID") == "job-42");
+  CHECK(Get(env, "TORCHELASTIC_RESTART_COUNT") == "2");
+  CHECK(Get(env, "TORCHELASTIC_MAX_RESTARTS") == "3");
+  CHECK(Get(env, "TORCHELASTIC_USE_AGENT_STORE") == "False");
+  CHECK(Get(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING") == "1");
+  // Unless the user set it: job env:, the hostfile, or what the worker inherits.
+  CHECK(Get(WorkerEnv(*p, 1, 0, gen, {{"TORCH_NCCL_ASYNC_ERROR_HANDLING", "0"}}),
+            "TORCH_NCCL_ASYNC_ERROR_HANDLING") == "<unset>");
+  p->job.env = {{"TORCH_NCCL_ASYNC_ERROR_HANDLING", "3"}};
+  CHECK(Get(WorkerEnv(*p, 1, 0, gen, {}), "TORCH_NCCL_ASYNC_ERROR_HANDLING") == "3");
+  CHECK(IsUserSettableEnv("TORCH_NCCL_ASYNC_ERROR_HANDLING"));
+  for (const char* owned : {"ROLE_NAME", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT",
+                            "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE"})
+    CHECK_FALSE(IsUserSettableEnv(owned));
+}
+
+}  // namespace
+}  // namespace ds
