@@ -1,0 +1,51 @@
+#!/bin/bash
+# A real PyTorch script (Debian's python3-torch, installed here when missing)
+# under dslaunch on 2 local nodes:
+#   1. torch.distributed.is_torchelastic_launched() is true, ROLE_NAME is
+#      "default", torchrun's variables are there, and a Gloo group forms
+#      through env:// (MASTER_ADDR/MASTER_PORT) and all-reduces;
+#   2. a rank that raises inside @record (with its stderr closed) makes
+#      dslaunch exit 1 with the exception's message and its frames in the
+#      summary, read from TORCHELASTIC_ERROR_FILE.
+#   torch_test.sh DSLAUNCH
+set -uo pipefail
+DSLAUNCH=$1
+here=$(cd "$(dirname "$0")" && pwd)
+root=$here/../..
+PY=/usr/bin/python3
+if ! "$PY" -c 'import torch.distributed' 2>/dev/null; then
+  "$root/scripts/install-deps" --torch >&2 || { echo "SKIP: python3-torch could not be installed" >&2; exit 77; }
+fi
+work=$(mktemp -d /tmp/dsl-torch.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+cd "$work"
+cp "$here/record_error.py" .
+H="$root/hostfiles/local"
+
+echo "== torchrun's contract: is_torchelastic_launched, ROLE_NAME, a Gloo group over env://"
+out=$(timeout 120 "$DSLAUNCH" --hostfile "$H" --num_nodes 2 --num_gpus 1 -- "$PY" -u record_error.py 2>&1)
+rc=$?
+echo "$out"
+[ $rc -eq 0 ] || fail "the passing run exited $rc"
+for r in 0 1; do
+  grep -q "rank=$r world=2 role=default run_id_set=True restarts=0/0 error_file_set=True" <<<"$out" ||
+    fail "rank $r: torchrun's variables missing"
+  grep -q "rank=$r allreduce=3" <<<"$out" || fail "rank $r: the Gloo all-reduce did not give 3"
+done
+
+echo "== a rank that raises inside @record: its exception is in the summary"
+out=$(FAIL_RANK=1 LR=3.5 timeout 120 "$DSLAUNCH" --hostfile "$H" --num_nodes 2 --num_gpus 1 -- \
+  "$PY" -u record_error.py 2>&1)
+rc=$?
+echo "$out"
+[ $rc -eq 1 ] || fail "expected exit 1 from the raising rank, got $rc"
+summary=$(sed -n '/job failed/,$p' <<<"$out")
+grep -q "ValueError: learning rate 3.5 is too large on rank 1" <<<"$summary" ||
+  fail "the summary does not show the exception message"
+grep -q "in check_learning_rate" <<<"$summary" || fail "the summary does not show the raising frame"
+grep -q 'raise ValueError' <<<"$summary" || fail "the summary does not show the raising line"
+
+[ $fails -eq 0 ] && echo "torch_test: all checks passed"
+exit $((fails > 0))
