@@ -57,7 +57,7 @@ printf 'DOTENV_SEEN=yes\n' >"$tmp/wd/.dslaunch_env"
 expect_in() { dir=$1; shift; ( cd "$dir" && export HOME="$tmp/home" && expect "$@" && exit $fail ) || fail=1; }
 expect_in "$tmp/wd" 0 "DOTENV_SEEN=yes" -- --dry-run -- true
 printf '# pinned\nRANK=0\n' >"$tmp/wd/.dslaunch_env"
-expect_in "$tmp/wd" 2 "./.dslaunch_env:2: RANK is set by dslaunch for every worker and cannot be overridden" -- --dry-run -- true
+expect_in "$tmp/wd" 2 "$tmp/wd/.dslaunch_env:2: RANK is set by dslaunch for every worker and cannot be overridden" -- --dry-run -- true
 printf 'MASTER_PORT=1\n' >"$tmp/home/.dslaunch_env"
 expect_in "$tmp" 2 "$tmp/home/.dslaunch_env:1: MASTER_PORT is set by dslaunch for every worker and cannot be overridden" -- --dry-run -- true
 rm -f "$tmp/home/.dslaunch_env" "$tmp/wd/.dslaunch_env"
