@@ -4,6 +4,7 @@
 // error files the agent must not trust.
 #include <catch2/catch.hpp>
 #include <sys/stat.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -200,6 +201,24 @@ TEST_CASE("worker contract: an inherited, symlinked or non-JSON error file is no
     CHECK(err.find("dslaunch: exit code 1\n") != std::string::npos);
     CHECK(LeftoverErrorDirs(dir) == 0);
   }
+}
+
+TEST_CASE("worker contract: after a stop (SIGTERM to dslaunch) the agents' error-file directories are gone",
+          "[integration]") {
+  TempDir dir;
+  std::string hostfile = HostfileFor(dir, 2, 1);
+  std::string pids = dir / "pids";
+  // Each worker records its agent (parent) and itself, then runs until stopped.
+  Child c = Spawn({DslaunchPath(), "--hostfile", hostfile, "--", "/bin/sh", "-c",
+                   "echo $PPID $$ >> " + pids + "; exec sleep 60"},
+                  dir.path(), EnvWithTmp(dir));
+  auto ids = WaitForPids(pids, 4, seconds(30));
+  REQUIRE(ids.size() == 4);
+  CHECK(LeftoverErrorDirs(dir) == 2);  // one per agent, while the job runs
+  REQUIRE(::kill(c.pid, SIGTERM) == 0);
+  CHECK(WaitExit(c.pid, seconds(30)) == 143);
+  CHECK(AllGone(ids, seconds(15)));  // agents included: they remove their directories before exiting
+  CHECK(LeftoverErrorDirs(dir) == 0);
 }
 
 }  // namespace
