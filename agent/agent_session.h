@@ -98,7 +98,7 @@ class AgentSession {
   // WorkerExited{127, spawn_failed}.
   void FailToStart(Slot s, const std::string& why);
   // What the worker's error file says, bounded for the wire (nothing when
-  // it wrote none or it cannot be trusted); removes the file.
+  // it wrote none or it cannot be trusted); removes the file either way.
   std::optional<TorchError> TakeErrorFile(const Slot& s);
   void BeginStop(Duration grace);
   void Lost(const std::string& reason);

@@ -91,11 +91,10 @@ void AgentSession::Reap() {
         e.exit_code = s.proc->exit_code;
         e.signal = s.proc->term_signal;
         e.hung = s.hung ? 1 : 0;
-        if (e.exit_code != 0 || e.signal != 0) {
-          if (auto err = TakeErrorFile(s)) {
-            e.error_message = std::move(err->message);
-            e.error_trace = std::move(err->traceback);
-          }
+        auto err = TakeErrorFile(s);  // removes the file either way
+        if (err && (e.exit_code != 0 || e.signal != 0)) {
+          e.error_message = std::move(err->message);
+          e.error_trace = std::move(err->traceback);
         }
         Send(wire::MsgType::kWorkerExited, e.Encode());
       }

@@ -44,7 +44,8 @@ constexpr int kExitUsage = 2;
 constexpr int kExitComm = 3;
 
 // DSLAUNCH_BIND_CORES: local rank r of n takes the r-th of n equal slices of
-// the CPUs this process may use (so two jobs' cpusets are respected).
+// the CPUs this process may use (so two jobs' cpusets are respected), NUMA
+// node by node; fewer CPUs than ranks: a warning, no binding (DeepSpeed's rule).
 void BindCores() {
   const int n = static_cast<int>(std::max<int64_t>(1, EnvInt("LOCAL_WORLD_SIZE")));
   const int r = static_cast<int>(EnvInt("LOCAL_RANK"));
