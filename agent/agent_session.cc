@@ -14,9 +14,11 @@
 
 #include <fmt/format.h>
 
+#include "agent/core_binding.h"
 #include "agent/descendants.h"
 #include "agent/node_facts.h"
 #include "agent/port_hold.h"
+#include "common/cpu_binding.h"
 #include "common/env_registry.h"
 #include "common/hmac_auth.h"
 #include "common/log.h"
@@ -46,6 +48,7 @@ Status AgentSession::Connect() {
   Deadline deadline = std::chrono::steady_clock::now() + Seconds(opt_.connect_timeout);  // real I/O time
   DS_ASSIGN_OR_RETURN(auto hp, SplitHostPort(opt_.coordinator));
   DS_ASSIGN_OR_RETURN(msg::Register facts, GatherNodeFacts(opt_.node_index, opt_.host, opt_.bind_addr, hp.first));
+  host_ = facts.host;
   DS_ASSIGN_OR_RETURN(conn_, ConnectTcp(opt_.coordinator, opt_.bind_addr, deadline));
   msg::Hello hello;
   hello.role = wire::Role::kAgent;
@@ -206,8 +209,8 @@ void AgentSession::OnReserve(const msg::Reserve& m) {
   Send(wire::MsgType::kReserved, r.Encode());
 }
 
-KeyValues AgentSession::WorkerEnvironment(const msg::WorkerSpec& w, const std::string& ifname,
-                                          const std::string& beat_token) const {
+KeyValues AgentSession::WorkerEnvironment(const msg::WorkerSpec& w, const std::string& ifname, const Slot& slot,
+                                          int omp_threads) const {
   KeyValues env;
   std::map<std::string, size_t> index;
   auto set = [&](const std::string& k, const std::string& v) {
@@ -218,10 +221,15 @@ KeyValues AgentSession::WorkerEnvironment(const msg::WorkerSpec& w, const std::s
   for (const auto& [k, v] : ProcessEnvironment())
     if (k != "DSLAUNCH_SECRET_FD") set(k, v);
   for (const auto& [k, v] : w.env) set(k, v);
-  set("DSLAUNCH_HEARTBEAT_TOKEN", beat_token);  // the agent's own, never the coordinator's or ours
+  set("DSLAUNCH_HEARTBEAT_TOKEN", slot.beat_token);  // the agent's own, never the coordinator's or ours
+  if (!slot.error_file.empty()) set("TORCHELASTIC_ERROR_FILE", slot.error_file);
+  if (omp_threads > 0) set("OMP_NUM_THREADS", std::to_string(omp_threads));
   // Nobody chose the interfaces: the one that routes to MASTER_ADDR here.
   for (const char* k : {"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"})
     if (!ifname.empty() && !index.count(k)) set(k, ifname);
+  // Ours or none: a path inherited from elsewhere is never the one we read.
+  if (slot.error_file.empty())
+    std::erase_if(env, [](const auto& kv) { return kv.first == "TORCHELASTIC_ERROR_FILE"; });
   return env;
 }
 
@@ -237,21 +245,41 @@ void AgentSession::OnAssign(const msg::Assign& m) {
     auto route = RouteTo(m.master_addr);
     if (route.ok()) ifname = route->ifname;
   }
+  // The cores of each local rank, known before any fork (core_binding.h).
+  std::vector<std::vector<int>> cores;
+  std::string bind_error;
+  if (m.bind_cores) {
+    auto planned = PlanCoreBinding(m.core_list, static_cast<int>(m.workers.size()), AllowedCpus(), NumaNodeCpus());
+    if (planned.ok()) cores = std::move(planned).value();
+    else bind_error = fmt::format("dsagent: host {}: {}", host_, planned.status().message());
+  }
   held_port_.Reset();  // release MASTER_PORT just before the workers start
-  for (const auto& w : m.workers) {
+  for (size_t i = 0; i < m.workers.size(); ++i) {
+    const msg::WorkerSpec& w = m.workers[i];
     if (quitting_) break;  // the coordinator went away while we were spawning
     Slot s;
     s.rank = w.rank;
     s.local_rank = w.local_rank;
     s.beat_token = RandomHex(kStepBeatTokenChars / 2);
-    WorkerLaunch launch{m.argv, WorkerEnvironment(w, ifname, s.beat_token), m.working_dir};
+    if (!bind_error.empty()) {
+      FailToStart(std::move(s), bind_error);
+      continue;
+    }
+    auto error_file = error_files_.Prepare(generation_, s.rank);
+    if (error_file.ok()) s.error_file = *error_file;
+    else
+      DS_LOG(Warn, Proc) << "rank " << s.rank << " runs without TORCHELASTIC_ERROR_FILE: "
+                         << error_file.status().message();
+    WorkerLaunch launch;
+    launch.argv = m.argv;
+    if (m.local_rank_arg) launch.argv.push_back(fmt::format("--local_rank={}", w.local_rank));  // DeepSpeed's spelling
+    if (i < cores.size()) launch.cpus = cores[i];
+    const int omp = m.omp_from_binding && !launch.cpus.empty() ? static_cast<int>(launch.cpus.size()) : 0;
+    launch.env = WorkerEnvironment(w, ifname, s, omp);
+    launch.working_dir = m.working_dir;
     auto proc = WorkerProcess::Start(launch);
     if (!proc.ok()) {
-      SendLine(s, 2, "dsagent: " + proc.status().message());
-      msg::WorkerExited e{generation_, s.rank, 0, 127, 0, 0, 1};
-      Send(wire::MsgType::kWorkerExited, e.Encode());
-      s.reported = true;
-      slots_.push_back(std::move(s));
+      FailToStart(std::move(s), "dsagent: " + proc.status().message());
       continue;
     }
     s.proc = std::move(proc).value();
@@ -259,6 +287,14 @@ void AgentSession::OnAssign(const msg::Assign& m) {
     Send(wire::MsgType::kWorkerStarted, msg::WorkerStarted{generation_, s.rank, s.proc->pid()}.Encode());
     slots_.push_back(std::move(s));
   }
+}
+
+void AgentSession::FailToStart(Slot s, const std::string& why) {
+  SendLine(s, 2, why);
+  msg::WorkerExited e{generation_, s.rank, 0, 127, 0, 0, 1};
+  Send(wire::MsgType::kWorkerExited, e.Encode());
+  s.reported = true;
+  slots_.push_back(std::move(s));
 }
 
 }  // namespace ds

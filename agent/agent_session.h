@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "agent/agent.h"
+#include "agent/error_file_dir.h"
 #include "agent/outbox.h"
 #include "agent/worker_process.h"
 #include "common/client_conn.h"
@@ -82,6 +83,7 @@ class AgentSession {
     bool hung = false;
     TimePoint last_beat;
     std::string beat_token;  // DSLAUNCH_HEARTBEAT_TOKEN: a beat counts only with this
+    std::string error_file;  // TORCHELASTIC_ERROR_FILE, read when it fails; "" = none
   };
 
   // Queues a frame for the coordinator and writes what the socket takes now
@@ -92,18 +94,26 @@ class AgentSession {
   void HandleFrame(const Frame& f);
   void OnReserve(const msg::Reserve& m);
   void OnAssign(const msg::Assign& m);
+  // Reports a worker that never started: `why` on its stderr, then
+  // WorkerExited{127, spawn_failed}.
+  void FailToStart(Slot s, const std::string& why);
+  // What the worker's error file says, bounded for the wire (nothing when
+  // it wrote none or it cannot be trusted); removes the file either way.
+  std::optional<TorchError> TakeErrorFile(const Slot& s);
   void BeginStop(Duration grace);
   void Lost(const std::string& reason);
   void Quit(int exit_code, const std::string& why);  // exit_code: an AgentExit / SignalExitCode
   void ReadHeartbeats();
   void SendLine(const Slot& s, int stream, const std::string& line);
   bool AllExited() const;
-  KeyValues WorkerEnvironment(const msg::WorkerSpec& w, const std::string& ifname,
-                              const std::string& beat_token) const;
+  KeyValues WorkerEnvironment(const msg::WorkerSpec& w, const std::string& ifname, const Slot& slot,
+                              int omp_threads) const;
 
   AgentOptions opt_;
   std::string secret_;
   const Clock& clock_;
+  std::string host_;         // this node's name in messages (the Register's host)
+  ErrorFileDir error_files_;  // removed with the session
   UniqueFd conn_;
   UniqueFd heartbeat_;
   UniqueFd held_port_;

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -90,6 +91,11 @@ void AgentSession::Reap() {
         e.exit_code = s.proc->exit_code;
         e.signal = s.proc->term_signal;
         e.hung = s.hung ? 1 : 0;
+        auto err = TakeErrorFile(s);  // removes the file either way
+        if (err && (e.exit_code != 0 || e.signal != 0)) {
+          e.error_message = std::move(err->message);
+          e.error_trace = std::move(err->traceback);
+        }
         Send(wire::MsgType::kWorkerExited, e.Encode());
       }
       DS_LOG(Info, Proc) << "rank " << s.rank << " pid " << pid << " exited (code " << s.proc->exit_code
@@ -97,6 +103,14 @@ void AgentSession::Reap() {
       break;
     }
   }
+}
+
+std::optional<TorchError> AgentSession::TakeErrorFile(const Slot& s) {
+  if (s.error_file.empty()) return std::nullopt;
+  auto e = ReadWorkerErrorFile(s.error_file, ::geteuid());
+  ::unlink(s.error_file.c_str());  // read once; a restart's worker gets a fresh name anyway
+  if (!e) return std::nullopt;
+  return BoundForWire(std::move(*e));
 }
 
 void AgentSession::ReadHeartbeats() {

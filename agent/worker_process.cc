@@ -1,6 +1,7 @@
 #include "agent/worker_process.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -20,8 +21,8 @@ namespace {
 constexpr size_t kMaxLine = 64 * 1024;  // longer lines are split
 
 // In the child, between fork and exec: only async-signal-safe calls.
-[[noreturn]] void ExecChild(const WorkerLaunch& l, char* const* argv, char* const* envp, int out, int err,
-                            pid_t parent) {
+[[noreturn]] void ExecChild(const WorkerLaunch& l, char* const* argv, char* const* envp, const cpu_set_t* cpus,
+                            int out, int err, pid_t parent) {
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(137);  // the agent died before prctl
@@ -32,6 +33,11 @@ constexpr size_t kMaxLine = 64 * 1024;  // longer lines are split
   // Signals were blocked across fork: the agent's handlers (which write to
   // its self-pipe) must never run in the child.
   ResetSignalsInChild();
+  if (cpus != nullptr && ::sched_setaffinity(0, sizeof(cpu_set_t), cpus) != 0) {
+    const char* m = "dsagent: sched_setaffinity failed for the worker's cores\n";
+    (void)!::write(2, m, std::strlen(m));
+    ::_exit(127);
+  }
   if (!l.working_dir.empty() && ::chdir(l.working_dir.c_str()) != 0) {
     const char* m = "dsagent: cannot chdir to the working directory\n";
     (void)!::write(2, m, std::strlen(m));
@@ -52,6 +58,12 @@ constexpr size_t kMaxLine = 64 * 1024;  // longer lines are split
 
 Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const WorkerLaunch& l) {
   if (l.argv.empty()) return Status::InvalidArgument("empty worker command");
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  for (int c : l.cpus) {
+    if (c < 0 || c >= CPU_SETSIZE) return Status::InvalidArgument(fmt::format("CPU {} is out of range", c));
+    CPU_SET(c, &cpus);
+  }
   int outp[2], errp[2];
   if (::pipe2(outp, O_CLOEXEC) != 0) return Status::IOError(fmt::format("pipe: {}", std::strerror(errno)));
   if (::pipe2(errp, O_CLOEXEC) != 0) {
@@ -69,7 +81,7 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const WorkerLaunch& 
     for (int fd : {outp[0], outp[1], errp[0], errp[1]}) ::close(fd);
     return Status::IOError(fmt::format("fork: {}", std::strerror(errno)));
   }
-  if (pid == 0) ExecChild(l, argv.data(), envp.data(), outp[1], errp[1], parent);
+  if (pid == 0) ExecChild(l, argv.data(), envp.data(), l.cpus.empty() ? nullptr : &cpus, outp[1], errp[1], parent);
   ::setpgid(pid, pid);  // also here: no race with an early SignalGroup
   ::close(outp[1]);
   ::close(errp[1]);

@@ -1,7 +1,7 @@
 // WorkerProcess: one worker started by the agent, in its own process group
 // (pgid == pid), stdin from /dev/null, stdout/stderr on pipes the agent reads
 // line by line, PR_SET_PDEATHSIG(SIGKILL) as an extra guard should the agent
-// die. The command is exec'd directly with an explicit environment: values
+// die, and optionally a CPU affinity set between fork and exec. The command is exec'd directly with an explicit environment: values
 // are data, never shell text. Stop = signal the whole group. Not thread-safe.
 #pragma once
 
@@ -27,6 +27,7 @@ struct WorkerLaunch {
   std::vector<std::string> argv;   // argv[0] is searched in PATH
   KeyValues env;                   // the complete environment
   std::string working_dir;         // "" = inherit
+  std::vector<int> cpus;           // sched_setaffinity in the child before exec; empty = inherit
 };
 
 class WorkerProcess {

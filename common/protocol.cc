@@ -66,6 +66,7 @@ Bytes Assign::Encode() const {
   w.U32(generation).StrList(argv).Str(working_dir).Str(master_addr).U32(stop_grace_ms)
       .U32(hang_timeout_ms).U32(static_cast<uint32_t>(workers.size()));
   for (const auto& ws : workers) w.I32(ws.rank).I32(ws.local_rank).KvList(ws.env);
+  w.U8(local_rank_arg).U8(bind_cores).Str(core_list).U8(omp_from_binding);
   return w.Take();
 }
 DS_DECODE_BEGIN(Assign)
@@ -83,6 +84,10 @@ DS_DECODE_BEGIN(Assign)
     ws.env = r.KvList();
     m.workers.push_back(std::move(ws));
   }
+  m.local_rank_arg = r.U8();
+  m.bind_cores = r.U8();
+  m.core_list = r.Str();
+  m.omp_from_binding = r.U8();
 DS_DECODE_END(Assign)
 
 Bytes WorkerStarted::Encode() const { return PayloadWriter().U32(generation).I32(rank).I32(pid).Take(); }
@@ -104,7 +109,7 @@ DS_DECODE_END(Output)
 
 Bytes WorkerExited::Encode() const {
   return PayloadWriter().U32(generation).I32(rank).I32(pid).I32(exit_code).I32(signal).U8(hung)
-      .U8(spawn_failed).Take();
+      .U8(spawn_failed).Str(error_message).Str(error_trace).Take();
 }
 DS_DECODE_BEGIN(WorkerExited)
   m.generation = r.U32();
@@ -114,6 +119,8 @@ DS_DECODE_BEGIN(WorkerExited)
   m.signal = r.I32();
   m.hung = r.U8();
   m.spawn_failed = r.U8();
+  m.error_message = r.Str();
+  m.error_trace = r.Str();
 DS_DECODE_END(WorkerExited)
 
 Bytes Stop::Encode() const { return PayloadWriter().U32(generation).Take(); }

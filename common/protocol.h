@@ -68,6 +68,10 @@ struct Assign {
   uint32_t stop_grace_ms = static_cast<uint32_t>(kDefaultStopGrace * 1000);  // SIGTERM -> SIGKILL
   uint32_t hang_timeout_ms = static_cast<uint32_t>(kDefaultHangTimeout * 1000);  // 0 = off
   std::vector<WorkerSpec> workers;
+  uint8_t local_rank_arg = 0;     // append --local_rank=<local rank> to each worker's argv
+  uint8_t bind_cores = 0;         // pin local rank r of n to the r-th of n slices of the cores
+  std::string core_list;          // the cores to share out ("0-3,8-11"); "" = the agent's allowed CPUs
+  uint8_t omp_from_binding = 0;   // with bind_cores: OMP_NUM_THREADS = the slice's size (nobody set it)
   DS_MESSAGE(Assign);
 };
 struct WorkerStarted { uint32_t generation = 0; int32_t rank = 0; int32_t pid = 0; DS_MESSAGE(WorkerStarted); };
@@ -86,6 +90,10 @@ struct WorkerExited {
   int32_t signal = 0;          // the terminating signal, 0 if it exited
   uint8_t hung = 0;            // killed by the agent for a stalled step heartbeat
   uint8_t spawn_failed = 0;    // exec failed (exit_code 127)
+  // From the worker's TORCHELASTIC_ERROR_FILE (common/torch_error_file.h),
+  // when it failed and wrote one; "" otherwise.
+  std::string error_message;   // at most kMaxErrorMessage bytes (the head)
+  std::string error_trace;     // at most kMaxErrorTrace bytes (the traceback's tail)
   DS_MESSAGE(WorkerExited);
 };
 struct Stop { uint32_t generation = 0; DS_MESSAGE(Stop); };

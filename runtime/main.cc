@@ -21,6 +21,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "common/cpu_binding.h"
 #include "common/duration.h"
 #include "common/env_registry.h"
 #include "common/files.h"
@@ -43,21 +44,21 @@ constexpr int kExitUsage = 2;
 constexpr int kExitComm = 3;
 
 // DSLAUNCH_BIND_CORES: local rank r of n takes the r-th of n equal slices of
-// the CPUs this process may use (so two jobs' cpusets are respected).
+// the CPUs this process may use (so two jobs' cpusets are respected), NUMA
+// node by node; fewer CPUs than ranks: a warning, no binding (DeepSpeed's rule).
 void BindCores() {
-  cpu_set_t allowed;
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
-  std::vector<int> cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
   const int n = static_cast<int>(std::max<int64_t>(1, EnvInt("LOCAL_WORLD_SIZE")));
   const int r = static_cast<int>(EnvInt("LOCAL_RANK"));
-  if (cpus.empty() || r < 0 || r >= n) return;
-  cpu_set_t mine;
-  CPU_ZERO(&mine);
-  const size_t per = std::max<size_t>(1, cpus.size() / n);
-  for (size_t i = 0; i < per; ++i) CPU_SET(cpus[(r * per + i) % cpus.size()], &mine);
-  if (sched_setaffinity(0, sizeof(mine), &mine) != 0)
+  // The same slicing as dsagent's --bind_cores_to_rank (common/cpu_binding.h).
+  auto mine = CoreSlice(NumaOrder(AllowedCpus(), NumaNodeCpus()), r, n);
+  if (!mine.ok()) {
+    DS_LOG(Warn, Train) << "DSLAUNCH_BIND_CORES: " << mine.status().message() << "; not binding";
+    return;
+  }
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : *mine) CPU_SET(c, &set);
+  if (sched_setaffinity(0, sizeof(set), &set) != 0)
     DS_LOG(Warn, Train) << "DSLAUNCH_BIND_CORES: sched_setaffinity failed";
 }
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "common/check.h"
+#include "common/cpu_binding.h"
 
 namespace ds {
 namespace {
@@ -49,6 +50,14 @@ Result<LaunchPlan> MakePlan(const std::vector<SelectedHost>& hosts, const JobSpe
   if (el.min_nodes > static_cast<int>(hosts.size()))
     return Status::InvalidArgument("elastic.min_nodes is " + std::to_string(el.min_nodes) + " but only " +
                                    std::to_string(hosts.size()) + " host(s) are selected");
+  size_t listed_cores = 0;  // --bind_core_list: checked here, applied by each agent
+  if (!job.core_list.empty()) {
+    auto cores = ParseCpuList(job.core_list);
+    if (!cores.ok())
+      return Status::InvalidArgument(fmt::format("bind_core_list '{}': {}; expected {}", job.core_list,
+                                                 cores.status().message(), kCoreListForm));
+    listed_cores = cores->size();
+  }
   LaunchPlan plan;
   plan.job = job;
   plan.use_gpus = use_gpus;
@@ -65,6 +74,10 @@ Result<LaunchPlan> MakePlan(const std::vector<SelectedHost>& hosts, const JobSpe
                                        std::to_string(node.slots.size()) + " selected slot(s)");
       node.slots.resize(job.procs_per_node);
     }
+    if (job.bind_cores && listed_cores > 0 && listed_cores < node.slots.size())
+      return Status::InvalidArgument(fmt::format(
+          "bind_core_list '{}' has {} core{} for the {} workers of host '{}': each worker needs at least one core",
+          job.core_list, listed_cores, listed_cores == 1 ? "" : "s", node.slots.size(), sel.host.name));
     bool standby = el.max_nodes > 0 && static_cast<int>(plan.nodes.size()) >= el.max_nodes;
     if (standby) {
       node.node_rank = -1;

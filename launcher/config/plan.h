@@ -49,7 +49,10 @@ struct GenerationInfo {
 };
 
 // Fails when no host is selected, procs_per_node exceeds a host's selected
-// slots, or fewer hosts than elastic.min_nodes are selected.
+// slots, fewer hosts than elastic.min_nodes are selected, the job's
+// core_list is not a CPU list ("bind_core_list '3-1': '3-1': a range must
+// not end below its start; expected a list like 0-3,8-11") or, with
+// bind_cores, names fewer cores than a host has workers.
 Result<LaunchPlan> MakePlan(const std::vector<SelectedHost>& hosts, const JobSpec& job, bool use_gpus);
 
 // Every host that may run workers: the nodes, then the standbys.

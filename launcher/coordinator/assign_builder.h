@@ -3,7 +3,10 @@
 // the node's own facts (cpus, heartbeat endpoint, inherited settings such as
 // a NCCL_SOCKET_IFNAME the agent's environment already has). The interface
 // variables are left to the agent when nobody set them: only the node knows
-// which of its interfaces routes to MASTER_ADDR. Pure function.
+// which of its interfaces routes to MASTER_ADDR. DeepSpeed's per-worker
+// options (--local_rank=N, core binding, OMP_NUM_THREADS from the cores'
+// slice unless the user set it) travel as Assign flags: only the node knows
+// its CPUs. Pure function.
 #pragma once
 
 #include <string>

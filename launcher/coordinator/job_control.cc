@@ -165,7 +165,8 @@ void JobControl::OnWorkerStarted(const msg::WorkerStarted& m) {
 }
 
 void JobControl::OnWorkerExited(const msg::WorkerExited& m) {
-  const bool failed = record_.OnExited(m.rank, m.pid, m.exit_code, m.signal, m.hung != 0);
+  const bool failed =
+      record_.OnExited(m.rank, m.pid, m.exit_code, m.signal, m.hung != 0, TorchError{m.error_message, m.error_trace});
   if (state_ != CoordState::kRunning) return;
   if (failed) {
     StopGeneration(fmt::format("rank {} failed", m.rank), /*restartable=*/true);

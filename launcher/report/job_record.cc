@@ -28,7 +28,7 @@ void JobRecord::OnOutput(int rank, int stream, const std::string& line) {
   if (mux_) mux_->Line(rank, stream, line);
 }
 
-bool JobRecord::OnExited(int rank, int pid, int exit_code, int signal, bool hung) {
+bool JobRecord::OnExited(int rank, int pid, int exit_code, int signal, bool hung, TorchError error) {
   auto it = workers_.find(rank);
   if (it == workers_.end() || it->second.exited) return false;
   WorkerRecord& w = it->second;
@@ -38,6 +38,7 @@ bool JobRecord::OnExited(int rank, int pid, int exit_code, int signal, bool hung
   w.signal = signal;
   w.hung = hung;
   bool failed = exit_code != 0 || signal != 0 || hung;
+  if (failed && !error.message.empty()) w.error = BoundForWire(std::move(error));
   if (failed && !first_failure_) {
     Failure f;
     f.time = std::chrono::system_clock::now();
@@ -47,6 +48,7 @@ bool JobRecord::OnExited(int rank, int pid, int exit_code, int signal, bool hung
     f.exit_code = exit_code;
     f.signal = signal;
     f.hung = hung;
+    f.error = w.error;
     f.last_lines = w.last_lines;
     first_failure_ = std::move(f);
     first_failure_time = clock_.Now();

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/torch_error_file.h"
 #include "launcher/report/log_mux.h"
 
 namespace ds {
@@ -29,6 +30,7 @@ struct WorkerRecord {
   int exit_code = 0;   // when signal == 0
   int signal = 0;
   bool hung = false;
+  TorchError error;    // from its TORCHELASTIC_ERROR_FILE; message "" = none
   std::deque<std::string> last_lines;  // newest last, at most kLastLines
 };
 
@@ -41,6 +43,7 @@ struct Failure {
   int signal = 0;
   bool hung = false;
   std::string what;     // for non-worker failures: "agent lost: connection closed"
+  TorchError error;     // the worker's own report (TORCHELASTIC_ERROR_FILE); message "" = none
   std::deque<std::string> last_lines;
   // dslaunch's exit code for this failure.
   int ProcessExitCode() const { return signal != 0 ? 128 + signal : exit_code; }
@@ -55,8 +58,10 @@ class JobRecord {
   void OnAssigned(int rank, int node, const std::string& host);
   void OnStarted(int rank, int pid);
   void OnOutput(int rank, int stream, const std::string& line);
-  // Records an exit; returns true when it is a failure (code != 0, signal, hung).
-  bool OnExited(int rank, int pid, int exit_code, int signal, bool hung);
+  // Records an exit; returns true when it is a failure (code != 0, signal,
+  // hung). `error` is what the worker's error file said (bounded again here:
+  // BoundForWire), kept only for a failure.
+  bool OnExited(int rank, int pid, int exit_code, int signal, bool hung, TorchError error = {});
   // Records a failure that is not a worker's exit; ignored if one is recorded.
   void RecordFailure(Failure f);
 

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "common/strings.h"
+
 namespace ds {
 
 std::string SignalName(int sig) {
@@ -54,12 +56,36 @@ std::string DescribeFailure(const Failure& f) {
 
 namespace {
 
+constexpr size_t kSummaryFrames = 3;  // traceback frames shown for the failing rank
+
+std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+// The failing rank's own report (its TORCHELASTIC_ERROR_FILE): the message,
+// then the innermost frames with their source lines.
+std::string ErrorReport(const Failure& f) {
+  if (f.error.message.empty()) return "";
+  std::string out;
+  std::vector<std::string> lines = Split(f.error.message, '\n');
+  out += fmt::format("  rank {} error: {}\n", f.rank, lines.empty() ? "" : lines[0]);
+  for (size_t i = 1; i < lines.size(); ++i) out += "    " + lines[i] + "\n";
+  auto frames = LastFrames(f.error.traceback, kSummaryFrames);
+  if (!frames.empty()) {
+    out += fmt::format("  innermost {} frame{} of its traceback:\n", frames.size(), frames.size() == 1 ? "" : "s");
+    for (const TraceFrame& fr : frames) {
+      out += "    " + fr.location + "\n";
+      if (!fr.source.empty()) out += "      " + fr.source + "\n";
+    }
+  }
+  return out;
+}
+
 // One line per elastic restart, with the failure that caused it.
 std::string Restarts(const JobRecord& record) {
   std::string out;
   int n = 0;
   for (const Failure& f : record.restart_causes())
-    out += fmt::format("  restart {} after a failure at {}: {}\n", ++n, FormatTime(f.time), DescribeFailure(f));
+    out += fmt::format("  restart {} after a failure at {}: {}{}\n", ++n, FormatTime(f.time), DescribeFailure(f),
+                       f.error.message.empty() ? "" : " (" + FirstLine(f.error.message) + ")");
   return out;
 }
 
@@ -79,6 +105,7 @@ std::string FormatSummary(const JobRecord& record, int world_size, bool color) {
   std::string out = fmt::format("{}dslaunch: job failed{}; first failure at {}\n", red, reset, FormatTime(f.time));
   if (f.rank >= 0) {
     out += "  " + DescribeFailure(f) + "\n";
+    out += ErrorReport(f);
     if (f.last_lines.empty()) {
       out += fmt::format("  rank {} printed nothing\n", f.rank);
     } else {

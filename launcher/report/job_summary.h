@@ -1,6 +1,7 @@
 // The job summary dslaunch prints at the end: on failure, the first failure
 // of the last generation (time, host, rank, pid, exit code or signal name,
-// its last lines) and the exit code; on success one line; then one line per
+// the error it recorded in TORCHELASTIC_ERROR_FILE with the innermost frames
+// of its traceback, its last lines) and the exit code; on success one line; then one line per
 // elastic restart with the failure that caused it. Pure formatting.
 #pragma once
 

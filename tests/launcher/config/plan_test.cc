@@ -128,6 +128,22 @@ TEST_CASE("plan: procs_per_node and its errors") {
   CHECK(bad.status().message() == "procs_per_node is 3 but host 'b' has 2 selected slot(s)");
 }
 
+TEST_CASE("plan: bind_core_list is checked at plan time, naming the value and the expected form") {
+  JobSpec j = Job();
+  j.bind_cores = true;
+  j.core_list = "0-3,8-11";
+  CHECK(MakePlan(Hosts("a slots=4\n"), j, false).ok());
+  j.core_list = "3-1";
+  CHECK(MakePlan(Hosts("a slots=1\n"), j, false).status().message() ==
+        "bind_core_list '3-1': '3-1': a range must not end below its start; expected a list like 0-3,8-11");
+  j.core_list = "x";
+  CHECK(MakePlan(Hosts("a slots=1\n"), j, false).status().message() ==
+        "bind_core_list 'x': 'x': expected a CPU number or a range A-B; expected a list like 0-3,8-11");
+  j.core_list = "0-1";
+  CHECK(MakePlan(Hosts("a slots=2\nb slots=3\n"), j, false).status().message() ==
+        "bind_core_list '0-1' has 2 cores for the 3 workers of host 'b': each worker needs at least one core");
+}
+
 TEST_CASE("plan: elastic max_nodes makes standbys; min_nodes is checked") {
   JobSpec j = Job();
   j.elastic.max_nodes = 2;

@@ -65,6 +65,32 @@ TEST_CASE("assign: an interface the agent's environment already sets is kept", "
   CHECK(*Find(a.workers[0].env, "NCCL_SOCKET_IFNAME") == "ib0");
 }
 
+TEST_CASE("assign: DeepSpeed's per-worker options travel as flags; OMP_NUM_THREADS follows the cores "
+          "unless someone set it", "[assign]") {
+  LaunchPlan plan = TwoNodePlan();
+  msg::Assign a = BuildAssign(plan, 0, msg::Register{}, AssignContext{});
+  CHECK(a.local_rank_arg == 0);
+  CHECK(a.bind_cores == 0);
+  CHECK(a.omp_from_binding == 0);
+  plan.job.local_rank_arg = true;
+  plan.job.bind_cores = true;
+  plan.job.core_list = "0-3";
+  a = BuildAssign(plan, 0, msg::Register{}, AssignContext{});
+  CHECK(a.local_rank_arg == 1);
+  CHECK(a.bind_cores == 1);
+  CHECK(a.core_list == "0-3");
+  CHECK(a.omp_from_binding == 1);
+  CHECK(a.argv == AssignContext{}.argv);  // --local_rank=N is the agent's to add, per worker
+  msg::Register facts;
+  facts.env = {{"OMP_NUM_THREADS", "8"}};  // the node's own environment chose
+  CHECK(BuildAssign(plan, 0, facts, AssignContext{}).omp_from_binding == 0);
+  plan.nodes[1].host.env["OMP_NUM_THREADS"] = "2";  // the hostfile chose, for w1 only
+  CHECK(BuildAssign(plan, 0, msg::Register{}, AssignContext{}).omp_from_binding == 1);
+  CHECK(BuildAssign(plan, 1, msg::Register{}, AssignContext{}).omp_from_binding == 0);
+  plan.job.env.emplace_back("OMP_NUM_THREADS", "1");
+  CHECK(BuildAssign(plan, 0, msg::Register{}, AssignContext{}).omp_from_binding == 0);
+}
+
 TEST_CASE("assign: trainer jobs run dstrain", "[assign]") {
   JobSpec job;
   job.trainer_yaml = "model: {}";

@@ -79,5 +79,62 @@ TEST_CASE("summary: elastic restarts keep their causes; the last generation deci
   CHECK(s.find("dslaunch: exit code 143\n") != std::string::npos);
 }
 
+TEST_CASE("summary: the failing rank's own error message and innermost frames; exit code unchanged",
+          "[summary]") {
+  JobRecord rec;
+  rec.OnAssigned(0, 0, "w0");
+  rec.OnAssigned(1, 0, "w0");
+  rec.OnStarted(1, 4242);
+  rec.OnOutput(1, 2, "ValueError: boom");
+  TorchError err;
+  err.message = "ValueError: boom\nsecond line";
+  err.traceback =
+      "Traceback (most recent call last):\n"
+      "  File \"/work/train.py\", line 40, in <module>\n"
+      "    main()\n"
+      "  File \"/work/train.py\", line 31, in main\n"
+      "    step(model)\n"
+      "  File \"/work/model.py\", line 7, in forward\n"
+      "    return self.w @ x\n"
+      "  File \"/work/train.py\", line 12, in step\n"
+      "    raise ValueError(\"boom\")\n"
+      "ValueError: boom\n";
+  CHECK(rec.OnExited(1, 4242, 1, 0, false, err));
+  CHECK(rec.ExitCode() == 1);
+  std::string s = FormatSummary(rec, 2, false);
+  const std::string expected =
+      "  host w0, rank 1, pid 4242: exited with code 1\n"
+      "  rank 1 error: ValueError: boom\n"
+      "    second line\n"
+      "  innermost 3 frames of its traceback:\n"
+      "    File \"/work/train.py\", line 31, in main\n"
+      "      step(model)\n"
+      "    File \"/work/model.py\", line 7, in forward\n"
+      "      return self.w @ x\n"
+      "    File \"/work/train.py\", line 12, in step\n"
+      "      raise ValueError(\"boom\")\n"
+      "  last 1 lines of rank 1:\n"
+      "    | ValueError: boom\n"
+      "dslaunch: exit code 1\n";
+  INFO(s);
+  REQUIRE(s.size() > expected.size());
+  CHECK(s.substr(s.size() - expected.size()) == expected);
+}
+
+TEST_CASE("summary: an error report of a rank that exited 0 is not kept; a restart cause names its message",
+          "[summary]") {
+  JobRecord rec;
+  rec.OnAssigned(0, 0, "w0");
+  CHECK(!rec.OnExited(0, 5, 0, 0, false, TorchError{"E: stale", ""}));
+  CHECK(rec.workers().at(0).error.message.empty());
+  rec.OnAssigned(1, 0, "w0");
+  CHECK(rec.OnExited(1, 6, 2, 0, false, TorchError{"KeyError: 'lr'", ""}));
+  rec.NewGeneration(1);
+  rec.OnAssigned(0, 0, "w0");
+  CHECK(!rec.OnExited(0, 7, 0, 0, false));
+  std::string s = FormatSummary(rec, 1, false);
+  CHECK(s.find("rank 1, pid 6: exited with code 2 (KeyError: 'lr')\n") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace ds
