@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <initializer_list>
 
 #include <fmt/format.h>
 
@@ -19,6 +20,11 @@ namespace ds {
 namespace {
 
 constexpr size_t kMaxLine = 64 * 1024;  // longer lines are split
+
+// In the child: the parts of one message to its stderr, with write(2) only.
+void WriteToStderr(std::initializer_list<const char*> parts) {
+  for (const char* p : parts) (void)!::write(2, p, std::strlen(p));
+}
 
 // In the child, between fork and exec: only async-signal-safe calls.
 [[noreturn]] void ExecChild(const WorkerLaunch& l, char* const* argv, char* const* envp, const cpu_set_t* cpus,
@@ -39,18 +45,13 @@ constexpr size_t kMaxLine = 64 * 1024;  // longer lines are split
     ::_exit(127);
   }
   if (!l.working_dir.empty() && ::chdir(l.working_dir.c_str()) != 0) {
-    const char* m = "dsagent: cannot chdir to the working directory\n";
-    (void)!::write(2, m, std::strlen(m));
+    WriteToStderr({"dsagent: cannot start in the working directory ", l.working_dir.c_str(), ": ",
+                   std::strerror(errno), " (set working_dir: in the job file, or start dslaunch in a "
+                   "directory that exists on every node)\n"});
     ::_exit(127);
   }
   ::execvpe(argv[0], argv, envp);
-  int e = errno;
-  const char* a = "dsagent: cannot run '";
-  (void)!::write(2, a, std::strlen(a));
-  (void)!::write(2, argv[0], std::strlen(argv[0]));
-  (void)!::write(2, "': ", 3);
-  (void)!::write(2, std::strerror(e), std::strlen(std::strerror(e)));
-  (void)!::write(2, "\n", 1);
+  WriteToStderr({"dsagent: cannot run '", argv[0], "': ", std::strerror(errno), "\n"});
   ::_exit(127);
 }
 

@@ -68,6 +68,12 @@ rc=$?
 echo "$out"
 [ $rc -ne 0 ] || fail "check passed with a missing working directory"
 grep -q "/nonexistent/dslaunch-wd does not exist" <<<"$out" || fail "check does not name the missing working directory"
+out=$(timeout 60 "$DSLAUNCH" --hostfile "$H" --launcher ssh missing.yaml 2>&1)
+rc=$?
+echo "$out"
+[ $rc -eq 127 ] || fail "a run in a missing working directory exited $rc, expected 127"
+grep -q "cannot start in the working directory /nonexistent/dslaunch-wd: No such file or directory" <<<"$out" ||
+  fail "the run does not name the missing working directory"
 out=$(timeout 60 "$DSLAUNCH" check --hostfile "$H" 2>&1)
 rc=$?
 [ $rc -eq 0 ] || { echo "$out"; fail "check failed in an existing working directory"; }
