@@ -96,8 +96,4 @@ Result<CliOptions> ParseCli(const std::vector<std::string>& args, bool require_j
 // The --help text (usage, options, subcommands are appended by main.cc).
 std::string CliHelpText();
 
-// `text` split into words like a shell would (blanks, '...', "...", \),
-// never expanded or run. Error on an unterminated quote, naming `what`.
-Result<std::vector<std::string>> ShellSplit(const std::string& text, const std::string& what);
-
 }  // namespace ds

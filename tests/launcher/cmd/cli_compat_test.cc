@@ -165,24 +165,6 @@ TEST_CASE("cli compat: --launcher_args is split like a shell, for pdsh only") {
         "--launcher_args: unterminated ' quote in '-R 'x'");
 }
 
-TEST_CASE("cli compat: ShellSplit") {
-  auto split = [](const std::string& s) {
-    auto r = ShellSplit(s, "t");
-    INFO(r.status().message());
-    REQUIRE(r.ok());
-    return *r;
-  };
-  CHECK(split("").empty());
-  CHECK(split("  a\tb  ") == Argv{"a", "b"});
-  CHECK(split("'$HOME' \"$HOME\" `x`") == Argv{"$HOME", "$HOME", "`x`"});  // never expanded
-  CHECK(split("\"a \\\"q\\\" \\\\ \\n\"") == Argv{"a \"q\" \\ \\n"});
-  CHECK(split("a'b'\"c\"") == Argv{"abc"});
-  CHECK(split("''") == Argv{""});
-  CHECK(split("a; rm -rf x") == Argv{"a;", "rm", "-rf", "x"});  // no shell: ';' is a character
-  CHECK(ShellSplit("\"a", "t").status().message() == "t: unterminated \" quote in '\"a'");
-  CHECK(ShellSplit("a\\", "t").status().message() == "t: unterminated \\ escape in 'a\\'");
-}
-
 TEST_CASE("cli compat: torchrun's flags that do not apply are accepted with one notice line") {
   CliOptions o = Parse({"--tee", "3", "-r", "1", "--monitor-interval", "5", "--rdzv-backend", "c10d", "--rdzv_id",
                         "7", "--rdzv-conf", "a=b", "--rdzv-endpoint", "h:29400", "--standalone", "--role", "trainer",
