@@ -48,41 +48,55 @@ void DeclareOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
   app.add_flag("-v,--version", o.version, "print the version and exit");
 
   const char* hosts = "Hosts";
-  app.add_option("-H,--hostfile", o.hostfile, "hostfile ('host slots=N' lines); default: this machine")
+  app.add_option("-H,--hostfile", o.hostfile, "hostfile ('host slots=N' lines); default: DSLAUNCH_DEFAULT_HOSTFILE if it exists, else this machine")
+      ->type_name("FILE")
       ->group(hosts);
-  app.add_option("-i,--include", o.selection.include, "only these hosts/slots, e.g. 'w0:0,2@w1'")->group(hosts);
-  app.add_option("-e,--exclude", o.selection.exclude, "all but these hosts/slots, e.g. 'w0@w1:0'")->group(hosts);
+  app.add_option("-i,--include", o.selection.include, "only these hosts/slots, e.g. 'w0:0,2@w1'")
+      ->type_name("SPEC")->group(hosts);
+  app.add_option("-e,--exclude", o.selection.exclude, "all but these hosts/slots, e.g. 'w0@w1:0'")
+      ->type_name("SPEC")->group(hosts);
   app.add_option("--num_nodes,--num-nodes,--nnodes", raw.num_nodes,
                  "N: use the first N selected hosts; MIN:MAX: elastic bounds (elastic.min_nodes, max_nodes)")
+      ->type_name("N|MIN:MAX")
       ->group(hosts);
   app.add_option("--num_gpus,--num-gpus,--num_accelerators,--num-accelerators,--nproc_per_node,--nproc-per-node",
                  raw.num_gpus,
                  "workers per host: N (the first N slots), or auto / gpu / cpu: without a hostfile this machine's "
                  "GPUs if any else cores / its GPUs / its cores; with a hostfile all three mean each host's slots=")
+      ->type_name("N|auto|gpu|cpu")
       ->group(hosts);
 
   const char* launch = "Launch";
   app.add_option("--launcher", raw.launcher,
                  "how agents start: auto (default), local, ssh or pdsh, in any case (PDSH)")
+      ->type_name("NAME")
       ->group(launch);
   app.add_option("--master_addr,--master-addr", o.master_addr, "MASTER_ADDR for the workers (default: node rank 0)")
+      ->type_name("ADDR")
       ->group(launch);
   app.add_option("--master_port,--master-port", raw.master_port,
                  "MASTER_PORT, 0-65535 (default 0: a free port per generation)")
+      ->type_name("PORT")
       ->group(launch);
   app.add_option("--log-dir,--log_dir", o.log_dir, "write one log file per rank into this directory")
+      ->type_name("DIR")
       ->group(launch);
   app.add_option("--max_restarts,--max-restarts", raw.max_restarts,
                  "restart on the nodes left up to N times (overrides elastic.max_restarts)")
+      ->type_name("N")
       ->group(launch);
   app.add_flag("--dry-run,--dry_run", o.dry_run, "print the launch plan and start nothing")->group(launch);
-  app.add_option("--ssh_port,--ssh-port", raw.ssh_port, "SSH port for hosts without ssh_port=")->group(launch);
-  app.add_option("--fanout", raw.fanout, "start at most N agents at once (default 32)")->group(launch);
+  app.add_option("--ssh_port,--ssh-port", raw.ssh_port, "SSH port for hosts without ssh_port=")
+      ->type_name("PORT")->group(launch);
+  app.add_option("--fanout", raw.fanout, "start at most N agents at once (default 32)")
+      ->type_name("N")->group(launch);
   app.add_option("--connect-timeout,--connect_timeout", raw.connect_timeout,
                  "SSH connect timeout per host, e.g. 10s (default DSLAUNCH_CONNECT_TIMEOUT)")
+      ->type_name("DURATION")
       ->group(launch);
   app.add_option("--agent-path,--agent_path", o.agent_path,
                  "dsagent on the nodes (default DSLAUNCH_AGENT_PATH, else next to dslaunch)")
+      ->type_name("PATH")
       ->group(launch);
   app.add_flag("--ship-agent,--ship_agent", o.ship_agent, "copy dsagent to each node before starting it")
       ->group(launch);
@@ -90,6 +104,7 @@ void DeclareOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
   const char* ds = "DeepSpeed pass-through (appended to the script's arguments)";
   app.add_flag("--deepspeed", o.deepspeed, "pass --deepspeed to the script")->group(ds);
   app.add_option("--deepspeed_config", o.deepspeed_config, "pass --deepspeed_config FILE to the script")
+      ->type_name("FILE")
       ->group(ds);
   cli::DeclareCompatOptions(app, o, raw);
 }

@@ -161,6 +161,7 @@ void Ignored(CLI::App& app, const std::string& names, const std::string& shown, 
   app.add_option_function<std::string>(
          names, [&raw, shown, why](const std::string& v) { raw.ignored.emplace_back(shown + " " + v, why); },
          "accepted, ignored: " + why)
+      ->type_name("X")
       ->group(group);
 }
 
@@ -186,9 +187,11 @@ void DeclareCompatOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
       ->group(g);
   app.add_option("--min_elastic_nodes,--min-elastic-nodes", raw.min_elastic_nodes,
                  "elastic.min_nodes: fewer nodes left ends the job (like --nnodes MIN:MAX)")
+      ->type_name("N")
       ->group(g);
   app.add_option("--max_elastic_nodes,--max-elastic-nodes", raw.max_elastic_nodes,
                  "elastic.max_nodes: hosts beyond it wait as standbys")
+      ->type_name("N")
       ->group(g);
   app.add_flag("--elastic_training,--elastic-training", o.elastic_training,
                "restart on failure up to 100 times (DeepSpeed's elastic agent) unless --max_restarts or the job "
@@ -198,17 +201,21 @@ void DeclareCompatOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
                "write dslaunch's pid to /tmp/<pid>.deepspeed while the job runs (never overwrites a file)")
       ->group(g);
   app.add_option("--enable_each_rank_log,--enable-each-rank-log", raw.each_rank_log,
-                 "DIR: one log file per rank, like --log-dir (files named rank<N>.log; the terminal still "
+                 "one log file per rank, like --log-dir (files named rank<N>.log; the terminal still "
                  "shows every line)")
+      ->type_name("DIR")
       ->group(g);
   app.add_flag("--bind_cores_to_rank,--bind-cores-to-rank", o.bind_cores,
                "pin each local rank to its share of the node's cores")
       ->group(g);
   app.add_option("--bind_core_list,--bind-core-list", o.bind_core_list,
-                 "LIST: the cores to share out, e.g. 0-3,8-11 (implies --bind_cores_to_rank)")
+                 "the cores to share out, e.g. 0-3,8-11 (implies --bind_cores_to_rank)")
+      ->type_name("LIST")
       ->group(g);
   app.add_option("--launcher_args,--launcher-args", raw.launcher_args,
-                 "\"ARGS\": extra pdsh arguments (split like a shell would, never run by one); --launcher pdsh only")
+                 "extra pdsh arguments in one quoted word (split like a shell would, never run by one); "
+                 "--launcher pdsh only")
+      ->type_name("\"ARGS\"")
       ->group(g);
   app.add_flag("--force_multi,--force-multi", o.force_multi,
                "start agents over ssh even when every host is this machine (--launcher auto)")
@@ -217,7 +224,8 @@ void DeclareCompatOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
       ->description("accepted, ignored: hosts are checked while connecting")
       ->group(g);
   app.add_option("--local-ranks-filter,--local_ranks_filter", raw.local_ranks_filter,
-                 "0,2: only these local ranks' lines reach the terminal (log files keep every line)")
+                 "only these local ranks' lines reach the terminal (log files keep every line)")
+      ->type_name("0,2")
       ->group(g);
 
   const std::string output = "every rank's lines reach this terminal prefixed host:rank; --log-dir DIR writes a "
