@@ -75,11 +75,15 @@ int CmdRun(const Args& args) {
     std::cout << "dslaunch " << DSLAUNCH_VERSION << "\n";
     return kExitSuccess;
   }
-  Result<LaunchPlan> plan = PlanFromCli(*cli, DetectLocalMachine());
+  for (const std::string& line : cli->notices) std::cerr << "dslaunch: " << line << "\n";
+  PlanNotes notes;
+  Result<LaunchPlan> plan = PlanFromCli(*cli, DetectLocalMachine(), &notes);
   if (!plan.ok()) return Usage(plan.status());
+  for (const std::string& line : notes.notices) std::cerr << "dslaunch: " << line << "\n";
   if (cli->dry_run) {
     DryRunOptions opts;
     opts.launcher = cli->launcher;
+    opts.hostfile_source = notes.hostfile_source;
     opts.inherited = ProcessEnvironment();
     std::cout << FormatDryRun(*plan, opts);
     return kExitSuccess;

@@ -1,17 +1,20 @@
 // CliOptions: everything the dslaunch command line says, as one struct with
 // its defaults written inline, and ParseCli that fills it (CLI11 underneath).
-// Option names follow DeepSpeed's launcher and torchrun so existing command
-// lines keep working:
+// Option names follow DeepSpeed's launcher and torchrun (both spellings,
+// underscored and dashed) so existing command lines keep working:
 //
 //   dslaunch [options] job.yaml
-//   dslaunch [options] train.py [script args...]      (runs python3 -u train.py ...)
+//   dslaunch [options] train.py [script args...]      (DeepSpeed's form: python3 -u train.py ...)
+//   dslaunch [options] -m pkg.mod [args...]            (torchrun's form: python3 -u -m pkg.mod ...)
 //   dslaunch [options] -- any command [args...]
 //
-// ParseCli is pure apart from reading the registered DSLAUNCH_* settings the
-// launcher uses (DSLAUNCH_CONNECT_TIMEOUT, DSLAUNCH_AGENT_PATH,
-// DSLAUNCH_STOP_GRACE, DSLAUNCH_COLOR): this is the one place the launcher
-// reads them. It never exits. Plain data,
-// not thread-safe to mutate concurrently.
+// The DeepSpeed/torchrun-only flags are declared and checked in
+// cli_compat.cc. ParseCli is pure apart from reading the launcher's
+// settings (DSLAUNCH_CONNECT_TIMEOUT, DSLAUNCH_AGENT_PATH,
+// DSLAUNCH_STOP_GRACE, DSLAUNCH_COLOR, DSLAUNCH_DEFAULT_HOSTFILE, and
+// DeepSpeed's PYTHON_EXEC): this is the one place the launcher reads its
+// environment. It never exits and prints nothing (notices come back in
+// `notices`). Plain data, not thread-safe to mutate concurrently.
 #pragma once
 
 #include <optional>
@@ -28,18 +31,38 @@ struct CliOptions {
   // What to run: exactly one of job_file / command is set after parsing,
   // unless help or version was asked for.
   std::string job_file;              // positional *.yaml / *.yml job file
-  std::vector<std::string> command;  // `train.py args...` or the argv after `--`
+  std::vector<std::string> command;  // `train.py args...`, `-m`'s module and args, or the argv after `--`
   bool command_after_dashdash = false;  // command came after `--` (never rewritten to python3)
+  std::string python_exec = "python3";  // PYTHON_EXEC (DeepSpeed's): the interpreter for .py and -m
+  bool module = false;               // -m/--module: run command[0] as `python -u -m` (torchrun)
+  bool no_python = false;            // --no-python/--no_python: run command as is, even a .py
+  bool no_local_rank = false;        // --no_local_rank: never append --local_rank=N (DeepSpeed's form
+                                     //   otherwise does; see JobFromCli)
 
   // Hosts.
-  std::string hostfile;              // --hostfile/-H; "" = the local machine
-  SelectionOptions selection;        // --include/-i, --exclude/-e, --num_nodes, --num_gpus
+  std::string hostfile;              // --hostfile/-H; "" = default_hostfile if it exists, else this machine
+  std::string default_hostfile = "/job/hostfile";  // DSLAUNCH_DEFAULT_HOSTFILE (DeepSpeed's path); used
+                                     //   without --hostfile unless --launcher local
+  SelectionOptions selection;        // --include/-i, --exclude/-e, --num_nodes N, --num_gpus N
+  std::string nproc_mode;            // --nproc_per_node auto|gpu|cpu; "" = a number (selection.num_gpus)
+                                     //   or not given. With a hostfile all three mean each host's slots=
+  std::string nproc_flag = "--nproc_per_node";  // the spelling given, for messages
+  int elastic_min_nodes = -1;        // --nnodes MIN:MAX / --min_elastic_nodes; -1 = the job file's
+  int elastic_max_nodes = -1;        // --nnodes MIN:MAX / --max_elastic_nodes; -1 = the job file's
+  bool elastic_training = false;     // --elastic_training: max_restarts 100 unless set elsewhere
 
   // Launch.
-  std::string launcher = "auto";     // --launcher: auto | local | ssh | pdsh
+  std::string launcher = "auto";     // --launcher: auto | local | ssh | pdsh (any case; lower-cased)
+  std::vector<std::string> launcher_args;  // --launcher_args "ARGS", split like a shell: pdsh only
+  bool force_multi = false;          // --force_multi: auto means ssh even for this machine alone
   std::string master_addr;           // --master_addr; "" = node rank 0's routable address
   int master_port = 0;               // --master_port; 0 = reserved per generation at launch
-  std::string log_dir;               // --log-dir: per-rank log files; "" = none
+  std::string log_dir;               // --log-dir / --enable_each_rank_log: per-rank log files; "" = none
+  std::vector<int> local_ranks_filter;  // --local-ranks-filter 0,2: only these local ranks' lines reach
+                                     //   the terminal (log files keep all); empty = every rank
+  bool save_pid = false;             // --save_pid: /tmp/<pid>.deepspeed holds dslaunch's pid while it runs
+  bool bind_cores = false;           // --bind_cores_to_rank (or --bind_core_list)
+  std::string bind_core_list;        // --bind_core_list LIST, e.g. "0-3,8-11" (checked by MakePlan)
   int max_restarts = -1;             // --max_restarts (torchrun's --max-restarts); -1 = job file's
   bool dry_run = false;              // --dry-run: print the plan, start nothing
   std::optional<int> ssh_port;       // --ssh_port: default for hosts without ssh_port=
@@ -60,6 +83,8 @@ struct CliOptions {
   bool help = false;                 // --help was given (help_text holds the text)
   bool version = false;              // -v/--version was given
   std::string help_text;             // the full --help text
+  std::vector<std::string> notices;  // lines for stderr (without "dslaunch: "), e.g. the torchrun
+                                     //   flags accepted and ignored
 };
 
 // Parses `args` (argv without the program name and without a subcommand

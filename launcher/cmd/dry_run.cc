@@ -25,7 +25,16 @@ std::string CommandLine(const JobSpec& job) {
   if (job.command.empty()) return "dstrain (the built-in trainer, configured by the job's trainer: section)";
   std::string out;
   for (const auto& a : job.command) out += (out.empty() ? "" : " ") + ShellQuote(a);
+  if (job.local_rank_arg) out += " --local_rank=(LOCAL_RANK)";
   return out;
+}
+
+std::string HostfileLine(const LaunchPlan& plan, const DryRunOptions& opts) {
+  if (plan.hostfile_path.empty()) return "  hostfile: none, this machine\n";
+  std::string out = "  hostfile: " + plan.hostfile_path;
+  if (!opts.hostfile_source.empty() && opts.hostfile_source != "--hostfile")
+    out += " (" + opts.hostfile_source + ", no --hostfile given)";
+  return out + "\n";
 }
 
 bool UserSet(const LaunchPlan& plan, const NodePlan& node, const EnvList& inherited, const std::string& name) {
@@ -55,9 +64,13 @@ std::string FormatDryRun(const LaunchPlan& plan, const DryRunOptions& opts) {
   std::string out = "dslaunch dry run: " + std::to_string(plan.nodes.size()) + " node(s), " +
                     std::to_string(plan.world_size) + " worker(s), launcher " + opts.launcher + "\n";
   out += "  job: " + (job.path.empty() ? std::string("from the command line") : job.path) + "\n";
+  out += HostfileLine(plan, opts);
   if (!job.working_dir.empty()) out += "  working dir: " + job.working_dir + "\n";
   if (!job.log_dir.empty()) out += "  log dir: " + job.log_dir + "\n";
   if (!job.checkpoint_dir.empty()) out += "  checkpoint dir: " + job.checkpoint_dir + "\n";
+  if (job.bind_cores)
+    out += "  bind cores: each local rank to its share of " +
+           (job.core_list.empty() ? std::string("the node's cores") : "cores " + job.core_list) + "\n";
   const ElasticOptions& el = job.elastic;
   out += "  elastic: min_nodes " + std::to_string(el.min_nodes) + ", max_nodes " +
          (el.max_nodes > 0 ? std::to_string(el.max_nodes) : std::string("all")) + ", max_restarts " +

@@ -2,7 +2,8 @@
 // rank, ranks, the environment dslaunch will add for its workers, and the
 // command; standby hosts last. Values only known at launch (MASTER_PORT when
 // not fixed, the store address, the interface, OMP_NUM_THREADS) are shown as
-// placeholders; secret-like values are masked. Pure function.
+// placeholders; secret-like values are masked. The header says which
+// hostfile the hosts came from. Pure function.
 #pragma once
 
 #include <string>
@@ -14,6 +15,8 @@ namespace ds {
 struct DryRunOptions {
   std::string launcher = "auto";  // shown in the header line
   EnvList inherited;              // the environment workers would inherit (decides "user set")
+  std::string hostfile_source;    // where plan.hostfile_path came from, e.g. "--hostfile" or
+                                  //   "DSLAUNCH_DEFAULT_HOSTFILE" (PlanNotes); "" = not said
 };
 
 std::string FormatDryRun(const LaunchPlan& plan, const DryRunOptions& opts);

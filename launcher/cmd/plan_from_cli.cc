@@ -2,13 +2,17 @@
 
 #include <dirent.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "common/env_registry.h"
+#include "common/log.h"
+#include "common/strings.h"
 #include "launcher/config/job_env.h"
 
 namespace ds {
@@ -21,6 +25,63 @@ namespace {
 Status ResolveWorkerSettings(JobSpec& job, const MachineFacts& local) {
   job.working_dir = AbsoluteWorkingDir(job.working_dir, local.cwd);
   return ResolveJobEnv(job, local.env);
+}
+
+// DeepSpeed's elastic agent restarts up to this often (--elastic_training).
+constexpr int kDeepSpeedElasticRestarts = 100;
+
+// DeepSpeed's script form: a .py run by the interpreter with --deepspeed or
+// --deepspeed_config among its arguments; its workers get --local_rank=N.
+bool IsDeepSpeedScript(const CliOptions& cli) {
+  const auto& c = cli.command;
+  if (cli.module || cli.no_python || cli.command_after_dashdash || c.empty()) return false;
+  if (c[0].size() <= 3 || !c[0].ends_with(".py")) return false;
+  return std::any_of(c.begin() + 1, c.end(), [](const std::string& a) {
+    return a == "--deepspeed" || a == "--deepspeed_config" || StartsWith(a, "--deepspeed_config=");
+  });
+}
+
+// The command line's elastic bounds and restarts over the job file's.
+Status MergeElastic(const CliOptions& cli, ElasticOptions& el) {
+  if (cli.elastic_min_nodes > 0) {
+    el.min_nodes = cli.elastic_min_nodes;
+    el.min_nodes_set = true;
+  }
+  if (cli.elastic_max_nodes > 0) el.max_nodes = cli.elastic_max_nodes;
+  if (el.max_nodes > 0 && el.min_nodes > el.max_nodes)
+    return Status::InvalidArgument(fmt::format(
+        "elastic: min_nodes ({}) is more than max_nodes ({}) once the command line's bounds "
+        "(--nnodes MIN:MAX, --min_elastic_nodes, --max_elastic_nodes) replace the job file's",
+        el.min_nodes, el.max_nodes));
+  if (cli.max_restarts >= 0) el.max_restarts = cli.max_restarts;
+  else if (cli.elastic_training && el.max_restarts == 0) el.max_restarts = kDeepSpeedElasticRestarts;
+  return Status::OK();
+}
+
+bool IsRegularFile(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// This machine as the only host, sized by --nproc_per_node (a number, auto,
+// gpu or cpu) or the job's procs_per_node. `use_gpus` turns false for cpu.
+Result<Hostfile> LocalHosts(const CliOptions& cli, const MachineFacts& local, const JobSpec& job, bool& use_gpus) {
+  Hostfile hf = LocalHostfile(local.cpus, local.gpus);
+  int& slots = hf.hosts[0].slots;  // GPUs if any, else cores: what auto means
+  if (cli.nproc_mode == "gpu" && local.gpus == 0)
+    return Status::InvalidArgument(cli.nproc_flag + " gpu: no GPU visible on this machine "
+                                   "(/proc/driver/nvidia/gpus lists none); use cpu, auto or a number");
+  if (cli.nproc_mode == "cpu") {
+    slots = local.cpus;
+    use_gpus = false;
+  }
+  if (!cli.nproc_mode.empty()) return hf;
+  if (cli.selection.num_gpus > kMaxLocalWorkers)
+    return Status::InvalidArgument(fmt::format(
+        "{}: expected an integer between 1 and {} without a hostfile (workers on this machine), got '{}'",
+        cli.nproc_flag, kMaxLocalWorkers, cli.selection.num_gpus));
+  if (local.gpus == 0) slots = std::max({slots, cli.selection.num_gpus, job.procs_per_node});
+  return hf;
 }
 
 }  // namespace
@@ -45,37 +106,54 @@ MachineFacts DetectLocalMachine() {
 
 Result<JobSpec> JobFromCli(const CliOptions& cli, bool require_job) {
   JobSpec job;
+  const ScriptLaunch how{.python = cli.python_exec, .module = cli.module, .no_python = cli.no_python};
   if (!cli.job_file.empty()) {
     DS_ASSIGN_OR_RETURN(job, LoadJobFile(cli.job_file));
-  } else if (cli.command_after_dashdash) {
+  } else if (cli.command_after_dashdash && !cli.module) {
     job.command = cli.command;
   } else if (!cli.command.empty()) {
-    job = JobSpecFromCommand(cli.command);
+    job = JobSpecFromCommand(cli.command, how);
+    job.local_rank_arg = IsDeepSpeedScript(cli);
   } else if (require_job) {
     return Status::InvalidArgument("expected a job file (job.yaml), a script (train.py ...) or '-- command ...'");
   }
+  if (cli.no_local_rank) job.local_rank_arg = false;
   if (!cli.master_addr.empty()) job.network.master_addr = cli.master_addr;
   if (cli.master_port != 0) job.network.master_port = cli.master_port;
   if (!cli.log_dir.empty()) job.log_dir = cli.log_dir;
-  if (cli.max_restarts >= 0) job.elastic.max_restarts = cli.max_restarts;
+  DS_RETURN_IF_ERROR(MergeElastic(cli, job.elastic));
+  if (cli.bind_cores) job.bind_cores = true;
+  if (!cli.bind_core_list.empty()) job.core_list = cli.bind_core_list;  // checked by MakePlan
   return job;
 }
 
-Result<LaunchPlan> PlanFromCli(const CliOptions& cli, const MachineFacts& local) {
+Result<LaunchPlan> PlanFromCli(const CliOptions& cli, const MachineFacts& local, PlanNotes* notes_out) {
+  PlanNotes notes;
   DS_ASSIGN_OR_RETURN(JobSpec job, JobFromCli(cli));
   DS_RETURN_IF_ERROR(ResolveWorkerSettings(job, local));
-  Hostfile hostfile;
-  if (!cli.hostfile.empty()) {
-    DS_ASSIGN_OR_RETURN(hostfile, LoadHostfile(cli.hostfile));
-  } else {
-    hostfile = LocalHostfile(local.cpus, local.gpus);
-    if (local.gpus == 0)
-      hostfile.hosts[0].slots = std::max({hostfile.hosts[0].slots, cli.selection.num_gpus, job.procs_per_node});
+  // DeepSpeed's default hostfile, used when it exists (a local launch never reads one).
+  std::string path = cli.hostfile;
+  if (!path.empty()) {
+    notes.hostfile_source = "--hostfile";
+  } else if (cli.launcher != "local" && !cli.default_hostfile.empty() && IsRegularFile(cli.default_hostfile)) {
+    path = cli.default_hostfile;
+    notes.hostfile_source = "DSLAUNCH_DEFAULT_HOSTFILE";
   }
+  Hostfile hostfile;
+  bool use_gpus = local.gpus > 0;
+  if (!path.empty()) {
+    DS_ASSIGN_OR_RETURN(hostfile, LoadHostfile(path));
+    notes.notices = hostfile.notices;
+  } else {
+    DS_ASSIGN_OR_RETURN(hostfile, LocalHosts(cli, local, job, use_gpus));
+  }
+  DS_LOG(Info, Init) << "hostfile: "
+                     << (path.empty() ? std::string("none, this machine") : path + " (" + notes.hostfile_source + ")");
   DS_ASSIGN_OR_RETURN(std::vector<SelectedHost> hosts, SelectHosts(hostfile, cli.selection));
-  DS_ASSIGN_OR_RETURN(LaunchPlan plan, MakePlan(hosts, job, local.gpus > 0));
+  DS_ASSIGN_OR_RETURN(LaunchPlan plan, MakePlan(hosts, job, use_gpus));
   DS_RETURN_IF_ERROR(CheckTrainerForWorld(plan.job, plan.world_size));
-  plan.hostfile_path = cli.hostfile;
+  plan.hostfile_path = path;
+  if (notes_out) *notes_out = std::move(notes);
   return plan;
 }
 

@@ -1,7 +1,8 @@
 // PlanFromCli: turns parsed command-line options into a LaunchPlan: reads the
-// job file (or builds the job from the command), reads the hostfile (or
-// describes this machine), applies --include/--exclude/--num_nodes/--num_gpus
-// and the command-line overrides (--master_addr, --master_port, --log-dir),
+// job file (or builds the job from the command), reads the hostfile (--hostfile,
+// else DSLAUNCH_DEFAULT_HOSTFILE when it exists, else this machine), applies
+// --include/--exclude/--num_nodes/--nproc_per_node and the command-line
+// overrides (--master_addr, --master_port, --log-dir, elastic bounds, binding),
 // makes the working directory absolute and gathers the workers' environment
 // (forwarded variables, .deepspeed_env, .dslaunch_env, env:; see
 // launcher/config/job_env.h), then checks a trainer: section's batch sizes
@@ -28,15 +29,38 @@ struct MachineFacts {
 MachineFacts DetectLocalMachine();
 
 // The job the options describe: the job file, or the command after `--` as
-// is, or a script (a `.py` runs as python3 -u). Command-line values for
-// master_addr, master_port, log_dir and max_restarts override the job file's.
-// With `require_job` false (dslaunch check), no job at all is a default job.
+// is, or a script (a `.py` runs as PYTHON_EXEC -u, -m as PYTHON_EXEC -u -m,
+// --no-python as is). local_rank_arg is set for DeepSpeed's form only: a .py
+// script with --deepspeed or --deepspeed_config among its arguments, unless
+// --no_local_rank (which also turns a job file's local_rank_arg off).
+// Command-line values for master_addr, master_port, log_dir, max_restarts,
+// the elastic bounds and core binding override the job file's;
+// --elastic_training makes max_restarts 100 (DeepSpeed's elastic agent)
+// unless --max_restarts or the job file's (above 0) says otherwise. Error
+// when the merged elastic min_nodes exceeds max_nodes. With `require_job`
+// false (dslaunch check), no job at all is a default job.
 Result<JobSpec> JobFromCli(const CliOptions& cli, bool require_job = true);
 
-// The plan for `cli`. Without --hostfile the only host is this machine with
-// one slot per GPU (else per core), grown to --num_gpus / procs_per_node when
-// those ask for more workers than cores (like torchrun --nproc_per_node).
-// GPUs are assigned (CUDA_VISIBLE_DEVICES) when this machine has GPUs.
-Result<LaunchPlan> PlanFromCli(const CliOptions& cli, const MachineFacts& local);
+// Without a hostfile, at most this many workers on this machine: far beyond
+// any machine's GPUs or cores, low enough that a typo (100000) is an error
+// rather than a fork storm.
+inline constexpr int kMaxLocalWorkers = 4096;
+
+// What the plan was made from, for --dry-run and the logs.
+struct PlanNotes {
+  std::string hostfile_source;       // "--hostfile", "DSLAUNCH_DEFAULT_HOSTFILE", or "" (this machine)
+  std::vector<std::string> notices;  // lines for stderr (without "dslaunch: "), e.g. a hostfile's
+                                     //   ignored max_slots=
+};
+
+// The plan for `cli`. Without a hostfile (neither --hostfile nor an existing
+// DSLAUNCH_DEFAULT_HOSTFILE, which --launcher local skips) the only host is
+// this machine with one slot per GPU (else per core), grown to --num_gpus /
+// procs_per_node when those ask for more workers than cores (like torchrun
+// --nproc_per_node), at most kMaxLocalWorkers; --nproc_per_node auto/gpu/cpu
+// pick GPUs-else-cores / GPUs (error without any) / cores. GPUs are assigned
+// (CUDA_VISIBLE_DEVICES) when this machine has GPUs, except for cpu.
+// `notes` (may be null) receives where the hosts came from and the notices.
+Result<LaunchPlan> PlanFromCli(const CliOptions& cli, const MachineFacts& local, PlanNotes* notes = nullptr);
 
 }  // namespace ds

@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/netif.h"
 #include "launcher/cmd/agent_fleet.h"
+#include "launcher/cmd/pid_file.h"
 #include "launcher/cmd/spawner_choice.h"
 #include "launcher/coordinator/assign_builder.h"
 #include "launcher/coordinator/coordinator.h"
@@ -103,7 +104,7 @@ Result<Launch> PrepareLaunch(const LaunchPlan& plan_in, const CliOptions& cli) {
   std::vector<std::string> argv =
       WorkerArgv(l.plan.job, SiblingBinary("dstrain", "runtime", EnvString("DSLAUNCH_DSTRAIN_PATH")));
   if (argv.empty()) return Status::InvalidArgument("nothing to run (no command and no trainer: section)");
-  l.launcher = ResolveLauncher(cli.launcher, l.plan);
+  l.launcher = ResolveLauncher(cli.launcher, l.plan, cli.force_multi);
   auto ssh = SshOptionsForJob(l.plan.job, cli);
   if (!ssh.ok() && l.launcher != "local") return Status::InvalidArgument(ssh.status().message());
   if (ssh.ok()) l.ssh = *ssh;
@@ -111,7 +112,7 @@ Result<Launch> PrepareLaunch(const LaunchPlan& plan_in, const CliOptions& cli) {
   // Elastic start: decide the hosts before the coordinator (which holds the
   // plan and waits for every node of it) and before any agent exists.
   if (l.launcher != "local" && ElasticStartAllowed(l.plan)) DS_RETURN_IF_ERROR(NarrowToReachable(l.plan, l.ssh));
-  auto spawner = MakeSpawner(l.launcher, l.plan, l.ssh, cli.stop_grace);
+  auto spawner = MakeSpawner(l.launcher, l.plan, l.ssh, cli.stop_grace, cli.launcher_args);
   if (!spawner.ok()) return Status::InvalidArgument(spawner.status().message());
   l.spawner = std::move(spawner).value();
   DS_ASSIGN_OR_RETURN(l.coord, CoordinatorOptionsFor(l, cli, std::move(argv)));
@@ -176,9 +177,18 @@ Result<int> RunJob(const LaunchPlan& plan, const CliOptions& cli) {
   // A closed stdout (`dslaunch ... | head`) must not kill the launcher and,
   // through the lost coordinator, the job: writes just fail.
   ::signal(SIGPIPE, SIG_IGN);
+  // --save_pid: the file exists while the job runs; `pid_file` removes it on
+  // every return below (a signal ends the job through RequestStop, so Ctrl-C
+  // returns here too).
+  PidFile pid_file;
+  if (cli.save_pid) {
+    DS_ASSIGN_OR_RETURN(pid_file, PidFile::Create(PidFile::DefaultPath(), ::getpid()));
+  }
   DS_ASSIGN_OR_RETURN(Launch l, PrepareLaunch(plan, cli));
   const bool tty = ::isatty(STDOUT_FILENO) != 0;
-  LogMux mux(LogMuxOptions{l.plan.job.log_dir, cli.color, stdout, tty});
+  LogMuxOptions mux_options{l.plan.job.log_dir, cli.color, stdout, tty};
+  mux_options.terminal_local_ranks = cli.local_ranks_filter;
+  LogMux mux(std::move(mux_options));
   if (Status st = mux.Open(); !st.ok()) return Status::InvalidArgument(st.message());
   JobRecord record(&mux);
   // dslaunch's own lines (notices, diagnostics) are written by a thread too:

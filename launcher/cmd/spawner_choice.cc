@@ -20,16 +20,24 @@ std::string AgentPathFor(const CliOptions& cli) {
   return SiblingBinary("dsagent", "agent", cli.agent_path);
 }
 
-std::string ResolveLauncher(const std::string& launcher, const LaunchPlan& plan) {
+std::string ResolveLauncher(const std::string& launcher, const LaunchPlan& plan, bool force_multi) {
   if (launcher != "auto" && !launcher.empty()) return launcher;
+  if (force_multi) return "ssh";
   for (const auto& n : plan.nodes)
     if (!IsLocalHost(n.host.name)) return "ssh";
   return "local";
 }
 
 Result<std::unique_ptr<Spawner>> MakeSpawner(const std::string& launcher, const LaunchPlan& plan,
-                                             const SshOptions& ssh, double stop_grace) {
+                                             const SshOptions& ssh, double stop_grace,
+                                             const std::vector<std::string>& launcher_args) {
   std::string which = ResolveLauncher(launcher, plan);
+  if (!launcher_args.empty() && which != "pdsh")
+    return Status::InvalidArgument(fmt::format(
+        "--launcher_args: applies to --launcher pdsh only, and this job starts its agents with {}; for ssh set "
+        "the job file's ssh: section (port, connect_timeout, strict_host_key_checking) or an ssh config file "
+        "(DSLAUNCH_SSH_CONFIG)",
+        which));
   if (which == "local") {
     for (const auto& n : plan.nodes)
       if (!IsLocalHost(n.host.name))
@@ -43,6 +51,7 @@ Result<std::unique_ptr<Spawner>> MakeSpawner(const std::string& launcher, const 
     if (which == "ssh") return MakeSshSpawner(ssh);
     PdshOptions po;
     po.ssh = ssh;
+    po.extra_args = launcher_args;
     return MakePdshSpawner(po);
   }
   return Status::InvalidArgument(fmt::format("--launcher {}: not available in this build", which));

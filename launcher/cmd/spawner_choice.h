@@ -28,13 +28,17 @@ Result<SshOptions> SshOptionsForJob(const JobSpec& job, const CliOptions& cli);
 std::string AgentPathFor(const CliOptions& cli);
 
 // "local" or "ssh" for "auto" (local when every host of the plan is this
-// machine, IsLocalHost); any other name as given.
-std::string ResolveLauncher(const std::string& launcher, const LaunchPlan& plan);
+// machine, IsLocalHost, and not `force_multi`); any other name as given.
+std::string ResolveLauncher(const std::string& launcher, const LaunchPlan& plan, bool force_multi = false);
 
-// The spawner for `launcher` ("auto", "local", "ssh", "pdsh"). `ssh` is used
-// by the ssh and pdsh spawners, `stop_grace` (seconds) by the local one. InvalidArgument for a launcher this build
-// cannot provide, or --launcher local with a host that is not this machine.
+// The spawner for `launcher` ("local", "ssh", "pdsh"; ResolveLauncher's
+// answer). `ssh` is used by the ssh and pdsh spawners, `stop_grace` (seconds)
+// by the local one, `launcher_args` (--launcher_args, already split) by pdsh
+// only. InvalidArgument for a launcher this build cannot provide, --launcher
+// local with a host that is not this machine, or launcher_args for a
+// launcher other than pdsh.
 Result<std::unique_ptr<Spawner>> MakeSpawner(const std::string& launcher, const LaunchPlan& plan,
-                                             const SshOptions& ssh, double stop_grace);
+                                             const SshOptions& ssh, double stop_grace,
+                                             const std::vector<std::string>& launcher_args = {});
 
 }  // namespace ds

@@ -16,7 +16,7 @@ namespace {
 // The keys dslaunch understands after the host name. Anything else must look
 // like an environment variable name (upper case) and is set for that host's
 // workers.
-const std::vector<std::string> kHostKeys = {"slots", "ssh_port", "user"};
+const std::vector<std::string> kHostKeys = {"slots", "ssh_port", "user", "max_slots"};
 
 struct Token {
   std::string text;
@@ -69,6 +69,7 @@ struct HostLine {
   const std::string& path;
   int lineno;
   const std::string& raw;  // as written, comment included (the error shows it)
+  std::vector<std::string>& notices;  // the file's notices (Hostfile::notices)
   Status Error(size_t col, const std::string& msg) const { return LineError(path, lineno, raw, col, msg); }
 };
 
@@ -139,6 +140,14 @@ Status ParseHostKey(const Token& t, const HostLine& l, std::set<std::string>& se
     h.ssh_port = static_cast<int>(*port);
   } else if (k == "user") {
     h.user = v;
+  } else if (k == "max_slots") {
+    // OpenMPI's oversubscription limit: dslaunch starts exactly the selected slots.
+    // One notice per file: the first line that has one.
+    const bool first = std::none_of(l.notices.begin(), l.notices.end(),
+                                    [](const std::string& n) { return n.find(" max_slots=") != std::string::npos; });
+    if (first)
+      l.notices.push_back(l.path + ":" + std::to_string(l.lineno) + ": ignoring max_slots=" + Printable(v) +
+                          " (OpenMPI's limit; dslaunch runs one worker per selected slot), here and on later lines");
   } else if (IsEnvName(k) && !IsUserSettableEnv(k)) {
     return l.Error(t.col, k + " is set by dslaunch for every worker and cannot be set per host");
   } else if (IsEnvName(k)) {
@@ -183,7 +192,7 @@ Result<Hostfile> ParseHostfile(const std::string& text, const std::string& path)
   while (std::getline(in, raw)) {
     ++lineno;
     if (!raw.empty() && raw.back() == '\r') raw.pop_back();
-    const HostLine where{path, lineno, raw};
+    const HostLine where{path, lineno, raw, hf.notices};
     if (size_t nul = raw.find('\0'); nul != std::string::npos)  // exec would cut a value short there
       return where.Error(nul, "unexpected NUL byte");
     std::string line = raw.substr(0, raw.find('#'));  // whole-line and trailing comments

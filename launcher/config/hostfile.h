@@ -10,6 +10,7 @@
 // environment variables written in capitals (set for that host's workers;
 // dslaunch's own worker variables such as RANK are refused; a value must fit
 // one environment string, env_limits.h). Each host once; no NUL bytes.
+// OpenMPI's max_slots=N is accepted and ignored, with one notice per file.
 //
 // Parsing is pure: ParseHostfile never touches the network or the disk
 // (LoadHostfile reads the file, then parses). Errors name file:line, show the
@@ -42,6 +43,8 @@ struct HostEntry {
 struct Hostfile {
   std::string path;              // "" when synthesized (local default)
   std::vector<HostEntry> hosts;  // file order
+  std::vector<std::string> notices;  // what was accepted but ignored, one line each, e.g.
+                                     //   "hf:2: ignoring max_slots=8 (OpenMPI's ...)"; the caller prints them
 };
 
 // Parses hostfile text; `path` is used in error messages only.

@@ -340,10 +340,14 @@ bool IsUserSettableEnv(const std::string& name) {
   return p == nullptr || p->scope != EnvScope::kWorkerContract || kUserSettable.count(name) > 0;
 }
 
-JobSpec JobSpecFromCommand(const std::vector<std::string>& argv) {
+JobSpec JobSpecFromCommand(const std::vector<std::string>& argv, const ScriptLaunch& how) {
   JobSpec job;
-  if (!argv.empty() && argv[0].size() > 3 && argv[0].ends_with(".py")) {
-    job.command = {"python3", "-u"};
+  if (how.no_python || argv.empty()) {
+    // as is
+  } else if (how.module) {
+    job.command = {how.python, "-u", "-m"};
+  } else if (argv[0].size() > 3 && argv[0].ends_with(".py")) {
+    job.command = {how.python, "-u"};
   }
   job.command.insert(job.command.end(), argv.begin(), argv.end());
   return job;

@@ -86,9 +86,19 @@ Result<JobSpec> LoadJobFile(const std::string& path);
 // without trainer:.
 Status CheckTrainerForWorld(const JobSpec& job, int world_size);
 
+// How JobSpecFromCommand turns a script or module into a worker's argv. The
+// caller decides (the launcher reads PYTHON_EXEC once, in its CliOptions).
+struct ScriptLaunch {
+  std::string python = "python3";  // interpreter for a .py script and for a module (PYTHON_EXEC)
+  bool module = false;             // -m/--module: `python -u -m argv...` (torchrun's form)
+  bool no_python = false;          // --no-python: argv as is, even a .py
+};
+
 // DeepSpeed's form: `train.py args... [--deepspeed ds_config.json]` runs as
-// `python3 -u train.py args...`; any other argv runs as is.
-JobSpec JobSpecFromCommand(const std::vector<std::string>& argv);
+// `<python> -u train.py args...`; with `how.module` argv[0] is a module run
+// as `<python> -u -m argv...`; with `how.no_python`, or for anything but a
+// .py, argv runs as is.
+JobSpec JobSpecFromCommand(const std::vector<std::string>& argv, const ScriptLaunch& how = {});
 
 // False for the variables dslaunch sets for every worker (RANK, MASTER_ADDR,
 // DSLAUNCH_JOB_ID, ...), which job env: and hostfile keys cannot override;

@@ -3,12 +3,15 @@
 namespace ds {
 
 void JobRecord::OnAssigned(int rank, int node, const std::string& host) {
+  // A node's workers are assigned in local-rank order (assign_builder), so
+  // its local rank is how many of the node's workers this generation came before.
+  const int local_rank = assigned_on_node_[node]++;
   WorkerRecord w;
   w.rank = rank;
   w.node = node;
   w.host = host;
   workers_[rank] = std::move(w);
-  if (mux_) mux_->AddRank(rank, host);
+  if (mux_) mux_->AddRank(rank, host, local_rank);
 }
 
 void JobRecord::OnStarted(int rank, int pid) {
@@ -66,6 +69,7 @@ void JobRecord::NewGeneration(int generation) {
   if (first_failure_) restart_causes_.push_back(std::move(*first_failure_));
   first_failure_.reset();
   workers_.clear();
+  assigned_on_node_.clear();
   num_started_ = 0;
   if (mux_) mux_->Marker("--- dslaunch: restarted, generation " + std::to_string(generation) + " ---");
 }

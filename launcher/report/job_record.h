@@ -87,6 +87,7 @@ class JobRecord {
   LogMux* mux_;
   const Clock& clock_;
   std::map<int, WorkerRecord> workers_;
+  std::map<int, int> assigned_on_node_;  // node -> workers assigned this generation (the next local rank)
   std::optional<Failure> first_failure_;
   std::vector<Failure> restart_causes_;
   int num_started_ = 0;

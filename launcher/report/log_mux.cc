@@ -1,6 +1,7 @@
 #include "launcher/report/log_mux.h"
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 
@@ -37,8 +38,10 @@ Status LogMux::Open() {
   return Status::OK();
 }
 
-void LogMux::AddRank(int rank, const std::string& host) {
+void LogMux::AddRank(int rank, const std::string& host, int local_rank) {
   RankOut& r = ranks_[rank];
+  const auto& only = opt_.terminal_local_ranks;
+  r.on_terminal = only.empty() || local_rank < 0 || std::find(only.begin(), only.end(), local_rank) != only.end();
   std::string plain = fmt::format("{}:{}", host, rank);
   r.prefix = color_ ? fmt::format("\033[{}m{}\033[0m ", kColors[rank % std::size(kColors)], plain) : plain + " ";
   if (!opt_.log_dir.empty() && r.file == nullptr) {
@@ -57,7 +60,7 @@ void LogMux::Line(int rank, int stream, const std::string& line) {
     it = ranks_.find(rank);
   }
   // Live, also through a pipe: the writer flushes after each batch.
-  terminal_->Write(it->second.prefix + line + "\n");
+  if (it->second.on_terminal) terminal_->Write(it->second.prefix + line + "\n");
   if (it->second.file) {
     std::fwrite(line.data(), 1, line.size(), it->second.file);
     std::fputc('\n', it->second.file);

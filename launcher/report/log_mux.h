@@ -7,6 +7,8 @@
 // reader of stdout never blocks the caller: past terminal_queue_bytes waiting
 // for the reader, lines are dropped from stdout (counted, the gap marked by
 // one "dslaunch: N lines not shown here" line), never from the files.
+// With terminal_local_ranks (torchrun's --local-ranks-filter) only those
+// local ranks' lines reach stdout; the files still get every line.
 // Not thread-safe: the coordinator's io thread only.
 #pragma once
 
@@ -14,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "launcher/report/terminal_writer.h"
@@ -26,6 +29,7 @@ struct LogMuxOptions {
   FILE* out = stdout;        // where prefixed lines go
   bool out_is_tty = false;   // decides "auto"
   size_t terminal_queue_bytes = 8u << 20;  // stdout text waiting for a slow reader; more is dropped from stdout only
+  std::vector<int> terminal_local_ranks;  // only these local ranks' lines go to `out`; empty = every rank
 };
 
 class LogMux {
@@ -34,8 +38,10 @@ class LogMux {
   ~LogMux();
   // Creates the log dir (and parents). Error names the directory.
   Status Open();
-  // Declares a rank and its host (before its lines arrive); opens its file.
-  void AddRank(int rank, const std::string& host);
+  // Declares a rank, its host and its local rank on that host (before its
+  // lines arrive; again at each generation); opens its file. local_rank -1
+  // = unknown: shown on stdout whatever the filter.
+  void AddRank(int rank, const std::string& host, int local_rank = -1);
   // One line (without newline) of `rank`'s stdout (1) or stderr (2).
   void Line(int rank, int stream, const std::string& line);
   // A line of dslaunch's own in every per-rank file opened so far (not on
@@ -52,6 +58,7 @@ class LogMux {
   struct RankOut {
     std::string prefix;  // already colored
     FILE* file = nullptr;
+    bool on_terminal = true;  // passes terminal_local_ranks
   };
   LogMuxOptions opt_;
   bool color_ = false;

@@ -103,7 +103,10 @@ bool AllGone(const std::vector<pid_t>& pids, std::chrono::milliseconds timeout) 
 }
 
 std::vector<std::pair<std::string, std::string>> JobEnv(const TempDir& dir) {
-  return {{"DSLAUNCH_COLOR", "never"}, {"HOME", dir.path()}, {"DSLAUNCH_STOP_GRACE", "500ms"}};
+  return {{"DSLAUNCH_COLOR", "never"},
+          {"HOME", dir.path()},
+          {"DSLAUNCH_STOP_GRACE", "500ms"},
+          {"DSLAUNCH_DEFAULT_HOSTFILE", dir / "no-default-hostfile"}};
 }
 
 std::string DslaunchPath() { return DSLAUNCH_TEST_DSLAUNCH; }

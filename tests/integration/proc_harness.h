@@ -43,7 +43,8 @@ bool AllGone(const std::vector<pid_t>& pids, std::chrono::milliseconds timeout);
 
 std::string DslaunchPath();
 // The environment a test job runs dslaunch with: no color, HOME in `dir` (no
-// stray ~/.dslaunch_env), a 500 ms stop grace.
+// stray ~/.dslaunch_env), a 500 ms stop grace, and no default hostfile (a
+// machine's /job/hostfile never turns a local test job into a remote one).
 std::vector<std::pair<std::string, std::string>> JobEnv(const TempDir& dir);
 std::string HostfileFor(const TempDir& dir, int nodes, int slots);
 

@@ -333,7 +333,9 @@ std::vector<Result<std::unique_ptr<AgentHandle>>> PdshSpawner::Start(const std::
     std::optional<int> port = key.first ? std::optional<int>(key.first) : std::nullopt;
     std::vector<std::string> argv = {*pdsh, "-S", "-f", std::to_string(std::max(1, options_.ssh.fanout)),
                                      "-t", std::to_string(std::max(1L, std::lround(std::ceil(options_.ssh.connect_timeout)))),
-                                     "-w", wlist, PdshRemoteCommand(g, fwd)};
+                                     "-w", wlist};
+    argv.insert(argv.end(), options_.extra_args.begin(), options_.extra_args.end());
+    argv.push_back(PdshRemoteCommand(g, fwd));
     std::vector<std::pair<std::string, std::string>> env = {
         {"PDSH_RCMD_TYPE", "ssh"}, {"PDSH_SSH_ARGS", PdshSshArgs(options_.ssh, port)}};
     if (!key.second.empty()) env.emplace_back("LC_DSLAUNCH_PAYLOAD", Base64(key.second + "\n"));

@@ -28,6 +28,7 @@ namespace ds {
 struct PdshOptions {
   std::string pdsh_path = "pdsh";    // a name looked up on PATH, or a path
   SshOptions ssh;                    // fanout, connect_timeout, default_port, config_file, host key policy
+  std::vector<std::string> extra_args;  // --launcher_args: after pdsh's own options, before the command
 };
 
 class PdshSpawner : public Spawner {

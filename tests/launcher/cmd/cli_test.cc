@@ -101,7 +101,7 @@ TEST_CASE("cli: errors name the option") {
   CHECK(ErrorOf({"--connect-timeout", "1ms", "x.yaml"}) ==
         "--connect-timeout: expected a duration between 10ms and 1h, got '1ms'");
   CHECK(ErrorOf({"--num_gpus", "2000000000", "x.yaml"}) ==
-        "--num_gpus: Value 2000000000 not in range 1 to 1048576 (see dslaunch --help)");
+        "--num_gpus: expected an integer between 1 and 1048576, or auto, gpu or cpu, got '2000000000'");
   CHECK(ErrorOf({"--bogus", "x.yaml"}) == "unknown option '--bogus' (see dslaunch --help)");
   CHECK(ErrorOf({"--hostfile"}).starts_with("--hostfile: "));
   CHECK(ErrorOf({}) ==

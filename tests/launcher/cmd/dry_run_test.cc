@@ -54,6 +54,22 @@ TEST_CASE("dry run: a fixed master port and user-set OMP_NUM_THREADS are shown a
   CHECK(out.find("    OMP_NUM_THREADS=6\n") != std::string::npos);
 }
 
+TEST_CASE("dry run: which hostfile, --local_rank and core binding") {
+  JobSpec job;
+  job.command = {"python3", "-u", "train.py"};
+  job.local_rank_arg = true;
+  job.bind_cores = true;
+  job.core_list = "0-3";
+  LaunchPlan plan = TwoNodes(job);
+  std::string out = FormatDryRun(plan, {.hostfile_source = "DSLAUNCH_DEFAULT_HOSTFILE"});
+  CHECK(out.find("\n  hostfile: hf (DSLAUNCH_DEFAULT_HOSTFILE, no --hostfile given)\n") != std::string::npos);
+  CHECK(out.find("  command: python3 -u train.py --local_rank=(LOCAL_RANK)\n") != std::string::npos);
+  CHECK(out.find("  bind cores: each local rank to its share of cores 0-3\n") != std::string::npos);
+  CHECK(FormatDryRun(plan, {.hostfile_source = "--hostfile"}).find("\n  hostfile: hf\n") != std::string::npos);
+  plan.hostfile_path.clear();
+  CHECK(FormatDryRun(plan, {}).find("\n  hostfile: none, this machine\n") != std::string::npos);
+}
+
 TEST_CASE("dry run: IsSecretName") {
   for (const char* s : {"DSLAUNCH_STORE_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "OPENAI_API_KEY", "KEY",
                         "my_token", "GOOGLE_APPLICATION_CREDENTIALS"})

@@ -9,6 +9,8 @@ src=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
+# No machine's /job/hostfile: the cases below that want one set their own.
+export DSLAUNCH_DEFAULT_HOSTFILE="$tmp/no-default-hostfile"
 
 # expect CODE PATTERN -- ARGS...: runs dslaunch, checks the exit code and that
 # stdout+stderr contain PATTERN (fixed string).
@@ -77,7 +79,31 @@ expect 2 "$tmp/hf:2: the hosts' slots add up to 2097152 here, more than the maxi
 printf 'trainer:\n  model: {layers: [784, 1048576, 10]}\n' >"$tmp/job.yaml"
 expect 2 "$tmp/job.yaml:2: 'trainer.model.layers' has 833617930 parameters, more than the maximum 268435456" -- \
   --dry-run "$tmp/job.yaml"
-expect 2 "--num_gpus: Value 2000000000 not in range 1 to 1048576" -- --num_gpus 2000000000 --dry-run -- true
+expect 2 "--num_gpus: expected an integer between 1 and 1048576, or auto, gpu or cpu, got '2000000000'" -- \
+  --num_gpus 2000000000 --dry-run -- true
+# Range errors name the option, the range in plain numbers and the value given.
+expect 2 "--nnodes: expected N or MIN:MAX with integers between 1 and 1048576, got '0'" -- --nnodes 0 --dry-run -- true
+expect 2 "--master_port: expected an integer between 0 and 65535 (0: a free port per generation), got '99999'" -- \
+  --master_port 99999 --dry-run -- true
+expect 2 "--fanout: expected an integer between 1 and 1048576, got '-1'" -- --fanout -1 --dry-run -- true
+expect 2 "--nproc_per_node: expected an integer between 1 and 4096 without a hostfile (workers on this machine), got '100000'" -- \
+  --nproc_per_node 100000 --dry-run -- true
+expect 2 "--nnodes: MIN (3) is more than MAX (2) in '3:2'" -- --nnodes 3:2 --dry-run -- true
+expect 2 "--launcher openmpi: not supported yet" -- --launcher openmpi --dry-run -- true
+expect 0 "launcher pdsh" -- --launcher PDSH --dry-run -- true
+# torchrun flags that do not apply: accepted, one notice line on stderr.
+expect 0 "dslaunch: ignoring --tee 3 (every rank's lines reach this terminal" -- --tee 3 --dry-run -- true
+# DeepSpeed's script form shows the --local_rank the agent appends; torchrun's -m does not.
+expect 0 "command: python3 -u train.py --deepspeed --local_rank=(LOCAL_RANK)" -- --dry-run train.py --deepspeed
+expect 0 "command: python3 -u -m pkg.train --deepspeed" -- --dry-run -m pkg.train --deepspeed
+# DSLAUNCH_DEFAULT_HOSTFILE (DeepSpeed's /job/hostfile) when it exists; OpenMPI's max_slots= noticed.
+printf '127.0.0.1 slots=1 max_slots=4\n127.0.0.2 slots=1\n' >"$tmp/default_hf"
+( export DSLAUNCH_DEFAULT_HOSTFILE="$tmp/default_hf"
+  expect 0 "hostfile: $tmp/default_hf (DSLAUNCH_DEFAULT_HOSTFILE, no --hostfile given)" -- --dry-run -- true
+  expect 0 "node 1: 127.0.0.2" -- --dry-run -- true
+  expect 0 "dslaunch: $tmp/default_hf:1: ignoring max_slots=4 (OpenMPI's limit" -- --dry-run -- true
+  expect 0 "hostfile: none, this machine" -- --launcher local --dry-run -- true
+  exit $fail ) || fail=1
 expect 2 "--include: unknown host 'w9'" -- -H "$src/hostfiles/local" -i w9 --dry-run -- true
 expect 2 "unknown option '--bogus'" -- --bogus -- true
 expect 2 "expected a job file" --

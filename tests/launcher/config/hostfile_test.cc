@@ -29,6 +29,22 @@ TEST_CASE("hostfile: hosts, slots, comments, blank lines") {
   CHECK_FALSE(r->hosts[0].ssh_port);
 }
 
+TEST_CASE("hostfile: OpenMPI's max_slots= is ignored with one notice per file") {
+  auto r = ParseHostfile("w0 slots=2 max_slots=8\nw1 slots=2\nw2 slots=1 max_slots=4\n", "ompi_hosts");
+  REQUIRE(r.ok());
+  REQUIRE(r->hosts.size() == 3);
+  CHECK(r->hosts[0].slots == 2);
+  CHECK(r->hosts[0].env.empty());
+  CHECK(r->notices == std::vector<std::string>{
+                          "ompi_hosts:1: ignoring max_slots=8 (OpenMPI's limit; dslaunch runs one worker per "
+                          "selected slot), here and on later lines"});
+  auto plain = ParseHostfile("w0 slots=2\n", "hf");
+  REQUIRE(plain.ok());
+  CHECK(plain->notices.empty());
+  CHECK(ErrorOf("w0 slots=2 max_slot=3\n").starts_with(
+      "hostfile:1: unknown key 'max_slot' (did you mean 'max_slots'?)"));
+}
+
 TEST_CASE("hostfile: per-host keys") {
   auto r = ParseHostfile("w0 slots=1 ssh_port=2222 user=ubuntu NCCL_SOCKET_IFNAME=ens1 GLOO_SOCKET_IFNAME=ens2\n",
                          "hf");

@@ -294,6 +294,16 @@ TEST_CASE("JobSpecFromCommand: .py runs under python3 -u") {
   CHECK(JobSpecFromCommand({".py"}).command == std::vector<std::string>{".py"});
 }
 
+TEST_CASE("JobSpecFromCommand: the interpreter, -m and --no-python come from the caller") {
+  using Argv = std::vector<std::string>;
+  CHECK(JobSpecFromCommand({"train.py", "a"}, {.python = "/opt/py/bin/python3.11"}).command ==
+        Argv{"/opt/py/bin/python3.11", "-u", "train.py", "a"});
+  CHECK(JobSpecFromCommand({"pkg.mod", "a"}, {.module = true}).command == Argv{"python3", "-u", "-m", "pkg.mod", "a"});
+  CHECK(JobSpecFromCommand({"pkg.mod"}, {.python = "py", .module = true}).command == Argv{"py", "-u", "-m", "pkg.mod"});
+  CHECK(JobSpecFromCommand({"train.py", "a"}, {.no_python = true}).command == Argv{"train.py", "a"});
+  CHECK_FALSE(JobSpecFromCommand({"train.py"}).local_rank_arg);  // the caller decides (JobFromCli)
+}
+
 TEST_CASE("IsUserSettableEnv") {
   CHECK_FALSE(IsUserSettableEnv("RANK"));
   CHECK_FALSE(IsUserSettableEnv("MASTER_PORT"));

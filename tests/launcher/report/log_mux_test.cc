@@ -51,6 +51,32 @@ TEST_CASE("log mux: per-rank files get the lines unprefixed, and dslaunch's mark
   std::fclose(out);
 }
 
+TEST_CASE("log mux: terminal_local_ranks keeps other local ranks off stdout, never out of the files", "[logmux]") {
+  testing::TempDir tmp("logmux");
+  const std::string& dir = tmp.path();
+  FILE* out = std::tmpfile();
+  {
+    LogMuxOptions o{dir + "/logs", "never", out, false};
+    o.terminal_local_ranks = {0, 2};
+    LogMux mux(std::move(o));
+    REQUIRE(mux.Open().ok());
+    for (int r = 0; r < 3; ++r) mux.AddRank(r, "w0", r);  // w0: local ranks 0-2
+    mux.AddRank(3, "w1", 0);
+    mux.AddRank(4, "w1", 1);
+    mux.AddRank(5, "w1");  // local rank unknown: shown
+    for (int r = 0; r < 6; ++r) mux.Line(r, 1, "line " + std::to_string(r));
+    // A restart may give a rank another local rank.
+    mux.AddRank(4, "w1", 0);
+    mux.Line(4, 1, "again 4");
+  }
+  CHECK(Captured(out) == "w0:0 line 0\nw0:2 line 2\nw1:3 line 3\nw1:5 line 5\nw1:4 again 4\n");
+  std::fclose(out);
+  FILE* f = std::fopen((dir + "/logs/rank1.log").c_str(), "r");
+  REQUIRE(f);
+  CHECK(Captured(f) == "line 1\n");
+  std::fclose(f);
+}
+
 TEST_CASE("log mux: plain prefix host:rank when not a TTY", "[logmux]") {
   FILE* f = std::tmpfile();
   LogMux mux(LogMuxOptions{"", "auto", f, false});

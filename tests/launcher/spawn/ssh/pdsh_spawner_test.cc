@@ -142,6 +142,32 @@ TEST_CASE("PdshSpawner: each host's exit_fd becomes readable when that host's ag
   ::setenv("PATH", old_path.c_str(), 1);
 }
 
+TEST_CASE("PdshSpawner: --launcher_args go after pdsh's own options, before the remote command", "[process]") {
+  // A stand-in pdsh that writes its argv, one word a line, and exits 0.
+  testing::TempDir tmp("dsl-test-pdshargs");
+  const std::string& dir = tmp.path();
+  test::WriteFile(dir + "/pdsh", "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > " + dir +
+                                     "/argv.tmp && mv " + dir + "/argv.tmp " + dir + "/argv\n");
+  ::chmod((dir + "/pdsh").c_str(), 0755);
+  std::vector<AgentSpec> specs(1);
+  specs[0].host = "argnode0";
+  specs[0].argv = {"/x/dsagent"};
+  PdshOptions o;
+  o.pdsh_path = dir + "/pdsh";
+  o.ssh.fanout = 4;
+  o.extra_args = {"-R", "ssh", "-l", "it's me"};
+  auto r = PdshSpawner(o).Start(specs);
+  REQUIRE(r.size() == 1);
+  REQUIRE(r[0].ok());
+  REQUIRE(WaitReadable((*r[0])->exit_fd(), 20));  // the stand-in has ended
+  auto words = Split(ReadFile(dir + "/argv"), '\n');
+  REQUIRE(words.size() >= 12);
+  CHECK(std::vector<std::string>(words.begin(), words.begin() + 3) == std::vector<std::string>{"-S", "-f", "4"});
+  CHECK(std::vector<std::string>(words.begin() + 5, words.begin() + 11) ==
+        std::vector<std::string>{"-w", "argnode0", "-R", "ssh", "-l", "it's me"});
+  CHECK(words[11].find("case %h in") != std::string::npos);  // the remote command comes last
+}
+
 TEST_CASE("PdshSpawner runs each host's own command with the secret, exit codes per host", "[cluster]") {
   TestCluster c = LoadTestCluster();
   if (c.nodes.empty()) return;

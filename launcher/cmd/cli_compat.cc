@@ -1,0 +1,308 @@
+#include "launcher/cmd/cli_compat.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "common/duration.h"
+#include "common/strings.h"
+#include "launcher/cmd/shell_split.h"
+#include "launcher/config/hostfile.h"
+
+namespace ds::cli {
+namespace {
+
+// A value as shown in a message: escaped, and cut short when long (a
+// 300-digit number is not worth repeating).
+std::string Shown(const std::string& v) {
+  std::string p = Printable(v);
+  if (p.size() > 24) p = p.substr(0, 20) + "...";
+  return p;
+}
+
+// An integer option within [lo, hi]; `note` explains a special value.
+Result<int> IntOption(const std::string& flag, const std::string& text, int lo, int hi, const std::string& note = "") {
+  auto v = ParseInt(text);
+  if (!v || *v < lo || *v > hi)
+    return Status::InvalidArgument(fmt::format("{}: expected an integer between {} and {}{}, got '{}'", flag, lo, hi,
+                                               note, Shown(text)));
+  return static_cast<int>(*v);
+}
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+// DeepSpeed's other launchers: what each would use, and what to do instead.
+const std::map<std::string, std::string> kUnsupportedLaunchers = {
+    {"openmpi", "mpirun"}, {"mvapich", "mpirun_rsh"}, {"mpich", "mpirun"}, {"impi", "Intel MPI's mpirun"},
+    {"jsrun", "jsrun"},    {"slurm", "srun"},
+};
+
+Status ApplyLauncher(const std::string& text, const std::vector<std::string>& launcher_args, CliOptions& o) {
+  const std::string l = Lower(text);
+  if (l == "auto" || l == "local" || l == "ssh" || l == "pdsh") {
+    o.launcher = l;
+  } else if (auto it = kUnsupportedLaunchers.find(l); it != kUnsupportedLaunchers.end()) {
+    std::string hint = l == "slurm" ? "; inside an allocation, list its nodes in a hostfile "
+                                      "(scontrol show hostnames, one 'host slots=N' line each) and use --launcher ssh"
+                                    : "; use --launcher ssh (the default for remote hosts) or --launcher pdsh";
+    return Status::InvalidArgument(fmt::format("--launcher {}: not supported yet (DeepSpeed starts ranks with {} "
+                                               "there; dslaunch starts one agent per host over ssh){}",
+                                               Shown(text), it->second, hint));
+  } else {
+    return Status::InvalidArgument("--launcher: expected auto, local, ssh or pdsh, got '" + Shown(text) + "'" +
+                                   DidYouMeanHint(l, {"auto", "local", "ssh", "pdsh"}));
+  }
+  if (!launcher_args.empty() && (o.launcher == "ssh" || o.launcher == "local"))
+    return Status::InvalidArgument(fmt::format(
+        "--launcher_args: applies to --launcher pdsh only; for --launcher {} set the job file's ssh: section "
+        "(port, connect_timeout, strict_host_key_checking) or an ssh config file (DSLAUNCH_SSH_CONFIG)",
+        o.launcher));
+  o.launcher_args = launcher_args;
+  return Status::OK();
+}
+
+// --nproc_per_node N | auto | gpu | cpu (also --num_gpus, --num_accelerators).
+Status ApplyNprocPerNode(const std::string& text, const std::vector<std::string>& given, CliOptions& o) {
+  o.nproc_flag = Spelled(given, {"--nproc_per_node", "--nproc-per-node", "--num_gpus", "--num-gpus",
+                                 "--num_accelerators", "--num-accelerators"});
+  const std::string l = Lower(text);
+  if (l == "auto" || l == "gpu" || l == "cpu") {
+    o.nproc_mode = l;
+    return Status::OK();
+  }
+  auto n = ParseInt(text);
+  if (!n || *n < 1 || *n > kMaxSlotsPerHost)
+    return Status::InvalidArgument(fmt::format("{}: expected an integer between 1 and {}, or auto, gpu or cpu, got '{}'",
+                                               o.nproc_flag, kMaxSlotsPerHost, Shown(text)));
+  o.selection.num_gpus = static_cast<int>(*n);
+  return Status::OK();
+}
+
+// --nnodes N (the first N hosts, DeepSpeed's --num_nodes) or MIN:MAX
+// (torchrun's elastic bounds).
+Status ApplyNumNodes(const std::string& text, const std::vector<std::string>& given, CliOptions& o) {
+  const std::string flag = Spelled(given, {"--num_nodes", "--num-nodes", "--nnodes"});
+  const size_t colon = text.find(':');
+  const std::string range = fmt::format("N or MIN:MAX with integers between 1 and {}", kMaxWorldSize);
+  auto bound = [&](const std::string& part) -> Result<int> {
+    auto v = ParseInt(part);
+    if (!v || *v < 1 || *v > kMaxWorldSize)
+      return Status::InvalidArgument(fmt::format("{}: expected {}, got '{}'", flag, range, Shown(text)));
+    return static_cast<int>(*v);
+  };
+  if (colon == std::string::npos) {
+    DS_ASSIGN_OR_RETURN(o.selection.num_nodes, bound(text));
+    return Status::OK();
+  }
+  DS_ASSIGN_OR_RETURN(int lo, bound(text.substr(0, colon)));
+  DS_ASSIGN_OR_RETURN(int hi, bound(text.substr(colon + 1)));
+  if (lo > hi) return Status::InvalidArgument(fmt::format("{}: MIN ({}) is more than MAX ({}) in '{}'", flag, lo, hi, text));
+  o.elastic_min_nodes = lo;
+  o.elastic_max_nodes = hi;
+  return Status::OK();
+}
+
+// DeepSpeed's --min_elastic_nodes / --max_elastic_nodes.
+Status ApplyElasticBounds(const RawOptions& raw, const std::vector<std::string>& given, CliOptions& o) {
+  if (raw.min_elastic_nodes.empty() && raw.max_elastic_nodes.empty()) return Status::OK();
+  if (o.elastic_min_nodes > 0)
+    return Status::InvalidArgument("--nnodes MIN:MAX and --min_elastic_nodes/--max_elastic_nodes set the same "
+                                   "bounds; give one of them");
+  const std::string min_flag = Spelled(given, {"--min_elastic_nodes", "--min-elastic-nodes"});
+  const std::string max_flag = Spelled(given, {"--max_elastic_nodes", "--max-elastic-nodes"});
+  if (!raw.min_elastic_nodes.empty()) {
+    DS_ASSIGN_OR_RETURN(o.elastic_min_nodes, IntOption(min_flag, raw.min_elastic_nodes, 1, kMaxWorldSize));
+  }
+  if (!raw.max_elastic_nodes.empty()) {
+    DS_ASSIGN_OR_RETURN(o.elastic_max_nodes, IntOption(max_flag, raw.max_elastic_nodes, 1, kMaxWorldSize));
+  }
+  if (o.elastic_min_nodes > 0 && o.elastic_max_nodes > 0 && o.elastic_min_nodes > o.elastic_max_nodes)
+    return Status::InvalidArgument(fmt::format("{} ({}) is more than {} ({})", min_flag, o.elastic_min_nodes,
+                                               max_flag, o.elastic_max_nodes));
+  return Status::OK();
+}
+
+// --local-ranks-filter 0,2
+Status ApplyLocalRanksFilter(const std::string& text, const std::vector<std::string>& given, CliOptions& o) {
+  const std::string flag = Spelled(given, {"--local-ranks-filter", "--local_ranks_filter"});
+  std::vector<int> ranks;
+  for (const std::string& part : Split(text, ',')) {
+    auto v = ParseInt(Trim(part));
+    if (!v || *v < 0 || *v >= kMaxSlotsPerHost)
+      return Status::InvalidArgument(fmt::format(
+          "{}: expected local ranks separated by commas such as 0,2, each between 0 and {}, got '{}'", flag,
+          kMaxSlotsPerHost - 1, Shown(text)));
+    ranks.push_back(static_cast<int>(*v));
+  }
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  o.local_ranks_filter = std::move(ranks);
+  return Status::OK();
+}
+
+// --enable_each_rank_log DIR is --log-dir DIR.
+Status ApplyEachRankLog(const std::string& dir, CliOptions& o) {
+  if (dir.empty()) return Status::OK();
+  if (!o.log_dir.empty() && o.log_dir != dir)
+    return Status::InvalidArgument("--enable_each_rank_log " + dir + " and --log-dir " + o.log_dir +
+                                   ": give one of them (both mean one log file per rank)");
+  o.log_dir = dir;
+  return Status::OK();
+}
+
+// Declares one torchrun flag that takes a value and is accepted and ignored.
+void Ignored(CLI::App& app, const std::string& names, const std::string& shown, const std::string& why,
+             RawOptions& raw, const char* group) {
+  app.add_option_function<std::string>(
+         names, [&raw, shown, why](const std::string& v) { raw.ignored.emplace_back(shown + " " + v, why); },
+         "accepted, ignored: " + why)
+      ->type_name("X")
+      ->group(group);
+}
+
+}  // namespace
+
+std::string Spelled(const std::vector<std::string>& given, std::initializer_list<const char*> names) {
+  std::string found = *names.begin();
+  for (const std::string& a : given)
+    for (const char* n : names)
+      if (a == n || StartsWith(a, std::string(n) + "=")) found = n;
+  return found;
+}
+
+void DeclareCompatOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
+  const char* g = "DeepSpeed / torchrun compatibility";
+  app.add_flag("-m,--module", o.module,
+               "torchrun's form: the first argument is a module, run as python3 -u -m MODULE (PYTHON_EXEC picks "
+               "the interpreter); no --local_rank")
+      ->group(g);
+  app.add_flag("--no-python,--no_python", o.no_python, "run the script or program directly, even a .py")->group(g);
+  app.add_flag("--no_local_rank,--no-local-rank", o.no_local_rank,
+               "never append --local_rank=N to the script's arguments")
+      ->group(g);
+  app.add_option("--min_elastic_nodes,--min-elastic-nodes", raw.min_elastic_nodes,
+                 "elastic.min_nodes: fewer nodes left ends the job (like --nnodes MIN:MAX)")
+      ->type_name("N")
+      ->group(g);
+  app.add_option("--max_elastic_nodes,--max-elastic-nodes", raw.max_elastic_nodes,
+                 "elastic.max_nodes: hosts beyond it wait as standbys")
+      ->type_name("N")
+      ->group(g);
+  app.add_flag("--elastic_training,--elastic-training", o.elastic_training,
+               "restart on failure up to 100 times (DeepSpeed's elastic agent) unless --max_restarts or the job "
+               "file's elastic.max_restarts says otherwise")
+      ->group(g);
+  app.add_flag("--save_pid,--save-pid", o.save_pid,
+               "write dslaunch's pid to /tmp/<pid>.deepspeed while the job runs (never overwrites a file)")
+      ->group(g);
+  app.add_option("--enable_each_rank_log,--enable-each-rank-log", raw.each_rank_log,
+                 "one log file per rank, like --log-dir (files named rank<N>.log; the terminal still "
+                 "shows every line)")
+      ->type_name("DIR")
+      ->group(g);
+  app.add_flag("--bind_cores_to_rank,--bind-cores-to-rank", o.bind_cores,
+               "pin each local rank to its share of the node's cores")
+      ->group(g);
+  app.add_option("--bind_core_list,--bind-core-list", o.bind_core_list,
+                 "the cores to share out, e.g. 0-3,8-11 (implies --bind_cores_to_rank)")
+      ->type_name("LIST")
+      ->group(g);
+  app.add_option("--launcher_args,--launcher-args", raw.launcher_args,
+                 "extra pdsh arguments in one quoted word (split like a shell would, never run by one); "
+                 "--launcher pdsh only")
+      ->type_name("\"ARGS\"")
+      ->group(g);
+  app.add_flag("--force_multi,--force-multi", o.force_multi,
+               "start agents over ssh even when every host is this machine (--launcher auto)")
+      ->group(g);
+  app.add_flag("--no_ssh_check,--no-ssh-check")
+      ->description("accepted, ignored: hosts are checked while connecting")
+      ->group(g);
+  app.add_option("--local-ranks-filter,--local_ranks_filter", raw.local_ranks_filter,
+                 "only these local ranks' lines reach the terminal (log files keep every line)")
+      ->type_name("0,2")
+      ->group(g);
+
+  const std::string output = "every rank's lines reach this terminal prefixed host:rank; --log-dir DIR writes a "
+                             "file per rank";
+  const std::string rdzv = "dslaunch runs its own rendezvous: the coordinator and its store";
+  Ignored(app, "-r,--redirects", "--redirects", output, raw, g);
+  Ignored(app, "-t,--tee", "--tee", output, raw, g);
+  Ignored(app, "--monitor-interval,--monitor_interval", "--monitor-interval",
+          "dslaunch is told when a worker exits, it does not poll", raw, g);
+  Ignored(app, "--rdzv-backend,--rdzv_backend", "--rdzv-backend", rdzv, raw, g);
+  Ignored(app, "--rdzv-id,--rdzv_id", "--rdzv-id", rdzv, raw, g);
+  Ignored(app, "--rdzv-conf,--rdzv_conf", "--rdzv-conf", rdzv, raw, g);
+  Ignored(app, "--rdzv-endpoint,--rdzv_endpoint", "--rdzv-endpoint",
+          rdzv + "; MASTER_ADDR/MASTER_PORT come from --master_addr/--master_port", raw, g);
+  Ignored(app, "--role", "--role", "every worker of a dslaunch job has the same role", raw, g);
+  Ignored(app, "--start-method,--start_method", "--start-method",
+          "workers are always separate processes started by the node's agent", raw, g);
+  app.add_flag_function(
+         "--standalone",
+         [&raw](int64_t) {
+           raw.ignored.emplace_back("--standalone",
+                                    "without a hostfile the job already runs on this machine with its own rendezvous");
+         },
+         "accepted, ignored: without a hostfile the job runs on this machine anyway")
+      ->group(g);
+}
+
+Status ApplyRaw(const RawOptions& raw, const std::vector<std::string>& given, CliOptions& o) {
+  if (!raw.connect_timeout.empty()) {
+    auto s = ParseSeconds(raw.connect_timeout);
+    if (!s || *s <= 0)
+      return Status::InvalidArgument("--connect-timeout: expected a duration such as 10s or 500ms, got '" +
+                                     Shown(raw.connect_timeout) + "'");
+    if (!InRange(*s, kConnectTimeoutRange))
+      return Status::InvalidArgument("--connect-timeout: expected " + RangeText(kConnectTimeoutRange) + ", got '" +
+                                     Shown(raw.connect_timeout) + "'");
+    o.connect_timeout = *s;
+    o.connect_timeout_set = true;
+  }
+  if (!raw.ssh_port.empty()) {
+    DS_ASSIGN_OR_RETURN(o.ssh_port, IntOption(Spelled(given, {"--ssh_port", "--ssh-port"}), raw.ssh_port, 1, 65535));
+  }
+  if (!raw.fanout.empty()) {
+    DS_ASSIGN_OR_RETURN(o.fanout, IntOption("--fanout", raw.fanout, 1, kMaxWorldSize));
+  }
+  if (!raw.master_port.empty()) {
+    DS_ASSIGN_OR_RETURN(o.master_port, IntOption(Spelled(given, {"--master_port", "--master-port"}), raw.master_port,
+                                                 0, 65535, " (0: a free port per generation)"));
+  }
+  if (!raw.max_restarts.empty()) {
+    DS_ASSIGN_OR_RETURN(o.max_restarts, IntOption(Spelled(given, {"--max_restarts", "--max-restarts"}),
+                                                  raw.max_restarts, 0, 1 << 20));
+  }
+  if (!raw.num_nodes.empty()) DS_RETURN_IF_ERROR(ApplyNumNodes(raw.num_nodes, given, o));
+  DS_RETURN_IF_ERROR(ApplyElasticBounds(raw, given, o));
+  if (!raw.num_gpus.empty()) DS_RETURN_IF_ERROR(ApplyNprocPerNode(raw.num_gpus, given, o));
+  std::vector<std::string> launcher_args;
+  if (!raw.launcher_args.empty()) {
+    DS_ASSIGN_OR_RETURN(launcher_args, ShellSplit(raw.launcher_args, "--launcher_args"));
+  }
+  DS_RETURN_IF_ERROR(ApplyLauncher(raw.launcher, launcher_args, o));
+  if (!raw.local_ranks_filter.empty()) DS_RETURN_IF_ERROR(ApplyLocalRanksFilter(raw.local_ranks_filter, given, o));
+  DS_RETURN_IF_ERROR(ApplyEachRankLog(raw.each_rank_log, o));
+  if (!o.bind_core_list.empty()) o.bind_cores = true;
+  if (o.module && o.no_python)
+    return Status::InvalidArgument("-m/--module and --no-python: give one of them (a module always runs under python)");
+  if (!raw.ignored.empty()) {  // one line: "ignoring --redirects 1, --tee 3 (why); --role x (why)"
+    std::string line = "ignoring ";
+    for (size_t i = 0; i < raw.ignored.size(); ++i) {
+      const auto& [flag, why] = raw.ignored[i];
+      line += flag;
+      const bool last_with_why = i + 1 == raw.ignored.size() || raw.ignored[i + 1].second != why;
+      line += last_with_why ? " (" + why + ")" + (i + 1 < raw.ignored.size() ? "; " : "") : ", ";
+    }
+    o.notices.push_back(line);
+  }
+  return Status::OK();
+}
+
+}  // namespace ds::cli

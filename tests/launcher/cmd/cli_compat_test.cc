@@ -1,0 +1,213 @@
+// The DeepSpeed / torchrun flags (launcher/cmd/cli_compat.cc): what each
+// puts into CliOptions, and the range errors word for word.
+#include <cstdlib>
+
+#include <catch2/catch.hpp>
+
+#include "launcher/cmd/cli.h"
+
+namespace ds {
+namespace {
+
+using Argv = std::vector<std::string>;
+
+CliOptions Parse(const Argv& args) {
+  auto r = ParseCli(args);
+  INFO(r.status().message());
+  REQUIRE(r.ok());
+  return *r;
+}
+
+std::string ErrorOf(const Argv& args) {
+  auto r = ParseCli(args);
+  REQUIRE_FALSE(r.ok());
+  return r.status().message();
+}
+
+TEST_CASE("cli compat: --nproc_per_node N, auto, gpu, cpu in every spelling") {
+  for (const char* flag : {"--nproc_per_node", "--nproc-per-node", "--num_gpus", "--num-gpus", "--num_accelerators",
+                           "--num-accelerators"}) {
+    INFO(flag);
+    CliOptions o = Parse({flag, "3", "x.yaml"});
+    CHECK(o.selection.num_gpus == 3);
+    CHECK(o.nproc_mode.empty());
+    CHECK(o.nproc_flag == flag);
+  }
+  CHECK(Parse({"--nproc-per-node=auto", "x.yaml"}).nproc_mode == "auto");
+  CHECK(Parse({"--nproc_per_node", "GPU", "x.yaml"}).nproc_mode == "gpu");
+  CliOptions cpu = Parse({"--nproc_per_node", "cpu", "x.yaml"});
+  CHECK(cpu.nproc_mode == "cpu");
+  CHECK(cpu.selection.num_gpus == -1);
+  CHECK(Parse({"x.yaml"}).nproc_mode.empty());
+}
+
+TEST_CASE("cli compat: range errors name the option, the range in plain numbers and the value") {
+  CHECK(ErrorOf({"--nnodes", "0", "x.yaml"}) ==
+        "--nnodes: expected N or MIN:MAX with integers between 1 and 1048576, got '0'");
+  CHECK(ErrorOf({"--num_nodes", "1:x", "x.yaml"}) ==
+        "--num_nodes: expected N or MIN:MAX with integers between 1 and 1048576, got '1:x'");
+  CHECK(ErrorOf({"--master_port", "99999", "x.yaml"}) ==
+        "--master_port: expected an integer between 0 and 65535 (0: a free port per generation), got '99999'");
+  CHECK(ErrorOf({"--master-port", "-1", "x.yaml"}) ==
+        "--master-port: expected an integer between 0 and 65535 (0: a free port per generation), got '-1'");
+  CHECK(ErrorOf({"--fanout", "-1", "x.yaml"}) == "--fanout: expected an integer between 1 and 1048576, got '-1'");
+  CHECK(ErrorOf({"--fanout=0", "x.yaml"}) == "--fanout: expected an integer between 1 and 1048576, got '0'");
+  CHECK(ErrorOf({"--ssh-port", "0", "x.yaml"}) == "--ssh-port: expected an integer between 1 and 65535, got '0'");
+  CHECK(ErrorOf({"--max-restarts", "1e9", "x.yaml"}) ==
+        "--max-restarts: expected an integer between 0 and 1048576, got '1e9'");
+  CHECK(ErrorOf({"--nproc_per_node", "0", "x.yaml"}) ==
+        "--nproc_per_node: expected an integer between 1 and 1048576, or auto, gpu or cpu, got '0'");
+  CHECK(ErrorOf({"--nproc-per-node", "1e308", "x.yaml"}) ==
+        "--nproc-per-node: expected an integer between 1 and 1048576, or auto, gpu or cpu, got '1e308'");
+  // A 300-digit value is cut short, never repeated in full.
+  std::string huge(300, '9');
+  CHECK(ErrorOf({"--master_port", huge, "x.yaml"}) ==
+        "--master_port: expected an integer between 0 and 65535 (0: a free port per generation), got "
+        "'99999999999999999999...'");
+  CHECK(ErrorOf({"--min_elastic_nodes", "0", "x.yaml"}) ==
+        "--min_elastic_nodes: expected an integer between 1 and 1048576, got '0'");
+}
+
+TEST_CASE("cli compat: --nnodes N keeps --num_nodes; MIN:MAX and DeepSpeed's elastic flags set the bounds") {
+  CliOptions n = Parse({"--nnodes", "2", "x.yaml"});
+  CHECK(n.selection.num_nodes == 2);
+  CHECK(n.elastic_min_nodes == -1);
+  CliOptions mm = Parse({"--nnodes", "2:4", "x.yaml"});
+  CHECK(mm.selection.num_nodes == -1);
+  CHECK(mm.elastic_min_nodes == 2);
+  CHECK(mm.elastic_max_nodes == 4);
+  CHECK(Parse({"--nnodes=3:3", "x.yaml"}).elastic_max_nodes == 3);
+  CHECK(ErrorOf({"--nnodes", "3:2", "x.yaml"}) == "--nnodes: MIN (3) is more than MAX (2) in '3:2'");
+  CliOptions ds = Parse({"--min_elastic_nodes", "1", "--max-elastic-nodes", "3", "--elastic_training", "x.yaml"});
+  CHECK(ds.elastic_min_nodes == 1);
+  CHECK(ds.elastic_max_nodes == 3);
+  CHECK(ds.elastic_training);
+  CHECK(ErrorOf({"--min_elastic_nodes", "4", "--max_elastic_nodes", "3", "x.yaml"}) ==
+        "--min_elastic_nodes (4) is more than --max_elastic_nodes (3)");
+  CHECK(ErrorOf({"--nnodes", "1:2", "--min_elastic_nodes", "1", "x.yaml"}) ==
+        "--nnodes MIN:MAX and --min_elastic_nodes/--max_elastic_nodes set the same bounds; give one of them");
+}
+
+TEST_CASE("cli compat: dashed and underscored spellings of master address and port") {
+  CliOptions o = Parse({"--master-addr", "10.0.0.2", "--master-port", "29501", "x.yaml"});
+  CHECK(o.master_addr == "10.0.0.2");
+  CHECK(o.master_port == 29501);
+  CHECK(Parse({"--master_addr=h", "x.yaml"}).master_addr == "h");
+}
+
+TEST_CASE("cli compat: -m runs a module, --no-python runs as is, PYTHON_EXEC picks the interpreter") {
+  CliOptions m = Parse({"-m", "pkg.mod", "--lr", "1"});
+  CHECK(m.module);
+  CHECK(m.command == Argv{"pkg.mod", "--lr", "1"});
+  CHECK(Parse({"--module", "train.yaml"}).command == Argv{"train.yaml"});  // a module, whatever its name
+  CliOptions np = Parse({"--no_python", "train.py", "a"});
+  CHECK(np.no_python);
+  CHECK(np.command == Argv{"train.py", "a"});
+  CHECK(Parse({"--no-python", "x.sh"}).no_python);
+  CHECK(ErrorOf({"-m"}) == "-m/--module: expected a module name (dslaunch -m pkg.mod args...)");
+  CHECK(ErrorOf({"-m", "--no-python", "x"}) ==
+        "-m/--module and --no-python: give one of them (a module always runs under python)");
+  CHECK(ErrorOf({"--no-python", "job.yaml"}) == "--no-python applies to a script or program, not to the job file job.yaml");
+  CHECK(Parse({"x.py"}).python_exec == "python3");
+  ::setenv("PYTHON_EXEC", "/opt/conda/bin/python", 1);
+  CHECK(Parse({"x.py"}).python_exec == "/opt/conda/bin/python");
+  ::setenv("PYTHON_EXEC", "", 1);
+  CHECK(Parse({"x.py"}).python_exec == "python3");
+  ::unsetenv("PYTHON_EXEC");
+  CHECK(Parse({"--no_local_rank", "x.py"}).no_local_rank);
+  CHECK(Parse({"--no-local-rank", "x.py"}).no_local_rank);
+}
+
+TEST_CASE("cli compat: --save_pid, --enable_each_rank_log, binding, --force_multi, --no_ssh_check") {
+  CliOptions o = Parse({"--save_pid", "--enable_each_rank_log", "logs", "--bind_cores_to_rank", "--force_multi",
+                        "--no_ssh_check", "x.yaml"});
+  CHECK(o.save_pid);
+  CHECK(o.log_dir == "logs");
+  CHECK(o.bind_cores);
+  CHECK(o.bind_core_list.empty());
+  CHECK(o.force_multi);
+  CHECK(o.notices.empty());  // --no_ssh_check is accepted silently
+  CliOptions l = Parse({"--bind-core-list", "0-3,8-11", "x.yaml"});
+  CHECK(l.bind_cores);  // implied
+  CHECK(l.bind_core_list == "0-3,8-11");
+  CHECK(Parse({"--bind_core_list", "not-checked-here", "x.yaml"}).bind_core_list == "not-checked-here");
+  CHECK(Parse({"--log-dir", "logs", "--enable-each-rank-log", "logs", "x.yaml"}).log_dir == "logs");
+  CHECK(ErrorOf({"--log-dir", "a", "--enable_each_rank_log", "b", "x.yaml"}) ==
+        "--enable_each_rank_log b and --log-dir a: give one of them (both mean one log file per rank)");
+  CHECK_FALSE(Parse({"x.yaml"}).save_pid);
+}
+
+TEST_CASE("cli compat: --launcher in any case; DeepSpeed's other launchers are clear errors") {
+  CHECK(Parse({"--launcher", "PDSH", "x.yaml"}).launcher == "pdsh");
+  CHECK(Parse({"--launcher", "Ssh", "x.yaml"}).launcher == "ssh");
+  CHECK(Parse({"--launcher=LOCAL", "x.yaml"}).launcher == "local");
+  CHECK(ErrorOf({"--launcher", "OpenMPI", "x.yaml"}) ==
+        "--launcher OpenMPI: not supported yet (DeepSpeed starts ranks with mpirun there; dslaunch starts one "
+        "agent per host over ssh); use --launcher ssh (the default for remote hosts) or --launcher pdsh");
+  for (const char* l : {"mvapich", "mpich", "impi", "jsrun"})
+    CHECK(ErrorOf({"--launcher", l, "x.yaml"}).starts_with("--launcher " + std::string(l) + ": not supported yet"));
+  CHECK(ErrorOf({"--launcher", "slurm", "x.yaml"}) ==
+        "--launcher slurm: not supported yet (DeepSpeed starts ranks with srun there; dslaunch starts one agent "
+        "per host over ssh); inside an allocation, list its nodes in a hostfile (scontrol show hostnames, one "
+        "'host slots=N' line each) and use --launcher ssh");
+  CHECK(ErrorOf({"--launcher", "sssh", "x.yaml"}) ==
+        "--launcher: expected auto, local, ssh or pdsh, got 'sssh' (did you mean 'ssh'?)");
+}
+
+TEST_CASE("cli compat: --launcher_args is split like a shell, for pdsh only") {
+  CliOptions o = Parse({"--launcher", "pdsh", "--launcher_args", "-l me -R 'exec x' \"a b\" c\\ d", "x.yaml"});
+  CHECK(o.launcher_args == Argv{"-l", "me", "-R", "exec x", "a b", "c d"});
+  CHECK(Parse({"--launcher-args", "-u 30", "x.yaml"}).launcher_args == Argv{"-u", "30"});  // auto: checked at launch
+  CHECK(ErrorOf({"--launcher", "ssh", "--launcher_args", "-p 22", "x.yaml"}) ==
+        "--launcher_args: applies to --launcher pdsh only; for --launcher ssh set the job file's ssh: section "
+        "(port, connect_timeout, strict_host_key_checking) or an ssh config file (DSLAUNCH_SSH_CONFIG)");
+  CHECK(ErrorOf({"--launcher", "pdsh", "--launcher_args", "-R 'x", "x.yaml"}) ==
+        "--launcher_args: unterminated ' quote in '-R 'x'");
+}
+
+TEST_CASE("cli compat: torchrun's flags that do not apply are accepted with one notice line") {
+  CliOptions o = Parse({"--tee", "3", "-r", "1", "--monitor-interval", "5", "--rdzv-backend", "c10d", "--rdzv_id",
+                        "7", "--rdzv-conf", "a=b", "--rdzv-endpoint", "h:29400", "--standalone", "--role", "trainer",
+                        "--start_method", "spawn", "x.yaml"});
+  REQUIRE(o.notices.size() == 1);
+  CHECK(o.notices[0] ==
+        "ignoring --redirects 1, --tee 3 (every rank's lines reach this terminal prefixed host:rank; --log-dir DIR "
+        "writes a file per rank); --monitor-interval 5 (dslaunch is told when a worker exits, it does not poll); "
+        "--rdzv-backend c10d, --rdzv-id 7, --rdzv-conf a=b (dslaunch runs its own rendezvous: the coordinator and "
+        "its store); --rdzv-endpoint h:29400 (dslaunch runs its own rendezvous: the coordinator and its store; "
+        "MASTER_ADDR/MASTER_PORT come from --master_addr/--master_port); --role trainer (every worker of a "
+        "dslaunch job has the same role); --start-method spawn (workers are always separate processes started by "
+        "the node's agent); --standalone (without a hostfile the job already runs on this machine with its own "
+        "rendezvous)");
+  CHECK(Parse({"--monitor_interval", "1", "x.yaml"}).notices ==
+        Argv{"ignoring --monitor-interval 1 (dslaunch is told when a worker exits, it does not poll)"});
+  CHECK(Parse({"x.yaml"}).notices.empty());
+}
+
+TEST_CASE("cli compat: --local-ranks-filter") {
+  CHECK(Parse({"--local-ranks-filter", "2,0,2", "x.yaml"}).local_ranks_filter == std::vector<int>{0, 2});
+  CHECK(Parse({"--local_ranks_filter=1", "x.yaml"}).local_ranks_filter == std::vector<int>{1});
+  CHECK(Parse({"x.yaml"}).local_ranks_filter.empty());
+  CHECK(ErrorOf({"--local_ranks_filter", "0,x", "x.yaml"}) ==
+        "--local_ranks_filter: expected local ranks separated by commas such as 0,2, each between 0 and 1048575, "
+        "got '0,x'");
+  CHECK(ErrorOf({"--local-ranks-filter", "-1", "x.yaml"}).starts_with("--local-ranks-filter: expected local ranks"));
+}
+
+TEST_CASE("cli compat: DSLAUNCH_DEFAULT_HOSTFILE is read once, into the options") {
+  CHECK(Parse({"x.yaml"}).default_hostfile == "/job/hostfile");
+  ::setenv("DSLAUNCH_DEFAULT_HOSTFILE", "/tmp/some/hostfile", 1);
+  CHECK(Parse({"x.yaml"}).default_hostfile == "/tmp/some/hostfile");
+  ::unsetenv("DSLAUNCH_DEFAULT_HOSTFILE");
+}
+
+TEST_CASE("cli compat: --help says which form is which") {
+  std::string h = CliHelpText();
+  for (const char* s : {"DeepSpeed's form", "torchrun's form", "--local_rank=N", "PYTHON_EXEC", "--nproc-per-node",
+                        "--num_accelerators", "--master-addr", "--save_pid", "--local-ranks-filter",
+                        "with a hostfile all three mean each host's slots=", "DSLAUNCH_DEFAULT_HOSTFILE", "--tee"})
+    CHECK(h.find(s) != std::string::npos);
+}
+
+}  // namespace
+}  // namespace ds
