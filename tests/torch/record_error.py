@@ -26,7 +26,8 @@ def main():
     print(f"rank={rank} world={world} role={os.environ['ROLE_NAME']} "
           f"run_id_set={bool(os.environ['TORCHELASTIC_RUN_ID'])} "
           f"restarts={os.environ['TORCHELASTIC_RESTART_COUNT']}/{os.environ['TORCHELASTIC_MAX_RESTARTS']} "
-          f"error_file_set={bool(os.environ.get('TORCHELASTIC_ERROR_FILE'))}", flush=True)
+          f"error_file_set={bool(os.environ.get('TORCHELASTIC_ERROR_FILE'))} "
+          f"args={' '.join(sys.argv[1:])}", flush=True)
     dist.init_process_group("gloo")
     t = torch.tensor([rank + 1.0])
     dist.all_reduce(t)

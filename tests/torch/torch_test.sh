@@ -4,7 +4,9 @@
 #   1. torch.distributed.is_torchelastic_launched() is true, ROLE_NAME is
 #      "default", torchrun's variables are there, and a Gloo group forms
 #      through env:// (MASTER_ADDR/MASTER_PORT) and all-reduces;
-#   2. a rank that raises inside @record (with its stderr closed) makes
+#   2. DeepSpeed's form (PYTHON_EXEC, --deepspeed) passes --local_rank=N,
+#      torchrun's -m form does not;
+#   3. a rank that raises inside @record (with its stderr closed) makes
 #      dslaunch exit 1 with the exception's message and its frames in the
 #      summary, read from TORCHELASTIC_ERROR_FILE.
 #   torch_test.sh DSLAUNCH
@@ -30,7 +32,7 @@ rc=$?
 echo "$out"
 [ $rc -eq 0 ] || fail "the passing run exited $rc"
 for r in 0 1; do
-  grep -q "rank=$r world=2 role=default run_id_set=True restarts=0/0 error_file_set=True" <<<"$out" ||
+  grep -q "rank=$r world=2 role=default run_id_set=True restarts=0/0 error_file_set=True args=$" <<<"$out" ||
     fail "rank $r: torchrun's variables missing"
   grep -q "rank=$r allreduce=3" <<<"$out" || fail "rank $r: the Gloo all-reduce did not give 3"
 done
@@ -46,6 +48,23 @@ grep -q "ValueError: learning rate 3.5 is too large on rank 1" <<<"$summary" ||
   fail "the summary does not show the exception message"
 grep -q "in check_learning_rate" <<<"$summary" || fail "the summary does not show the raising frame"
 grep -q 'raise ValueError' <<<"$summary" || fail "the summary does not show the raising line"
+
+echo "== DeepSpeed's script form: PYTHON_EXEC runs train.py, which gets --local_rank=N after its own arguments"
+out=$(PYTHON_EXEC=$PY timeout 120 "$DSLAUNCH" --hostfile "$H" --num_nodes 2 --num_gpus 1 \
+  record_error.py --lr 0.1 --deepspeed --deepspeed_config ds.json 2>&1)
+rc=$?
+echo "$out"
+[ $rc -eq 0 ] || fail "the DeepSpeed-form run exited $rc"
+for r in 0 1; do
+  grep -q "rank=$r .* args=--lr 0.1 --deepspeed --deepspeed_config ds.json --local_rank=0$" <<<"$out" ||
+    fail "rank $r: expected --local_rank=0 after the script's arguments"
+done
+echo "== torchrun's form (-m): no --local_rank"
+out=$(PYTHON_EXEC=$PY timeout 120 "$DSLAUNCH" --hostfile "$H" --num_nodes 2 --num_gpus 1 -m record_error --x 1 2>&1)
+rc=$?
+echo "$out"
+[ $rc -eq 0 ] || fail "the -m run exited $rc"
+[ "$(grep -c 'args=--x 1$' <<<"$out")" -eq 2 ] || fail "-m: expected both ranks with exactly their own arguments"
 
 [ $fails -eq 0 ] && echo "torch_test: all checks passed"
 exit $((fails > 0))
