@@ -59,6 +59,8 @@ TEST_CASE("selection: --num_nodes and --num_gpus") {
   CHECK(Select({.num_gpus = 2}) == "w0:0,1 w1:0,1 w2:0,1");
   CHECK(Select({.exclude = "w0", .num_nodes = 1, .num_gpus = 1}) == "w1:0");
   CHECK(Select({.include = "w0:1,3@w1", .num_gpus = 2}) == "w0:1,3 w1:0,1");
+  // With --include they narrow (DeepSpeed refuses the combination).
+  CHECK(Select({.include = "w0@w1@w2", .num_nodes = 2}) == "w0:0,1,2,3 w1:0,1,2,3");
 }
 
 TEST_CASE("selection: errors") {
