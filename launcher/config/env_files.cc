@@ -10,58 +10,46 @@
 #include "launcher/config/job_spec.h"
 
 namespace ds {
-Result<DotEnv> ParseDotEnv(const std::string& text, const std::string& path) {
-  DotEnv out;
-  std::istringstream in(text);
-  std::string raw;
-  int lineno = 0;
-  while (std::getline(in, raw)) {
-    ++lineno;
-    auto err = [&](const std::string& what) {
-      return Status::InvalidArgument(fmt::format("{}:{}: {}", path, lineno, what));
-    };
-    std::string_view line = Trim(raw);
-    if (line.empty() || line[0] == '#') continue;
-    if (StartsWith(line, "export ")) line = Trim(line.substr(7));
-    size_t eq = line.find('=');
-    if (eq == std::string_view::npos) return err(fmt::format("expected KEY=VALUE, got '{}'", line));
-    std::string key(Trim(line.substr(0, eq)));
-    if (!IsEnvVarName(key)) return err(fmt::format("expected a variable name before '=', got '{}'", key));
-    // The job file's env: rule (IsUserSettableEnv): what dslaunch sets for
-    // every worker cannot be changed behind --dry-run's back.
-    if (!IsUserSettableEnv(key))
-      return err(fmt::format("{} is set by dslaunch for every worker and cannot be overridden", key));
-    std::string_view v = Trim(line.substr(eq + 1));
-    std::string value;
-    if (!v.empty() && (v[0] == '\'' || v[0] == '"')) {
-      char q = v[0];
-      size_t i = 1;
-      bool closed = false;
-      for (; i < v.size(); ++i) {
-        char c = v[i];
-        if (c == q) { closed = true; ++i; break; }
-        if (q == '"' && c == '\\' && i + 1 < v.size()) {
-          char n = v[++i];
-          value.push_back(n == 'n' ? '\n' : n == 't' ? '\t' : n);
-          continue;
-        }
-        value.push_back(c);
-      }
-      if (!closed) return err(fmt::format("unterminated {} quote in the value of {}", q, key));
-      std::string_view rest = Trim(v.substr(i));
-      if (!rest.empty() && rest[0] != '#')
-        return err(fmt::format("unexpected text after the quoted value of {}: '{}'", key, rest));
-    } else {
-      size_t hash = v.find(" #");
-      value = std::string(Trim(v.substr(0, hash)));
+namespace {
+
+// A value as written after '=' -> the value, or the problem (without file:line).
+using ValueParser = Result<std::string> (*)(std::string_view written, const std::string& key);
+
+// .dslaunch_env: '...' literal, "..." with \" \\ \n \t escapes, else raw up to " #".
+Result<std::string> DotEnvValue(std::string_view written, const std::string& key) {
+  std::string_view v = Trim(written);
+  std::string value;
+  if (v.empty() || (v[0] != '\'' && v[0] != '"')) return std::string(Trim(v.substr(0, v.find(" #"))));
+  const char q = v[0];
+  size_t i = 1;
+  bool closed = false;
+  for (; i < v.size(); ++i) {
+    char c = v[i];
+    if (c == q) { closed = true; ++i; break; }
+    if (q == '"' && c == '\\' && i + 1 < v.size()) {
+      char n = v[++i];
+      value.push_back(n == 'n' ? '\n' : n == 't' ? '\t' : n);
+      continue;
     }
-    if (std::string problem = EnvEntryProblem(key, value); !problem.empty()) return err(problem);
-    out.emplace_back(std::move(key), std::move(value));
+    value.push_back(c);
   }
-  return out;
+  if (!closed) return Status::InvalidArgument(fmt::format("unterminated {} quote in the value of {}", q, key));
+  std::string_view rest = Trim(v.substr(i));
+  if (!rest.empty() && rest[0] != '#')
+    return Status::InvalidArgument(fmt::format("unexpected text after the quoted value of {}: '{}'", key, rest));
+  return value;
 }
 
-Result<DotEnv> ParseDeepSpeedEnv(const std::string& text, const std::string& path) {
+// .deepspeed_env: everything after the first '=', surrounding whitespace removed.
+Result<std::string> DeepSpeedValue(std::string_view written, const std::string&) {
+  return std::string(Trim(written));
+}
+
+// The line grammar both files share: blank and '#' lines skipped, KEY=...,
+// KEY a name users may set; `allow_export` takes an `export ` prefix.
+// Errors are "path:line: what".
+Result<DotEnv> ParseEnvText(const std::string& text, const std::string& path, bool allow_export,
+                            ValueParser parse_value) {
   DotEnv out;
   std::istringstream in(text);
   std::string raw;
@@ -73,17 +61,31 @@ Result<DotEnv> ParseDeepSpeedEnv(const std::string& text, const std::string& pat
     };
     std::string_view line = Trim(raw);
     if (line.empty() || line[0] == '#') continue;
+    if (allow_export && StartsWith(line, "export ")) line = Trim(line.substr(7));
     size_t eq = line.find('=');
     if (eq == std::string_view::npos) return err(fmt::format("expected KEY=VALUE, got '{}'", Printable(line)));
     std::string key(Trim(line.substr(0, eq)));
     if (!IsEnvVarName(key)) return err(fmt::format("expected a variable name before '=', got '{}'", Printable(key)));
+    // The job file's env: rule (IsUserSettableEnv): what dslaunch sets for
+    // every worker cannot be changed behind --dry-run's back.
     if (!IsUserSettableEnv(key))
       return err(fmt::format("{} is set by dslaunch for every worker and cannot be overridden", key));
-    std::string value(Trim(line.substr(eq + 1)));
-    if (std::string problem = EnvEntryProblem(key, value); !problem.empty()) return err(problem);
-    out.emplace_back(std::move(key), std::move(value));
+    Result<std::string> value = parse_value(line.substr(eq + 1), key);
+    if (!value.ok()) return err(value.status().message());
+    if (std::string problem = EnvEntryProblem(key, *value); !problem.empty()) return err(problem);
+    out.emplace_back(std::move(key), std::move(value).value());
   }
   return out;
+}
+
+}  // namespace
+
+Result<DotEnv> ParseDotEnv(const std::string& text, const std::string& path) {
+  return ParseEnvText(text, path, /*allow_export=*/true, DotEnvValue);
+}
+
+Result<DotEnv> ParseDeepSpeedEnv(const std::string& text, const std::string& path) {
+  return ParseEnvText(text, path, /*allow_export=*/false, DeepSpeedValue);
 }
 
 namespace {

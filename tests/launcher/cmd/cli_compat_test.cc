@@ -5,24 +5,14 @@
 #include <catch2/catch.hpp>
 
 #include "launcher/cmd/cli.h"
+#include "tests/launcher/cmd/parse_cli.h"
 
 namespace ds {
 namespace {
 
-using Argv = std::vector<std::string>;
-
-CliOptions Parse(const Argv& args) {
-  auto r = ParseCli(args);
-  INFO(r.status().message());
-  REQUIRE(r.ok());
-  return *r;
-}
-
-std::string ErrorOf(const Argv& args) {
-  auto r = ParseCli(args);
-  REQUIRE_FALSE(r.ok());
-  return r.status().message();
-}
+using testing::Argv;
+using testing::ErrorOf;
+using testing::Parse;
 
 TEST_CASE("cli compat: --nproc_per_node N, auto, gpu, cpu in every spelling") {
   for (const char* flag : {"--nproc_per_node", "--nproc-per-node", "--num_gpus", "--num-gpus", "--num_accelerators",

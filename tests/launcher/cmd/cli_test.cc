@@ -5,24 +5,14 @@
 #include <catch2/catch.hpp>
 
 #include "launcher/cmd/plan_from_cli.h"
+#include "tests/launcher/cmd/parse_cli.h"
 
 namespace ds {
 namespace {
 
-CliOptions Parse(const std::vector<std::string>& args) {
-  auto r = ParseCli(args);
-  INFO(r.status().message());
-  REQUIRE(r.ok());
-  return *r;
-}
-
-std::string ErrorOf(const std::vector<std::string>& args) {
-  auto r = ParseCli(args);
-  REQUIRE_FALSE(r.ok());
-  return r.status().message();
-}
-
-using Argv = std::vector<std::string>;
+using testing::Argv;
+using testing::ErrorOf;
+using testing::Parse;
 
 TEST_CASE("cli: a job file") {
   CliOptions o = Parse({"--hostfile", "hf", "--dry-run", "job.yaml"});

@@ -9,18 +9,13 @@
 #include "launcher/cmd/spawner_choice.h"
 #include "tests/test_util/files.h"
 #include "tests/test_util/temp_dir.h"
+#include "tests/launcher/cmd/parse_cli.h"
 
 namespace ds {
 namespace {
 
-using Argv = std::vector<std::string>;
-
-CliOptions Parse(const Argv& args) {
-  auto r = ParseCli(args);
-  INFO(r.status().message());
-  REQUIRE(r.ok());
-  return *r;
-}
+using testing::Argv;
+using testing::Parse;
 
 JobSpec Job(const Argv& args) {
   auto j = JobFromCli(Parse(args));
