@@ -127,18 +127,24 @@ Result<JobSpec> JobFromCli(const CliOptions& cli, bool require_job) {
   return job;
 }
 
+std::string HostfilePath(const CliOptions& cli, std::string* source) {
+  if (!cli.hostfile.empty()) {
+    if (source) *source = "--hostfile";
+    return cli.hostfile;
+  }
+  // DeepSpeed's default hostfile, used when it exists (a local launch never reads one).
+  if (cli.launcher != "local" && !cli.default_hostfile.empty() && IsRegularFile(cli.default_hostfile)) {
+    if (source) *source = "DSLAUNCH_DEFAULT_HOSTFILE";
+    return cli.default_hostfile;
+  }
+  return "";
+}
+
 Result<LaunchPlan> PlanFromCli(const CliOptions& cli, const MachineFacts& local, PlanNotes* notes_out) {
   PlanNotes notes;
   DS_ASSIGN_OR_RETURN(JobSpec job, JobFromCli(cli));
   DS_RETURN_IF_ERROR(ResolveWorkerSettings(job, local));
-  // DeepSpeed's default hostfile, used when it exists (a local launch never reads one).
-  std::string path = cli.hostfile;
-  if (!path.empty()) {
-    notes.hostfile_source = "--hostfile";
-  } else if (cli.launcher != "local" && !cli.default_hostfile.empty() && IsRegularFile(cli.default_hostfile)) {
-    path = cli.default_hostfile;
-    notes.hostfile_source = "DSLAUNCH_DEFAULT_HOSTFILE";
-  }
+  const std::string path = HostfilePath(cli, &notes.hostfile_source);
   Hostfile hostfile;
   bool use_gpus = local.gpus > 0;
   if (!path.empty()) {

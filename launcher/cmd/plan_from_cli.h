@@ -53,6 +53,11 @@ struct PlanNotes {
                                      //   ignored max_slots=
 };
 
+// The hostfile to read: --hostfile, else DSLAUNCH_DEFAULT_HOSTFILE (DeepSpeed's
+// /job/hostfile) when it is a regular file and --launcher is not local, else
+// "" (this machine). `source` (optional) gets which of the two it was.
+std::string HostfilePath(const CliOptions& cli, std::string* source = nullptr);
+
 // The plan for `cli`. Without a hostfile (neither --hostfile nor an existing
 // DSLAUNCH_DEFAULT_HOSTFILE, which --launcher local skips) the only host is
 // this machine with one slot per GPU (else per core), grown to --num_gpus /

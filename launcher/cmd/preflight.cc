@@ -260,8 +260,11 @@ std::vector<PreflightRow> ProbeAllHosts(const Hostfile& hf, const PreflightOptio
 // The hosts of the hostfile, narrowed by --include/--exclude/--num_nodes as
 // they would be for a run.
 Result<Hostfile> SelectedHosts(const CliOptions& cli) {
-  if (cli.hostfile.empty()) return Status::InvalidArgument("check: expected --hostfile FILE (the hosts to check)");
-  auto hf = LoadHostfile(cli.hostfile);
+  const std::string path = HostfilePath(cli);
+  if (path.empty())
+    return Status::InvalidArgument("check: expected --hostfile FILE (the hosts to check); " + cli.default_hostfile +
+                                   " (DSLAUNCH_DEFAULT_HOSTFILE) does not exist");
+  auto hf = LoadHostfile(path);
   if (!hf.ok()) return Status::InvalidArgument(hf.status().message());
   DS_ASSIGN_OR_RETURN(std::vector<SelectedHost> selected, SelectHosts(*hf, cli.selection));
   Hostfile chosen;

@@ -104,6 +104,12 @@ printf '127.0.0.1 slots=1 max_slots=4\n127.0.0.2 slots=1\n' >"$tmp/default_hf"
   expect 0 "dslaunch: $tmp/default_hf:1: ignoring max_slots=4 (OpenMPI's limit" -- --dry-run -- true
   expect 0 "hostfile: none, this machine" -- --launcher local --dry-run -- true
   exit $fail ) || fail=1
+# dslaunch check reads the same default hostfile.
+expect 2 "check: expected --hostfile FILE (the hosts to check); $tmp/no-default-hostfile (DSLAUNCH_DEFAULT_HOSTFILE) does not exist" -- check
+printf 'w0 slots=x\n' >"$tmp/bad_default_hf"
+( export DSLAUNCH_DEFAULT_HOSTFILE="$tmp/bad_default_hf"
+  expect 2 "$tmp/bad_default_hf:1:" -- check
+  exit $fail ) || fail=1
 expect 2 "--include: unknown host 'w9'" -- -H "$src/hostfiles/local" -i w9 --dry-run -- true
 expect 2 "unknown option '--bogus'" -- --bogus -- true
 expect 2 "expected a job file" --
