@@ -37,13 +37,6 @@ std::string HostfileLine(const LaunchPlan& plan, const DryRunOptions& opts) {
   return out + "\n";
 }
 
-bool UserSet(const LaunchPlan& plan, const NodePlan& node, const EnvList& inherited, const std::string& name) {
-  auto in = [&](const EnvList& l) {
-    return std::any_of(l.begin(), l.end(), [&](const auto& kv) { return kv.first == name; });
-  };
-  return in(plan.job.env) || node.host.env.count(name) || in(inherited);
-}
-
 std::string Origin(const HostEntry& h, const std::string& path) {
   if (h.line == 0) return "this machine";
   return path + ":" + std::to_string(h.line);
@@ -101,7 +94,7 @@ std::string FormatDryRun(const LaunchPlan& plan, const DryRunOptions& opts) {
       std::string shown = v;
       if (IsSecretName(k) && !StartsWith(v, "(")) shown = "****";
       else if (k == "MASTER_PORT" && v == "0") shown = kAtLaunch;
-      else if (k == "OMP_NUM_THREADS" && !UserSet(plan, node, opts.inherited, k))
+      else if (k == "OMP_NUM_THREADS" && !UserSetEnv(plan.job, node, opts.inherited, k))
         shown = "(cores on the node / " + std::to_string(node.num_workers()) + ", at least 1)";
       else if (k == "DSLAUNCH_TRAINER_CONFIG") shown = "(the trainer: section of " + job.path + ")";
       out += "    " + k + "=" + shown + "\n";

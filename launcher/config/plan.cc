@@ -153,12 +153,10 @@ void SetResourceVariables(EnvBuilder& env, const LaunchPlan& plan, const NodePla
     for (int s : node.slots) devices += (devices.empty() ? "" : ",") + std::to_string(s);
     env.Set("CUDA_VISIBLE_DEVICES", devices);
   }
-  if (!Find(plan.job.env, "OMP_NUM_THREADS") && !FindHostEnv(node.host, "OMP_NUM_THREADS") &&
-      !Find(inherited, "OMP_NUM_THREADS")) {
+  if (!UserSetEnv(plan.job, node, inherited, "OMP_NUM_THREADS")) {
     env.Set("OMP_NUM_THREADS", std::max(1, gen.cpus_on_node / std::max(1, node.num_workers())));
   }
-  if (!Find(plan.job.env, "TORCH_NCCL_ASYNC_ERROR_HANDLING") &&
-      !FindHostEnv(node.host, "TORCH_NCCL_ASYNC_ERROR_HANDLING") && !Find(inherited, "TORCH_NCCL_ASYNC_ERROR_HANDLING"))
+  if (!UserSetEnv(plan.job, node, inherited, "TORCH_NCCL_ASYNC_ERROR_HANDLING"))
     env.Set("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
 }
 
@@ -176,6 +174,10 @@ void SetDslaunchVariables(EnvBuilder& env, const JobSpec& job, const NodePlan& n
 }
 
 }  // namespace
+
+bool UserSetEnv(const JobSpec& job, const NodePlan& node, const EnvList& inherited, const std::string& name) {
+  return Find(job.env, name) != nullptr || FindHostEnv(node.host, name) != nullptr || Find(inherited, name) != nullptr;
+}
 
 EnvList WorkerEnv(const LaunchPlan& plan, int node_index, int local_rank, const GenerationInfo& gen,
                   const EnvList& inherited) {

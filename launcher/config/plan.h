@@ -83,6 +83,11 @@ Result<LaunchPlan> PlanOnNodes(const LaunchPlan& plan, const std::vector<bool>& 
 //   ROLE_NAME=default, TORCHELASTIC_RUN_ID (the job id), _RESTART_COUNT,
 //     _MAX_RESTARTS, _USE_AGENT_STORE=False: the rest of torchrun's contract.
 //   TORCH_NCCL_ASYNC_ERROR_HANDLING=1 unless set (torchrun's default).
+// Whether the user chose `name` for workers of `node`: in the job's env:
+// (with the env files and forwarded variables), the host's hostfile keys,
+// or `inherited` (the environment the worker would otherwise inherit).
+bool UserSetEnv(const JobSpec& job, const NodePlan& node, const EnvList& inherited, const std::string& name);
+
 EnvList WorkerEnv(const LaunchPlan& plan, int node_index, int local_rank,
                   const GenerationInfo& gen, const EnvList& inherited);
 

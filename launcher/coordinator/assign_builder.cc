@@ -5,17 +5,6 @@
 #include "common/duration.h"
 
 namespace ds {
-namespace {
-
-// Whether the user chose OMP_NUM_THREADS for this node: the job's env:, the
-// hostfile's per-host keys or the agent's own environment (plan.h's rule).
-bool UserSetOmpThreads(const JobSpec& job, const NodePlan& node, const msg::Register& facts) {
-  auto named = [](const auto& kv) { return kv.first == "OMP_NUM_THREADS"; };
-  return std::any_of(job.env.begin(), job.env.end(), named) || node.host.env.count("OMP_NUM_THREADS") > 0 ||
-         std::any_of(facts.env.begin(), facts.env.end(), named);
-}
-
-}  // namespace
 
 msg::Assign BuildAssign(const LaunchPlan& plan, int node_index, const msg::Register& facts,
                         const AssignContext& ctx) {
@@ -36,7 +25,7 @@ msg::Assign BuildAssign(const LaunchPlan& plan, int node_index, const msg::Regis
   a.local_rank_arg = plan.job.local_rank_arg ? 1 : 0;
   a.bind_cores = plan.job.bind_cores ? 1 : 0;
   a.core_list = plan.job.bind_cores ? plan.job.core_list : "";
-  a.omp_from_binding = plan.job.bind_cores && !UserSetOmpThreads(plan.job, node, facts) ? 1 : 0;
+  a.omp_from_binding = plan.job.bind_cores && !UserSetEnv(plan.job, node, facts.env, "OMP_NUM_THREADS") ? 1 : 0;
   for (int lr = 0; lr < node.num_workers(); ++lr) {
     msg::WorkerSpec w;
     w.rank = node.first_rank + lr;
