@@ -1,7 +1,5 @@
 #include "launcher/coordinator/assign_builder.h"
 
-#include <algorithm>
-
 #include "common/duration.h"
 
 namespace ds {
