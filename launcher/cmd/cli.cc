@@ -172,6 +172,7 @@ Result<CliOptions> ParseCli(const std::vector<std::string>& args, bool require_j
   o.agent_path = EnvString("DSLAUNCH_AGENT_PATH");
   DS_ASSIGN_OR_RETURN(o.stop_grace, EnvDuration("DSLAUNCH_STOP_GRACE"));
   o.color = EnvString("DSLAUNCH_COLOR");
+  o.stdin_lifeline = EnvBool("DSLAUNCH_STDIN_LIFELINE");
   o.default_hostfile = EnvString("DSLAUNCH_DEFAULT_HOSTFILE");
   if (auto py = GetAnyEnv("PYTHON_EXEC"); py && !py->empty()) o.python_exec = *py;
   RawOptions raw;

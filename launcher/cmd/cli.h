@@ -11,7 +11,8 @@
 // The DeepSpeed/torchrun-only flags are declared and checked in
 // cli_compat.cc. ParseCli is pure apart from reading the launcher's
 // settings (DSLAUNCH_CONNECT_TIMEOUT, DSLAUNCH_AGENT_PATH,
-// DSLAUNCH_STOP_GRACE, DSLAUNCH_COLOR, DSLAUNCH_DEFAULT_HOSTFILE, and
+// DSLAUNCH_STOP_GRACE, DSLAUNCH_COLOR, DSLAUNCH_STDIN_LIFELINE,
+// DSLAUNCH_DEFAULT_HOSTFILE, and
 // DeepSpeed's PYTHON_EXEC): this is the one place the launcher reads its
 // environment. It never exits and prints nothing (notices come back in
 // `notices`). Plain data, not thread-safe to mutate concurrently.
@@ -74,6 +75,8 @@ struct CliOptions {
   bool ship_agent = false;           // --ship-agent: copy dsagent to the nodes before starting it
   double stop_grace = kDefaultStopGrace;  // DSLAUNCH_STOP_GRACE (no flag): SIGTERM -> SIGKILL on the nodes
   std::string color = "auto";        // DSLAUNCH_COLOR (no flag): auto | always | never
+  bool stdin_lifeline = false;       // DSLAUNCH_STDIN_LIFELINE (no flag): stdin closing stops the job
+                                     //   (`dslaunch cluster run` relies on it through docker exec -i)
 
   // DeepSpeed pass-through: appended to the script's arguments.
   bool deepspeed = false;            // --deepspeed (flag)

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <iostream>
 #include <memory>
 
@@ -164,7 +165,40 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, Termi
   };
   signals.async_wait(on_signal);
 
-  coord.OnDone([&] { fleet.Drain(Seconds(l.coord.stop_grace + 3.0)); });
+  // DSLAUNCH_STDIN_LIFELINE: stdin closing means whoever started us is gone
+  // (`dslaunch cluster run`'s docker exec client): stop as a signal would,
+  // the one whose number came last on stdin if any (a Ctrl-C there: SIGINT).
+  asio::posix::stream_descriptor lifeline(io);
+  std::array<unsigned char, 256> received;
+  int lifeline_signal = SIGTERM;
+  std::function<void(const boost::system::error_code&, size_t)> on_stdin = [&](const boost::system::error_code& ec,
+                                                                               size_t n) {
+    if (ec == asio::error::operation_aborted) return;
+    if (ec) {
+      err.Write(fmt::format("dslaunch: stdin closed (DSLAUNCH_STDIN_LIFELINE): stopping the job as {} would\n",
+                            SignalName(lifeline_signal)));
+      coord.RequestStop(lifeline_signal);
+      return;
+    }
+    if (n > 0 && (received[n - 1] == SIGINT || received[n - 1] == SIGTERM || received[n - 1] == SIGHUP))
+      lifeline_signal = received[n - 1];
+    lifeline.async_read_some(asio::buffer(received), on_stdin);
+  };
+  if (cli.stdin_lifeline) {
+    boost::system::error_code ec;
+    int fd = ::dup(STDIN_FILENO);
+    lifeline.assign(fd, ec);
+    if (ec) ::close(fd);
+    if (ec) return Status::InvalidArgument("DSLAUNCH_STDIN_LIFELINE: stdin cannot be watched (" + ec.message() +
+                                           "); it must be a pipe or a socket");
+    lifeline.async_read_some(asio::buffer(received), on_stdin);
+  }
+
+  coord.OnDone([&] {
+    boost::system::error_code ignored;
+    lifeline.close(ignored);
+    fleet.Drain(Seconds(l.coord.stop_grace + 3.0));
+  });
   coord.Start();
   fleet.Start();
   io.run();

@@ -24,7 +24,8 @@ ALLOWED = {
     "dscoordinator": {"dsconfig", "dsreport", "dscommon"},
     "dsspawn": {"dscommon"},
     "dsspawn_ssh": {"dsspawn", "dsconfig", "dscommon"},
-    "dscmd": {"dscoordinator", "dsspawn_ssh", "dsspawn", "dsreport", "dsconfig", "dscommon"},
+    "dscluster": {"dscommon"},
+    "dscmd": {"dscluster", "dscoordinator", "dsspawn_ssh", "dsspawn", "dsreport", "dsconfig", "dscommon"},
     "dslaunch": {"dscmd", "dsagent", "dstrain"},  # the last two: built with it, started by it
     # agent/
     "dsagent_lib": {"dscommon"},

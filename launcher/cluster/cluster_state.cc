@@ -1,0 +1,124 @@
+#include "launcher/cluster/cluster_state.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+
+#include "common/files.h"
+#include "common/strings.h"
+
+namespace ds {
+namespace {
+
+std::string Bool(bool b) { return b ? "true" : "false"; }
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const std::string& s : v) out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
+}  // namespace
+
+Status CheckClusterName(const std::string& name) {
+  bool ok = !name.empty() && name.size() <= 32 && name[0] >= 'a' && name[0] <= 'z';
+  for (char c : name) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-');
+  if (ok) return Status::OK();
+  return Status::InvalidArgument("cluster name '" + name +
+                                 "': expected a lower-case letter, then letters, digits or '-', at most 32 "
+                                 "characters (it names the compose project, network and containers)");
+}
+
+Result<ClusterState> LoadClusterState(const std::string& path) {
+  DS_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, "cluster state"));
+  ClusterState s;
+  std::map<std::string, std::string*> strings = {
+      {"name", &s.name}, {"base_image", &s.base_image}, {"image", &s.image}, {"network", &s.network},
+      {"checkpoint_volume", &s.checkpoint_volume}, {"job_volume", &s.job_volume},
+      {"workspace", &s.workspace}, {"data", &s.data}, {"shm_size", &s.shm_size}};
+  std::map<std::string, bool*> bools = {
+      {"gpus", &s.gpus}, {"created_swarm", &s.created_swarm}, {"created_gwbridge", &s.created_gwbridge},
+      {"created_network", &s.created_network}, {"created_image", &s.created_image}};
+  int lineno = 0;
+  for (const std::string& raw : Split(text, '\n')) {
+    ++lineno;
+    std::string line(Trim(raw));
+    if (line.empty() || line[0] == '#') continue;
+    auto bad = [&](const std::string& why) {
+      return Status::InvalidArgument(path + ":" + std::to_string(lineno) + ": " + why +
+                                     " (the file is written by dslaunch cluster up; remove the cluster with "
+                                     "docker commands and this folder if it was edited by hand)");
+    };
+    size_t eq = line.find('=');
+    if (eq == std::string::npos) return bad("expected key=value, got '" + line + "'");
+    std::string key = line.substr(0, eq), value = line.substr(eq + 1);
+    if (auto it = strings.find(key); it != strings.end()) {
+      *it->second = value;
+    } else if (auto b = bools.find(key); b != bools.end()) {
+      if (value != "true" && value != "false") return bad(key + ": expected true or false, got '" + value + "'");
+      *b->second = value == "true";
+    } else if (key == "nodes" || key == "slots") {
+      char* end = nullptr;
+      long n = std::strtol(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || n < 0 || n > 100000) return bad(key + ": expected a count, got '" + value + "'");
+      (key == "nodes" ? s.nodes : s.slots) = static_cast<int>(n);
+    } else if (key == "created_volumes") {
+      for (const std::string& v : Split(value, ',')) {
+        if (!v.empty()) s.created_volumes.push_back(v);
+      }
+    } else {
+      return bad("unknown key '" + key + "'");
+    }
+  }
+  DS_RETURN_IF_ERROR(CheckClusterName(s.name));
+  return s;
+}
+
+Status SaveClusterState(const ClusterState& s, const std::string& path) {
+  std::string text = "# dslaunch cluster state: what `dslaunch cluster up` made; read by down\n";
+  auto put = [&](const std::string& k, const std::string& v) { text += k + "=" + v + "\n"; };
+  put("name", s.name);
+  put("nodes", std::to_string(s.nodes));
+  put("slots", std::to_string(s.slots));
+  put("gpus", Bool(s.gpus));
+  put("base_image", s.base_image);
+  put("image", s.image);
+  put("network", s.network);
+  put("checkpoint_volume", s.checkpoint_volume);
+  put("job_volume", s.job_volume);
+  put("workspace", s.workspace);
+  put("data", s.data);
+  put("shm_size", s.shm_size);
+  put("created_swarm", Bool(s.created_swarm));
+  put("created_gwbridge", Bool(s.created_gwbridge));
+  put("created_network", Bool(s.created_network));
+  put("created_image", Bool(s.created_image));
+  put("created_volumes", Join(s.created_volumes));
+  return WriteFileAtomically(path, text, 0600);
+}
+
+std::string ClusterRoot() {
+  if (const char* dir = std::getenv("DSLAUNCH_CLUSTER_DIR"); dir != nullptr && *dir != '\0') return dir;
+  if (::geteuid() == 0) return "/var/lib/dslaunch/clusters";
+  const char* home = std::getenv("HOME");
+  return std::string(home != nullptr ? home : "/tmp") + "/.local/state/dslaunch/clusters";
+}
+
+ClusterPaths PathsOf(const std::string& name, const std::string& root) {
+  ClusterPaths p;
+  p.dir = root + "/" + name;
+  p.state = p.dir + "/state";
+  p.keys = p.dir + "/keys";
+  p.compose = p.dir + "/compose";
+  p.compose_env = p.compose + "/compose.env";
+  p.context = p.dir + "/context";
+  p.hostfile = p.dir + "/hostfile";
+  p.empty = p.dir + "/empty";
+  return p;
+}
+
+}  // namespace ds

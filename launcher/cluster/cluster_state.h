@@ -1,0 +1,63 @@
+// ClusterState: what `dslaunch cluster up` made for one cluster and how it is
+// configured, kept in <state dir>/state so that `down` removes exactly what
+// `up` created (and nothing that was there before), `up` again is a no-op
+// that repairs, and `down` after a failed `up` still finds everything. The
+// state directory also holds the cluster's keys and compose files
+// (ClusterPaths). Plain data; Save is atomic (temporary file + rename).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace ds {
+
+struct ClusterState {
+  std::string name;               // also the compose project and the prefix of everything created
+  int nodes = 0;                  // node containers (the controller is extra)
+  int slots = 1;                  // slots= of each node in the hostfile
+  bool gpus = false;              // nodes reserve all GPUs (docker-compose.gpu.yml)
+  std::string base_image;         // BASE_IMAGE of the Dockerfile
+  std::string image;              // the image built for this cluster
+  std::string network;            // the attachable overlay
+  std::string checkpoint_volume;  // at /checkpoints everywhere
+  std::string job_volume;         // at /job on the controller (the hostfile)
+  std::string workspace;          // host folder mounted at the same path everywhere
+  std::string data;               // host folder mounted read-only at the same path
+  std::string shm_size = "8g";    // /dev/shm of each node
+
+  // What up created; down removes these and only these.
+  bool created_swarm = false;     // this host was in no swarm: down leaves it
+  bool created_gwbridge = false;  // docker_gwbridge did not exist before up
+  bool created_network = false;
+  bool created_image = false;
+  std::vector<std::string> created_volumes;
+};
+
+// "name" must be a compose project name and a DNS label: [a-z][a-z0-9-]*, at
+// most 32 characters. The error names the rule.
+Status CheckClusterName(const std::string& name);
+
+// Reads `path` ("key=value" lines). Errors name path:line.
+Result<ClusterState> LoadClusterState(const std::string& path);
+Status SaveClusterState(const ClusterState& state, const std::string& path);
+
+// Where a cluster's files live: <root>/<name>/... with root
+// DSLAUNCH_CLUSTER_DIR, else /var/lib/dslaunch/clusters as root, else
+// ~/.local/state/dslaunch/clusters.
+struct ClusterPaths {
+  std::string dir;         // <root>/<name>, 0700
+  std::string state;       // dir/state
+  std::string keys;        // dir/keys: node/ (host key, authorized_keys), controller/ (client key,
+                           //   known_hosts, ssh_config); mounted read-only into the containers
+  std::string compose;     // dir/compose: copies of the compose files (down works without the source tree)
+  std::string compose_env; // dir/compose/compose.env: the variables of docker-compose.yml
+  std::string context;     // dir/context: the image's build context (rebuilt by every up)
+  std::string hostfile;    // dir/hostfile: a copy of the controller's /job/hostfile
+  std::string empty;       // dir/empty: mounted as the data folder when there is none
+};
+std::string ClusterRoot();
+ClusterPaths PathsOf(const std::string& name, const std::string& root = ClusterRoot());
+
+}  // namespace ds

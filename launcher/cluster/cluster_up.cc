@@ -1,0 +1,268 @@
+// dslaunch cluster up: swarm, overlay, volumes, keys, image, containers,
+// hostfile, then wait for SSH. Every resource is recorded in the state file
+// the moment it exists, so an `up` that fails half-way is undone by `down`.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "common/files.h"
+#include "common/strings.h"
+#include "launcher/cluster/cluster.h"
+#include "launcher/cluster/cluster_state.h"
+#include "launcher/cluster/compose_files.h"
+#include "launcher/cluster/docker_cli.h"
+#include "launcher/cluster/image_context.h"
+
+namespace fs = std::filesystem;
+
+namespace ds {
+namespace {
+
+constexpr const char* kBaseImage = "dslaunch-base:bookworm";  // scripts/make-base-image
+constexpr const char* kHubBaseImage = "debian:bookworm";
+constexpr const char* kGwbridge = "docker_gwbridge";
+
+// Folders that must never be mounted over a container's own.
+bool IsSystemPath(const fs::path& p) {
+  if (p == "/") return true;
+  std::string top = *std::next(p.begin());  // the first component after "/"
+  for (const char* sys : {"proc", "sys", "dev", "etc", "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32",
+                          "boot", "run", "var"}) {
+    if (top == sys) return true;
+  }
+  return p == "/opt/dslaunch" || p.string().rfind("/opt/dslaunch/", 0) == 0;
+}
+
+Result<std::string> MountableFolder(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  fs::path abs = fs::weakly_canonical(fs::absolute(path), ec);
+  if (ec || !fs::is_directory(abs)) return Status::InvalidArgument(what + " '" + path + "': not a folder");
+  if (IsSystemPath(abs)) {
+    return Status::InvalidArgument(what + " '" + abs.string() +
+                                   "': a system folder cannot be mounted into the containers at its own path; "
+                                   "pick a project folder (--workspace DIR)");
+  }
+  return abs.string();
+}
+
+// Settings: what the command line says, else what the cluster already has,
+// else the defaults.
+Status ApplyOptions(const ClusterUpOptions& o, CommandRunner& runner, const ClusterPaths& paths, bool existing,
+                    ClusterState* s) {
+  s->name = o.name;
+  if (o.nodes > 0) s->nodes = o.nodes;
+  if (s->nodes <= 0) s->nodes = 2;
+  if (s->nodes > 1000) return Status::InvalidArgument("--nodes " + std::to_string(s->nodes) + ": at most 1000 per host");
+  if (o.gpus) s->gpus = true;
+  if (o.slots > 0) s->slots = o.slots;
+  if (!existing && o.slots <= 0) s->slots = 1;
+  if (!o.shm_size.empty()) s->shm_size = o.shm_size;
+  if (!o.base_image.empty()) {
+    s->base_image = o.base_image;
+  } else if (s->base_image.empty() && !s->gpus) {
+    DS_ASSIGN_OR_RETURN(bool local, DockerHas(runner, "image", kBaseImage));
+    s->base_image = local ? kBaseImage : kHubBaseImage;
+  }
+  if (!o.workspace.empty() || s->workspace.empty()) {
+    std::error_code ec;
+    std::string ws = o.workspace.empty() ? fs::current_path(ec).string() : o.workspace;
+    DS_ASSIGN_OR_RETURN(s->workspace, MountableFolder(ws, "workspace"));
+  }
+  if (!o.data.empty()) {
+    DS_ASSIGN_OR_RETURN(s->data, MountableFolder(o.data, "--data"));
+  } else if (s->data.empty()) {
+    s->data = fs::is_directory("/usr/share/datasets") ? "/usr/share/datasets" : paths.empty;
+  }
+  s->image = "dslaunch-cluster-" + s->name + ":latest";
+  s->network = s->name + "-net";
+  s->job_volume = s->name + "-job";
+  if (!o.checkpoint_volume.empty()) s->checkpoint_volume = o.checkpoint_volume;
+  if (s->checkpoint_volume.empty()) s->checkpoint_volume = s->name + "-checkpoints";
+  return Status::OK();
+}
+
+Status EnsureSwarm(const ClusterUpOptions& o, CommandRunner& runner, const ClusterPaths& paths, ClusterState* s,
+                   std::ostream& out) {
+  DS_ASSIGN_OR_RETURN(SwarmInfo swarm, Swarm(runner));
+  if (swarm.state == "active" && swarm.manager) return Status::OK();
+  if (swarm.state == "active") {
+    return Status::Unavailable("this host is a swarm worker: run `dslaunch cluster up` on a swarm manager "
+                               "(docker node ls there); a worker cannot create the overlay network");
+  }
+  if (swarm.state != "inactive") {
+    return Status::Unavailable("this host's swarm is '" + swarm.state +
+                               "' (docker info); fix it or leave it (docker swarm leave --force) first");
+  }
+  std::string addr = o.advertise_addr;
+  if (addr.empty()) {
+    DS_ASSIGN_OR_RETURN(DefaultRoute route, HostDefaultRoute());
+    addr = route.ipv4;
+  }
+  out << "cluster " << s->name << ": docker swarm init --advertise-addr " << addr << std::endl;
+  DS_RETURN_IF_ERROR(CaptureOk(runner, {"docker", "swarm", "init", "--advertise-addr", addr}).status());
+  s->created_swarm = true;
+  return SaveClusterState(*s, paths.state);
+}
+
+Status EnsureNetwork(CommandRunner& runner, const ClusterPaths& paths, ClusterState* s, std::ostream& out) {
+  DS_ASSIGN_OR_RETURN(bool exists, DockerHas(runner, "network", s->network));
+  if (exists) {
+    DS_ASSIGN_OR_RETURN(std::string kind, CaptureOk(runner, {"docker", "network", "inspect", "--format",
+                                                            "{{.Driver}} {{.Attachable}}", s->network}));
+    if (std::string(Trim(kind)) != "overlay true") {
+      return Status::InvalidArgument("network " + s->network + " exists but is '" + std::string(Trim(kind)) +
+                                     "' (driver, attachable), not an attachable overlay; remove it or pick "
+                                     "another cluster name");
+    }
+    return Status::OK();
+  }
+  DS_ASSIGN_OR_RETURN(DefaultRoute route, HostDefaultRoute());
+  out << "cluster " << s->name << ": overlay network " << s->network << " (MTU " << route.mtu - 50 << ")" << std::endl;
+  DS_RETURN_IF_ERROR(CaptureOk(runner, {"docker", "network", "create", "--driver", "overlay", "--attachable",
+                                        "--opt", "com.docker.network.driver.mtu=" + std::to_string(route.mtu),
+                                        "--label", "org.dslaunch.cluster=" + s->name, s->network})
+                         .status());
+  s->created_network = true;
+  return SaveClusterState(*s, paths.state);
+}
+
+Status EnsureVolumes(CommandRunner& runner, const ClusterPaths& paths, ClusterState* s) {
+  for (const std::string& v : {s->checkpoint_volume, s->job_volume}) {
+    DS_ASSIGN_OR_RETURN(bool exists, DockerHas(runner, "volume", v));
+    if (exists) continue;
+    DS_RETURN_IF_ERROR(
+        CaptureOk(runner, {"docker", "volume", "create", "--label", "org.dslaunch.cluster=" + s->name, v}).status());
+    s->created_volumes.push_back(v);
+    DS_RETURN_IF_ERROR(SaveClusterState(*s, paths.state));
+  }
+  return Status::OK();
+}
+
+Status BuildImage(CommandRunner& runner, const ClusterPaths& paths, const std::string& docker_dir, ClusterState* s,
+                  std::ostream& out) {
+  DS_ASSIGN_OR_RETURN(std::vector<std::string> binaries, ClusterBinaries());
+  DS_RETURN_IF_ERROR(MakeImageContext(runner, docker_dir, binaries, paths.context));
+  out << "cluster " << s->name << ": building image " << s->image << " from "
+      << (s->base_image.empty() ? "the Dockerfile's CUDA base" : s->base_image) << std::endl;
+  s->created_image = true;  // before the build: a half-built tag is ours too
+  DS_RETURN_IF_ERROR(SaveClusterState(*s, paths.state));
+  std::vector<std::string> argv = {"docker", "build", "--tag", s->image, "--label", "org.dslaunch.cluster=" + s->name};
+  if (!s->base_image.empty()) {
+    argv.push_back("--build-arg");
+    argv.push_back("BASE_IMAGE=" + s->base_image);
+  }
+  argv.push_back(paths.context);
+  DS_RETURN_IF_ERROR(CaptureOk(runner, argv).status());
+  std::error_code ec;
+  fs::remove_all(paths.context, ec);
+  return Status::OK();
+}
+
+// Every container compose was to start is running (compose can return 0
+// after a recreated container failed to start).
+Status CheckRunning(CommandRunner& runner, std::vector<std::string> containers) {
+  std::vector<std::string> argv = {"docker", "inspect", "--format", "{{.Name}} {{.State.Status}} {{.State.Error}}"};
+  argv.insert(argv.end(), containers.begin(), containers.end());
+  DS_ASSIGN_OR_RETURN(std::string out, CaptureOk(runner, argv));
+  std::string stopped;
+  for (const std::string& line : Split(std::string(Trim(out)), '\n')) {
+    std::vector<std::string> words = Split(line, ' ');
+    if (words.size() >= 2 && words[1] != "running") stopped += "\n  " + line.substr(line[0] == '/' ? 1 : 0);
+  }
+  if (stopped.empty()) return Status::OK();
+  return Status::Unavailable("containers that docker-compose started are not running (docker logs NAME says why):" +
+                             stopped);
+}
+
+// Polls `dslaunch check` in the controller until every node answers SSH.
+Status WaitForSsh(const ClusterUpOptions& o, CommandRunner& runner, const std::string& controller,
+                  const ClusterState& s, std::ostream& out) {
+  out << "cluster " << s.name << ": waiting for " << s.nodes << " nodes to answer SSH" << std::endl;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.ssh_wait_s);
+  CommandResult last;
+  while (true) {
+    DS_ASSIGN_OR_RETURN(last, runner.Capture({"docker", "exec", controller, "dslaunch", "check", "--connect-timeout", "5"}));
+    if (last.exit_code == 0) return Status::OK();
+    if (std::chrono::steady_clock::now() > deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // polling a condition, with a deadline
+  }
+  return Status::Timeout("not every node of cluster " + s.name + " answered SSH within " +
+                         std::to_string(static_cast<int>(o.ssh_wait_s)) + " s; `dslaunch check` in the controller said:\n" +
+                         last.out + last.err);
+}
+
+Status WriteHostfile(CommandRunner& runner, const ClusterPaths& paths, const std::string& controller,
+                     const std::vector<std::string>& nodes, const ClusterState& s) {
+  const std::string text = ClusterHostfile(s.name, nodes, s.slots);
+  DS_RETURN_IF_ERROR(WriteKnownHosts(paths, nodes));
+  DS_RETURN_IF_ERROR(WriteFileAtomically(paths.hostfile, text, 0644));
+  return CaptureOk(runner, {"docker", "exec", "-i", controller, "sh", "-c",
+                            "cat >/job/hostfile.tmp && mv -f /job/hostfile.tmp /job/hostfile"},
+                   text)
+      .status();
+}
+
+}  // namespace
+
+Status ClusterUp(const ClusterUpOptions& o, CommandRunner& runner, std::ostream& out) {
+  DS_RETURN_IF_ERROR(CheckClusterName(o.name));
+  const ClusterPaths paths = PathsOf(o.name);
+  const bool existing = fs::exists(paths.state);
+  ClusterState s;
+  if (existing) {
+    DS_ASSIGN_OR_RETURN(s, LoadClusterState(paths.state));
+  } else if (o.replace) {
+    return Status::NotFound("cluster " + o.name + " does not exist (" + paths.state + "); --replace restarts the "
+                            "lost nodes of an existing cluster");
+  }
+  std::error_code ec;
+  fs::create_directories(paths.empty, ec);
+  if (ec || ::chmod(paths.dir.c_str(), 0700) != 0) return Status::IOError("cannot create " + paths.dir + ": " + ec.message());
+  DS_ASSIGN_OR_RETURN(std::string docker_dir, DockerFilesDir());
+  DS_RETURN_IF_ERROR(ApplyOptions(o, runner, paths, existing, &s));
+  if (!existing) {
+    DS_ASSIGN_OR_RETURN(bool gwbridge, DockerHas(runner, "network", kGwbridge));
+    s.created_gwbridge = !gwbridge;
+  }
+  DS_RETURN_IF_ERROR(SaveClusterState(s, paths.state));
+
+  if (!o.replace) {
+    DS_RETURN_IF_ERROR(EnsureSwarm(o, runner, paths, &s, out));
+    DS_RETURN_IF_ERROR(EnsureNetwork(runner, paths, &s, out));
+    DS_RETURN_IF_ERROR(EnsureVolumes(runner, paths, &s));
+    DS_RETURN_IF_ERROR(MakeClusterKeys(runner, paths, s.name));
+    DS_RETURN_IF_ERROR(BuildImage(runner, paths, docker_dir, &s, out));
+    DS_RETURN_IF_ERROR(WriteComposeFiles(s, paths, docker_dir));
+  }
+  out << "cluster " << s.name << ": starting " << s.nodes << " nodes and the controller" << std::endl;
+  std::vector<std::string> up = {"up", "--detach", "--scale", "node=" + std::to_string(s.nodes)};
+  if (o.replace) up.push_back("--no-recreate");
+  DS_RETURN_IF_ERROR(CaptureOk(runner, ComposeArgv(s, paths, up)).status());
+
+  const std::vector<std::string> nodes = NodeNames(s);
+  const std::string controller = ControllerName(s.name);
+  std::vector<std::string> all = nodes;
+  all.push_back(controller);
+  DS_RETURN_IF_ERROR(CheckRunning(runner, all));
+  DS_RETURN_IF_ERROR(WriteHostfile(runner, paths, controller, nodes, s));
+  DS_RETURN_IF_ERROR(WaitForSsh(o, runner, controller, s, out));
+
+  out << "cluster " << s.name << ": up: " << nodes.size() << " nodes (";
+  for (size_t i = 0; i < nodes.size(); ++i) out << (i ? ", " : "") << nodes[i];
+  out << ") on overlay " << s.network << "; controller " << controller << "\n"
+      << "  hostfile: /job/hostfile in the controller (a copy: " << paths.hostfile << ")\n"
+      << "  workspace " << s.workspace << " and data " << s.data << " at their own paths, checkpoints in "
+      << s.checkpoint_volume << " at /checkpoints\n"
+      << "  run a job:  cd " << s.workspace << " && dslaunch cluster run --name " << s.name << " job.yaml\n"
+      << "  nodes:      dslaunch cluster status --name " << s.name << "\n"
+      << "  remove:     dslaunch cluster down --name " << s.name << "\n";
+  DS_ASSIGN_OR_RETURN(std::string token, CaptureOk(runner, {"docker", "swarm", "join-token", "-q", "worker"}));
+  out << "  more hosts: docker swarm join --token " << Trim(token) << " <this host's address>:2377 on each, "
+      << "then see docker/README.md\n";
+  return Status::OK();
+}
+
+}  // namespace ds

@@ -1,0 +1,130 @@
+#include "launcher/cmd/cluster_cli.h"
+
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "launcher/cluster/cluster.h"
+#include "launcher/report/exit_status.h"
+
+namespace ds {
+namespace {
+
+const char* kClusterHelp =
+    "dslaunch cluster: a training cluster of Docker containers on an overlay network.\n\n"
+    "Usage:\n"
+    "  dslaunch cluster up [--name NAME] [--nodes N] [options]   make it (again: repairs; --replace: restart lost nodes)\n"
+    "  dslaunch cluster status [--name NAME]                     containers, then dslaunch check from the controller\n"
+    "  dslaunch cluster run [--name NAME] [dslaunch args] job.yaml  run dslaunch in the controller; Ctrl-C stops the job\n"
+    "  dslaunch cluster down [--name NAME] [--keep-image]        remove exactly what up made\n"
+    "The default NAME is dslaunch. Run `dslaunch cluster up --help` for up's options; docker/README.md walks\n"
+    "through a cluster on several hosts.\n";
+
+int Fail(const Status& st) {
+  std::cerr << "dslaunch cluster: error: " << st.message() << "\n";
+  return st.code() == Status::Code::kInvalidArgument ? kExitUsage : kExitFailure;
+}
+
+// Parses `args` into `app`; returns -1 to go on, else the exit code.
+int Parse(CLI::App& app, const std::vector<std::string>& args) {
+  std::vector<std::string> rev(args.rbegin(), args.rend());
+  try {
+    app.parse(rev);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return kExitSuccess;
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "dslaunch cluster " << app.get_name() << ": error: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  return -1;
+}
+
+int Up(const std::vector<std::string>& args) {
+  ClusterUpOptions o;
+  CLI::App app{"dslaunch cluster up: make (or repair) a cluster of Docker containers on an overlay network", "up"};
+  app.add_option("--name", o.name, "cluster name (default dslaunch)");
+  app.add_option("--nodes", o.nodes, "node containers on this host (default 2, or as the cluster has)")->check(CLI::Range(1, 1000));
+  app.add_option("--slots", o.slots, "slots= of each node in the hostfile (default 1)")->check(CLI::Range(1, 1024));
+  app.add_flag("--gpus", o.gpus, "give each node every GPU of the host (NVIDIA container toolkit; CUDA base image)");
+  app.add_option("--base-image", o.base_image, "BASE_IMAGE of docker/Dockerfile (default dslaunch-base:bookworm when "
+                 "present, else debian:bookworm; with --gpus a CUDA devel image)");
+  app.add_option("--workspace", o.workspace, "host folder mounted at its own path in every container (default: here)");
+  app.add_option("--data", o.data, "host folder mounted read-only at its own path (default /usr/share/datasets)");
+  app.add_option("--shm-size", o.shm_size, "/dev/shm of each node (default 8g)");
+  app.add_option("--checkpoint-volume", o.checkpoint_volume, "volume at /checkpoints (default NAME-checkpoints; an "
+                 "existing one is used and never removed)");
+  app.add_option("--advertise-addr", o.advertise_addr, "address for docker swarm init (default: the default route's IPv4)");
+  app.add_flag("--replace", o.replace, "only start lost node containers again (no build, nothing recreated)");
+  app.add_option("--ssh-wait", o.ssh_wait_s, "seconds to wait for every node to answer SSH (default 120)")->check(CLI::Range(1.0, 3600.0));
+  if (int rc = Parse(app, args); rc >= 0) return rc;
+  std::unique_ptr<CommandRunner> runner = MakeProcessRunner();
+  Status st = ClusterUp(o, *runner, std::cout);
+  if (!st.ok()) {
+    int rc = Fail(st);
+    std::cerr << "  (what was made is recorded: `dslaunch cluster down --name " << o.name << "` removes it)\n";
+    return rc;
+  }
+  return kExitSuccess;
+}
+
+int Down(const std::vector<std::string>& args) {
+  std::string name = "dslaunch";
+  bool keep_image = false;
+  CLI::App app{"dslaunch cluster down: remove exactly what `dslaunch cluster up` made", "down"};
+  app.add_option("--name", name, "cluster name (default dslaunch)");
+  app.add_flag("--keep-image", keep_image, "keep the built image (a later up starts sooner)");
+  if (int rc = Parse(app, args); rc >= 0) return rc;
+  std::unique_ptr<CommandRunner> runner = MakeProcessRunner();
+  Status st = ClusterDown(name, keep_image, *runner, std::cout);
+  return st.ok() ? kExitSuccess : Fail(st);
+}
+
+int Status_(const std::vector<std::string>& args) {
+  std::string name = "dslaunch";
+  CLI::App app{"dslaunch cluster status: the containers, then `dslaunch check` from the controller", "status"};
+  app.add_option("--name", name, "cluster name (default dslaunch)");
+  if (int rc = Parse(app, args); rc >= 0) return rc;
+  std::unique_ptr<CommandRunner> runner = MakeProcessRunner();
+  Result<int> rc = ClusterStatus(name, *runner, std::cout);
+  return rc.ok() ? *rc : Fail(rc.status());
+}
+
+// run: only a leading --name is ours; everything else is dslaunch's.
+int Run(std::vector<std::string> args) {
+  std::string name = "dslaunch";
+  if (!args.empty() && (args[0] == "-h" || args[0] == "--help")) {
+    std::cout << "usage: dslaunch cluster run [--name NAME] [dslaunch options] job.yaml\n"
+                 "  runs dslaunch in the cluster's controller, from the current folder (inside the workspace),\n"
+                 "  with the cluster's hostfile; Ctrl-C or killing this command stops the job everywhere.\n";
+    return kExitSuccess;
+  }
+  if (!args.empty() && args[0].rfind("--name=", 0) == 0) {
+    name = args[0].substr(7);
+    args.erase(args.begin());
+  } else if (!args.empty() && args[0] == "--name") {
+    if (args.size() < 2) return Fail(Status::InvalidArgument("run: --name needs a value"));
+    name = args[1];
+    args.erase(args.begin(), args.begin() + 2);
+  }
+  if (args.empty()) return Fail(Status::InvalidArgument("run: expected a job (dslaunch cluster run job.yaml)"));
+  Result<int> rc = ClusterRun(name, args);
+  return rc.ok() ? *rc : Fail(rc.status());
+}
+
+}  // namespace
+
+int RunClusterCommand(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] == "-h" || args[0] == "--help") {
+    std::cout << kClusterHelp;
+    return args.empty() ? kExitUsage : kExitSuccess;
+  }
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (args[0] == "up") return Up(rest);
+  if (args[0] == "down") return Down(rest);
+  if (args[0] == "status") return Status_(rest);
+  if (args[0] == "run") return Run(rest);
+  return Fail(Status::InvalidArgument("unknown verb '" + args[0] + "': expected up, down, status or run"));
+}
+
+}  // namespace ds
