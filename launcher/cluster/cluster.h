@@ -29,6 +29,7 @@ struct ClusterUpOptions {
   std::string advertise_addr;     // for `docker swarm init`; "" = the default route's IPv4 address
   bool replace = false;           // only start lost nodes again: no build, no recreation
   double ssh_wait_s = 120;        // how long to wait for every node to answer SSH
+  std::vector<std::string> binaries;  // what the image carries; empty = ClusterBinaries()
 };
 
 Status ClusterUp(const ClusterUpOptions& options, CommandRunner& runner, std::ostream& out);

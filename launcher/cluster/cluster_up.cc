@@ -60,12 +60,6 @@ Status ApplyOptions(const ClusterUpOptions& o, CommandRunner& runner, const Clus
   if (o.slots > 0) s->slots = o.slots;
   if (!existing && o.slots <= 0) s->slots = 1;
   if (!o.shm_size.empty()) s->shm_size = o.shm_size;
-  if (!o.base_image.empty()) {
-    s->base_image = o.base_image;
-  } else if (s->base_image.empty() && !s->gpus) {
-    DS_ASSIGN_OR_RETURN(bool local, DockerHas(runner, "image", kBaseImage));
-    s->base_image = local ? kBaseImage : kHubBaseImage;
-  }
   if (!o.workspace.empty() || s->workspace.empty()) {
     std::error_code ec;
     std::string ws = o.workspace.empty() ? fs::current_path(ec).string() : o.workspace;
@@ -75,6 +69,12 @@ Status ApplyOptions(const ClusterUpOptions& o, CommandRunner& runner, const Clus
     DS_ASSIGN_OR_RETURN(s->data, MountableFolder(o.data, "--data"));
   } else if (s->data.empty()) {
     s->data = fs::is_directory("/usr/share/datasets") ? "/usr/share/datasets" : paths.empty;
+  }
+  if (!o.base_image.empty()) {
+    s->base_image = o.base_image;
+  } else if (s->base_image.empty() && !s->gpus) {
+    DS_ASSIGN_OR_RETURN(bool local, DockerHas(runner, "image", kBaseImage));
+    s->base_image = local ? kBaseImage : kHubBaseImage;
   }
   s->image = "dslaunch-cluster-" + s->name + ":latest";
   s->network = s->name + "-net";
@@ -119,10 +119,12 @@ Status EnsureNetwork(CommandRunner& runner, const ClusterPaths& paths, ClusterSt
     }
     return Status::OK();
   }
-  DS_ASSIGN_OR_RETURN(DefaultRoute route, HostDefaultRoute());
-  out << "cluster " << s->name << ": overlay network " << s->network << " (MTU " << route.mtu - 50 << ")" << std::endl;
+  // The option is the underlay's MTU; VXLAN takes 50 bytes of it.
+  Result<DefaultRoute> route = HostDefaultRoute();
+  const int mtu = route.ok() ? route->mtu : 1500;
+  out << "cluster " << s->name << ": overlay network " << s->network << " (MTU " << mtu - 50 << ")" << std::endl;
   DS_RETURN_IF_ERROR(CaptureOk(runner, {"docker", "network", "create", "--driver", "overlay", "--attachable",
-                                        "--opt", "com.docker.network.driver.mtu=" + std::to_string(route.mtu),
+                                        "--opt", "com.docker.network.driver.mtu=" + std::to_string(mtu),
                                         "--label", "org.dslaunch.cluster=" + s->name, s->network})
                          .status());
   s->created_network = true;
@@ -141,9 +143,12 @@ Status EnsureVolumes(CommandRunner& runner, const ClusterPaths& paths, ClusterSt
   return Status::OK();
 }
 
-Status BuildImage(CommandRunner& runner, const ClusterPaths& paths, const std::string& docker_dir, ClusterState* s,
-                  std::ostream& out) {
-  DS_ASSIGN_OR_RETURN(std::vector<std::string> binaries, ClusterBinaries());
+Status BuildImage(const ClusterUpOptions& o, CommandRunner& runner, const ClusterPaths& paths,
+                  const std::string& docker_dir, ClusterState* s, std::ostream& out) {
+  std::vector<std::string> binaries = o.binaries;
+  if (binaries.empty()) {
+    DS_ASSIGN_OR_RETURN(binaries, ClusterBinaries());
+  }
   DS_RETURN_IF_ERROR(MakeImageContext(runner, docker_dir, binaries, paths.context));
   out << "cluster " << s->name << ": building image " << s->image << " from "
       << (s->base_image.empty() ? "the Dockerfile's CUDA base" : s->base_image) << std::endl;
@@ -234,11 +239,11 @@ Status ClusterUp(const ClusterUpOptions& o, CommandRunner& runner, std::ostream&
     DS_RETURN_IF_ERROR(EnsureNetwork(runner, paths, &s, out));
     DS_RETURN_IF_ERROR(EnsureVolumes(runner, paths, &s));
     DS_RETURN_IF_ERROR(MakeClusterKeys(runner, paths, s.name));
-    DS_RETURN_IF_ERROR(BuildImage(runner, paths, docker_dir, &s, out));
+    DS_RETURN_IF_ERROR(BuildImage(o, runner, paths, docker_dir, &s, out));
     DS_RETURN_IF_ERROR(WriteComposeFiles(s, paths, docker_dir));
   }
   out << "cluster " << s.name << ": starting " << s.nodes << " nodes and the controller" << std::endl;
-  std::vector<std::string> up = {"up", "--detach", "--scale", "node=" + std::to_string(s.nodes)};
+  std::vector<std::string> up = {"up", "--detach", "--remove-orphans"};  // orphans: nodes beyond a smaller --nodes
   if (o.replace) up.push_back("--no-recreate");
   DS_RETURN_IF_ERROR(CaptureOk(runner, ComposeArgv(s, paths, up)).status());
 
@@ -260,8 +265,9 @@ Status ClusterUp(const ClusterUpOptions& o, CommandRunner& runner, std::ostream&
       << "  nodes:      dslaunch cluster status --name " << s.name << "\n"
       << "  remove:     dslaunch cluster down --name " << s.name << "\n";
   DS_ASSIGN_OR_RETURN(std::string token, CaptureOk(runner, {"docker", "swarm", "join-token", "-q", "worker"}));
-  out << "  more hosts: docker swarm join --token " << Trim(token) << " <this host's address>:2377 on each, "
-      << "then see docker/README.md\n";
+  DS_ASSIGN_OR_RETURN(SwarmInfo swarm, Swarm(runner));
+  out << "  more hosts: docker swarm join --token " << Trim(token) << " " << swarm.node_addr
+      << ":2377 on each, then see docker/README.md\n";
   return Status::OK();
 }
 

@@ -143,7 +143,7 @@ Result<std::string> CaptureOk(CommandRunner& runner, const std::vector<std::stri
   std::string why(Trim(r.err.empty() ? r.out : r.err));
   // The end of a long error says what went wrong; keep its last 1 KiB.
   if (why.size() > 1024) why = "..." + why.substr(why.size() - 1024);
-  return Status::Unavailable("'" + CommandLine(argv) + "' exited with code " + std::to_string(r.exit_code) +
+  return Status::Unavailable(CommandLine(argv) + " (exit code " + std::to_string(r.exit_code) + ")" +
                              (why.empty() ? "" : ": " + why));
 }
 

@@ -36,7 +36,8 @@ std::unique_ptr<CommandRunner> MakeProcessRunner();
 std::string CommandLine(const std::vector<std::string>& argv);
 
 // Capture that must succeed: the command's stdout, or an error naming the
-// command, its exit code and the last lines of its stderr.
+// command, its exit code and the end of its stderr:
+// "docker network rm n (exit code 1): Error response from daemon: ...".
 Result<std::string> CaptureOk(CommandRunner& runner, const std::vector<std::string>& argv,
                               const std::string& input = "");
 

@@ -12,10 +12,10 @@ namespace ds {
 
 Result<SwarmInfo> Swarm(CommandRunner& runner) {
   DS_ASSIGN_OR_RETURN(std::string out, CaptureOk(runner, {"docker", "info", "--format",
-                                                          "{{.Swarm.LocalNodeState}} {{.Swarm.ControlAvailable}}"}));
+                                                          "{{.Swarm.LocalNodeState}} {{.Swarm.ControlAvailable}} {{.Swarm.NodeAddr}}"}));
   std::vector<std::string> words = Split(std::string(Trim(out)), ' ');
-  if (words.size() != 2) return Status::Unavailable("docker info: unexpected swarm state '" + std::string(Trim(out)) + "'");
-  return SwarmInfo{words[0], words[1] == "true"};
+  if (words.size() < 2) return Status::Unavailable("docker info: unexpected swarm state '" + std::string(Trim(out)) + "'");
+  return SwarmInfo{words[0], words[1] == "true", words.size() > 2 ? words[2] : ""};
 }
 
 Result<bool> DockerHas(CommandRunner& runner, const std::string& kind, const std::string& name) {

@@ -14,6 +14,7 @@ namespace ds {
 struct SwarmInfo {
   std::string state;     // Docker's LocalNodeState: inactive, pending, active, error, locked
   bool manager = false;  // this host can create overlay networks
+  std::string node_addr; // the address other hosts join (when active)
 };
 Result<SwarmInfo> Swarm(CommandRunner& runner);
 

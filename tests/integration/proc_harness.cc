@@ -14,7 +14,7 @@ namespace ds::testing {
 using Clock = std::chrono::steady_clock;
 
 Child Spawn(const std::vector<std::string>& argv, const std::string& cwd,
-            const std::vector<std::pair<std::string, std::string>>& env) {
+            const std::vector<std::pair<std::string, std::string>>& env, int stdin_fd) {
   Child c;
   c.out_path = cwd + "/dslaunch.out";
   c.err_path = cwd + "/dslaunch.err";
@@ -24,7 +24,7 @@ Child Spawn(const std::vector<std::string>& argv, const std::string& cwd,
     for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
     int out = ::open(c.out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     int err = ::open(c.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int in = ::open("/dev/null", O_RDONLY);
+    int in = stdin_fd >= 0 ? stdin_fd : ::open("/dev/null", O_RDONLY);
     ::dup2(in, 0);
     ::dup2(out, 1);
     ::dup2(err, 2);

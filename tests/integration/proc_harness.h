@@ -23,9 +23,10 @@ struct Child {
   std::string err_path;
 };
 
-// Starts argv[0] in `cwd` with extra environment; stdout/stderr to files in cwd.
+// Starts argv[0] in `cwd` with extra environment; stdout/stderr to files in
+// cwd; stdin from `stdin_fd` (-1: /dev/null).
 Child Spawn(const std::vector<std::string>& argv, const std::string& cwd,
-            const std::vector<std::pair<std::string, std::string>>& env = {});
+            const std::vector<std::pair<std::string, std::string>>& env = {}, int stdin_fd = -1);
 // The exit code (128+signal when signaled), or -1 after `timeout` (then the
 // child is SIGKILLed and reaped).
 int WaitExit(pid_t pid, std::chrono::milliseconds timeout);

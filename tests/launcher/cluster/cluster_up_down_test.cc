@@ -1,0 +1,187 @@
+// `dslaunch cluster up` and `down` against FakeDocker: what is created, what
+// is recorded, and that down removes exactly that.
+#include <stdlib.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include <catch2/catch.hpp>
+
+#include "launcher/cluster/cluster.h"
+#include "launcher/cluster/cluster_state.h"
+#include "tests/launcher/cluster/fake_docker.h"
+#include "tests/test_util/files.h"
+#include "tests/test_util/temp_dir.h"
+
+namespace ds {
+namespace {
+
+using testing::FakeDocker;
+using testing::TempDir;
+
+// A cluster root, a workspace and three stand-in binaries per test.
+struct Bed {
+  TempDir dir{"dsl-cluster-test"};
+  std::ostringstream out;
+  Bed() {
+    ::setenv("DSLAUNCH_CLUSTER_DIR", (dir / "clusters").c_str(), 1);
+    std::filesystem::create_directories(dir / "ws");
+    for (const char* b : {"dslaunch", "dsagent", "dstrain"}) testing::WriteFile(dir / b, "#!/bin/true\n");
+  }
+  ~Bed() { ::unsetenv("DSLAUNCH_CLUSTER_DIR"); }
+  ClusterUpOptions Options(int nodes = 3) {
+    ClusterUpOptions o;
+    o.name = "c1";
+    o.nodes = nodes;
+    o.workspace = dir / "ws";
+    o.advertise_addr = "192.0.2.2";
+    o.binaries = {dir / "dslaunch", dir / "dsagent", dir / "dstrain"};
+    o.ssh_wait_s = 1;
+    return o;
+  }
+  ClusterState State() { return LoadClusterState(dir / "clusters/c1/state").value(); }
+};
+
+TEST_CASE("up on a bare daemon makes everything and records it; down removes it all", "[cluster]") {
+  Bed bed;
+  FakeDocker docker;
+  REQUIRE(ClusterUp(bed.Options(), docker, bed.out).ok());
+  CHECK(docker.swarm == "active");
+  CHECK(docker.overlays.count("c1-net"));
+  CHECK(docker.volumes == std::set<std::string>{"c1-checkpoints", "c1-job"});
+  CHECK(docker.images.count("dslaunch-cluster-c1:latest"));
+  CHECK(docker.containers == std::set<std::string>{"c1-node-1", "c1-node-2", "c1-node-3", "c1-controller"});
+  CHECK(docker.Count("docker network create --driver overlay --attachable --opt com.docker.network.driver.mtu=") == 1);
+  ClusterState s = bed.State();
+  CHECK(s.created_swarm);
+  CHECK(s.created_gwbridge);
+  CHECK(s.created_network);
+  CHECK(s.created_image);
+  CHECK(s.base_image == "debian:bookworm");  // no local dslaunch-base:bookworm
+  CHECK(testing::ReadFile(bed.dir / "clusters/c1/hostfile").find("c1-node-3 slots=1\n") != std::string::npos);
+  CHECK(testing::ReadFile(bed.dir / "clusters/c1/keys/controller/known_hosts") ==
+        "c1-node-1 ssh-ed25519 AAAAfake\nc1-node-2 ssh-ed25519 AAAAfake\nc1-node-3 ssh-ed25519 AAAAfake\n");
+  CHECK(bed.out.str().find("docker swarm join --token SWMTKN-fake 192.0.2.2:2377") != std::string::npos);
+
+  REQUIRE(ClusterDown("c1", false, docker, bed.out).ok());
+  CHECK(docker.containers.empty());
+  CHECK(docker.volumes.empty());
+  CHECK(docker.images.empty());
+  CHECK(docker.swarm == "inactive");
+  CHECK_FALSE(docker.networks.count("c1-net"));
+  CHECK_FALSE(docker.networks.count("docker_gwbridge"));
+  CHECK_FALSE(std::filesystem::exists(bed.dir / "clusters/c1"));
+  // Nothing left to do is not an error.
+  CHECK(ClusterDown("c1", false, docker, bed.out).ok());
+}
+
+TEST_CASE("down leaves what was there before up: the swarm, gwbridge, a given volume, other overlays", "[cluster]") {
+  Bed bed;
+  FakeDocker docker;
+  docker.swarm = "active";
+  docker.manager = true;
+  docker.networks.insert({"docker_gwbridge", "ingress", "theirs"});
+  docker.overlays.insert({"ingress", "theirs"});
+  docker.volumes.insert("shared-ckpt");
+  ClusterUpOptions o = bed.Options();
+  o.checkpoint_volume = "shared-ckpt";
+  REQUIRE(ClusterUp(o, docker, bed.out).ok());
+  CHECK(docker.Count("swarm init") == 0);
+  CHECK(bed.State().created_volumes == std::vector<std::string>{"c1-job"});
+  REQUIRE(ClusterDown("c1", true, docker, bed.out).ok());
+  CHECK(docker.swarm == "active");
+  CHECK(docker.networks.count("theirs"));
+  CHECK(docker.networks.count("docker_gwbridge"));
+  CHECK(docker.volumes == std::set<std::string>{"shared-ckpt"});
+  CHECK(docker.images.count("dslaunch-cluster-c1:latest"));  // --keep-image
+}
+
+TEST_CASE("a swarm up created stays while another overlay uses it", "[cluster]") {
+  Bed bed;
+  FakeDocker docker;
+  REQUIRE(ClusterUp(bed.Options(), docker, bed.out).ok());
+  docker.networks.insert("later");
+  docker.overlays.insert("later");
+  REQUIRE(ClusterDown("c1", false, docker, bed.out).ok());
+  CHECK(docker.swarm == "active");
+  CHECK(bed.out.str().find("kept the swarm cluster c1 created: still used by later") != std::string::npos);
+}
+
+TEST_CASE("up twice creates nothing twice and keeps the record of the first", "[cluster]") {
+  Bed bed;
+  FakeDocker docker;
+  REQUIRE(ClusterUp(bed.Options(), docker, bed.out).ok());
+  ClusterUpOptions again = bed.Options(0);  // 0: as the cluster has
+  REQUIRE(ClusterUp(again, docker, bed.out).ok());
+  CHECK(docker.Count("swarm init") == 1);
+  CHECK(docker.Count("network create") == 1);
+  CHECK(docker.Count("volume create") == 2);
+  ClusterState s = bed.State();
+  CHECK(s.nodes == 3);
+  CHECK(s.created_swarm);
+  CHECK(s.created_network);
+  CHECK(s.created_volumes.size() == 2);
+}
+
+TEST_CASE("up --replace starts lost nodes without building or recreating", "[cluster]") {
+  Bed bed;
+  FakeDocker docker;
+  ClusterUpOptions o = bed.Options();
+  o.replace = true;
+  CHECK(ClusterUp(o, docker, bed.out).code() == Status::Code::kNotFound);  // no such cluster yet
+  REQUIRE(ClusterUp(bed.Options(), docker, bed.out).ok());
+  docker.containers.erase("c1-node-2");
+  docker.commands.clear();
+  REQUIRE(ClusterUp(o, docker, bed.out).ok());
+  CHECK(docker.containers.count("c1-node-2"));
+  CHECK(docker.Count("docker build") == 0);
+  CHECK(docker.Count("up --detach --remove-orphans --no-recreate") == 1);
+}
+
+TEST_CASE("down after an up that failed half-way removes what that up made", "[cluster]") {
+  Bed bed;
+  FakeDocker docker;
+  docker.fail_on = "docker build";
+  Status st = ClusterUp(bed.Options(), docker, bed.out);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.message().find("docker build --tag dslaunch-cluster-c1:latest") != std::string::npos);
+  CHECK(st.message().find("fake failure of docker build") != std::string::npos);
+  docker.fail_on.clear();
+  REQUIRE(ClusterDown("c1", false, docker, bed.out).ok());
+  CHECK(docker.swarm == "inactive");
+  CHECK(docker.volumes.empty());
+  CHECK_FALSE(docker.networks.count("c1-net"));
+}
+
+TEST_CASE("a node container that does not start fails up with its name", "[cluster]") {
+  Bed bed;
+  FakeDocker docker;
+  docker.wont_start = {"c1-node-2"};
+  Status st = ClusterUp(bed.Options(), docker, bed.out);
+  CHECK(st.message().find("containers that docker-compose started are not running") != std::string::npos);
+  CHECK(st.message().find("\n  c1-node-2 exited") != std::string::npos);
+  CHECK(docker.Count("dslaunch check") == 0);  // no wait for SSH on a node that is not there
+}
+
+TEST_CASE("up refuses a system folder as the workspace and a bad name", "[cluster]") {
+  Bed bed;
+  FakeDocker docker;
+  for (const char* ws : {"/", "/etc", "/usr/lib"}) {
+    ClusterUpOptions o = bed.Options();
+    o.workspace = ws;
+    Status st = ClusterUp(o, docker, bed.out);
+    INFO(ws);
+    CHECK(st.code() == Status::Code::kInvalidArgument);
+    CHECK(st.message().find("a system folder cannot be mounted") != std::string::npos);
+  }
+  ClusterUpOptions o = bed.Options();
+  o.workspace = bed.dir / "missing";
+  CHECK(ClusterUp(o, docker, bed.out).message().find("not a folder") != std::string::npos);
+  o = bed.Options();
+  o.name = "Bad_Name";
+  CHECK(ClusterUp(o, docker, bed.out).code() == Status::Code::kInvalidArgument);
+  CHECK(docker.commands.empty());  // refused before asking Docker anything
+}
+
+}  // namespace
+}  // namespace ds
