@@ -38,7 +38,7 @@ const std::vector<EnvParam> kParams = {
     {"DSLAUNCH_DEFAULT_HOSTFILE", T::kString, "/job/hostfile", S, "hostfile used when --hostfile is not given and this file exists (DeepSpeed's default path)"},
     {"DSLAUNCH_STDIN_LIFELINE", T::kBool, "0", S, "stop the job when stdin closes, as Ctrl-C would (dslaunch cluster run sets it in the controller)"},
     {"DSLAUNCH_CLUSTER_DIR", T::kString, "", S, "dslaunch cluster: folder of the clusters' state, keys and compose files (default /var/lib/dslaunch/clusters as root)"},
-    {"DSLAUNCH_DOCKER_DIR", T::kString, "", S, "dslaunch cluster: the docker/ folder with the Dockerfile (default: installed share/, else the source tree's)"},
+    {"DSLAUNCH_DOCKER_DIR", T::kString, "", S, "dslaunch cluster: the docker/ folder with the Dockerfile (default: the source tree's)"},
     {"DSLAUNCH_STOP_GRACE", T::kSeconds, kStopGraceText.c_str(), S, "time between SIGTERM and SIGKILL when stopping workers", kStopGraceRange},
     // Agent.
     {"DSLAUNCH_SECRET_FD", T::kInt, "", S, "agent: fd to read the job secret from (default: stdin)"},

@@ -52,22 +52,10 @@ std::vector<std::string> LibrariesToBundle(const std::string& ldd_output) {
 }
 
 Result<std::string> DockerFilesDir() {
-  std::vector<std::string> candidates;
-  if (const char* env = std::getenv("DSLAUNCH_DOCKER_DIR"); env != nullptr && *env != '\0') {
-    candidates.push_back(env);
-  } else {
-    std::error_code ec;
-    fs::path self = fs::read_symlink("/proc/self/exe", ec);
-    if (!ec) candidates.push_back((self.parent_path().parent_path() / "share/dslaunch/docker").string());
-    candidates.push_back(DSLAUNCH_SOURCE_DOCKER_DIR);
-  }
-  for (const std::string& dir : candidates) {
-    if (fs::exists(fs::path(dir) / "Dockerfile")) return dir;
-  }
-  std::string tried;
-  for (const std::string& dir : candidates) tried += (tried.empty() ? "" : ", ") + dir;
-  return Status::NotFound("no docker/ folder with a Dockerfile (looked in " + tried +
-                          "); set DSLAUNCH_DOCKER_DIR to the repository's docker/ folder");
+  const char* env = std::getenv("DSLAUNCH_DOCKER_DIR");
+  const std::string dir = env != nullptr && *env != '\0' ? env : DSLAUNCH_SOURCE_DOCKER_DIR;
+  if (fs::exists(fs::path(dir) / "Dockerfile")) return dir;
+  return Status::NotFound("no Dockerfile in " + dir + "; set DSLAUNCH_DOCKER_DIR to the repository's docker/ folder");
 }
 
 Result<std::vector<std::string>> ClusterBinaries() {

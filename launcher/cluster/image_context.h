@@ -20,9 +20,8 @@ namespace ds {
 // CUDA's/NVIDIA's. Absolute paths, each once, in ldd's order.
 std::vector<std::string> LibrariesToBundle(const std::string& ldd_output);
 
-// The folder with Dockerfile, entrypoint.sh, sshd_config and the
-// compose files: DSLAUNCH_DOCKER_DIR, else <dslaunch's dir>/../share/dslaunch/docker
-// (installed), else the source tree's docker/ (a build tree).
+// The folder with Dockerfile, entrypoint.sh, sshd_config and the compose
+// files: DSLAUNCH_DOCKER_DIR, else the source tree's docker/.
 Result<std::string> DockerFilesDir();
 
 // The programs the image carries: dslaunch (this executable), dsagent and
