@@ -1,7 +1,7 @@
 #!/bin/sh
 # Entry point of a `dslaunch cluster` container. DSLAUNCH_ROLE=node runs sshd
-# in the foreground; DSLAUNCH_ROLE=controller only waits (dslaunch runs in it
-# through `docker exec`, from `dslaunch cluster run` and `status`).
+# in the foreground; controller only waits (dslaunch runs in it through
+# `docker exec`, from `dslaunch cluster run` and `status`); so does anchor.
 set -eu
 keys=/etc/dslaunch/keys
 role=${DSLAUNCH_ROLE:-node}
@@ -25,6 +25,8 @@ case $role in
       [ -r "$keys/$f" ] || { echo "dslaunch-entrypoint: $keys/$f is missing: mount the cluster's key directory there (dslaunch cluster up does)" >&2; exit 1; }
     done
     exec /usr/sbin/sshd -D -e;;
+  anchor)  # `dslaunch cluster up --join`: keeps the overlay visible to compose on a swarm worker
+    exec sleep infinity;;
   controller)
     [ -r "$keys/ssh_config" ] || { echo "dslaunch-entrypoint: $keys/ssh_config is missing: mount the cluster's controller key directory there (dslaunch cluster up does)" >&2; exit 1; }
     exec sleep infinity;;

@@ -18,7 +18,7 @@ namespace ds {
 struct ClusterUpOptions {
   std::string name = "dslaunch";
   int nodes = 0;                  // 0 = as the cluster has (a new one: 2)
-  int slots = 0;                  // slots= per node; 0 = as before, else 1 (the GPUs of this host with gpus)
+  int slots = 0;                  // slots= per node (GPUs per node with gpus); 0 = as before, else 1
   bool gpus = false;              // reserve every GPU of the host for each node
   std::string base_image;         // "" = dslaunch-base:bookworm if present, else debian:bookworm;
                                   //   with gpus the Dockerfile's CUDA image
@@ -28,6 +28,12 @@ struct ClusterUpOptions {
   std::string checkpoint_volume;  // "" = <name>-checkpoints (an existing one is used and never removed)
   std::string advertise_addr;     // for `docker swarm init`; "" = the default route's IPv4 address
   bool replace = false;           // only start lost nodes again: no build, no recreation
+  // Several hosts (docker/README.md): the manager's up lists remote_nodes more
+  // nodes in the hostfile; each other host, a swarm worker, runs up --join
+  // with its own first_node and gets nodes but no controller.
+  int remote_nodes = -1;          // -1 = as before (a new cluster: 0)
+  bool join = false;
+  int first_node = 0;             // --join: the number of this host's first node (required)
   double ssh_wait_s = 120;        // how long to wait for every node to answer SSH
   std::vector<std::string> binaries;  // what the image carries; empty = ClusterBinaries()
 };

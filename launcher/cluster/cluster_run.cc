@@ -34,6 +34,10 @@ Result<Controller> FindController(const std::string& name, CommandRunner& runner
     return Status::NotFound("no cluster " + name + " (" + paths.state + " is missing): dslaunch cluster up --name " + name);
   }
   DS_ASSIGN_OR_RETURN(ClusterState s, LoadClusterState(paths.state));
+  if (s.joined) {
+    return Status::InvalidArgument("cluster " + name + " only has nodes on this host (up --join): run status and "
+                                   "jobs on the manager, where its controller is");
+  }
   const std::string controller = ControllerName(name);
   DS_ASSIGN_OR_RETURN(CommandResult running, runner.Capture({"docker", "inspect", "--format", "{{.State.Running}}",
                                                              controller}));
@@ -95,7 +99,12 @@ Result<int> ClusterRun(const std::string& name, const std::vector<std::string>& 
   if (::pipe2(lifeline, O_CLOEXEC) != 0) return Status::IOError(std::string("pipe: ") + std::strerror(errno));
   CStringArray cargv(argv);
   pid_t pid = ForkWithSignalsBlocked();
-  if (pid < 0) return Status::IOError(std::string("fork: ") + std::strerror(errno));
+  if (pid < 0) {
+    std::string why = std::strerror(errno);
+    ::close(lifeline[0]);
+    ::close(lifeline[1]);
+    return Status::IOError("fork: " + why);
+  }
   if (pid == 0) {
     ResetSignalsInChild();
     ::setpgid(0, 0);  // Ctrl-C reaches us, not the client: we stop the job through its stdin

@@ -41,8 +41,10 @@ Result<ClusterState> LoadClusterState(const std::string& path) {
       {"checkpoint_volume", &s.checkpoint_volume}, {"job_volume", &s.job_volume},
       {"workspace", &s.workspace}, {"data", &s.data}, {"shm_size", &s.shm_size}};
   std::map<std::string, bool*> bools = {
-      {"gpus", &s.gpus}, {"created_swarm", &s.created_swarm}, {"created_gwbridge", &s.created_gwbridge},
+      {"gpus", &s.gpus}, {"joined", &s.joined}, {"created_swarm", &s.created_swarm}, {"created_gwbridge", &s.created_gwbridge},
       {"created_network", &s.created_network}, {"created_image", &s.created_image}};
+  std::map<std::string, int*> counts = {
+      {"nodes", &s.nodes}, {"first_node", &s.first_node}, {"remote_nodes", &s.remote_nodes}, {"slots", &s.slots}};
   int lineno = 0;
   for (const std::string& raw : Split(text, '\n')) {
     ++lineno;
@@ -61,11 +63,11 @@ Result<ClusterState> LoadClusterState(const std::string& path) {
     } else if (auto b = bools.find(key); b != bools.end()) {
       if (value != "true" && value != "false") return bad(key + ": expected true or false, got '" + value + "'");
       *b->second = value == "true";
-    } else if (key == "nodes" || key == "slots") {
+    } else if (auto c = counts.find(key); c != counts.end()) {
       char* end = nullptr;
       long n = std::strtol(value.c_str(), &end, 10);
       if (value.empty() || *end != '\0' || n < 0 || n > 100000) return bad(key + ": expected a count, got '" + value + "'");
-      (key == "nodes" ? s.nodes : s.slots) = static_cast<int>(n);
+      *c->second = static_cast<int>(n);
     } else if (key == "created_volumes") {
       for (const std::string& v : Split(value, ',')) {
         if (!v.empty()) s.created_volumes.push_back(v);
@@ -83,6 +85,9 @@ Status SaveClusterState(const ClusterState& s, const std::string& path) {
   auto put = [&](const std::string& k, const std::string& v) { text += k + "=" + v + "\n"; };
   put("name", s.name);
   put("nodes", std::to_string(s.nodes));
+  put("first_node", std::to_string(s.first_node));
+  put("remote_nodes", std::to_string(s.remote_nodes));
+  put("joined", Bool(s.joined));
   put("slots", std::to_string(s.slots));
   put("gpus", Bool(s.gpus));
   put("base_image", s.base_image);

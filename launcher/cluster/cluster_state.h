@@ -15,7 +15,10 @@ namespace ds {
 
 struct ClusterState {
   std::string name;               // also the compose project and the prefix of everything created
-  int nodes = 0;                  // node containers (the controller is extra)
+  int nodes = 0;                  // node containers on this host (the controller is extra)
+  int first_node = 1;             // this host's nodes are <name>-node-<first_node>, ...
+  int remote_nodes = 0;           // manager: nodes other hosts add (in the hostfile after ours)
+  bool joined = false;            // up --join: nodes for a cluster whose controller is on another host
   int slots = 1;                  // slots= of each node in the hostfile
   bool gpus = false;              // nodes reserve all GPUs (docker-compose.gpu.yml)
   std::string base_image;         // BASE_IMAGE of the Dockerfile

@@ -25,25 +25,31 @@ constexpr const char* kBaseImage = "dslaunch-base:bookworm";  // scripts/make-ba
 constexpr const char* kHubBaseImage = "debian:bookworm";
 constexpr const char* kGwbridge = "docker_gwbridge";
 
-// Folders that must never be mounted over a container's own.
-bool IsSystemPath(const fs::path& p) {
-  if (p == "/") return true;
-  std::string top = *std::next(p.begin());  // the first component after "/"
-  for (const char* sys : {"proc", "sys", "dev", "etc", "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32",
-                          "boot", "run", "var"}) {
+// Whether mounting `p` at its own path would hide what a container needs:
+// any system folder for the workspace (read-write), and for the read-only
+// data folder "/", a top-level folder itself, or what is under /proc, /sys,
+// /dev, /etc, /run (so /usr/share/datasets is fine as data).
+bool HidesSystem(const fs::path& p, bool read_only) {
+  if (p == "/" || p == "/opt/dslaunch" || p.string().rfind("/opt/dslaunch/", 0) == 0) return true;
+  const std::string top = *std::next(p.begin());  // the first component after "/"
+  const bool top_only = std::next(std::next(p.begin())) == p.end();
+  for (const char* sys : {"proc", "sys", "dev", "etc", "run"}) {
     if (top == sys) return true;
   }
-  return p == "/opt/dslaunch" || p.string().rfind("/opt/dslaunch/", 0) == 0;
+  for (const char* sys : {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "boot", "var"}) {
+    if (top == sys && (!read_only || top_only)) return true;
+  }
+  return false;
 }
 
-Result<std::string> MountableFolder(const std::string& path, const std::string& what) {
+Result<std::string> MountableFolder(const std::string& path, const std::string& what, bool read_only) {
   std::error_code ec;
   fs::path abs = fs::weakly_canonical(fs::absolute(path), ec);
   if (ec || !fs::is_directory(abs)) return Status::InvalidArgument(what + " '" + path + "': not a folder");
-  if (IsSystemPath(abs)) {
+  if (HidesSystem(abs, read_only)) {
     return Status::InvalidArgument(what + " '" + abs.string() +
                                    "': a system folder cannot be mounted into the containers at its own path; "
-                                   "pick a project folder (--workspace DIR)");
+                                   "pick a project folder");
   }
   return abs.string();
 }
@@ -56,6 +62,15 @@ Status ApplyOptions(const ClusterUpOptions& o, CommandRunner& runner, const Clus
   if (o.nodes > 0) s->nodes = o.nodes;
   if (s->nodes <= 0) s->nodes = 2;
   if (s->nodes > 1000) return Status::InvalidArgument("--nodes " + std::to_string(s->nodes) + ": at most 1000 per host");
+  s->joined = s->joined || o.join;
+  if (o.first_node > 0) s->first_node = o.first_node;
+  if (o.remote_nodes >= 0) s->remote_nodes = o.remote_nodes;
+  if (s->joined && s->first_node < 2) {
+    return Status::InvalidArgument("--join needs --first-node K: the number of this host's first node, after "
+                                   "the manager's and other hosts' nodes (the manager's up printed it)");
+  }
+  if (s->joined && s->remote_nodes > 0) return Status::InvalidArgument("--remote-nodes is for the manager's up, not --join");
+  if (!s->joined && s->first_node != 1) return Status::InvalidArgument("--first-node is for --join: the manager's nodes start at 1");
   if (o.gpus) s->gpus = true;
   if (o.slots > 0) s->slots = o.slots;
   if (!existing && o.slots <= 0) s->slots = 1;
@@ -63,10 +78,10 @@ Status ApplyOptions(const ClusterUpOptions& o, CommandRunner& runner, const Clus
   if (!o.workspace.empty() || s->workspace.empty()) {
     std::error_code ec;
     std::string ws = o.workspace.empty() ? fs::current_path(ec).string() : o.workspace;
-    DS_ASSIGN_OR_RETURN(s->workspace, MountableFolder(ws, "workspace"));
+    DS_ASSIGN_OR_RETURN(s->workspace, MountableFolder(ws, "workspace", false));
   }
   if (!o.data.empty()) {
-    DS_ASSIGN_OR_RETURN(s->data, MountableFolder(o.data, "--data"));
+    DS_ASSIGN_OR_RETURN(s->data, MountableFolder(o.data, "--data", true));
   } else if (s->data.empty()) {
     s->data = fs::is_directory("/usr/share/datasets") ? "/usr/share/datasets" : paths.empty;
   }
@@ -87,10 +102,16 @@ Status ApplyOptions(const ClusterUpOptions& o, CommandRunner& runner, const Clus
 Status EnsureSwarm(const ClusterUpOptions& o, CommandRunner& runner, const ClusterPaths& paths, ClusterState* s,
                    std::ostream& out) {
   DS_ASSIGN_OR_RETURN(SwarmInfo swarm, Swarm(runner));
+  if (s->joined) {
+    if (swarm.state == "active" && !swarm.manager) return Status::OK();
+    return Status::Unavailable("--join: this host must be a swarm worker of the manager's swarm (it is '" +
+                               swarm.state + (swarm.manager ? "', a manager" : "'") +
+                               "): docker swarm join --token ... as the manager's up printed");
+  }
   if (swarm.state == "active" && swarm.manager) return Status::OK();
   if (swarm.state == "active") {
     return Status::Unavailable("this host is a swarm worker: run `dslaunch cluster up` on a swarm manager "
-                               "(docker node ls there); a worker cannot create the overlay network");
+                               "(docker node ls there), and here `dslaunch cluster up --join` to add nodes");
   }
   if (swarm.state != "inactive") {
     return Status::Unavailable("this host's swarm is '" + swarm.state +
@@ -108,6 +129,7 @@ Status EnsureSwarm(const ClusterUpOptions& o, CommandRunner& runner, const Clust
 }
 
 Status EnsureNetwork(CommandRunner& runner, const ClusterPaths& paths, ClusterState* s, std::ostream& out) {
+  if (s->joined) return Status::OK();  // the manager's; a worker sees it once a container uses it (EnsureAnchor)
   DS_ASSIGN_OR_RETURN(bool exists, DockerHas(runner, "network", s->network));
   if (exists) {
     DS_ASSIGN_OR_RETURN(std::string kind, CaptureOk(runner, {"docker", "network", "inspect", "--format",
@@ -166,6 +188,27 @@ Status BuildImage(const ClusterUpOptions& o, CommandRunner& runner, const Cluste
   return Status::OK();
 }
 
+// --join: the keys must be the manager's (copied), never new ones.
+Status CheckCopiedKeys(const ClusterPaths& paths) {
+  const std::string node = paths.keys + "/node";
+  if (fs::exists(node + "/ssh_host_ed25519_key") && fs::exists(node + "/authorized_keys")) return Status::OK();
+  return Status::NotFound("--join: the cluster's node keys are not in " + node + ": copy that folder from the "
+                          "manager, e.g. scp -r MANAGER:" + node + " " + paths.keys + "/");
+}
+
+// --join: a container on the overlay, so that compose on this swarm worker
+// finds the external network (an attachable overlay is visible on a worker
+// only while a container there uses it).
+Status EnsureAnchor(CommandRunner& runner, const ClusterState& s) {
+  const std::string anchor = s.name + "-anchor";
+  DS_ASSIGN_OR_RETURN(bool exists, DockerHas(runner, "container", anchor));
+  if (exists) return CaptureOk(runner, {"docker", "start", anchor}).status();
+  return CaptureOk(runner, {"docker", "run", "--detach", "--init", "--name", anchor, "--network", s.network, "--label",
+                            "org.dslaunch.cluster=" + s.name, "--label", "org.dslaunch.role=anchor", "--env",
+                            "DSLAUNCH_ROLE=anchor", s.image})
+      .status();
+}
+
 // Every container compose was to start is running (compose can return 0
 // after a recreated container failed to start).
 Status CheckRunning(CommandRunner& runner, std::vector<std::string> containers) {
@@ -187,9 +230,15 @@ Status WaitForSsh(const ClusterUpOptions& o, CommandRunner& runner, const std::s
                   const ClusterState& s, std::ostream& out) {
   out << "cluster " << s.name << ": waiting for " << s.nodes << " nodes to answer SSH" << std::endl;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.ssh_wait_s);
+  std::vector<std::string> argv = {"docker", "exec", controller, "dslaunch", "check", "--connect-timeout", "5"};
+  if (s.remote_nodes > 0) {  // only this host's nodes: the others come when their hosts join
+    std::string include;
+    for (const std::string& n : NodeNames(s)) include += (include.empty() ? "" : "@") + n;
+    argv.insert(argv.end(), {"--include", include});
+  }
   CommandResult last;
   while (true) {
-    DS_ASSIGN_OR_RETURN(last, runner.Capture({"docker", "exec", controller, "dslaunch", "check", "--connect-timeout", "5"}));
+    DS_ASSIGN_OR_RETURN(last, runner.Capture(argv));
     if (last.exit_code == 0) return Status::OK();
     if (std::chrono::steady_clock::now() > deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(500));  // polling a condition, with a deadline
@@ -200,9 +249,9 @@ Status WaitForSsh(const ClusterUpOptions& o, CommandRunner& runner, const std::s
 }
 
 Status WriteHostfile(CommandRunner& runner, const ClusterPaths& paths, const std::string& controller,
-                     const std::vector<std::string>& nodes, const ClusterState& s) {
-  const std::string text = ClusterHostfile(s.name, nodes, s.slots);
-  DS_RETURN_IF_ERROR(WriteKnownHosts(paths, nodes));
+                     const ClusterState& s) {
+  const std::string text = ClusterHostfile(s.name, HostfileNodes(s), s.slots);
+  DS_RETURN_IF_ERROR(WriteKnownHosts(paths, HostfileNodes(s)));
   DS_RETURN_IF_ERROR(WriteFileAtomically(paths.hostfile, text, 0644));
   return CaptureOk(runner, {"docker", "exec", "-i", controller, "sh", "-c",
                             "cat >/job/hostfile.tmp && mv -f /job/hostfile.tmp /job/hostfile"},
@@ -238,21 +287,32 @@ Status ClusterUp(const ClusterUpOptions& o, CommandRunner& runner, std::ostream&
     DS_RETURN_IF_ERROR(EnsureSwarm(o, runner, paths, &s, out));
     DS_RETURN_IF_ERROR(EnsureNetwork(runner, paths, &s, out));
     DS_RETURN_IF_ERROR(EnsureVolumes(runner, paths, &s));
-    DS_RETURN_IF_ERROR(MakeClusterKeys(runner, paths, s.name));
+    DS_RETURN_IF_ERROR(s.joined ? CheckCopiedKeys(paths) : MakeClusterKeys(runner, paths, s.name));
     DS_RETURN_IF_ERROR(BuildImage(o, runner, paths, docker_dir, &s, out));
     DS_RETURN_IF_ERROR(WriteComposeFiles(s, paths, docker_dir));
   }
-  out << "cluster " << s.name << ": starting " << s.nodes << " nodes and the controller" << std::endl;
-  std::vector<std::string> up = {"up", "--detach", "--remove-orphans"};  // orphans: nodes beyond a smaller --nodes
-  if (o.replace) up.push_back("--no-recreate");
-  DS_RETURN_IF_ERROR(CaptureOk(runner, ComposeArgv(s, paths, up)).status());
-
+  if (s.joined) DS_RETURN_IF_ERROR(EnsureAnchor(runner, s));
   const std::vector<std::string> nodes = NodeNames(s);
   const std::string controller = ControllerName(s.name);
+  out << "cluster " << s.name << ": starting " << s.nodes << " nodes" << (s.joined ? "" : " and the controller")
+      << std::endl;
+  std::vector<std::string> up = {"up", "--detach", "--remove-orphans"};  // orphans: nodes beyond a smaller --nodes
+  if (o.replace) up.push_back("--no-recreate");
+  if (s.joined) {  // only this host's nodes: the controller runs on the manager
+    for (const std::string& n : nodes) up.push_back(n.substr(s.name.size() + 1));
+  }
+  DS_RETURN_IF_ERROR(CaptureOk(runner, ComposeArgv(s, paths, up)).status());
+
   std::vector<std::string> all = nodes;
-  all.push_back(controller);
+  if (!s.joined) all.push_back(controller);
   DS_RETURN_IF_ERROR(CheckRunning(runner, all));
-  DS_RETURN_IF_ERROR(WriteHostfile(runner, paths, controller, nodes, s));
+  if (s.joined) {
+    out << "cluster " << s.name << ": joined with " << nodes.size() << " nodes (" << nodes.front() << " .. "
+        << nodes.back() << "); on the manager, dslaunch cluster status --name " << s.name
+        << " shows when they answer\n";
+    return Status::OK();
+  }
+  DS_RETURN_IF_ERROR(WriteHostfile(runner, paths, controller, s));
   DS_RETURN_IF_ERROR(WaitForSsh(o, runner, controller, s, out));
 
   out << "cluster " << s.name << ": up: " << nodes.size() << " nodes (";
@@ -266,8 +326,14 @@ Status ClusterUp(const ClusterUpOptions& o, CommandRunner& runner, std::ostream&
       << "  remove:     dslaunch cluster down --name " << s.name << "\n";
   DS_ASSIGN_OR_RETURN(std::string token, CaptureOk(runner, {"docker", "swarm", "join-token", "-q", "worker"}));
   DS_ASSIGN_OR_RETURN(SwarmInfo swarm, Swarm(runner));
-  out << "  more hosts: docker swarm join --token " << Trim(token) << " " << swarm.node_addr
-      << ":2377 on each, then see docker/README.md\n";
+  const int next = s.first_node + s.nodes;
+  out << "  more hosts: " << (s.remote_nodes > 0 ? "the hostfile expects " + std::to_string(s.remote_nodes) +
+                                                       " more nodes from " + s.name + "-node-" + std::to_string(next)
+                                                 : std::string("up again with --remote-nodes M, then"))
+      << "; on each other host:\n"
+      << "    docker swarm join --token " << Trim(token) << " " << swarm.node_addr << ":2377\n"
+      << "    copy " << paths.keys << "/node to the same folder there (scp -r)\n"
+      << "    dslaunch cluster up --name " << s.name << " --join --first-node " << next << " --nodes M\n";
   return Status::OK();
 }
 

@@ -51,10 +51,18 @@ Status WriteComposeFiles(const ClusterState& s, const ClusterPaths& paths, const
   return WriteFileAtomically(paths.compose + "/nodes.yml", nodes, 0600);
 }
 
-std::vector<std::string> NodeNames(const ClusterState& s) {
+namespace {
+std::vector<std::string> Numbered(const std::string& name, int first, int count) {
   std::vector<std::string> names;
-  for (int i = 1; i <= s.nodes; ++i) names.push_back(s.name + "-node-" + std::to_string(i));
+  for (int i = first; i < first + count; ++i) names.push_back(name + "-node-" + std::to_string(i));
   return names;
+}
+}  // namespace
+
+std::vector<std::string> NodeNames(const ClusterState& s) { return Numbered(s.name, s.first_node, s.nodes); }
+
+std::vector<std::string> HostfileNodes(const ClusterState& s) {
+  return Numbered(s.name, s.first_node, s.nodes + s.remote_nodes);
 }
 
 std::string ControllerName(const std::string& cluster) { return cluster + "-controller"; }

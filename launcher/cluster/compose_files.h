@@ -18,9 +18,12 @@ namespace ds {
 // writes compose.env from `state` and nodes.yml: one service per node.
 Status WriteComposeFiles(const ClusterState& state, const ClusterPaths& paths, const std::string& docker_dir);
 
-// The nodes' container names, which are also their host names and DNS names
-// on the overlay: <name>-node-1 .. <name>-node-N.
+// This host's nodes' container names, which are also their host names and
+// DNS names on the overlay: <name>-node-<first_node> .. (state.nodes of them).
 std::vector<std::string> NodeNames(const ClusterState& state);
+// Every node of the hostfile: this host's, then the remote_nodes that other
+// hosts add (`up --join`), numbered on.
+std::vector<std::string> HostfileNodes(const ClusterState& state);
 std::string ControllerName(const std::string& cluster);  // <name>-controller (docker-compose.yml)
 
 // docker-compose --project-name <name> --env-file ... --profile nodes -f ... -f nodes.yml <args...>

@@ -56,6 +56,12 @@ int Up(const std::vector<std::string>& args) {
                  "existing one is used and never removed)");
   app.add_option("--advertise-addr", o.advertise_addr, "address for docker swarm init (default: the default route's IPv4)");
   app.add_flag("--replace", o.replace, "only start lost node containers again (no build, nothing recreated)");
+  app.add_option("--remote-nodes", o.remote_nodes, "nodes that other hosts add with --join, listed in the hostfile "
+                 "after this host's (default 0)")->check(CLI::Range(0, 100000));
+  app.add_flag("--join", o.join, "on a swarm worker host: add nodes to the cluster a manager made (copy its "
+               "keys/node folder first; no controller here)");
+  app.add_option("--first-node", o.first_node, "with --join: the number of this host's first node")
+      ->check(CLI::Range(2, 100000));
   app.add_option("--ssh-wait", o.ssh_wait_s, "seconds to wait for every node to answer SSH (default 120)")->check(CLI::Range(1.0, 3600.0));
   if (int rc = Parse(app, args); rc >= 0) return rc;
   std::unique_ptr<CommandRunner> runner = MakeProcessRunner();

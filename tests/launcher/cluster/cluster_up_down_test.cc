@@ -174,6 +174,9 @@ TEST_CASE("up refuses a system folder as the workspace and a bad name", "[cluste
     CHECK(st.code() == Status::Code::kInvalidArgument);
     CHECK(st.message().find("a system folder cannot be mounted") != std::string::npos);
   }
+  ClusterUpOptions data = bed.Options();
+  data.data = "/usr";
+  CHECK(ClusterUp(data, docker, bed.out).message().find("--data '/usr': a system folder") != std::string::npos);
   ClusterUpOptions o = bed.Options();
   o.workspace = bed.dir / "missing";
   CHECK(ClusterUp(o, docker, bed.out).message().find("not a folder") != std::string::npos);
@@ -181,6 +184,62 @@ TEST_CASE("up refuses a system folder as the workspace and a bad name", "[cluste
   o.name = "Bad_Name";
   CHECK(ClusterUp(o, docker, bed.out).code() == Status::Code::kInvalidArgument);
   CHECK(docker.commands.empty());  // refused before asking Docker anything
+}
+
+}  // namespace
+}  // namespace ds
+
+namespace ds {
+namespace {
+
+TEST_CASE("several hosts: the manager lists remote nodes, a worker host joins with its own nodes", "[cluster]") {
+  Bed manager_bed;
+  FakeDocker manager;
+  ClusterUpOptions o = manager_bed.Options(2);
+  o.remote_nodes = 2;
+  REQUIRE(ClusterUp(o, manager, manager_bed.out).ok());
+  CHECK(testing::ReadFile(manager_bed.dir / "clusters/c1/hostfile").find("c1-node-4 slots=1\n") != std::string::npos);
+  CHECK(manager.Count("dslaunch check --connect-timeout 5 --include c1-node-1@c1-node-2") == 1);
+  CHECK(manager_bed.out.str().find("dslaunch cluster up --name c1 --join --first-node 3 --nodes M") != std::string::npos);
+  const std::string keys = manager_bed.dir / "clusters/c1/keys/node";
+
+  Bed worker_bed;
+  FakeDocker worker;
+  worker.swarm = "active";  // joined the manager's swarm: its overlay is there to attach to
+  worker.attachable_elsewhere.insert("c1-net");
+  ClusterUpOptions j = worker_bed.Options(2);
+  j.join = true;
+  CHECK(ClusterUp(j, worker, worker_bed.out).message().find("--join needs --first-node K") != std::string::npos);
+  j.first_node = 3;
+  Status no_keys = ClusterUp(j, worker, worker_bed.out);
+  CHECK(no_keys.message().find("--join: the cluster's node keys are not in") != std::string::npos);
+  std::filesystem::create_directories(worker_bed.dir / "clusters/c1/keys");
+  std::filesystem::copy(keys, worker_bed.dir / "clusters/c1/keys/node");
+  REQUIRE(ClusterUp(j, worker, worker_bed.out).ok());
+  CHECK(worker.containers == std::set<std::string>{"c1-anchor", "c1-node-3", "c1-node-4"});
+  CHECK(worker.Count("swarm init") == 0);
+  CHECK(worker.Count("network create") == 0);
+  CHECK(worker.Count("ssh-keygen") == 0);
+  CHECK(worker.Count("up --detach --remove-orphans node-3 node-4") == 1);
+  CHECK(worker.Count("dslaunch check") == 0);  // the manager checks
+  REQUIRE(ClusterDown("c1", false, worker, worker_bed.out).ok());
+  CHECK(worker.containers.empty());
+  CHECK(worker.swarm == "active");  // joined by hand, left by hand
+  CHECK(worker.volumes.empty());
+}
+
+TEST_CASE("--join only on a swarm worker, and a worker host needs --join", "[cluster]") {
+  Bed bed;
+  FakeDocker docker;  // in no swarm
+  ClusterUpOptions j = bed.Options(1);
+  j.join = true;
+  j.first_node = 2;
+  CHECK(ClusterUp(j, docker, bed.out).message().find("--join: this host must be a swarm worker") != std::string::npos);
+  Bed bed2;
+  FakeDocker worker;
+  worker.swarm = "active";
+  CHECK(ClusterUp(bed2.Options(), worker, bed2.out).message().find("here `dslaunch cluster up --join` to add nodes") !=
+        std::string::npos);
 }
 
 }  // namespace

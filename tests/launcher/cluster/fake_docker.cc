@@ -115,11 +115,19 @@ CommandResult FakeDocker::Docker(const std::vector<std::string>& a) {
     return Ok();
   }
   if (verb == "exec") return Ok("3 of 3 hosts ready\n");
+  if (verb == "run") {
+    if (!networks.count(After(a, "--network")) && !attachable_elsewhere.count(After(a, "--network")))
+      return Err("network " + After(a, "--network") + " not found");
+    containers.insert(After(a, "--name"));
+    return Ok();
+  }
+  if (verb == "start") return containers.insert(a.back()), Ok();
+  if (verb == "container" && a[2] == "inspect") return containers.count(a.back()) ? Ok() : Err("Error: No such container: " + a.back());
   return Err("fake docker: unknown command " + CommandLine(a));
 }
 
 // up: starts the services of nodes.yml (their container_name lines) and the
-// controller; down: removes them all.
+// controller unless services are named; down: removes them all.
 CommandResult FakeDocker::Compose(const std::vector<std::string>& a) {
   const std::string project = After(a, "--project-name");
   if (Has(a, "down")) {
@@ -135,7 +143,13 @@ CommandResult FakeDocker::Compose(const std::vector<std::string>& a) {
     const std::string key = "    container_name: ";
     if (line.rfind(key, 0) == 0 && !wont_start.count(line.substr(key.size()))) containers.insert(line.substr(key.size()));
   }
-  containers.insert(project + "-controller");
+  // Services named after `up` (not flags): only those, so no controller.
+  bool named = false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != "up") continue;
+    for (size_t j = i + 1; j < a.size(); ++j) named = named || a[j].rfind("--", 0) != 0;
+  }
+  if (!named) containers.insert(project + "-controller");
   return Ok();
 }
 

@@ -19,6 +19,7 @@ class FakeDocker : public CommandRunner {
   bool manager = false;
   std::set<std::string> networks = {"bridge", "host", "none"};
   std::set<std::string> overlays;  // the networks created with --driver overlay (ingress once in a swarm)
+  std::set<std::string> attachable_elsewhere;  // a swarm worker: overlays of the manager it can attach to
   std::set<std::string> volumes;
   std::set<std::string> images;
   std::set<std::string> containers;  // running
