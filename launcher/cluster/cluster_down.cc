@@ -3,6 +3,7 @@
 // this host was already in, a volume given with --checkpoint-volume) stay.
 #include <chrono>
 #include <filesystem>
+#include <set>
 #include <thread>
 
 #include "common/strings.h"
@@ -105,8 +106,13 @@ Status ClusterDown(const std::string& name, bool keep_image, CommandRunner& runn
     if (has) rm.Run("network " + s.network, {"docker", "network", "rm", s.network}, 5);
   }
   if (s.created_image && !keep_image) {
-    DS_ASSIGN_OR_RETURN(bool has, DockerHas(runner, "image", s.image));
-    if (has) rm.Run("image " + s.image, {"docker", "image", "rm", s.image});
+    // The image and the older builds each `up` left untagged: all carry the label.
+    DS_ASSIGN_OR_RETURN(std::string ids, CaptureOk(runner, {"docker", "images", "--quiet", "--filter",
+                                                            "label=org.dslaunch.cluster=" + s.name}));
+    std::set<std::string> seen;
+    for (const std::string& id : Split(std::string(Trim(ids)), '\n')) {
+      if (!id.empty() && seen.insert(id).second) rm.Run("image " + id, {"docker", "image", "rm", "--force", id});
+    }
   }
   if (s.created_swarm) {
     DS_RETURN_IF_ERROR(LeaveSwarm(rm, s));

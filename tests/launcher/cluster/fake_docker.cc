@@ -96,6 +96,11 @@ CommandResult FakeDocker::Docker(const std::vector<std::string>& a) {
     return Ok(out);
   }
   if (verb == "service") return Ok();
+  if (verb == "images") {  // the cluster's images by label; the fake's ids are the tags
+    std::string out;
+    for (const std::string& i : images) out += i + "\n";
+    return Ok(out);
+  }
   if (verb == "build") {
     images.insert(After(a, "--tag"));
     return Ok();
