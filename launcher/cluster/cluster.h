@@ -40,9 +40,15 @@ struct ClusterUpOptions {
 
 Status ClusterUp(const ClusterUpOptions& options, CommandRunner& runner, std::ostream& out);
 
+struct ClusterDownOptions {
+  std::string name = "dslaunch";
+  bool keep_image = false;        // leave the built image (a later `up` starts sooner)
+  bool keep_checkpoints = false;  // leave the checkpoint volume up made (a later `up` uses it, and
+                                  //   its `down` never removes it)
+};
+
 // Removes what `up` recorded; a cluster that does not exist is not an error.
-// keep_image leaves the built image (a later `up` then starts faster).
-Status ClusterDown(const std::string& name, bool keep_image, CommandRunner& runner, std::ostream& out);
+Status ClusterDown(const ClusterDownOptions& options, CommandRunner& runner, std::ostream& out);
 
 // `dslaunch check` in the controller: one row per node. Returns check's exit code.
 Result<int> ClusterStatus(const std::string& name, CommandRunner& runner, std::ostream& out);

@@ -86,7 +86,8 @@ Status LeaveSwarm(Removals& rm, const ClusterState& s) {
 
 }  // namespace
 
-Status ClusterDown(const std::string& name, bool keep_image, CommandRunner& runner, std::ostream& out) {
+Status ClusterDown(const ClusterDownOptions& o, CommandRunner& runner, std::ostream& out) {
+  const std::string& name = o.name;
   DS_RETURN_IF_ERROR(CheckClusterName(name));
   const ClusterPaths paths = PathsOf(name);
   if (!fs::exists(paths.state)) {
@@ -98,14 +99,21 @@ Status ClusterDown(const std::string& name, bool keep_image, CommandRunner& runn
   Removals rm{runner, out, {}};
   DS_RETURN_IF_ERROR(RemoveContainers(rm, s, paths));
   for (const std::string& v : s.created_volumes) {
+    if (o.keep_checkpoints && v == s.checkpoint_volume) {
+      out << "  kept volume " << v << " (--keep-checkpoints)" << std::endl;
+      continue;
+    }
     DS_ASSIGN_OR_RETURN(bool has, DockerHas(runner, "volume", v));
-    if (has) rm.Run("volume " + v, {"docker", "volume", "rm", v});
+    if (has) {
+      rm.Run("volume " + v + (v == s.checkpoint_volume ? " and the checkpoints in it (--keep-checkpoints keeps them)" : ""),
+             {"docker", "volume", "rm", v});
+    }
   }
   if (s.created_network) {
     DS_ASSIGN_OR_RETURN(bool has, DockerHas(runner, "network", s.network));
     if (has) rm.Run("network " + s.network, {"docker", "network", "rm", s.network}, 5);
   }
-  if (s.created_image && !keep_image) {
+  if (s.created_image && !o.keep_image) {
     // The image and the older builds each `up` left untagged: all carry the label.
     DS_ASSIGN_OR_RETURN(std::string ids, CaptureOk(runner, {"docker", "images", "--quiet", "--filter",
                                                             "label=org.dslaunch.cluster=" + s.name}));

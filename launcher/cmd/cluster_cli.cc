@@ -16,7 +16,7 @@ const char* kClusterHelp =
     "  dslaunch cluster up [--name NAME] [--nodes N] [options]   make it (again: repairs; --replace: restart lost nodes)\n"
     "  dslaunch cluster status [--name NAME]                     containers, then dslaunch check from the controller\n"
     "  dslaunch cluster run [--name NAME] [dslaunch args] job.yaml  run dslaunch in the controller; Ctrl-C stops the job\n"
-    "  dslaunch cluster down [--name NAME] [--keep-image]        remove exactly what up made\n"
+    "  dslaunch cluster down [--name NAME] [--keep-image] [--keep-checkpoints]  remove what up made\n"
     "The default NAME is dslaunch. Run `dslaunch cluster up --help` for up's options; docker/README.md walks\n"
     "through a cluster on several hosts.\n";
 
@@ -75,14 +75,14 @@ int Up(const std::vector<std::string>& args) {
 }
 
 int Down(const std::vector<std::string>& args) {
-  std::string name = "dslaunch";
-  bool keep_image = false;
+  ClusterDownOptions o;
   CLI::App app{"dslaunch cluster down: remove exactly what `dslaunch cluster up` made", "down"};
-  app.add_option("--name", name, "cluster name (default dslaunch)");
-  app.add_flag("--keep-image", keep_image, "keep the built image (a later up starts sooner)");
+  app.add_option("--name", o.name, "cluster name (default dslaunch)");
+  app.add_flag("--keep-image", o.keep_image, "keep the built image (a later up starts sooner)");
+  app.add_flag("--keep-checkpoints", o.keep_checkpoints, "keep the checkpoint volume (a later up uses it)");
   if (int rc = Parse(app, args); rc >= 0) return rc;
   std::unique_ptr<CommandRunner> runner = MakeProcessRunner();
-  Status st = ClusterDown(name, keep_image, *runner, std::cout);
+  Status st = ClusterDown(o, *runner, std::cout);
   return st.ok() ? kExitSuccess : Fail(st);
 }
 

@@ -19,6 +19,12 @@ namespace {
 using testing::FakeDocker;
 using testing::TempDir;
 
+ClusterDownOptions Down() {
+  ClusterDownOptions o;
+  o.name = "c1";
+  return o;
+}
+
 // A cluster root, a workspace and three stand-in binaries per test.
 struct Bed {
   TempDir dir{"dsl-cluster-test"};
@@ -63,7 +69,7 @@ TEST_CASE("up on a bare daemon makes everything and records it; down removes it 
         "c1-node-1 ssh-ed25519 AAAAfake\nc1-node-2 ssh-ed25519 AAAAfake\nc1-node-3 ssh-ed25519 AAAAfake\n");
   CHECK(bed.out.str().find("docker swarm join --token SWMTKN-fake 192.0.2.2:2377") != std::string::npos);
 
-  REQUIRE(ClusterDown("c1", false, docker, bed.out).ok());
+  REQUIRE(ClusterDown(Down(), docker, bed.out).ok());
   CHECK(docker.containers.empty());
   CHECK(docker.volumes.empty());
   CHECK(docker.images.empty());
@@ -72,7 +78,7 @@ TEST_CASE("up on a bare daemon makes everything and records it; down removes it 
   CHECK_FALSE(docker.networks.count("docker_gwbridge"));
   CHECK_FALSE(std::filesystem::exists(bed.dir / "clusters/c1"));
   // Nothing left to do is not an error.
-  CHECK(ClusterDown("c1", false, docker, bed.out).ok());
+  CHECK(ClusterDown(Down(), docker, bed.out).ok());
 }
 
 TEST_CASE("down leaves what was there before up: the swarm, gwbridge, a given volume, other overlays", "[cluster]") {
@@ -88,12 +94,28 @@ TEST_CASE("down leaves what was there before up: the swarm, gwbridge, a given vo
   REQUIRE(ClusterUp(o, docker, bed.out).ok());
   CHECK(docker.Count("swarm init") == 0);
   CHECK(bed.State().created_volumes == std::vector<std::string>{"c1-job"});
-  REQUIRE(ClusterDown("c1", true, docker, bed.out).ok());
+  ClusterDownOptions keep = Down();
+  keep.keep_image = true;
+  REQUIRE(ClusterDown(keep, docker, bed.out).ok());
   CHECK(docker.swarm == "active");
   CHECK(docker.networks.count("theirs"));
   CHECK(docker.networks.count("docker_gwbridge"));
   CHECK(docker.volumes == std::set<std::string>{"shared-ckpt"});
   CHECK(docker.images.count("dslaunch-cluster-c1:latest"));  // --keep-image
+}
+
+TEST_CASE("down --keep-checkpoints keeps the checkpoint volume, which the next up then never removes", "[cluster]") {
+  Bed bed;
+  FakeDocker docker;
+  REQUIRE(ClusterUp(bed.Options(), docker, bed.out).ok());
+  ClusterDownOptions keep = Down();
+  keep.keep_checkpoints = true;
+  REQUIRE(ClusterDown(keep, docker, bed.out).ok());
+  CHECK(docker.volumes == std::set<std::string>{"c1-checkpoints"});
+  REQUIRE(ClusterUp(bed.Options(), docker, bed.out).ok());
+  CHECK(bed.State().created_volumes == std::vector<std::string>{"c1-job"});
+  REQUIRE(ClusterDown(Down(), docker, bed.out).ok());
+  CHECK(docker.volumes == std::set<std::string>{"c1-checkpoints"});
 }
 
 TEST_CASE("a swarm up created stays while another overlay uses it", "[cluster]") {
@@ -102,7 +124,7 @@ TEST_CASE("a swarm up created stays while another overlay uses it", "[cluster]")
   REQUIRE(ClusterUp(bed.Options(), docker, bed.out).ok());
   docker.networks.insert("later");
   docker.overlays.insert("later");
-  REQUIRE(ClusterDown("c1", false, docker, bed.out).ok());
+  REQUIRE(ClusterDown(Down(), docker, bed.out).ok());
   CHECK(docker.swarm == "active");
   CHECK(bed.out.str().find("kept the swarm cluster c1 created: still used by later") != std::string::npos);
 }
@@ -147,7 +169,7 @@ TEST_CASE("down after an up that failed half-way removes what that up made", "[c
   CHECK(st.message().find("docker build --tag dslaunch-cluster-c1:latest") != std::string::npos);
   CHECK(st.message().find("fake failure of docker build") != std::string::npos);
   docker.fail_on.clear();
-  REQUIRE(ClusterDown("c1", false, docker, bed.out).ok());
+  REQUIRE(ClusterDown(Down(), docker, bed.out).ok());
   CHECK(docker.swarm == "inactive");
   CHECK(docker.volumes.empty());
   CHECK_FALSE(docker.networks.count("c1-net"));
@@ -186,11 +208,6 @@ TEST_CASE("up refuses a system folder as the workspace and a bad name", "[cluste
   CHECK(docker.commands.empty());  // refused before asking Docker anything
 }
 
-}  // namespace
-}  // namespace ds
-
-namespace ds {
-namespace {
 
 TEST_CASE("several hosts: the manager lists remote nodes, a worker host joins with its own nodes", "[cluster]") {
   Bed manager_bed;
@@ -222,7 +239,7 @@ TEST_CASE("several hosts: the manager lists remote nodes, a worker host joins wi
   CHECK(worker.Count("ssh-keygen") == 0);
   CHECK(worker.Count("up --detach --remove-orphans node-3 node-4") == 1);
   CHECK(worker.Count("dslaunch check") == 0);  // the manager checks
-  REQUIRE(ClusterDown("c1", false, worker, worker_bed.out).ok());
+  REQUIRE(ClusterDown(Down(), worker, worker_bed.out).ok());
   CHECK(worker.containers.empty());
   CHECK(worker.swarm == "active");  // joined by hand, left by hand
   CHECK(worker.volumes.empty());
