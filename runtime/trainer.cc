@@ -138,6 +138,7 @@ void Trainer::PrintBanner() const {
              comm_.size(), zero_.stage, PrecisionName(zero_.precision), model_.num_params(),
              global_batch_, micro_, gas_, comm_.size(), steps_per_epoch_, m.params / 1e6,
              m.grads / 1e6, m.optimizer / 1e6, m.total() / 1e6, m.formula / 1e6);
+  std::fflush(runtime_.out);  // a worker stopped before its first progress line still said what it ran
 }
 
 Status Trainer::TrainEpochs() {
