@@ -86,7 +86,7 @@ int Down(const std::vector<std::string>& args) {
   return st.ok() ? kExitSuccess : Fail(st);
 }
 
-int Status_(const std::vector<std::string>& args) {
+int StatusVerb(const std::vector<std::string>& args) {
   std::string name = "dslaunch";
   CLI::App app{"dslaunch cluster status: the containers, then `dslaunch check` from the controller", "status"};
   app.add_option("--name", name, "cluster name (default dslaunch)");
@@ -128,7 +128,7 @@ int RunClusterCommand(const std::vector<std::string>& args) {
   std::vector<std::string> rest(args.begin() + 1, args.end());
   if (args[0] == "up") return Up(rest);
   if (args[0] == "down") return Down(rest);
-  if (args[0] == "status") return Status_(rest);
+  if (args[0] == "status") return StatusVerb(rest);
   if (args[0] == "run") return Run(rest);
   return Fail(Status::InvalidArgument("unknown verb '" + args[0] + "': expected up, down, status or run"));
 }

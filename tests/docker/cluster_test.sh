@@ -1,8 +1,9 @@
 #!/bin/bash
 # `dslaunch cluster` end to end on a real Docker daemon (run it inside
 # with-docker): up with 3 nodes, status, a job whose workers must use the
-# overlay interface, `docker kill` of a node and of node 0 mid-training with
-# the job finishing on the other two from the shared checkpoint volume,
+# overlay interface, `docker kill` of a node and of node 0 and `docker pause`
+# of a third mid-training with the job finishing on the other two from the
+# shared checkpoint volume,
 # Ctrl-C and kill -9 of `cluster run` leaving no process behind, then down
 # leaving nothing of the cluster behind.
 #   cluster_test.sh DSLAUNCH
@@ -125,6 +126,29 @@ kill_case() {  # $1 = the node container to kill
 }
 kill_case $name-node-2
 kill_case $name-node-1  # node 0: rank 0 and MASTER_ADDR were there
+
+# A frozen node closes nothing: the heartbeat finds it.
+echo "== docker pause $name-node-3 mid-training"
+train_job ck-pause
+"$DSLAUNCH" cluster run --name $name ck-pause.yaml >ck-pause.out 2>&1 &
+pid=$!
+if wait_until "in_controller 'ls /checkpoints/ck-pause/step_*/manifest.json' >/dev/null 2>&1" 60; then
+  t0=$(now)
+  docker pause $name-node-3 >/dev/null
+  wait "$pid"
+  rc=$?
+  echo "pause: -> job done $(since "$t0") s"
+  grep -v epoch ck-pause.out
+  [ $rc -eq 0 ] || fail "pause: cluster run exited $rc"
+  grep -q "after host $name-node-3: agent lost: no heartbeat for 2s" ck-pause.out ||
+    fail "pause: not found by the heartbeat"
+  grep -q "all 2 workers exited 0, after 1 restart" ck-pause.out || fail "pause: no success summary"
+else
+  fail "pause: no checkpoint within 60 s"; kill "$pid"; wait "$pid"
+fi
+docker unpause $name-node-3 >/dev/null
+# Thawed, its agent finds the coordinator gone and ends its worker and itself.
+wait_until '[ -z "$(leftovers)" ]' 30 || fail "pause: left behind after unpausing: $(leftovers | tr '\n' ' ')"
 
 stop_case() {  # $1 = INT | KILL: what `cluster run` gets
   echo "== SIG$1 to cluster run"
