@@ -46,6 +46,10 @@ Result<std::string> MountableFolder(const std::string& path, const std::string& 
   std::error_code ec;
   fs::path abs = fs::weakly_canonical(fs::absolute(path), ec);
   if (ec || !fs::is_directory(abs)) return Status::InvalidArgument(what + " '" + path + "': not a folder");
+  if (abs.string().find_first_of(":$\n\"'") != std::string::npos) {
+    return Status::InvalidArgument(what + " '" + abs.string() + "': compose cannot mount a path with ':', '$', "
+                                   "a quote or a newline; pick or link one without");
+  }
   if (HidesSystem(abs, read_only)) {
     return Status::InvalidArgument(what + " '" + abs.string() +
                                    "': a system folder cannot be mounted into the containers at its own path; "

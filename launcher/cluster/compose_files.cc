@@ -19,6 +19,12 @@ Status MakePrivateDir(const std::string& dir) {
   return Status::OK();
 }
 
+std::vector<std::string> Numbered(const std::string& name, int first, int count) {
+  std::vector<std::string> names;
+  for (int i = first; i < first + count; ++i) names.push_back(name + "-node-" + std::to_string(i));
+  return names;
+}
+
 }  // namespace
 
 Status WriteComposeFiles(const ClusterState& s, const ClusterPaths& paths, const std::string& docker_dir) {
@@ -50,14 +56,6 @@ Status WriteComposeFiles(const ClusterState& s, const ClusterPaths& paths, const
   }
   return WriteFileAtomically(paths.compose + "/nodes.yml", nodes, 0600);
 }
-
-namespace {
-std::vector<std::string> Numbered(const std::string& name, int first, int count) {
-  std::vector<std::string> names;
-  for (int i = first; i < first + count; ++i) names.push_back(name + "-node-" + std::to_string(i));
-  return names;
-}
-}  // namespace
 
 std::vector<std::string> NodeNames(const ClusterState& s) { return Numbered(s.name, s.first_node, s.nodes); }
 

@@ -199,6 +199,10 @@ TEST_CASE("up refuses a system folder as the workspace and a bad name", "[cluste
   ClusterUpOptions data = bed.Options();
   data.data = "/usr";
   CHECK(ClusterUp(data, docker, bed.out).message().find("--data '/usr': a system folder") != std::string::npos);
+  std::filesystem::create_directories(bed.dir / "a:b");
+  ClusterUpOptions colon = bed.Options();
+  colon.workspace = bed.dir / "a:b";
+  CHECK(ClusterUp(colon, docker, bed.out).message().find("compose cannot mount a path with ':'") != std::string::npos);
   ClusterUpOptions o = bed.Options();
   o.workspace = bed.dir / "missing";
   CHECK(ClusterUp(o, docker, bed.out).message().find("not a folder") != std::string::npos);
