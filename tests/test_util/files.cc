@@ -17,4 +17,14 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+std::string ReadStream(FILE* f) {
+  std::fflush(f);
+  std::rewind(f);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
+  return out;
+}
+
 }  // namespace ds::testing

@@ -5,18 +5,10 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/test_util/files.h"
+
 namespace ds {
 namespace {
-
-std::string Drain(FILE* f) {
-  std::fflush(f);
-  std::rewind(f);
-  std::string out;
-  char buf[256];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
-  return out;
-}
 
 TEST_CASE("job record: a node's workers get local ranks in assignment order, per generation", "[record]") {
   FILE* out = std::tmpfile();
@@ -39,7 +31,7 @@ TEST_CASE("job record: a node's workers get local ranks in assignment order, per
     record.OnOutput(1, 1, "g1 rank 1");
     mux.Flush();
   }
-  CHECK(Drain(out) == "a:1 g0 rank 1\nb:3 g0 rank 3\nb:1 g1 rank 1\n");
+  CHECK(testing::ReadStream(out) == "a:1 g0 rank 1\nb:3 g0 rank 3\nb:1 g1 rank 1\n");
   std::fclose(out);
 }
 

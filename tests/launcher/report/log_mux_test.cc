@@ -11,20 +11,11 @@
 
 #include <fmt/format.h>
 
+#include "tests/test_util/files.h"
 #include "tests/test_util/temp_dir.h"
 
 namespace ds {
 namespace {
-
-std::string Captured(FILE* f) {
-  std::fflush(f);
-  std::rewind(f);
-  std::string out;
-  char buf[256];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
-  return out;
-}
 
 TEST_CASE("log mux: per-rank files get the lines unprefixed, and dslaunch's markers", "[logmux]") {
   testing::TempDir tmp("logmux");
@@ -41,13 +32,13 @@ TEST_CASE("log mux: per-rank files get the lines unprefixed, and dslaunch's mark
   }
   FILE* f = std::fopen((dir + "/logs/rank1.log").c_str(), "r");
   REQUIRE(f);
-  CHECK(Captured(f) == "before\n--- dslaunch: restarted, generation 1 ---\nafter\n");
+  CHECK(testing::ReadStream(f) == "before\n--- dslaunch: restarted, generation 1 ---\nafter\n");
   std::fclose(f);
   f = std::fopen((dir + "/logs/rank0.log").c_str(), "r");
   REQUIRE(f);
-  CHECK(Captured(f) == "--- dslaunch: restarted, generation 1 ---\n");
+  CHECK(testing::ReadStream(f) == "--- dslaunch: restarted, generation 1 ---\n");
   std::fclose(f);
-  CHECK(Captured(out) == "w1:1 before\nw1:1 after\n");  // markers stay off stdout
+  CHECK(testing::ReadStream(out) == "w1:1 before\nw1:1 after\n");  // markers stay off stdout
   std::fclose(out);
 }
 
@@ -69,11 +60,11 @@ TEST_CASE("log mux: terminal_local_ranks keeps other local ranks off stdout, nev
     mux.AddRank(4, "w1", 0);
     mux.Line(4, 1, "again 4");
   }
-  CHECK(Captured(out) == "w0:0 line 0\nw0:2 line 2\nw1:3 line 3\nw1:5 line 5\nw1:4 again 4\n");
+  CHECK(testing::ReadStream(out) == "w0:0 line 0\nw0:2 line 2\nw1:3 line 3\nw1:5 line 5\nw1:4 again 4\n");
   std::fclose(out);
   FILE* f = std::fopen((dir + "/logs/rank1.log").c_str(), "r");
   REQUIRE(f);
-  CHECK(Captured(f) == "line 1\n");
+  CHECK(testing::ReadStream(f) == "line 1\n");
   std::fclose(f);
 }
 
@@ -84,7 +75,7 @@ TEST_CASE("log mux: plain prefix host:rank when not a TTY", "[logmux]") {
   mux.Line(3, 1, "hello");
   mux.Line(3, 2, "  spaced  ");
   mux.Flush();  // stdout is written by the mux's writer thread
-  CHECK(Captured(f) == "w1:3 hello\nw1:3   spaced  \n");
+  CHECK(testing::ReadStream(f) == "w1:3 hello\nw1:3   spaced  \n");
   std::fclose(f);
 }
 
@@ -95,7 +86,7 @@ TEST_CASE("log mux: colored on a TTY unless DSLAUNCH_COLOR=never; always forces 
     mux.AddRank(0, "w0");
     mux.Line(0, 1, "x");
   }
-  CHECK(Captured(f) == "\033[36mw0:0\033[0m x\n");
+  CHECK(testing::ReadStream(f) == "\033[36mw0:0\033[0m x\n");
   std::fclose(f);
   CHECK(!LogMux(LogMuxOptions{"", "never", stdout, true}).color());
   CHECK(LogMux(LogMuxOptions{"", "always", stdout, false}).color());
@@ -141,7 +132,7 @@ TEST_CASE("log mux: a stalled reader of stdout never blocks Line(); the files ke
   for (int i = 0; i < kLines; ++i) expected += line(i) + "\n";
   FILE* f = std::fopen((dir + "/rank0.log").c_str(), "r");
   REQUIRE(f);
-  CHECK(Captured(f) == expected);
+  CHECK(testing::ReadStream(f) == expected);
   std::fclose(f);
 
   CHECK(dropped > 0);
