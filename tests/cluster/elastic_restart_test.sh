@@ -14,6 +14,7 @@
 # first step of the resumed run (not asserted: the machine is shared).
 set -uo pipefail
 DSLAUNCH=$(readlink -f "$1")
+source "$(dirname "$0")/../test_util/elastic_job.sh"
 C=${DSLAUNCH_TEST_CLUSTER:?run me inside tests/cluster/with-cluster}
 work=$(mktemp -d /tmp/dsl-elrestart.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -40,25 +41,7 @@ wait_for() {
 
 run_case() {  # $1 = kill | partition
   local how=$1 ckpt="$work/ckpt-$1"
-  cat >"$work/job.yaml" <<YAML
-checkpoint_dir: $ckpt
-elastic: {max_restarts: 1, min_nodes: 2, heartbeat_interval: 500ms, heartbeat_timeout: 2s}
-ssh: {strict_host_key_checking: yes}
-env: {OMP_NUM_THREADS: '1', OPENBLAS_NUM_THREADS: '1'}
-trainer:
-  model: {layers: [64, 256, 4], activation: relu}
-  data: {dataset: synthetic, samples: 6144, features: 64, classes: 4}
-  epochs: 1000
-  max_steps: 6000
-  seed: 5
-  eval: {every_epoch: false}
-  checkpoint: {every_steps: 300, keep: 2}
-  config:
-    train_micro_batch_size_per_gpu: 32
-    optimizer: {type: Adam, params: {lr: 0.001}}
-    zero_optimization: {stage: 2}
-    steps_per_print: 500
-YAML
+  elastic_job_yaml "$ckpt" 300 2 "ssh: {strict_host_key_checking: yes}" >"$work/job.yaml"
   echo "== lose node 2 by $how"
   DSLAUNCH_STOP_GRACE=500ms "$DSLAUNCH" --hostfile hostfile --launcher ssh "$work/job.yaml" \
     >"$work/out" 2>&1 &

@@ -10,6 +10,7 @@
 # Times are printed, not asserted (the machine is shared).
 set -uo pipefail
 DSLAUNCH=$(readlink -f "$1")
+source "$(dirname "$0")/../test_util/elastic_job.sh"
 name=dsltest
 export DSLAUNCH_CLUSTER_DIR=/tmp/dsl-docker-test-clusters
 fails=0
@@ -79,26 +80,7 @@ for line in open(sys.argv[2]):
 PY
 
 # A training job checkpointing into the shared volume every 50 steps.
-train_job() {  # $1 = checkpoint folder name
-  cat >"$1.yaml" <<YAML
-checkpoint_dir: /checkpoints/$1
-elastic: {max_restarts: 1, min_nodes: 2, heartbeat_interval: 500ms, heartbeat_timeout: 2s}
-env: {OMP_NUM_THREADS: '1', OPENBLAS_NUM_THREADS: '1'}
-trainer:
-  model: {layers: [64, 256, 4], activation: relu}
-  data: {dataset: synthetic, samples: 6144, features: 64, classes: 4}
-  epochs: 1000
-  max_steps: 6000
-  seed: 5
-  eval: {every_epoch: false}
-  checkpoint: {every_steps: 50, keep: 2}
-  config:
-    train_micro_batch_size_per_gpu: 32
-    optimizer: {type: Adam, params: {lr: 0.001}}
-    zero_optimization: {stage: 2}
-    steps_per_print: 1000
-YAML
-}
+train_job() { elastic_job_yaml "/checkpoints/$1" 50 2 >"$1.yaml"; }  # $1 = checkpoint folder name
 
 kill_case() {  # $1 = the node container to kill
   local victim=$1 ck=ck-$1

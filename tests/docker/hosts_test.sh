@@ -10,6 +10,7 @@
 #   hosts_test.sh DSLAUNCH
 set -uo pipefail
 DSLAUNCH=$(readlink -f "$1")
+source "$(dirname "$0")/../test_util/elastic_job.sh"
 name=dslhosts
 ns=dslhostsw subnet=10.77.60
 W=unix:///run/dsl-hosts-dockerd.sock
@@ -92,24 +93,7 @@ cat status.out
 grep -q "4 of 4 hosts ready" status.out || fail "status: not every node of both hosts ready"
 
 echo "== a 4-rank job across both hosts; node 4 (the other host) killed mid-training"
-cat >job.yaml <<'YAML'
-checkpoint_dir: ckpt
-elastic: {max_restarts: 1, min_nodes: 3, heartbeat_interval: 500ms, heartbeat_timeout: 2s}
-env: {OMP_NUM_THREADS: '1', OPENBLAS_NUM_THREADS: '1'}
-trainer:
-  model: {layers: [64, 256, 4], activation: relu}
-  data: {dataset: synthetic, samples: 6144, features: 64, classes: 4}
-  epochs: 1000
-  max_steps: 6000
-  seed: 5
-  eval: {every_epoch: false}
-  checkpoint: {every_steps: 50, keep: 2}
-  config:
-    train_micro_batch_size_per_gpu: 32
-    optimizer: {type: Adam, params: {lr: 0.001}}
-    zero_optimization: {stage: 2}
-    steps_per_print: 1000
-YAML
+elastic_job_yaml ckpt 50 3 >job.yaml
 "$DSLAUNCH" cluster run --name $name job.yaml >job.out 2>&1 &
 pid=$!
 for _ in $(seq 600); do ls ckpt/step_*/manifest.json >/dev/null 2>&1 && break; sleep 0.1; done
