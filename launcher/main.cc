@@ -23,7 +23,6 @@ using Args = std::vector<std::string>;
 int CmdRun(const Args& args);
 int CmdEnv(const Args& args);
 int CmdCheck(const Args& args);
-int CmdCluster(const Args& args) { return RunClusterCommand(args); }
 
 struct Subcommand {
   const char* name;
@@ -36,7 +35,8 @@ constexpr Subcommand kSubcommands[] = {
     {"run", "start a job (the default: `dslaunch [options] job.yaml` means `dslaunch run ...`)", CmdRun},
     {"env", "print every DSLAUNCH_* variable and the worker contract: type, default, current value, help", CmdEnv},
     {"check", "preflight: reach every host of the hostfile and check it can run dsagent", CmdCheck},
-    {"cluster", "up|down|status|run: a training cluster of Docker containers on an overlay network", CmdCluster},
+    {"cluster", "up|down|status|run: a training cluster of Docker containers on an overlay network",
+     RunClusterCommand},
 };
 
 // Prints "dslaunch: error: <message>"; returns `code`.

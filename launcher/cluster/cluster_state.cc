@@ -2,10 +2,7 @@
 
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <map>
 
 #include "common/files.h"

@@ -188,9 +188,11 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, Termi
     boost::system::error_code ec;
     int fd = ::dup(STDIN_FILENO);
     lifeline.assign(fd, ec);
-    if (ec) ::close(fd);
-    if (ec) return Status::InvalidArgument("DSLAUNCH_STDIN_LIFELINE: stdin cannot be watched (" + ec.message() +
-                                           "); it must be a pipe or a socket");
+    if (ec) {
+      ::close(fd);
+      return Status::InvalidArgument("DSLAUNCH_STDIN_LIFELINE: stdin cannot be watched (" + ec.message() +
+                                     "); it must be a pipe or a socket");
+    }
     lifeline.async_read_some(asio::buffer(received), on_stdin);
   }
 
