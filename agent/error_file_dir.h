@@ -1,9 +1,12 @@
 // ErrorFileDir: the agent's private directory for its workers'
 // TORCHELASTIC_ERROR_FILEs. Created on first use with mkdtemp under $TMPDIR
-// (else /tmp), so it is unique per agent and mode 0700: nobody else can
-// place, swap or read a file in it. One file name per generation and rank;
-// the directory and everything in it go when the object is destroyed (the
-// agent's exit, whichever way it ends but SIGKILL). Not thread-safe.
+// (else /tmp) as dsagent-errors.<pid>.XXXXXX, so it is unique per agent and
+// mode 0700: nobody else can place, swap or read a file in it. One file name
+// per generation and rank; the directory and everything in it go when the
+// object is destroyed (the agent's exit, whichever way it ends but SIGKILL).
+// What a SIGKILLed agent left is removed by the next agent that creates its
+// own: directories of that name whose pid is gone and that belong to this
+// user. Not thread-safe.
 #pragma once
 
 #include <sys/types.h>

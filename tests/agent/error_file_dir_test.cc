@@ -68,6 +68,30 @@ TEST_CASE("error files: a private 0700 directory per agent, a name per generatio
   CHECK_FALSE(std::filesystem::exists(dir));
 }
 
+TEST_CASE("error files: what a killed agent left is removed by the next one, nothing else", "[errorfile]") {
+  TempDir tmp;
+  ScopedTmpdir scoped(tmp.path());
+  // No process has a pid of pid_max or more: a dead agent's for sure.
+  const std::string dead = std::to_string(std::stol(testing::ReadFile("/proc/sys/kernel/pid_max")));
+  const std::string stale = tmp / ("dsagent-errors." + dead + ".abc123");
+  const std::string alive = tmp / ("dsagent-errors." + std::to_string(::getppid()) + ".abc123");
+  const std::string link = tmp / ("dsagent-errors." + dead + ".link");
+  const std::string other_name = tmp / ("dsagent-errors.x" + dead + ".abc");
+  for (const std::string& d : {stale, alive, other_name, tmp / "kept-target"}) std::filesystem::create_directory(d);
+  WriteFile(stale + "/error-g0-r1.json", kRecord);
+  std::filesystem::create_directory_symlink(tmp / "kept-target", link);
+  WriteFile(tmp / "kept-target/file", "x");
+
+  ErrorFileDir files;
+  REQUIRE(files.Prepare(0, 0).ok());
+  CHECK(files.dir().rfind(tmp / ("dsagent-errors." + std::to_string(::getpid()) + "."), 0) == 0);
+  CHECK_FALSE(std::filesystem::exists(stale));
+  CHECK(std::filesystem::exists(alive));        // its agent may still run
+  CHECK(std::filesystem::is_symlink(link));     // not a directory of ours
+  CHECK(std::filesystem::exists(tmp / "kept-target/file"));
+  CHECK(std::filesystem::exists(other_name));   // not our name
+}
+
 TEST_CASE("error files: the worker's own regular file is read and parsed", "[errorfile]") {
   TempDir tmp;
   WriteFile(tmp / "e.json", kRecord);
