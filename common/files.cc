@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
+
 namespace ds {
 
 Result<std::string> ReadTextFile(const std::string& path, const std::string& what) {
@@ -28,30 +30,67 @@ Result<std::string> ReadTextFile(const std::string& path, const std::string& wha
   return text.str();
 }
 
-Status WriteFileAtomically(const std::string& path, const std::string& text, unsigned mode) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
-  if (fd < 0) return Status::IOError("cannot write " + tmp + ": " + std::strerror(errno));
+namespace {
+
+std::string Errno() { return std::strerror(errno); }
+
+Status RemoveStaleTemp(const std::string& tmp) {
+  struct stat st;
+  if (::lstat(tmp.c_str(), &st) != 0)
+    return errno == ENOENT ? Status::OK() : Status::IOError(fmt::format("{}: {}", tmp, Errno()));
+  if (S_ISLNK(st.st_mode))
+    return Status::PermissionDenied(fmt::format("{} is a symbolic link: refusing to write through it", tmp));
+  if (!S_ISREG(st.st_mode))
+    return Status::PermissionDenied(fmt::format("{} is not a regular file: refusing to replace it", tmp));
+  if (st.st_uid != ::geteuid())
+    return Status::PermissionDenied(fmt::format("file {} is owned by uid {}, not by this user (uid {}): refusing to "
+                                                "replace it", tmp, st.st_uid, ::geteuid()));
+  if (::unlink(tmp.c_str()) != 0 && errno != ENOENT)
+    return Status::IOError(fmt::format("{}: cannot remove: {}", tmp, Errno()));
+  return Status::OK();
+}
+
+Status WriteAndSync(int fd, const std::string& tmp, const std::string& data) {
   size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
     if (n < 0) {
-      std::string why = std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return Status::IOError("cannot write " + tmp + ": " + why);
+      if (errno == EINTR) continue;
+      return Status::IOError(fmt::format("{}: write: {}", tmp, Errno()));
     }
     done += static_cast<size_t>(n);
   }
-  ::fchmod(fd, mode);  // open's mode is filtered by the umask
-  bool ok = ::fsync(fd) == 0;
-  ok = ::close(fd) == 0 && ok;
-  ok = ok && ::rename(tmp.c_str(), path.c_str()) == 0;
-  if (ok) return Status::OK();
-  std::string why = std::strerror(errno);
-  ::unlink(tmp.c_str());
-  return Status::IOError("cannot write " + path + ": " + why);
+  if (::fsync(fd) != 0) return Status::IOError(fmt::format("{}: fsync: {}", tmp, Errno()));
+  return Status::OK();
+}
+
+}  // namespace
+
+Status WriteFileDurably(const std::string& path, const std::string& data, unsigned mode) {
+  const std::string tmp = path + ".tmp";
+  const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+  int fd = ::open(tmp.c_str(), flags, mode);
+  if (fd < 0 && errno == EEXIST) {
+    DS_RETURN_IF_ERROR(RemoveStaleTemp(tmp));
+    fd = ::open(tmp.c_str(), flags, mode);
+  }
+  if (fd < 0) return Status::IOError(fmt::format("{}: cannot create: {}", tmp, Errno()));
+  // From here on `tmp` is the file we created; every failure removes it.
+  Status st = WriteAndSync(fd, tmp, data);
+  if (::close(fd) != 0 && st.ok()) st = Status::IOError(fmt::format("{}: close: {}", tmp, Errno()));
+  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
+    st = Status::IOError(fmt::format("{}: rename: {}", path, Errno()));
+  if (!st.ok()) {
+    ::unlink(tmp.c_str());
+    return st;
+  }
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return Status::OK();
 }
 
 std::string SiblingBinary(const std::string& name, const std::string& subdir, const std::string& override_path) {

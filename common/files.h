@@ -13,10 +13,14 @@ namespace ds {
 // (InvalidArgument), or the open/read error (IOError).
 Result<std::string> ReadTextFile(const std::string& path, const std::string& what);
 
-// Writes `text` to `path` through a temporary file in the same directory,
-// fsynced and renamed over it, with permission bits `mode`: readers see the
-// old file or the new one, never a part.
-Status WriteFileAtomically(const std::string& path, const std::string& text, unsigned mode);
+// Writes `data` to `<path>.tmp` (created with `mode`, less the umask;
+// O_EXCL|O_NOFOLLOW), fsyncs it, renames it to `path` and fsyncs the
+// directory: readers see the old file or the new one, never a part. A stale
+// `<path>.tmp` is removed first only when it is a regular file owned by this
+// user; anything else there (a symlink, another user's file) is refused with
+// PermissionDenied, e.g. "<path>.tmp is a symbolic link: refusing to write
+// through it". On any failure the temporary file is removed.
+Status WriteFileDurably(const std::string& path, const std::string& data, unsigned mode);
 
 // Path of a program that ships next to the running one: `override_path` if
 // set, else <dir of this executable>/<name>, else <dir>/../<subdir>/<name>

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "common/files.h"
 #include "common/log.h"
 #include "runtime/checkpoint_files.h"
 #include "runtime/checkpoint_format.h"
@@ -96,7 +97,7 @@ Status SaveCheckpoint(const std::string& dir, const CheckpointMeta& meta, const 
   }
   PutFloats(data, shard.master);
   for (const auto& slot : shard.state) PutFloats(data, slot);
-  if (st.ok()) st = WriteFileDurably((step_dir / fmt::format("shard_{}.bin", rank)).string(), data);
+  if (st.ok()) st = WriteFileDurably((step_dir / fmt::format("shard_{}.bin", rank)).string(), data, kCheckpointFileMode);
   if (!st.ok()) DS_LOG(Warn, Ckpt) << st.message();
 
   // Everyone learns every shard's outcome, size and checksum.
@@ -116,7 +117,7 @@ Status SaveCheckpoint(const std::string& dir, const CheckpointMeta& meta, const 
   if (rank == 0) {
     CheckpointMeta m = meta;
     m.world_size = world;
-    ms = WriteFileDurably((step_dir / "manifest.json").string(), ManifestJson(m, info));
+    ms = WriteFileDurably((step_dir / "manifest.json").string(), ManifestJson(m, info), kCheckpointFileMode);
     if (!ms.ok()) {
       DS_LOG(Warn, Ckpt) << ms.message();
       failed = 1;

@@ -36,36 +36,6 @@ Status CheckDirStat(const std::string& what, const std::string& path, const stru
 // A leftover `tmp` of an interrupted write is removed only when it is a
 // regular file of ours; unlink() never follows a symlink, so a swap between
 // the lstat and the unlink cannot redirect it.
-Status RemoveStaleTemp(const std::string& tmp) {
-  struct stat st;
-  if (::lstat(tmp.c_str(), &st) != 0)
-    return errno == ENOENT ? Status::OK() : Status::IOError(fmt::format("{}: {}", tmp, Errno()));
-  if (S_ISLNK(st.st_mode))
-    return Status::PermissionDenied(
-        fmt::format("{} is a symbolic link: refusing to write through it", tmp));
-  if (!S_ISREG(st.st_mode))
-    return Status::PermissionDenied(
-        fmt::format("{} is not a regular file: refusing to replace it", tmp));
-  if (st.st_uid != ::geteuid()) return NotOurs("file", tmp, st.st_uid, "refusing to replace it");
-  if (::unlink(tmp.c_str()) != 0 && errno != ENOENT)
-    return Status::IOError(fmt::format("{}: cannot remove: {}", tmp, Errno()));
-  return Status::OK();
-}
-
-Status WriteAndSync(int fd, const std::string& tmp, const std::string& data) {
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::IOError(fmt::format("{}: write: {}", tmp, Errno()));
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) return Status::IOError(fmt::format("{}: fsync: {}", tmp, Errno()));
-  return Status::OK();
-}
-
 }  // namespace
 
 Status CheckCheckpointDir(const std::string& dir) {
@@ -102,33 +72,6 @@ Status MakeStepDir(const std::string& step_dir) {
     return Status::IOError(
         fmt::format("cannot create checkpoint step directory {}: {}", step_dir, Errno()));
   return CheckStepDir(step_dir);
-}
-
-Status WriteFileDurably(const std::string& path, const std::string& data) {
-  const std::string tmp = path + ".tmp";
-  const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
-  int fd = ::open(tmp.c_str(), flags, kCheckpointFileMode);
-  if (fd < 0 && errno == EEXIST) {
-    DS_RETURN_IF_ERROR(RemoveStaleTemp(tmp));
-    fd = ::open(tmp.c_str(), flags, kCheckpointFileMode);
-  }
-  if (fd < 0) return Status::IOError(fmt::format("{}: cannot create: {}", tmp, Errno()));
-  // From here on `tmp` is the file we created; every failure removes it.
-  Status st = WriteAndSync(fd, tmp, data);
-  if (::close(fd) != 0 && st.ok()) st = Status::IOError(fmt::format("{}: close: {}", tmp, Errno()));
-  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
-    st = Status::IOError(fmt::format("{}: rename: {}", path, Errno()));
-  if (!st.ok()) {
-    ::unlink(tmp.c_str());
-    return st;
-  }
-  const std::string dir = fs::path(path).parent_path().string();
-  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-  return Status::OK();
 }
 
 Result<std::string> ReadCheckpointFile(const std::string& path) {

@@ -34,13 +34,8 @@ Status CheckCheckpointDir(const std::string& dir);
 // OK when `step_dir` is a real directory (not a symlink) owned by this user.
 Status CheckStepDir(const std::string& step_dir);
 
-// Writes `data` to `<path>.tmp` (created 0640, O_EXCL|O_NOFOLLOW), fsyncs
-// it, renames it to `path` and fsyncs the directory. A stale `<path>.tmp` is
-// removed first only when it is a regular file owned by this user; anything
-// else there (a symlink, another user's file) is refused with
-// PermissionDenied, e.g. "<path>.tmp is a symbolic link: refusing to write
-// through it". On any failure the temporary file is removed.
-Status WriteFileDurably(const std::string& path, const std::string& data);
+// Shards and manifests are written with WriteFileDurably (common/files.h),
+// mode kCheckpointFileMode.
 
 // The bytes of `path`, which must be a regular file (not a symlink);
 // NotFound when it does not exist, IOError otherwise.

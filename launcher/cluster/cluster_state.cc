@@ -100,7 +100,7 @@ Status SaveClusterState(const ClusterState& s, const std::string& path) {
   put("created_network", Bool(s.created_network));
   put("created_image", Bool(s.created_image));
   put("created_volumes", Join(s.created_volumes));
-  return WriteFileAtomically(path, text, 0600);
+  return WriteFileDurably(path, text, 0600);
 }
 
 std::string ClusterRoot() {

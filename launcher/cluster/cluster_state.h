@@ -3,7 +3,7 @@
 // `up` created (and nothing that was there before), `up` again is a no-op
 // that repairs, and `down` after a failed `up` still finds everything. The
 // state directory also holds the cluster's keys and compose files
-// (ClusterPaths). Plain data; Save is atomic (temporary file + rename).
+// (ClusterPaths). Plain data; Save is atomic (WriteFileDurably).
 #pragma once
 
 #include <string>

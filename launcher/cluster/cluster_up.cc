@@ -176,7 +176,7 @@ Status WriteHostfile(CommandRunner& runner, const ClusterPaths& paths, const std
                      const ClusterState& s) {
   const std::string text = ClusterHostfile(s.name, HostfileNodes(s), s.slots);
   DS_RETURN_IF_ERROR(WriteKnownHosts(paths, HostfileNodes(s)));
-  DS_RETURN_IF_ERROR(WriteFileAtomically(paths.hostfile, text, 0644));
+  DS_RETURN_IF_ERROR(WriteFileDurably(paths.hostfile, text, 0644));
   return CaptureOk(runner, {"docker", "exec", "-i", controller, "sh", "-c",
                             "cat >/job/hostfile.tmp && mv -f /job/hostfile.tmp /job/hostfile"},
                    text)

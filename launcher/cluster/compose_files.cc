@@ -31,7 +31,7 @@ Status WriteComposeFiles(const ClusterState& s, const ClusterPaths& paths, const
   DS_RETURN_IF_ERROR(MakePrivateDir(paths.compose));
   for (const char* f : {"docker-compose.yml", "docker-compose.gpu.yml"}) {
     DS_ASSIGN_OR_RETURN(std::string text, ReadTextFile(docker_dir + "/" + f, "compose file"));
-    DS_RETURN_IF_ERROR(WriteFileAtomically(paths.compose + "/" + f, text, 0600));
+    DS_RETURN_IF_ERROR(WriteFileDurably(paths.compose + "/" + f, text, 0600));
   }
   std::string env = "# written by dslaunch cluster up; the variables of docker-compose.yml\n";
   auto put = [&](const std::string& k, const std::string& v) { env += k + "=" + v + "\n"; };
@@ -44,7 +44,7 @@ Status WriteComposeFiles(const ClusterState& s, const ClusterPaths& paths, const
   put("DSLAUNCH_CHECKPOINT_VOLUME", s.checkpoint_volume);
   put("DSLAUNCH_JOB_VOLUME", s.job_volume);
   put("DSLAUNCH_SHM_SIZE", s.shm_size);
-  DS_RETURN_IF_ERROR(WriteFileAtomically(paths.compose_env, env, 0600));
+  DS_RETURN_IF_ERROR(WriteFileDurably(paths.compose_env, env, 0600));
   // One service per node: compose's own replicas would be named t1_node_1,
   // and neither SSH nor DNS labels allow '_'.
   const char* base = s.gpus ? "{file: docker-compose.gpu.yml, service: gpu-node}"
@@ -54,7 +54,7 @@ Status WriteComposeFiles(const ClusterState& s, const ClusterPaths& paths, const
     nodes += "  " + n.substr(s.name.size() + 1) + ":\n    extends: " + base + "\n    container_name: " + n +
              "\n    hostname: " + n + "\n    profiles: [nodes]\n";
   }
-  return WriteFileAtomically(paths.compose + "/nodes.yml", nodes, 0600);
+  return WriteFileDurably(paths.compose + "/nodes.yml", nodes, 0600);
 }
 
 std::vector<std::string> NodeNames(const ClusterState& s) { return Numbered(s.name, s.first_node, s.nodes); }
@@ -84,9 +84,9 @@ Status MakeClusterKeys(CommandRunner& runner, const ClusterPaths& paths, const s
     DS_RETURN_IF_ERROR(CaptureOk(runner, {"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", key}).status());
   }
   DS_ASSIGN_OR_RETURN(std::string client_pub, ReadTextFile(controller + "/id_ed25519.pub", "cluster client key"));
-  DS_RETURN_IF_ERROR(WriteFileAtomically(node + "/authorized_keys", client_pub, 0600));
+  DS_RETURN_IF_ERROR(WriteFileDurably(node + "/authorized_keys", client_pub, 0600));
   const std::string in = "/etc/dslaunch/keys";  // where docker-compose.yml mounts keys/controller
-  return WriteFileAtomically(controller + "/ssh_config",
+  return WriteFileDurably(controller + "/ssh_config",
                              "# the controller's ssh settings (DSLAUNCH_SSH_CONFIG), written by dslaunch cluster up\n"
                              "Host *\n  User root\n  IdentityFile " + in + "/id_ed25519\n  IdentitiesOnly yes\n"
                              "  UserKnownHostsFile " + in + "/known_hosts\n  StrictHostKeyChecking yes\n",
@@ -99,7 +99,7 @@ Status WriteKnownHosts(const ClusterPaths& paths, const std::vector<std::string>
   if (words.size() < 2) return Status::IOError(paths.keys + "/node/ssh_host_ed25519_key.pub: not an OpenSSH public key");
   std::string text;
   for (const std::string& n : node_names) text += n + " " + words[0] + " " + words[1] + "\n";
-  return WriteFileAtomically(paths.keys + "/controller/known_hosts", text, 0644);
+  return WriteFileDurably(paths.keys + "/controller/known_hosts", text, 0644);
 }
 
 std::string ClusterHostfile(const std::string& name, const std::vector<std::string>& node_names, int slots) {
