@@ -1,8 +1,6 @@
 // dslaunch cluster up: swarm, overlay, volumes, keys, image, containers,
 // hostfile, then wait for SSH. Every resource is recorded in the state file
 // the moment it exists, so an `up` that fails half-way is undone by `down`.
-#include <sys/stat.h>
-
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -196,9 +194,9 @@ Status ClusterUp(const ClusterUpOptions& o, CommandRunner& runner, std::ostream&
     return Status::NotFound("cluster " + o.name + " does not exist (" + paths.state + "); --replace restarts the "
                             "lost nodes of an existing cluster");
   }
+  DS_RETURN_IF_ERROR(MakePrivateDir(paths.dir));
   std::error_code ec;
-  fs::create_directories(paths.empty, ec);
-  if (ec || ::chmod(paths.dir.c_str(), 0700) != 0) return Status::IOError("cannot create " + paths.dir + ": " + ec.message());
+  fs::create_directories(paths.empty, ec);  // the data folder when there is none
   DS_ASSIGN_OR_RETURN(std::string docker_dir, DockerFilesDir());
   DS_RETURN_IF_ERROR(ApplyUpOptions(o, runner, paths, existing, &s));
   if (!existing) {
@@ -223,7 +221,7 @@ Status ClusterUp(const ClusterUpOptions& o, CommandRunner& runner, std::ostream&
   std::vector<std::string> up = {"up", "--detach", "--remove-orphans"};  // orphans: nodes beyond a smaller --nodes
   if (o.replace) up.push_back("--no-recreate");
   if (s.joined) {  // only this host's nodes: the controller runs on the manager
-    for (const std::string& n : nodes) up.push_back(n.substr(s.name.size() + 1));
+    for (const std::string& n : nodes) up.push_back(NodeService(s, n));
   }
   DS_RETURN_IF_ERROR(CaptureOk(runner, ComposeArgv(s, paths, up)).status());
 

@@ -12,13 +12,6 @@ namespace fs = std::filesystem;
 namespace ds {
 namespace {
 
-Status MakePrivateDir(const std::string& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec || ::chmod(dir.c_str(), 0700) != 0) return Status::IOError("cannot create " + dir + ": " + ec.message());
-  return Status::OK();
-}
-
 std::vector<std::string> Numbered(const std::string& name, int first, int count) {
   std::vector<std::string> names;
   for (int i = first; i < first + count; ++i) names.push_back(name + "-node-" + std::to_string(i));
@@ -51,7 +44,7 @@ Status WriteComposeFiles(const ClusterState& s, const ClusterPaths& paths, const
                             : "{file: docker-compose.yml, service: node}";
   std::string nodes = "# written by dslaunch cluster up: the nodes of cluster " + s.name + "\nversion: \"3.8\"\nservices:\n";
   for (const std::string& n : NodeNames(s)) {
-    nodes += "  " + n.substr(s.name.size() + 1) + ":\n    extends: " + base + "\n    container_name: " + n +
+    nodes += "  " + NodeService(s, n) + ":\n    extends: " + base + "\n    container_name: " + n +
              "\n    hostname: " + n + "\n    profiles: [nodes]\n";
   }
   return WriteFileDurably(paths.compose + "/nodes.yml", nodes, 0600);
@@ -64,6 +57,16 @@ std::vector<std::string> HostfileNodes(const ClusterState& s) {
 }
 
 std::string ControllerName(const std::string& cluster) { return cluster + "-controller"; }
+
+std::string NodeService(const ClusterState& s, const std::string& node) { return node.substr(s.name.size() + 1); }
+
+Status MakePrivateDir(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || ::chmod(dir.c_str(), 0700) != 0) return Status::IOError("cannot create " + dir + ": " + ec.message());
+  return Status::OK();
+}
+
 
 std::vector<std::string> ComposeArgv(const ClusterState& s, const ClusterPaths& paths,
                                      const std::vector<std::string>& args) {

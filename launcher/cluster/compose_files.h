@@ -25,6 +25,11 @@ std::vector<std::string> NodeNames(const ClusterState& state);
 // hosts add (`up --join`), numbered on.
 std::vector<std::string> HostfileNodes(const ClusterState& state);
 std::string ControllerName(const std::string& cluster);  // <name>-controller (docker-compose.yml)
+// The compose service of node container `node` in nodes.yml: "node-3".
+std::string NodeService(const ClusterState& state, const std::string& node);
+
+// Creates `dir` (and its parents) and makes it 0700.
+Status MakePrivateDir(const std::string& dir);
 
 // docker-compose --project-name <name> --env-file ... --profile nodes -f ... -f nodes.yml <args...>
 std::vector<std::string> ComposeArgv(const ClusterState& state, const ClusterPaths& paths,
