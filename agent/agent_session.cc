@@ -49,6 +49,7 @@ Status AgentSession::Connect() {
   DS_ASSIGN_OR_RETURN(auto hp, SplitHostPort(opt_.coordinator));
   DS_ASSIGN_OR_RETURN(msg::Register facts, GatherNodeFacts(opt_.node_index, opt_.host, opt_.bind_addr, hp.first));
   host_ = facts.host;
+  addr_ = facts.addr;
   DS_ASSIGN_OR_RETURN(conn_, ConnectTcp(opt_.coordinator, opt_.bind_addr, deadline));
   msg::Hello hello;
   hello.role = wire::Role::kAgent;
@@ -97,6 +98,10 @@ void AgentSession::AddPollFds(std::vector<pollfd>* fds) const {
   if (conn_.get() >= 0)
     fds->push_back({conn_.get(), static_cast<short>(POLLIN | (outbox_.empty() ? 0 : POLLOUT)), 0});
   if (heartbeat_.get() >= 0) fds->push_back({heartbeat_.get(), POLLIN, 0});
+  if (snapshots_) {
+    fds->push_back({snapshots_->inotify_fd(), POLLIN, 0});
+    fds->push_back({snapshots_->events_fd(), POLLIN, 0});
+  }
   // Back-pressure: with the coordinator this far behind, the workers wait.
   if (outbox_.bytes() >= kOutboxHighWater) return;
   for (const auto& s : slots_) {
@@ -117,6 +122,10 @@ void AgentSession::HandlePollResults(const std::vector<pollfd>& fds, size_t firs
       if (fds[i].revents & ~POLLOUT) ReadCoordinator();
     } else if (fd == heartbeat_.get()) {
       ReadHeartbeats();
+    } else if (snapshots_ && fd == snapshots_->inotify_fd()) {
+      snapshots_->OnInotify();
+    } else if (snapshots_ && fd == snapshots_->events_fd()) {
+      SendSnapshotMessages();
     } else {
       for (auto& s : slots_) {
         if (!s.proc || (fd != s.proc->stdout_fd() && fd != s.proc->stderr_fd())) continue;
@@ -189,6 +198,22 @@ void AgentSession::HandleFrame(const Frame& f) {
     }
     case wire::MsgType::kShutdown:
       return Quit(ds::ExitCode(AgentExit::kShutdown), "shutdown");
+    case wire::MsgType::kSnapshotSetup: {
+      auto m = msg::SnapshotSetup::Decode(f.payload);
+      return m.ok() ? OnSnapshotSetup(*m) : bad(m.status());
+    }
+    case wire::MsgType::kReplicate: {
+      auto m = msg::Replicate::Decode(f.payload);
+      if (!m.ok()) return bad(m.status());
+      if (snapshots_) snapshots_->SetTargets(*m);
+      return;
+    }
+    case wire::MsgType::kFetch: {
+      auto m = msg::Fetch::Decode(f.payload);
+      if (!m.ok()) return bad(m.status());
+      if (snapshots_) return snapshots_->StartFetch(*m);
+      return Send(wire::MsgType::kFetched, msg::Fetched{m->generation, m->step, 0, 0, "snapshots are off on this node"}.Encode());
+    }
     default:
       return Lost(fmt::format("unexpected message type {}", static_cast<int>(f.type)));
   }
@@ -209,6 +234,26 @@ void AgentSession::OnReserve(const msg::Reserve& m) {
   Send(wire::MsgType::kReserved, r.Encode());
 }
 
+void AgentSession::OnSnapshotSetup(const msg::SnapshotSetup& m) {
+  msg::SnapshotReady ready;
+  auto keeper = SnapshotKeeper::Start({opt_.job_id, host_, static_cast<uint32_t>(opt_.node_index), addr_}, m);
+  if (keeper.ok()) {
+    snapshots_ = std::move(keeper).value();
+    ready.peer_addr = snapshots_->peer_addr();
+    ready.memory_dir = snapshots_->memory_dir();
+    DS_LOG(Info, Agent) << "snapshots in " << ready.memory_dir << ", shard server on " << ready.peer_addr;
+  } else {
+    ready.error = fmt::format("host {}: {}", host_, keeper.status().message());
+  }
+  Send(wire::MsgType::kSnapshotReady, ready.Encode());
+  SendSnapshotMessages();
+}
+
+void AgentSession::SendSnapshotMessages() {
+  if (!snapshots_) return;
+  for (auto& [type, payload] : snapshots_->TakeOutgoing()) Send(type, payload);
+}
+
 KeyValues AgentSession::WorkerEnvironment(const msg::WorkerSpec& w, const std::string& ifname, const Slot& slot,
                                           int omp_threads) const {
   KeyValues env;
@@ -222,6 +267,7 @@ KeyValues AgentSession::WorkerEnvironment(const msg::WorkerSpec& w, const std::s
     if (k != "DSLAUNCH_SECRET_FD") set(k, v);
   for (const auto& [k, v] : w.env) set(k, v);
   set("DSLAUNCH_HEARTBEAT_TOKEN", slot.beat_token);  // the agent's own, never the coordinator's or ours
+  if (snapshots_) set("DSLAUNCH_SNAPSHOT_DIR", snapshots_->memory_dir());
   if (!slot.error_file.empty()) set("TORCHELASTIC_ERROR_FILE", slot.error_file);
   if (omp_threads > 0) set("OMP_NUM_THREADS", std::to_string(omp_threads));
   // Nobody chose the interfaces: the one that routes to MASTER_ADDR here.

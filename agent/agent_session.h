@@ -28,6 +28,7 @@
 #include "agent/agent.h"
 #include "agent/error_file_dir.h"
 #include "agent/outbox.h"
+#include "agent/snapshot_keeper.h"
 #include "agent/worker_process.h"
 #include "common/client_conn.h"
 #include "common/clock.h"
@@ -94,6 +95,8 @@ class AgentSession {
   void HandleFrame(const Frame& f);
   void OnReserve(const msg::Reserve& m);
   void OnAssign(const msg::Assign& m);
+  void OnSnapshotSetup(const msg::SnapshotSetup& m);
+  void SendSnapshotMessages();
   // Reports a worker that never started: `why` on its stderr, then
   // WorkerExited{127, spawn_failed}.
   void FailToStart(Slot s, const std::string& why);
@@ -113,10 +116,12 @@ class AgentSession {
   std::string secret_;
   const Clock& clock_;
   std::string host_;         // this node's name in messages (the Register's host)
+  std::string addr_;         // this node's address that routes to the coordinator
   ErrorFileDir error_files_;  // removed with the session
   UniqueFd conn_;
   UniqueFd heartbeat_;
   UniqueFd held_port_;
+  std::unique_ptr<SnapshotKeeper> snapshots_;  // after SnapshotSetup (snapshots on)
   Bytes inbuf_;
   Outbox outbox_;            // frames not yet written to conn_
   std::string write_error_;  // set by FlushOutbox, turned into Lost() by CheckTimers

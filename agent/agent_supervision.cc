@@ -190,6 +190,11 @@ void AgentSession::CheckTimers() {
     slots_.clear();
     Send(wire::MsgType::kStopped, msg::Stopped{generation_}.Encode());
   }
+  if (quitting_ && snapshots_) {  // the last handoffs reach the node's disk before the agent goes
+    snapshots_->OnInotify();
+    snapshots_->Drain();
+    SendSnapshotMessages();
+  }
   if (quitting_) finished_ = true;
 }
 

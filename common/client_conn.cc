@@ -94,8 +94,6 @@ Result<UniqueFd> ConnectTcp(const std::string& addr, const std::string& bind_add
   return fd;
 }
 
-namespace {
-
 Status ExpectFrame(const Result<Frame>& f, wire::MsgType want, const char* stage) {
   if (!f.ok()) return f.status().Prefixed(stage);
   if (f->type == wire::MsgType::kError) {
@@ -110,8 +108,6 @@ Status ExpectFrame(const Result<Frame>& f, wire::MsgType want, const char* stage
   return Status::OK();
 }
 
-}  // namespace
-
 Status ClientHandshake(int fd, const msg::Hello& hello, const std::string& key, Deadline deadline) {
   DS_RETURN_IF_ERROR(WriteFrame(fd, wire::MsgType::kHello, hello.Encode(), deadline));
   auto f = ReadFrame(fd, deadline);
@@ -125,6 +121,27 @@ Status ClientHandshake(int fd, const msg::Hello& hello, const std::string& key, 
   if (!MacEquals(a.mac, ServerProof(key, ch.nonce)))
     return Status::PermissionDenied("the server failed to prove it knows the key");
   return Status::OK();
+}
+
+Result<msg::Hello> ServerHandshake(int fd, wire::Role role, const std::string& job_id, const std::string& key,
+                                   Deadline deadline) {
+  auto refuse = [&](wire::ErrorCode code, const std::string& why) {
+    (void)WriteFrame(fd, wire::MsgType::kError, msg::Error{static_cast<uint32_t>(code), why}.Encode(), deadline);
+    return code == wire::ErrorCode::kAuth ? Status::PermissionDenied(why) : Status::IOError(why);
+  };
+  auto f = ReadFrame(fd, deadline, wire::kMaxHandshakePayload);
+  DS_RETURN_IF_ERROR(ExpectFrame(f, wire::MsgType::kHello, "handshake"));
+  DS_ASSIGN_OR_RETURN(msg::Hello hello, msg::Hello::Decode(f->payload));
+  if (hello.role != role) return refuse(wire::ErrorCode::kProtocol, "handshake: unexpected role");
+  if (hello.job_id != job_id) return refuse(wire::ErrorCode::kAuth, "handshake: another job");
+  const Bytes nonce = RandomBytes(wire::kNonceSize);
+  DS_RETURN_IF_ERROR(WriteFrame(fd, wire::MsgType::kChallenge, msg::Challenge{nonce}.Encode(), deadline));
+  auto a = ReadFrame(fd, deadline, wire::kMaxHandshakePayload);
+  DS_RETURN_IF_ERROR(ExpectFrame(a, wire::MsgType::kAuth, "handshake"));
+  DS_ASSIGN_OR_RETURN(msg::Auth auth, msg::Auth::Decode(a->payload));
+  if (!MacEquals(auth.mac, ClientProof(key, nonce))) return refuse(wire::ErrorCode::kAuth, "authentication failed");
+  DS_RETURN_IF_ERROR(WriteFrame(fd, wire::MsgType::kAuthOk, msg::AuthOk{ServerProof(key, nonce)}.Encode(), deadline));
+  return hello;
 }
 
 }  // namespace ds

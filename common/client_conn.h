@@ -43,4 +43,15 @@ Result<UniqueFd> ConnectTcp(const std::string& addr, const std::string& bind_add
 // server proof; the server's Error message is kept.
 Status ClientHandshake(int fd, const msg::Hello& hello, const std::string& key, Deadline deadline);
 
+// The server side of the same handshake, blocking (dsagent's shard server;
+// the coordinator runs its own on Asio): the Hello must carry `role` and
+// `job_id`, the proof must be made with `key`. A refusal is sent as an
+// Error frame and returned (PermissionDenied for a wrong key or job).
+Result<msg::Hello> ServerHandshake(int fd, wire::Role role, const std::string& job_id, const std::string& key,
+                                   Deadline deadline);
+
+// OK when `f` is a frame of type `want`; an Error frame becomes its message
+// (PermissionDenied for kAuth), other types an IOError naming `stage`.
+Status ExpectFrame(const Result<Frame>& f, wire::MsgType want, const char* stage);
+
 }  // namespace ds

@@ -165,7 +165,7 @@ Status WriteFrame(int fd, wire::MsgType type, const Bytes& payload, Deadline dea
   return Status::OK();
 }
 
-Result<Frame> ReadFrame(int fd, Deadline deadline) {
+Result<Frame> ReadFrame(int fd, Deadline deadline, uint32_t max_payload) {
   uint8_t hdr[wire::kHeaderSize];
   size_t got = 0;
   Status st = ReadFull(fd, hdr, sizeof(hdr), deadline, &got);
@@ -174,7 +174,7 @@ Result<Frame> ReadFrame(int fd, Deadline deadline) {
       return Status::IOError(fmt::format("truncated frame header ({} of {} bytes)", got, sizeof(hdr)));
     return st;
   }
-  DS_ASSIGN_OR_RETURN(FrameHeader h, DecodeHeader(hdr));
+  DS_ASSIGN_OR_RETURN(FrameHeader h, DecodeHeader(hdr, max_payload));
   Frame f;
   f.type = h.type;
   // Grow by what arrives, at most kReadChunk at a time.

@@ -87,7 +87,8 @@ using Deadline = std::chrono::steady_clock::time_point;
 Status WriteFrame(int fd, wire::MsgType type, const Bytes& payload, Deadline deadline);
 // Reads one whole frame; the payload buffer grows as bytes arrive (a header
 // announcing 16 MiB costs nothing until they do). Errors: Unavailable("connection closed") at a frame
-// boundary, IOError("truncated frame ...") inside one, header errors, Timeout.
-Result<Frame> ReadFrame(int fd, Deadline deadline);
+// boundary, IOError("truncated frame ...") inside one, header errors
+// (frames above `max_payload` among them), Timeout.
+Result<Frame> ReadFrame(int fd, Deadline deadline, uint32_t max_payload = wire::kMaxPayload);
 
 }  // namespace ds

@@ -147,4 +147,110 @@ DS_DECODE_BEGIN(StoreValue) m.value = r.Blob(); DS_DECODE_END(StoreValue)
 Bytes StoreInt::Encode() const { return PayloadWriter().I64(value).Take(); }
 DS_DECODE_BEGIN(StoreInt) m.value = r.I64(); DS_DECODE_END(StoreInt)
 
+namespace {
+PayloadWriter& PutEntry(PayloadWriter& w, const ShardEntry& e) {
+  return w.I64(e.step).U32(e.shard).U32(e.world).U32(e.origin).U8(e.tier).I64(static_cast<int64_t>(e.bytes));
+}
+ShardEntry GetEntry(PayloadReader& r) {
+  ShardEntry e;
+  e.step = r.I64();
+  e.shard = r.U32();
+  e.world = r.U32();
+  e.origin = r.U32();
+  e.tier = r.U8();
+  e.bytes = static_cast<uint64_t>(r.I64());
+  return e;
+}
+void PutEntries(PayloadWriter& w, const std::vector<ShardEntry>& v) {
+  w.U32(static_cast<uint32_t>(v.size()));
+  for (const auto& e : v) PutEntry(w, e);
+}
+std::vector<ShardEntry> GetEntries(PayloadReader& r) {
+  std::vector<ShardEntry> v;
+  for (uint32_t n = r.U32(); r.ok() && n > 0; --n) v.push_back(GetEntry(r));
+  return v;
+}
+}  // namespace
+
+Bytes SnapshotSetup::Encode() const { return PayloadWriter().Str(dir).U32(keep).Str(peer_key).Take(); }
+DS_DECODE_BEGIN(SnapshotSetup) m.dir = r.Str(); m.keep = r.U32(); m.peer_key = r.Str(); DS_DECODE_END(SnapshotSetup)
+
+Bytes SnapshotReady::Encode() const { return PayloadWriter().Str(peer_addr).Str(memory_dir).Str(error).Take(); }
+DS_DECODE_BEGIN(SnapshotReady) m.peer_addr = r.Str(); m.memory_dir = r.Str(); m.error = r.Str(); DS_DECODE_END(SnapshotReady)
+
+Bytes SnapshotHeld::Encode() const {
+  PayloadWriter w;
+  PutEntries(w, added);
+  PutEntries(w, removed);
+  const SnapshotCounters& c = counters;
+  for (uint64_t v : {c.handoffs, c.handoff_bytes, c.sent_bytes, c.sent_micros, c.persisted_bytes, c.persist_micros})
+    w.I64(static_cast<int64_t>(v));
+  return w.Take();
+}
+DS_DECODE_BEGIN(SnapshotHeld)
+  m.added = GetEntries(r);
+  m.removed = GetEntries(r);
+  SnapshotCounters& c = m.counters;
+  for (uint64_t* v : {&c.handoffs, &c.handoff_bytes, &c.sent_bytes, &c.sent_micros, &c.persisted_bytes, &c.persist_micros})
+    *v = static_cast<uint64_t>(r.I64());
+DS_DECODE_END(SnapshotHeld)
+
+Bytes Fetch::Encode() const {
+  PayloadWriter w;
+  w.U32(generation).I64(step).U32(static_cast<uint32_t>(sources.size()));
+  for (const auto& s : sources) w.U32(s.shard).U32(s.node).Str(s.peer_addr);
+  return w.Take();
+}
+DS_DECODE_BEGIN(Fetch)
+  m.generation = r.U32();
+  m.step = r.I64();
+  for (uint32_t n = r.U32(); r.ok() && n > 0; --n) {
+    ShardSource s;
+    s.shard = r.U32();
+    s.node = r.U32();
+    s.peer_addr = r.Str();
+    m.sources.push_back(std::move(s));
+  }
+DS_DECODE_END(Fetch)
+
+Bytes Fetched::Encode() const {
+  return PayloadWriter().U32(generation).I64(step).I64(static_cast<int64_t>(bytes)).U32(micros).Str(error).Take();
+}
+DS_DECODE_BEGIN(Fetched)
+  m.generation = r.U32();
+  m.step = r.I64();
+  m.bytes = static_cast<uint64_t>(r.I64());
+  m.micros = r.U32();
+  m.error = r.Str();
+DS_DECODE_END(Fetched)
+
+Bytes Replicate::Encode() const {
+  PayloadWriter w;
+  w.U32(generation).U32(static_cast<uint32_t>(targets.size()));
+  for (const auto& t : targets) w.U32(t.node).Str(t.peer_addr);
+  return w.Take();
+}
+DS_DECODE_BEGIN(Replicate)
+  m.generation = r.U32();
+  for (uint32_t n = r.U32(); r.ok() && n > 0; --n) {
+    ReplicaPeer t;
+    t.node = r.U32();
+    t.peer_addr = r.Str();
+    m.targets.push_back(std::move(t));
+  }
+DS_DECODE_END(Replicate)
+
+Bytes ShardPut::Encode() const {
+  PayloadWriter w;
+  PutEntry(w, entry).U32(crc32).Str(manifest);
+  return w.Take();
+}
+DS_DECODE_BEGIN(ShardPut) m.entry = GetEntry(r); m.crc32 = r.U32(); m.manifest = r.Str(); DS_DECODE_END(ShardPut)
+
+Bytes ShardData::Encode() const { return PayloadWriter().Blob(data).Take(); }
+DS_DECODE_BEGIN(ShardData) m.data = r.Blob(); DS_DECODE_END(ShardData)
+
+Bytes ShardGet::Encode() const { return PayloadWriter().I64(step).U32(shard).Take(); }
+DS_DECODE_BEGIN(ShardGet) m.step = r.I64(); m.shard = r.U32(); DS_DECODE_END(ShardGet)
+
 }  // namespace ds::msg

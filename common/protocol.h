@@ -96,6 +96,72 @@ struct WorkerExited {
   std::string error_trace;     // at most kMaxErrorTrace bytes (the traceback's tail)
   DS_MESSAGE(WorkerExited);
 };
+// Snapshots (issue 14; wire_format.md "Snapshots"): agent-owned copies of
+// the workers' checkpoint shards, replicated between agents.
+struct SnapshotSetup {            // coord -> agent, once after Register
+  std::string dir;                // this node's checkpoint directory ("" = none)
+  uint32_t keep = 2;              // newest steps kept (memory and disk)
+  std::string peer_key;           // HMAC key of agent <-> agent connections
+  DS_MESSAGE(SnapshotSetup);
+};
+struct SnapshotReady {            // agent -> coord: answer to SnapshotSetup
+  std::string peer_addr;          // host:port of the agent's shard server
+  std::string memory_dir;         // the per-job memory directory (DSLAUNCH_SNAPSHOT_DIR)
+  std::string error;              // "" on success (then snapshots are off on this node)
+  DS_MESSAGE(SnapshotReady);
+};
+struct ShardEntry {
+  int64_t step = 0;
+  uint32_t shard = 0;             // the rank that wrote it
+  uint32_t world = 0;             // the world size of that step
+  uint32_t origin = 0;            // node index whose worker wrote it
+  uint8_t tier = 1;               // 1 memory, 2 the node's disk only
+  uint64_t bytes = 0;
+};
+struct SnapshotCounters {         // an agent's totals since it started
+  uint64_t handoffs = 0;          // shards its workers handed over
+  uint64_t handoff_bytes = 0;
+  uint64_t sent_bytes = 0;        // replicas sent to peers
+  uint64_t sent_micros = 0;       // time spent sending them
+  uint64_t persisted_bytes = 0;   // written to the node's disk
+  uint64_t persist_micros = 0;
+};
+struct SnapshotHeld {             // agent -> coord: shards it now holds / dropped
+  std::vector<ShardEntry> added;
+  std::vector<ShardEntry> removed;
+  SnapshotCounters counters;
+  DS_MESSAGE(SnapshotHeld);
+};
+struct ShardSource { uint32_t shard = 0; uint32_t node = 0; std::string peer_addr; };
+struct Fetch {                    // coord -> agent: hold every shard of `step` before the generation
+  uint32_t generation = 0;
+  int64_t step = 0;
+  std::vector<ShardSource> sources;  // where each shard this agent lacks is
+  DS_MESSAGE(Fetch);
+};
+struct Fetched {                  // agent -> coord
+  uint32_t generation = 0;
+  int64_t step = 0;
+  uint64_t bytes = 0;             // fetched from peers
+  uint32_t micros = 0;            // time it took
+  std::string error;              // "" on success
+  DS_MESSAGE(Fetched);
+};
+struct ReplicaPeer { uint32_t node = 0; std::string peer_addr; };
+struct Replicate {                // coord -> agent, per generation: copy new shards to these nodes
+  uint32_t generation = 0;
+  std::vector<ReplicaPeer> targets;
+  DS_MESSAGE(Replicate);
+};
+// Agent <-> agent (role kPeer, key SnapshotSetup.peer_key): one request per connection.
+struct ShardPut {                 // then the shard's bytes in ShardData frames
+  ShardEntry entry;
+  uint32_t crc32 = 0;
+  std::string manifest;           // the step's manifest.json
+  DS_MESSAGE(ShardPut);
+};
+struct ShardData { Bytes data; DS_MESSAGE(ShardData); };
+struct ShardGet { int64_t step = 0; uint32_t shard = 0; DS_MESSAGE(ShardGet); };
 struct Stop { uint32_t generation = 0; DS_MESSAGE(Stop); };
 struct Stopped { uint32_t generation = 0; DS_MESSAGE(Stopped); };
 struct Ping { DS_MESSAGE(Ping); };

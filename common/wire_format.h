@@ -19,7 +19,7 @@
 namespace ds::wire {
 
 constexpr uint32_t kMagic = 0x44534C4E;            // "DSLN"
-constexpr uint16_t kVersion = 2;  // 2: Assign and WorkerExited grew fields (issue 11)
+constexpr uint16_t kVersion = 3;  // 2: Assign and WorkerExited grew fields (issue 11); 3: snapshots (issue 14)
 constexpr size_t kHeaderSize = 12;
 constexpr uint32_t kMaxPayload = 16u * 1024 * 1024;  // larger frames are rejected unread
 // Before AuthOk a frame is a Hello or an Auth, nothing larger: Hello is
@@ -31,7 +31,7 @@ constexpr size_t kNonceSize = 32;                    // challenge bytes
 constexpr size_t kMacSize = 32;                      // HMAC-SHA256
 
 // The role a client announces in Hello.
-enum class Role : uint8_t { kAgent = 1, kStore = 2 };
+enum class Role : uint8_t { kAgent = 1, kStore = 2, kPeer = 3 };
 
 enum class MsgType : uint16_t {
   // Handshake (both roles).
@@ -52,6 +52,17 @@ enum class MsgType : uint16_t {
   kStopped = 18,        // agent: every worker of that generation is dead
   kPing = 19,           // either way, every heartbeat interval
   kShutdown = 20,       // coord -> agent: exit (after stopping workers)
+  // Snapshots (wire_format.md "Snapshots").
+  kSnapshotSetup = 21,  // coord -> agent: checkpoint dir, keep, peer key
+  kSnapshotReady = 22,  // agent: its shard server's address (or an error)
+  kSnapshotHeld = 23,   // agent: shards it holds now / no longer
+  kFetch = 24,          // coord -> agent: gather every shard of a step
+  kFetched = 25,        // agent: done (or why not)
+  kReplicate = 26,      // coord -> agent: the nodes new shards are copied to
+  // Agent <-> agent (role kPeer).
+  kShardPut = 40,       // a shard's entry, crc32 and manifest; ShardData frames follow
+  kShardData = 41,      // up to kMaxPayload bytes of a shard
+  kShardGet = 42,       // ask for a shard: answered by ShardPut + ShardData, or Error
   // Store client <-> coordinator (each request gets exactly one reply).
   kStoreSet = 30,
   kStoreGet = 31,

@@ -23,6 +23,8 @@ void PutFloats(std::string& out, const std::vector<float>& v) {
 
 std::string StepDirName(int64_t step) { return fmt::format("step_{:08d}", step); }
 
+}  // namespace
+
 std::string ManifestJson(const CheckpointMeta& m, const std::vector<double>& info) {
   std::string shards;
   for (int r = 0; r < m.world_size; ++r) {
@@ -40,6 +42,33 @@ std::string ManifestJson(const CheckpointMeta& m, const std::vector<double>& inf
       m.scaler.scale, m.scaler.cur_hysteresis, m.scaler.cur_iter, m.scaler.last_overflow_iter,
       m.world_size, m.zero_stage, m.config_hash, m.num_params, m.state_slots, shards);
 }
+
+std::string EncodeShard(int rank, const ShardState& shard) {
+  std::string data(kShardMagic, 8);
+  Put<uint32_t>(data, kShardVersion);
+  Put<uint32_t>(data, static_cast<uint32_t>(rank));
+  Put<uint32_t>(data, static_cast<uint32_t>(shard.segments.size()));
+  Put<uint32_t>(data, static_cast<uint32_t>(shard.state.size()));
+  for (const Segment& s : shard.segments) {
+    Put<uint64_t>(data, s.flat_offset);
+    Put<uint64_t>(data, s.len);
+  }
+  PutFloats(data, shard.master);
+  for (const auto& slot : shard.state) PutFloats(data, slot);
+  return data;
+}
+
+std::vector<double> ShareShardInfo(bool ok, const std::string& data, Communicator& comm) {
+  std::vector<double> info(3 * comm.size(), 0.0);
+  const int rank = comm.rank();
+  info[3 * rank] = ok ? 0 : 1;
+  info[3 * rank + 1] = static_cast<double>(data.size());
+  info[3 * rank + 2] = static_cast<double>(Crc32(data));
+  comm.AllReduceSum(info.data(), info.size());
+  return info;
+}
+
+namespace {
 
 void Prune(const fs::path& dir, int keep) {
   auto complete = ListCheckpoints(dir.string());
@@ -86,26 +115,12 @@ Status SaveCheckpoint(const std::string& dir, const CheckpointMeta& meta, const 
   Status st = MakeCheckpointDir(dir);
   if (st.ok()) st = MakeStepDir(step_dir.string());
 
-  std::string data(kShardMagic, 8);
-  Put<uint32_t>(data, kShardVersion);
-  Put<uint32_t>(data, static_cast<uint32_t>(rank));
-  Put<uint32_t>(data, static_cast<uint32_t>(shard.segments.size()));
-  Put<uint32_t>(data, static_cast<uint32_t>(shard.state.size()));
-  for (const Segment& s : shard.segments) {
-    Put<uint64_t>(data, s.flat_offset);
-    Put<uint64_t>(data, s.len);
-  }
-  PutFloats(data, shard.master);
-  for (const auto& slot : shard.state) PutFloats(data, slot);
+  const std::string data = EncodeShard(rank, shard);
   if (st.ok()) st = WriteFileDurably((step_dir / fmt::format("shard_{}.bin", rank)).string(), data, kCheckpointFileMode);
   if (!st.ok()) DS_LOG(Warn, Ckpt) << st.message();
 
   // Everyone learns every shard's outcome, size and checksum.
-  std::vector<double> info(3 * world, 0.0);
-  info[3 * rank] = st.ok() ? 0 : 1;
-  info[3 * rank + 1] = static_cast<double>(data.size());
-  info[3 * rank + 2] = static_cast<double>(Crc32(data));
-  comm.AllReduceSum(info.data(), info.size());
+  const std::vector<double> info = ShareShardInfo(st.ok(), data, comm);
   if (!st.ok()) return st;
   for (int r = 0; r < world; ++r)
     if (info[3 * r] != 0)

@@ -66,6 +66,17 @@ Status SaveCheckpoint(const std::string& dir, const CheckpointMeta& meta, const 
 Result<std::optional<LoadedCheckpoint>> LoadNewestCheckpoint(const std::string& dir,
                                                              uint64_t num_params, int state_slots);
 
+// The one checkpoint in `step_dir` (a step_ directory), verified as above;
+// an error says why it is unusable.
+Result<LoadedCheckpoint> LoadCheckpointDir(const std::string& step_dir, uint64_t num_params, int state_slots);
+
+// Building blocks of a save, shared with snapshots (checkpoint_snapshot.h):
+// the shard file's bytes; every rank's [failed, bytes, crc32] (collective);
+// the manifest from them.
+std::string EncodeShard(int rank, const ShardState& shard);
+std::vector<double> ShareShardInfo(bool ok, const std::string& data, Communicator& comm);
+std::string ManifestJson(const CheckpointMeta& meta, const std::vector<double>& info);
+
 // Complete checkpoints in `dir` (step directories of this user with a
 // manifest), oldest first.
 std::vector<std::string> ListCheckpoints(const std::string& dir);

@@ -86,8 +86,10 @@ Status LoadShard(const fs::path& dir, const ManifestShard& s, uint64_t num_param
   return ScatterShard(file, *data, num_params, state_slots, out, covered);
 }
 
-// Parses and verifies one checkpoint directory; an error says why it is unusable.
-Result<LoadedCheckpoint> LoadOne(const fs::path& path, uint64_t num_params, int state_slots) {
+}  // namespace
+
+Result<LoadedCheckpoint> LoadCheckpointDir(const std::string& step_dir, uint64_t num_params, int state_slots) {
+  const fs::path path(step_dir);
   DS_RETURN_IF_ERROR(CheckStepDir(path.string()));
   auto text = ReadCheckpointFile((path / "manifest.json").string());
   if (!text.ok() && text.status().code() == Status::Code::kNotFound)
@@ -110,8 +112,6 @@ Result<LoadedCheckpoint> LoadOne(const fs::path& path, uint64_t num_params, int 
   return out;
 }
 
-}  // namespace
-
 Result<std::optional<LoadedCheckpoint>> LoadNewestCheckpoint(const std::string& dir,
                                                              uint64_t num_params, int state_slots) {
   Status owned = CheckCheckpointDir(dir);
@@ -123,7 +123,7 @@ Result<std::optional<LoadedCheckpoint>> LoadNewestCheckpoint(const std::string& 
     if (e.path().filename().string().rfind("step_", 0) == 0) candidates.push_back(e.path());
   std::sort(candidates.rbegin(), candidates.rend());
   for (const auto& c : candidates) {
-    auto loaded = LoadOne(c, num_params, state_slots);
+    auto loaded = LoadCheckpointDir(c.string(), num_params, state_slots);
     if (loaded.ok()) return std::optional<LoadedCheckpoint>(std::move(loaded).value());
     DS_LOG(Warn, Ckpt) << "skipping checkpoint " << c.string() << ": "
                        << loaded.status().message();

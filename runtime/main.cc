@@ -125,6 +125,8 @@ TrainerRuntime MakeRuntime(const LoadedConfig& loaded, bool quiet, StepHeartbeat
   rt.config_text = loaded.text;
   rt.checkpoint_dir = loaded.config.checkpoint.dir.empty() ? EnvString("DSLAUNCH_CHECKPOINT_DIR")
                                                            : loaded.config.checkpoint.dir;
+  rt.snapshot_dir = EnvString("DSLAUNCH_SNAPSHOT_DIR");
+  rt.resume_step = EnvInt("DSLAUNCH_RESUME_STEP");
   rt.tty = isatty(fileno(stdout));
   rt.quiet = quiet;
   rt.heartbeat = heartbeat;

@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/step_heartbeat.h"
 #include "runtime/checkpoint.h"
+#include "runtime/checkpoint_snapshot.h"
 #include "runtime/evaluation.h"
 #include "runtime/model/scheduler.h"
 
@@ -87,12 +88,23 @@ Result<TrainResult> Trainer::Run() {
   return result_;
 }
 
+// The checkpoint to resume from: with snapshots, exactly the step the
+// coordinator chose (gathered by the agent); else the newest in the directory.
+Result<std::optional<LoadedCheckpoint>> Trainer::FindCheckpoint() const {
+  if (!runtime_.snapshot_dir.empty()) {
+    if (runtime_.resume_step < 0) return std::optional<LoadedCheckpoint>();
+    DS_ASSIGN_OR_RETURN(LoadedCheckpoint ck, LoadSnapshot(runtime_.snapshot_dir, runtime_.resume_step,
+                                                          model_.num_params(), optimizer_->state_slots()));
+    return std::optional<LoadedCheckpoint>(std::move(ck));
+  }
+  if (runtime_.checkpoint_dir.empty()) return std::optional<LoadedCheckpoint>();
+  return LoadNewestCheckpoint(runtime_.checkpoint_dir, model_.num_params(), optimizer_->state_slots());
+}
+
 Status Trainer::Resume() {
-  if (runtime_.checkpoint_dir.empty()) return Status::OK();
-  auto newest = LoadNewestCheckpoint(runtime_.checkpoint_dir, model_.num_params(),
-                                     optimizer_->state_slots());
-  if (!newest.ok()) return newest.status();
-  std::optional<LoadedCheckpoint>& ck = *newest;
+  auto found = FindCheckpoint();
+  if (!found.ok()) return found.status();
+  std::optional<LoadedCheckpoint>& ck = *found;
   if (!ck) return Status::OK();
   engine_->ImportFull(ck->master, ck->state, ck->meta.applied_steps);
   engine_->loss_scaler().Restore(ck->meta.scaler);
@@ -238,7 +250,7 @@ void Trainer::EvaluateEpoch(bool epoch_finished) {
 }
 
 Status Trainer::Save(int64_t at_epoch, int64_t at_position) {
-  if (runtime_.checkpoint_dir.empty()) return Status::OK();
+  if (runtime_.checkpoint_dir.empty() && runtime_.snapshot_dir.empty()) return Status::OK();
   CheckpointMeta meta;
   meta.step = step_;
   meta.applied_steps = engine_->applied_steps();
@@ -250,6 +262,7 @@ Status Trainer::Save(int64_t at_epoch, int64_t at_position) {
   meta.config_hash = ConfigHash(runtime_.config_text);
   meta.num_params = model_.num_params();
   meta.state_slots = optimizer_->state_slots();
+  if (!runtime_.snapshot_dir.empty()) return SaveSnapshot(runtime_.snapshot_dir, meta, engine_->ExportShard(), comm_);
   return SaveCheckpoint(runtime_.checkpoint_dir, meta, engine_->ExportShard(), comm_,
                         config_.checkpoint.keep);
 }

@@ -15,10 +15,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
+#include "runtime/checkpoint.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/config/trainer_config.h"
 #include "runtime/metrics.h"
@@ -39,6 +41,8 @@ namespace ds::rt {
 struct TrainerRuntime {
   std::string config_text;         // hashed into checkpoint manifests
   std::string checkpoint_dir;      // resolved; empty = no checkpoints
+  std::string snapshot_dir;        // DSLAUNCH_SNAPSHOT_DIR: hand shards to the agent instead
+  int64_t resume_step = -1;        // DSLAUNCH_RESUME_STEP: the snapshot step to load; -1 = fresh
   std::FILE* out = stdout;         // progress and results (rank 0)
   bool tty = false;                // progress bar instead of plain lines
   bool quiet = false;              // no progress output at all (tests)
@@ -70,6 +74,7 @@ class Trainer {
   Trainer(const TrainerConfig& config, Communicator& comm, const TrainerRuntime& runtime,
           TrainTestData data);
   Status Resume();                                 // from the newest checkpoint, if any
+  Result<std::optional<LoadedCheckpoint>> FindCheckpoint() const;
   Status PlanSteps();                              // steps per epoch and in total
   Status OpenMetrics();                            // rank 0, when metrics.dir is set
   void PrintBanner() const;

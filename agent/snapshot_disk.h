@@ -1,0 +1,53 @@
+// SnapshotDisk: the node's own checkpoint directory as the agent keeps it
+// when snapshots are on (checkpoint_format.md "Snapshots"):
+//
+//   <dir>/step_<NNNNNNNN>/shard_<r>.bin    a shard this node holds
+//   <dir>/step_<NNNNNNNN>/shard_<r>.held   "step shard world origin bytes crc32"
+//   <dir>/step_<NNNNNNNN>/snapshot.json    the step's manifest, always
+//   <dir>/step_<NNNNNNNN>/manifest.json    the same, once every shard is here
+//
+// so a step that one node holds whole is an ordinary complete checkpoint.
+// Directories follow checkpoint_files.h (0700, owned by this user, no
+// symlinks followed). Written from the agent's task thread only; the index
+// is guarded so the shard server may read concurrently.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "agent/snapshot_store.h"
+
+namespace ds {
+
+class SnapshotDisk {
+ public:
+  explicit SnapshotDisk(std::string dir) : dir_(std::move(dir)) {}
+  const std::string& dir() const { return dir_; }
+
+  // Finds what the directory holds (written by an earlier agent of the
+  // job): every step directory of this user with shards and a .held record
+  // whose size matches. Warnings name what is skipped.
+  std::vector<HeldShard> Scan();
+  // Writes one shard (and the step's manifest) durably.
+  Status Persist(const ShardCopy& copy);
+  // A shard with its manifest, verified against its record (size, crc32).
+  Result<ShardCopy> Read(int64_t step, uint32_t shard) const;
+  bool Has(int64_t step, uint32_t shard) const;
+  // Drops steps older than the newest `keep`. Returns what went.
+  std::vector<msg::ShardEntry> Prune(int keep);
+  // Drops every step newer than `step` (they belong to a timeline a restart
+  // abandoned). Returns what went.
+  std::vector<msg::ShardEntry> DropAbove(int64_t step);
+
+ private:
+  std::string StepDir(int64_t step) const;
+  std::vector<msg::ShardEntry> Drop(int64_t step);  // mu_ held
+
+  const std::string dir_;
+  mutable std::mutex mu_;
+  std::map<std::pair<int64_t, uint32_t>, HeldShard> held_;
+};
+
+}  // namespace ds

@@ -1,0 +1,260 @@
+#include "agent/snapshot_keeper.h"
+
+#include <fcntl.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+
+namespace ds {
+namespace {
+using SteadyClock = std::chrono::steady_clock;
+uint64_t MicrosSince(SteadyClock::time_point t0) {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - t0).count());
+}
+constexpr double kTransferTimeout = 60.0;  // seconds per shard sent or fetched
+}  // namespace
+
+Result<std::unique_ptr<SnapshotKeeper>> SnapshotKeeper::Start(const Identity& me, const msg::SnapshotSetup& setup,
+                                                              const std::string& memory_parent) {
+  std::unique_ptr<SnapshotKeeper> k(new SnapshotKeeper());
+  k->me_ = me;
+  k->peer_ = PeerIdentity{me.job_id, setup.peer_key, me.node, me.host};
+  k->keep_ = std::max<int>(1, static_cast<int>(setup.keep));
+  DS_ASSIGN_OR_RETURN(k->store_, SnapshotStore::Create(memory_parent));
+  if (!setup.dir.empty()) k->disk_ = std::make_unique<SnapshotDisk>(setup.dir);
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) return Status::IOError(std::string("pipe: ") + std::strerror(errno));
+  k->events_[0].Reset(p[0]);
+  k->events_[1].Reset(p[1]);
+  k->inotify_.Reset(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+  if (k->inotify_.get() < 0 ||
+      ::inotify_add_watch(k->inotify_.get(), k->store_->incoming_dir().c_str(), IN_MOVED_TO | IN_CLOSE_WRITE) < 0)
+    return Status::IOError(fmt::format("inotify on {}: {}", k->store_->incoming_dir(), std::strerror(errno)));
+  SnapshotKeeper* raw = k.get();
+  DS_ASSIGN_OR_RETURN(k->server_, PeerServer::Start(
+                                      me.bind_addr, k->peer_,
+                                      [raw](int64_t step, uint32_t shard) { return raw->Lookup(step, shard); },
+                                      [raw](const ShardCopy& c) { return raw->Receive(c); }, kTransferTimeout));
+  k->thread_ = std::thread([raw] { raw->TaskLoop(); });
+  if (k->disk_) {
+    std::vector<msg::ShardEntry> found;
+    for (const HeldShard& h : k->disk_->Scan()) found.push_back(h.entry);
+    if (!found.empty())
+      DS_LOG(Info, Ckpt) << "snapshots: " << found.size() << " shards on disk in " << setup.dir;
+    k->Report(std::move(found), {});
+  }
+  return k;
+}
+
+SnapshotKeeper::~SnapshotKeeper() {
+  Drain();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  server_.reset();
+}
+
+void SnapshotKeeper::Post(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks_.push_back(std::move(task));
+  }
+  cv_.notify_all();
+}
+
+void SnapshotKeeper::TaskLoop() {
+  for (;;) {
+    std::function<void()> task;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+      if (tasks_.empty()) return;
+      task = std::move(tasks_.front());
+      tasks_.pop_front();
+      busy_ = true;
+    }
+    task();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      busy_ = false;
+    }
+    cv_.notify_all();
+  }
+}
+
+void SnapshotKeeper::Drain() {
+  std::unique_lock<std::mutex> lock(mu_);
+  draining_ = true;  // what is left only goes to disk: the peers are shutting down too
+  cv_.wait(lock, [&] { return tasks_.empty() && !busy_; });
+}
+
+void SnapshotKeeper::PushOutgoing(wire::MsgType type, Bytes payload) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    outgoing_.emplace_back(type, std::move(payload));
+  }
+  char c = 0;
+  (void)!::write(events_[1].get(), &c, 1);  // a full pipe already wakes the loop
+}
+
+void SnapshotKeeper::Report(std::vector<msg::ShardEntry> added, std::vector<msg::ShardEntry> removed) {
+  msg::SnapshotHeld m;
+  m.added = std::move(added);
+  m.removed = std::move(removed);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    m.counters = counters_;
+  }
+  PushOutgoing(wire::MsgType::kSnapshotHeld, m.Encode());
+}
+
+std::vector<std::pair<wire::MsgType, Bytes>> SnapshotKeeper::TakeOutgoing() {
+  char buf[256];
+  while (::read(events_[0].get(), buf, sizeof(buf)) > 0) {
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::exchange(outgoing_, {});
+}
+
+std::vector<msg::ShardEntry> SnapshotKeeper::PruneAll() {
+  std::vector<msg::ShardEntry> gone = store_->Prune(keep_);
+  if (disk_) {
+    auto d = disk_->Prune(keep_);
+    gone.insert(gone.end(), d.begin(), d.end());
+  }
+  return gone;
+}
+
+void SnapshotKeeper::OnInotify() {
+  alignas(inotify_event) char buf[16384];
+  for (;;) {
+    const ssize_t n = ::read(inotify_.get(), buf, sizeof(buf));
+    if (n <= 0) break;
+    for (ssize_t off = 0; off < n;) {
+      const auto* ev = reinterpret_cast<const inotify_event*>(buf + off);
+      off += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
+      const std::string name = ev->len ? ev->name : "";
+      if (!ParseHandoffName(name)) continue;  // the .shard, or a temporary name
+      auto held = store_->Adopt(name, me_.node);
+      if (!held.ok()) {
+        DS_LOG(Warn, Ckpt) << "snapshots: " << held.status().message();
+        continue;
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++counters_.handoffs;
+        counters_.handoff_bytes += held->entry.bytes;
+      }
+      Report({held->entry}, PruneAll());
+      const int64_t step = held->entry.step;
+      const uint32_t shard = held->entry.shard;
+      Post([this, step, shard] { PersistAndReplicate(step, shard, /*replicate=*/true); });
+    }
+  }
+}
+
+void SnapshotKeeper::SetTargets(const msg::Replicate& m) {
+  std::lock_guard<std::mutex> lock(mu_);
+  targets_ = m.targets;
+}
+
+void SnapshotKeeper::PersistAndReplicate(int64_t step, uint32_t shard, bool replicate) {
+  auto copy = store_->Read(step, shard);
+  if (!copy.ok()) return;  // pruned meanwhile
+  if (disk_ && !disk_->Has(step, shard)) {
+    const auto t0 = SteadyClock::now();
+    Status st = disk_->Persist(*copy);
+    if (!st.ok()) {
+      DS_LOG(Warn, Ckpt) << "snapshots: " << st.message();
+    } else {
+      msg::ShardEntry e = copy->held.entry;
+      e.tier = 2;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        counters_.persisted_bytes += e.bytes;
+        counters_.persist_micros += MicrosSince(t0);
+      }
+      Report({e}, disk_->Prune(keep_));
+    }
+  }
+  std::vector<msg::ReplicaPeer> targets;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!replicate || draining_) return;
+    targets = targets_;
+  }
+  for (const msg::ReplicaPeer& t : targets) {
+    const auto t0 = SteadyClock::now();
+    Status st = SendShard(t.peer_addr, peer_, *copy, SteadyClock::now() + Seconds(kTransferTimeout));
+    if (!st.ok()) {
+      DS_LOG(Warn, Ckpt) << "snapshots: " << st.message();
+      continue;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    counters_.sent_bytes += copy->data.size();
+    counters_.sent_micros += MicrosSince(t0);
+  }
+  if (!targets.empty()) Report({}, {});  // the coordinator's totals follow
+}
+
+Status SnapshotKeeper::Receive(const ShardCopy& copy) {
+  DS_RETURN_IF_ERROR(store_->Put(copy));
+  msg::ShardEntry e = copy.held.entry;
+  e.tier = 1;
+  Report({e}, PruneAll());
+  const int64_t step = e.step;
+  const uint32_t shard = e.shard;
+  Post([this, step, shard] { PersistAndReplicate(step, shard, /*replicate=*/false); });
+  return Status::OK();
+}
+
+Result<ShardCopy> SnapshotKeeper::Lookup(int64_t step, uint32_t shard) {
+  auto c = store_->Read(step, shard);
+  if (c.ok() || !disk_) return c;
+  return disk_->Read(step, shard);
+}
+
+void SnapshotKeeper::StartFetch(const msg::Fetch& m) {
+  Post([this, m] { Fetch(m); });
+}
+
+void SnapshotKeeper::Fetch(const msg::Fetch& m) {
+  const auto t0 = SteadyClock::now();
+  std::vector<msg::ShardEntry> added, removed = store_->DropAbove(m.step);
+  if (disk_) {
+    auto d = disk_->DropAbove(m.step);
+    removed.insert(removed.end(), d.begin(), d.end());
+  }
+  msg::Fetched done{m.generation, m.step, 0, 0, ""};
+  for (const msg::ShardSource& src : m.sources) {
+    if (store_->Has(m.step, src.shard)) continue;
+    const bool local = disk_ && disk_->Has(m.step, src.shard);
+    auto copy = local ? disk_->Read(m.step, src.shard)
+                      : FetchShard(src.peer_addr, peer_, m.step, src.shard, SteadyClock::now() + Seconds(kTransferTimeout));
+    Status st = copy.ok() ? store_->Put(*copy) : copy.status();
+    if (!st.ok()) {
+      done.error = st.message();
+      break;
+    }
+    if (!local) done.bytes += copy->data.size();
+    msg::ShardEntry e = copy->held.entry;
+    e.tier = 1;
+    added.push_back(e);
+    if (!local) Post([this, step = m.step, shard = src.shard] { PersistAndReplicate(step, shard, false); });
+  }
+  done.micros = static_cast<uint32_t>(std::min<uint64_t>(MicrosSince(t0), UINT32_MAX));
+  Report(std::move(added), std::move(removed));
+  PushOutgoing(wire::MsgType::kFetched, done.Encode());
+}
+
+}  // namespace ds

@@ -1,0 +1,99 @@
+// SnapshotKeeper: what a node's agent does with checkpoint shards when
+// snapshots are on (issue 14; checkpoint_format.md "Snapshots"). It owns
+//   - the memory store (SnapshotStore, tmpfs) the workers hand shards to,
+//     watched with inotify: a handoff is adopted the moment its manifest
+//     lands, which costs the worker one tmpfs write;
+//   - the node's checkpoint directory (SnapshotDisk), written in the
+//     background;
+//   - a task thread that persists, replicates (to the nodes of the current
+//     Replicate) and fetches (Fetch), in order;
+//   - the shard server (PeerServer) other agents send replicas to and fetch
+//     from.
+// Every change of what the node holds becomes a SnapshotHeld, every Fetch a
+// Fetched, queued for the agent's loop, which polls events_fd() and sends
+// TakeOutgoing() to the coordinator. The loop's calls (OnInotify, SetTargets,
+// StartFetch, TakeOutgoing) come from one thread; the rest is internal.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "agent/peer_link.h"
+#include "agent/snapshot_disk.h"
+#include "agent/snapshot_store.h"
+#include "common/protocol.h"
+
+namespace ds {
+
+class SnapshotKeeper {
+ public:
+  struct Identity {
+    std::string job_id;
+    std::string host;
+    uint32_t node = 0;
+    std::string bind_addr;   // the address peers reach this agent at
+  };
+  // Creates the memory store (under `memory_parent`, "" = /dev/shm),
+  // scans the node's directory and starts the server and the task thread.
+  static Result<std::unique_ptr<SnapshotKeeper>> Start(const Identity& me, const msg::SnapshotSetup& setup,
+                                                       const std::string& memory_parent = "");
+  ~SnapshotKeeper();  // finishes queued disk writes, stops the threads, removes the memory store
+
+  const std::string& memory_dir() const { return store_->dir(); }
+  const std::string& peer_addr() const { return server_->addr(); }
+  int inotify_fd() const { return inotify_.get(); }
+  int events_fd() const { return events_[0].get(); }
+
+  // Adopts every finished handoff (call when inotify_fd() is readable).
+  void OnInotify();
+  // The nodes new shards are copied to from now on.
+  void SetTargets(const msg::Replicate& m);
+  // Gathers every shard of m.step (or, for step < 0, drops everything);
+  // answered by a Fetched in TakeOutgoing().
+  void StartFetch(const msg::Fetch& m);
+  // Messages for the coordinator (drains events_fd()).
+  std::vector<std::pair<wire::MsgType, Bytes>> TakeOutgoing();
+  // Waits until the queued tasks are done (shutdown: the last shards reach the disk).
+  void Drain();
+
+ private:
+  SnapshotKeeper() = default;
+  void Post(std::function<void()> task);
+  void TaskLoop();
+  void Report(std::vector<msg::ShardEntry> added, std::vector<msg::ShardEntry> removed);
+  void PushOutgoing(wire::MsgType type, Bytes payload);
+  Status Receive(const ShardCopy& copy);        // a replica arrived (server thread)
+  Result<ShardCopy> Lookup(int64_t step, uint32_t shard);  // a peer fetches (server thread)
+  void PersistAndReplicate(int64_t step, uint32_t shard, bool replicate);  // task thread
+  void Fetch(const msg::Fetch& m);              // task thread
+  std::vector<msg::ShardEntry> PruneAll();
+
+  Identity me_;
+  PeerIdentity peer_;
+  int keep_ = 2;
+  std::unique_ptr<SnapshotStore> store_;
+  std::unique_ptr<SnapshotDisk> disk_;  // null when the job has no checkpoint dir
+  std::unique_ptr<PeerServer> server_;
+  UniqueFd inotify_;
+  UniqueFd events_[2];                  // pipe: a byte per batch of outgoing messages
+
+  std::mutex mu_;                       // guards everything below
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> tasks_;
+  bool busy_ = false;
+  bool stopping_ = false;
+  bool draining_ = false;               // Drain() began: no more replication
+  std::vector<msg::ReplicaPeer> targets_;
+  std::vector<std::pair<wire::MsgType, Bytes>> outgoing_;
+  msg::SnapshotCounters counters_;
+  std::thread thread_;
+};
+
+}  // namespace ds

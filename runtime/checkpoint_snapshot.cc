@@ -1,0 +1,31 @@
+#include "runtime/checkpoint_snapshot.h"
+
+#include <fmt/format.h>
+
+#include "common/files.h"
+#include "runtime/checkpoint_files.h"
+
+namespace ds::rt {
+
+Status SaveSnapshot(const std::string& snapshot_dir, const CheckpointMeta& meta, const ShardState& shard,
+                    Communicator& comm) {
+  const int rank = comm.rank(), world = comm.size();
+  const std::string data = EncodeShard(rank, shard);
+  const std::vector<double> info = ShareShardInfo(true, data, comm);
+  CheckpointMeta m = meta;
+  m.world_size = world;
+  const std::string stem = fmt::format("{}/incoming/{:08d}.{}.{}", snapshot_dir, meta.step, rank, world);
+  DS_RETURN_IF_ERROR(WriteFileDurably(stem + ".shard", data, kCheckpointFileMode).Prefixed("snapshot"));
+  return WriteFileDurably(stem + ".manifest", ManifestJson(m, info), kCheckpointFileMode).Prefixed("snapshot");
+}
+
+Result<LoadedCheckpoint> LoadSnapshot(const std::string& snapshot_dir, int64_t step, uint64_t num_params,
+                                      int state_slots) {
+  const std::string dir = fmt::format("{}/step_{:08d}", snapshot_dir, step);
+  auto loaded = LoadCheckpointDir(dir, num_params, state_slots);
+  if (!loaded.ok())
+    return loaded.status().Prefixed(fmt::format("snapshot of step {} in {} (gathered by the agent)", step, dir));
+  return loaded;
+}
+
+}  // namespace ds::rt

@@ -1,0 +1,28 @@
+// Snapshots: with DSLAUNCH_SNAPSHOT_DIR set (the node agent's memory
+// directory, checkpoint.shared false or checkpoint.replicas > 0), a rank does
+// not write the checkpoint directory itself. It hands its shard and the
+// step's manifest to its agent, which keeps them in memory, writes them to
+// the node's disk and replicates them (agent/snapshot_keeper.h); the rank is
+// blocked only for one collective (sizes and checksums) and a tmpfs write.
+// A restarted rank loads exactly the step the coordinator chose
+// (DSLAUNCH_RESUME_STEP), which its agent has gathered whole beforehand.
+// Layout in checkpoint_format.md "Snapshots".
+#pragma once
+
+#include <string>
+
+#include "runtime/checkpoint.h"
+
+namespace ds::rt {
+
+// Writes incoming/<step>.<rank>.<world>.shard, then .manifest (whose arrival
+// tells the agent). Collective. IOError naming the file when it cannot.
+Status SaveSnapshot(const std::string& snapshot_dir, const CheckpointMeta& meta, const ShardState& shard,
+                    Communicator& comm);
+
+// The step `step` of the agent's memory directory, verified like any
+// checkpoint (LoadCheckpointDir).
+Result<LoadedCheckpoint> LoadSnapshot(const std::string& snapshot_dir, int64_t step, uint64_t num_params,
+                                      int state_slots);
+
+}  // namespace ds::rt
