@@ -1,7 +1,6 @@
 #include "agent/error_file_dir.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,37 +11,12 @@
 
 #include <fmt/format.h>
 
+#include "agent/agent_dirs.h"
 #include "common/client_conn.h"
 #include "common/env_registry.h"
 #include "common/log.h"
 
 namespace ds {
-namespace {
-
-constexpr char kPrefix[] = "dsagent-errors.";
-
-// Removes <base>/dsagent-errors.<pid>.* left by agents that are gone (their
-// pid answers ESRCH): only real directories (lstat) owned by this user, so
-// nothing of anyone else's, and no symlink, is touched.
-void RemoveDeadAgentsDirs(const std::string& base) {
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(base, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind(kPrefix, 0) != 0) continue;
-    char* end = nullptr;
-    long pid = std::strtol(name.c_str() + sizeof(kPrefix) - 1, &end, 10);
-    if (pid <= 0 || *end != '.' || pid == ::getpid()) continue;
-    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to know
-    struct stat st {};
-    if (::lstat(entry.path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) continue;
-    std::error_code rm;
-    std::filesystem::remove_all(entry.path(), rm);
-    DS_LOG(Debug, Proc) << "removed " << entry.path().string() << ", left by agent " << pid
-                        << (rm ? ": failed: " + rm.message() : "");
-  }
-}
-
-}  // namespace
 
 ErrorFileDir::~ErrorFileDir() {
   if (dir_.empty()) return;
@@ -55,11 +29,7 @@ Result<std::string> ErrorFileDir::Prepare(uint32_t generation, int rank) {
   if (dir_.empty()) {
     auto env = GetAnyEnv("TMPDIR");
     const std::string base = env && !env->empty() ? *env : std::string("/tmp");
-    RemoveDeadAgentsDirs(base);
-    std::string tmpl = fmt::format("{}/{}{}.XXXXXX", base, kPrefix, ::getpid());
-    if (::mkdtemp(tmpl.data()) == nullptr)  // mode 0700
-      return Status::IOError(fmt::format("cannot create a directory like {}: {}", tmpl, std::strerror(errno)));
-    dir_ = tmpl;
+    DS_ASSIGN_OR_RETURN(dir_, MakeAgentDir(base, "dsagent-errors."));
   }
   std::string path = fmt::format("{}/error-g{}-r{}.json", dir_, generation, rank);
   std::error_code ec;

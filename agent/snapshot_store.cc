@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "agent/agent_dirs.h"
 #include "common/files.h"
 #include "runtime/checkpoint_format.h"
 #include "runtime/checkpoint_files.h"
@@ -53,10 +54,8 @@ Result<std::unique_ptr<SnapshotStore>> SnapshotStore::Create(const std::string& 
     if (fs::is_directory("/dev/shm", ec) && ::access("/dev/shm", W_OK) == 0) base = "/dev/shm";
     else base = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
   }
-  std::string tmpl = fmt::format("{}/dsagent-snapshots.{}.XXXXXX", base, ::getpid());
-  if (::mkdtemp(tmpl.data()) == nullptr)  // mode 0700
-    return Status::IOError(fmt::format("cannot create a snapshot directory in {}: {}", base, std::strerror(errno)));
-  std::unique_ptr<SnapshotStore> store(new SnapshotStore(tmpl));
+  DS_ASSIGN_OR_RETURN(std::string dir, MakeAgentDir(base, "dsagent-snapshots."));
+  std::unique_ptr<SnapshotStore> store(new SnapshotStore(dir));
   if (::mkdir(store->incoming_dir().c_str(), 0700) != 0)
     return Status::IOError(fmt::format("{}: {}", store->incoming_dir(), std::strerror(errno)));
   return store;

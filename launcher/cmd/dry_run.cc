@@ -60,7 +60,7 @@ std::string FormatDryRun(const LaunchPlan& plan, const DryRunOptions& opts) {
   out += HostfileLine(plan, opts);
   if (!job.working_dir.empty()) out += "  working dir: " + job.working_dir + "\n";
   if (!job.log_dir.empty()) out += "  log dir: " + job.log_dir + "\n";
-  if (!job.checkpoint_dir.empty()) out += "  checkpoint dir: " + job.checkpoint_dir + "\n";
+  if (!job.checkpoint.dir.empty()) out += "  checkpoint dir: " + job.checkpoint.dir + "\n";
   if (job.bind_cores)
     out += "  bind cores: each local rank to its share of " +
            (job.core_list.empty() ? std::string("the node's cores") : "cores " + job.core_list) + "\n";

@@ -283,7 +283,7 @@ class JobFileReader {
       else if (k == "env") { DS_RETURN_IF_ERROR(Env(v, job)); }
       else if (k == "working_dir") { DS_ASSIGN_OR_RETURN(job.working_dir, Str(v, k)); }
       else if (k == "log_dir") { DS_ASSIGN_OR_RETURN(job.log_dir, Str(v, k)); }
-      else if (k == "checkpoint_dir") { DS_ASSIGN_OR_RETURN(job.checkpoint_dir, Str(v, k)); }
+      else if (k == "checkpoint_dir") { DS_ASSIGN_OR_RETURN(job.checkpoint.dir, Str(v, k)); }
       else if (k == "elastic") { DS_RETURN_IF_ERROR(Elastic(v, job.elastic)); }
       else if (k == "network") { DS_RETURN_IF_ERROR(Network(v, job.network)); }
       else if (k == "ssh") { DS_RETURN_IF_ERROR(Ssh(v, job.ssh)); }

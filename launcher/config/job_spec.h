@@ -14,6 +14,7 @@
 
 #include "common/defaults.h"
 #include "common/status.h"
+#include "launcher/config/checkpoint_options.h"
 
 namespace ds {
 
@@ -61,7 +62,7 @@ struct JobSpec {
   std::string working_dir;                 // "" = the launcher's current directory (made absolute
                                            //   at plan time, so remote workers start there too)
   std::string log_dir;                     // per-rank log files; "" = none
-  std::string checkpoint_dir;              // DSLAUNCH_CHECKPOINT_DIR; "" = none
+  CheckpointOptions checkpoint;            // TEMP
   ElasticOptions elastic;
   NetworkOptions network;
   SshJobOptions ssh;

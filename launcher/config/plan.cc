@@ -169,7 +169,7 @@ void SetDslaunchVariables(EnvBuilder& env, const JobSpec& job, const NodePlan& n
   if (!gen.store_addr.empty()) env.Set("DSLAUNCH_STORE_ADDR", gen.store_addr);
   if (!gen.store_token.empty()) env.Set("DSLAUNCH_STORE_TOKEN", gen.store_token);
   if (!gen.heartbeat_addr.empty()) env.Set("DSLAUNCH_HEARTBEAT_ADDR", gen.heartbeat_addr);
-  if (!job.checkpoint_dir.empty()) env.Set("DSLAUNCH_CHECKPOINT_DIR", job.checkpoint_dir);
+  if (!job.checkpoint.dir.empty()) env.Set("DSLAUNCH_CHECKPOINT_DIR", job.checkpoint.dir);
   if (!job.trainer_yaml.empty()) env.Set("DSLAUNCH_TRAINER_CONFIG", job.trainer_yaml);
 }
 

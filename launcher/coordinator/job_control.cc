@@ -25,6 +25,7 @@ JobControl::JobControl(const LaunchPlan& plan, CoordinatorOptions options, JobRe
     : plan_(plan), candidates_(Candidates(plan)), gen_plan_(plan), opt_(std::move(options)), record_(record),
       store_(store), clock_(clock), timer_(timer), master_port_(opt_.master_port), agents_(candidates_.size()) {
   for (size_t i = 0; i < plan_.nodes.size(); ++i) gen_agents_.push_back(static_cast<int>(i));
+  snapshots_ = plan_.job.checkpoint.Snapshots(static_cast<int>(plan_.nodes.size()));
 }
 
 JobControl::~JobControl() {
@@ -61,6 +62,7 @@ Status JobControl::OnRegister(const msg::Register& facts, std::shared_ptr<AgentL
   a.lost = false;
   a.stopped = true;
   a.last_seen = a.last_ping = clock_.Now();
+  if (snapshots_) SetUpSnapshots(node);
   if (rejoin) {
     Notice(fmt::format("{} rejoined; it takes part from the next restart", candidates_[node].host.name));
   } else {
@@ -69,7 +71,7 @@ Status JobControl::OnRegister(const msg::Register& facts, std::shared_ptr<AgentL
                         << Printable(facts.ifname) << ", " << facts.cpus
                         << " cpus)";
     if (std::all_of(agents_.begin(), agents_.end(), [](const Agent& ag) { return ag.registered; }))
-      StartGeneration();
+      PrepareGeneration();
   }
   Rearm();
   return Status::OK();
@@ -107,8 +109,7 @@ Status JobControl::OnAgentFrame(int node, const Frame& f) {
       return Status::OK();
     }
     default:
-      return Status::InvalidArgument(
-          fmt::format("unexpected message type {} from an agent", static_cast<int>(f.type)));
+      return OnSnapshotFrame(node, f);
   }
 }
 
@@ -145,6 +146,8 @@ void JobControl::SendAssigns() {
   for (size_t i = 0; i < gen_agents_.size(); ++i) {
     const int agent = gen_agents_[i];
     msg::Assign a = BuildAssign(gen_plan_, static_cast<int>(i), agents_[agent].facts, ctx);
+    if (snapshots_)
+      for (msg::WorkerSpec& w : a.workers) w.env.emplace_back("DSLAUNCH_RESUME_STEP", std::to_string(resume_step_));
     for (const auto& w : a.workers) record_.OnAssigned(w.rank, agent, gen_plan_.nodes[i].host.name);
     agents_[agent].stopped = a.workers.empty();
     SendTo(agent, wire::MsgType::kAssign, a.Encode());

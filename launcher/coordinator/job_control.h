@@ -2,9 +2,9 @@
 // one agent per plan node (and per standby), drives generations and decides
 // restarts:
 //
-//   kWaitingForAgents -> kReserving -> kRunning -> kStopping -> kDone
-//                            ^                          |
-//                            +------ restart -----------+
+//   kWaitingForAgents -> [kGathering] -> kReserving -> kRunning -> kStopping -> kDone
+//                             ^                                      |
+//                             +------------- restart ----------------+
 //
 // A generation reserves MASTER_PORT on node rank 0 (its agent binds and holds
 // the port until its workers start), sends Assign to every agent, and ends
@@ -18,6 +18,14 @@
 // min_nodes needs them, the store cleared. A lost node's new agent may
 // register again (elastic.rejoin): it idles like a standby until a restart.
 //
+// With snapshots on (checkpoint.shared false or checkpoint.replicas > 0,
+// launcher/config/checkpoint_options.h) every agent gets a SnapshotSetup when
+// it registers, and each generation first gathers (kGathering): the
+// SnapshotIndex picks the newest step complete among the living nodes, every
+// agent of the generation is told where its replicas go (Replicate) and to
+// fetch that step's shards (Fetch), and the generation starts when all have
+// (a step that cannot be gathered is dropped for the next older one).
+//
 // Inputs are events (a registration, an agent's frame, a closed link, a
 // signal) and the one DeadlineTimer it keeps armed at its next deadline;
 // time comes from the injected Clock. Agents are reached through AgentLink.
@@ -28,6 +36,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,6 +47,7 @@
 #include "launcher/coordinator/agent_link.h"
 #include "launcher/coordinator/deadline_timer.h"
 #include "launcher/coordinator/kv_store.h"
+#include "launcher/coordinator/snapshot_index.h"
 #include "launcher/report/job_record.h"
 
 namespace ds {
@@ -64,7 +74,7 @@ struct CoordinatorOptions {
   std::function<void(int node)> on_agent_lost;
 };
 
-enum class CoordState { kWaitingForAgents, kReserving, kRunning, kStopping, kDone };
+enum class CoordState { kWaitingForAgents, kGathering, kReserving, kRunning, kStopping, kDone };
 
 class JobControl {
  public:
@@ -110,6 +120,9 @@ class JobControl {
     bool registered = false;
     bool lost = false;
     bool stopped = true;  // confirmed Stopped for the current generation
+    bool snapshot_ready = false;       // answered SnapshotSetup
+    std::string peer_addr;             // its shard server
+    msg::SnapshotCounters counters;    // its latest totals
     Clock::time_point last_seen;
     Clock::time_point last_ping;
     bool connected() const { return link && !link->closed(); }
@@ -135,6 +148,13 @@ class JobControl {
   Clock::time_point StopDeadline() const;
   Clock::time_point NextDeadline() const;
   void Rearm();
+  // job_control_snapshot.cc: snapshots, and gathering a step before a generation.
+  void SetUpSnapshots(int node);
+  Status OnSnapshotFrame(int node, const Frame& f);
+  void PrepareGeneration();  // gathers first when snapshots are on, then StartGeneration
+  void Gather();
+  void OnFetched(int node, const msg::Fetched& m);
+  std::string SnapshotSummary() const;
   // job_control_restart.cc: the restart decision and the next generation.
   std::vector<bool> AliveAgents() const;  // by node: registered, not lost, connected
   bool MayRestart();
@@ -163,6 +183,13 @@ class JobControl {
   Clock::time_point start_time_;
   Clock::time_point stop_started_;
   std::function<void()> on_done_;
+  // Snapshots (job_control_snapshot.cc).
+  bool snapshots_ = false;
+  SnapshotIndex snapshot_index_;
+  std::set<int64_t> bad_steps_;        // steps that failed to gather
+  int64_t resume_step_ = -1;           // what this generation's workers load
+  std::set<int> fetching_;             // agents whose Fetched is owed
+  Clock::time_point gather_started_;
 };
 
 }  // namespace ds

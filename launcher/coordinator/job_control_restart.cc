@@ -85,7 +85,7 @@ void JobControl::Restart() {
   Notice(fmt::format("restart {}/{}: generation {} on {} node{}, world size {}, after {}", restarts_,
                      plan_.job.elastic.max_restarts, generation_, gen_agents_.size(),
                      gen_agents_.size() == 1 ? "" : "s", gen_plan_.world_size, cause));
-  StartGeneration();
+  PrepareGeneration();
 }
 
 }  // namespace ds

@@ -14,6 +14,7 @@ void JobControl::OnAgentClosed(int node, const std::string& reason) {
   if (a.lost) return;
   a.lost = true;
   if (a.link) a.link->Close(reason);
+  snapshot_index_.Forget(node);
   if (state_ == CoordState::kDone) return;
   if (opt_.on_agent_lost) opt_.on_agent_lost(node);
   if (state_ == CoordState::kStopping) {
@@ -86,6 +87,7 @@ void JobControl::Finish() {
   if (state_ == CoordState::kDone) return;
   state_ = CoordState::kDone;
   timer_.Cancel();
+  record_.snapshot_summary = SnapshotSummary();
   for (size_t i = 0; i < agents_.size(); ++i) {
     SendTo(static_cast<int>(i), wire::MsgType::kShutdown, msg::Shutdown{}.Encode());
     if (agents_[i].link) agents_[i].link->Close("job finished", /*flush=*/true);
@@ -136,6 +138,7 @@ void JobControl::CheckStopDeadline(Clock::time_point now) {
     DS_LOG(Warn, Coord) << candidates_[i].host.name << ": did not confirm the stop in time";
     a.lost = true;
     a.link->Close("did not confirm the stop in time");
+    snapshot_index_.Forget(static_cast<int>(i));
     if (opt_.on_agent_lost) opt_.on_agent_lost(static_cast<int>(i));
   }
   MaybeFinishStopping();

@@ -82,6 +82,8 @@ class JobRecord {
   Clock::time_point all_started_time;
   Clock::time_point first_failure_time;
   Clock::time_point all_stopped_time;
+  // "snapshots: ... handed over, replicated ... MB/s" (checkpoint snapshots on), else "".
+  std::string snapshot_summary;
 
  private:
   LogMux* mux_;

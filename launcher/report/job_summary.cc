@@ -95,11 +95,12 @@ std::string FormatSummary(const JobRecord& record, int world_size, bool color) {
   const char* red = color ? "\033[1;31m" : "";
   const char* reset = color ? "\033[0m" : "";
   const size_t restarts = record.restart_causes().size();
+  const std::string snapshots = record.snapshot_summary.empty() ? "" : "  " + record.snapshot_summary + "\n";
   if (!record.first_failure()) {
-    if (restarts == 0) return fmt::format("dslaunch: all {} workers exited 0\n", world_size);
+    if (restarts == 0) return fmt::format("dslaunch: all {} workers exited 0\n", world_size) + snapshots;
     return fmt::format("dslaunch: all {} workers exited 0, after {} restart{}\n", world_size,
                        restarts, restarts == 1 ? "" : "s") +
-           Restarts(record);
+           Restarts(record) + snapshots;
   }
   const Failure& f = *record.first_failure();
   std::string out = fmt::format("{}dslaunch: job failed{}; first failure at {}\n", red, reset, FormatTime(f.time));
@@ -119,6 +120,7 @@ std::string FormatSummary(const JobRecord& record, int world_size, bool color) {
   }
   if (restarts > 0)
     out += fmt::format("  that was generation {}; before it:\n", restarts) + Restarts(record);
+  out += snapshots;
   out += fmt::format("dslaunch: exit code {}\n", f.ProcessExitCode());
   return out;
 }

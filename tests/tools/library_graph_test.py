@@ -28,14 +28,15 @@ ALLOWED = {
     "dscmd": {"dscluster", "dscoordinator", "dsspawn_ssh", "dsspawn", "dsreport", "dsconfig", "dscommon"},
     "dslaunch": {"dscmd", "dsagent", "dstrain"},  # the last two: built with it, started by it
     # agent/
-    "dsagent_lib": {"dscommon"},
+    "dsagent_lib": {"dsckptfiles", "dscommon"},
+    "dsckptfiles": {"dscommon"},
     "dsagent": {"dsagent_lib"},
     # runtime/
     "dsnumeric": {"dscommon"},
     "dstrain_config": {"dscommon"},
     "dsmodel": {"dstrain_config", "dsnumeric", "dscommon"},
     "dscomm": {"dsnumeric", "dscommon"},
-    "dstrain_lib": {"dscomm", "dsmodel", "dstrain_config", "dsnumeric", "dscommon"},
+    "dstrain_lib": {"dsckptfiles", "dscomm", "dsmodel", "dstrain_config", "dsnumeric", "dscommon"},
     "dstrain": {"dstrain_lib"},
 }
 

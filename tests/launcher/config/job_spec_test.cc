@@ -61,7 +61,7 @@ network:
   CHECK(j.env[2] == std::pair<std::string, std::string>{"NUM", "3.50"});
   CHECK(j.working_dir == "/srv/job");
   CHECK(j.log_dir == "logs");
-  CHECK(j.checkpoint_dir == "/ckpt");
+  CHECK(j.checkpoint.dir == "/ckpt");
   CHECK(j.elastic.min_nodes == 2);
   CHECK(j.elastic.max_nodes == 4);
   CHECK(j.elastic.max_restarts == 3);

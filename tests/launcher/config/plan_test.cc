@@ -221,7 +221,7 @@ TEST_CASE("plan: socket interface precedence") {
 
 TEST_CASE("plan: DSLAUNCH_* from the generation and the job; user env last") {
   JobSpec j = Job();
-  j.checkpoint_dir = "/ckpt";
+  j.checkpoint.dir = "/ckpt";
   j.env = {{"B", "1"}, {"A", "2"}};
   auto p = MakePlan(Hosts("a slots=1 C=3 A=host\n"), j, false);
   GenerationInfo gen;

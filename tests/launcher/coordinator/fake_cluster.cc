@@ -100,6 +100,11 @@ void FakeCluster::ConfirmStops() {
   }
 }
 
+void FakeCluster::Send(int node, wire::MsgType type, const Bytes& payload) {
+  Status st = control_->OnAgentFrame(node, MakeFrame(type, payload));
+  if (!st.ok()) throw std::runtime_error("frame refused: " + st.message());
+}
+
 void FakeCluster::Drop(int node, const std::string& reason) {
   links_[node]->Close(reason);
   control_->OnAgentClosed(node, reason);

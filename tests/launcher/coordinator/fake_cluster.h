@@ -90,6 +90,8 @@ class FakeCluster {
   void ConfirmStops();
   // The agent's link ends (a killed node: the connection resets).
   void Drop(int node, const std::string& reason = "connection reset by peer");
+  // Node `node`'s agent sends a frame (e.g. the snapshot messages).
+  void Send(int node, wire::MsgType type, const Bytes& payload);
   // The agent stops sending anything (a partitioned or frozen node).
   void Silence(int node) { silent_[node] = true; }
   // Moves time forward; every registered, connected, non-silent agent sends a
