@@ -188,6 +188,11 @@ int TrainAndReport(const TrainerConfig& config, Communicator& comm, const Traine
   if (comm.rank() == 0) {
     std::printf("train throughput: %.1f samples/s\n", result->samples_per_sec);
     std::printf("test accuracy: %.4f\n", result->test_accuracy);
+    if (result->saves > 0)
+      std::printf("%s: %lld, training stood still %.2f ms each (%.1f samples/s counting them)\n",
+                  rt.snapshot_dir.empty() ? "checkpoints" : "snapshots handed to the agent",
+                  static_cast<long long>(result->saves), 1e3 * result->save_seconds / static_cast<double>(result->saves),
+                  result->samples_per_sec_with_saves);
     std::fflush(stdout);
   }
   try {

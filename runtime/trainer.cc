@@ -262,9 +262,13 @@ Status Trainer::Save(int64_t at_epoch, int64_t at_position) {
   meta.config_hash = ConfigHash(runtime_.config_text);
   meta.num_params = model_.num_params();
   meta.state_slots = optimizer_->state_slots();
-  if (!runtime_.snapshot_dir.empty()) return SaveSnapshot(runtime_.snapshot_dir, meta, engine_->ExportShard(), comm_);
-  return SaveCheckpoint(runtime_.checkpoint_dir, meta, engine_->ExportShard(), comm_,
-                        config_.checkpoint.keep);
+  const auto start = std::chrono::steady_clock::now();
+  Status st = !runtime_.snapshot_dir.empty()
+                  ? SaveSnapshot(runtime_.snapshot_dir, meta, engine_->ExportShard(), comm_)
+                  : SaveCheckpoint(runtime_.checkpoint_dir, meta, engine_->ExportShard(), comm_, config_.checkpoint.keep);
+  ++result_.saves;
+  result_.save_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return st;
 }
 
 // The end: the final accuracy unless the last step was just evaluated, and a
@@ -277,6 +281,8 @@ Status Trainer::Finish() {
     DS_RETURN_IF_ERROR(Save(epoch_, position_));
   result_.steps = step_;
   result_.samples_per_sec = train_seconds_ > 0 ? samples_here_ / train_seconds_ : 0;
+  const double with_saves = train_seconds_ + result_.save_seconds;
+  result_.samples_per_sec_with_saves = with_saves > 0 ? samples_here_ / with_saves : 0;
   if (metrics_) metrics_->Flush();
   return Status::OK();
 }

@@ -54,6 +54,9 @@ struct TrainResult {
   int64_t steps = 0;               // loop steps done in total (incl. resumed ones)
   int64_t resumed_from_step = -1;  // -1 = fresh start
   double samples_per_sec = 0;      // average over this run
+  int64_t saves = 0;               // checkpoints (or snapshot handoffs) written by this run
+  double save_seconds = 0;         // time training stood still for them
+  double samples_per_sec_with_saves = 0;  // samples_per_sec counting that time too
   std::vector<double> losses;      // global mean training loss of each steps_per_print window
   std::vector<double> epoch_accuracy;
   MemoryReport memory;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "common/strings.h"
 
 namespace ds {
@@ -42,6 +44,15 @@ std::string Origin(const HostEntry& h, const std::string& path) {
   return path + ":" + std::to_string(h.line);
 }
 
+// " (shared)" or " (per node, not shared; snapshots in the agents' memory, 1 replica)".
+std::string CheckpointMode(const CheckpointOptions& ck, int nodes) {
+  const int r = ck.Replicas(nodes);
+  std::string out = ck.SharedDir() ? " (shared" : " (per node, not shared";
+  if (ck.Snapshots(nodes))
+    out += fmt::format("; snapshots in the agents' memory, {} replica{}", r, r == 1 ? "" : "s");
+  return out + ")";
+}
+
 }  // namespace
 
 bool IsSecretName(const std::string& name) {
@@ -60,7 +71,7 @@ std::string FormatDryRun(const LaunchPlan& plan, const DryRunOptions& opts) {
   out += HostfileLine(plan, opts);
   if (!job.working_dir.empty()) out += "  working dir: " + job.working_dir + "\n";
   if (!job.log_dir.empty()) out += "  log dir: " + job.log_dir + "\n";
-  if (!job.checkpoint.dir.empty()) out += "  checkpoint dir: " + job.checkpoint.dir + "\n";
+  if (!job.checkpoint.dir.empty()) out += "  checkpoint dir: " + job.checkpoint.dir + CheckpointMode(job.checkpoint, static_cast<int>(plan.nodes.size())) + "\n";
   if (job.bind_cores)
     out += "  bind cores: each local rank to its share of " +
            (job.core_list.empty() ? std::string("the node's cores") : "cores " + job.core_list) + "\n";

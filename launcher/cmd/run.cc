@@ -113,6 +113,8 @@ Result<Launch> PrepareLaunch(const LaunchPlan& plan_in, const CliOptions& cli) {
   // Elastic start: decide the hosts before the coordinator (which holds the
   // plan and waits for every node of it) and before any agent exists.
   if (l.launcher != "local" && ElasticStartAllowed(l.plan)) DS_RETURN_IF_ERROR(NarrowToReachable(l.plan, l.ssh));
+  for (const std::string& w : CheckpointWarnings(l.plan.job.checkpoint, static_cast<int>(l.plan.nodes.size())))
+    std::cerr << "dslaunch: warning: " << w << "\n";
   auto spawner = MakeSpawner(l.launcher, l.plan, l.ssh, cli.stop_grace, cli.launcher_args);
   if (!spawner.ok()) return Status::InvalidArgument(spawner.status().message());
   l.spawner = std::move(spawner).value();

@@ -18,8 +18,11 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace ds {
+
+inline constexpr int kMaxCheckpointReplicas = 16;
 
 struct CheckpointOptions {
   std::string dir;                // "" = no checkpoints; may hold {host} and {node}
@@ -37,5 +40,11 @@ struct CheckpointOptions {
 
 // `dir` with {host} and {node} replaced.
 std::string ExpandCheckpointDir(const std::string& dir, const std::string& host, int node);
+bool HasNodePlaceholder(const std::string& dir);
+
+// What dslaunch warns about at start for a job of `nodes` nodes: a per-node
+// directory without replicas (a lost node's shards are lost), more replicas
+// than other nodes.
+std::vector<std::string> CheckpointWarnings(const CheckpointOptions& ck, int nodes);
 
 }  // namespace ds

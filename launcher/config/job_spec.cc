@@ -20,7 +20,7 @@ namespace ds {
 namespace {
 
 const std::vector<std::string> kTopKeys = {"command", "trainer", "procs_per_node", "env",
-                                           "working_dir", "log_dir", "checkpoint_dir",
+                                           "working_dir", "log_dir", "checkpoint_dir", "checkpoint",
                                            "elastic", "network", "ssh", "local_rank_arg",
                                            "bind_cores_to_rank", "bind_core_list", "forward_env"};
 const std::vector<std::string> kElasticKeys = {"min_nodes", "max_nodes", "max_restarts",
@@ -28,6 +28,7 @@ const std::vector<std::string> kElasticKeys = {"min_nodes", "max_nodes", "max_re
                                                "hang_timeout", "rejoin", "max_host_failures",
                                                "host_cooldown"};
 const std::vector<std::string> kNetworkKeys = {"interface", "master_addr", "master_port"};
+const std::vector<std::string> kCheckpointKeys = {"dir", "shared", "replicas", "keep"};
 const std::vector<std::string> kSshKeys = {"strict_host_key_checking", "connect_timeout", "port"};
 const std::vector<std::string> kHostKeyPolicies = {"yes", "accept-new", "no"};
 
@@ -215,6 +216,27 @@ class JobFileReader {
     return Status::OK();
   }
 
+  // checkpoint: {dir, shared, replicas, keep} (checkpoint_options.h); `dir`
+  // may come from the checkpoint_dir: shorthand instead, not from both.
+  Status Checkpoint(const YAML::Node& n, CheckpointOptions& ck) const {
+    DS_RETURN_IF_ERROR(CheckKeys(n, kCheckpointKeys, "checkpoint"));
+    YAML::Node shared_n;
+    for (const auto& kv : n) {
+      const std::string& k = kv.first.Scalar();
+      const YAML::Node& v = kv.second;
+      if (k == "dir") {
+        if (!ck.dir.empty()) return At(kv.first, "'checkpoint': dir and checkpoint_dir: are both set; use one of them");
+        DS_ASSIGN_OR_RETURN(ck.dir, Str(v, k));
+      } else if (k == "shared") { DS_ASSIGN_OR_RETURN(ck.shared, Bool(v, k)); shared_n = kv.first; }
+      else if (k == "replicas") { DS_ASSIGN_OR_RETURN(ck.replicas, Int(v, k, 0, kMaxCheckpointReplicas)); }
+      else if (k == "keep") { DS_ASSIGN_OR_RETURN(ck.keep, Int(v, k, 1, 1000)); }
+    }
+    if (ck.shared.value_or(false) && HasNodePlaceholder(ck.dir))
+      return At(shared_n, "'checkpoint': dir " + ck.dir + " holds {host} or {node}, so the nodes do not share it; "
+                          "remove shared: true");
+    return Status::OK();
+  }
+
   Status Ssh(const YAML::Node& n, SshJobOptions& ssh) const {
     DS_RETURN_IF_ERROR(CheckKeys(n, kSshKeys, "ssh"));
     for (const auto& kv : n) {
@@ -283,7 +305,12 @@ class JobFileReader {
       else if (k == "env") { DS_RETURN_IF_ERROR(Env(v, job)); }
       else if (k == "working_dir") { DS_ASSIGN_OR_RETURN(job.working_dir, Str(v, k)); }
       else if (k == "log_dir") { DS_ASSIGN_OR_RETURN(job.log_dir, Str(v, k)); }
-      else if (k == "checkpoint_dir") { DS_ASSIGN_OR_RETURN(job.checkpoint.dir, Str(v, k)); }
+      else if (k == "checkpoint_dir") {
+        if (!job.checkpoint.dir.empty())
+          return At(kv.first, "'checkpoint_dir' and checkpoint: dir are both set; use one of them");
+        DS_ASSIGN_OR_RETURN(job.checkpoint.dir, Str(v, k));
+      }
+      else if (k == "checkpoint") { DS_RETURN_IF_ERROR(Checkpoint(v, job.checkpoint)); }
       else if (k == "elastic") { DS_RETURN_IF_ERROR(Elastic(v, job.elastic)); }
       else if (k == "network") { DS_RETURN_IF_ERROR(Network(v, job.network)); }
       else if (k == "ssh") { DS_RETURN_IF_ERROR(Ssh(v, job.ssh)); }

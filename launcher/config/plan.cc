@@ -65,6 +65,7 @@ Result<LaunchPlan> MakePlan(const std::vector<SelectedHost>& hosts, const JobSpe
     NodePlan node;
     node.host = sel.host;
     node.slots = sel.slots;
+    node.index = static_cast<int>(plan.nodes.size() + plan.standbys.size());
     if (node.slots.empty())
       return Status::InvalidArgument("host '" + sel.host.name + "': no slots selected");
     if (job.procs_per_node > 0) {
@@ -169,7 +170,8 @@ void SetDslaunchVariables(EnvBuilder& env, const JobSpec& job, const NodePlan& n
   if (!gen.store_addr.empty()) env.Set("DSLAUNCH_STORE_ADDR", gen.store_addr);
   if (!gen.store_token.empty()) env.Set("DSLAUNCH_STORE_TOKEN", gen.store_token);
   if (!gen.heartbeat_addr.empty()) env.Set("DSLAUNCH_HEARTBEAT_ADDR", gen.heartbeat_addr);
-  if (!job.checkpoint.dir.empty()) env.Set("DSLAUNCH_CHECKPOINT_DIR", job.checkpoint.dir);
+  if (!job.checkpoint.dir.empty())
+    env.Set("DSLAUNCH_CHECKPOINT_DIR", ExpandCheckpointDir(job.checkpoint.dir, node.host.name, node.index));
   if (!job.trainer_yaml.empty()) env.Set("DSLAUNCH_TRAINER_CONFIG", job.trainer_yaml);
 }
 
@@ -216,6 +218,12 @@ Result<LaunchPlan> PlanOnNodes(const LaunchPlan& plan, const std::vector<bool>& 
                                            candidates.size(), min_nodes));
   DS_ASSIGN_OR_RETURN(LaunchPlan out, MakePlan(hosts, plan.job, plan.use_gpus));
   out.hostfile_path = plan.hostfile_path;
+  // Candidates keep their index (MakePlan numbered the kept ones 0..n-1, in order).
+  std::vector<int> kept;
+  for (size_t i = 0; i < candidates.size(); ++i)
+    if (keep[i]) kept.push_back(candidates[i].index);
+  for (auto* list : {&out.nodes, &out.standbys})
+    for (NodePlan& n : *list) n.index = kept[n.index];
   return out;
 }
 

@@ -20,6 +20,8 @@ struct NodePlan {
   HostEntry host;          // hostfile entry (name, ssh_port, user, per-host env)
   int node_rank = 0;
   int first_rank = 0;      // global rank of local rank 0
+  int index = 0;           // position among Candidates() of the job's first plan: stable across
+                           //   generations ({node} in checkpoint.dir, the agent's node index)
   std::vector<int> slots;  // device/slot index per local rank (CUDA_VISIBLE_DEVICES where GPUs)
   int num_workers() const { return static_cast<int>(slots.size()); }
 };

@@ -26,7 +26,7 @@ void JobControl::SetUpSnapshots(int node) {
   const CheckpointOptions& ck = plan_.job.checkpoint;
   msg::SnapshotSetup m;
   if (!ck.dir.empty()) {
-    std::filesystem::path dir = ExpandCheckpointDir(ck.dir, candidates_[node].host.name, node);
+    std::filesystem::path dir = ExpandCheckpointDir(ck.dir, candidates_[node].host.name, candidates_[node].index);
     if (dir.is_relative() && !plan_.job.working_dir.empty()) dir = std::filesystem::path(plan_.job.working_dir) / dir;
     m.dir = dir.string();
   }
