@@ -3,6 +3,9 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <sys/resource.h>
+#include <sys/sendfile.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -28,34 +31,72 @@ Result<UniqueFd> Open(const std::string& peer_addr, const PeerIdentity& me, Dead
   return fd;
 }
 
-// ShardPut then the bytes in chunks.
-Status WriteShard(int fd, const ShardCopy& c, Deadline deadline) {
-  DS_RETURN_IF_ERROR(WriteFrame(fd, wire::MsgType::kShardPut,
-                                msg::ShardPut{c.held.entry, c.held.crc32, c.manifest}.Encode(), deadline));
-  for (size_t off = 0; off < c.data.size() || off == 0; off += kShardChunk) {
-    const size_t n = std::min(kShardChunk, c.data.size() - off);
-    msg::ShardData d;
-    d.data.assign(c.data.begin() + static_cast<ptrdiff_t>(off), c.data.begin() + static_cast<ptrdiff_t>(off + n));
-    DS_RETURN_IF_ERROR(WriteFrame(fd, wire::MsgType::kShardData, d.Encode(), deadline));
-    if (c.data.empty()) break;
+// One ShardData frame (payload: u32 length + bytes) of `n` bytes of `file_fd`
+// at `offset`, the bytes sent by the kernel.
+Status WriteDataFrame(int fd, int file_fd, uint64_t offset, uint32_t n, Deadline deadline) {
+  Bytes head = EncodeFrameHeader(wire::MsgType::kShardData, n + 4);
+  const Bytes len = PayloadWriter().U32(n).Take();
+  head.insert(head.end(), len.begin(), len.end());
+  for (size_t sent = 0; sent < head.size();) {
+    DS_RETURN_IF_ERROR(WaitFd(fd, POLLOUT, deadline));
+    ssize_t r = ::send(fd, head.data() + sent, head.size() - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (r < 0) return Status::IOError(std::strerror(errno));
+    sent += static_cast<size_t>(r);
+  }
+  auto off = static_cast<off_t>(offset);
+  const auto end = static_cast<off_t>(offset + n);
+  while (off < end) {
+    DS_RETURN_IF_ERROR(WaitFd(fd, POLLOUT, deadline));
+    ssize_t r = ::sendfile(fd, file_fd, &off, static_cast<size_t>(end - off));
+    if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (r < 0) return Status::IOError(std::string("sendfile: ") + std::strerror(errno));
+    if (r == 0) return Status::IOError("the shard file ended early");
   }
   return Status::OK();
 }
 
+// ShardPut then the bytes in chunks.
+Status WriteShard(int fd, const ShardFile& f, Deadline deadline) {
+  DS_RETURN_IF_ERROR(WriteFrame(fd, wire::MsgType::kShardPut,
+                                msg::ShardPut{f.held.entry, f.held.crc32, f.manifest}.Encode(), deadline));
+  uint64_t off = 0;
+  do {
+    const auto n = static_cast<uint32_t>(std::min<uint64_t>(kShardChunk, f.held.entry.bytes - off));
+    DS_RETURN_IF_ERROR(WriteDataFrame(fd, f.fd.get(), off, n, deadline));
+    off += n;
+  } while (off < f.held.entry.bytes);
+  return Status::OK();
+}
+
+// One ShardData frame's bytes appended to `out` (no intermediate buffer);
+// an Error frame is its message.
+Status ReadDataFrame(int fd, std::string* out, uint64_t room, Deadline deadline) {
+  uint8_t hdr[wire::kHeaderSize + 4];
+  size_t got = 0;
+  DS_RETURN_IF_ERROR(ReadFull(fd, hdr, wire::kHeaderSize, deadline, &got));
+  DS_ASSIGN_OR_RETURN(FrameHeader h, DecodeHeader(hdr));
+  if (h.type != wire::MsgType::kShardData) {
+    Frame f{h.type, Bytes(h.length)};
+    DS_RETURN_IF_ERROR(ReadFull(fd, f.payload.data(), f.payload.size(), deadline, &got));
+    return ExpectFrame(f, wire::MsgType::kShardData, "shard data");
+  }
+  DS_RETURN_IF_ERROR(ReadFull(fd, hdr + wire::kHeaderSize, 4, deadline, &got));
+  const uint32_t n = PayloadReader(Bytes(hdr + wire::kHeaderSize, hdr + wire::kHeaderSize + 4)).U32();
+  if (h.length != n + 4) return Status::InvalidArgument("malformed shard data frame");
+  if (n > room) return Status::InvalidArgument("more shard bytes than announced");
+  const size_t at = out->size();
+  out->resize(at + n);
+  return ReadFull(fd, reinterpret_cast<uint8_t*>(out->data() + at), n, deadline, &got);
+}
+
 // The frames WriteShard sent, given the ShardPut already read.
 Result<ShardCopy> ReadShard(int fd, const msg::ShardPut& put, Deadline deadline) {
-  ShardCopy c;
-  c.held.entry = put.entry;
-  c.held.crc32 = put.crc32;
-  c.manifest = put.manifest;
   if (put.entry.bytes > (uint64_t{1} << 36)) return Status::InvalidArgument("shard larger than 64 GiB");
+  ShardCopy c{HeldShard{put.entry, put.crc32}, put.manifest, {}};
   c.data.reserve(put.entry.bytes);
   do {
-    auto f = ReadFrame(fd, deadline);
-    DS_RETURN_IF_ERROR(ExpectFrame(f, wire::MsgType::kShardData, "shard data"));
-    DS_ASSIGN_OR_RETURN(msg::ShardData d, msg::ShardData::Decode(f->payload));
-    if (c.data.size() + d.data.size() > put.entry.bytes) return Status::InvalidArgument("more shard bytes than announced");
-    c.data.append(reinterpret_cast<const char*>(d.data.data()), d.data.size());
+    DS_RETURN_IF_ERROR(ReadDataFrame(fd, &c.data, put.entry.bytes - c.data.size(), deadline));
   } while (c.data.size() < put.entry.bytes);
   const uint32_t crc = rt::Crc32(c.data);
   if (crc != put.crc32)
@@ -72,15 +113,22 @@ void ReplyError(int fd, const std::string& why, Deadline deadline) {
 
 }  // namespace
 
-Status SendShard(const std::string& peer_addr, const PeerIdentity& me, const ShardCopy& copy, Deadline deadline) {
+void LowerThreadPriority() {
+  const auto tid = static_cast<id_t>(::gettid());
+  ::setpriority(PRIO_PROCESS, tid, 10);
+  constexpr int kIoprioWhoProcess = 1, kIoprioClassIdle = 3, kIoprioClassShift = 13;  // linux/ioprio.h
+  ::syscall(SYS_ioprio_set, kIoprioWhoProcess, tid, kIoprioClassIdle << kIoprioClassShift);
+}
+
+Status SendShard(const std::string& peer_addr, const PeerIdentity& me, const ShardFile& file, Deadline deadline) {
   auto run = [&]() -> Status {
     DS_ASSIGN_OR_RETURN(UniqueFd fd, Open(peer_addr, me, deadline));
-    DS_RETURN_IF_ERROR(WriteShard(fd.get(), copy, deadline));
+    DS_RETURN_IF_ERROR(WriteShard(fd.get(), file, deadline));
     return ExpectFrame(ReadFrame(fd.get(), deadline), wire::MsgType::kStoreOk, "replica");
   };
   Status st = run();
-  return st.ok() ? st : st.Prefixed(fmt::format("sending shard {} of step {} to {}", copy.held.entry.shard,
-                                                copy.held.entry.step, peer_addr));
+  return st.ok() ? st : st.Prefixed(fmt::format("sending shard {} of step {} to {}", file.held.entry.shard,
+                                                file.held.entry.step, peer_addr));
 }
 
 Result<ShardCopy> FetchShard(const std::string& peer_addr, const PeerIdentity& me, int64_t step, uint32_t shard,
@@ -128,6 +176,7 @@ PeerServer::~PeerServer() {
 }
 
 void PeerServer::Loop() {
+  LowerThreadPriority();
   for (;;) {
     pollfd fds[2] = {{listen_.get(), POLLIN, 0}, {wake_[0].get(), POLLIN, 0}};
     if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;

@@ -5,9 +5,11 @@
 //   ShardPut{entry, crc32, manifest} + ShardData...  -> StoreOk | Error   (replicate)
 //   ShardGet{step, shard}  -> ShardPut + ShardData... | Error            (fetch)
 //
-// The bytes travel in ShardData frames of at most kShardChunk bytes and are
-// checked against the crc32 before they are kept. Blocking calls with a
-// deadline; PeerServer runs its own thread. Thread-safe.
+// The bytes travel in ShardData frames of at most kShardChunk bytes, sent
+// from the shard's file with sendfile and received straight into the
+// destination buffer, and are checked against the crc32 before they are
+// kept. Blocking calls with a deadline; PeerServer runs its own thread.
+// Thread-safe.
 #pragma once
 
 #include <atomic>
@@ -22,6 +24,11 @@ namespace ds {
 
 inline constexpr size_t kShardChunk = size_t{4} << 20;
 
+// The agent's background threads (shard transfers, disk writes) yield the
+// CPU and the disk to the workers: the calling thread's nice value becomes
+// 10 and its I/O class idle (both a thread's own on Linux). Best effort.
+void LowerThreadPriority();
+
 struct PeerIdentity {
   std::string job_id;
   std::string key;         // SnapshotSetup.peer_key
@@ -29,8 +36,8 @@ struct PeerIdentity {
   std::string host;        // this agent's host name
 };
 
-// Sends `copy` to the agent at `peer_addr` (host:port).
-Status SendShard(const std::string& peer_addr, const PeerIdentity& me, const ShardCopy& copy, Deadline deadline);
+// Sends the shard in `file` to the agent at `peer_addr` (host:port).
+Status SendShard(const std::string& peer_addr, const PeerIdentity& me, const ShardFile& file, Deadline deadline);
 // Asks the agent at `peer_addr` for shard `shard` of `step`.
 Result<ShardCopy> FetchShard(const std::string& peer_addr, const PeerIdentity& me, int64_t step, uint32_t shard,
                              Deadline deadline);
@@ -39,7 +46,7 @@ Result<ShardCopy> FetchShard(const std::string& peer_addr, const PeerIdentity& m
 // serves them one at a time on its own thread, each within `request_timeout`.
 class PeerServer {
  public:
-  using Lookup = std::function<Result<ShardCopy>(int64_t step, uint32_t shard)>;
+  using Lookup = std::function<Result<ShardFile>(int64_t step, uint32_t shard)>;
   using Receive = std::function<Status(const ShardCopy& copy)>;
   static Result<std::unique_ptr<PeerServer>> Start(const std::string& bind_addr, PeerIdentity me, Lookup lookup,
                                                    Receive receive, double request_timeout = 30.0);

@@ -12,7 +12,6 @@
 // is guarded so the shard server may read concurrently.
 #pragma once
 
-#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -23,17 +22,19 @@ namespace ds {
 
 class SnapshotDisk {
  public:
-  explicit SnapshotDisk(std::string dir) : dir_(std::move(dir)) {}
-  const std::string& dir() const { return dir_; }
+  explicit SnapshotDisk(std::string dir) : index_(std::move(dir)) {}
+  const std::string& dir() const { return index_.root(); }
 
   // Finds what the directory holds (written by an earlier agent of the
   // job): every step directory of this user with shards and a .held record
   // whose size matches. Warnings name what is skipped.
   std::vector<HeldShard> Scan();
-  // Writes one shard (and the step's manifest) durably.
-  Status Persist(const ShardCopy& copy);
-  // A shard with its manifest, verified against its record (size, crc32).
-  Result<ShardCopy> Read(int64_t step, uint32_t shard) const;
+  // Writes one shard (and the step's manifest) durably, copying the file in
+  // the kernel.
+  Status Persist(const ShardFile& src);
+  // The shard's file with its manifest (its size checked against its
+  // record; ReadVerified checks the crc32).
+  Result<ShardFile> Open(int64_t step, uint32_t shard) const;
   bool Has(int64_t step, uint32_t shard) const;
   // Drops steps older than the newest `keep`. Returns what went.
   std::vector<msg::ShardEntry> Prune(int keep);
@@ -42,12 +43,8 @@ class SnapshotDisk {
   std::vector<msg::ShardEntry> DropAbove(int64_t step);
 
  private:
-  std::string StepDir(int64_t step) const;
-  std::vector<msg::ShardEntry> Drop(int64_t step);  // mu_ held
-
-  const std::string dir_;
   mutable std::mutex mu_;
-  std::map<std::pair<int64_t, uint32_t>, HeldShard> held_;
+  ShardIndex index_;  // guarded by mu_
 };
 
 }  // namespace ds

@@ -6,11 +6,13 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include <fmt/format.h>
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/snapshot_handoff.h"
 
 namespace ds {
 namespace {
@@ -73,6 +75,7 @@ void SnapshotKeeper::Post(std::function<void()> task) {
 }
 
 void SnapshotKeeper::TaskLoop() {
+  LowerThreadPriority();
   for (;;) {
     std::function<void()> task;
     {
@@ -136,6 +139,7 @@ std::vector<msg::ShardEntry> SnapshotKeeper::PruneAll() {
 }
 
 void SnapshotKeeper::OnInotify() {
+  std::vector<std::string> names;
   alignas(inotify_event) char buf[16384];
   for (;;) {
     const ssize_t n = ::read(inotify_.get(), buf, sizeof(buf));
@@ -143,23 +147,32 @@ void SnapshotKeeper::OnInotify() {
     for (ssize_t off = 0; off < n;) {
       const auto* ev = reinterpret_cast<const inotify_event*>(buf + off);
       off += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
-      const std::string name = ev->len ? ev->name : "";
-      if (!ParseHandoffName(name)) continue;  // the .shard, or a temporary name
-      auto held = store_->Adopt(name, me_.node);
-      if (!held.ok()) {
-        DS_LOG(Warn, Ckpt) << "snapshots: " << held.status().message();
-        continue;
+      if (ev->mask & IN_Q_OVERFLOW) {  // events were lost: look at what is there
+        std::error_code ec;
+        for (const auto& e : std::filesystem::directory_iterator(store_->incoming_dir(), ec))
+          names.push_back(e.path().filename().string());
+      } else if (ev->len) {
+        names.push_back(ev->name);
       }
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        ++counters_.handoffs;
-        counters_.handoff_bytes += held->entry.bytes;
-      }
-      Report({held->entry}, PruneAll());
-      const int64_t step = held->entry.step;
-      const uint32_t shard = held->entry.shard;
-      Post([this, step, shard] { PersistAndReplicate(step, shard, /*replicate=*/true); });
     }
+  }
+  for (const std::string& name : names) {
+    if (!ParseHandoffManifest(name)) continue;  // the .shard, or a temporary name
+    auto held = store_->Adopt(name, me_.node);
+    if (!held.ok()) {
+      if (held.status().code() != Status::Code::kNotFound)  // adopted already (listed twice)
+        DS_LOG(Warn, Ckpt) << "snapshots: " << held.status().message();
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++counters_.handoffs;
+      counters_.handoff_bytes += held->entry.bytes;
+    }
+    Report({held->entry}, PruneAll());
+    const int64_t step = held->entry.step;
+    const uint32_t shard = held->entry.shard;
+    Post([this, step, shard] { PersistAndReplicate(step, shard, /*replicate=*/true); });
   }
 }
 
@@ -169,15 +182,15 @@ void SnapshotKeeper::SetTargets(const msg::Replicate& m) {
 }
 
 void SnapshotKeeper::PersistAndReplicate(int64_t step, uint32_t shard, bool replicate) {
-  auto copy = store_->Read(step, shard);
-  if (!copy.ok()) return;  // pruned meanwhile
+  auto file = store_->Open(step, shard);
+  if (!file.ok()) return;  // pruned meanwhile
   if (disk_ && !disk_->Has(step, shard)) {
     const auto t0 = SteadyClock::now();
-    Status st = disk_->Persist(*copy);
+    Status st = disk_->Persist(*file);
     if (!st.ok()) {
       DS_LOG(Warn, Ckpt) << "snapshots: " << st.message();
     } else {
-      msg::ShardEntry e = copy->held.entry;
+      msg::ShardEntry e = file->held.entry;
       e.tier = 2;
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -195,13 +208,13 @@ void SnapshotKeeper::PersistAndReplicate(int64_t step, uint32_t shard, bool repl
   }
   for (const msg::ReplicaPeer& t : targets) {
     const auto t0 = SteadyClock::now();
-    Status st = SendShard(t.peer_addr, peer_, *copy, SteadyClock::now() + Seconds(kTransferTimeout));
+    Status st = SendShard(t.peer_addr, peer_, *file, SteadyClock::now() + Seconds(kTransferTimeout));
     if (!st.ok()) {
       DS_LOG(Warn, Ckpt) << "snapshots: " << st.message();
       continue;
     }
     std::lock_guard<std::mutex> lock(mu_);
-    counters_.sent_bytes += copy->data.size();
+    counters_.sent_bytes += file->held.entry.bytes;
     counters_.sent_micros += MicrosSince(t0);
   }
   if (!targets.empty()) Report({}, {});  // the coordinator's totals follow
@@ -218,10 +231,10 @@ Status SnapshotKeeper::Receive(const ShardCopy& copy) {
   return Status::OK();
 }
 
-Result<ShardCopy> SnapshotKeeper::Lookup(int64_t step, uint32_t shard) {
-  auto c = store_->Read(step, shard);
-  if (c.ok() || !disk_) return c;
-  return disk_->Read(step, shard);
+Result<ShardFile> SnapshotKeeper::Lookup(int64_t step, uint32_t shard) {
+  auto f = store_->Open(step, shard);
+  if (f.ok() || !disk_) return f;
+  return disk_->Open(step, shard);
 }
 
 void SnapshotKeeper::StartFetch(const msg::Fetch& m) {
@@ -239,8 +252,13 @@ void SnapshotKeeper::Fetch(const msg::Fetch& m) {
   for (const msg::ShardSource& src : m.sources) {
     if (store_->Has(m.step, src.shard)) continue;
     const bool local = disk_ && disk_->Has(m.step, src.shard);
-    auto copy = local ? disk_->Read(m.step, src.shard)
-                      : FetchShard(src.peer_addr, peer_, m.step, src.shard, SteadyClock::now() + Seconds(kTransferTimeout));
+    Result<ShardCopy> copy = Status::NotFound("");
+    if (local) {
+      auto file = disk_->Open(m.step, src.shard);
+      copy = file.ok() ? ReadVerified(*file) : file.status();
+    } else {
+      copy = FetchShard(src.peer_addr, peer_, m.step, src.shard, SteadyClock::now() + Seconds(kTransferTimeout));
+    }
     Status st = copy.ok() ? store_->Put(*copy) : copy.status();
     if (!st.ok()) {
       done.error = st.message();

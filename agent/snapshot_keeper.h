@@ -70,7 +70,7 @@ class SnapshotKeeper {
   void Report(std::vector<msg::ShardEntry> added, std::vector<msg::ShardEntry> removed);
   void PushOutgoing(wire::MsgType type, Bytes payload);
   Status Receive(const ShardCopy& copy);        // a replica arrived (server thread)
-  Result<ShardCopy> Lookup(int64_t step, uint32_t shard);  // a peer fetches (server thread)
+  Result<ShardFile> Lookup(int64_t step, uint32_t shard);  // a peer fetches (server thread)
   void PersistAndReplicate(int64_t step, uint32_t shard, bool replicate);  // task thread
   void Fetch(const msg::Fetch& m);              // task thread
   std::vector<msg::ShardEntry> PruneAll();

@@ -2,8 +2,7 @@
 // private tmpfs directory (mode 0700, /dev/shm when it exists) that the
 // agent owns for the whole job, so they outlive every worker:
 //
-//   <dir>/incoming/<step>.<rank>.<world>.shard     a worker's handoff, then
-//   <dir>/incoming/<step>.<rank>.<world>.manifest  (its arrival completes it)
+//   <dir>/incoming/...                             workers' handoffs (common/snapshot_handoff.h)
 //   <dir>/step_<NNNNNNNN>/shard_<r>.bin            held shards
 //   <dir>/step_<NNNNNNNN>/manifest.json            the step's manifest
 //
@@ -15,36 +14,41 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "agent/shard_index.h"
+#include "common/client_conn.h"
 #include "common/protocol.h"
 #include "common/status.h"
 
 namespace ds {
 
-struct HeldShard {
-  msg::ShardEntry entry;
-  uint32_t crc32 = 0;
-};
-
-// A shard's bytes with what describes them.
+// A shard's bytes with what describes them (received, or read to be checked).
 struct ShardCopy {
   HeldShard held;
   std::string manifest;
   std::string data;
 };
 
-// "<step>.<rank>.<world>.manifest" -> (step, rank, world); nullopt for any
-// other name.
-std::optional<std::tuple<int64_t, uint32_t, uint32_t>> ParseHandoffName(const std::string& name);
-std::string HandoffName(int64_t step, uint32_t rank, uint32_t world, const char* suffix);
+// A held shard's file, open for reading (it stays readable when the shard is
+// pruned meanwhile), with what describes it: sent and persisted from the
+// file, without copying its bytes through the agent.
+struct ShardFile {
+  HeldShard held;
+  std::string manifest;
+  UniqueFd fd;
+};
+
+// Opens `path` (a regular file, not a symlink) as the shard `held` describes;
+// InvalidArgument when its size is not the entry's.
+Result<ShardFile> OpenShardFile(const std::string& path, const HeldShard& held, std::string manifest);
+// The bytes of `f`, checked against its crc32 ("... crc32 mismatch").
+Result<ShardCopy> ReadVerified(const ShardFile& f);
 
 class SnapshotStore {
  public:
@@ -54,18 +58,21 @@ class SnapshotStore {
   SnapshotStore(const SnapshotStore&) = delete;
   SnapshotStore& operator=(const SnapshotStore&) = delete;
 
-  const std::string& dir() const { return dir_; }
-  std::string incoming_dir() const { return dir_ + "/incoming"; }
+  const std::string& dir() const { return index_.root(); }
+  std::string incoming_dir() const { return dir() + "/incoming"; }
 
   // The worker's handoff whose manifest is incoming/`manifest_name`: moved
-  // into its step directory and held (origin = this node). InvalidArgument
-  // for a name that is not a handoff or a shard file that is missing.
+  // into its step directory and held (origin = this node), without reading
+  // the shard's bytes (its size from stat, its crc32 from the name).
+  // NotFound when the manifest is not there (adopted already);
+  // InvalidArgument for a name that is not a handoff, or a shard file that
+  // is missing or not a regular file.
   Result<HeldShard> Adopt(const std::string& manifest_name, uint32_t origin);
   // A shard from a peer or from disk (both checked its crc32); its size
   // must be the entry's.
   Status Put(const ShardCopy& copy);
-  // The shard with its manifest; NotFound when not held.
-  Result<ShardCopy> Read(int64_t step, uint32_t shard) const;
+  // The shard's file with its manifest; NotFound when not held.
+  Result<ShardFile> Open(int64_t step, uint32_t shard) const;
   bool Has(int64_t step, uint32_t shard) const;
   std::vector<HeldShard> Entries() const;
   // Drops every step older than the newest `keep` steps held; returns what went.
@@ -74,14 +81,11 @@ class SnapshotStore {
   std::vector<msg::ShardEntry> DropAbove(int64_t step);
 
  private:
-  explicit SnapshotStore(std::string dir) : dir_(std::move(dir)) {}
-  std::string StepDir(int64_t step) const;
+  explicit SnapshotStore(std::string dir) : index_(std::move(dir)) {}
   Status Hold(const HeldShard& h, const std::string& manifest);  // mu_ held
-  std::vector<msg::ShardEntry> Drop(int64_t step);                // mu_ held
 
-  const std::string dir_;
   mutable std::mutex mu_;
-  std::map<std::pair<int64_t, uint32_t>, HeldShard> held_;  // (step, shard)
+  ShardIndex index_;  // guarded by mu_
 };
 
 }  // namespace ds

@@ -1,9 +1,11 @@
 #include "common/files.h"
 
 #include <fcntl.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -50,23 +52,43 @@ Status RemoveStaleTemp(const std::string& tmp) {
   return Status::OK();
 }
 
-Status WriteAndSync(int fd, const std::string& tmp, const std::string& data) {
+Status WriteAll(int fd, const std::string& tmp, const char* data, size_t size) {
   size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+  while (done < size) {
+    ssize_t n = ::write(fd, data + done, size - done);
     if (n < 0) {
       if (errno == EINTR) continue;
       return Status::IOError(fmt::format("{}: write: {}", tmp, Errno()));
     }
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0) return Status::IOError(fmt::format("{}: fsync: {}", tmp, Errno()));
   return Status::OK();
 }
 
-}  // namespace
+// `bytes` of `src_fd` from offset 0 into `fd`, in the kernel (sendfile) where it can.
+Status CopyAll(int fd, const std::string& tmp, int src_fd, uint64_t bytes) {
+  off_t offset = 0;
+  while (static_cast<uint64_t>(offset) < bytes) {
+    ssize_t n = ::sendfile(fd, src_fd, &offset, bytes - static_cast<uint64_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EINVAL || errno == ENOSYS)) break;  // not for these files: copy below
+    if (n < 0) return Status::IOError(fmt::format("{}: copy: {}", tmp, Errno()));
+    if (n == 0) return Status::IOError(fmt::format("{}: the source ended after {} of {} bytes", tmp, offset, bytes));
+  }
+  char buf[1 << 16];
+  while (static_cast<uint64_t>(offset) < bytes) {
+    ssize_t n = ::pread(src_fd, buf, std::min<uint64_t>(sizeof(buf), bytes - static_cast<uint64_t>(offset)), offset);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Status::IOError(fmt::format("{}: reading the source: {}", tmp, n < 0 ? Errno() : "ended early"));
+    DS_RETURN_IF_ERROR(WriteAll(fd, tmp, buf, static_cast<size_t>(n)));
+    offset += n;
+  }
+  return Status::OK();
+}
 
-Status WriteFileDurably(const std::string& path, const std::string& data, unsigned mode) {
+// The durable write of `path` (see WriteFileDurably), its contents written by `fill`.
+template <typename Fill>
+Status WriteDurably(const std::string& path, unsigned mode, Fill fill) {
   const std::string tmp = path + ".tmp";
   const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
   int fd = ::open(tmp.c_str(), flags, mode);
@@ -76,7 +98,8 @@ Status WriteFileDurably(const std::string& path, const std::string& data, unsign
   }
   if (fd < 0) return Status::IOError(fmt::format("{}: cannot create: {}", tmp, Errno()));
   // From here on `tmp` is the file we created; every failure removes it.
-  Status st = WriteAndSync(fd, tmp, data);
+  Status st = fill(fd, tmp);
+  if (st.ok() && ::fsync(fd) != 0) st = Status::IOError(fmt::format("{}: fsync: {}", tmp, Errno()));
   if (::close(fd) != 0 && st.ok()) st = Status::IOError(fmt::format("{}: close: {}", tmp, Errno()));
   if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
     st = Status::IOError(fmt::format("{}: rename: {}", path, Errno()));
@@ -91,6 +114,17 @@ Status WriteFileDurably(const std::string& path, const std::string& data, unsign
     ::close(dfd);
   }
   return Status::OK();
+}
+
+}  // namespace
+
+Status WriteFileDurably(const std::string& path, const std::string& data, unsigned mode) {
+  return WriteDurably(path, mode,
+                      [&](int fd, const std::string& tmp) { return WriteAll(fd, tmp, data.data(), data.size()); });
+}
+
+Status CopyFileDurably(int src_fd, uint64_t bytes, const std::string& path, unsigned mode) {
+  return WriteDurably(path, mode, [&](int fd, const std::string& tmp) { return CopyAll(fd, tmp, src_fd, bytes); });
 }
 
 std::string SiblingBinary(const std::string& name, const std::string& subdir, const std::string& override_path) {

@@ -2,6 +2,7 @@
 // the filesystem; thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "common/status.h"
@@ -21,6 +22,10 @@ Result<std::string> ReadTextFile(const std::string& path, const std::string& wha
 // PermissionDenied, e.g. "<path>.tmp is a symbolic link: refusing to write
 // through it". On any failure the temporary file is removed.
 Status WriteFileDurably(const std::string& path, const std::string& data, unsigned mode);
+// The same with the first `bytes` of the open file `src_fd` as the contents,
+// copied in the kernel (sendfile) where it can: the bytes never pass
+// through this process's memory.
+Status CopyFileDurably(int src_fd, uint64_t bytes, const std::string& path, unsigned mode);
 
 // Path of a program that ships next to the running one: `override_path` if
 // set, else <dir of this executable>/<name>, else <dir>/../<subdir>/<name>

@@ -34,7 +34,8 @@ int MillisLeft(Deadline deadline) {
   return left > 1 << 30 ? 1 << 30 : static_cast<int>(left);
 }
 
-// Waits for `events` on fd; Timeout when the deadline passes.
+}  // namespace
+
 Status WaitFd(int fd, short events, Deadline deadline) {
   while (true) {
     pollfd p{fd, events, 0};
@@ -45,7 +46,6 @@ Status WaitFd(int fd, short events, Deadline deadline) {
   }
 }
 
-// Reads exactly n bytes. `got` reports how many arrived before an error.
 Status ReadFull(int fd, uint8_t* buf, size_t n, Deadline deadline, size_t* got) {
   *got = 0;
   while (*got < n) {
@@ -59,16 +59,19 @@ Status ReadFull(int fd, uint8_t* buf, size_t n, Deadline deadline, size_t* got) 
   return Status::OK();
 }
 
-}  // namespace
-
-Bytes EncodeFrame(wire::MsgType type, const Bytes& payload) {
-  DS_CHECK(payload.size() <= wire::kMaxPayload);
+Bytes EncodeFrameHeader(wire::MsgType type, uint32_t length) {
+  DS_CHECK(length <= wire::kMaxPayload);
   Bytes out;
-  out.reserve(wire::kHeaderSize + payload.size());
   PutBE(out, wire::kMagic, 4);
   PutBE(out, wire::kVersion, 2);
   PutBE(out, static_cast<uint16_t>(type), 2);
-  PutBE(out, payload.size(), 4);
+  PutBE(out, length, 4);
+  return out;
+}
+
+Bytes EncodeFrame(wire::MsgType type, const Bytes& payload) {
+  DS_CHECK(payload.size() <= wire::kMaxPayload);
+  Bytes out = EncodeFrameHeader(type, static_cast<uint32_t>(payload.size()));
   out.insert(out.end(), payload.begin(), payload.end());
   return out;
 }

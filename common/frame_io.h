@@ -31,6 +31,9 @@ struct FrameHeader {
 
 // Header + payload. Checks payload.size() <= kMaxPayload.
 Bytes EncodeFrame(wire::MsgType type, const Bytes& payload);
+// The 12 header bytes of a frame whose `length` payload bytes the caller
+// sends itself (e.g. from a file).
+Bytes EncodeFrameHeader(wire::MsgType type, uint32_t length);
 
 // Validates the 12 header bytes at `p`: magic, version and length bound
 // (`max_payload`: kMaxPayload, or kMaxHandshakePayload before AuthOk).
@@ -81,6 +84,12 @@ class PayloadReader {
 };
 
 using Deadline = std::chrono::steady_clock::time_point;
+
+// Waits until `fd` is ready for `events` (poll). Errors: Timeout, IOError.
+Status WaitFd(int fd, short events, Deadline deadline);
+// Reads exactly `n` bytes; `got` reports how many arrived before an error.
+// Errors: Unavailable("connection closed"), IOError, Timeout.
+Status ReadFull(int fd, uint8_t* buf, size_t n, Deadline deadline, size_t* got);
 
 // Writes all of `frame` to `fd` (blocking, honours the deadline). Errors:
 // IOError with errno text, Timeout.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/files.h"
+#include "common/snapshot_handoff.h"
 #include "runtime/checkpoint_files.h"
 
 namespace ds::rt {
@@ -14,9 +15,12 @@ Status SaveSnapshot(const std::string& snapshot_dir, const CheckpointMeta& meta,
   const std::vector<double> info = ShareShardInfo(true, data, comm);
   CheckpointMeta m = meta;
   m.world_size = world;
-  const std::string stem = fmt::format("{}/incoming/{:08d}.{}.{}", snapshot_dir, meta.step, rank, world);
-  DS_RETURN_IF_ERROR(WriteFileDurably(stem + ".shard", data, kCheckpointFileMode).Prefixed("snapshot"));
-  return WriteFileDurably(stem + ".manifest", ManifestJson(m, info), kCheckpointFileMode).Prefixed("snapshot");
+  const Handoff h{meta.step, static_cast<uint32_t>(rank), static_cast<uint32_t>(world),
+                  static_cast<uint32_t>(info[3 * rank + 2])};
+  const std::string in = snapshot_dir + "/incoming/";
+  DS_RETURN_IF_ERROR(WriteFileDurably(in + HandoffName(h, kHandoffShard), data, kCheckpointFileMode).Prefixed("snapshot"));
+  return WriteFileDurably(in + HandoffName(h, kHandoffManifest), ManifestJson(m, info), kCheckpointFileMode)
+      .Prefixed("snapshot");
 }
 
 Result<LoadedCheckpoint> LoadSnapshot(const std::string& snapshot_dir, int64_t step, uint64_t num_params,

@@ -15,8 +15,9 @@
 
 namespace ds::rt {
 
-// Writes incoming/<step>.<rank>.<world>.shard, then .manifest (whose arrival
-// tells the agent). Collective. IOError naming the file when it cannot.
+// Writes the handoff (common/snapshot_handoff.h): the shard, then the
+// manifest, whose arrival tells the agent. Collective. IOError naming the
+// file when it cannot.
 Status SaveSnapshot(const std::string& snapshot_dir, const CheckpointMeta& meta, const ShardState& shard,
                     Communicator& comm);
 

@@ -8,6 +8,8 @@
 #include <map>
 #include <mutex>
 #include "runtime/checkpoint_format.h"
+#include "tests/test_util/files.h"
+#include "tests/test_util/temp_dir.h"
 
 namespace ds {
 namespace {
@@ -21,19 +23,29 @@ ShardCopy Copy(int64_t step, uint32_t shard, const std::string& data) {
   return c;
 }
 
+// `c` as an open shard file (what the agent sends from).
+ShardFile FileOf(const testing::TempDir& dir, const ShardCopy& c) {
+  const std::string path = dir / ("shard-" + std::to_string(c.held.entry.step) + "-" + std::to_string(c.held.entry.shard));
+  testing::WriteFile(path, c.data);
+  auto f = OpenShardFile(path, c.held, c.manifest);
+  REQUIRE(f.ok());
+  return std::move(f).value();
+}
+
 // A server whose shards live in a map.
 struct MapServer {
+  testing::TempDir dir;
   std::mutex mu;
   std::map<std::pair<int64_t, uint32_t>, ShardCopy> shards;
   std::unique_ptr<PeerServer> server;
   explicit MapServer(const PeerIdentity& me) {
     auto s = PeerServer::Start(
         "127.0.0.1", me,
-        [this](int64_t step, uint32_t shard) -> Result<ShardCopy> {
+        [this](int64_t step, uint32_t shard) -> Result<ShardFile> {
           std::lock_guard<std::mutex> lock(mu);
           auto it = shards.find({step, shard});
           if (it == shards.end()) return Status::NotFound("not held");
-          return it->second;
+          return FileOf(dir, it->second);
         },
         [this](const ShardCopy& c) -> Status {
           std::lock_guard<std::mutex> lock(mu);
@@ -53,7 +65,8 @@ TEST_CASE("peer link: a replica sent is held by the peer, and fetched back byte 
   MapServer server(b);
   std::string big(kShardChunk * 2 + 12345, '\0');
   for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 7);
-  REQUIRE(SendShard(server.server->addr(), a, Copy(300, 2, big), Soon()).ok());
+  testing::TempDir tmp;
+  REQUIRE(SendShard(server.server->addr(), a, FileOf(tmp, Copy(300, 2, big)), Soon()).ok());
   {
     std::lock_guard<std::mutex> lock(server.mu);
     REQUIRE(server.shards.count({300, 2}));
@@ -65,7 +78,7 @@ TEST_CASE("peer link: a replica sent is held by the peer, and fetched back byte 
   CHECK(back->manifest == "{m}");
   CHECK(back->held.entry.world == 4);
   // Empty shards travel too.
-  REQUIRE(SendShard(server.server->addr(), a, Copy(301, 0, ""), Soon()).ok());
+  REQUIRE(SendShard(server.server->addr(), a, FileOf(tmp, Copy(301, 0, "")), Soon()).ok());
   auto empty = FetchShard(server.server->addr(), a, 301, 0, Soon());
   REQUIRE(empty.ok());
   CHECK(empty->data.empty());
@@ -83,9 +96,10 @@ TEST_CASE("peer link: what the peer does not hold is an error naming the shard a
 TEST_CASE("peer link: a wrong key or another job is refused before any shard moves", "[snapshots]") {
   PeerIdentity b{"job1", "key", 1, "w1"};
   MapServer server(b);
-  Status wrong_key = SendShard(server.server->addr(), PeerIdentity{"job1", "other", 0, "x"}, Copy(1, 0, "d"), Soon());
+  testing::TempDir tmp;
+  Status wrong_key = SendShard(server.server->addr(), PeerIdentity{"job1", "other", 0, "x"}, FileOf(tmp, Copy(1, 0, "d")), Soon());
   CHECK(wrong_key.code() == Status::Code::kPermissionDenied);
-  Status other_job = SendShard(server.server->addr(), PeerIdentity{"job2", "key", 0, "x"}, Copy(1, 0, "d"), Soon());
+  Status other_job = SendShard(server.server->addr(), PeerIdentity{"job2", "key", 0, "x"}, FileOf(tmp, Copy(1, 0, "d")), Soon());
   CHECK(other_job.code() == Status::Code::kPermissionDenied);
   std::lock_guard<std::mutex> lock(server.mu);
   CHECK(server.shards.empty());
@@ -96,7 +110,8 @@ TEST_CASE("peer link: bytes that do not match the crc32 are refused by the recei
   MapServer server(b);
   ShardCopy c = Copy(7, 0, "good bytes");
   c.data = "evil bytes";
-  Status st = SendShard(server.server->addr(), a, c, Soon());
+  testing::TempDir tmp;
+  Status st = SendShard(server.server->addr(), a, FileOf(tmp, c), Soon());
   REQUIRE_FALSE(st.ok());
   CHECK_THAT(st.message(), Catch::Contains("crc32 mismatch"));
   std::lock_guard<std::mutex> lock(server.mu);

@@ -18,13 +18,15 @@ using testing::TempDir;
 using testing::WriteFile;
 namespace fs = std::filesystem;
 
-ShardCopy Copy(int64_t step, uint32_t shard, uint32_t world, const std::string& data) {
-  ShardCopy c;
-  c.held.entry = msg::ShardEntry{step, shard, world, shard, 1, data.size()};
-  c.held.crc32 = rt::Crc32(data);
-  c.manifest = "{step " + std::to_string(step) + "}";
-  c.data = data;
-  return c;
+// A shard file as the memory store hands it to Persist.
+ShardFile Copy(int64_t step, uint32_t shard, uint32_t world, const std::string& data) {
+  static TempDir src("dsagent-disk-test-src");
+  const std::string path = src / ("s" + std::to_string(step) + "-" + std::to_string(shard));
+  WriteFile(path, data);
+  HeldShard held{msg::ShardEntry{step, shard, world, shard, 1, data.size()}, rt::Crc32(data)};
+  auto f = OpenShardFile(path, held, "{step " + std::to_string(step) + "}");
+  REQUIRE(f.ok());
+  return std::move(f).value();
 }
 
 TEST_CASE("snapshot disk: a step gets manifest.json only when every shard is on this disk", "[snapshots]") {
@@ -57,16 +59,21 @@ TEST_CASE("snapshot disk: a new agent's scan finds what is there and skips what 
   CHECK(found[0].entry.shard == 0);
   CHECK(found[0].entry.world == 3);
   CHECK(found[0].entry.tier == 2);
-  auto c = again.Read(100, 0);
+  auto f = again.Open(100, 0);
+  REQUIRE(f.ok());
+  auto c = ReadVerified(*f);
   REQUIRE(c.ok());
   CHECK(c->data == "zero");
   CHECK(c->manifest == "{step 100}");
   // Same size, other bytes: the crc32 check on read catches it.
   WriteFile(tmp / "ckpt/step_00000100/shard_0.bin", "ZERO");
-  auto bad = again.Read(100, 0);
+  auto bad = ReadVerified(again.Open(100, 0).value());
   REQUIRE_FALSE(bad.ok());
   CHECK_THAT(bad.status().message(), Catch::Contains("corrupt"));
-  CHECK(again.Read(300, 0).status().code() == Status::Code::kNotFound);
+  // Another size: refused when opened.
+  WriteFile(tmp / "ckpt/step_00000100/shard_0.bin", "zero!");
+  CHECK(again.Open(100, 0).status().code() == Status::Code::kInvalidArgument);
+  CHECK(again.Open(300, 0).status().code() == Status::Code::kNotFound);
 }
 
 TEST_CASE("snapshot disk: a step directory that is a symlink is skipped, a missing dir is empty", "[snapshots]") {

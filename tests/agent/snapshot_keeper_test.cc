@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
+#include "common/snapshot_handoff.h"
 #include "runtime/checkpoint_format.h"
 #include "tests/test_util/files.h"
 #include "tests/test_util/temp_dir.h"
@@ -56,10 +57,10 @@ struct Node {
   // What a worker does (runtime/checkpoint_snapshot.cc): the shard, then the manifest.
   void HandOff(int64_t step, uint32_t rank, uint32_t world, const std::string& data) {
     const std::string in = keeper->memory_dir() + "/incoming/";
-    WriteFile(in + HandoffName(step, rank, world, "shard"), data);
-    WriteFile(in + HandoffName(step, rank, world, "manifest") + ".tmp", "{manifest " + std::to_string(step) + "}");
-    std::filesystem::rename(in + HandoffName(step, rank, world, "manifest") + ".tmp",
-                            in + HandoffName(step, rank, world, "manifest"));
+    const Handoff h{step, rank, world, rt::Crc32(data)};
+    WriteFile(in + HandoffName(h, kHandoffShard), data);
+    WriteFile(in + HandoffName(h, kHandoffManifest) + ".tmp", "{manifest " + std::to_string(step) + "}");
+    std::filesystem::rename(in + HandoffName(h, kHandoffManifest) + ".tmp", in + HandoffName(h, kHandoffManifest));
   }
 };
 

@@ -1,0 +1,64 @@
+#include "agent/shard_index.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace ds {
+
+std::string ShardIndex::StepDir(int64_t step) const { return fmt::format("{}/step_{:08d}", root_, step); }
+
+const HeldShard* ShardIndex::Find(int64_t step, uint32_t shard) const {
+  auto it = held_.find({step, shard});
+  return it == held_.end() ? nullptr : &it->second;
+}
+
+std::vector<HeldShard> ShardIndex::All() const {
+  std::vector<HeldShard> out;
+  for (const auto& [k, h] : held_) out.push_back(h);
+  return out;
+}
+
+uint32_t ShardIndex::CountAt(int64_t step) const {
+  uint32_t n = 0;
+  for (auto it = held_.lower_bound({step, 0}); it != held_.end() && it->first.first == step; ++it) ++n;
+  return n;
+}
+
+std::vector<msg::ShardEntry> ShardIndex::Drop(int64_t step) {
+  std::vector<msg::ShardEntry> gone;
+  for (auto it = held_.lower_bound({step, 0}); it != held_.end() && it->first.first == step;) {
+    gone.push_back(it->second.entry);
+    it = held_.erase(it);
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(StepDir(step), ec);
+  return gone;
+}
+
+std::vector<msg::ShardEntry> ShardIndex::Prune(int keep) {
+  std::set<int64_t> steps;
+  for (const auto& [k, h] : held_) steps.insert(k.first);
+  std::vector<msg::ShardEntry> gone;
+  for (auto it = steps.begin(); static_cast<int>(std::distance(it, steps.end())) > std::max(keep, 1); ++it) {
+    auto dropped = Drop(*it);
+    gone.insert(gone.end(), dropped.begin(), dropped.end());
+  }
+  return gone;
+}
+
+std::vector<msg::ShardEntry> ShardIndex::DropAbove(int64_t step) {
+  std::set<int64_t> steps;
+  for (const auto& [k, h] : held_)
+    if (k.first > step) steps.insert(k.first);
+  std::vector<msg::ShardEntry> gone;
+  for (int64_t s : steps) {
+    auto dropped = Drop(s);
+    gone.insert(gone.end(), dropped.begin(), dropped.end());
+  }
+  return gone;
+}
+
+}  // namespace ds

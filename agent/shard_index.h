@@ -1,0 +1,46 @@
+// ShardIndex: the (step, shard) -> HeldShard map of one place the agent keeps
+// shards in (its memory directory, its node's checkpoint directory), each
+// step in <root>/step_<NNNNNNNN>/, with the step-wise removals both need.
+// Not thread-safe: its owner locks.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/protocol.h"
+
+namespace ds {
+
+struct HeldShard {
+  msg::ShardEntry entry;
+  uint32_t crc32 = 0;
+};
+
+class ShardIndex {
+ public:
+  explicit ShardIndex(std::string root) : root_(std::move(root)) {}
+  const std::string& root() const { return root_; }
+  std::string StepDir(int64_t step) const;
+
+  void Put(const HeldShard& h) { held_[{h.entry.step, h.entry.shard}] = h; }
+  const HeldShard* Find(int64_t step, uint32_t shard) const;
+  std::vector<HeldShard> All() const;
+  uint32_t CountAt(int64_t step) const;  // shards of `step` held
+  void Clear() { held_.clear(); }
+  // Drop whole steps, their directories included, and return what went:
+  // those older than the newest `keep` (at least 1) ...
+  std::vector<msg::ShardEntry> Prune(int keep);
+  // ... or every step newer than `step` (a timeline a restart abandoned).
+  std::vector<msg::ShardEntry> DropAbove(int64_t step);
+
+ private:
+  std::vector<msg::ShardEntry> Drop(int64_t step);
+
+  const std::string root_;
+  std::map<std::pair<int64_t, uint32_t>, HeldShard> held_;
+};
+
+}  // namespace ds
