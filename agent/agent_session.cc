@@ -245,8 +245,8 @@ void AgentSession::OnSnapshotSetup(const msg::SnapshotSetup& m) {
   } else {
     ready.error = fmt::format("host {}: {}", host_, keeper.status().message());
   }
+  SendSnapshotMessages();  // what the node's disk holds, before Ready lets the coordinator decide
   Send(wire::MsgType::kSnapshotReady, ready.Encode());
-  SendSnapshotMessages();
 }
 
 void AgentSession::SendSnapshotMessages() {

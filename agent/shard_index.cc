@@ -10,18 +10,32 @@ namespace ds {
 
 std::string ShardIndex::StepDir(int64_t step) const { return fmt::format("{}/step_{:08d}", root_, step); }
 
-const HeldShard* ShardIndex::Find(int64_t step, uint32_t shard) const {
+void ShardIndex::Put(const HeldShard& h) {
+  std::lock_guard<std::mutex> lock(mu_);
+  held_[{h.entry.step, h.entry.shard}] = h;
+}
+
+void ShardIndex::Clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  held_.clear();
+}
+
+std::optional<HeldShard> ShardIndex::Find(int64_t step, uint32_t shard) const {
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = held_.find({step, shard});
-  return it == held_.end() ? nullptr : &it->second;
+  if (it == held_.end()) return std::nullopt;
+  return it->second;
 }
 
 std::vector<HeldShard> ShardIndex::All() const {
+  std::lock_guard<std::mutex> lock(mu_);
   std::vector<HeldShard> out;
   for (const auto& [k, h] : held_) out.push_back(h);
   return out;
 }
 
 uint32_t ShardIndex::CountAt(int64_t step) const {
+  std::lock_guard<std::mutex> lock(mu_);
   uint32_t n = 0;
   for (auto it = held_.lower_bound({step, 0}); it != held_.end() && it->first.first == step; ++it) ++n;
   return n;
@@ -39,6 +53,7 @@ std::vector<msg::ShardEntry> ShardIndex::Drop(int64_t step) {
 }
 
 std::vector<msg::ShardEntry> ShardIndex::Prune(int keep) {
+  std::lock_guard<std::mutex> lock(mu_);
   std::set<int64_t> steps;
   for (const auto& [k, h] : held_) steps.insert(k.first);
   std::vector<msg::ShardEntry> gone;
@@ -50,6 +65,7 @@ std::vector<msg::ShardEntry> ShardIndex::Prune(int keep) {
 }
 
 std::vector<msg::ShardEntry> ShardIndex::DropAbove(int64_t step) {
+  std::lock_guard<std::mutex> lock(mu_);
   std::set<int64_t> steps;
   for (const auto& [k, h] : held_)
     if (k.first > step) steps.insert(k.first);

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,11 +27,12 @@ class ShardIndex {
   const std::string& root() const { return root_; }
   std::string StepDir(int64_t step) const;
 
-  void Put(const HeldShard& h) { held_[{h.entry.step, h.entry.shard}] = h; }
-  const HeldShard* Find(int64_t step, uint32_t shard) const;
+  void Put(const HeldShard& h);
+  std::optional<HeldShard> Find(int64_t step, uint32_t shard) const;
+  bool Has(int64_t step, uint32_t shard) const { return Find(step, shard).has_value(); }
   std::vector<HeldShard> All() const;
   uint32_t CountAt(int64_t step) const;  // shards of `step` held
-  void Clear() { held_.clear(); }
+  void Clear();
   // Drop whole steps, their directories included, and return what went:
   // those older than the newest `keep` (at least 1) ...
   std::vector<msg::ShardEntry> Prune(int keep);
@@ -37,9 +40,10 @@ class ShardIndex {
   std::vector<msg::ShardEntry> DropAbove(int64_t step);
 
  private:
-  std::vector<msg::ShardEntry> Drop(int64_t step);
+  std::vector<msg::ShardEntry> Drop(int64_t step);  // mu_ held
 
   const std::string root_;
+  mutable std::mutex mu_;
   std::map<std::pair<int64_t, uint32_t>, HeldShard> held_;
 };
 

@@ -27,7 +27,6 @@ bool ParseRecord(const std::string& text, HeldShard* h) {
 }  // namespace
 
 std::vector<HeldShard> SnapshotDisk::Scan() {
-  std::lock_guard<std::mutex> lock(mu_);
   index_.Clear();
   if (!rt::CheckCheckpointDir(dir()).ok()) return {};
   std::error_code ec;
@@ -72,7 +71,6 @@ Status SnapshotDisk::Persist(const ShardFile& src) {
   std::error_code ec;
   if (!fs::exists(step_dir + "/snapshot.json", ec))
     DS_RETURN_IF_ERROR(WriteFileDurably(step_dir + "/snapshot.json", src.manifest, rt::kCheckpointFileMode));
-  std::lock_guard<std::mutex> lock(mu_);
   index_.Put(h);
   if (index_.CountAt(e.step) == e.world && !fs::exists(step_dir + "/manifest.json", ec))
     DS_RETURN_IF_ERROR(WriteFileDurably(step_dir + "/manifest.json", src.manifest, rt::kCheckpointFileMode));
@@ -80,31 +78,11 @@ Status SnapshotDisk::Persist(const ShardFile& src) {
 }
 
 Result<ShardFile> SnapshotDisk::Open(int64_t step, uint32_t shard) const {
-  HeldShard held;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    const HeldShard* h = index_.Find(step, shard);
-    if (!h) return Status::NotFound(fmt::format("shard {} of step {} is not on disk here", shard, step));
-    held = *h;
-  }
+  const std::optional<HeldShard> held = index_.Find(step, shard);
+  if (!held) return Status::NotFound(fmt::format("shard {} of step {} is not on disk here", shard, step));
   const std::string step_dir = index_.StepDir(step);
   DS_ASSIGN_OR_RETURN(std::string manifest, rt::ReadCheckpointFile(step_dir + "/snapshot.json"));
-  return OpenShardFile(fmt::format("{}/shard_{}.bin", step_dir, shard), held, std::move(manifest));
-}
-
-bool SnapshotDisk::Has(int64_t step, uint32_t shard) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return index_.Find(step, shard) != nullptr;
-}
-
-std::vector<msg::ShardEntry> SnapshotDisk::Prune(int keep) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return index_.Prune(keep);
-}
-
-std::vector<msg::ShardEntry> SnapshotDisk::DropAbove(int64_t step) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return index_.DropAbove(step);
+  return OpenShardFile(fmt::format("{}/shard_{}.bin", step_dir, shard), *held, std::move(manifest));
 }
 
 }  // namespace ds

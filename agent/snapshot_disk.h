@@ -8,11 +8,10 @@
 //
 // so a step that one node holds whole is an ordinary complete checkpoint.
 // Directories follow checkpoint_files.h (0700, owned by this user, no
-// symlinks followed). Written from the agent's task thread only; the index
-// is guarded so the shard server may read concurrently.
+// symlinks followed). Written from the agent's task thread only; read by the
+// shard server too.
 #pragma once
 
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -35,16 +34,15 @@ class SnapshotDisk {
   // The shard's file with its manifest (its size checked against its
   // record; ReadVerified checks the crc32).
   Result<ShardFile> Open(int64_t step, uint32_t shard) const;
-  bool Has(int64_t step, uint32_t shard) const;
+  bool Has(int64_t step, uint32_t shard) const { return index_.Has(step, shard); }
   // Drops steps older than the newest `keep`. Returns what went.
-  std::vector<msg::ShardEntry> Prune(int keep);
+  std::vector<msg::ShardEntry> Prune(int keep) { return index_.Prune(keep); }
   // Drops every step newer than `step` (they belong to a timeline a restart
   // abandoned). Returns what went.
-  std::vector<msg::ShardEntry> DropAbove(int64_t step);
+  std::vector<msg::ShardEntry> DropAbove(int64_t step) { return index_.DropAbove(step); }
 
  private:
-  mutable std::mutex mu_;
-  ShardIndex index_;  // guarded by mu_
+  ShardIndex index_;
 };
 
 }  // namespace ds

@@ -56,6 +56,7 @@ Result<std::unique_ptr<SnapshotKeeper>> SnapshotKeeper::Start(const Identity& me
 }
 
 SnapshotKeeper::~SnapshotKeeper() {
+  server_.reset();  // no more replicas arrive (and post tasks) from here on
   Drain();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -63,7 +64,6 @@ SnapshotKeeper::~SnapshotKeeper() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
-  server_.reset();
 }
 
 void SnapshotKeeper::Post(std::function<void()> task) {

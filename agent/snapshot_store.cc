@@ -116,31 +116,10 @@ Status SnapshotStore::Put(const ShardCopy& copy) {
 }
 
 Result<ShardFile> SnapshotStore::Open(int64_t step, uint32_t shard) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  const HeldShard* h = index_.Find(step, shard);
+  const std::optional<HeldShard> h = index_.Find(step, shard);
   if (!h) return Status::NotFound(fmt::format("shard {} of step {} is not held here", shard, step));
   DS_ASSIGN_OR_RETURN(std::string manifest, rt::ReadCheckpointFile(index_.StepDir(step) + "/manifest.json"));
   return OpenShardFile(index_.StepDir(step) + "/" + ShardFileName(shard), *h, std::move(manifest));
-}
-
-bool SnapshotStore::Has(int64_t step, uint32_t shard) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return index_.Find(step, shard) != nullptr;
-}
-
-std::vector<HeldShard> SnapshotStore::Entries() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return index_.All();
-}
-
-std::vector<msg::ShardEntry> SnapshotStore::Prune(int keep) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return index_.Prune(keep);
-}
-
-std::vector<msg::ShardEntry> SnapshotStore::DropAbove(int64_t step) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return index_.DropAbove(step);
 }
 
 }  // namespace ds

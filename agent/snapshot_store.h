@@ -73,19 +73,19 @@ class SnapshotStore {
   Status Put(const ShardCopy& copy);
   // The shard's file with its manifest; NotFound when not held.
   Result<ShardFile> Open(int64_t step, uint32_t shard) const;
-  bool Has(int64_t step, uint32_t shard) const;
-  std::vector<HeldShard> Entries() const;
+  bool Has(int64_t step, uint32_t shard) const { return index_.Has(step, shard); }
+  std::vector<HeldShard> Entries() const { return index_.All(); }
   // Drops every step older than the newest `keep` steps held; returns what went.
-  std::vector<msg::ShardEntry> Prune(int keep);
+  std::vector<msg::ShardEntry> Prune(int keep) { return index_.Prune(keep); }
   // Drops every step newer than `step` (a timeline a restart abandoned).
-  std::vector<msg::ShardEntry> DropAbove(int64_t step);
+  std::vector<msg::ShardEntry> DropAbove(int64_t step) { return index_.DropAbove(step); }
 
  private:
   explicit SnapshotStore(std::string dir) : index_(std::move(dir)) {}
   Status Hold(const HeldShard& h, const std::string& manifest);  // mu_ held
 
-  mutable std::mutex mu_;
-  ShardIndex index_;  // guarded by mu_
+  std::mutex mu_;     // a shard's files and its index entry change together
+  ShardIndex index_;
 };
 
 }  // namespace ds

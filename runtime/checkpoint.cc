@@ -44,7 +44,14 @@ std::string ManifestJson(const CheckpointMeta& m, const std::vector<double>& inf
 }
 
 std::string EncodeShard(int rank, const ShardState& shard) {
-  std::string data(kShardMagic, 8);
+  std::string data;
+  EncodeShardInto(rank, shard, &data);
+  return data;
+}
+
+void EncodeShardInto(int rank, const ShardState& shard, std::string* out) {
+  std::string& data = *out;
+  data.assign(kShardMagic, 8);
   Put<uint32_t>(data, kShardVersion);
   Put<uint32_t>(data, static_cast<uint32_t>(rank));
   Put<uint32_t>(data, static_cast<uint32_t>(shard.segments.size()));
@@ -55,7 +62,6 @@ std::string EncodeShard(int rank, const ShardState& shard) {
   }
   PutFloats(data, shard.master);
   for (const auto& slot : shard.state) PutFloats(data, slot);
-  return data;
 }
 
 std::vector<double> ShareShardInfo(bool ok, const std::string& data, Communicator& comm) {

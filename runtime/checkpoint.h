@@ -74,6 +74,7 @@ Result<LoadedCheckpoint> LoadCheckpointDir(const std::string& step_dir, uint64_t
 // the shard file's bytes; every rank's [failed, bytes, crc32] (collective);
 // the manifest from them.
 std::string EncodeShard(int rank, const ShardState& shard);
+void EncodeShardInto(int rank, const ShardState& shard, std::string* out);  // reusing out's buffer
 std::vector<double> ShareShardInfo(bool ok, const std::string& data, Communicator& comm);
 std::string ManifestJson(const CheckpointMeta& meta, const std::vector<double>& info);
 

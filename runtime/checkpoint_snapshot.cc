@@ -9,9 +9,10 @@
 namespace ds::rt {
 
 Status SaveSnapshot(const std::string& snapshot_dir, const CheckpointMeta& meta, const ShardState& shard,
-                    Communicator& comm) {
+                    Communicator& comm, std::string* buffer) {
   const int rank = comm.rank(), world = comm.size();
-  const std::string data = EncodeShard(rank, shard);
+  EncodeShardInto(rank, shard, buffer);
+  const std::string& data = *buffer;
   const std::vector<double> info = ShareShardInfo(true, data, comm);
   CheckpointMeta m = meta;
   m.world_size = world;

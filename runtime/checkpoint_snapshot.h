@@ -17,9 +17,10 @@ namespace ds::rt {
 
 // Writes the handoff (common/snapshot_handoff.h): the shard, then the
 // manifest, whose arrival tells the agent. Collective. IOError naming the
-// file when it cannot.
+// file when it cannot. `buffer` holds the encoded shard; pass the same one
+// every time.
 Status SaveSnapshot(const std::string& snapshot_dir, const CheckpointMeta& meta, const ShardState& shard,
-                    Communicator& comm);
+                    Communicator& comm, std::string* buffer);
 
 // The step `step` of the agent's memory directory, verified like any
 // checkpoint (LoadCheckpointDir).

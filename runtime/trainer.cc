@@ -263,9 +263,13 @@ Status Trainer::Save(int64_t at_epoch, int64_t at_position) {
   meta.num_params = model_.num_params();
   meta.state_slots = optimizer_->state_slots();
   const auto start = std::chrono::steady_clock::now();
-  Status st = !runtime_.snapshot_dir.empty()
-                  ? SaveSnapshot(runtime_.snapshot_dir, meta, engine_->ExportShard(), comm_)
-                  : SaveCheckpoint(runtime_.checkpoint_dir, meta, engine_->ExportShard(), comm_, config_.checkpoint.keep);
+  Status st;
+  if (!runtime_.snapshot_dir.empty()) {
+    engine_->ExportShardInto(&snapshot_shard_);
+    st = SaveSnapshot(runtime_.snapshot_dir, meta, snapshot_shard_, comm_, &snapshot_bytes_);
+  } else {
+    st = SaveCheckpoint(runtime_.checkpoint_dir, meta, engine_->ExportShard(), comm_, config_.checkpoint.keep);
+  }
   ++result_.saves;
   result_.save_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return st;

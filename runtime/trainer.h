@@ -123,6 +123,8 @@ class Trainer {
   double train_seconds_ = 0;   // in training steps only (no evaluation, no checkpoints)
   int64_t samples_here_ = 0;
   int64_t last_saved_ = -1;
+  ShardState snapshot_shard_;      // reused by every snapshot: no page faults after the first
+  std::string snapshot_bytes_;
   bool evaluated_last_ = false;
 };
 

@@ -100,6 +100,9 @@ class ZeroEngine : private ParamSource, private GradSink {
   // Checkpoint support: this rank's piece (N-way partition) and loading from
   // full vectors (reshard on load: any saved world size or stage).
   ShardState ExportShard() const;
+  // The same into `out`, reusing its buffers (no page faults for a save
+  // after the first: what snapshots, taken often, need).
+  void ExportShardInto(ShardState* out) const;
   void ImportFull(const std::vector<float>& master, const std::vector<std::vector<float>>& state,
                   int64_t applied_steps);
 

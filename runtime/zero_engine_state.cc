@@ -61,9 +61,16 @@ MemoryReport ZeroEngine::Memory() const {
 
 ShardState ZeroEngine::ExportShard() const {
   ShardState out;
+  ExportShardInto(&out);
+  return out;
+}
+
+void ZeroEngine::ExportShardInto(ShardState* into) const {
+  ShardState& out = *into;
   out.segments = saved_.owned();
   out.master.resize(saved_.shard_size());
-  out.state.assign(state_.size(), std::vector<float>(saved_.shard_size()));
+  out.state.resize(state_.size());
+  for (auto& slot : out.state) slot.resize(saved_.shard_size());
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Segment& want = saved_.Owned(static_cast<int>(l));
     // Stage 0 owns everything (world-1 partition): its shard offsets are flat offsets.
@@ -76,7 +83,6 @@ ShardState ZeroEngine::ExportShard() const {
       std::memcpy(out.state[k].data() + want.shard_offset,
                   state_[k].data() + have.shard_offset + skip, want.len * sizeof(float));
   }
-  return out;
 }
 
 void ZeroEngine::ImportFull(const std::vector<float>& master,
