@@ -62,7 +62,7 @@ struct JobSpec {
   std::string working_dir;                 // "" = the launcher's current directory (made absolute
                                            //   at plan time, so remote workers start there too)
   std::string log_dir;                     // per-rank log files; "" = none
-  CheckpointOptions checkpoint;            // TEMP
+  CheckpointOptions checkpoint;            // checkpoint: / checkpoint_dir: (checkpoint_options.h)
   ElasticOptions elastic;
   NetworkOptions network;
   SshJobOptions ssh;
