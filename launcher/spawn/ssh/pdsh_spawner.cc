@@ -1,27 +1,16 @@
 #include "launcher/spawn/ssh/pdsh_spawner.h"
 
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <atomic>
-#include <cstring>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <cmath>
 #include <map>
-#include <mutex>
-#include <thread>
 
-#include "common/env_registry.h"
 #include "common/log.h"
 #include "common/strings.h"
-#include "common/subprocess.h"
-#include "launcher/spawn/exit_signal.h"
 #include "launcher/spawn/ssh/remote_command.h"
+#include "launcher/spawn/tool_group.h"
 
 namespace ds {
 namespace {
@@ -44,240 +33,50 @@ std::string Base64(const std::string& in) {
   return out;
 }
 
-// One pdsh process and the hosts it serves. The reader thread parses pdsh's
-// output ("host: line", "pdsh@x: host: ssh exited with exit code N"); when a
-// host ends it raises that host's eventfd (its handle's exit_fd), and when
-// pdsh has been reaped, done_event_.
-class PdshGroup {
- public:
-  // `ended[i]` (from MakeExitEvent) belongs to hosts[i]; `done_event` too.
-  PdshGroup(pid_t pid, int in_fd, int out_fd, int err_fd, std::vector<std::string> hosts,
-            std::vector<UniqueFd> ended, UniqueFd done_event, double grace)
-      : pid_(pid), in_fd_(in_fd), grace_(grace), done_event_(std::move(done_event)) {
-    for (size_t i = 0; i < hosts.size(); ++i) hosts_[hosts[i]].ended = std::move(ended[i]);
-    reader_ = std::thread([this, out_fd, err_fd] { Read(out_fd, err_fd); });
-  }
-  ~PdshGroup() { Kill(); }
+// "pdsh@node: host: ssh exited with exit code N": that host's end.
+bool PdshHostEnded(bool is_err, const std::string& line, std::string* host, int* exit) {
+  if (!is_err || !StartsWith(line, "pdsh@")) return false;
+  const size_t a = line.find(": ");
+  const size_t b = a == std::string::npos ? a : line.find(": ", a + 2);
+  if (b == std::string::npos) return false;
+  const std::string rest = line.substr(b + 2), tag = "ssh exited with exit code ";
+  if (!StartsWith(rest, tag)) return false;
+  *host = line.substr(a + 2, b - a - 2);
+  *exit = static_cast<int>(ParseInt(rest.substr(tag.size())).value_or(-1));
+  return true;
+}
 
-  bool Running(const std::string& h) {
-    std::lock_guard<std::mutex> l(mu_);
-    return hosts_[h].running;
-  }
-  int ExitStatus(const std::string& h) {
-    std::lock_guard<std::mutex> l(mu_);
-    return hosts_[h].exit;
-  }
-  // Host `h`'s eventfd; fixed for the group's life, so no lock needed to use it.
-  int ExitFd(const std::string& h) {
-    std::lock_guard<std::mutex> l(mu_);
-    return hosts_[h].ended.get();
-  }
-  // The group stops when every host has asked to.
-  void Stop(const std::string& h) {
-    bool stop_all = false;
-    int ended_fd = -1;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      auto& st = hosts_[h];
-      if (st.stop_requested) return;
-      ended_fd = st.ended.get();
-      st.stop_requested = true;
-      if (++stops_ < hosts_.size() && !done_.load()) {
-        // Others keep running: end only this host's ssh client; its remote
-        // supervisor sees EOF and stops the agent, pdsh reports the exit.
-        pid_t ssh = SshChildFor(h);
-        if (ssh <= 0) {
-          DS_LOG(Warn, Ssh) << h << ": pdsh: no ssh client found for this host; it stops with its pdsh group";
-          return;
-        }
-        kill(ssh, SIGTERM);
-      } else {
-        stop_all = true;
-      }
+// pdsh's ssh client for host `h` (a child of pdsh whose argv holds `h` as a
+// word), or -1.
+pid_t SshChildFor(pid_t pdsh, const std::string& h) {
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pdsh) + "/task", ec)) {
+    std::ifstream children(task.path() / "children");
+    long child;
+    while (children >> child) {
+      std::ifstream cmdline("/proc/" + std::to_string(child) + "/cmdline");
+      std::string arg;
+      while (std::getline(cmdline, arg, '\0'))
+        if (arg == h) return static_cast<pid_t>(child);
     }
-    if (stop_all) {
-      Kill();
-      return;
-    }
-    WaitReadable(ended_fd, grace_);  // pdsh reports the host's exit
   }
+  return -1;
+}
 
- private:
-  struct HostState {
-    bool running = true;
-    int exit = -1;
-    bool stop_requested = false;
-    UniqueFd ended;  // eventfd, raised when running turns false
-  };
-
-  // Under mu_.
-  static void MarkEnded(HostState& st, int exit) {
-    st.running = false;
-    st.exit = exit;
-    RaiseExitEvent(st.ended.get());
-  }
-
-  // The pid of pdsh's ssh client for host `h` (a child of pdsh whose argv
-  // holds `h` as a word), or -1.
-  pid_t SshChildFor(const std::string& h) {
-    std::error_code ec;
-    for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid_) + "/task", ec)) {
-      std::ifstream children(task.path() / "children");
-      long child;
-      while (children >> child) {
-        std::ifstream cmdline("/proc/" + std::to_string(child) + "/cmdline");
-        std::string arg;
-        while (std::getline(cmdline, arg, '\0'))
-          if (arg == h) return static_cast<pid_t>(child);
-      }
-    }
-    return -1;
-  }
-
-  void Kill() {
-    std::call_once(killed_, [this] {
-      if (in_fd_ >= 0) close(in_fd_);
-      // pdsh and its ssh clients (the remote supervisors then see EOF); not
-      // once pdsh has been reaped, when its group id may belong to another.
-      if (!done_.load()) kill(-pid_, SIGTERM);
-      WaitReadable(done_event_.get(), grace_);
-      if (!done_.load()) kill(-pid_, SIGKILL);
-      if (reader_.joinable()) reader_.join();
-    });
-  }
-
-  void Line(bool is_err, const std::string& line) {
-    // "pdsh@node: host: ssh exited with exit code N" / "pdsh@node: host: reason"
-    if (is_err && StartsWith(line, "pdsh@")) {
-      size_t a = line.find(": ");
-      size_t b = a == std::string::npos ? a : line.find(": ", a + 2);
-      if (b != std::string::npos) {
-        std::string host = line.substr(a + 2, b - a - 2), rest = line.substr(b + 2);
-        const std::string tag = "ssh exited with exit code ";
-        std::lock_guard<std::mutex> l(mu_);
-        auto it = hosts_.find(host);
-        if (it != hosts_.end() && StartsWith(rest, tag)) {
-          MarkEnded(it->second, static_cast<int>(ParseInt(rest.substr(tag.size())).value_or(-1)));
-          return;
-        }
-      }
-      DS_LOG(Warn, Ssh) << line;
-      return;
-    }
-    DS_LOG(Warn, Agent) << "[pdsh " << (is_err ? "stderr" : "stdout") << "] " << line;
-  }
-
-  void Read(int out_fd, int err_fd) {
-    pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
-    std::string pending[2];
-    int open_fds = 2;
-    char buf[4096];
-    while (open_fds > 0) {
-      if (poll(fds, 2, -1) < 0 && errno != EINTR) break;
-      for (int i = 0; i < 2; ++i) {
-        if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-        ssize_t n = read(fds[i].fd, buf, sizeof(buf));
-        if (n <= 0) {
-          close(fds[i].fd);
-          fds[i].fd = -1;
-          --open_fds;
-          continue;
-        }
-        pending[i].append(buf, n);
-        TakeLines(pending[i], [&](const std::string& line) { Line(i == 1, line); });
-      }
-    }
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    std::lock_guard<std::mutex> l(mu_);
-    for (auto& [h, st] : hosts_) {
-      if (!st.running) continue;
-      // pdsh reports only non-zero exits; a clean pdsh exit means 0.
-      MarkEnded(st, (WIFEXITED(status) && !stops_) ? 0 : -1);
-    }
-    done_.store(true);
-    RaiseExitEvent(done_event_.get());
-  }
-
-  pid_t pid_;
-  int in_fd_;
-  double grace_;
-  std::mutex mu_;
-  std::map<std::string, HostState> hosts_;
-  size_t stops_ = 0;
-  std::atomic<bool> done_{false};
-  UniqueFd done_event_;  // eventfd, raised once pdsh has been reaped
-  std::once_flag killed_;
-  std::thread reader_;
-};
-
-class PdshHandle : public AgentHandle {
- public:
-  PdshHandle(std::shared_ptr<PdshGroup> g, std::string host) : group_(std::move(g)), host_(std::move(host)) {}
-  ~PdshHandle() override { Terminate(); }
-  bool Running() override { return group_->Running(host_); }
-  void Terminate() override { group_->Stop(host_); }
-  int ExitStatus() override { return group_->ExitStatus(host_); }
-  int exit_fd() const override { return group_->ExitFd(host_); }
-
- private:
-  std::shared_ptr<PdshGroup> group_;
-  std::string host_;
-};
-
-Result<std::shared_ptr<PdshGroup>> Launch(const std::string& pdsh, const std::vector<std::string>& argv,
-                                          const std::vector<std::pair<std::string, std::string>>& env_over,
-                                          const std::vector<std::string>& hosts, double grace) {
-  std::vector<UniqueFd> ended;
-  for (size_t i = 0; i < hosts.size(); ++i) {
-    DS_ASSIGN_OR_RETURN(UniqueFd e, MakeExitEvent());
-    ended.push_back(std::move(e));
-  }
-  DS_ASSIGN_OR_RETURN(UniqueFd done_event, MakeExitEvent());
-  int in[2], out[2], err[2];
-  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
-    return Status::IOError("pdsh: pipe failed");
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, err[1], 2);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);  // its own group: Terminate signals pdsh and its ssh clients
-
-  std::map<std::string, std::string> env;
-  for (auto& [k, v] : ProcessEnvironment()) env[k] = v;
-  for (auto& [k, v] : env_over) env[k] = v;
-  const CStringArray envp(std::vector<std::pair<std::string, std::string>>(env.begin(), env.end()));
-  const CStringArray args(argv);
-  pid_t pid = -1;
-  int rc = posix_spawn(&pid, pdsh.c_str(), &fa, &attr, args.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  close(in[0]);
-  close(out[1]);
-  close(err[1]);
-  if (rc != 0) {
-    close(in[1]);
-    close(out[0]);
-    close(err[0]);
-    return Status::IOError("pdsh: cannot run " + pdsh + ": " + std::strerror(rc));
-  }
-  return std::make_shared<PdshGroup>(pid, in[1], out[0], err[0], hosts, std::move(ended), std::move(done_event), grace);
+// Ends one host's ssh client; its remote supervisor sees EOF and stops the
+// agent, and pdsh reports the exit.
+bool StopPdshHost(pid_t pdsh, const std::string& h) {
+  const pid_t ssh = SshChildFor(pdsh, h);
+  if (ssh <= 0) return false;
+  ::kill(ssh, SIGTERM);
+  return true;
 }
 
 }  // namespace
 
 Result<std::string> FindPdsh(const std::string& name) {
-  auto ok = [](const std::string& p) { return access(p.c_str(), X_OK) == 0; };
-  if (name.find('/') != std::string::npos) {
-    if (ok(name)) return name;
-  } else {
-    for (const auto& dir : Split(GetAnyEnv("PATH").value_or("/usr/bin:/bin"), ':'))
-      if (!dir.empty() && ok(dir + "/" + name)) return dir + "/" + name;
-  }
+  auto found = FindExecutable(name);
+  if (found.ok()) return found;
   return Status::NotFound("--launcher pdsh: pdsh is not installed (no '" + name +
                           "' on PATH; apt-get install pdsh), or use --launcher ssh, which needs no pdsh");
 }
@@ -340,10 +139,13 @@ std::vector<Result<std::unique_ptr<AgentHandle>>> PdshSpawner::Start(const std::
         {"PDSH_RCMD_TYPE", "ssh"}, {"PDSH_SSH_ARGS", PdshSshArgs(options_.ssh, port)}};
     if (!key.second.empty()) env.emplace_back("LC_DSLAUNCH_PAYLOAD", Base64(key.second + "\n"));
     DS_LOG(Info, Ssh) << "pdsh -w " << wlist << " (PDSH_SSH_ARGS=" << env[1].second << ")";
-    auto group = Launch(*pdsh, argv, env, hosts, options_.ssh.stop_grace);
-    for (size_t i : idx) {
-      if (!group.ok()) slots[i].emplace(group.status().Prefixed(specs[i].host));
-      else slots[i].emplace(std::unique_ptr<AgentHandle>(std::make_unique<PdshHandle>(*group, specs[i].host)));
+    ToolGroupSpec tool{.tool = "pdsh", .path = *pdsh, .argv = std::move(argv), .env = std::move(env),
+                       .stdin_data = std::nullopt, .hosts = hosts, .grace = options_.ssh.stop_grace,
+                       .host_ended = PdshHostEnded, .stop_host = StopPdshHost};
+    auto handles = StartToolGroup(std::move(tool));
+    for (size_t k = 0; k < idx.size(); ++k) {
+      if (!handles.ok()) slots[idx[k]].emplace(handles.status().Prefixed(specs[idx[k]].host));
+      else slots[idx[k]].emplace(std::move((*handles)[k]));
     }
   }
   return TakeStartResults(slots);

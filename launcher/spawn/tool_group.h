@@ -1,0 +1,54 @@
+// ToolGroup: one run of an external launcher tool (pdsh, srun, mpirun) that
+// starts the agents of several hosts at once, and an AgentHandle per host.
+// The tool runs in its own process group; a reader thread takes its output
+// line by line: a line the tool's parser recognises as a host's end marks
+// that host ended (its handle's exit_fd(), an eventfd, turns readable), any
+// other line is logged. When the tool exits, every host still running ends
+// with it (exit 0 when the tool exited by itself, not by a signal, and
+// nobody asked to stop, else -1: the tools report only the hosts that failed).
+// Terminate() on one host asks the tool's stop_host hook to end just that
+// host while the others run; on the last host (or without a hook) it ends
+// the tool: SIGTERM to its group, SIGKILL after the grace period.
+// Handles are safe to use from any one thread each.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "launcher/spawn/spawner.h"
+
+namespace ds {
+
+struct ToolGroupSpec {
+  std::string tool;                        // for logs and errors: "pdsh", "srun", "mpirun"
+  std::string path;                        // the executable
+  std::vector<std::string> argv;           // argv[0] included
+  std::vector<std::pair<std::string, std::string>> env;  // set over the launcher's environment
+  // Written to the tool's stdin, which is then closed; nullopt: stdin stays
+  // open (and empty) until the group ends.
+  std::optional<std::string> stdin_data;
+  std::vector<std::string> hosts;          // one handle each, in this order
+  double grace = 5.0;                      // seconds from SIGTERM to SIGKILL
+  // A line of the tool's output (`is_err`: from stderr) that reports a
+  // host's end: sets *host and *exit and returns true.
+  std::function<bool(bool is_err, const std::string& line, std::string* host, int* exit)> host_ended;
+  // Ends `host` alone while the others run (the tool's pid given); false
+  // when it cannot, and the host then stops with the whole group. Optional.
+  std::function<bool(pid_t tool, const std::string& host)> stop_host;
+};
+
+// Starts the tool. One handle per spec.hosts entry; an error when the tool
+// cannot be started at all (the message names it and the reason).
+Result<std::vector<std::unique_ptr<AgentHandle>>> StartToolGroup(ToolGroupSpec spec);
+
+// `name` if it holds a '/' and is executable, else the first executable
+// match on PATH; NotFound otherwise.
+Result<std::string> FindExecutable(const std::string& name);
+
+}  // namespace ds
