@@ -5,7 +5,9 @@
 // RunAgent per process (it installs signal handlers).
 #pragma once
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/defaults.h"
@@ -22,7 +24,19 @@ struct AgentOptions {
   double heartbeat_interval = kDefaultHeartbeatInterval;  // --heartbeat-interval S: Ping period
   double heartbeat_timeout = kDefaultHeartbeatTimeout;    // --heartbeat-timeout S: coordinator silent this long = lost
   double connect_timeout = kDefaultConnectTimeout;      // --connect-timeout S: connect + handshake
+  // An agent a step launcher (srun, mpirun) started on several nodes with one
+  // command line: --step-nodes I=HOST,... lists them, --step-identity VAR
+  // names the variable that says which one this is (StepNode).
+  std::vector<std::pair<int, std::string>> step_nodes;
+  std::string step_identity;
 };
+
+// Which of `step_nodes` this agent is, from the value of its step identity
+// variable: a task rank (an integer: the position in the list; mpirun's
+// OMPI_COMM_WORLD_RANK, mpiexec's PMI_RANK) or a node name (Slurm's
+// SLURMD_NODENAME: the entry with that host). Sets node_index and host.
+// InvalidArgument names the variable and the value when neither matches.
+Status ResolveStepNode(AgentOptions& o, const std::optional<std::string>& identity);
 
 // Parses argv (without the program name). InvalidArgument names the flag:
 // "--node-index: expected a non-negative integer, got 'x'".

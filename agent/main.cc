@@ -9,6 +9,7 @@
 //   dsagent --coordinator HOST:PORT --node-index N --job-id ID
 //           [--bind ADDR] [--host NAME]
 //           [--heartbeat-interval S] [--heartbeat-timeout S] [--connect-timeout S]
+//   dsagent --coordinator HOST:PORT --step-nodes I=HOST,... --step-identity VAR --job-id ID ...
 //
 //   --coordinator HOST:PORT  where dslaunch's coordinator listens
 //   --node-index N           this node's position in the launch plan (0-based)
@@ -23,6 +24,13 @@
 //                            job's elastic.heartbeat_interval)
 //   --heartbeat-timeout S    coordinator silent this long = lost (default 5s)
 //   --connect-timeout S      connect + handshake deadline (default 10s)
+//   --step-nodes I=HOST,...  (srun, mpirun: one command line starts the agents
+//                            of several nodes) the nodes of this step, each
+//                            with its node index; replaces --node-index/--host
+//   --step-identity VAR      the variable telling which of them this agent is:
+//                            a task rank (position in --step-nodes, e.g.
+//                            OMPI_COMM_WORLD_RANK) or a node name
+//                            (SLURMD_NODENAME)
 //   Durations: 500ms, 3s, 2m or bare seconds.
 //
 // The agent's key (a one-time agent token dslaunch issued for this node; the

@@ -25,5 +25,36 @@ TEST_CASE("agent args: errors name the flag", "[agent]") {
   CHECK(ParseAgentArgs({"--coordinator"}).status().message() == "--coordinator: expected a value");
 }
 
+TEST_CASE("agent args: a step's agent finds its node by task rank or node name", "[agent]") {
+  AgentOptions o;
+  o.step_identity = "OMPI_COMM_WORLD_RANK";
+  o.step_nodes = {{0, "w0"}, {3, "w3"}, {5, "w5"}};
+  REQUIRE(ResolveStepNode(o, "1").ok());
+  CHECK(o.node_index == 3);
+  CHECK(o.host == "w3");
+  o.step_identity = "SLURMD_NODENAME";
+  REQUIRE(ResolveStepNode(o, "w5").ok());
+  CHECK(o.node_index == 5);
+  CHECK(o.host == "w5");
+  CHECK(ResolveStepNode(o, "w9").message() == "--step-identity SLURMD_NODENAME='w9': not one of this step's nodes (3 listed)");
+  CHECK(ResolveStepNode(o, "3").message() ==
+        "--step-identity SLURMD_NODENAME=3: expected a task rank below 3 (one task per node)");
+  CHECK(ResolveStepNode(o, std::nullopt).message().starts_with("--step-identity SLURMD_NODENAME: the variable is not set"));
+}
+
+TEST_CASE("agent args: --step-nodes is checked and replaces --node-index", "[agent]") {
+  const std::vector<std::string> base = {"--coordinator", "h:1", "--job-id", "j", "--step-identity", "DSL_TEST_UNSET_VAR"};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), base.begin(), base.end());
+    return ParseAgentArgs(more).status().message();
+  };
+  CHECK(with({"--step-nodes", "0=a,b"}) == "--step-nodes: expected INDEX=HOST[,INDEX=HOST...], got 'b' in '0=a,b'");
+  CHECK(with({"--step-nodes", "0=a", "--node-index", "0"}) ==
+        "--step-nodes replaces --node-index and --host: give one or the other");
+  CHECK(with({"--step-nodes", "0=a"}).starts_with("--step-identity DSL_TEST_UNSET_VAR: the variable is not set"));
+  CHECK(ParseAgentArgs({"--coordinator", "h:1", "--job-id", "j", "--step-nodes", "0=a"}).status().message() ==
+        "--step-nodes and --step-identity go together");
+}
+
 }  // namespace
 }  // namespace ds
