@@ -41,6 +41,7 @@ void DeclareOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
   app.footer(
       "Hostfile lines: 'host slots=N [ssh_port=P] [user=NAME] [ENV_NAME=value ...]', '#' comments,\n"
       "IPv6 hosts in brackets, OpenMPI's max_slots= ignored; see hostfiles/example. Without --hostfile:\n"
+      "inside a Slurm allocation (SLURM_JOB_ID) its nodes (SLURM_JOB_NODELIST), else\n"
       "DSLAUNCH_DEFAULT_HOSTFILE (/job/hostfile) when it exists and --launcher is not local, else this\n"
       "machine, one slot per GPU (else per core).");
   app.prefix_command();  // the first positional and everything after it belong to the job
@@ -68,7 +69,7 @@ void DeclareOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
 
   const char* launch = "Launch";
   app.add_option("--launcher", raw.launcher,
-                 "how agents start: auto (default), local, ssh or pdsh, in any case (PDSH)")
+                 "how agents start: auto (default), local, ssh, pdsh or slurm (srun), in any case (PDSH)")
       ->type_name("NAME")
       ->group(launch);
   app.add_option("--master_addr,--master-addr", o.master_addr, "MASTER_ADDR for the workers (default: node rank 0)")

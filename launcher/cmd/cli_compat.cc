@@ -39,28 +39,27 @@ std::string Lower(std::string s) {
 // DeepSpeed's other launchers: what each would use, and what to do instead.
 const std::map<std::string, std::string> kUnsupportedLaunchers = {
     {"openmpi", "mpirun"}, {"mvapich", "mpirun_rsh"}, {"mpich", "mpirun"}, {"impi", "Intel MPI's mpirun"},
-    {"jsrun", "jsrun"},    {"slurm", "srun"},
+    {"jsrun", "jsrun"},
 };
+const std::vector<std::string> kLaunchers = {"auto", "local", "ssh", "pdsh", "slurm"};
 
 Status ApplyLauncher(const std::string& text, const std::vector<std::string>& launcher_args, CliOptions& o) {
   const std::string l = Lower(text);
-  if (l == "auto" || l == "local" || l == "ssh" || l == "pdsh") {
+  if (std::find(kLaunchers.begin(), kLaunchers.end(), l) != kLaunchers.end()) {
     o.launcher = l;
   } else if (auto it = kUnsupportedLaunchers.find(l); it != kUnsupportedLaunchers.end()) {
-    std::string hint = l == "slurm" ? "; inside an allocation, list its nodes in a hostfile "
-                                      "(scontrol show hostnames, one 'host slots=N' line each) and use --launcher ssh"
-                                    : "; use --launcher ssh (the default for remote hosts) or --launcher pdsh";
     return Status::InvalidArgument(fmt::format("--launcher {}: not supported yet (DeepSpeed starts ranks with {} "
-                                               "there; dslaunch starts one agent per host over ssh){}",
-                                               Shown(text), it->second, hint));
+                                               "there; dslaunch starts one agent per host over ssh); use --launcher "
+                                               "ssh (the default for remote hosts), pdsh or slurm",
+                                               Shown(text), it->second));
   } else {
-    return Status::InvalidArgument("--launcher: expected auto, local, ssh or pdsh, got '" + Shown(text) + "'" +
-                                   DidYouMeanHint(l, {"auto", "local", "ssh", "pdsh"}));
+    return Status::InvalidArgument("--launcher: expected auto, local, ssh, pdsh or slurm, got '" + Shown(text) + "'" +
+                                   DidYouMeanHint(l, kLaunchers));
   }
   if (!launcher_args.empty() && (o.launcher == "ssh" || o.launcher == "local"))
     return Status::InvalidArgument(fmt::format(
-        "--launcher_args: applies to --launcher pdsh only; for --launcher {} set the job file's ssh: section "
-        "(port, connect_timeout, strict_host_key_checking) or an ssh config file (DSLAUNCH_SSH_CONFIG)",
+        "--launcher_args: applies to --launcher pdsh and slurm only; for --launcher {} set the job file's ssh: "
+        "section (port, connect_timeout, strict_host_key_checking) or an ssh config file (DSLAUNCH_SSH_CONFIG)",
         o.launcher));
   o.launcher_args = launcher_args;
   return Status::OK();

@@ -13,6 +13,7 @@
 #include "common/env_registry.h"
 #include "common/log.h"
 #include "common/strings.h"
+#include "launcher/cluster/command_runner.h"
 #include "launcher/config/job_env.h"
 
 namespace ds {
@@ -86,6 +87,11 @@ Result<Hostfile> LocalHosts(const CliOptions& cli, const MachineFacts& local, co
 
 }  // namespace
 
+Result<std::string> RunCommandForOutput(const std::vector<std::string>& argv) {
+  auto runner = MakeProcessRunner();
+  return CaptureOk(*runner, argv);
+}
+
 MachineFacts DetectLocalMachine() {
   MachineFacts f;
   cpu_set_t set;
@@ -140,14 +146,24 @@ std::string HostfilePath(const CliOptions& cli, std::string* source) {
   return "";
 }
 
-Result<LaunchPlan> PlanFromCli(const CliOptions& cli, const MachineFacts& local, PlanNotes* notes_out) {
+bool UseSlurmAllocation(const CliOptions& cli, const MachineFacts& local) {
+  if (!cli.hostfile.empty()) return false;
+  return cli.launcher == "slurm" || (cli.launcher == "auto" && !SlurmEnvFrom(local.env).job_id.empty());
+}
+
+Result<LaunchPlan> PlanFromCli(const CliOptions& cli, const MachineFacts& local, PlanNotes* notes_out,
+                               const CommandOutput& run) {
   PlanNotes notes;
   DS_ASSIGN_OR_RETURN(JobSpec job, JobFromCli(cli));
   DS_RETURN_IF_ERROR(ResolveWorkerSettings(job, local));
-  const std::string path = HostfilePath(cli, &notes.hostfile_source);
+  const bool slurm = UseSlurmAllocation(cli, local);
+  const std::string path = slurm ? kSlurmNodelist : HostfilePath(cli, &notes.hostfile_source);
   Hostfile hostfile;
   bool use_gpus = local.gpus > 0;
-  if (!path.empty()) {
+  if (slurm) {
+    notes.hostfile_source = "the Slurm allocation";
+    DS_ASSIGN_OR_RETURN(hostfile, SlurmHostfile(SlurmEnvFrom(local.env), run ? run : RunCommandForOutput));
+  } else if (!path.empty()) {
     DS_ASSIGN_OR_RETURN(hostfile, LoadHostfile(path));
     notes.notices = hostfile.notices;
   } else {

@@ -13,6 +13,7 @@
 #include "common/status.h"
 #include "launcher/cmd/cli.h"
 #include "launcher/config/plan.h"
+#include "launcher/spawn/slurm/slurm_allocation.h"
 
 namespace ds {
 
@@ -58,7 +59,17 @@ struct PlanNotes {
 // "" (this machine). `source` (optional) gets which of the two it was.
 std::string HostfilePath(const CliOptions& cli, std::string* source = nullptr);
 
-// The plan for `cli`. Without a hostfile (neither --hostfile nor an existing
+// A command's stdout, or an error naming it (CaptureOk): how PlanFromCli
+// asks scontrol by default.
+Result<std::string> RunCommandForOutput(const std::vector<std::string>& argv);
+
+// Whether the hosts come from a Slurm allocation: no --hostfile, and
+// --launcher slurm, or auto with SLURM_JOB_ID in `local.env`.
+bool UseSlurmAllocation(const CliOptions& cli, const MachineFacts& local);
+
+// The plan for `cli`. Inside a Slurm allocation (UseSlurmAllocation) the
+// hosts are its nodes (SlurmHostfile, asking scontrol through `run`,
+// default RunCommandForOutput). Without a hostfile (neither --hostfile nor an existing
 // DSLAUNCH_DEFAULT_HOSTFILE, which --launcher local skips) the only host is
 // this machine with one slot per GPU (else per core), grown to --num_gpus /
 // procs_per_node when those ask for more workers than cores (like torchrun
@@ -66,6 +77,7 @@ std::string HostfilePath(const CliOptions& cli, std::string* source = nullptr);
 // pick GPUs-else-cores / GPUs (error without any) / cores. GPUs are assigned
 // (CUDA_VISIBLE_DEVICES) when this machine has GPUs, except for cpu.
 // `notes` (may be null) receives where the hosts came from and the notices.
-Result<LaunchPlan> PlanFromCli(const CliOptions& cli, const MachineFacts& local, PlanNotes* notes = nullptr);
+Result<LaunchPlan> PlanFromCli(const CliOptions& cli, const MachineFacts& local, PlanNotes* notes = nullptr,
+                               const CommandOutput& run = nullptr);
 
 }  // namespace ds

@@ -34,7 +34,7 @@ constexpr size_t kStderrQueueBytes = 1 << 20;
 // Everything decided before the first agent starts.
 struct Launch {
   LaunchPlan plan;
-  std::string launcher;  // "local", "ssh" or "pdsh"
+  std::string launcher;  // "local", "ssh", "pdsh" or "slurm"
   SshOptions ssh;
   std::unique_ptr<Spawner> spawner;
   CoordinatorOptions coord;
@@ -90,8 +90,10 @@ Result<CoordinatorOptions> CoordinatorOptionsFor(const Launch& l, const CliOptio
   co.master_port = l.plan.job.network.master_port;
   if (l.launcher == "local") return co;
   co.listen_addr = "0.0.0.0";
-  // Hostfile names may be ssh config aliases: route to their HostName.
-  auto route = RouteTo(SshHostName(l.plan.nodes[0].host.name, l.ssh));
+  // Hostfile names may be ssh config aliases: route to their HostName (a
+  // Slurm node to its NodeAddr).
+  const HostEntry& first = l.plan.nodes[0].host;
+  auto route = RouteTo(first.addr.empty() ? SshHostName(first.name, l.ssh) : first.addr);
   if (!route.ok()) return Status::Unavailable(route.status().message());
   co.advertise_host = route->local_addr;
   return co;
@@ -112,7 +114,9 @@ Result<Launch> PrepareLaunch(const LaunchPlan& plan_in, const CliOptions& cli) {
   else l.ssh.connect_timeout = cli.connect_timeout;  // all that local agents use
   // Elastic start: decide the hosts before the coordinator (which holds the
   // plan and waits for every node of it) and before any agent exists.
-  if (l.launcher != "local" && ElasticStartAllowed(l.plan)) DS_RETURN_IF_ERROR(NarrowToReachable(l.plan, l.ssh));
+  // (Over SSH only: under Slurm the allocation's nodes are up by definition.)
+  const bool over_ssh = l.launcher == "ssh" || l.launcher == "pdsh";
+  if (over_ssh && ElasticStartAllowed(l.plan)) DS_RETURN_IF_ERROR(NarrowToReachable(l.plan, l.ssh));
   for (const std::string& w : CheckpointWarnings(l.plan.job.checkpoint, static_cast<int>(l.plan.nodes.size())))
     std::cerr << "dslaunch: warning: " << w << "\n";
   auto spawner = MakeSpawner(l.launcher, l.plan, l.ssh, cli.stop_grace, cli.launcher_args);

@@ -9,6 +9,8 @@
 #include "common/files.h"
 #include "common/netif.h"
 #include "launcher/spawn/local_spawner.h"
+#include "launcher/spawn/slurm/slurm_allocation.h"
+#include "launcher/spawn/slurm/srun_spawner.h"
 #include "launcher/spawn/ssh/pdsh_spawner.h"
 #include "launcher/cmd/spawner_choice.h"
 #include "launcher/spawn/ssh/ssh_spawner.h"
@@ -22,6 +24,7 @@ std::string AgentPathFor(const CliOptions& cli) {
 
 std::string ResolveLauncher(const std::string& launcher, const LaunchPlan& plan, bool force_multi) {
   if (launcher != "auto" && !launcher.empty()) return launcher;
+  if (plan.hostfile_path == kSlurmNodelist) return "slurm";
   if (force_multi) return "ssh";
   for (const auto& n : plan.nodes)
     if (!IsLocalHost(n.host.name)) return "ssh";
@@ -32,9 +35,9 @@ Result<std::unique_ptr<Spawner>> MakeSpawner(const std::string& launcher, const 
                                              const SshOptions& ssh, double stop_grace,
                                              const std::vector<std::string>& launcher_args) {
   std::string which = ResolveLauncher(launcher, plan);
-  if (!launcher_args.empty() && which != "pdsh")
+  if (!launcher_args.empty() && which != "pdsh" && which != "slurm")
     return Status::InvalidArgument(fmt::format(
-        "--launcher_args: applies to --launcher pdsh only, and this job starts its agents with {}; for ssh set "
+        "--launcher_args: applies to --launcher pdsh and slurm only, and this job starts its agents with {}; for ssh set "
         "the job file's ssh: section (port, connect_timeout, strict_host_key_checking) or an ssh config file "
         "(DSLAUNCH_SSH_CONFIG)",
         which));
@@ -46,6 +49,13 @@ Result<std::unique_ptr<Spawner>> MakeSpawner(const std::string& launcher, const 
     LocalSpawnerOptions o;
     o.stop_grace = stop_grace;
     return std::unique_ptr<Spawner>(std::make_unique<LocalSpawner>(o));
+  }
+  if (which == "slurm") {
+    SrunOptions so;
+    so.elastic = plan.job.elastic.max_restarts > 0;
+    so.stop_grace = stop_grace + 1.0;  // the agents' own grace first
+    so.extra_args = launcher_args;
+    return std::unique_ptr<Spawner>(std::make_unique<SrunSpawner>(so));
   }
   if (which == "ssh" || which == "pdsh") {
     if (which == "ssh") return MakeSshSpawner(ssh);

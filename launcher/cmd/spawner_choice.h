@@ -27,16 +27,18 @@ Result<SshOptions> SshOptionsForJob(const JobSpec& job, const CliOptions& cli);
 // the dsagent next to dslaunch (SiblingBinary).
 std::string AgentPathFor(const CliOptions& cli);
 
-// "local" or "ssh" for "auto" (local when every host of the plan is this
-// machine, IsLocalHost, and not `force_multi`); any other name as given.
+// What "auto" means: "slurm" for a plan made from a Slurm allocation
+// (hostfile_path kSlurmNodelist), else "local" when every host of the plan is
+// this machine (IsLocalHost) and not `force_multi`, else "ssh"; any other
+// name as given.
 std::string ResolveLauncher(const std::string& launcher, const LaunchPlan& plan, bool force_multi = false);
 
-// The spawner for `launcher` ("local", "ssh", "pdsh"; ResolveLauncher's
-// answer). `ssh` is used by the ssh and pdsh spawners, `stop_grace` (seconds)
-// by the local one, `launcher_args` (--launcher_args, already split) by pdsh
-// only. InvalidArgument for a launcher this build cannot provide, --launcher
-// local with a host that is not this machine, or launcher_args for a
-// launcher other than pdsh.
+// The spawner for `launcher` ("local", "ssh", "pdsh", "slurm";
+// ResolveLauncher's answer). `ssh` is used by the ssh and pdsh spawners,
+// `stop_grace` (seconds) by the local and slurm ones, `launcher_args`
+// (--launcher_args, already split) by pdsh and slurm only. InvalidArgument
+// for a launcher this build cannot provide, --launcher local with a host that
+// is not this machine, or launcher_args for another launcher.
 Result<std::unique_ptr<Spawner>> MakeSpawner(const std::string& launcher, const LaunchPlan& plan,
                                              const SshOptions& ssh, double stop_grace,
                                              const std::vector<std::string>& launcher_args = {});

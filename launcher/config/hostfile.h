@@ -37,6 +37,8 @@ struct HostEntry {
   int line = 0;                  // 1-based line in the hostfile (0 = synthesized)
   std::optional<int> ssh_port;   // ssh_port=N
   std::string user;              // user=NAME
+  std::string addr;              // where the node is reached when not by its name (Slurm's
+                                 //   NodeAddr); "" = the name
   std::map<std::string, std::string> env;  // other KEY=VALUE (e.g. NCCL_SOCKET_IFNAME)
 };
 

@@ -24,8 +24,9 @@ ALLOWED = {
     "dscoordinator": {"dsconfig", "dsreport", "dscommon"},
     "dsspawn": {"dscommon"},
     "dsspawn_ssh": {"dsspawn", "dsconfig", "dscommon"},
+    "dsspawn_slurm": {"dsspawn", "dsconfig", "dscommon"},
     "dscluster": {"dscommon"},
-    "dscmd": {"dscluster", "dscoordinator", "dsspawn_ssh", "dsspawn", "dsreport", "dsconfig", "dscommon"},
+    "dscmd": {"dscluster", "dscoordinator", "dsspawn_ssh", "dsspawn_slurm", "dsspawn", "dsreport", "dsconfig", "dscommon"},
     "dslaunch": {"dscmd", "dsagent", "dstrain"},  # the last two: built with it, started by it
     # agent/
     "dsagent_lib": {"dsckptfiles", "dscommon"},

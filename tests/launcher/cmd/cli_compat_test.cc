@@ -131,26 +131,23 @@ TEST_CASE("cli compat: --launcher in any case; DeepSpeed's other launchers are c
   CHECK(Parse({"--launcher", "PDSH", "x.yaml"}).launcher == "pdsh");
   CHECK(Parse({"--launcher", "Ssh", "x.yaml"}).launcher == "ssh");
   CHECK(Parse({"--launcher=LOCAL", "x.yaml"}).launcher == "local");
+  CHECK(Parse({"--launcher", "SLURM", "x.yaml"}).launcher == "slurm");
   CHECK(ErrorOf({"--launcher", "OpenMPI", "x.yaml"}) ==
         "--launcher OpenMPI: not supported yet (DeepSpeed starts ranks with mpirun there; dslaunch starts one "
-        "agent per host over ssh); use --launcher ssh (the default for remote hosts) or --launcher pdsh");
+        "agent per host over ssh); use --launcher ssh (the default for remote hosts), pdsh or slurm");
   for (const char* l : {"mvapich", "mpich", "impi", "jsrun"})
     CHECK(ErrorOf({"--launcher", l, "x.yaml"}).starts_with("--launcher " + std::string(l) + ": not supported yet"));
-  CHECK(ErrorOf({"--launcher", "slurm", "x.yaml"}) ==
-        "--launcher slurm: not supported yet (DeepSpeed starts ranks with srun there; dslaunch starts one agent "
-        "per host over ssh); inside an allocation, list its nodes in a hostfile (scontrol show hostnames, one "
-        "'host slots=N' line each) and use --launcher ssh");
   CHECK(ErrorOf({"--launcher", "sssh", "x.yaml"}) ==
-        "--launcher: expected auto, local, ssh or pdsh, got 'sssh' (did you mean 'ssh'?)");
+        "--launcher: expected auto, local, ssh, pdsh or slurm, got 'sssh' (did you mean 'ssh'?)");
 }
 
-TEST_CASE("cli compat: --launcher_args is split like a shell, for pdsh only") {
+TEST_CASE("cli compat: --launcher_args is split like a shell, for pdsh and slurm only") {
   CliOptions o = Parse({"--launcher", "pdsh", "--launcher_args", "-l me -R 'exec x' \"a b\" c\\ d", "x.yaml"});
   CHECK(o.launcher_args == Argv{"-l", "me", "-R", "exec x", "a b", "c d"});
   CHECK(Parse({"--launcher-args", "-u 30", "x.yaml"}).launcher_args == Argv{"-u", "30"});  // auto: checked at launch
   CHECK(ErrorOf({"--launcher", "ssh", "--launcher_args", "-p 22", "x.yaml"}) ==
-        "--launcher_args: applies to --launcher pdsh only; for --launcher ssh set the job file's ssh: section "
-        "(port, connect_timeout, strict_host_key_checking) or an ssh config file (DSLAUNCH_SSH_CONFIG)");
+        "--launcher_args: applies to --launcher pdsh and slurm only; for --launcher ssh set the job file's ssh: "
+        "section (port, connect_timeout, strict_host_key_checking) or an ssh config file (DSLAUNCH_SSH_CONFIG)");
   CHECK(ErrorOf({"--launcher", "pdsh", "--launcher_args", "-R 'x", "x.yaml"}) ==
         "--launcher_args: unterminated ' quote in '-R 'x'");
 }

@@ -1,0 +1,52 @@
+// SrunSpawner: `--launcher slurm`. Inside a Slurm allocation, starts the
+// agents of every node as ONE job step: srun --nodes=N --ntasks-per-node=1
+// --nodelist=... with one dsagent command line (launcher/spawn/step_command.h;
+// each agent finds its node by SLURMD_NODENAME). The agent token reaches
+// every task on stdin (--input=all), never in argv or the environment.
+// A replacement agent (elastic.rejoin) is a new one-node step. The step
+// shares the allocation's resources (--overlap) and gets each node's CPUs
+// whole (--whole), since the workers are the agents' children and would
+// otherwise be confined to the one CPU a task gets by default.
+// Failure: a job that cannot restart stops its step when one agent fails
+// (--kill-on-bad-exit=1); an elastic one keeps the survivors when a node
+// fails or an agent exits (--no-kill --kill-on-bad-exit=0), and the
+// coordinator decides. srun's "srun: error: HOST: task N: ..." and
+// "Node failure on HOST" lines mark that host's agent ended. Stopping one
+// host of a step alone is not possible here: it stops with its step (its
+// agent ends by itself once it loses the coordinator).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "launcher/spawn/spawner.h"
+
+namespace ds {
+
+struct SrunOptions {
+  std::string srun_path = "srun";       // a name looked up on PATH, or a path
+  bool elastic = false;                 // keep the other agents when one node fails
+  double stop_grace = 5.0;              // SIGTERM to srun -> SIGKILL
+  std::vector<std::string> extra_args;  // --launcher_args: after our options, before the agent
+};
+
+class SrunSpawner : public Spawner {
+ public:
+  explicit SrunSpawner(SrunOptions options) : options_(std::move(options)) {}
+  std::vector<Result<std::unique_ptr<AgentHandle>>> Start(const std::vector<AgentSpec>& specs) override;
+
+ private:
+  SrunOptions options_;
+};
+
+// srun's command line for `specs` with `agent_argv` (StepAgentArgv). Exposed for tests.
+std::vector<std::string> SrunArgv(const SrunOptions& o, const std::vector<AgentSpec>& specs,
+                                  const std::vector<std::string>& agent_argv);
+
+// Parses one line of srun's stderr: true with the host and its agent's exit
+// (128+S for a signal srun names, -1 for a node failure or a failed launch)
+// when the line reports that host's task ended. Exposed for tests.
+bool SrunHostEnded(bool is_err, const std::string& line, std::string* host, int* exit);
+
+}  // namespace ds
