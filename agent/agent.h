@@ -38,6 +38,14 @@ struct AgentOptions {
 // InvalidArgument names the variable and the value when neither matches.
 Status ResolveStepNode(AgentOptions& o, const std::optional<std::string>& identity);
 
+// A variable the step launcher set for the agent's own task (SLURM_PROCID,
+// SLURM_NTASKS, SLURM_STEP_*, OMPI_*, PMI_*, PMIX_*, ...): it describes the
+// one-task-per-node step, not the workers, and frameworks that read it
+// (Lightning's SLURMEnvironment, MPI_Init) would take the agent's rank for
+// the worker's. A step agent keeps these out of its workers' environment;
+// the job-level ones (SLURM_JOB_ID, SLURM_JOB_NODELIST, ...) stay.
+bool IsStepTaskVariable(const std::string& name);
+
 // Parses argv (without the program name). InvalidArgument names the flag:
 // "--node-index: expected a non-negative integer, got 'x'".
 Result<AgentOptions> ParseAgentArgs(const std::vector<std::string>& args);

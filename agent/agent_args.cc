@@ -93,6 +93,19 @@ Status ResolveStepNode(AgentOptions& o, const std::optional<std::string>& identi
                                              v, o.step_nodes.size()));
 }
 
+bool IsStepTaskVariable(const std::string& name) {
+  static const char* const kPrefixes[] = {"SLURM_STEP_", "SLURM_CPU_BIND", "OMPI_", "PMIX_", "PMI_", "HYDI_", "MPI_LOCAL"};
+  static const char* const kNames[] = {"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID", "SLURM_GTIDS",
+                                       "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_STEPID", "SLURM_TASK_PID",
+                                       "SLURM_TASKS_PER_NODE", "SLURM_DISTRIBUTION", "SLURM_LAUNCH_NODE_IPADDR",
+                                       "SLURM_SRUN_COMM_HOST", "SLURM_SRUN_COMM_PORT", "SLURM_PRIO_PROCESS"};
+  for (const char* p : kPrefixes)
+    if (StartsWith(name, p)) return true;
+  for (const char* n : kNames)
+    if (name == n) return true;
+  return false;
+}
+
 Result<std::string> ReadAgentSecret() {
   int fd = 0;
   if (auto raw = EnvRaw("DSLAUNCH_SECRET_FD"); raw && !raw->empty()) {

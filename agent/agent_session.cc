@@ -263,8 +263,9 @@ KeyValues AgentSession::WorkerEnvironment(const msg::WorkerSpec& w, const std::s
     if (it != index.end()) env[it->second].second = v;
     else { index[k] = env.size(); env.emplace_back(k, v); }
   };
+  const bool step_agent = !opt_.step_identity.empty();
   for (const auto& [k, v] : ProcessEnvironment())
-    if (k != "DSLAUNCH_SECRET_FD") set(k, v);
+    if (k != "DSLAUNCH_SECRET_FD" && !(step_agent && IsStepTaskVariable(k))) set(k, v);
   for (const auto& [k, v] : w.env) set(k, v);
   set("DSLAUNCH_HEARTBEAT_TOKEN", slot.beat_token);  // the agent's own, never the coordinator's or ours
   if (snapshots_) set("DSLAUNCH_SNAPSHOT_DIR", snapshots_->memory_dir());

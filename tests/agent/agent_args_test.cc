@@ -56,5 +56,13 @@ TEST_CASE("agent args: --step-nodes is checked and replaces --node-index", "[age
         "--step-nodes and --step-identity go together");
 }
 
+TEST_CASE("agent args: the step's per-task variables are told from the job's", "[agent]") {
+  for (const char* k : {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_ID", "SLURM_LOCALID", "OMPI_COMM_WORLD_RANK",
+                        "PMI_RANK", "PMIX_NAMESPACE", "SLURM_CPU_BIND_LIST"})
+    CHECK(IsStepTaskVariable(k));
+  for (const char* k : {"SLURM_JOB_ID", "SLURM_JOB_NODELIST", "SLURM_NNODES", "SLURM_CONF", "PATH", "RANK"})
+    CHECK_FALSE(IsStepTaskVariable(k));
+}
+
 }  // namespace
 }  // namespace ds
