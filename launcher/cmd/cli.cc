@@ -69,7 +69,7 @@ void DeclareOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
 
   const char* launch = "Launch";
   app.add_option("--launcher", raw.launcher,
-                 "how agents start: auto (default), local, ssh, pdsh or slurm (srun), in any case (PDSH)")
+                 "how agents start: auto (default), local, ssh, pdsh, slurm (srun) or openmpi (mpirun), in any case")
       ->type_name("NAME")
       ->group(launch);
   app.add_option("--master_addr,--master-addr", o.master_addr, "MASTER_ADDR for the workers (default: node rank 0)")

@@ -36,29 +36,32 @@ std::string Lower(std::string s) {
   return s;
 }
 
-// DeepSpeed's other launchers: what each would use, and what to do instead.
+// DeepSpeed's other launchers: what each would use, and why we do not.
 const std::map<std::string, std::string> kUnsupportedLaunchers = {
-    {"openmpi", "mpirun"}, {"mvapich", "mpirun_rsh"}, {"mpich", "mpirun"}, {"impi", "Intel MPI's mpirun"},
-    {"jsrun", "jsrun"},
+    {"mpich", "its mpiexec (hydra) gives stdin to rank 0 only, and the agents' key must not travel in argv or "
+              "the environment"},
+    {"mvapich", "mpirun_rsh is not supported yet"},
+    {"impi", "Intel MPI's mpirun is not supported yet"},
+    {"jsrun", "jsrun is not supported yet"},
 };
-const std::vector<std::string> kLaunchers = {"auto", "local", "ssh", "pdsh", "slurm"};
+const std::vector<std::string> kLaunchers = {"auto", "local", "ssh", "pdsh", "slurm", "openmpi"};
 
 Status ApplyLauncher(const std::string& text, const std::vector<std::string>& launcher_args, CliOptions& o) {
   const std::string l = Lower(text);
   if (std::find(kLaunchers.begin(), kLaunchers.end(), l) != kLaunchers.end()) {
     o.launcher = l;
   } else if (auto it = kUnsupportedLaunchers.find(l); it != kUnsupportedLaunchers.end()) {
-    return Status::InvalidArgument(fmt::format("--launcher {}: not supported yet (DeepSpeed starts ranks with {} "
-                                               "there; dslaunch starts one agent per host over ssh); use --launcher "
-                                               "ssh (the default for remote hosts), pdsh or slurm",
-                                               Shown(text), it->second));
+    return Status::InvalidArgument(fmt::format(
+        "--launcher {}: not supported ({}); use --launcher ssh (the default for remote hosts), pdsh, slurm or "
+        "openmpi",
+        Shown(text), it->second));
   } else {
-    return Status::InvalidArgument("--launcher: expected auto, local, ssh, pdsh or slurm, got '" + Shown(text) + "'" +
-                                   DidYouMeanHint(l, kLaunchers));
+    return Status::InvalidArgument("--launcher: expected auto, local, ssh, pdsh, slurm or openmpi, got '" +
+                                   Shown(text) + "'" + DidYouMeanHint(l, kLaunchers));
   }
   if (!launcher_args.empty() && (o.launcher == "ssh" || o.launcher == "local"))
     return Status::InvalidArgument(fmt::format(
-        "--launcher_args: applies to --launcher pdsh and slurm only; for --launcher {} set the job file's ssh: "
+        "--launcher_args: applies to --launcher pdsh, slurm and openmpi only; for --launcher {} set the job file's ssh: "
         "section (port, connect_timeout, strict_host_key_checking) or an ssh config file (DSLAUNCH_SSH_CONFIG)",
         o.launcher));
   o.launcher_args = launcher_args;

@@ -11,6 +11,7 @@
 #include "launcher/spawn/local_spawner.h"
 #include "launcher/spawn/slurm/slurm_allocation.h"
 #include "launcher/spawn/slurm/srun_spawner.h"
+#include "launcher/spawn/ssh/mpirun_spawner.h"
 #include "launcher/spawn/ssh/pdsh_spawner.h"
 #include "launcher/cmd/spawner_choice.h"
 #include "launcher/spawn/ssh/ssh_spawner.h"
@@ -35,11 +36,11 @@ Result<std::unique_ptr<Spawner>> MakeSpawner(const std::string& launcher, const 
                                              const SshOptions& ssh, double stop_grace,
                                              const std::vector<std::string>& launcher_args) {
   std::string which = ResolveLauncher(launcher, plan);
-  if (!launcher_args.empty() && which != "pdsh" && which != "slurm")
+  if (!launcher_args.empty() && which != "pdsh" && which != "slurm" && which != "openmpi")
     return Status::InvalidArgument(fmt::format(
-        "--launcher_args: applies to --launcher pdsh and slurm only, and this job starts its agents with {}; for ssh set "
-        "the job file's ssh: section (port, connect_timeout, strict_host_key_checking) or an ssh config file "
-        "(DSLAUNCH_SSH_CONFIG)",
+        "--launcher_args: applies to --launcher pdsh, slurm and openmpi only, and this job starts its agents with "
+        "{}; for ssh set the job file's ssh: section (port, connect_timeout, strict_host_key_checking) or an ssh "
+        "config file (DSLAUNCH_SSH_CONFIG)",
         which));
   if (which == "local") {
     for (const auto& n : plan.nodes)
@@ -56,6 +57,13 @@ Result<std::unique_ptr<Spawner>> MakeSpawner(const std::string& launcher, const 
     so.stop_grace = stop_grace + 1.0;  // the agents' own grace first
     so.extra_args = launcher_args;
     return std::unique_ptr<Spawner>(std::make_unique<SrunSpawner>(so));
+  }
+  if (which == "openmpi") {
+    MpirunOptions mo;
+    mo.ssh = ssh;
+    mo.as_root = ::geteuid() == 0;
+    mo.extra_args = launcher_args;
+    return std::unique_ptr<Spawner>(std::make_unique<MpirunSpawner>(mo));
   }
   if (which == "ssh" || which == "pdsh") {
     if (which == "ssh") return MakeSshSpawner(ssh);

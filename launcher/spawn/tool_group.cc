@@ -241,4 +241,16 @@ Result<std::vector<std::unique_ptr<AgentHandle>>> StartToolGroup(ToolGroupSpec s
   return handles;
 }
 
+std::vector<Result<std::unique_ptr<AgentHandle>>> StartForSpecs(const std::vector<AgentSpec>& specs,
+                                                                Result<ToolGroupSpec> tool) {
+  Result<std::vector<std::unique_ptr<AgentHandle>>> handles =
+      tool.ok() ? StartToolGroup(std::move(tool).value()) : tool.status();
+  std::vector<Result<std::unique_ptr<AgentHandle>>> out;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (!handles.ok()) out.emplace_back(handles.status().Prefixed(specs[i].host));
+    else out.emplace_back(std::move((*handles)[i]));
+  }
+  return out;
+}
+
 }  // namespace ds

@@ -47,6 +47,12 @@ struct ToolGroupSpec {
 // cannot be started at all (the message names it and the reason).
 Result<std::vector<std::unique_ptr<AgentHandle>>> StartToolGroup(ToolGroupSpec spec);
 
+// Start() of a spawner that runs one tool for all of `specs` (spec.hosts
+// in their order): the tool's handles, or `tool`'s error (or the start's)
+// for every spec, prefixed with its host.
+std::vector<Result<std::unique_ptr<AgentHandle>>> StartForSpecs(const std::vector<AgentSpec>& specs,
+                                                                Result<ToolGroupSpec> tool);
+
 // `name` if it holds a '/' and is executable, else the first executable
 // match on PATH; NotFound otherwise.
 Result<std::string> FindExecutable(const std::string& name);

@@ -68,36 +68,30 @@ std::vector<std::string> SrunArgv(const SrunOptions& o, const std::vector<AgentS
   return argv;
 }
 
-std::vector<Result<std::unique_ptr<AgentHandle>>> SrunSpawner::Start(const std::vector<AgentSpec>& specs) {
-  auto fail_all = [&](const Status& st) {
-    std::vector<Result<std::unique_ptr<AgentHandle>>> out;
-    for (const AgentSpec& s : specs) out.emplace_back(st.Prefixed(s.host));
-    return out;
-  };
-  if (specs.empty()) return {};
+Result<ToolGroupSpec> SrunSpawner::Prepare(const std::vector<AgentSpec>& specs) const {
   auto srun = FindExecutable(options_.srun_path);
   if (!srun.ok())
-    return fail_all(Status::NotFound(fmt::format(
+    return Status::NotFound(fmt::format(
         "--launcher slurm: srun not found ({}); run dslaunch inside a Slurm allocation (sbatch, salloc) on a "
         "node with Slurm's client commands",
-        srun.status().message())));
+        srun.status().message()));
   for (const AgentSpec& s : specs)
     if (s.stdin_payload != specs[0].stdin_payload)
-      return fail_all(Status::InvalidArgument("the agents of one srun step must share their stdin payload"));
-  auto agent = StepAgentArgv(specs, "SLURMD_NODENAME");
-  if (!agent.ok()) return fail_all(agent.status());
+      return Status::InvalidArgument("the agents of one srun step must share their stdin payload");
+  DS_ASSIGN_OR_RETURN(std::vector<std::string> agent, StepAgentArgv(specs, "SLURMD_NODENAME"));
   SrunOptions o = options_;
   o.srun_path = *srun;
-  ToolGroupSpec tool{.tool = "srun", .path = *srun, .argv = SrunArgv(o, specs, *agent), .env = {},
+  ToolGroupSpec tool{.tool = "srun", .path = *srun, .argv = SrunArgv(o, specs, agent), .env = {},
                      .stdin_data = specs[0].stdin_payload + "\n", .hosts = {}, .grace = options_.stop_grace,
                      .host_ended = SrunHostEnded, .stop_host = nullptr};
   for (const AgentSpec& s : specs) tool.hosts.push_back(s.host);
   DS_LOG(Info, Agent) << "srun: one step for " << specs.size() << " agents";
-  auto handles = StartToolGroup(std::move(tool));
-  if (!handles.ok()) return fail_all(handles.status());
-  std::vector<Result<std::unique_ptr<AgentHandle>>> out;
-  for (auto& h : *handles) out.emplace_back(std::move(h));
-  return out;
+  return tool;
+}
+
+std::vector<Result<std::unique_ptr<AgentHandle>>> SrunSpawner::Start(const std::vector<AgentSpec>& specs) {
+  if (specs.empty()) return {};
+  return StartForSpecs(specs, Prepare(specs));
 }
 
 }  // namespace ds

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "launcher/spawn/spawner.h"
+#include "launcher/spawn/tool_group.h"
 
 namespace ds {
 
@@ -37,6 +38,7 @@ class SrunSpawner : public Spawner {
   std::vector<Result<std::unique_ptr<AgentHandle>>> Start(const std::vector<AgentSpec>& specs) override;
 
  private:
+  Result<ToolGroupSpec> Prepare(const std::vector<AgentSpec>& specs) const;
   SrunOptions options_;
 };
 
