@@ -60,7 +60,7 @@ std::vector<std::string> SrunArgv(const SrunOptions& o, const std::vector<AgentS
   const std::string n = std::to_string(specs.size());
   std::vector<std::string> argv = {o.srun_path, "--job-name=dsagent", "--nodes=" + n, "--ntasks=" + n,
                                    "--ntasks-per-node=1", "--nodelist=" + nodes, "--input=all", "--overlap",
-                                   "--whole", "--cpu-bind=none"};
+                                   "--cpu-bind=none"};
   if (o.elastic) argv.insert(argv.end(), {"--no-kill", "--kill-on-bad-exit=0"});
   else argv.push_back("--kill-on-bad-exit=1");
   argv.insert(argv.end(), o.extra_args.begin(), o.extra_args.end());

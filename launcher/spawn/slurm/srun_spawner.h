@@ -4,9 +4,10 @@
 // each agent finds its node by SLURMD_NODENAME). The agent token reaches
 // every task on stdin (--input=all), never in argv or the environment.
 // A replacement agent (elastic.rejoin) is a new one-node step. The step
-// shares the allocation's resources (--overlap) and gets each node's CPUs
-// whole (--whole), since the workers are the agents' children and would
-// otherwise be confined to the one CPU a task gets by default.
+// shares the allocation's resources with any other step (--overlap) and,
+// without --exact, gets every CPU of its nodes (Slurm 22.05's default for a
+// step), which the workers need: they are the agents' children. GPUs come
+// with the job's request (srun reads SLURM_GPUS_PER_NODE and the like).
 // Failure: a job that cannot restart stops its step when one agent fails
 // (--kill-on-bad-exit=1); an elastic one keeps the survivors when a node
 // fails or an agent exits (--no-kill --kill-on-bad-exit=0), and the

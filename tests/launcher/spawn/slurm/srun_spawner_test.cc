@@ -44,7 +44,7 @@ TEST_CASE("srun spawner: one step for every node, the failure policy by elastici
   auto argv = SrunArgv(o, specs, agent);
   const std::vector<std::string> head = {"srun", "--job-name=dsagent", "--nodes=2", "--ntasks=2",
                                          "--ntasks-per-node=1", "--nodelist=w0,w1", "--input=all", "--overlap",
-                                         "--whole", "--cpu-bind=none", "--kill-on-bad-exit=1", "--partition=gpu"};
+                                         "--cpu-bind=none", "--kill-on-bad-exit=1", "--partition=gpu"};
   CHECK(std::vector<std::string>(argv.begin(), argv.begin() + head.size()) == head);
   CHECK(std::vector<std::string>(argv.end() - 3, argv.end()) == agent);
   o.elastic = true;
