@@ -1,7 +1,7 @@
 #!/bin/bash
 # A real job over SSH on the netns cluster: 3 nodes x 2 slots, each node with
 # two interfaces. Run inside tests/cluster/with-cluster (which tears down).
-#   job_test.sh DSLAUNCH [ssh|pdsh]   (dsagent is found next to dslaunch)
+#   job_test.sh DSLAUNCH [ssh|pdsh|openmpi]   (dsagent is found next to dslaunch)
 # Checks: the worker env (distinct addresses, MASTER_ADDR, NCCL_SOCKET_IFNAME
 # on the first and on the second network), the exit code of a failing rank,
 # SIGINT and SIGKILL to dslaunch leave no process of the job in any namespace.
@@ -10,6 +10,7 @@ DSLAUNCH=$1
 LAUNCHER=${2:-ssh}
 C=${DSLAUNCH_TEST_CLUSTER:?run me inside tests/cluster/with-cluster}
 if [ "$LAUNCHER" = pdsh ] && ! command -v pdsh >/dev/null; then echo "SKIP: pdsh not installed" >&2; exit 77; fi
+if [ "$LAUNCHER" = openmpi ] && ! command -v mpirun >/dev/null; then echo "SKIP: mpirun not installed" >&2; exit 77; fi
 work=$(mktemp -d /tmp/dsl-jobtest.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 fails=0
