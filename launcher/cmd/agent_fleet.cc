@@ -124,6 +124,7 @@ void AgentFleet::Rejoined(int node, Result<std::unique_ptr<AgentHandle>> started
     Member& m = members_[node];
     if (m.handle) m.handle->Terminate();  // the lost agent, or one that never registered
     m.handle = std::move(started).value();
+    m.lost = false;
     ++m.incarnation;
     Watch(node);
     // Registered or not, the node starts over: if it is still lost in 2 s,
@@ -135,8 +136,11 @@ void AgentFleet::Rejoined(int node, Result<std::unique_ptr<AgentHandle>> started
 }
 
 bool AgentFleet::AnyRunning() const {
-  return std::any_of(members_.begin(), members_.end(), [](const Member& m) { return m.handle && m.handle->Running(); });
+  return std::any_of(members_.begin(), members_.end(),
+                     [](const Member& m) { return m.handle && !m.lost && m.handle->Running(); });
 }
+
+void AgentFleet::MarkLost(int node) { members_[node].lost = true; }
 
 void AgentFleet::Drain(Clock::duration grace) {
   draining_ = true;

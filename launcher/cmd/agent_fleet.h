@@ -35,6 +35,9 @@ class AgentFleet {
   // dslaunch); a node whose agent cannot be started aborts the job, naming
   // the host and the reason.
   void Start();
+  // The coordinator lost `node`'s agent: its handle no longer holds the
+  // drain (a step launcher may report a dead node's task late or never).
+  void MarkLost(int node);
   // The coordinator lost `node`'s agent: try a new one (elastic.rejoin).
   void Rejoin(int node);
   // The job is over: wait up to `grace` for every agent to exit, terminate
@@ -46,6 +49,7 @@ class AgentFleet {
     std::unique_ptr<AgentHandle> handle;  // null if it failed to start
     std::unique_ptr<asio::posix::stream_descriptor> exit_watch;
     int incarnation = 0;  // bumps when a rejoin replaces the handle
+    bool lost = false;    // MarkLost, until a rejoin replaces the handle
   };
 
   void Watch(int node);

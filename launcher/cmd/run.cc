@@ -155,8 +155,12 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, Termi
   l.coord.notice = [&err](const std::string& text) { err.Write("dslaunch: " + text + "\n"); };
   const ElasticOptions& el = l.plan.job.elastic;
   AgentFleet* fleet_ptr = nullptr;
-  if (el.rejoin && el.max_restarts > 0)
-    l.coord.on_agent_lost = [&fleet_ptr](int node) { if (fleet_ptr) fleet_ptr->Rejoin(node); };
+  const bool rejoin = el.rejoin && el.max_restarts > 0;
+  l.coord.on_agent_lost = [&fleet_ptr, rejoin](int node) {
+    if (!fleet_ptr) return;
+    fleet_ptr->MarkLost(node);
+    if (rejoin) fleet_ptr->Rejoin(node);
+  };
   Coordinator coord(io, l.plan, l.coord, record);
   if (Status st = coord.Listen(); !st.ok()) return Status::Unavailable(st.message());
   AgentFleet fleet(io, coord, *l.spawner, AgentSpecs(l, cli, coord.address()), l.coord.notice);

@@ -110,7 +110,10 @@ class ToolGroup {
         return;
       }
     }
-    DS_LOG(Warn, Agent) << "[" << spec_.tool << (is_err ? " stderr] " : " stdout] ") << line;
+    if (spec_.benign && spec_.benign(line))
+      DS_LOG(Debug, Agent) << "[" << spec_.tool << "] " << line;
+    else
+      DS_LOG(Warn, Agent) << "[" << spec_.tool << (is_err ? " stderr] " : " stdout] ") << line;
   }
 
   void Read(int out_fd, int err_fd) {

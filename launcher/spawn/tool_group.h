@@ -38,6 +38,8 @@ struct ToolGroupSpec {
   // A line of the tool's output (`is_err`: from stderr) that reports a
   // host's end: sets *host and *exit and returns true.
   std::function<bool(bool is_err, const std::string& line, std::string* host, int* exit)> host_ended;
+  // A line that says nothing worth a warning (logged at Debug). Optional.
+  std::function<bool(const std::string& line)> benign;
   // Ends `host` alone while the others run (the tool's pid given); false
   // when it cannot, and the host then stops with the whole group. Optional.
   std::function<bool(pid_t tool, const std::string& host)> stop_host;

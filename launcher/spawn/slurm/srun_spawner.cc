@@ -2,6 +2,8 @@
 
 #include <signal.h>
 
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include "common/log.h"
@@ -25,10 +27,10 @@ int SignalExit(const std::string& name) {
 }  // namespace
 
 bool SrunHostEnded(bool is_err, const std::string& line, std::string* host, int* exit) {
-  if (!is_err) return false;
-  const std::string prefix = "srun: error: ";
-  if (!StartsWith(line, prefix)) return false;
-  const std::string rest = line.substr(prefix.size());
+  if (!is_err || !StartsWith(line, "srun: ")) return false;
+  std::string rest = line.substr(6);
+  for (const char* p : {"error: ", "launch/slurm: _task_finish: "})  // 22.05: errors, and --verbose's function
+    if (StartsWith(rest, p)) rest = rest.substr(std::strlen(p));
   // "Node failure on HOST"
   if (StartsWith(rest, "Node failure on ")) {
     *host = rest.substr(16);
@@ -49,7 +51,9 @@ bool SrunHostEnded(bool is_err, const std::string& line, std::string* host, int*
   if (b == std::string::npos) return false;
   *host = rest.substr(0, a);
   const std::string what = rest.substr(b + 2), tag = "Exited with exit code ";
-  *exit = StartsWith(what, tag) ? static_cast<int>(ParseInt(what.substr(tag.size())).value_or(-1)) : SignalExit(what);
+  if (what == "Completed") *exit = 0;  // srun -v
+  else if (StartsWith(what, tag)) *exit = static_cast<int>(ParseInt(what.substr(tag.size())).value_or(-1));
+  else *exit = SignalExit(what);
   return true;
 }
 
@@ -58,7 +62,7 @@ std::vector<std::string> SrunArgv(const SrunOptions& o, const std::vector<AgentS
   std::string nodes;
   for (const AgentSpec& s : specs) nodes += (nodes.empty() ? "" : ",") + s.host;
   const std::string n = std::to_string(specs.size());
-  std::vector<std::string> argv = {o.srun_path, "--job-name=dsagent", "--nodes=" + n, "--ntasks=" + n,
+  std::vector<std::string> argv = {o.srun_path, "--verbose", "--job-name=dsagent", "--nodes=" + n, "--ntasks=" + n,
                                    "--ntasks-per-node=1", "--nodelist=" + nodes, "--input=all", "--overlap",
                                    "--cpu-bind=none"};
   if (o.elastic) argv.insert(argv.end(), {"--no-kill", "--kill-on-bad-exit=0"});
@@ -83,7 +87,10 @@ Result<ToolGroupSpec> SrunSpawner::Prepare(const std::vector<AgentSpec>& specs) 
   o.srun_path = *srun;
   ToolGroupSpec tool{.tool = "srun", .path = *srun, .argv = SrunArgv(o, specs, agent), .env = {},
                      .stdin_data = specs[0].stdin_payload + "\n", .hosts = {}, .grace = options_.stop_grace,
-                     .host_ended = SrunHostEnded, .stop_host = nullptr};
+                     .host_ended = SrunHostEnded,
+                     // --verbose's chatter; errors stay warnings.
+                     .benign = [](const std::string& l) { return !StartsWith(l, "srun: error: "); },
+                     .stop_host = nullptr};
   for (const AgentSpec& s : specs) tool.hosts.push_back(s.host);
   DS_LOG(Info, Agent) << "srun: one step for " << specs.size() << " agents";
   return tool;

@@ -12,7 +12,9 @@
 // (--kill-on-bad-exit=1); an elastic one keeps the survivors when a node
 // fails or an agent exits (--no-kill --kill-on-bad-exit=0), and the
 // coordinator decides. srun's "srun: error: HOST: task N: ..." and
-// "Node failure on HOST" lines mark that host's agent ended. Stopping one
+// "Node failure on HOST" lines, and with --verbose "srun: launch/slurm:
+// _task_finish: HOST: task N: Completed", mark that host's agent ended (the rest of --verbose's output
+// is logged at Debug). Stopping one
 // host of a step alone is not possible here: it stops with its step (its
 // agent ends by itself once it loses the coordinator).
 #pragma once
@@ -48,7 +50,8 @@ std::vector<std::string> SrunArgv(const SrunOptions& o, const std::vector<AgentS
                                   const std::vector<std::string>& agent_argv);
 
 // Parses one line of srun's stderr: true with the host and its agent's exit
-// (128+S for a signal srun names, -1 for a node failure or a failed launch)
+// (0 for Completed, 128+S for a signal srun names, -1 for a node failure or
+// a failed launch)
 // when the line reports that host's task ended. Exposed for tests.
 bool SrunHostEnded(bool is_err, const std::string& line, std::string* host, int* exit);
 

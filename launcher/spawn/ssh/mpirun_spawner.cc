@@ -50,7 +50,7 @@ Result<ToolGroupSpec> MpirunSpawner::Prepare(const std::vector<AgentSpec>& specs
   if (specs[0].ssh_port) o.ssh.default_port = specs[0].ssh_port;
   ToolGroupSpec tool{.tool = "mpirun", .path = *mpirun, .argv = MpirunArgv(o, specs, agent), .env = {},
                      .stdin_data = specs[0].stdin_payload + "\n", .hosts = {}, .grace = options_.ssh.stop_grace,
-                     .host_ended = nullptr, .stop_host = nullptr};
+                     .host_ended = nullptr, .benign = nullptr, .stop_host = nullptr};
   for (const AgentSpec& s : specs) tool.hosts.push_back(s.host);
   DS_LOG(Info, Agent) << "mpirun: one run for " << specs.size() << " agents";
   return tool;

@@ -141,7 +141,7 @@ std::vector<Result<std::unique_ptr<AgentHandle>>> PdshSpawner::Start(const std::
     DS_LOG(Info, Ssh) << "pdsh -w " << wlist << " (PDSH_SSH_ARGS=" << env[1].second << ")";
     ToolGroupSpec tool{.tool = "pdsh", .path = *pdsh, .argv = std::move(argv), .env = std::move(env),
                        .stdin_data = std::nullopt, .hosts = hosts, .grace = options_.ssh.stop_grace,
-                       .host_ended = PdshHostEnded, .stop_host = StopPdshHost};
+                       .host_ended = PdshHostEnded, .benign = nullptr, .stop_host = StopPdshHost};
     auto handles = StartToolGroup(std::move(tool));
     for (size_t k = 0; k < idx.size(); ++k) {
       if (!handles.ok()) slots[idx[k]].emplace(handles.status().Prefixed(specs[idx[k]].host));

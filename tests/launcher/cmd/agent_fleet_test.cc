@@ -83,5 +83,16 @@ TEST_CASE("agent fleet: an agent that exits before registering aborts the job", 
   CHECK(f.spawner.Terminated(0));
 }
 
+TEST_CASE("agent fleet: a lost node's agent does not hold the drain, and is still terminated", "[fleet]") {
+  Fleet f;
+  f.fleet->Start();
+  f.fleet->MarkLost(1);  // its handle still says running (a step launcher that has not noticed)
+  f.spawner.End(0, 0);
+  f.fleet->Drain(std::chrono::hours(1));
+  f.io.run_for(std::chrono::seconds(10));
+  CHECK(f.io.stopped());  // at once, not after the hour
+  CHECK(f.spawner.Terminated(1));
+}
+
 }  // namespace
 }  // namespace ds

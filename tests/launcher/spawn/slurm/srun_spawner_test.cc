@@ -23,6 +23,9 @@ TEST_CASE("srun spawner: srun's task and node reports mark that host's agent end
   CHECK(exit == 137);
   CHECK(SrunHostEnded(true, "srun: error: w0: task 0: Segmentation fault (core dumped)", &host, &exit));
   CHECK(exit == 139);
+  CHECK(SrunHostEnded(true, "srun: launch/slurm: _task_finish: w1: task 1: Completed", &host, &exit));
+  CHECK(host == "w1");
+  CHECK(exit == 0);
   CHECK(SrunHostEnded(true, "srun: error: Node failure on w4", &host, &exit));
   CHECK(host == "w4");
   CHECK(exit == -1);
@@ -31,6 +34,8 @@ TEST_CASE("srun spawner: srun's task and node reports mark that host's agent end
   CHECK(host == "w5");
   CHECK_FALSE(SrunHostEnded(true, "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.", &host,
                             &exit));
+  CHECK_FALSE(SrunHostEnded(true, "srun: launch/slurm: _task_finish: Received task exit notification for 1 task of "
+                                  "StepId=2.0 (status=0x0000).", &host, &exit));
   CHECK_FALSE(SrunHostEnded(false, "srun: error: w2: task 1: Exited with exit code 3", &host, &exit));
 }
 
@@ -42,7 +47,7 @@ TEST_CASE("srun spawner: one step for every node, the failure policy by elastici
   o.extra_args = {"--partition=gpu"};
   const std::vector<std::string> agent = {"/opt/dsagent", "--step-nodes", "0=w0,1=w1"};
   auto argv = SrunArgv(o, specs, agent);
-  const std::vector<std::string> head = {"srun", "--job-name=dsagent", "--nodes=2", "--ntasks=2",
+  const std::vector<std::string> head = {"srun", "--verbose", "--job-name=dsagent", "--nodes=2", "--ntasks=2",
                                          "--ntasks-per-node=1", "--nodelist=w0,w1", "--input=all", "--overlap",
                                          "--cpu-bind=none", "--kill-on-bad-exit=1", "--partition=gpu"};
   CHECK(std::vector<std::string>(argv.begin(), argv.begin() + head.size()) == head);
