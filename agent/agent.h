@@ -29,6 +29,7 @@ struct AgentOptions {
   // names the variable that says which one this is (StepNode).
   std::vector<std::pair<int, std::string>> step_nodes;
   std::string step_identity;
+  std::string secret_file;          // --secret-file PATH: where the token may be instead (ReadAgentSecret)
 };
 
 // Which of `step_nodes` this agent is, from the value of its step identity
@@ -51,9 +52,12 @@ bool IsStepTaskVariable(const std::string& name);
 Result<AgentOptions> ParseAgentArgs(const std::vector<std::string>& args);
 std::string AgentUsage();
 
-// Reads the job secret: the first line of DSLAUNCH_SECRET_FD if set, else of
-// stdin; the fd is closed afterwards. Error when empty or unreadable.
-Result<std::string> ReadAgentSecret();
+// Reads the job secret: the first line of `secret_file` when it is a regular
+// file of this user with no group or other permissions (MpirunSpawner leaves
+// one on mpirun's node, where Open MPI's --stdin all gives a process a stdin
+// that never ends), else of DSLAUNCH_SECRET_FD if set, else of stdin; the fd
+// is closed afterwards. Error when there is none.
+Result<std::string> ReadAgentSecret(const std::string& secret_file = "");
 
 // dsagent's process exit codes (documented for users in main.cc). Only
 // main.cc and RunAgent turn them into the process's status.

@@ -1,7 +1,9 @@
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -16,7 +18,8 @@ std::string AgentUsage() {
   return "usage: dsagent --coordinator HOST:PORT --node-index N --job-id ID [--bind ADDR] [--host NAME]\n"
          "               [--heartbeat-interval S] [--heartbeat-timeout S] [--connect-timeout S]\n"
          "       dsagent --step-nodes I=HOST,... --step-identity VAR ... (instead of --node-index and --host)\n"
-         "The agent token (its key) is read from stdin (first line) or from DSLAUNCH_SECRET_FD.\n";
+         "The agent token (its key) is read from --secret-file PATH when that is a private file (0600) of\n"
+         "this user, else from stdin (first line) or DSLAUNCH_SECRET_FD.\n";
 }
 
 Result<AgentOptions> ParseAgentArgs(const std::vector<std::string>& args) {
@@ -40,6 +43,8 @@ Result<AgentOptions> ParseAgentArgs(const std::vector<std::string>& args) {
       if (!n || *n < 0)
         return Status::InvalidArgument(fmt::format("--node-index: expected a non-negative integer, got '{}'", v));
       o.node_index = static_cast<int>(*n);
+    } else if (flag == "--secret-file") {
+      o.secret_file = v;
     } else if (flag == "--step-identity") {
       o.step_identity = v;
     } else if (flag == "--step-nodes") {
@@ -106,7 +111,27 @@ bool IsStepTaskVariable(const std::string& name) {
   return false;
 }
 
-Result<std::string> ReadAgentSecret() {
+namespace {
+
+// The first line of `path` if it is a regular file of this user with no
+// group or other permissions; "" otherwise.
+std::string ReadPrivateFile(const std::string& path) {
+  struct stat st;
+  if (path.empty() || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
+      (st.st_mode & 077) != 0)
+    return "";
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return std::string(Trim(line));
+}
+
+}  // namespace
+
+Result<std::string> ReadAgentSecret(const std::string& secret_file) {
+  // mpirun leaves this file on its own node only, where --stdin all gives
+  // the process a stdin that never ends: do not wait on it there.
+  if (std::string secret = ReadPrivateFile(secret_file); !secret.empty()) return secret;
   int fd = 0;
   if (auto raw = EnvRaw("DSLAUNCH_SECRET_FD"); raw && !raw->empty()) {
     auto n = ParseInt(*raw);

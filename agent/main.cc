@@ -27,6 +27,7 @@
 //   --step-nodes I=HOST,...  (srun, mpirun: one command line starts the agents
 //                            of several nodes) the nodes of this step, each
 //                            with its node index; replaces --node-index/--host
+//   --secret-file PATH       where the token is, when this file exists (below)
 //   --step-identity VAR      the variable telling which of them this agent is:
 //                            a task rank (position in --step-nodes, e.g.
 //                            OMPI_COMM_WORLD_RANK) or a node name
@@ -37,7 +38,9 @@
 // job secret itself never leaves dslaunch) is NEVER on the command line: it is
 // the first line of stdin (hex, as written by the spawner), or, when
 // DSLAUNCH_SECRET_FD=N is set, the first line read from fd N. The agent closes
-// that fd after reading and never logs the key.
+// that fd after reading and never logs the key. --secret-file PATH (a file of
+// this user, mode 0600) comes first where it exists: mpirun's --stdin all
+// gives a process on mpirun's own node a stdin that never ends.
 //
 // Exit codes (ds::AgentExit in agent/agent.h): 0 the coordinator said
 // Shutdown; 2 bad command line or no secret; 3 could not connect or
@@ -65,7 +68,7 @@ int main(int argc, char** argv) {
     std::cerr << "dsagent: " << opts.status().message() << "\n" << ds::AgentUsage();
     return ds::ExitCode(ds::AgentExit::kUsage);
   }
-  auto secret = ds::ReadAgentSecret();
+  auto secret = ds::ReadAgentSecret(opts->secret_file);
   if (!secret.ok()) {
     std::cerr << "dsagent: " << secret.status().message() << "\n";
     return ds::ExitCode(ds::AgentExit::kUsage);

@@ -139,10 +139,12 @@ class ToolGroup {
     int status = 0;
     ::waitpid(pid_, &status, 0);
     std::lock_guard<std::mutex> l(mu_);
-    // The tools report only failed hosts: the rest of a run that ended by
-    // itself exited 0.
-    const bool clean = WIFEXITED(status) && stops_ == 0;
-    for (auto& [h, st] : hosts_) MarkEnded(st, clean ? 0 : -1);
+    // A tool that reports hosts reports the failed ones: the rest of a run
+    // that ended by itself exited 0. One that reports none (mpirun) gives
+    // each host its own exit status.
+    int rest = -1;
+    if (WIFEXITED(status) && stops_ == 0) rest = spec_.host_ended ? 0 : WEXITSTATUS(status);
+    for (auto& [h, st] : hosts_) MarkEnded(st, rest);
     done_.store(true);
     RaiseExitEvent(done_event_.get());
   }

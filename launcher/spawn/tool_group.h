@@ -4,8 +4,9 @@
 // line by line: a line the tool's parser recognises as a host's end marks
 // that host ended (its handle's exit_fd(), an eventfd, turns readable), any
 // other line is logged. When the tool exits, every host still running ends
-// with it (exit 0 when the tool exited by itself, not by a signal, and
-// nobody asked to stop, else -1: the tools report only the hosts that failed).
+// with it: exit 0 when the tool exited by itself and nobody asked to stop
+// (tools that report hosts report the failed ones), the tool's own exit
+// status when it reports no hosts at all, else -1.
 // Terminate() on one host asks the tool's stop_host hook to end just that
 // host while the others run; on the last host (or without a hook) it ends
 // the tool: SIGTERM to its group, SIGKILL after the grace period.

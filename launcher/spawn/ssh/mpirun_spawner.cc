@@ -1,7 +1,16 @@
 #include "launcher/spawn/ssh/mpirun_spawner.h"
 
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
 #include <fmt/format.h>
 
+#include "common/client_conn.h"
 #include "common/log.h"
 #include "common/strings.h"
 #include "launcher/spawn/step_command.h"
@@ -26,7 +35,12 @@ std::vector<std::string> MpirunArgv(const MpirunOptions& o, const std::vector<Ag
   return argv;
 }
 
-Result<ToolGroupSpec> MpirunSpawner::Prepare(const std::vector<AgentSpec>& specs) const {
+MpirunSpawner::~MpirunSpawner() {
+  std::error_code ec;
+  for (const std::string& d : token_dirs_) std::filesystem::remove_all(d, ec);
+}
+
+Result<ToolGroupSpec> MpirunSpawner::Prepare(const std::vector<AgentSpec>& specs) {
   auto mpirun = FindExecutable(options_.mpirun_path);
   if (!mpirun.ok())
     return Status::NotFound(fmt::format(
@@ -45,6 +59,17 @@ Result<ToolGroupSpec> MpirunSpawner::Prepare(const std::vector<AgentSpec>& specs
           "(DSLAUNCH_SSH_CONFIG) instead");
   }
   DS_ASSIGN_OR_RETURN(std::vector<std::string> agent, StepAgentArgv(specs, "OMPI_COMM_WORLD_RANK"));
+  std::string dir = (std::filesystem::temp_directory_path() / "dslaunch-mpirun.XXXXXX").string();
+  if (::mkdtemp(dir.data()) == nullptr) return Status::IOError("mkdtemp " + dir + ": " + std::strerror(errno));
+  token_dirs_.push_back(dir);
+  const std::string token_file = dir + "/token";
+  {
+    UniqueFd fd(::open(token_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    const std::string line = specs[0].stdin_payload + "\n";
+    if (fd.get() < 0 || ::write(fd.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+      return Status::IOError("writing " + token_file + ": " + std::strerror(errno));
+  }
+  agent.insert(agent.end(), {"--secret-file", token_file});
   MpirunOptions o = options_;
   o.mpirun_path = *mpirun;
   if (specs[0].ssh_port) o.ssh.default_port = specs[0].ssh_port;

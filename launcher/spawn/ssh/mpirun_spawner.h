@@ -4,7 +4,11 @@
 // one dsagent command line (launcher/spawn/step_command.h; each agent finds
 // its node by OMPI_COMM_WORLD_RANK, rank i being host i). The agent token
 // reaches every process on stdin (--stdin all), never argv or the
-// environment. mpirun reaches the nodes with its own ssh (plm_rsh_agent);
+// environment; Open MPI 4.1 gives a process on mpirun's own node a stdin
+// that never delivers with --stdin all, so that one reads it from a private
+// file (a 0700 folder, mode 0600, removed with the spawner) named by
+// --secret-file.
+// mpirun reaches the nodes with its own ssh (plm_rsh_agent);
 // the ssh config file (DSLAUNCH_SSH_CONFIG) and port are passed to it, and
 // --launcher_args go after our options (DeepSpeed's pass-through).
 // Limits, documented (docs/mpi.md): mpirun reports no host's end by name,
@@ -36,11 +40,13 @@ struct MpirunOptions {
 class MpirunSpawner : public Spawner {
  public:
   explicit MpirunSpawner(MpirunOptions options) : options_(std::move(options)) {}
+  ~MpirunSpawner() override;  // removes the token files
   std::vector<Result<std::unique_ptr<AgentHandle>>> Start(const std::vector<AgentSpec>& specs) override;
 
  private:
-  Result<ToolGroupSpec> Prepare(const std::vector<AgentSpec>& specs) const;
+  Result<ToolGroupSpec> Prepare(const std::vector<AgentSpec>& specs);
   MpirunOptions options_;
+  std::vector<std::string> token_dirs_;
 };
 
 // mpirun's command line for `specs` with `agent_argv`. Exposed for tests.
