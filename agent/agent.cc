@@ -15,6 +15,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 
 #include <fmt/format.h>
 
@@ -61,12 +62,32 @@ int RunAgent(const AgentOptions& options, const std::string& secret) {
   Status sub = BecomeSubreaper();
   if (!sub.ok()) DS_LOG(Warn, Agent) << sub.message() << "; a worker's daemons may outlive the job";
 
-  AgentSession session(options, secret);
-  Status st = session.Connect();
-  if (!st.ok()) {
-    std::fprintf(stderr, "dsagent %s: %s\n", options.host.c_str(), st.message().c_str());
-    return ExitCode(AgentExit::kConnectFailed);
+  // --join-timeout: a coordinator not listening yet (the per-node form's
+  // node 0 starting late) is tried again each second until then; one that
+  // refuses this agent's key is not.
+  const auto join_deadline = std::chrono::steady_clock::now() + Seconds(options.join_timeout);
+  std::unique_ptr<AgentSession> owned;
+  for (;;) {
+    owned = std::make_unique<AgentSession>(options, secret);
+    Status st = owned->Connect();
+    if (st.ok()) break;
+    const bool refused = st.code() == Status::Code::kPermissionDenied;
+    const bool again = (st.code() == Status::Code::kUnavailable || st.code() == Status::Code::kTimeout) &&
+                       std::chrono::steady_clock::now() < join_deadline;
+    if (!again) {
+      std::fprintf(stderr, "dsagent %s: %s%s\n", options.host.c_str(), st.message().c_str(),
+                   refused ? " (the coordinator does not accept this agent's key: in the per-node form, "
+                             "DSLAUNCH_SECRET_FILE differs from node 0's)"
+                           : "");
+      return ExitCode(refused ? AgentExit::kRefused : AgentExit::kConnectFailed);
+    }
+    pollfd pfd{sig_read.get(), POLLIN, 0};
+    if (::poll(&pfd, 1, 1000) > 0) {
+      uint8_t sig = 0;
+      if (::read(sig_read.get(), &sig, 1) == 1 && sig != SIGCHLD) return SignalExitCode(sig);
+    }
   }
+  AgentSession& session = *owned;
   while (!session.Finished()) {
     std::vector<pollfd> fds;
     fds.push_back({sig_read.get(), POLLIN, 0});

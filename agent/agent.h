@@ -24,6 +24,7 @@ struct AgentOptions {
   double heartbeat_interval = kDefaultHeartbeatInterval;  // --heartbeat-interval S: Ping period
   double heartbeat_timeout = kDefaultHeartbeatTimeout;    // --heartbeat-timeout S: coordinator silent this long = lost
   double connect_timeout = kDefaultConnectTimeout;      // --connect-timeout S: connect + handshake
+  double join_timeout = 0;          // --join-timeout S: retry an unreachable coordinator until then
   // An agent a step launcher (srun, mpirun) started on several nodes with one
   // command line: --step-nodes I=HOST,... lists them, --step-identity VAR
   // names the variable that says which one this is (StepNode).
@@ -66,6 +67,7 @@ enum class AgentExit : int {
   kUsage = 2,             // bad command line or no secret
   kConnectFailed = 3,     // could not connect or authenticate (or set up the event loop)
   kLostCoordinator = 4,   // connection closed or heartbeats stopped; workers were killed first
+  kRefused = 5,           // the coordinator refused this agent's key (a wrong job secret)
   kSignalBase = 128,      // 128+S after termination signal S; workers were stopped first
 };
 constexpr int ExitCode(AgentExit e) { return static_cast<int>(e); }

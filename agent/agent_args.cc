@@ -16,7 +16,7 @@ namespace ds {
 
 std::string AgentUsage() {
   return "usage: dsagent --coordinator HOST:PORT --node-index N --job-id ID [--bind ADDR] [--host NAME]\n"
-         "               [--heartbeat-interval S] [--heartbeat-timeout S] [--connect-timeout S]\n"
+         "               [--heartbeat-interval S] [--heartbeat-timeout S] [--connect-timeout S] [--join-timeout S]\n"
          "       dsagent --step-nodes I=HOST,... --step-identity VAR ... (instead of --node-index and --host)\n"
          "The agent token (its key) is read from --secret-file PATH when that is a private file (0600) of\n"
          "this user, else from stdin (first line) or DSLAUNCH_SECRET_FD.\n";
@@ -59,6 +59,7 @@ Result<AgentOptions> ParseAgentArgs(const std::vector<std::string>& args) {
     } else if (flag == "--heartbeat-interval") DS_RETURN_IF_ERROR(seconds(&o.heartbeat_interval));
     else if (flag == "--heartbeat-timeout") DS_RETURN_IF_ERROR(seconds(&o.heartbeat_timeout));
     else if (flag == "--connect-timeout") DS_RETURN_IF_ERROR(seconds(&o.connect_timeout));
+    else if (flag == "--join-timeout") DS_RETURN_IF_ERROR(seconds(&o.join_timeout));
     else return Status::InvalidArgument(fmt::format("unknown option '{}'", flag));
   }
   if (o.coordinator.empty()) return Status::InvalidArgument("--coordinator is required");

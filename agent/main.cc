@@ -24,6 +24,9 @@
 //                            job's elastic.heartbeat_interval)
 //   --heartbeat-timeout S    coordinator silent this long = lost (default 5s)
 //   --connect-timeout S      connect + handshake deadline (default 10s)
+//   --join-timeout S         keep trying a coordinator that does not answer
+//                            yet, once a second, until then (the per-node
+//                            form: node 0 may start last; default: no retry)
 //   --step-nodes I=HOST,...  (srun, mpirun: one command line starts the agents
 //                            of several nodes) the nodes of this step, each
 //                            with its node index; replaces --node-index/--host
@@ -43,10 +46,10 @@
 // gives a process on mpirun's own node a stdin that never ends.
 //
 // Exit codes (ds::AgentExit in agent/agent.h): 0 the coordinator said
-// Shutdown; 2 bad command line or no secret; 3 could not connect or
-// authenticate; 4 lost the coordinator (connection closed or heartbeats
-// stopped; its workers were killed first); 128+S after signal S
-// (SIGTERM/SIGINT/SIGHUP: workers are stopped first).
+// Shutdown; 2 bad command line or no secret; 3 could not connect; 4 lost the
+// coordinator (connection closed or heartbeats stopped; its workers were
+// killed first); 5 the coordinator refused the key (a wrong job secret);
+// 128+S after signal S (SIGTERM/SIGINT/SIGHUP: workers are stopped first).
 #include <iostream>
 #include <string>
 #include <vector>

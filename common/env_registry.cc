@@ -35,6 +35,7 @@ const std::vector<EnvParam> kParams = {
     {"DSLAUNCH_CONNECT_TIMEOUT", T::kSeconds, kConnectTimeoutText.c_str(), S, "SSH connect timeout per host", kConnectTimeoutRange},
     {"DSLAUNCH_SSH_CONFIG", T::kString, "", S, "ssh config file read by the ssh spawner and check (default ~/.ssh/config)"},
     {"DSLAUNCH_SSH_STRICT_HOST_KEY_CHECKING", T::kString, "accept-new", S, "host key policy: yes, accept-new (add unknown hosts) or no (warns on every connection)"},
+    {"DSLAUNCH_SECRET_FILE", T::kString, "", S, "the per-node form (--node_rank): a file (mode 0600, yours) whose first line is the job secret every node shares"},
     {"DSLAUNCH_DEFAULT_HOSTFILE", T::kString, "/job/hostfile", S, "hostfile used when --hostfile is not given and this file exists (DeepSpeed's default path)"},
     {"DSLAUNCH_STDIN_LIFELINE", T::kBool, "0", S, "stop the job when stdin closes, as Ctrl-C would (dslaunch cluster run sets it in the controller)"},
     {"DSLAUNCH_CLUSTER_DIR", T::kString, "", S, "dslaunch cluster: folder of the clusters' state, keys and compose files (default /var/lib/dslaunch/clusters as root)"},

@@ -12,6 +12,7 @@
 #include "launcher/cmd/dry_run.h"
 #include "launcher/report/exit_status.h"
 #include "launcher/cmd/preflight.h"
+#include "launcher/cmd/per_node.h"
 #include "launcher/cmd/plan_from_cli.h"
 #include "launcher/cmd/run.h"
 
@@ -79,8 +80,13 @@ int CmdRun(const Args& args) {
     return kExitSuccess;
   }
   for (const std::string& line : cli->notices) std::cerr << "dslaunch: " << line << "\n";
+  const MachineFacts local = DetectLocalMachine();
+  Result<std::optional<PerNodeLaunch>> per_node = ResolvePerNode(*cli, local.env);
+  if (!per_node.ok()) return Usage(per_node.status());
+  const PerNodeLaunch* pn = *per_node ? &**per_node : nullptr;
+  if (pn && pn->node_rank > 0 && !cli->dry_run) return ExitCode(ExecPerNodeAgent(*pn, *cli));
   PlanNotes notes;
-  Result<LaunchPlan> plan = PlanFromCli(*cli, DetectLocalMachine(), &notes);
+  Result<LaunchPlan> plan = PlanFromCli(*cli, local, &notes, nullptr, pn ? pn->nnodes : 0);
   if (!plan.ok()) return Usage(plan.status());
   for (const std::string& line : notes.notices) std::cerr << "dslaunch: " << line << "\n";
   if (cli->dry_run) {
@@ -91,7 +97,11 @@ int CmdRun(const Args& args) {
     std::cout << FormatDryRun(*plan, opts);
     return kExitSuccess;
   }
-  return ExitCode(RunJob(*plan, *cli));
+  if (pn)
+    std::cerr << "dslaunch: node 0 of " << pn->nnodes << " (" << pn->source << "): the other nodes join at " << pn->addr
+              << ":" << pn->port << (pn->insecure ? " (no DSLAUNCH_SECRET_FILE: anyone who reaches it can join)" : "")
+              << "\n";
+  return ExitCode(RunJob(*plan, *cli, pn));
 }
 
 int CmdEnv(const Args& args) {

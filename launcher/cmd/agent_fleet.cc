@@ -17,8 +17,9 @@ constexpr double kMaxRejoinDelay = 30.0;
 }  // namespace
 
 AgentFleet::AgentFleet(asio::io_context& io, Coordinator& coord, Spawner& spawner, std::vector<AgentSpec> specs,
-                       std::function<void(const std::string&)> notice)
+                       std::function<void(const std::string&)> notice, std::string fixed_token)
     : io_(io), coord_(coord), spawner_(spawner), specs_(std::move(specs)), notice_(std::move(notice)),
+      fixed_token_(std::move(fixed_token)),
       members_(specs_.size()),
       rejoin_timer_(io), drain_timer_(io) {}
 
@@ -29,7 +30,7 @@ AgentFleet::~AgentFleet() {
 void AgentFleet::Start() {
   std::vector<int> nodes;
   for (const AgentSpec& s : specs_) nodes.push_back(s.node_index);
-  const std::string token = coord_.EnrollAgents(nodes);  // the agents' key; the secret stays here
+  const std::string token = coord_.EnrollAgents(nodes, fixed_token_);  // the agents' key; the secret stays here
   for (AgentSpec& s : specs_) s.stdin_payload = token;
   auto started = spawner_.Start(specs_);
   for (size_t i = 0; i < started.size(); ++i) {
@@ -105,7 +106,7 @@ void AgentFleet::TryRejoins() {
     it->second = now + Seconds(backoff_s_[node]);
     if (rejoin_thread_.joinable()) rejoin_thread_.join();
     AgentSpec spec = specs_[node];
-    spec.stdin_payload = coord_.EnrollAgents({node});  // the first token is spent
+    spec.stdin_payload = coord_.EnrollAgents({node}, fixed_token_);  // the first token is spent
     rejoin_thread_ = std::thread([this, node, spec] {
       auto started = std::make_shared<Result<std::unique_ptr<AgentHandle>>>(std::move(spawner_.Start({spec})[0]));
       asio::post(io_, [this, node, started] { Rejoined(node, std::move(*started)); });
@@ -140,7 +141,10 @@ bool AgentFleet::AnyRunning() const {
                      [](const Member& m) { return m.handle && !m.lost && m.handle->Running(); });
 }
 
-void AgentFleet::MarkLost(int node) { members_[node].lost = true; }
+void AgentFleet::MarkLost(int node) {
+  members_[node].lost = true;
+  if (!fixed_token_.empty()) coord_.EnrollAgents({node}, fixed_token_);  // its node may start a new agent
+}
 
 void AgentFleet::Drain(Clock::duration grace) {
   draining_ = true;

@@ -26,8 +26,11 @@ class AgentFleet {
  public:
   // `coord` and `spawner` must outlive the fleet; `specs` are by node index;
   // `notice` shows the user a line (a rejoin attempt that failed).
+  // `fixed_token` (the per-node form's derived key) replaces the fresh token
+  // of every start, and a lost node is enrolled with it again (its node
+  // starts its own new agent).
   AgentFleet(asio::io_context& io, Coordinator& coord, Spawner& spawner, std::vector<AgentSpec> specs,
-             std::function<void(const std::string&)> notice);
+             std::function<void(const std::string&)> notice, std::string fixed_token = "");
   ~AgentFleet();  // joins a rejoin attempt still running
 
   // Starts every agent (in parallel, through the spawner) with a fresh agent
@@ -65,6 +68,7 @@ class AgentFleet {
   Spawner& spawner_;
   std::vector<AgentSpec> specs_;
   std::function<void(const std::string&)> notice_;
+  std::string fixed_token_;
   std::vector<Member> members_;  // by node index
   // elastic.rejoin: when each lost node is tried next, and its backoff.
   std::map<int, Clock::time_point> next_try_;

@@ -56,6 +56,13 @@ struct CliOptions {
   std::string launcher = "auto";     // --launcher: auto | local | ssh | pdsh (any case; lower-cased)
   std::vector<std::string> launcher_args;  // --launcher_args "ARGS", split like a shell: pdsh only
   bool force_multi = false;          // --force_multi: auto means ssh even for this machine alone
+  // The per-node form (torchrun's; DeepSpeed's --no_ssh): every node runs
+  // the same dslaunch; launcher/cmd/per_node.h resolves these with the
+  // environment (PET_*, MASTER_ADDR/MASTER_PORT/WORLD_SIZE/RANK).
+  int node_rank = -1;                // --node_rank/--node-rank R; -1 = not given
+  bool no_ssh = false;               // --no_ssh/--no-ssh (DeepSpeed): the per-node form
+  std::string rdzv_endpoint;         // --rdzv-endpoint HOST:PORT: node 0's dslaunch (per-node form)
+  bool insecure = false;             // --insecure: per-node form without DSLAUNCH_SECRET_FILE off loopback
   std::string master_addr;           // --master_addr; "" = node rank 0's routable address
   int master_port = 0;               // --master_port; 0 = reserved per generation at launch
   std::string log_dir;               // --log-dir / --enable_each_rank_log: per-rank log files; "" = none

@@ -240,8 +240,21 @@ void DeclareCompatOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
   Ignored(app, "--rdzv-backend,--rdzv_backend", "--rdzv-backend", rdzv, raw, g);
   Ignored(app, "--rdzv-id,--rdzv_id", "--rdzv-id", rdzv, raw, g);
   Ignored(app, "--rdzv-conf,--rdzv_conf", "--rdzv-conf", rdzv, raw, g);
-  Ignored(app, "--rdzv-endpoint,--rdzv_endpoint", "--rdzv-endpoint",
-          rdzv + "; MASTER_ADDR/MASTER_PORT come from --master_addr/--master_port", raw, g);
+  app.add_option("--rdzv-endpoint,--rdzv_endpoint", raw.rdzv_endpoint,
+                 "with --node_rank (the per-node form): node 0's dslaunch, HOST:PORT (like --master_addr "
+                 "and --master_port); otherwise ignored")
+      ->type_name("HOST:PORT")
+      ->group(g);
+  app.add_option("--node_rank,--node-rank", raw.node_rank,
+                 "the per-node form: this node's rank; every node runs the same command, node 0 runs the "
+                 "job (docs/per-node.md)")
+      ->type_name("R")
+      ->group(g);
+  app.add_flag("--no_ssh,--no-ssh", o.no_ssh, "the per-node form (DeepSpeed's name): needs --node_rank")->group(g);
+  app.add_flag("--insecure", o.insecure,
+               "the per-node form without DSLAUNCH_SECRET_FILE on a non-loopback address: anyone who can "
+               "reach node 0 can join")
+      ->group(g);
   Ignored(app, "--role", "--role", "every worker of a dslaunch job has the same role", raw, g);
   Ignored(app, "--start-method,--start_method", "--start-method",
           "workers are always separate processes started by the node's agent", raw, g);
@@ -282,6 +295,17 @@ Status ApplyRaw(const RawOptions& raw, const std::vector<std::string>& given, Cl
                                                   raw.max_restarts, 0, 1 << 20));
   }
   if (!raw.num_nodes.empty()) DS_RETURN_IF_ERROR(ApplyNumNodes(raw.num_nodes, given, o));
+  if (!raw.node_rank.empty()) {
+    DS_ASSIGN_OR_RETURN(o.node_rank, IntOption(Spelled(given, {"--node_rank", "--node-rank"}), raw.node_rank, 0,
+                                               kMaxWorldSize - 1));
+  }
+  std::vector<std::pair<std::string, std::string>> ignored = raw.ignored;
+  if (!raw.rdzv_endpoint.empty()) {
+    if (o.node_rank >= 0 || o.no_ssh) o.rdzv_endpoint = raw.rdzv_endpoint;
+    else ignored.emplace_back("--rdzv-endpoint " + Shown(raw.rdzv_endpoint),
+                              "dslaunch runs its own rendezvous: the coordinator and its store; it names node 0 "
+                              "only in the per-node form, with --node_rank");
+  }
   DS_RETURN_IF_ERROR(ApplyElasticBounds(raw, given, o));
   if (!raw.num_gpus.empty()) DS_RETURN_IF_ERROR(ApplyNprocPerNode(raw.num_gpus, given, o));
   std::vector<std::string> launcher_args;
@@ -294,13 +318,13 @@ Status ApplyRaw(const RawOptions& raw, const std::vector<std::string>& given, Cl
   if (!o.bind_core_list.empty()) o.bind_cores = true;
   if (o.module && o.no_python)
     return Status::InvalidArgument("-m/--module and --no-python: give one of them (a module always runs under python)");
-  if (!raw.ignored.empty()) {  // one line: "ignoring --redirects 1, --tee 3 (why); --role x (why)"
+  if (!ignored.empty()) {  // one line: "ignoring --redirects 1, --tee 3 (why); --role x (why)"
     std::string line = "ignoring ";
-    for (size_t i = 0; i < raw.ignored.size(); ++i) {
-      const auto& [flag, why] = raw.ignored[i];
+    for (size_t i = 0; i < ignored.size(); ++i) {
+      const auto& [flag, why] = ignored[i];
       line += flag;
-      const bool last_with_why = i + 1 == raw.ignored.size() || raw.ignored[i + 1].second != why;
-      line += last_with_why ? " (" + why + ")" + (i + 1 < raw.ignored.size() ? "; " : "") : ", ";
+      const bool last_with_why = i + 1 == ignored.size() || ignored[i + 1].second != why;
+      line += last_with_why ? " (" + why + ")" + (i + 1 < ignored.size() ? "; " : "") : ", ";
     }
     o.notices.push_back(line);
   }

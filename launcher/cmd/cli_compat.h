@@ -33,6 +33,8 @@ struct RawOptions {
   std::string launcher_args;
   std::string local_ranks_filter;
   std::string each_rank_log;      // --enable_each_rank_log DIR
+  std::string node_rank;          // --node_rank R (the per-node launch form)
+  std::string rdzv_endpoint;      // --rdzv-endpoint HOST:PORT
   std::vector<std::pair<std::string, std::string>> ignored;  // {"--tee 3", why}, one per ignored flag given
 };
 

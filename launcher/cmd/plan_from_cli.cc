@@ -152,15 +152,26 @@ bool UseSlurmAllocation(const CliOptions& cli, const MachineFacts& local) {
 }
 
 Result<LaunchPlan> PlanFromCli(const CliOptions& cli, const MachineFacts& local, PlanNotes* notes_out,
-                               const CommandOutput& run) {
+                               const CommandOutput& run, int per_node_nodes) {
   PlanNotes notes;
   DS_ASSIGN_OR_RETURN(JobSpec job, JobFromCli(cli));
   DS_RETURN_IF_ERROR(ResolveWorkerSettings(job, local));
-  const bool slurm = UseSlurmAllocation(cli, local);
-  const std::string path = slurm ? kSlurmNodelist : HostfilePath(cli, &notes.hostfile_source);
+  const bool slurm = per_node_nodes == 0 && UseSlurmAllocation(cli, local);
+  const std::string path =
+      slurm ? kSlurmNodelist : per_node_nodes > 0 ? "" : HostfilePath(cli, &notes.hostfile_source);
   Hostfile hostfile;
   bool use_gpus = local.gpus > 0;
-  if (slurm) {
+  if (per_node_nodes > 0) {
+    notes.hostfile_source = "the per-node form";
+    job.network.master_port = 0;  // --master_port is the rendezvous (node 0's coordinator), not the workers' store
+    DS_ASSIGN_OR_RETURN(Hostfile self, LocalHosts(cli, local, job, use_gpus));
+    for (int i = 0; i < per_node_nodes; ++i) {
+      HostEntry h = self.hosts[0];
+      h.name = "node" + std::to_string(i);
+      h.line = i + 1;
+      hostfile.hosts.push_back(std::move(h));
+    }
+  } else if (slurm) {
     notes.hostfile_source = "the Slurm allocation";
     DS_ASSIGN_OR_RETURN(hostfile, SlurmHostfile(SlurmEnvFrom(local.env), run ? run : RunCommandForOutput));
   } else if (!path.empty()) {

@@ -77,7 +77,10 @@ bool UseSlurmAllocation(const CliOptions& cli, const MachineFacts& local);
 // pick GPUs-else-cores / GPUs (error without any) / cores. GPUs are assigned
 // (CUDA_VISIBLE_DEVICES) when this machine has GPUs, except for cpu.
 // `notes` (may be null) receives where the hosts came from and the notices.
+// In the per-node form (`per_node_nodes` > 0, launcher/cmd/per_node.h) the
+// hosts are node0..node<N-1>, each with this machine's slots (every node
+// runs the same command, as with torchrun).
 Result<LaunchPlan> PlanFromCli(const CliOptions& cli, const MachineFacts& local, PlanNotes* notes = nullptr,
-                               const CommandOutput& run = nullptr);
+                               const CommandOutput& run = nullptr, int per_node_nodes = 0);
 
 }  // namespace ds

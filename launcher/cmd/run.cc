@@ -24,6 +24,7 @@
 #include "launcher/coordinator/coordinator.h"
 #include "launcher/report/job_summary.h"
 #include "launcher/report/terminal_writer.h"
+#include "launcher/spawn/per_node_spawner.h"
 #include "launcher/spawn/ssh/ssh_probe.h"
 
 namespace ds {
@@ -34,7 +35,8 @@ constexpr size_t kStderrQueueBytes = 1 << 20;
 // Everything decided before the first agent starts.
 struct Launch {
   LaunchPlan plan;
-  std::string launcher;  // "local", "ssh", "pdsh", "slurm" or "openmpi"
+  std::string launcher;  // "local", "ssh", "pdsh", "slurm", "openmpi" or "per-node"
+  const PerNodeLaunch* per_node = nullptr;  // the per-node form's node 0
   SshOptions ssh;
   std::unique_ptr<Spawner> spawner;
   CoordinatorOptions coord;
@@ -88,6 +90,15 @@ Result<CoordinatorOptions> CoordinatorOptionsFor(const Launch& l, const CliOptio
   co.stop_grace = cli.stop_grace;
   co.register_timeout = l.ssh.connect_timeout + 20.0;
   co.master_port = l.plan.job.network.master_port;
+  if (l.per_node) {  // every node derives the same id and key from the shared secret
+    co.job_id = l.per_node->job_id;
+    co.secret = l.per_node->secret;
+    co.listen_addr = "0.0.0.0";
+    co.listen_port = l.per_node->port;
+    co.advertise_host = l.per_node->addr;
+    co.register_timeout = kPerNodeJoinTimeout;
+    return co;
+  }
   if (l.launcher == "local") return co;
   co.listen_addr = "0.0.0.0";
   // Hostfile names may be ssh config aliases: route to their HostName (a
@@ -101,15 +112,16 @@ Result<CoordinatorOptions> CoordinatorOptionsFor(const Launch& l, const CliOptio
 
 // Decides the launcher, the SSH settings, the hosts of an elastic start and
 // the spawner. Errors are classified as run.h says.
-Result<Launch> PrepareLaunch(const LaunchPlan& plan_in, const CliOptions& cli) {
+Result<Launch> PrepareLaunch(const LaunchPlan& plan_in, const CliOptions& cli, const PerNodeLaunch* per_node) {
   Launch l{plan_in};
+  l.per_node = per_node;
   if (l.plan.nodes.empty()) return Status::InvalidArgument("the plan has no nodes");
   std::vector<std::string> argv =
       WorkerArgv(l.plan.job, SiblingBinary("dstrain", "runtime", EnvString("DSLAUNCH_DSTRAIN_PATH")));
   if (argv.empty()) return Status::InvalidArgument("nothing to run (no command and no trainer: section)");
-  l.launcher = ResolveLauncher(cli.launcher, l.plan, cli.force_multi);
+  l.launcher = per_node ? "per-node" : ResolveLauncher(cli.launcher, l.plan, cli.force_multi);
   auto ssh = SshOptionsForJob(l.plan.job, cli);
-  if (!ssh.ok() && l.launcher != "local") return Status::InvalidArgument(ssh.status().message());
+  if (!ssh.ok() && l.launcher != "local" && !per_node) return Status::InvalidArgument(ssh.status().message());
   if (ssh.ok()) l.ssh = *ssh;
   else l.ssh.connect_timeout = cli.connect_timeout;  // all that local agents use
   // Elastic start: decide the hosts before the coordinator (which holds the
@@ -119,7 +131,9 @@ Result<Launch> PrepareLaunch(const LaunchPlan& plan_in, const CliOptions& cli) {
   if (over_ssh && ElasticStartAllowed(l.plan)) DS_RETURN_IF_ERROR(NarrowToReachable(l.plan, l.ssh));
   for (const std::string& w : CheckpointWarnings(l.plan.job.checkpoint, static_cast<int>(l.plan.nodes.size())))
     std::cerr << "dslaunch: warning: " << w << "\n";
-  auto spawner = MakeSpawner(l.launcher, l.plan, l.ssh, cli.stop_grace, cli.launcher_args);
+  auto spawner = per_node ? Result<std::unique_ptr<Spawner>>(std::make_unique<PerNodeSpawner>(
+                               0, LocalSpawnerOptions{cli.stop_grace}))
+                         : MakeSpawner(l.launcher, l.plan, l.ssh, cli.stop_grace, cli.launcher_args);
   if (!spawner.ok()) return Status::InvalidArgument(spawner.status().message());
   l.spawner = std::move(spawner).value();
   DS_ASSIGN_OR_RETURN(l.coord, CoordinatorOptionsFor(l, cli, std::move(argv)));
@@ -163,7 +177,8 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, Termi
   };
   Coordinator coord(io, l.plan, l.coord, record);
   if (Status st = coord.Listen(); !st.ok()) return Status::Unavailable(st.message());
-  AgentFleet fleet(io, coord, *l.spawner, AgentSpecs(l, cli, coord.address()), l.coord.notice);
+  AgentFleet fleet(io, coord, *l.spawner, AgentSpecs(l, cli, coord.address()), l.coord.notice,
+                   l.per_node ? l.per_node->agent_token : "");
   fleet_ptr = &fleet;
 
   asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
@@ -219,7 +234,7 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, Termi
 
 }  // namespace
 
-Result<int> RunJob(const LaunchPlan& plan, const CliOptions& cli) {
+Result<int> RunJob(const LaunchPlan& plan, const CliOptions& cli, const PerNodeLaunch* per_node) {
   // A closed stdout (`dslaunch ... | head`) must not kill the launcher and,
   // through the lost coordinator, the job: writes just fail.
   ::signal(SIGPIPE, SIG_IGN);
@@ -230,7 +245,7 @@ Result<int> RunJob(const LaunchPlan& plan, const CliOptions& cli) {
   if (cli.save_pid) {
     DS_ASSIGN_OR_RETURN(pid_file, PidFile::Create(PidFile::DefaultPath(), ::getpid()));
   }
-  DS_ASSIGN_OR_RETURN(Launch l, PrepareLaunch(plan, cli));
+  DS_ASSIGN_OR_RETURN(Launch l, PrepareLaunch(plan, cli, per_node));
   const bool tty = ::isatty(STDOUT_FILENO) != 0;
   LogMuxOptions mux_options{l.plan.job.log_dir, cli.color, stdout, tty};
   mux_options.terminal_local_ranks = cli.local_ranks_filter;

@@ -8,6 +8,7 @@
 
 #include "common/status.h"
 #include "launcher/cmd/cli.h"
+#include "launcher/cmd/per_node.h"
 #include "launcher/config/plan.h"
 
 namespace ds {
@@ -17,6 +18,9 @@ namespace ds {
 // (env files, nothing to run, a launcher this build lacks, an unusable log
 // directory), Unavailable for a launch failure (unreachable hosts, no route
 // to the first host, the coordinator cannot listen).
-Result<int> RunJob(const LaunchPlan& plan, const CliOptions& cli);
+// With `per_node` (its node rank 0): the per-node form's node 0, whose
+// coordinator listens on the rendezvous port for the other nodes' agents
+// (launcher/cmd/per_node.h).
+Result<int> RunJob(const LaunchPlan& plan, const CliOptions& cli, const PerNodeLaunch* per_node = nullptr);
 
 }  // namespace ds

@@ -241,8 +241,8 @@ void Coordinator::OnAgentFrame(const std::shared_ptr<Pending>& p, const Frame& f
   if (token != agent_tokens_.end() && token->second == p->key) agent_tokens_.erase(token);
 }
 
-std::string Coordinator::EnrollAgents(const std::vector<int>& nodes) {
-  std::string token = RandomHex(32);
+std::string Coordinator::EnrollAgents(const std::vector<int>& nodes, std::string token) {
+  if (token.empty()) token = RandomHex(32);
   for (int node : nodes) agent_tokens_[node] = token;
   return token;
 }

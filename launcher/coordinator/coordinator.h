@@ -60,11 +60,12 @@ class Coordinator {
   // Runs (posted to the io_context) once the job is over and every agent was
   // told to shut down; the listener is closed by then.
   void OnDone(std::function<void()> cb) { on_done_ = std::move(cb); }
-  // A fresh agent token for `nodes`: the key their agents authenticate with
-  // (HMAC) instead of the job secret, which never leaves dslaunch. It
-  // registers each of these nodes once and is spent then; a newer token for
-  // a node replaces an older one.
-  std::string EnrollAgents(const std::vector<int>& nodes);
+  // A fresh agent token for `nodes` (or `token` when given: the per-node
+  // form's, derived from the shared secret): the key their agents
+  // authenticate with (HMAC) instead of the job secret, which never leaves
+  // dslaunch. It registers each of these nodes once and is spent then; a
+  // newer token for a node replaces an older one.
+  std::string EnrollAgents(const std::vector<int>& nodes, std::string token = "");
   const JobControl& control() const { return control_; }
   CoordState state() const { return control_.state(); }
   // Connections closed on accept because max_unauthenticated were pending.

@@ -163,11 +163,10 @@ TEST_CASE("cli compat: torchrun's flags that do not apply are accepted with one 
         "ignoring --redirects 1, --tee 3 (every rank's lines reach this terminal prefixed host:rank; --log-dir DIR "
         "writes a file per rank); --monitor-interval 5 (dslaunch is told when a worker exits, it does not poll); "
         "--rdzv-backend c10d, --rdzv-id 7, --rdzv-conf a=b (dslaunch runs its own rendezvous: the coordinator and "
-        "its store); --rdzv-endpoint h:29400 (dslaunch runs its own rendezvous: the coordinator and its store; "
-        "MASTER_ADDR/MASTER_PORT come from --master_addr/--master_port); --role trainer (every worker of a "
-        "dslaunch job has the same role); --start-method spawn (workers are always separate processes started by "
-        "the node's agent); --standalone (without a hostfile the job already runs on this machine with its own "
-        "rendezvous)");
+        "its store); --role trainer (every worker of a dslaunch job has the same role); --start-method spawn "
+        "(workers are always separate processes started by the node's agent); --standalone (without a hostfile the "
+        "job already runs on this machine with its own rendezvous); --rdzv-endpoint h:29400 (dslaunch runs its own "
+        "rendezvous: the coordinator and its store; it names node 0 only in the per-node form, with --node_rank)");
   CHECK(Parse({"--monitor_interval", "1", "x.yaml"}).notices ==
         Argv{"ignoring --monitor-interval 1 (dslaunch is told when a worker exits, it does not poll)"});
   CHECK(Parse({"x.yaml"}).notices.empty());

@@ -1,0 +1,160 @@
+#include "launcher/cmd/per_node.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "common/duration.h"
+#include "common/hmac_auth.h"
+#include "common/strings.h"
+#include "common/subprocess.h"
+#include "launcher/cmd/plan_from_cli.h"
+#include "launcher/cmd/spawner_choice.h"
+
+namespace ds {
+namespace {
+
+std::optional<std::string> Get(const EnvPairs& env, const std::string& name) {
+  for (const auto& [k, v] : env)
+    if (k == name && !v.empty()) return v;
+  return std::nullopt;
+}
+
+Result<int> Number(const std::string& what, const std::string& text, int lo, int hi) {
+  auto v = ParseInt(text);
+  if (!v || *v < lo || *v > hi)
+    return Status::InvalidArgument(
+        fmt::format("{}: expected an integer between {} and {}, got '{}'", what, lo, hi, text));
+  return static_cast<int>(*v);
+}
+
+bool IsLoopback(const std::string& addr) {
+  return addr == "localhost" || addr == "::1" || StartsWith(addr, "127.");
+}
+
+std::string Derive(const std::string& secret, const std::string& what) {
+  const std::string s = what;
+  return HexEncode(HmacSha256(secret, Bytes(s.begin(), s.end())));
+}
+
+}  // namespace
+
+Result<std::string> ReadSecretFile(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+    return Status::InvalidArgument(fmt::format("DSLAUNCH_SECRET_FILE={}: not a readable file", path));
+  if (st.st_uid != ::geteuid())
+    return Status::PermissionDenied(fmt::format("DSLAUNCH_SECRET_FILE={}: owned by uid {}, not by you", path, st.st_uid));
+  if (st.st_mode & 077)
+    return Status::PermissionDenied(fmt::format(
+        "DSLAUNCH_SECRET_FILE={}: mode {:o} lets others read or change it; chmod 600 it", path, st.st_mode & 0777));
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  std::string secret(Trim(line));
+  if (secret.size() < 16)
+    return Status::InvalidArgument(fmt::format(
+        "DSLAUNCH_SECRET_FILE={}: expected a secret of at least 16 characters on its first line (e.g. openssl "
+        "rand -hex 32)", path));
+  return secret;
+}
+
+Result<std::optional<PerNodeLaunch>> ResolvePerNode(const CliOptions& cli, const EnvPairs& env) {
+  PerNodeLaunch p;
+  if (cli.node_rank >= 0 || cli.no_ssh) {
+    p.source = cli.node_rank >= 0 ? "--node_rank" : "--no_ssh";
+    if (cli.node_rank < 0) return Status::InvalidArgument("--no_ssh: needs --node_rank R (this node's rank)");
+    if (cli.elastic_max_nodes > 0)
+      return Status::InvalidArgument("--node_rank: expected a fixed --nnodes N, not MIN:MAX");
+    if (cli.selection.num_nodes <= 0)
+      return Status::InvalidArgument("--node_rank: needs --nnodes N (how many nodes run this command)");
+    p.nnodes = cli.selection.num_nodes;
+    p.node_rank = cli.node_rank;
+    p.addr = cli.master_addr;
+    p.port = cli.master_port > 0 ? cli.master_port : kDefaultRendezvousPort;
+    if (!cli.rdzv_endpoint.empty()) {
+      const size_t colon = cli.rdzv_endpoint.rfind(':');
+      p.addr = cli.rdzv_endpoint.substr(0, colon);
+      if (colon != std::string::npos) {
+        DS_ASSIGN_OR_RETURN(p.port, Number("--rdzv-endpoint", cli.rdzv_endpoint.substr(colon + 1), 1, 65535));
+      }
+    }
+    if (p.addr.empty())
+      return Status::InvalidArgument("--node_rank: needs node 0's address (--master_addr or --rdzv-endpoint HOST:PORT)");
+  } else if (Get(env, "PET_NODE_RANK") && Get(env, "PET_NNODES")) {
+    p.source = "PET_NNODES/PET_NODE_RANK";
+    DS_ASSIGN_OR_RETURN(p.nnodes, Number("PET_NNODES", *Get(env, "PET_NNODES"), 1, 1 << 20));
+    DS_ASSIGN_OR_RETURN(p.node_rank, Number("PET_NODE_RANK", *Get(env, "PET_NODE_RANK"), 0, (1 << 20) - 1));
+    p.addr = Get(env, "PET_MASTER_ADDR").value_or(Get(env, "MASTER_ADDR").value_or(""));
+    if (auto port = Get(env, "PET_MASTER_PORT").value_or(Get(env, "MASTER_PORT").value_or("")); !port.empty()) {
+      DS_ASSIGN_OR_RETURN(p.port, Number("PET_MASTER_PORT", port, 1, 65535));
+    }
+    if (p.addr.empty()) return Status::InvalidArgument("PET_NODE_RANK is set but neither PET_MASTER_ADDR nor MASTER_ADDR");
+  } else if (Get(env, "MASTER_ADDR") && Get(env, "MASTER_PORT") && Get(env, "WORLD_SIZE") && Get(env, "RANK") &&
+             !Get(env, "TORCHELASTIC_RUN_ID") && cli.hostfile.empty()) {
+    p.source = "MASTER_ADDR/MASTER_PORT/WORLD_SIZE/RANK";
+    DS_ASSIGN_OR_RETURN(p.nnodes, Number("WORLD_SIZE (nodes)", *Get(env, "WORLD_SIZE"), 1, 1 << 20));
+    DS_ASSIGN_OR_RETURN(p.node_rank, Number("RANK (this node)", *Get(env, "RANK"), 0, (1 << 20) - 1));
+    p.addr = *Get(env, "MASTER_ADDR");
+    DS_ASSIGN_OR_RETURN(p.port, Number("MASTER_PORT", *Get(env, "MASTER_PORT"), 1, 65535));
+  } else {
+    return std::optional<PerNodeLaunch>();
+  }
+  if (p.node_rank >= p.nnodes)
+    return Status::InvalidArgument(fmt::format("{}: node rank {} is not below the node count {}", p.source,
+                                               p.node_rank, p.nnodes));
+  if (auto file = Get(env, "DSLAUNCH_SECRET_FILE")) {
+    DS_ASSIGN_OR_RETURN(p.secret, ReadSecretFile(*file));
+  } else if (IsLoopback(p.addr) || cli.insecure) {
+    p.insecure = true;
+    p.secret = "dslaunch per-node insecure";
+  } else {
+    return Status::PermissionDenied(fmt::format(
+        "the per-node form ({}) needs the job secret in DSLAUNCH_SECRET_FILE (the same file on every node, mode "
+        "0600) when node 0 ({}) is not on loopback; --insecure lets anyone who reaches {}:{} join",
+        p.source, p.addr, p.addr, p.port));
+  }
+  const std::string endpoint = fmt::format("{}:{}", p.addr, p.port);
+  // The id names the job (from the rendezvous only, so that a wrong secret
+  // fails the key check and says so); the agents' key needs the secret.
+  p.job_id = Derive("dslaunch per-node job", endpoint).substr(0, 12);
+  p.agent_token = Derive(p.secret, "dslaunch per-node agent " + p.job_id);
+  return std::optional<PerNodeLaunch>(std::move(p));
+}
+
+Status ExecPerNodeAgent(const PerNodeLaunch& p, const CliOptions& cli) {
+  DS_ASSIGN_OR_RETURN(JobSpec job, JobFromCli(cli));
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  auto ms = [](double s) { return fmt::format("{}ms", ToMillis(s)); };
+  const std::vector<std::string> argv = {
+      AgentPathFor(cli), "--coordinator", fmt::format("{}:{}", p.addr, p.port), "--node-index",
+      std::to_string(p.node_rank), "--job-id", p.job_id, "--host", host,
+      "--heartbeat-interval", ms(job.elastic.heartbeat_interval), "--heartbeat-timeout", ms(job.elastic.heartbeat_timeout),
+      "--connect-timeout", ms(cli.connect_timeout), "--join-timeout", ms(kPerNodeJoinTimeout)};
+  // The key on a pipe the agent reads once (DSLAUNCH_SECRET_FD): never argv or the environment.
+  int fds[2];
+  if (::pipe(fds) != 0) return Status::IOError(std::string("pipe: ") + std::strerror(errno));
+  const std::string line = p.agent_token + "\n";
+  if (::write(fds[1], line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+    return Status::IOError(std::string("pipe: ") + std::strerror(errno));
+  ::close(fds[1]);
+  ::setenv("DSLAUNCH_SECRET_FD", std::to_string(fds[0]).c_str(), 1);
+  std::fprintf(stderr, "dslaunch: node %d of %d (%s): joining node 0 at %s:%d as this node's agent\n", p.node_rank,
+               p.nnodes, p.source.c_str(), p.addr.c_str(), p.port);
+  std::fflush(stderr);
+  const CStringArray args(argv);
+  ::execv(args.data()[0], args.data());
+  const int err = errno;
+  ::close(fds[0]);
+  return Status::NotFound(fmt::format("cannot run dsagent at {}: {}", argv[0], std::strerror(err)));
+}
+
+}  // namespace ds

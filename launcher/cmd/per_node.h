@@ -1,0 +1,66 @@
+// The per-node launch form (torchrun's model; DeepSpeed's --no_ssh; every
+// pod of a Kubeflow PyTorchJob): every node runs the same dslaunch command.
+// Node rank 0 runs the coordinator (on the rendezvous port) and its own
+// agent; every other node runs only its agent, which registers with node 0
+// and is told what to run (docs/per-node.md).
+//
+// Asked for by, highest first:
+//   --node_rank R (or --no_ssh) with --nnodes N and --master_addr/--master_port
+//     or --rdzv-endpoint HOST:PORT;
+//   PET_NNODES, PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT (torchrun's
+//     variables, as Kubeflow's PyTorchJob sets them);
+//   MASTER_ADDR, MASTER_PORT, WORLD_SIZE (nodes), RANK (this node) when all
+//     four are set and this is not a dslaunch or torchrun worker (no
+//     TORCHELASTIC_RUN_ID) - PyTorchJob's plain form.
+// The job secret comes from DSLAUNCH_SECRET_FILE (a file of this user, mode
+// 0600; the same on every node), never the command line; without one only a
+// loopback rendezvous, or --insecure, is allowed. From the secret and the
+// rendezvous address every node derives the same job id and agent key.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+#include "launcher/cmd/cli.h"
+
+namespace ds {
+
+inline constexpr int kDefaultRendezvousPort = 29500;  // torchrun's and DeepSpeed's
+inline constexpr double kPerNodeJoinTimeout = 600.0;  // seconds for every node to join (torchrun's default)
+
+struct PerNodeLaunch {
+  int nnodes = 0;
+  int node_rank = 0;
+  std::string addr;        // node 0's rendezvous address
+  int port = kDefaultRendezvousPort;
+  std::string source;      // what asked for it: "--node_rank", "PET_* variables", ...
+  std::string secret;      // the shared job secret
+  bool insecure = false;   // no DSLAUNCH_SECRET_FILE
+  std::string job_id;      // derived: the same on every node
+  std::string agent_token; // derived: what every node's agent authenticates with
+};
+
+using EnvPairs = std::vector<std::pair<std::string, std::string>>;
+
+// nullopt when neither the command line nor `env` asks for the per-node
+// form. Reads DSLAUNCH_SECRET_FILE (from `env`) with ReadSecretFile. Errors
+// name the flag or variable and what was expected.
+Result<std::optional<PerNodeLaunch>> ResolvePerNode(const CliOptions& cli, const EnvPairs& env);
+
+// Node rank R > 0: becomes this node's dsagent (exec, same pid), which joins
+// node 0 within kPerNodeJoinTimeout (node 0 may start later) and runs what
+// it is told; its exit status is this command's (agent/main.cc: 0 when the
+// job ended, 4 when node 0 was lost, 5 when node 0 refused the secret). The
+// job's heartbeat settings come from the job file, as on node 0. Returns
+// only when the agent cannot be started.
+Status ExecPerNodeAgent(const PerNodeLaunch& p, const CliOptions& cli);
+
+// The first line of `path` if it is a regular file of this user that nobody
+// else may read or write (mode 0600 or stricter) and holds at least 16
+// characters; else an error saying which of these fails.
+Result<std::string> ReadSecretFile(const std::string& path);
+
+}  // namespace ds

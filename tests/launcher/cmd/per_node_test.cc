@@ -1,0 +1,101 @@
+#include "launcher/cmd/per_node.h"
+
+#include <catch2/catch.hpp>
+#include <sys/stat.h>
+
+#include "tests/test_util/files.h"
+#include "tests/test_util/temp_dir.h"
+
+namespace ds {
+namespace {
+
+CliOptions PerNodeCli(int rank) {
+  CliOptions c;
+  c.node_rank = rank;
+  c.selection.num_nodes = 3;
+  c.master_addr = "10.0.0.1";
+  return c;
+}
+
+TEST_CASE("per node: the command line's form, with the secret from a private file", "[unit]") {
+  testing::TempDir tmp("dsl-test-pernode");
+  const std::string secret = tmp.path() + "/secret";
+  testing::WriteFile(secret, "0123456789abcdef0123\n");
+  ::chmod(secret.c_str(), 0600);
+  auto p = ResolvePerNode(PerNodeCli(2), {{"DSLAUNCH_SECRET_FILE", secret}});
+  REQUIRE(p.ok());
+  REQUIRE(p->has_value());
+  CHECK((*p)->nnodes == 3);
+  CHECK((*p)->node_rank == 2);
+  CHECK((*p)->addr == "10.0.0.1");
+  CHECK((*p)->port == kDefaultRendezvousPort);
+  CHECK((*p)->secret == "0123456789abcdef0123");
+  CHECK_FALSE((*p)->insecure);
+  // Every node derives the same id and key; another secret, another key, same job.
+  auto q = ResolvePerNode(PerNodeCli(0), {{"DSLAUNCH_SECRET_FILE", secret}});
+  CHECK((*q)->job_id == (*p)->job_id);
+  CHECK((*q)->agent_token == (*p)->agent_token);
+  testing::WriteFile(secret, "another-secret-of-16+\n");
+  auto r = ResolvePerNode(PerNodeCli(0), {{"DSLAUNCH_SECRET_FILE", secret}});
+  CHECK((*r)->job_id == (*p)->job_id);
+  CHECK((*r)->agent_token != (*p)->agent_token);
+
+  ::chmod(secret.c_str(), 0640);
+  CHECK(ResolvePerNode(PerNodeCli(0), {{"DSLAUNCH_SECRET_FILE", secret}}).status().message() ==
+        "DSLAUNCH_SECRET_FILE=" + secret + ": mode 640 lets others read or change it; chmod 600 it");
+  testing::WriteFile(secret, "short\n");
+  ::chmod(secret.c_str(), 0600);
+  CHECK(ResolvePerNode(PerNodeCli(0), {{"DSLAUNCH_SECRET_FILE", secret}}).status().message().starts_with(
+      "DSLAUNCH_SECRET_FILE=" + secret + ": expected a secret of at least 16 characters"));
+}
+
+TEST_CASE("per node: without a secret only loopback or --insecure", "[unit]") {
+  CHECK(ResolvePerNode(PerNodeCli(0), {}).status().message() ==
+        "the per-node form (--node_rank) needs the job secret in DSLAUNCH_SECRET_FILE (the same file on every node, "
+        "mode 0600) when node 0 (10.0.0.1) is not on loopback; --insecure lets anyone who reaches 10.0.0.1:29500 "
+        "join");
+  CliOptions c = PerNodeCli(1);
+  c.insecure = true;
+  CHECK((*ResolvePerNode(c, {}))->insecure);
+  c = PerNodeCli(1);
+  c.master_addr = "";
+  c.rdzv_endpoint = "127.0.0.1:29411";
+  auto p = ResolvePerNode(c, {});
+  REQUIRE(p.ok());
+  CHECK((*p)->addr == "127.0.0.1");
+  CHECK((*p)->port == 29411);
+  CHECK((*p)->insecure);
+}
+
+TEST_CASE("per node: Kubeflow's variables ask for it; a dslaunch worker's do not", "[unit]") {
+  const EnvPairs pet = {{"PET_NNODES", "4"}, {"PET_NODE_RANK", "3"}, {"PET_MASTER_ADDR", "127.0.0.1"},
+                        {"PET_MASTER_PORT", "23456"}};
+  auto p = ResolvePerNode(CliOptions{}, pet);
+  REQUIRE(p.ok());
+  REQUIRE(p->has_value());
+  CHECK((*p)->nnodes == 4);
+  CHECK((*p)->node_rank == 3);
+  CHECK((*p)->port == 23456);
+  CHECK((*p)->source == "PET_NNODES/PET_NODE_RANK");
+  EnvPairs plain = {{"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "23456"}, {"WORLD_SIZE", "2"}, {"RANK", "1"}};
+  CHECK((*ResolvePerNode(CliOptions{}, plain))->node_rank == 1);
+  plain.emplace_back("TORCHELASTIC_RUN_ID", "abc");  // inside a dslaunch or torchrun worker: not for us
+  CHECK_FALSE(ResolvePerNode(CliOptions{}, plain)->has_value());
+  CHECK_FALSE(ResolvePerNode(CliOptions{}, {})->has_value());
+}
+
+TEST_CASE("per node: errors name the flag or variable", "[unit]") {
+  CliOptions c = PerNodeCli(3);
+  CHECK(ResolvePerNode(c, {}).status().message() == "--node_rank: node rank 3 is not below the node count 3");
+  c = PerNodeCli(0);
+  c.selection.num_nodes = 0;
+  CHECK(ResolvePerNode(c, {}).status().message() == "--node_rank: needs --nnodes N (how many nodes run this command)");
+  c = CliOptions{};
+  c.no_ssh = true;
+  CHECK(ResolvePerNode(c, {}).status().message() == "--no_ssh: needs --node_rank R (this node's rank)");
+  CHECK(ResolvePerNode(CliOptions{}, {{"PET_NNODES", "x"}, {"PET_NODE_RANK", "0"}}).status().message() ==
+        "PET_NNODES: expected an integer between 1 and 1048576, got 'x'");
+}
+
+}  // namespace
+}  // namespace ds
