@@ -89,7 +89,10 @@ expect 2 "--fanout: expected an integer between 1 and 1048576, got '-1'" -- --fa
 expect 2 "--nproc_per_node: expected an integer between 1 and 4096 without a hostfile (workers on this machine), got '100000'" -- \
   --nproc_per_node 100000 --dry-run -- true
 expect 2 "--nnodes: MIN (3) is more than MAX (2) in '3:2'" -- --nnodes 3:2 --dry-run -- true
-expect 2 "--launcher openmpi: not supported yet" -- --launcher openmpi --dry-run -- true
+expect 2 "--launcher mpich: not supported (its mpiexec (hydra) gives stdin to rank 0 only" -- --launcher mpich --dry-run -- true
+expect 0 "launcher openmpi" -- --launcher OpenMPI --dry-run -- true
+expect 2 "--node_rank: node rank 3 is not below the node count 3" -- --nnodes 3 --node_rank 3 --master_addr 127.0.0.1 --dry-run -- true
+expect 2 "DSLAUNCH_SECRET_FILE" -- --nnodes 2 --node_rank 0 --master_addr 10.9.9.9 --dry-run -- true
 expect 0 "launcher pdsh" -- --launcher PDSH --dry-run -- true
 # torchrun flags that do not apply: accepted, one notice line on stderr.
 expect 0 "dslaunch: ignoring --tee 3 (every rank's lines reach this terminal" -- --tee 3 --dry-run -- true
