@@ -9,6 +9,7 @@
 # read, is refused before anything starts; node 0 killed mid-job ends the
 # other nodes' dslaunch (exit 4) and leaves no process in any namespace.
 set -uo pipefail
+. "$(cd "$(dirname "$0")" && pwd)/netns_lib.sh"
 DSLAUNCH=$(readlink -f "$1")
 C=${DSLAUNCH_TEST_CLUSTER:?run me inside tests/cluster/with-cluster}
 work=$(mktemp -d /tmp/dsl-pernode.XXXXXX)
@@ -23,22 +24,7 @@ chmod 600 "$work/secret"
 PORT=29611
 ENVLINE='echo "R=$RANK W=$WORLD_SIZE N=$GROUP_RANK M=$MASTER_ADDR A=$(ip -4 -o addr show eth0 | sed -n "s/.* inet \([0-9.]*\).*/\1/p")"'
 
-leftovers() {
-  local i=0 ns sshd p n=0
-  for ns in "${NS[@]}"; do
-    sshd=$(cat "$C/pids/sshd-$i.pid")
-    for p in $(ip netns pids "$ns"); do
-      [ "$p" = "$sshd" ] && continue
-      n=$((n + 1)); ps -o pid=,cmd= -p "$p" >&2
-    done
-    i=$((i + 1))
-  done
-  echo $n
-}
-wait_for() {  # SECONDS COMMAND...: polls the command until it succeeds
-  local deadline=$(( $(date +%s) + $1 )); shift
-  until "$@"; do [ "$(date +%s)" -lt "$deadline" ] || return 1; sleep 0.1; done
-}
+keep_pids() { cat "$C/pids/sshd-$1.pid"; }
 # node I [ENV...] -- dslaunch args...: runs dslaunch in node I's namespace.
 node() {
   local i=$1; shift
@@ -103,14 +89,13 @@ p2=$!
 node 0 -- $(args 0) -- sh -c "touch $work/up-\$RANK; exec sleep 300" >"$work/k0.out" 2>&1 &
 p0=$!
 all_up() { [ "$(ls "$work"/up-* 2>/dev/null | wc -l)" -eq 6 ]; }
-none_left() { [ "$(leftovers 2>/dev/null)" -eq 0 ]; }
 if wait_for 60 all_up; then
   # Everything of node 0's namespace but its sshd: dslaunch, its agent, the workers.
   for p in $(ip netns pids "${NS[0]}"); do [ "$p" = "$(cat "$C/pids/sshd-0.pid")" ] || kill -9 "$p" 2>/dev/null; done
   wait $p1; r1=$?
   wait $p2; r2=$?
   [ $r1 -eq 4 ] && [ $r2 -eq 4 ] || fail "node 0 lost: expected exit 4 on nodes 1 and 2, got $r1 and $r2"
-  wait_for 30 none_left || { leftovers >/dev/null; fail "node 0 lost: processes left"; }
+  wait_for 30 no_leftovers || { leftovers >/dev/null; fail "node 0 lost: processes left"; }
 else
   cat "$work"/k?.out; fail "node 0 lost: the workers did not all start"
   kill $p0 $p1 $p2 2>/dev/null

@@ -9,6 +9,7 @@
 # node and the elastic job ends on the other two; scancel leaves no process
 # of the job in any namespace.
 set -uo pipefail
+. "$(cd "$(dirname "$0")" && pwd)/../cluster/netns_lib.sh"
 DSLAUNCH=$(readlink -f "$1")
 C=${DSLAUNCH_TEST_SLURM:?run me inside tests/slurm/with-slurm}
 N=${DSLAUNCH_TEST_CLUSTER:?}
@@ -23,26 +24,7 @@ mapfile -t NS < <(awk '{print $2}' "$C/nodes")
 ON0=("$BED" exec 0 --name "$name")  # a client command on node 0, SLURM_CONF set
 cd "$work"
 
-# Processes in our namespaces other than their sshd and slurmd.
-leftovers() {
-  local i=0 ns keep p n=0
-  for ns in "${NS[@]}"; do
-    keep=" $(cat "$N/pids/sshd-$i.pid" 2>/dev/null) $(cat "$C/slurmd-${NODE[$i]}.pid" 2>/dev/null) "
-    for p in $(ip netns pids "$ns"); do
-      [[ "$keep" == *" $p "* ]] && continue
-      n=$((n + 1)); ps -o pid=,cmd= -p "$p" >&2
-    done
-    i=$((i + 1))
-  done
-  echo $n
-}
-wait_no_leftovers() {  # SECONDS
-  local deadline=$(( $(date +%s) + $1 ))
-  while [ "$(leftovers 2>/dev/null)" != 0 ]; do
-    [ "$(date +%s)" -lt "$deadline" ] || { leftovers >/dev/null; return 1; }
-    sleep 0.2
-  done
-}
+keep_pids() { cat "$N/pids/sshd-$1.pid" "$C/slurmd-${NODE[$1]}.pid" 2>/dev/null | tr '\n' ' '; }
 wait_files() {  # COUNT GLOB SECONDS
   local deadline=$(( $(date +%s) + $3 ))
   while [ "$(compgen -G "$2" | wc -l)" -lt "$1" ]; do
@@ -75,7 +57,7 @@ timeout 120 "${ON0[@]}" salloc -N3 --ntasks-per-node=2 "$DSLAUNCH" -- sh -c '[ "
 rc=$?
 [ $rc -eq 7 ] || { cat "$work/exit.log"; fail "expected exit 7, got $rc"; }
 grep -q "rank 3" "$work/exit.log" || fail "the summary does not name rank 3"
-wait_no_leftovers 20 || fail "processes left after a failed job"
+wait_for 20 no_leftovers || { leftovers >/dev/null; fail "processes left after a failed job"; }
 
 echo "== a node fails mid-job: the elastic job ends on the other two"
 script='if [ "$TORCHELASTIC_RESTART_COUNT" -gt 0 ]; then echo "again R=$RANK W=$WORLD_SIZE"; exit 0; fi; touch '"$work"'/up-$RANK; exec sleep 120'
@@ -111,7 +93,7 @@ EOF
 job=$("${ON0[@]}" sbatch --parsable "$work/long.sbatch")
 if wait_files 6 "$work/up-*" 60; then
   "${ON0[@]}" scancel "$job"
-  wait_no_leftovers 30 || fail "scancel: processes of the job left in the namespaces"
+  wait_for 30 no_leftovers || { leftovers >/dev/null; fail "scancel: processes of the job left in the namespaces"; }
 else
   cat "$work/long.out"; fail "scancel: the workers did not all start"; "${ON0[@]}" scancel "$job"
 fi
