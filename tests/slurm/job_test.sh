@@ -6,8 +6,9 @@
 # allocation (the workers' env: nodes, slots from --ntasks-per-node, no
 # SLURM_PROCID of the agents' step); a failing rank's exit code through
 # salloc; a node whose slurmd and processes are killed mid-job is a lost
-# node and the elastic job ends on the other two; scancel leaves no process
-# of the job in any namespace.
+# node and the elastic job ends on the other two; an agent killed on a live
+# node comes back as a new one-node step (elastic.rejoin); scancel leaves no
+# process of the job in any namespace.
 set -uo pipefail
 . "$(cd "$(dirname "$0")" && pwd)/../cluster/netns_lib.sh"
 DSLAUNCH=$(readlink -f "$1")
@@ -82,6 +83,29 @@ until [ "$(sinfo -h -N -t idle -o %N | sort -u | wc -l)" -eq 3 ]; do
   [ "$(date +%s)" -lt "$deadline" ] || { sinfo -N >&2; fail "node 2 did not come back"; break; }
   sleep 0.2
 done
+
+echo "== an agent lost on a live node: a new one-node step brings the node back (elastic.rejoin)"
+rm -f "$work"/up-*
+cat >"$work/rejoin.yaml" <<EOF
+command: ["/bin/sh", "-c", "if [ \"\$TORCHELASTIC_RESTART_COUNT\" -gt 0 ]; then while [ ! -e $work/go ]; do sleep 0.1; done; exit 0; fi; touch $work/up-\$RANK; exec sleep 120"]
+elastic: {min_nodes: 1, max_restarts: 1, rejoin: true}
+EOF
+"${ON0[@]}" salloc -N3 --no-kill "$DSLAUNCH" "$work/rejoin.yaml" >"$work/rejoin.log" 2>&1 &
+pid=$!
+rejoined() { grep -q "${NODE[2]} rejoined" "$work/rejoin.log"; }
+if wait_files 3 "$work/up-*" 60; then
+  for p in $(ip netns pids "${NS[2]}"); do
+    [ "$(ps -o comm= -p "$p")" = dsagent ] && kill -9 "$p"
+  done
+  wait_for 60 rejoined || fail "rejoin: ${NODE[2]} did not come back through a new srun step"
+  touch "$work/go"
+  wait "$pid"; rc=$?
+  [ $rc -eq 0 ] || fail "rejoin: the job did not end well (exit $rc)"
+else
+  fail "rejoin: the workers did not all start"; kill "$pid"; wait "$pid"
+fi
+grep -E "restart|rejoin|lost" "$work/rejoin.log"
+wait_for 30 no_leftovers || { leftovers >/dev/null; fail "rejoin: processes left"; }
 
 echo "== scancel: nothing of the job is left on any node"
 rm -f "$work"/up-*
