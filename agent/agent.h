@@ -31,6 +31,7 @@ struct AgentOptions {
   std::vector<std::pair<int, std::string>> step_nodes;
   std::string step_identity;
   std::string secret_file;          // --secret-file PATH: where the token may be instead (ReadAgentSecret)
+  bool secret_via_pmi = false;      // --secret-via-pmi: MPICH's mpiexec started us (ReadAgentKey)
 };
 
 // Which of `step_nodes` this agent is, from the value of its step identity
@@ -59,6 +60,11 @@ std::string AgentUsage();
 // that never ends), else of DSLAUNCH_SECRET_FD if set, else of stdin; the fd
 // is closed afterwards. Error when there is none.
 Result<std::string> ReadAgentSecret(const std::string& secret_file = "");
+
+// The agent's key as `o` says: ReadAgentSecret, or with --secret-via-pmi
+// rank 0 (PMI_RANK) reads it so and shares it with the other ranks through
+// the PMI key-value space on PMI_FD (agent/pmi_token.h).
+Result<std::string> ReadAgentKey(const AgentOptions& o);
 
 // dsagent's process exit codes (documented for users in main.cc). Only
 // main.cc and RunAgent turn them into the process's status.

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "agent/agent.h"
+#include "agent/pmi_token.h"
 #include "common/env_registry.h"
 #include "common/strings.h"
 
@@ -45,6 +46,10 @@ Result<AgentOptions> ParseAgentArgs(const std::vector<std::string>& args) {
       o.node_index = static_cast<int>(*n);
     } else if (flag == "--secret-file") {
       o.secret_file = v;
+    } else if (flag == "--secret-via-pmi") {
+      if (v != "1")
+        return Status::InvalidArgument(fmt::format("--secret-via-pmi: expected 1, got '{}'", v));
+      o.secret_via_pmi = true;
     } else if (flag == "--step-identity") {
       o.step_identity = v;
     } else if (flag == "--step-nodes") {
@@ -153,6 +158,19 @@ Result<std::string> ReadAgentSecret(const std::string& secret_file) {
     return Status::InvalidArgument(fd == 0 ? "no job secret on stdin (expected one line)"
                                            : fmt::format("no job secret on fd {}", fd));
   return secret;
+}
+
+Result<std::string> ReadAgentKey(const AgentOptions& o) {
+  if (!o.secret_via_pmi) return ReadAgentSecret(o.secret_file);
+  auto rank = ParseInt(GetAnyEnv("PMI_RANK").value_or(""));
+  auto fd = ParseInt(GetAnyEnv("PMI_FD").value_or(""));
+  if (!rank || !fd || *rank < 0 || *fd < 0)
+    return Status::InvalidArgument("--secret-via-pmi: PMI_RANK and PMI_FD are not set (not started by MPICH's mpiexec)");
+  std::string mine;
+  if (*rank == 0) {
+    DS_ASSIGN_OR_RETURN(mine, ReadAgentSecret(o.secret_file));
+  }
+  return TokenThroughPmi(static_cast<int>(*fd), static_cast<int>(*rank), mine);
 }
 
 }  // namespace ds

@@ -31,6 +31,8 @@
 //                            of several nodes) the nodes of this step, each
 //                            with its node index; replaces --node-index/--host
 //   --secret-file PATH       where the token is, when this file exists (below)
+//   --secret-via-pmi 1       MPICH's mpiexec started us: rank 0 reads the
+//                            token and shares it through PMI (pmi_token.h)
 //   --step-identity VAR      the variable telling which of them this agent is:
 //                            a task rank (position in --step-nodes, e.g.
 //                            OMPI_COMM_WORLD_RANK) or a node name
@@ -71,7 +73,7 @@ int main(int argc, char** argv) {
     std::cerr << "dsagent: " << opts.status().message() << "\n" << ds::AgentUsage();
     return ds::ExitCode(ds::AgentExit::kUsage);
   }
-  auto secret = ds::ReadAgentSecret(opts->secret_file);
+  auto secret = ds::ReadAgentKey(*opts);
   if (!secret.ok()) {
     std::cerr << "dsagent: " << secret.status().message() << "\n";
     return ds::ExitCode(ds::AgentExit::kUsage);

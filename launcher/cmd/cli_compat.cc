@@ -38,13 +38,11 @@ std::string Lower(std::string s) {
 
 // DeepSpeed's other launchers: what each would use, and why we do not.
 const std::map<std::string, std::string> kUnsupportedLaunchers = {
-    {"mpich", "its mpiexec (hydra) gives stdin to rank 0 only, and the agents' key must not travel in argv or "
-              "the environment"},
     {"mvapich", "mpirun_rsh is not supported yet"},
     {"impi", "Intel MPI's mpirun is not supported yet"},
     {"jsrun", "jsrun is not supported yet"},
 };
-const std::vector<std::string> kLaunchers = {"auto", "local", "ssh", "pdsh", "slurm", "openmpi"};
+const std::vector<std::string> kLaunchers = {"auto", "local", "ssh", "pdsh", "slurm", "openmpi", "mpich"};
 
 Status ApplyLauncher(const std::string& text, const std::vector<std::string>& launcher_args, CliOptions& o) {
   const std::string l = Lower(text);
@@ -52,17 +50,18 @@ Status ApplyLauncher(const std::string& text, const std::vector<std::string>& la
     o.launcher = l;
   } else if (auto it = kUnsupportedLaunchers.find(l); it != kUnsupportedLaunchers.end()) {
     return Status::InvalidArgument(fmt::format(
-        "--launcher {}: not supported ({}); use --launcher ssh (the default for remote hosts), pdsh, slurm or "
-        "openmpi",
+        "--launcher {}: not supported ({}); use --launcher ssh (the default for remote hosts), pdsh, slurm, "
+        "openmpi or mpich",
         Shown(text), it->second));
   } else {
-    return Status::InvalidArgument("--launcher: expected auto, local, ssh, pdsh, slurm or openmpi, got '" +
+    return Status::InvalidArgument("--launcher: expected auto, local, ssh, pdsh, slurm, openmpi or mpich, got '" +
                                    Shown(text) + "'" + DidYouMeanHint(l, kLaunchers));
   }
   if (!launcher_args.empty() && (o.launcher == "ssh" || o.launcher == "local"))
     return Status::InvalidArgument(fmt::format(
-        "--launcher_args: applies to --launcher pdsh, slurm and openmpi only; for --launcher {} set the job file's ssh: "
-        "section (port, connect_timeout, strict_host_key_checking) or an ssh config file (DSLAUNCH_SSH_CONFIG)",
+        "--launcher_args: applies to --launcher pdsh, slurm, openmpi and mpich only; for --launcher {} set the job "
+        "file's ssh: section (port, connect_timeout, strict_host_key_checking) or an ssh config file "
+        "(DSLAUNCH_SSH_CONFIG)",
         o.launcher));
   o.launcher_args = launcher_args;
   return Status::OK();

@@ -35,7 +35,7 @@ constexpr size_t kStderrQueueBytes = 1 << 20;
 // Everything decided before the first agent starts.
 struct Launch {
   LaunchPlan plan;
-  std::string launcher;  // "local", "ssh", "pdsh", "slurm", "openmpi" or "per-node"
+  std::string launcher;  // "local", "ssh", "pdsh", "slurm", "openmpi", "mpich" or "per-node"
   const PerNodeLaunch* per_node = nullptr;  // the per-node form's node 0
   SshOptions ssh;
   std::unique_ptr<Spawner> spawner;
@@ -127,7 +127,7 @@ Result<Launch> PrepareLaunch(const LaunchPlan& plan_in, const CliOptions& cli, c
   // Elastic start: decide the hosts before the coordinator (which holds the
   // plan and waits for every node of it) and before any agent exists.
   // (Over SSH only: under Slurm the allocation's nodes are up by definition.)
-  const bool over_ssh = l.launcher == "ssh" || l.launcher == "pdsh" || l.launcher == "openmpi";
+  const bool over_ssh = l.launcher == "ssh" || l.launcher == "pdsh" || l.launcher == "openmpi" || l.launcher == "mpich";
   if (over_ssh && ElasticStartAllowed(l.plan)) DS_RETURN_IF_ERROR(NarrowToReachable(l.plan, l.ssh));
   for (const std::string& w : CheckpointWarnings(l.plan.job.checkpoint, static_cast<int>(l.plan.nodes.size())))
     std::cerr << "dslaunch: warning: " << w << "\n";

@@ -36,11 +36,11 @@ Result<std::unique_ptr<Spawner>> MakeSpawner(const std::string& launcher, const 
                                              const SshOptions& ssh, double stop_grace,
                                              const std::vector<std::string>& launcher_args) {
   std::string which = ResolveLauncher(launcher, plan);
-  if (!launcher_args.empty() && which != "pdsh" && which != "slurm" && which != "openmpi")
+  if (!launcher_args.empty() && which != "pdsh" && which != "slurm" && which != "openmpi" && which != "mpich")
     return Status::InvalidArgument(fmt::format(
-        "--launcher_args: applies to --launcher pdsh, slurm and openmpi only, and this job starts its agents with "
-        "{}; for ssh set the job file's ssh: section (port, connect_timeout, strict_host_key_checking) or an ssh "
-        "config file (DSLAUNCH_SSH_CONFIG)",
+        "--launcher_args: applies to --launcher pdsh, slurm, openmpi and mpich only, and this job starts its agents "
+        "with {}; for ssh set the job file's ssh: section (port, connect_timeout, strict_host_key_checking) or an "
+        "ssh config file (DSLAUNCH_SSH_CONFIG)",
         which));
   if (which == "local") {
     for (const auto& n : plan.nodes)
@@ -58,8 +58,9 @@ Result<std::unique_ptr<Spawner>> MakeSpawner(const std::string& launcher, const 
     so.extra_args = launcher_args;
     return std::unique_ptr<Spawner>(std::make_unique<SrunSpawner>(so));
   }
-  if (which == "openmpi") {
+  if (which == "openmpi" || which == "mpich") {
     MpirunOptions mo;
+    mo.flavor = which == "mpich" ? MpiFlavor::kMpich : MpiFlavor::kOpenMpi;
     mo.ssh = ssh;
     mo.as_root = ::geteuid() == 0;
     mo.extra_args = launcher_args;

@@ -1,7 +1,7 @@
 #!/bin/bash
 # A real job over SSH on the netns cluster: 3 nodes x 2 slots, each node with
 # two interfaces. Run inside tests/cluster/with-cluster (which tears down).
-#   job_test.sh DSLAUNCH [ssh|pdsh|openmpi]   (dsagent is found next to dslaunch)
+#   job_test.sh DSLAUNCH [ssh|pdsh|openmpi|mpich]   (dsagent is found next to dslaunch)
 # Checks: the worker env (distinct addresses, MASTER_ADDR, NCCL_SOCKET_IFNAME
 # on the first and on the second network), the exit code of a failing rank,
 # SIGINT and SIGKILL to dslaunch leave no process of the job in any namespace.
@@ -10,13 +10,18 @@ DSLAUNCH=$1
 LAUNCHER=${2:-ssh}
 C=${DSLAUNCH_TEST_CLUSTER:?run me inside tests/cluster/with-cluster}
 if [ "$LAUNCHER" = pdsh ] && ! command -v pdsh >/dev/null; then echo "SKIP: pdsh not installed" >&2; exit 77; fi
-if [ "$LAUNCHER" = openmpi ] && ! command -v mpirun >/dev/null; then echo "SKIP: mpirun not installed" >&2; exit 77; fi
+if [ "$LAUNCHER" = openmpi ] && ! command -v mpirun.openmpi >/dev/null; then echo "SKIP: Open MPI not installed" >&2; exit 77; fi
+if [ "$LAUNCHER" = mpich ] && ! command -v mpiexec.hydra >/dev/null; then echo "SKIP: MPICH not installed" >&2; exit 77; fi
 work=$(mktemp -d /tmp/dsl-jobtest.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 fails=0
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 mapfile -t NS < <(awk '{print $2}' "$C/nodes")
 mapfile -t ADDR < <(awk '{print $3}' "$C/nodes")
+# Every namespace has this machine's hostname, which hydra would give its
+# proxies to call back: give it the bridge's address instead.
+L=(--launcher "$LAUNCHER")
+[ "$LAUNCHER" = mpich ] && L+=(--launcher_args "-localhost ${ADDR[0]%.*}.1")
 cd "$work"
 
 # Processes in our namespaces other than their sshd.
@@ -40,7 +45,7 @@ wait_no_leftovers() {  # $1 = seconds
 }
 
 echo "== env over ssh, first network"
-out=$(timeout 60 "$DSLAUNCH" --hostfile "$C/hostfile.ip" --launcher "$LAUNCHER" -- \
+out=$(timeout 60 "$DSLAUNCH" --hostfile "$C/hostfile.ip" "${L[@]}" -- \
   sh -c 'echo "R=$RANK A=$(ip -o route get $MASTER_ADDR | sed -n "s/.* src \([0-9.]*\).*/\1/p") I=$NCCL_SOCKET_IFNAME G=$GLOO_SOCKET_IFNAME M=$MASTER_ADDR W=$WORLD_SIZE L=$LOCAL_RANK N=$GROUP_RANK"' 2>&1)
 rc=$?
 echo "$out"
@@ -57,7 +62,7 @@ done
 
 echo "== env over ssh, second network (eth1)"
 awk '{print $1" slots=2"}' "$C/nodes.eth1" >"$work/hostfile.eth1"
-out=$(timeout 60 "$DSLAUNCH" --hostfile "$work/hostfile.eth1" --launcher "$LAUNCHER" -- \
+out=$(timeout 60 "$DSLAUNCH" --hostfile "$work/hostfile.eth1" "${L[@]}" -- \
   sh -c 'echo "R=$RANK I=$NCCL_SOCKET_IFNAME M=$MASTER_ADDR"' 2>&1)
 rc=$?
 echo "$out"
@@ -65,7 +70,7 @@ echo "$out"
 [ "$(grep -c 'I=eth1 ' <<<"$out")" -eq 6 ] || fail "expected NCCL_SOCKET_IFNAME=eth1 on all 6 workers"
 
 echo "== exit code of a failing rank"
-timeout 60 "$DSLAUNCH" --hostfile "$C/hostfile.ip" --launcher "$LAUNCHER" -- \
+timeout 60 "$DSLAUNCH" --hostfile "$C/hostfile.ip" "${L[@]}" -- \
   sh -c '[ "$RANK" = 3 ] && exit 7; sleep 30' >"$work/exit.log" 2>&1
 rc=$?
 [ $rc -eq 7 ] || { cat "$work/exit.log"; fail "expected exit 7, got $rc"; }
@@ -86,7 +91,7 @@ fi
 
 for sig in INT KILL; do
   echo "== SIG$sig to dslaunch"
-  "$DSLAUNCH" --hostfile "$C/hostfile.ip" --launcher "$LAUNCHER" -- \
+  "$DSLAUNCH" --hostfile "$C/hostfile.ip" "${L[@]}" -- \
     sh -c 'touch '"$work"'/up-$RANK; sleep 300' >"$work/sig.log" 2>&1 &
   pid=$!
   t=0
@@ -95,7 +100,7 @@ for sig in INT KILL; do
   kill -"$sig" "$pid"
   wait "$pid"; rc=$?
   echo "dslaunch exited $rc"
-  wait_no_leftovers 20 || fail "SIG$sig: processes of the job left in the namespaces"
+  wait_no_leftovers 20 || { leftovers >/dev/null; fail "SIG$sig: processes of the job left in the namespaces"; }
   rm -f "$work"/up-*
 done
 

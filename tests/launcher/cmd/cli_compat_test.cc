@@ -133,23 +133,24 @@ TEST_CASE("cli compat: --launcher in any case; DeepSpeed's other launchers are c
   CHECK(Parse({"--launcher=LOCAL", "x.yaml"}).launcher == "local");
   CHECK(Parse({"--launcher", "SLURM", "x.yaml"}).launcher == "slurm");
   CHECK(Parse({"--launcher", "OpenMPI", "x.yaml"}).launcher == "openmpi");
-  CHECK(ErrorOf({"--launcher", "mpich", "x.yaml"}) ==
-        "--launcher mpich: not supported (its mpiexec (hydra) gives stdin to rank 0 only, and the agents' key must "
-        "not travel in argv or the environment); use --launcher ssh (the default for remote hosts), pdsh, slurm or "
-        "openmpi");
+  CHECK(Parse({"--launcher", "MPICH", "x.yaml"}).launcher == "mpich");
+  CHECK(ErrorOf({"--launcher", "mvapich", "x.yaml"}) ==
+        "--launcher mvapich: not supported (mpirun_rsh is not supported yet); use --launcher ssh (the default for "
+        "remote hosts), pdsh, slurm, openmpi or mpich");
   for (const char* l : {"mvapich", "impi", "jsrun"})
     CHECK(ErrorOf({"--launcher", l, "x.yaml"}).starts_with("--launcher " + std::string(l) + ": not supported ("));
   CHECK(ErrorOf({"--launcher", "sssh", "x.yaml"}) ==
-        "--launcher: expected auto, local, ssh, pdsh, slurm or openmpi, got 'sssh' (did you mean 'ssh'?)");
+        "--launcher: expected auto, local, ssh, pdsh, slurm, openmpi or mpich, got 'sssh' (did you mean 'ssh'?)");
 }
 
-TEST_CASE("cli compat: --launcher_args is split like a shell, for pdsh, slurm and openmpi only") {
+TEST_CASE("cli compat: --launcher_args is split like a shell, for pdsh, slurm and the MPI launchers only") {
   CliOptions o = Parse({"--launcher", "pdsh", "--launcher_args", "-l me -R 'exec x' \"a b\" c\\ d", "x.yaml"});
   CHECK(o.launcher_args == Argv{"-l", "me", "-R", "exec x", "a b", "c d"});
   CHECK(Parse({"--launcher-args", "-u 30", "x.yaml"}).launcher_args == Argv{"-u", "30"});  // auto: checked at launch
   CHECK(ErrorOf({"--launcher", "ssh", "--launcher_args", "-p 22", "x.yaml"}) ==
-        "--launcher_args: applies to --launcher pdsh, slurm and openmpi only; for --launcher ssh set the job file's "
-        "ssh: section (port, connect_timeout, strict_host_key_checking) or an ssh config file (DSLAUNCH_SSH_CONFIG)");
+        "--launcher_args: applies to --launcher pdsh, slurm, openmpi and mpich only; for --launcher ssh set the job "
+        "file's ssh: section (port, connect_timeout, strict_host_key_checking) or an ssh config file "
+        "(DSLAUNCH_SSH_CONFIG)");
   CHECK(ErrorOf({"--launcher", "pdsh", "--launcher_args", "-R 'x", "x.yaml"}) ==
         "--launcher_args: unterminated ' quote in '-R 'x'");
 }

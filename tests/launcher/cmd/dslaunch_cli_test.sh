@@ -89,7 +89,8 @@ expect 2 "--fanout: expected an integer between 1 and 1048576, got '-1'" -- --fa
 expect 2 "--nproc_per_node: expected an integer between 1 and 4096 without a hostfile (workers on this machine), got '100000'" -- \
   --nproc_per_node 100000 --dry-run -- true
 expect 2 "--nnodes: MIN (3) is more than MAX (2) in '3:2'" -- --nnodes 3:2 --dry-run -- true
-expect 2 "--launcher mpich: not supported (its mpiexec (hydra) gives stdin to rank 0 only" -- --launcher mpich --dry-run -- true
+expect 2 "--launcher mvapich: not supported (mpirun_rsh is not supported yet)" -- --launcher mvapich --dry-run -- true
+expect 0 "launcher mpich" -- --launcher mpich --dry-run -- true
 expect 0 "launcher openmpi" -- --launcher OpenMPI --dry-run -- true
 expect 2 "--node_rank: node rank 3 is not below the node count 3" -- --nnodes 3 --node_rank 3 --master_addr 127.0.0.1 --dry-run -- true
 expect 2 "DSLAUNCH_SECRET_FILE" -- --nnodes 2 --node_rank 0 --master_addr 10.9.9.9 --dry-run -- true

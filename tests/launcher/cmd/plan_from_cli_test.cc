@@ -175,9 +175,9 @@ TEST_CASE("spawner choice: --force_multi and --launcher_args") {
   auto s = MakeSpawner("local", local, SshOptions{}, 1.0, {"-R", "ssh"});
   REQUIRE_FALSE(s.ok());
   CHECK(s.status().message() ==
-        "--launcher_args: applies to --launcher pdsh, slurm and openmpi only, and this job starts its agents with "
-        "local; for ssh set the job file's ssh: section (port, connect_timeout, strict_host_key_checking) or an ssh "
-        "config file (DSLAUNCH_SSH_CONFIG)");
+        "--launcher_args: applies to --launcher pdsh, slurm, openmpi and mpich only, and this job starts its agents "
+        "with local; for ssh set the job file's ssh: section (port, connect_timeout, strict_host_key_checking) or an "
+        "ssh config file (DSLAUNCH_SSH_CONFIG)");
   CHECK(MakeSpawner("pdsh", local, SshOptions{}, 1.0, {"-R", "ssh"}).ok());
   CHECK(MakeSpawner("local", local, SshOptions{}, 1.0).ok());
 }

@@ -20,6 +20,7 @@ std::vector<AgentSpec> TwoHosts() {
 
 TEST_CASE("mpirun spawner: one process per node, stdin to all, our ssh settings", "[unit]") {
   MpirunOptions o;
+  o.mpirun_path = "mpirun";
   o.ssh.config_file = "/etc/my ssh";
   o.ssh.default_port = 2222;
   o.ssh.forward_env = {};
@@ -32,6 +33,17 @@ TEST_CASE("mpirun spawner: one process per node, stdin to all, our ssh settings"
                                          "/opt/dsagent", "--step-identity", "OMPI_COMM_WORLD_RANK"});
 }
 
+TEST_CASE("mpirun spawner: MPICH's mpiexec, one process per node, our ssh through a wrapper", "[unit]") {
+  MpirunOptions o;
+  o.flavor = MpiFlavor::kMpich;
+  o.mpirun_path = "mpiexec.hydra";
+  o.extra_args = {"-localhost", "10.0.0.1"};
+  auto argv = MpirunArgv(o, TwoHosts(), {"/opt/dsagent", "--secret-via-pmi", "1"}, "/tmp/x/ssh");
+  CHECK(argv == std::vector<std::string>{"mpiexec.hydra", "-hosts", "w0,w1", "-n", "2", "-ppn", "1", "-launcher",
+                                         "ssh", "-launcher-exec", "/tmp/x/ssh", "-localhost", "10.0.0.1",
+                                         "/opt/dsagent", "--secret-via-pmi", "1"});
+}
+
 TEST_CASE("mpirun spawner: what one mpirun cannot express is refused per host", "[unit]") {
   auto specs = TwoHosts();
   specs[1].user = "bob";
@@ -41,12 +53,12 @@ TEST_CASE("mpirun spawner: what one mpirun cannot express is refused per host", 
   REQUIRE(r.size() == 2);
   REQUIRE_FALSE(r[1].ok());
   CHECK(r[1].status().message() ==
-        "w1: --launcher openmpi: a hostfile user= cannot be passed to mpirun's ssh; set User in the ssh config file "
-        "(DSLAUNCH_SSH_CONFIG) instead");
+        "w1: --launcher openmpi: a hostfile user= cannot be passed to the MPI launcher's ssh; set User in the ssh "
+        "config file (DSLAUNCH_SSH_CONFIG) instead");
   o.mpirun_path = "/nonexistent/mpirun";
   r = MpirunSpawner(o).Start(TwoHosts());
   REQUIRE_FALSE(r[0].ok());
-  CHECK(r[0].status().message().starts_with("w0: --launcher openmpi: mpirun not found ("));
+  CHECK(r[0].status().message().starts_with("w0: --launcher openmpi: /nonexistent/mpirun not found ("));
 }
 
 }  // namespace
