@@ -89,7 +89,12 @@ if [ "$LAUNCHER" = ssh ]; then
   [ "$(ls -d /tmp/dslaunch-* 2>/dev/null | wc -l)" -eq "$before" ] || fail "--ship-agent left its temp dirs"
 fi
 
-for sig in INT KILL; do
+# MPICH: when dslaunch is SIGKILLed, its mpiexec loses its output pipes and
+# aborts, and hydra's proxies SIGKILL the agents before they can stop their
+# workers (docs/mpi.md, a known limit): only SIGINT is checked there.
+sigs="INT KILL"
+[ "$LAUNCHER" = mpich ] && sigs=INT
+for sig in $sigs; do
   echo "== SIG$sig to dslaunch"
   "$DSLAUNCH" --hostfile "$C/hostfile.ip" "${L[@]}" -- \
     sh -c 'touch '"$work"'/up-$RANK; sleep 300' >"$work/sig.log" 2>&1 &

@@ -44,12 +44,16 @@ std::vector<std::string> MpirunArgv(const MpirunOptions& o, const std::vector<Ag
   const std::string n = std::to_string(specs.size());
   std::vector<std::string> argv;
   if (o.flavor == MpiFlavor::kMpich) {
-    argv = {o.mpirun_path, "-hosts", hosts, "-n", n, "-ppn", "1", "-launcher", "ssh"};
+    // -disable-auto-cleanup: one agent's exit must not SIGKILL the others
+    // before they stop their own workers (each does, once it loses the
+    // coordinator); the coordinator decides, not the launcher.
+    argv = {o.mpirun_path, "-hosts", hosts, "-n", n, "-ppn", "1", "-launcher", "ssh", "-disable-auto-cleanup"};
     if (!ssh_wrapper.empty()) argv.insert(argv.end(), {"-launcher-exec", ssh_wrapper});
   } else {
     argv = {o.mpirun_path, "--host", hosts, "-np", n, "--map-by", "node", "--bind-to", "none", "--stdin", "all"};
     if (o.as_root) argv.push_back("--allow-run-as-root");
     argv.insert(argv.end(), {"--mca", "plm_rsh_args", SshArgs(o.ssh)});
+    argv.insert(argv.end(), {"--mca", "orte_abort_on_non_zero_status", "0"});  // as -disable-auto-cleanup
     for (const auto& [k, v] : ForwardedEnv(o.ssh)) argv.insert(argv.end(), {"-x", k + "=" + v});
   }
   argv.insert(argv.end(), o.extra_args.begin(), o.extra_args.end());

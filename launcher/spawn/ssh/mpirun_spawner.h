@@ -15,7 +15,9 @@
 //     (--secret-via-pmi, agent/pmi_token.h). Our ssh config and port go in
 //     a private ssh wrapper (-launcher-exec).
 // Never argv or the environment. --launcher_args go after our options
-// (DeepSpeed's pass-through).
+// (DeepSpeed's pass-through). One agent's exit does not make the launcher
+// kill the others (-disable-auto-cleanup, orte_abort_on_non_zero_status 0):
+// each stops its own workers when it loses the coordinator, which decides.
 // Limits, documented (docs/mpi.md): the launcher reports no host's end by
 // name, so every handle ends when it does (an agent's own end reaches the
 // coordinator as a closed link); a lost node ends the whole run and with it

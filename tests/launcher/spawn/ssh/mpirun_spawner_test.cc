@@ -29,7 +29,8 @@ TEST_CASE("mpirun spawner: one process per node, stdin to all, our ssh settings"
   auto argv = MpirunArgv(o, TwoHosts(), {"/opt/dsagent", "--step-identity", "OMPI_COMM_WORLD_RANK"});
   CHECK(argv == std::vector<std::string>{"mpirun", "--host", "w0,w1", "-np", "2", "--map-by", "node", "--bind-to",
                                          "none", "--stdin", "all", "--allow-run-as-root", "--mca", "plm_rsh_args",
-                                         "-o BatchMode=yes -F '/etc/my ssh' -p 2222", "--mca", "btl", "^openib",
+                                         "-o BatchMode=yes -F '/etc/my ssh' -p 2222", "--mca",
+                                         "orte_abort_on_non_zero_status", "0", "--mca", "btl", "^openib",
                                          "/opt/dsagent", "--step-identity", "OMPI_COMM_WORLD_RANK"});
 }
 
@@ -40,7 +41,7 @@ TEST_CASE("mpirun spawner: MPICH's mpiexec, one process per node, our ssh throug
   o.extra_args = {"-localhost", "10.0.0.1"};
   auto argv = MpirunArgv(o, TwoHosts(), {"/opt/dsagent", "--secret-via-pmi", "1"}, "/tmp/x/ssh");
   CHECK(argv == std::vector<std::string>{"mpiexec.hydra", "-hosts", "w0,w1", "-n", "2", "-ppn", "1", "-launcher",
-                                         "ssh", "-launcher-exec", "/tmp/x/ssh", "-localhost", "10.0.0.1",
+                                         "ssh", "-disable-auto-cleanup", "-launcher-exec", "/tmp/x/ssh", "-localhost", "10.0.0.1",
                                          "/opt/dsagent", "--secret-via-pmi", "1"});
 }
 
