@@ -133,12 +133,10 @@ Status ExecPerNodeAgent(const PerNodeLaunch& p, const CliOptions& cli) {
   DS_ASSIGN_OR_RETURN(JobSpec job, JobFromCli(cli));
   char host[256] = {};
   ::gethostname(host, sizeof(host) - 1);
-  auto ms = [](double s) { return fmt::format("{}ms", ToMillis(s)); };
-  const std::vector<std::string> argv = {
-      AgentPathFor(cli), "--coordinator", fmt::format("{}:{}", p.addr, p.port), "--node-index",
-      std::to_string(p.node_rank), "--job-id", p.job_id, "--host", host,
-      "--heartbeat-interval", ms(job.elastic.heartbeat_interval), "--heartbeat-timeout", ms(job.elastic.heartbeat_timeout),
-      "--connect-timeout", ms(cli.connect_timeout), "--join-timeout", ms(kPerNodeJoinTimeout)};
+  std::vector<std::string> argv =
+      AgentArgv(cli, fmt::format("{}:{}", p.addr, p.port), p.node_rank, p.job_id, host,
+                job.elastic.heartbeat_interval, job.elastic.heartbeat_timeout, cli.connect_timeout);
+  argv.insert(argv.end(), {"--join-timeout", fmt::format("{}ms", ToMillis(kPerNodeJoinTimeout))});
   // The key on a pipe the agent reads once (DSLAUNCH_SECRET_FD): never argv or the environment.
   int fds[2];
   if (::pipe(fds) != 0) return Status::IOError(std::string("pipe: ") + std::strerror(errno));

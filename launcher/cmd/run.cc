@@ -50,9 +50,6 @@ std::string LocalBindAddress(const std::string& host) {
   return "";
 }
 
-// Whole ms for dsagent's flags, rounded up: a positive duration never becomes "0ms".
-std::string FormatMs(double s) { return fmt::format("{}ms", ToMillis(s)); }
-
 // With an elastic min_nodes below the node count: probes every node and
 // standby, prints one line per unreachable host and narrows `plan` to the
 // reachable ones (a standby steps in for an unreachable node). Error when
@@ -151,11 +148,8 @@ std::vector<AgentSpec> AgentSpecs(const Launch& l, const CliOptions& cli, const 
     s.node_index = static_cast<int>(i);
     s.ssh_port = n.host.ssh_port ? n.host.ssh_port : l.ssh.default_port;
     s.user = n.host.user;
-    s.argv = {AgentPathFor(cli), "--coordinator", coordinator, "--node-index", std::to_string(i),
-              "--job-id", l.coord.job_id, "--host", n.host.name,
-              "--heartbeat-interval", FormatMs(l.coord.heartbeat_interval),
-              "--heartbeat-timeout", FormatMs(l.coord.heartbeat_timeout),
-              "--connect-timeout", FormatMs(l.ssh.connect_timeout)};
+    s.argv = AgentArgv(cli, coordinator, static_cast<int>(i), l.coord.job_id, n.host.name,
+                       l.coord.heartbeat_interval, l.coord.heartbeat_timeout, l.ssh.connect_timeout);
     const std::string bind = l.launcher == "local" ? LocalBindAddress(n.host.name) : "";
     if (!bind.empty()) s.argv.insert(s.argv.end(), {"--bind", bind});
     specs.push_back(std::move(s));

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "common/duration.h"
 #include "common/env_registry.h"
 #include "common/files.h"
 #include "common/netif.h"
@@ -21,6 +22,16 @@ namespace ds {
 std::string AgentPathFor(const CliOptions& cli) {
   // cli.agent_path already holds DSLAUNCH_AGENT_PATH when the flag is absent.
   return SiblingBinary("dsagent", "agent", cli.agent_path);
+}
+
+std::vector<std::string> AgentArgv(const CliOptions& cli, const std::string& coordinator, int node,
+                                   const std::string& job_id, const std::string& host, double heartbeat_interval,
+                                   double heartbeat_timeout, double connect_timeout) {
+  auto ms = [](double s) { return fmt::format("{}ms", ToMillis(s)); };  // a positive duration never "0ms"
+  return {AgentPathFor(cli), "--coordinator", coordinator, "--node-index", std::to_string(node),
+          "--job-id", job_id, "--host", host,
+          "--heartbeat-interval", ms(heartbeat_interval), "--heartbeat-timeout", ms(heartbeat_timeout),
+          "--connect-timeout", ms(connect_timeout)};
 }
 
 std::string ResolveLauncher(const std::string& launcher, const LaunchPlan& plan, bool force_multi) {

@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "launcher/cmd/cli.h"
 #include "launcher/config/job_spec.h"
@@ -26,6 +27,12 @@ Result<SshOptions> SshOptionsForJob(const JobSpec& job, const CliOptions& cli);
 // dsagent's path on the nodes: --agent-path, else DSLAUNCH_AGENT_PATH, else
 // the dsagent next to dslaunch (SiblingBinary).
 std::string AgentPathFor(const CliOptions& cli);
+
+// dsagent's command line for node `node` (agent/main.cc), durations in whole
+// ms rounded up: every launcher, and the per-node form's other nodes.
+std::vector<std::string> AgentArgv(const CliOptions& cli, const std::string& coordinator, int node,
+                                   const std::string& job_id, const std::string& host, double heartbeat_interval,
+                                   double heartbeat_timeout, double connect_timeout);
 
 // What "auto" means: "slurm" for a plan made from a Slurm allocation
 // (hostfile_path kSlurmNodelist), else "local" when every host of the plan is
