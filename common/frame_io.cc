@@ -54,6 +54,8 @@ Status ReadFull(int fd, uint8_t* buf, size_t n, Deadline deadline, size_t* got) 
     if (r > 0) { *got += static_cast<size_t>(r); continue; }
     if (r == 0) return Status::Unavailable("connection closed");
     if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+    // Reset like closed: the peer (or its overflowing listen queue) is gone, which a caller may retry.
+    if (errno == ECONNRESET) return Status::Unavailable(std::strerror(errno));
     return Status::IOError(std::strerror(errno));
   }
   return Status::OK();

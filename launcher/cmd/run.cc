@@ -13,6 +13,7 @@
 #include "common/asio.h"
 #include "common/duration.h"
 #include "common/env_registry.h"
+#include "common/fd_limit.h"
 #include "common/files.h"
 #include "common/hmac_auth.h"
 #include "common/log.h"
@@ -107,6 +108,20 @@ Result<CoordinatorOptions> CoordinatorOptionsFor(const Launch& l, const CliOptio
   return co;
 }
 
+// Room for every descriptor the job holds here: per agent its connection
+// and its process's pipes or SSH session (at most 4), per worker its store
+// client and its log file. When the limit cannot be raised that far it is a
+// warning while the agents alone fit, else an error.
+Status MakeRoomForDescriptors(const LaunchPlan& plan) {
+  const uint64_t agents = Candidates(plan).size();
+  const uint64_t workers = static_cast<uint64_t>(plan.world_size);
+  Status st = RaiseFdLimit(agents * 4 + workers * 2 + 256, fmt::format("{} agents and {} workers", agents, workers));
+  if (st.ok()) return st;
+  if (FdLimit() < agents * 4 + 64) return st;
+  std::cerr << "dslaunch: warning: " << st.message() << "\n";
+  return Status::OK();
+}
+
 // Decides the launcher, the SSH settings, the hosts of an elastic start and
 // the spawner. Errors are classified as run.h says.
 Result<Launch> PrepareLaunch(const LaunchPlan& plan_in, const CliOptions& cli, const PerNodeLaunch* per_node) {
@@ -126,6 +141,7 @@ Result<Launch> PrepareLaunch(const LaunchPlan& plan_in, const CliOptions& cli, c
   // (Over SSH only: under Slurm the allocation's nodes are up by definition.)
   const bool over_ssh = l.launcher == "ssh" || l.launcher == "pdsh" || l.launcher == "openmpi" || l.launcher == "mpich";
   if (over_ssh && ElasticStartAllowed(l.plan)) DS_RETURN_IF_ERROR(NarrowToReachable(l.plan, l.ssh));
+  DS_RETURN_IF_ERROR(MakeRoomForDescriptors(l.plan));
   for (const std::string& w : CheckpointWarnings(l.plan.job.checkpoint, static_cast<int>(l.plan.nodes.size())))
     std::cerr << "dslaunch: warning: " << w << "\n";
   auto spawner = per_node ? Result<std::unique_ptr<Spawner>>(std::make_unique<PerNodeSpawner>(

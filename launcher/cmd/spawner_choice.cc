@@ -31,7 +31,11 @@ std::vector<std::string> AgentArgv(const CliOptions& cli, const std::string& coo
   return {AgentPathFor(cli), "--coordinator", coordinator, "--node-index", std::to_string(node),
           "--job-id", job_id, "--host", host,
           "--heartbeat-interval", ms(heartbeat_interval), "--heartbeat-timeout", ms(heartbeat_timeout),
-          "--connect-timeout", ms(connect_timeout)};
+          "--connect-timeout", ms(connect_timeout),
+          // A coordinator that resets or does not answer the connection (its
+          // listen queue overflowing while thousands of agents start at
+          // once) is tried again each second for as long.
+          "--join-timeout", ms(connect_timeout)};
 }
 
 std::string ResolveLauncher(const std::string& launcher, const LaunchPlan& plan, bool force_multi) {

@@ -89,7 +89,16 @@ void Coordinator::Finished() {
   if (on_done_) asio::post(io_, on_done_);
 }
 
+// At most max_unauthenticated connections in the handshake: past that the
+// next ones wait in the listen backlog (not refused: a thousand agents that
+// start at once all get in, in turn) until one authenticates or is dropped.
 void Coordinator::Accept() {
+  if (unauthenticated_ >= opt_.max_unauthenticated) {
+    if (!accept_paused_) ++accept_pauses_;
+    accept_paused_ = true;
+    return;
+  }
+  accept_paused_ = false;
   acceptor_.async_accept([this](boost::system::error_code ec, asio::ip::tcp::socket sock) {
     if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
     if (ec) return OnAcceptError(ec);
@@ -125,14 +134,6 @@ void Coordinator::OnAccepted(asio::ip::tcp::socket sock) {
   boost::system::error_code pec;
   auto rep = sock.remote_endpoint(pec);
   std::string peer = pec ? "?" : fmt::format("{}:{}", rep.address().to_string(), rep.port());
-  if (unauthenticated_ >= opt_.max_unauthenticated) {
-    ++refused_over_limit_;
-    reject_log_.Report("over the limit", fmt::format("{}: {} connections already in the handshake; closing", peer,
-                                                     unauthenticated_));
-    boost::system::error_code ec;
-    sock.close(ec);
-    return;
-  }
   ++unauthenticated_;
   auto p = std::make_shared<Pending>(io_, std::make_shared<FrameConn>(std::move(sock), peer));
   p->conn->set_max_payload(wire::kMaxHandshakePayload);
@@ -157,6 +158,7 @@ void Coordinator::LeaveHandshake(Pending& p) {
   if (!p.in_handshake) return;
   p.in_handshake = false;
   --unauthenticated_;
+  if (accept_paused_ && acceptor_.is_open()) Accept();
 }
 
 void Coordinator::Drop(const std::shared_ptr<Pending>& p, const std::string& reason, const std::string& why) {

@@ -7,8 +7,9 @@
 // timer JobControl keeps armed at its next deadline.
 // Unauthenticated peers are held to a small budget: frames of at most
 // wire::kMaxHandshakePayload bytes, the handshake timeout, and at most
-// options.max_unauthenticated connections in the handshake at once (more are
-// closed on accept and counted). When accept fails for want of descriptors
+// options.max_unauthenticated connections in the handshake at once (the next
+// wait in the listen backlog, unaccepted, until one of those leaves the
+// handshake; counted). When accept fails for want of descriptors
 // (EMFILE, ENFILE, ENOBUFS, ENOMEM) it retries after a back-off of 100 ms,
 // doubling to 1 s, instead of at once; connections wait in the listen backlog.
 // Refusals are logged through RejectLog (rate-limited), peer strings Printable().
@@ -68,8 +69,8 @@ class Coordinator {
   std::string EnrollAgents(const std::vector<int>& nodes, std::string token = "");
   const JobControl& control() const { return control_; }
   CoordState state() const { return control_.state(); }
-  // Connections closed on accept because max_unauthenticated were pending.
-  uint64_t refused_over_limit() const { return refused_over_limit_; }
+  // Times accepting paused because max_unauthenticated were in the handshake.
+  uint64_t accept_pauses() const { return accept_pauses_; }
   // Times accept backed off for want of file descriptors.
   uint64_t accept_backoffs() const { return accept_backoffs_; }
 
@@ -94,7 +95,8 @@ class Coordinator {
   asio::steady_timer accept_timer_;          // the back-off after EMFILE & co.
   std::chrono::milliseconds accept_backoff_{0};  // 0: not backing off
   int unauthenticated_ = 0;                  // connections in the handshake now
-  std::atomic<uint64_t> refused_over_limit_{0};
+  bool accept_paused_ = false;               // max_unauthenticated reached: not accepting
+  std::atomic<uint64_t> accept_pauses_{0};
   std::atomic<uint64_t> accept_backoffs_{0};
   RejectLog reject_log_;
   AsioDeadlineTimer timer_;

@@ -25,6 +25,8 @@ JobControl::JobControl(const LaunchPlan& plan, CoordinatorOptions options, JobRe
     : plan_(plan), candidates_(Candidates(plan)), gen_plan_(plan), opt_(std::move(options)), record_(record),
       store_(store), clock_(clock), timer_(timer), master_port_(opt_.master_port), agents_(candidates_.size()) {
   for (size_t i = 0; i < plan_.nodes.size(); ++i) gen_agents_.push_back(static_cast<int>(i));
+  sweep_period_ = std::clamp<Clock::duration>(Seconds(opt_.heartbeat_interval), std::chrono::milliseconds(1),
+                                              std::chrono::milliseconds(100));
   snapshots_ = plan_.job.checkpoint.Snapshots(static_cast<int>(plan_.nodes.size()));
 }
 
@@ -37,6 +39,8 @@ JobControl::~JobControl() {
 void JobControl::Start(const std::string& store_addr) {
   store_addr_ = store_addr;
   start_time_ = clock_.Now();
+  next_sweep_ = start_time_ + sweep_period_;
+  next_ping_ = start_time_ + Seconds(opt_.heartbeat_interval);
   Rearm();
 }
 
@@ -58,10 +62,11 @@ Status JobControl::OnRegister(const msg::Register& facts, std::shared_ptr<AgentL
     return Status::InvalidArgument(fmt::format("node {} is already registered", node));
   a.link = std::move(link);
   a.facts = facts;
+  if (!a.registered) ++num_registered_;
   a.registered = true;
   a.lost = false;
   a.stopped = true;
-  a.last_seen = a.last_ping = clock_.Now();
+  a.last_seen = clock_.Now();
   if (snapshots_) SetUpSnapshots(node);
   if (rejoin) {
     Notice(fmt::format("{} rejoined; it takes part from the next restart", candidates_[node].host.name));
@@ -70,8 +75,7 @@ Status JobControl::OnRegister(const msg::Register& facts, std::shared_ptr<AgentL
                         << Printable(facts.host) << ", " << Printable(facts.addr) << " via "
                         << Printable(facts.ifname) << ", " << facts.cpus
                         << " cpus)";
-    if (std::all_of(agents_.begin(), agents_.end(), [](const Agent& ag) { return ag.registered; }))
-      PrepareGeneration();
+    if (num_registered_ == agents_.size()) PrepareGeneration();
   }
   Rearm();
   return Status::OK();

@@ -28,7 +28,12 @@
 //
 // Inputs are events (a registration, an agent's frame, a closed link, a
 // signal) and the one DeadlineTimer it keeps armed at its next deadline;
-// time comes from the injected Clock. Agents are reached through AgentLink.
+// time comes from the injected Clock. Work per event is O(1) (a frame moves
+// its agent's last_seen; counters, not scans, say when all registered or all
+// stopped), so that thousands of agents cost little: silence is found by one
+// sweep over the agents every 100 ms (or heartbeat_interval when shorter: an
+// agent is lost at most that long after heartbeat_timeout), which also sends every agent its Ping once
+// per heartbeat_interval. Agents are reached through AgentLink.
 // Tests drive it with fakes of all three, without sockets or sleeps.
 // Not thread-safe: call from one thread (the coordinator's io thread).
 #pragma once
@@ -62,7 +67,7 @@ struct CoordinatorOptions {
   double heartbeat_interval = kDefaultHeartbeatInterval;  // seconds between Pings
   double heartbeat_timeout = kDefaultHeartbeatTimeout;    // an agent silent this long is lost
   double handshake_timeout = 5.0;     // an unauthenticated connection is dropped after this
-  int max_unauthenticated = 64;       // connections still in the handshake; more are closed at once
+  int max_unauthenticated = 256;      // connections in the handshake at once; more wait in the backlog
   double reject_log_interval = 10.0;  // refused connections: a few logged in full, then one summary per interval
   double register_timeout = 30.0;     // every agent must register within this after Start()
   double stop_grace = kDefaultStopGrace;  // SIGTERM -> SIGKILL on the nodes
@@ -124,7 +129,6 @@ class JobControl {
     std::string peer_addr;             // its shard server
     msg::SnapshotCounters counters;    // its latest totals
     Clock::time_point last_seen;
-    Clock::time_point last_ping;
     bool connected() const { return link && !link->closed(); }
   };
 
@@ -143,7 +147,7 @@ class JobControl {
   void Finish();
   void OnTimer();
   void CheckRegisterDeadline(Clock::time_point now);
-  void CheckHeartbeats(Clock::time_point now);
+  void SweepHeartbeats(Clock::time_point now);
   void CheckStopDeadline(Clock::time_point now);
   Clock::time_point StopDeadline() const;
   Clock::time_point NextDeadline() const;
@@ -180,6 +184,11 @@ class JobControl {
   std::map<std::string, Clock::time_point> cooldown_until_;
   int master_port_ = 0;
   std::vector<Agent> agents_;         // by node index
+  size_t num_registered_ = 0;         // agents_ that registered (first time)
+  size_t stop_cursor_ = 0;            // agents_ before it are stopped or gone (kStopping)
+  Clock::duration sweep_period_;     // between heartbeat sweeps
+  Clock::time_point next_sweep_;      // the heartbeat sweep
+  Clock::time_point next_ping_;       // the sweep at or after this sends the Pings
   Clock::time_point start_time_;
   Clock::time_point stop_started_;
   std::function<void()> on_done_;

@@ -66,6 +66,7 @@ void JobControl::StopGeneration(const std::string& why, bool restartable) {
   state_ = CoordState::kStopping;
   restart_after_stop_ = restartable;
   stop_started_ = clock_.Now();
+  stop_cursor_ = 0;
   for (size_t i = 0; i < agents_.size(); ++i) {
     agents_[i].stopped = !agents_[i].connected();
     SendTo(static_cast<int>(i), wire::MsgType::kStop, msg::Stop{static_cast<uint32_t>(generation_)}.Encode());
@@ -74,10 +75,15 @@ void JobControl::StopGeneration(const std::string& why, bool restartable) {
   Rearm();
 }
 
+// While stopping, an agent only ever becomes stopped or gone (a rejoin
+// registers stopped), so the agents before stop_cursor_ need no second look:
+// O(agents) for the whole stop, not per Stopped.
 void JobControl::MaybeFinishStopping() {
   if (state_ != CoordState::kStopping) return;
-  for (const Agent& a : agents_)
-    if (!a.stopped && a.connected()) return;
+  while (stop_cursor_ < agents_.size() &&
+         (agents_[stop_cursor_].stopped || !agents_[stop_cursor_].connected()))
+    ++stop_cursor_;
+  if (stop_cursor_ < agents_.size()) return;
   record_.all_stopped_time = clock_.Now();
   if (restart_after_stop_ && MayRestart()) return Restart();
   Finish();
@@ -100,7 +106,7 @@ void JobControl::Finish() {
 void JobControl::OnTimer() {
   const auto now = clock_.Now();
   CheckRegisterDeadline(now);
-  CheckHeartbeats(now);
+  if (now >= next_sweep_) SweepHeartbeats(now);
   CheckStopDeadline(now);
   Rearm();
 }
@@ -113,17 +119,20 @@ void JobControl::CheckRegisterDeadline(Clock::time_point now) {
   Abort(missing, fmt::format("agent did not register within {}s", opt_.register_timeout), 1);
 }
 
-// An agent silent for heartbeat_timeout is lost; the others get their Ping
-// every heartbeat_interval.
-void JobControl::CheckHeartbeats(Clock::time_point now) {
+// One pass over the agents: one silent for heartbeat_timeout is lost; the
+// others get their Ping when heartbeat_interval has passed since the last.
+void JobControl::SweepHeartbeats(Clock::time_point now) {
+  while (next_sweep_ <= now) next_sweep_ += sweep_period_;
+  const bool ping = now >= next_ping_;
+  if (ping) next_ping_ = now + Seconds(opt_.heartbeat_interval);
+  const Bytes ping_payload = msg::Ping{}.Encode();
   for (size_t i = 0; i < agents_.size() && state_ != CoordState::kDone; ++i) {
     Agent& a = agents_[i];
     if (!a.registered || a.lost || !a.link) continue;
     if (now >= a.last_seen + Seconds(opt_.heartbeat_timeout)) {
       OnAgentClosed(static_cast<int>(i), fmt::format("no heartbeat for {}s", opt_.heartbeat_timeout));
-    } else if (now >= a.last_ping + Seconds(opt_.heartbeat_interval)) {
-      a.last_ping = now;
-      SendTo(static_cast<int>(i), wire::MsgType::kPing, msg::Ping{}.Encode());
+    } else if (ping) {
+      SendTo(static_cast<int>(i), wire::MsgType::kPing, ping_payload);
     }
   }
 }
@@ -149,19 +158,14 @@ Clock::time_point JobControl::StopDeadline() const {
 }
 
 Clock::time_point JobControl::NextDeadline() const {
-  auto next = Clock::time_point::max();
-  if (state_ == CoordState::kWaitingForAgents) next = start_time_ + Seconds(opt_.register_timeout);
+  auto next = next_sweep_;
+  if (state_ == CoordState::kWaitingForAgents) next = std::min(next, start_time_ + Seconds(opt_.register_timeout));
   if (state_ == CoordState::kStopping) next = std::min(next, StopDeadline());
-  for (const Agent& a : agents_) {
-    if (!a.registered || a.lost || !a.link) continue;
-    next = std::min({next, a.last_seen + Seconds(opt_.heartbeat_timeout),
-                     a.last_ping + Seconds(opt_.heartbeat_interval)});
-  }
   return next;
 }
 
-// Agents' frames only move their deadlines later, so the timer is re-armed
-// where a deadline can move earlier (start, registration, stop) and when it fires.
+// The timer is re-armed where a deadline can move earlier (start,
+// registration, stop) and when it fires; agents' frames move none.
 void JobControl::Rearm() {
   if (state_ == CoordState::kDone) return;
   const auto next = NextDeadline();

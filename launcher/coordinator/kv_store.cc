@@ -8,7 +8,7 @@ namespace ds {
 
 void KvStore::Set(const std::string& key, Bytes value) {
   data_[key] = std::move(value);
-  Notify();
+  Notify(key);
 }
 
 std::optional<Bytes> KvStore::Get(const std::string& key) const {
@@ -38,23 +38,33 @@ std::optional<std::string> KvStore::FirstMissing(const std::vector<std::string>&
 }
 
 uint64_t KvStore::AddWaiter(std::vector<std::string> keys, Ready ready) {
-  if (!FirstMissing(keys)) {
+  auto missing = FirstMissing(keys);
+  if (!missing) {
     ready();
     return 0;
   }
   uint64_t id = next_id_++;
   waiters_[id] = Waiter{std::move(keys), std::move(ready)};
+  waiting_on_[*missing].push_back(id);
   return id;
 }
 
-void KvStore::Notify() {
+// `key` now exists: each waiter filed under it is ready or waits on its next
+// missing key.
+void KvStore::Notify(const std::string& key) {
+  auto filed = waiting_on_.find(key);
+  if (filed == waiting_on_.end()) return;
+  std::vector<uint64_t> ids = std::move(filed->second);
+  waiting_on_.erase(filed);
   std::vector<Ready> fire;
-  for (auto it = waiters_.begin(); it != waiters_.end();) {
-    if (!FirstMissing(it->second.keys)) {
-      fire.push_back(std::move(it->second.ready));
-      it = waiters_.erase(it);
+  for (uint64_t id : ids) {
+    auto w = waiters_.find(id);
+    if (w == waiters_.end()) continue;  // removed (timed out)
+    if (auto missing = FirstMissing(w->second.keys)) {
+      waiting_on_[*missing].push_back(id);
     } else {
-      ++it;
+      fire.push_back(std::move(w->second.ready));
+      waiters_.erase(w);
     }
   }
   for (auto& f : fire) f();  // after the loop: a callback may Set/AddWaiter

@@ -1,13 +1,16 @@
 // KvStore: the coordinator's key/value store (NCCL unique id, Gloo
 // rendezvous). Keys map to byte strings; Add keeps counters as decimal text
 // like torch's TCPStore. Waiters are called once every key they wait for
-// exists. Pure data structure, no I/O and no timers (the caller times out a
+// exists. A waiter is filed under the first of its keys still missing, so a
+// Set looks only at the waiters of its own key: thousands of ranks waiting
+// on a barrier cost nothing while the others Add and Set. Pure data structure, no I/O and no timers (the caller times out a
 // waiter by removing it). Not thread-safe: the coordinator's io thread only.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <unordered_map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,7 +44,7 @@ class KvStore {
   void Clear() { data_.clear(); }
 
  private:
-  void Notify();
+  void Notify(const std::string& key);
 
   struct Waiter {
     std::vector<std::string> keys;
@@ -49,6 +52,8 @@ class KvStore {
   };
   std::map<std::string, Bytes> data_;
   std::map<uint64_t, Waiter> waiters_;
+  // key -> waiters filed under it (ids of removed waiters are skipped)
+  std::unordered_map<std::string, std::vector<uint64_t>> waiting_on_;
   uint64_t next_id_ = 1;
 };
 

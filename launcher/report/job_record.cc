@@ -10,6 +10,8 @@ void JobRecord::OnAssigned(int rank, int node, const std::string& host) {
   w.rank = rank;
   w.node = node;
   w.host = host;
+  auto old = workers_.find(rank);
+  if (old != workers_.end() && old->second.ExitedOk()) --num_exited_ok_;  // replaced
   workers_[rank] = std::move(w);
   if (mux_) mux_->AddRank(rank, host, local_rank);
 }
@@ -41,6 +43,7 @@ bool JobRecord::OnExited(int rank, int pid, int exit_code, int signal, bool hung
   w.signal = signal;
   w.hung = hung;
   bool failed = exit_code != 0 || signal != 0 || hung;
+  if (w.ExitedOk()) ++num_exited_ok_;
   if (failed && !error.message.empty()) w.error = BoundForWire(std::move(error));
   if (failed && !first_failure_) {
     Failure f;
@@ -71,14 +74,12 @@ void JobRecord::NewGeneration(int generation) {
   workers_.clear();
   assigned_on_node_.clear();
   num_started_ = 0;
+  num_exited_ok_ = 0;
   if (mux_) mux_->Marker("--- dslaunch: restarted, generation " + std::to_string(generation) + " ---");
 }
 
 bool JobRecord::AllExitedOk() const {
-  if (workers_.empty()) return false;
-  for (const auto& [rank, w] : workers_)
-    if (!w.exited || w.exit_code != 0 || w.signal != 0 || w.hung) return false;
-  return true;
+  return !workers_.empty() && num_exited_ok_ == static_cast<int>(workers_.size());
 }
 
 }  // namespace ds

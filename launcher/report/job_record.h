@@ -32,6 +32,7 @@ struct WorkerRecord {
   bool hung = false;
   TorchError error;    // from its TORCHELASTIC_ERROR_FILE; message "" = none
   std::deque<std::string> last_lines;  // newest last, at most kLastLines
+  bool ExitedOk() const { return exited && exit_code == 0 && signal == 0 && !hung; }
 };
 
 struct Failure {
@@ -93,6 +94,7 @@ class JobRecord {
   std::optional<Failure> first_failure_;
   std::vector<Failure> restart_causes_;
   int num_started_ = 0;
+  int num_exited_ok_ = 0;  // workers of this generation that exited 0 (O(1) AllExitedOk)
 };
 
 }  // namespace ds

@@ -39,6 +39,9 @@ ALLOWED = {
     "dscomm": {"dsnumeric", "dscommon"},
     "dstrain_lib": {"dsckptfiles", "dscomm", "dsmodel", "dstrain_config", "dsnumeric", "dscommon"},
     "dstrain": {"dstrain_lib"},
+    # sim/: simulated agents against the real coordinator (a tool, not shipped)
+    "dssim_lib": {"dscoordinator", "dsconfig", "dscommon"},
+    "dssim": {"dssim_lib"},
 }
 
 
