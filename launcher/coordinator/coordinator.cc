@@ -27,6 +27,7 @@ struct Coordinator::Pending {
 
 namespace {
 
+constexpr int kListenBacklog = 65535;
 constexpr std::chrono::milliseconds kFirstAcceptBackoff{100};
 constexpr std::chrono::milliseconds kMaxAcceptBackoff{1000};
 
@@ -65,7 +66,10 @@ Status Coordinator::Listen() {
   acceptor_.open(ep.protocol(), ec);
   if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) acceptor_.bind(ep, ec);
-  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  // As long a queue as the kernel allows (net.core.somaxconn caps it; Asio's
+  // default, SOMAXCONN, would cap a raised sysctl at 4,096): thousands of
+  // agents arriving together wait there while 256 at a time authenticate.
+  if (!ec) acceptor_.listen(kListenBacklog, ec);
   if (ec) return Status::IOError(fmt::format("listen {}:{}: {}", opt_.listen_addr, opt_.listen_port, ec.message()));
   Accept();
   return Status::OK();

@@ -118,4 +118,16 @@ expect 2 "--include: unknown host 'w9'" -- -H "$src/hostfiles/local" -i w9 --dry
 expect 2 "unknown option '--bogus'" -- --bogus -- true
 expect 2 "expected a job file" --
 expect 2 "env: unexpected argument 'x'" -- env x
+# Too few file descriptors for 100 agents, and the hard limit cannot be
+# raised (no CAP_SYS_RESOURCE, as in a container): refused before any agent
+# starts, naming the number. Where the limit can be raised, nothing to check.
+awk 'BEGIN { for (i = 1; i <= 100; i++) printf "127.0.1.%d slots=1\n", i }' >"$tmp/hosts100"
+if ( ulimit -n 128 && ulimit -Hn 256 ) 2>/dev/null; then
+  echo "skip: this process may raise its hard descriptor limit"
+else
+  ( ulimit -n 128
+    expect 1 "needs 856 open files for 100 agents and 100 workers; the limit is 128 (hard 128)" -- \
+      --hostfile "$tmp/hosts100" -- true
+    exit $fail ) || fail=1
+fi
 exit $fail
