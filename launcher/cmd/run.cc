@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "common/asio.h"
+#include "common/defaults.h"
 #include "common/duration.h"
 #include "common/env_registry.h"
 #include "common/fd_limit.h"
@@ -86,7 +87,7 @@ Result<CoordinatorOptions> CoordinatorOptionsFor(const Launch& l, const CliOptio
   co.heartbeat_timeout = el.heartbeat_timeout;
   co.hang_timeout = el.hang_timeout;
   co.stop_grace = cli.stop_grace;
-  co.register_timeout = l.ssh.connect_timeout + 20.0;
+  co.register_timeout = l.ssh.connect_timeout + kRegisterGrace;
   co.master_port = l.plan.job.network.master_port;
   if (l.per_node) {  // every node derives the same id and key from the shared secret
     co.job_id = l.per_node->job_id;

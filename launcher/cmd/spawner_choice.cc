@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "common/defaults.h"
 #include "common/duration.h"
 #include "common/env_registry.h"
 #include "common/files.h"
@@ -32,10 +33,10 @@ std::vector<std::string> AgentArgv(const CliOptions& cli, const std::string& coo
           "--job-id", job_id, "--host", host,
           "--heartbeat-interval", ms(heartbeat_interval), "--heartbeat-timeout", ms(heartbeat_timeout),
           "--connect-timeout", ms(connect_timeout),
-          // A coordinator that resets or does not answer the connection (its
-          // listen queue overflowing while thousands of agents start at
-          // once) is tried again each second for as long.
-          "--join-timeout", ms(connect_timeout)};
+          // A coordinator that resets or does not answer the connection in
+          // time (thousands of agents starting at once) is tried again each
+          // second until the coordinator's register deadline.
+          "--join-timeout", ms(connect_timeout + kRegisterGrace)};
 }
 
 std::string ResolveLauncher(const std::string& launcher, const LaunchPlan& plan, bool force_multi) {

@@ -30,10 +30,11 @@
 // signal) and the one DeadlineTimer it keeps armed at its next deadline;
 // time comes from the injected Clock. Work per event is O(1) (a frame moves
 // its agent's last_seen; counters, not scans, say when all registered or all
-// stopped), so that thousands of agents cost little: silence is found by one
-// sweep over the agents every 100 ms (or heartbeat_interval when shorter: an
-// agent is lost at most that long after heartbeat_timeout), which also sends every agent its Ping once
-// per heartbeat_interval. Agents are reached through AgentLink.
+// stopped), so that thousands of agents cost little. Silence is found by one
+// sweep over the agents every 100 ms (or heartbeat_interval when shorter; an
+// agent is lost at most that long after heartbeat_timeout), which also sends
+// every agent its Ping once per heartbeat_interval. Agents are reached
+// through AgentLink.
 // Tests drive it with fakes of all three, without sockets or sleeps.
 // Not thread-safe: call from one thread (the coordinator's io thread).
 #pragma once

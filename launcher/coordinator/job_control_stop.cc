@@ -121,7 +121,15 @@ void JobControl::CheckRegisterDeadline(Clock::time_point now) {
 
 // One pass over the agents: one silent for heartbeat_timeout is lost; the
 // others get their Ping when heartbeat_interval has passed since the last.
+// A sweep more than an interval behind its time means this thread did not
+// run (an overloaded or paused machine): the agents' frames may be waiting
+// unread, so nobody is lost until a sweep runs on time, after they are read.
 void JobControl::SweepHeartbeats(Clock::time_point now) {
+  const bool on_time = now - next_sweep_ <= Seconds(opt_.heartbeat_interval);
+  if (!on_time)
+    DS_LOG(Warn, Coord) << "the coordinator did not run for "
+                        << std::chrono::duration<double>(now - next_sweep_).count()
+                        << " s; agents' silence is judged again once it has read what they sent";
   while (next_sweep_ <= now) next_sweep_ += sweep_period_;
   const bool ping = now >= next_ping_;
   if (ping) next_ping_ = now + Seconds(opt_.heartbeat_interval);
@@ -129,7 +137,7 @@ void JobControl::SweepHeartbeats(Clock::time_point now) {
   for (size_t i = 0; i < agents_.size() && state_ != CoordState::kDone; ++i) {
     Agent& a = agents_[i];
     if (!a.registered || a.lost || !a.link) continue;
-    if (now >= a.last_seen + Seconds(opt_.heartbeat_timeout)) {
+    if (on_time && now >= a.last_seen + Seconds(opt_.heartbeat_timeout)) {
       OnAgentClosed(static_cast<int>(i), fmt::format("no heartbeat for {}s", opt_.heartbeat_timeout));
     } else if (ping) {
       SendTo(static_cast<int>(i), wire::MsgType::kPing, ping_payload);

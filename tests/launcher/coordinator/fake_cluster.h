@@ -97,6 +97,9 @@ class FakeCluster {
   // Moves time forward; every registered, connected, non-silent agent sends a
   // Ping each heartbeat interval, as real agents do.
   void Advance(double seconds);
+  // The coordinator's thread does not run for `seconds` (an overloaded
+  // machine): time passes, no timer fires, no frame is read.
+  void Stall(double seconds) { clock_.Advance(Seconds(seconds)); }
 
   // The newest message of `type` sent to `node`, decoded; nullopt if none.
   template <class M>

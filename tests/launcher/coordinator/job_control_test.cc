@@ -164,6 +164,20 @@ TEST_CASE("job control: a silent agent is lost at heartbeat_timeout, within one 
   CHECK(c.control().world_size() == 4);
 }
 
+TEST_CASE("job control: a coordinator that did not run loses nobody until it has read the agents again",
+          "[jobcontrol]") {
+  FakeCluster c(kThreeHosts, Elastic(1, 2));
+  c.Run();
+  c.Silence(2);
+  c.Stall(10.0);      // far past heartbeat_timeout (3 s); the agents' Pings wait unread
+  c.Advance(0.05);    // the late sweep: judges nobody
+  CHECK(c.control().state() == CoordState::kRunning);
+  CHECK(c.lost_events().empty());
+  c.Advance(1.0);     // the others' Pings are read; the next sweep is on time
+  CHECK(c.control().state() == CoordState::kStopping);
+  CHECK(c.lost_events() == std::vector<int>{2});  // the one really silent
+}
+
 TEST_CASE("job control: one timer, armed at the next deadline; a Ping per agent per interval", "[jobcontrol]") {
   FakeCluster c(kThreeHosts, Elastic(0));
   REQUIRE(c.timer().armed());  // the register deadline
