@@ -24,6 +24,10 @@ AgentFleet::AgentFleet(asio::io_context& io, Coordinator& coord, Spawner& spawne
       rejoin_timer_(io), drain_timer_(io) {}
 
 AgentFleet::~AgentFleet() {
+  // Agents the start thread delivered after the io loop stopped: their
+  // handles terminate them as they go.
+  if (start_thread_.joinable()) start_thread_.join();
+  start_results_.clear();
   if (rejoin_thread_.joinable()) rejoin_thread_.join();
 }
 
@@ -32,15 +36,40 @@ void AgentFleet::Start() {
   for (const AgentSpec& s : specs_) nodes.push_back(s.node_index);
   const std::string token = coord_.EnrollAgents(nodes, fixed_token_);  // the agents' key; the secret stays here
   for (AgentSpec& s : specs_) s.stdin_payload = token;
-  auto started = spawner_.Start(specs_);
+  rejoin_busy_ = true;  // the spawner is one thread's at a time: no rejoin until every agent started
+  start_thread_ = std::thread([this, alive = std::weak_ptr<void>(alive_)] {
+    auto started = spawner_.Start(specs_);
+    {
+      std::lock_guard<std::mutex> lock(start_mu_);
+      start_results_ = std::move(started);
+    }
+    asio::post(io_, [this, alive] {
+      if (alive.lock()) Started();
+    });
+  });
+}
+
+void AgentFleet::Started() {
+  std::vector<Result<std::unique_ptr<AgentHandle>>> started;
+  {
+    std::lock_guard<std::mutex> lock(start_mu_);
+    started.swap(start_results_);
+  }
+  started_ = true;
+  rejoin_busy_ = false;
   for (size_t i = 0; i < started.size(); ++i) {
     if (!started[i].ok()) {
       coord_.Abort(specs_[i].host, started[i].status().message(), kExitFailure);
       continue;
     }
     members_[i].handle = std::move(started[i]).value();
+    if (draining_) {  // the job ended while agents were still starting
+      members_[i].handle->Terminate();
+      continue;
+    }
     Watch(static_cast<int>(i));
   }
+  if (!draining_) ArmRejoinTimer();
 }
 
 // Waits (once) for the agent's exit fd to become readable. The watch is on a

@@ -6,12 +6,14 @@
 // attempt on its own thread: an SSH connect may take connect_timeout); at the
 // end it gives the agents a grace period to exit on their own, terminates the
 // rest and stops the io_context.
-// Not thread-safe: the io thread only (the rejoin thread posts back to it).
+// Not thread-safe: the io thread only (the start and rejoin threads post back
+// to it).
 #pragma once
 
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -36,8 +38,13 @@ class AgentFleet {
   // Starts every agent (in parallel, through the spawner) with a fresh agent
   // token on its stdin (Coordinator::EnrollAgents; the job secret stays in
   // dslaunch); a node whose agent cannot be started aborts the job, naming
-  // the host and the reason.
+  // the host and the reason. Returns at once: the spawner runs on a thread
+  // of its own (SSH sessions at fan-out N, thousands of local processes take
+  // seconds) while the io loop goes on, so the coordinator registers agents
+  // as they come; the handles come back to the io thread (started()).
   void Start();
+  // Start()'s spawner has returned and its handles are watched.
+  bool started() const { return started_; }
   // The coordinator lost `node`'s agent: its handle no longer holds the
   // drain (a step launcher may report a dead node's task late or never).
   void MarkLost(int node);
@@ -55,6 +62,7 @@ class AgentFleet {
     bool lost = false;    // MarkLost, until a rejoin replaces the handle
   };
 
+  void Started();
   void Watch(int node);
   void OnExited(int node);
   void ArmRejoinTimer();
@@ -74,6 +82,11 @@ class AgentFleet {
   std::map<int, Clock::time_point> next_try_;
   std::map<int, double> backoff_s_;
   asio::steady_timer rejoin_timer_;
+  std::thread start_thread_;     // Start()'s spawner
+  std::mutex start_mu_;
+  std::vector<Result<std::unique_ptr<AgentHandle>>> start_results_;  // guarded by start_mu_, until Started()
+  std::shared_ptr<void> alive_ = std::make_shared<int>(0);  // a posted Started() runs only while the fleet lives
+  bool started_ = false;
   std::thread rejoin_thread_;
   bool rejoin_busy_ = false;
   bool draining_ = false;

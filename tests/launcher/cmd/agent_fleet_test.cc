@@ -2,8 +2,12 @@
 // agents that cannot start or that end before registering fail the job,
 // naming the host; each start hands the agents a fresh token, never the job
 // secret; at the end the fleet terminates agents that do not exit by
-// themselves and stops the io_context. In-process only: no sockets.
+// themselves and stops the io_context. The spawner runs on a thread of its
+// own while the io loop goes on. In-process only: no sockets.
 #include <catch2/catch.hpp>
+#include <signal.h>
+
+#include <future>
 
 #include "launcher/cmd/agent_fleet.h"
 #include "launcher/config/hostfile.h"
@@ -35,6 +39,15 @@ struct Fleet {
     coord->OnDone([this] { fleet->Drain(std::chrono::milliseconds(50)); });
     coord->Start();
   }
+  // Start() returns before the spawner does: runs the io_context until the
+  // handles are back (bounded: never hangs).
+  void StartAndWait() {
+    fleet->Start();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!fleet->started() && std::chrono::steady_clock::now() < deadline)
+      io.run_one_for(std::chrono::milliseconds(100));
+    REQUIRE(fleet->started());
+  }
   // Runs the io_context until the fleet stops it (bounded: never hangs).
   void RunToEnd() { io.run_for(std::chrono::seconds(10)); }
 
@@ -49,7 +62,7 @@ struct Fleet {
 
 TEST_CASE("agent fleet: every agent gets the same fresh token on stdin, never the job secret", "[fleet]") {
   Fleet f;
-  f.fleet->Start();
+  f.StartAndWait();
   REQUIRE(f.spawner.started().size() == 2);
   const std::string token = f.spawner.started()[0].stdin_payload;
   CHECK(token.size() == 64);
@@ -58,10 +71,45 @@ TEST_CASE("agent fleet: every agent gets the same fresh token on stdin, never th
   CHECK(f.coord->state() == CoordState::kWaitingForAgents);
 }
 
+TEST_CASE("agent fleet: Start returns while the spawner still works; the io loop goes on meanwhile",
+          "[fleet]") {
+  Fleet f;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  f.spawner.BeforeStart([released] { released.wait(); });
+  f.fleet->Start();  // returns although the spawner is held
+  bool ran = false;
+  asio::post(f.io, [&ran] { ran = true; });
+  f.io.poll();
+  CHECK(ran);  // the coordinator's loop serves while agents are being started
+  CHECK_FALSE(f.fleet->started());
+  release.set_value();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!f.fleet->started() && std::chrono::steady_clock::now() < deadline)
+    f.io.run_one_for(std::chrono::milliseconds(100));
+  CHECK(f.fleet->started());
+  CHECK(f.spawner.started().size() == 2);
+}
+
+TEST_CASE("agent fleet: agents that start after the job ended are terminated", "[fleet]") {
+  Fleet f;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  f.spawner.BeforeStart([released] { released.wait(); });
+  f.fleet->Start();
+  f.coord->RequestStop(SIGINT);  // the job ends (Ctrl-C) before any agent is started
+  f.RunToEnd();                  // nothing running yet: the drain stops the loop at once
+  CHECK(f.io.stopped());
+  release.set_value();
+  f.fleet.reset();               // joins the start thread; the late handles terminate their agents
+  CHECK(f.spawner.Terminated(0));
+  CHECK(f.spawner.Terminated(1));
+}
+
 TEST_CASE("agent fleet: a host whose agent cannot start aborts the job, naming it", "[fleet]") {
   Fleet f;
   f.spawner.FailHost("w1", Status::Unavailable("w1: connection refused"));
-  f.fleet->Start();
+  f.StartAndWait();
   CHECK(f.coord->state() == CoordState::kDone);
   REQUIRE(f.record.first_failure());
   CHECK(f.record.first_failure()->host == "w1");
@@ -72,7 +120,7 @@ TEST_CASE("agent fleet: a host whose agent cannot start aborts the job, naming i
 
 TEST_CASE("agent fleet: an agent that exits before registering aborts the job", "[fleet]") {
   Fleet f;
-  f.fleet->Start();
+  f.StartAndWait();
   f.spawner.End(1, 3);
   f.RunToEnd();
   CHECK(f.coord->state() == CoordState::kDone);
@@ -85,7 +133,7 @@ TEST_CASE("agent fleet: an agent that exits before registering aborts the job", 
 
 TEST_CASE("agent fleet: a lost node's agent does not hold the drain, and is still terminated", "[fleet]") {
   Fleet f;
-  f.fleet->Start();
+  f.StartAndWait();
   f.fleet->MarkLost(1);  // its handle still says running (a step launcher that has not noticed)
   f.spawner.End(0, 0);
   f.fleet->Drain(std::chrono::hours(1));

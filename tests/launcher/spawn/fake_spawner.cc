@@ -48,6 +48,7 @@ FakeSpawner::~FakeSpawner() = default;
 void FakeSpawner::FailHost(const std::string& host, Status status) { failures_[host].push_back(std::move(status)); }
 
 std::vector<Result<std::unique_ptr<AgentHandle>>> FakeSpawner::Start(const std::vector<AgentSpec>& specs) {
+  if (before_start_) before_start_();
   std::vector<Result<std::unique_ptr<AgentHandle>>> out;
   for (const auto& spec : specs) {
     auto f = failures_.find(spec.host);

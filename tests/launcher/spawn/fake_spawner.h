@@ -4,9 +4,12 @@
 // ends agent i with End(i, status), which makes its Running() false and its
 // exit_fd() readable, as a real agent's exit would. Terminate() ends a fake
 // agent with 128+SIGTERM. The spawner keeps each agent's state alive, so
-// End() is safe after the caller dropped the handle. One thread.
+// End() is safe after the caller dropped the handle. One thread at a time
+// (AgentFleet calls Start() from a thread of its own; the test reads after
+// the fleet has its handles).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -25,6 +28,8 @@ class FakeSpawner final : public Spawner {
 
   // Start() will fail for `host` with `status` (once per queued error).
   void FailHost(const std::string& host, Status status);
+  // Start() runs `hook` first (e.g. to hold it until the test lets it go).
+  void BeforeStart(std::function<void()> hook) { before_start_ = std::move(hook); }
   std::vector<Result<std::unique_ptr<AgentHandle>>> Start(const std::vector<AgentSpec>& specs) override;
 
   // Every spec that got a handle, in start order (index = agent number).
@@ -39,6 +44,7 @@ class FakeSpawner final : public Spawner {
   std::vector<AgentSpec> started_;
   std::vector<std::shared_ptr<FakeAgentState>> agents_;
   std::map<std::string, std::vector<Status>> failures_;
+  std::function<void()> before_start_;
 };
 
 }  // namespace ds
