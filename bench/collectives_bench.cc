@@ -135,7 +135,16 @@ int main(int argc, char** argv) {
   char tmpl[] = "/tmp/collectives-bench-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
   // The TCP ceiling's socket: rank 0 listens on loopback, rank 1 connects.
+  // Socket buffers as large as the kernel allows (net.core.[rw]mem_max), as Gloo
+  // asks for its own pairs, set before listen/connect so the window scales.
+  auto big_buffers = [](int fd) {
+    for (int opt : {SO_SNDBUF, SO_RCVBUF}) {
+      int bytes = 64 << 20;  // the kernel caps it at [rw]mem_max
+      ::setsockopt(fd, SOL_SOCKET, opt, &bytes, sizeof bytes);
+    }
+  };
   const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  big_buffers(listener);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -153,6 +162,7 @@ int main(int argc, char** argv) {
   if (child == 0) {
     ::close(listener);
     const int s = ::socket(AF_INET, SOCK_STREAM, 0);
+    big_buffers(s);
     if (::connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) _exit(1);
     const int one = 1;
     ::setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
