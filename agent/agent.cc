@@ -81,10 +81,27 @@ int RunAgent(const AgentOptions& options, const std::string& secret) {
                            : "");
       return ExitCode(refused ? AgentExit::kRefused : AgentExit::kConnectFailed);
     }
-    pollfd pfd{sig_read.get(), POLLIN, 0};
-    if (::poll(&pfd, 1, 1000) > 0) {
+    // Until then a tree parent's connection (stdin) may end: the launcher
+    // then starts this node itself, and this agent must not race it.
+    pollfd pfds[2] = {{sig_read.get(), POLLIN, 0}, {STDIN_FILENO, POLLIN, 0}};
+    if (::poll(pfds, options.tree_parent >= 0 ? 2 : 1, 1000) > 0) {
       uint8_t sig = 0;
-      if (::read(sig_read.get(), &sig, 1) == 1 && sig != SIGCHLD) return SignalExitCode(sig);
+      if ((pfds[0].revents & POLLIN) && ::read(sig_read.get(), &sig, 1) == 1 && sig != SIGCHLD)
+        return SignalExitCode(sig);
+      char c;
+      if (options.tree_parent >= 0 && pfds[1].revents != 0 && ::read(STDIN_FILENO, &c, 1) <= 0) {
+        std::fprintf(stderr, "dsagent %s: the connection from node %d's agent ended before this agent registered\n",
+                     options.host.c_str(), options.tree_parent);
+        return ExitCode(AgentExit::kParentGone);
+      }
+    }
+  }
+  // Registered: from now on only the coordinator link counts, not who started us.
+  if (options.tree_parent >= 0) {
+    int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (devnull >= 0) {
+      ::dup2(devnull, STDIN_FILENO);
+      ::close(devnull);
     }
   }
   AgentSession& session = *owned;

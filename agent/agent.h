@@ -32,6 +32,9 @@ struct AgentOptions {
   std::string step_identity;
   std::string secret_file;          // --secret-file PATH: where the token may be instead (ReadAgentSecret)
   bool secret_via_pmi = false;      // --secret-via-pmi: MPICH's mpiexec started us (ReadAgentKey)
+  // --tree-parent N: node N's agent started us (--fanout-tree); stdin, after
+  // the key, is its connection: its end before we registered stops us.
+  int tree_parent = -1;
 };
 
 // Which of `step_nodes` this agent is, from the value of its step identity
@@ -74,6 +77,7 @@ enum class AgentExit : int {
   kConnectFailed = 3,     // could not connect or authenticate (or set up the event loop)
   kLostCoordinator = 4,   // connection closed or heartbeats stopped; workers were killed first
   kRefused = 5,           // the coordinator refused this agent's key (a wrong job secret)
+  kParentGone = 6,        // --tree-parent: the parent's connection ended before we registered
   kSignalBase = 128,      // 128+S after termination signal S; workers were stopped first
 };
 constexpr int ExitCode(AgentExit e) { return static_cast<int>(e); }

@@ -18,6 +18,7 @@ namespace ds {
 std::string AgentUsage() {
   return "usage: dsagent --coordinator HOST:PORT --node-index N --job-id ID [--bind ADDR] [--host NAME]\n"
          "               [--heartbeat-interval S] [--heartbeat-timeout S] [--connect-timeout S] [--join-timeout S]\n"
+         "               [--tree-parent N]\n"
          "       dsagent --step-nodes I=HOST,... --step-identity VAR ... (instead of --node-index and --host)\n"
          "The agent token (its key) is read from --secret-file PATH when that is a private file (0600) of\n"
          "this user, else from stdin (first line) or DSLAUNCH_SECRET_FD.\n";
@@ -44,6 +45,11 @@ Result<AgentOptions> ParseAgentArgs(const std::vector<std::string>& args) {
       if (!n || *n < 0)
         return Status::InvalidArgument(fmt::format("--node-index: expected a non-negative integer, got '{}'", v));
       o.node_index = static_cast<int>(*n);
+    } else if (flag == "--tree-parent") {
+      auto n = ParseInt(v);
+      if (!n || *n < 0)
+        return Status::InvalidArgument(fmt::format("--tree-parent: expected a node index, got '{}'", v));
+      o.tree_parent = static_cast<int>(*n);
     } else if (flag == "--secret-file") {
       o.secret_file = v;
     } else if (flag == "--secret-via-pmi") {

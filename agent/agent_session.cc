@@ -102,6 +102,7 @@ void AgentSession::AddPollFds(std::vector<pollfd>* fds) const {
     fds->push_back({snapshots_->inotify_fd(), POLLIN, 0});
     fds->push_back({snapshots_->events_fd(), POLLIN, 0});
   }
+  if (children_) children_->AddPollFds(fds);  // to the log, not the coordinator: no back-pressure
   // Back-pressure: with the coordinator this far behind, the workers wait.
   if (outbox_.bytes() >= kOutboxHighWater) return;
   for (const auto& s : slots_) {
@@ -126,6 +127,7 @@ void AgentSession::HandlePollResults(const std::vector<pollfd>& fds, size_t firs
       snapshots_->OnInotify();
     } else if (snapshots_ && fd == snapshots_->events_fd()) {
       SendSnapshotMessages();
+    } else if (children_ && children_->OnReadable(fd)) {
     } else {
       for (auto& s : slots_) {
         if (!s.proc || (fd != s.proc->stdout_fd() && fd != s.proc->stderr_fd())) continue;
@@ -214,9 +216,18 @@ void AgentSession::HandleFrame(const Frame& f) {
       if (snapshots_) return snapshots_->StartFetch(*m);
       return Send(wire::MsgType::kFetched, msg::Fetched{m->generation, m->step, 0, 0, "snapshots are off on this node"}.Encode());
     }
+    case wire::MsgType::kStartAgents: {
+      auto m = msg::StartAgents::Decode(f.payload);
+      return m.ok() ? OnStartAgents(*m) : bad(m.status());
+    }
     default:
       return Lost(fmt::format("unexpected message type {}", static_cast<int>(f.type)));
   }
+}
+
+void AgentSession::OnStartAgents(const msg::StartAgents& m) {
+  if (!children_) children_ = std::make_unique<ChildAgents>(secret_);
+  for (const msg::AgentEnded& e : children_->Start(m)) Send(wire::MsgType::kAgentEnded, e.Encode());
 }
 
 void AgentSession::OnReserve(const msg::Reserve& m) {

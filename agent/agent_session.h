@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "agent/agent.h"
+#include "agent/child_agents.h"
 #include "agent/error_file_dir.h"
 #include "agent/outbox.h"
 #include "agent/snapshot_keeper.h"
@@ -96,6 +97,7 @@ class AgentSession {
   void OnReserve(const msg::Reserve& m);
   void OnAssign(const msg::Assign& m);
   void OnSnapshotSetup(const msg::SnapshotSetup& m);
+  void OnStartAgents(const msg::StartAgents& m);
   void SendSnapshotMessages();
   // Reports a worker that never started: `why` on its stderr, then
   // WorkerExited{127, spawn_failed}.
@@ -122,6 +124,7 @@ class AgentSession {
   UniqueFd heartbeat_;
   UniqueFd held_port_;
   std::unique_ptr<SnapshotKeeper> snapshots_;  // after SnapshotSetup (snapshots on)
+  std::unique_ptr<ChildAgents> children_;     // after StartAgents (--fanout-tree)
   Bytes inbuf_;
   Outbox outbox_;            // frames not yet written to conn_
   std::string write_error_;  // set by FlushOutbox, turned into Lost() by CheckTimers

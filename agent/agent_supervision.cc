@@ -76,6 +76,8 @@ void AgentSession::Reap() {
       if (s.proc && s.proc->pid() == pid) s.proc->SignalGroup(SIGKILL);  // what it left in its group
     int status = 0;
     if (::waitpid(pid, &status, 0) != pid) return;
+    if (auto ended = children_ ? children_->OnExited(pid, status) : std::nullopt)
+      Send(wire::MsgType::kAgentEnded, ended->Encode());
     for (auto& s : slots_) {
       if (!s.proc || s.proc->pid() != pid) continue;
       s.proc->exited = true;

@@ -27,6 +27,11 @@
 //   --join-timeout S         keep trying a coordinator that does not answer
 //                            yet, once a second, until then (the per-node
 //                            form: node 0 may start last; default: no retry)
+//   --tree-parent N          node N's agent started this one (--fanout-tree):
+//                            stdin after the key line is that agent's
+//                            connection, and its end before this agent
+//                            registered stops it (exit 6); once registered
+//                            only the coordinator link counts
 //   --step-nodes I=HOST,...  (srun, mpirun: one command line starts the agents
 //                            of several nodes) the nodes of this step, each
 //                            with its node index; replaces --node-index/--host
@@ -51,6 +56,7 @@
 // Shutdown; 2 bad command line or no secret; 3 could not connect; 4 lost the
 // coordinator (connection closed or heartbeats stopped; its workers were
 // killed first); 5 the coordinator refused the key (a wrong job secret);
+// 6 the tree parent's connection ended before this agent registered;
 // 128+S after signal S (SIGTERM/SIGINT/SIGHUP: workers are stopped first).
 #include <iostream>
 #include <string>

@@ -28,12 +28,12 @@ void WriteToStderr(std::initializer_list<const char*> parts) {
 
 // In the child, between fork and exec: only async-signal-safe calls.
 [[noreturn]] void ExecChild(const WorkerLaunch& l, char* const* argv, char* const* envp, const cpu_set_t* cpus,
-                            int out, int err, pid_t parent) {
+                            int in, int out, int err, pid_t parent) {
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(137);  // the agent died before prctl
-  int devnull = ::open("/dev/null", O_RDONLY);
-  if (devnull >= 0) ::dup2(devnull, 0);
+  int stdin_fd = in >= 0 ? in : ::open("/dev/null", O_RDONLY);
+  if (stdin_fd >= 0) ::dup2(stdin_fd, 0);
   ::dup2(out, 1);
   ::dup2(err, 2);
   // Signals were blocked across fork: the agent's handlers (which write to
@@ -65,12 +65,24 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const WorkerLaunch& 
     if (c < 0 || c >= CPU_SETSIZE) return Status::InvalidArgument(fmt::format("CPU {} is out of range", c));
     CPU_SET(c, &cpus);
   }
-  int outp[2], errp[2];
-  if (::pipe2(outp, O_CLOEXEC) != 0) return Status::IOError(fmt::format("pipe: {}", std::strerror(errno)));
-  if (::pipe2(errp, O_CLOEXEC) != 0) {
-    ::close(outp[0]);
-    ::close(outp[1]);
-    return Status::IOError(fmt::format("pipe: {}", std::strerror(errno)));
+  int inp[2] = {-1, -1}, outp[2] = {-1, -1}, errp[2] = {-1, -1};
+  auto close_all = [&] {
+    for (int fd : {inp[0], inp[1], outp[0], outp[1], errp[0], errp[1]})
+      if (fd >= 0) ::close(fd);
+  };
+  if ((!l.stdin_line.empty() && ::pipe2(inp, O_CLOEXEC) != 0) || ::pipe2(outp, O_CLOEXEC) != 0 ||
+      ::pipe2(errp, O_CLOEXEC) != 0) {
+    const int saved = errno;
+    close_all();
+    return Status::IOError(fmt::format("pipe: {}", std::strerror(saved)));
+  }
+  if (!l.stdin_line.empty()) {
+    // One short line fits the pipe's buffer: this never blocks.
+    const std::string line = l.stdin_line + "\n";
+    if (line.size() > 4096 || ::write(inp[1], line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+      close_all();
+      return Status::IOError("cannot write the command's stdin line");
+    }
   }
   // Everything the child needs is built before fork.
   const CStringArray argv(l.argv);
@@ -79,15 +91,18 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const WorkerLaunch& 
   pid_t parent = ::getpid();
   pid_t pid = ForkWithSignalsBlocked();
   if (pid < 0) {
-    for (int fd : {outp[0], outp[1], errp[0], errp[1]}) ::close(fd);
-    return Status::IOError(fmt::format("fork: {}", std::strerror(errno)));
+    const int saved = errno;
+    close_all();
+    return Status::IOError(fmt::format("fork: {}", std::strerror(saved)));
   }
-  if (pid == 0) ExecChild(l, argv.data(), envp.data(), l.cpus.empty() ? nullptr : &cpus, outp[1], errp[1], parent);
+  if (pid == 0)
+    ExecChild(l, argv.data(), envp.data(), l.cpus.empty() ? nullptr : &cpus, inp[0], outp[1], errp[1], parent);
   ::setpgid(pid, pid);  // also here: no race with an early SignalGroup
-  ::close(outp[1]);
-  ::close(errp[1]);
+  for (int fd : {inp[0], outp[1], errp[1]})
+    if (fd >= 0) ::close(fd);
   auto w = std::unique_ptr<WorkerProcess>(new WorkerProcess());
   w->pid_ = pid;
+  w->in_.Reset(inp[1]);
   w->out_.Reset(outp[0]);
   w->err_.Reset(errp[0]);
   for (int fd : {outp[0], errp[0]}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);

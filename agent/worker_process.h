@@ -1,5 +1,6 @@
 // WorkerProcess: one worker started by the agent, in its own process group
-// (pgid == pid), stdin from /dev/null, stdout/stderr on pipes the agent reads
+// (pgid == pid), stdin from /dev/null (or a pipe holding one line, kept open
+// while the object lives: the launch tree's ssh commands), stdout/stderr on pipes the agent reads
 // line by line, PR_SET_PDEATHSIG(SIGKILL) as an extra guard should the agent
 // die, and optionally a CPU affinity set between fork and exec. The command is exec'd directly with an explicit environment: values
 // are data, never shell text. Stop = signal the whole group. Not thread-safe.
@@ -28,6 +29,9 @@ struct WorkerLaunch {
   KeyValues env;                   // the complete environment
   std::string working_dir;         // "" = inherit
   std::vector<int> cpus;           // sched_setaffinity in the child before exec; empty = inherit
+  // Not empty: stdin is a pipe that holds this line (newline added), and
+  // its write end stays open until the WorkerProcess is destroyed (EOF then).
+  std::string stdin_line;
 };
 
 class WorkerProcess {
@@ -62,7 +66,7 @@ class WorkerProcess {
  private:
   WorkerProcess() = default;
   pid_t pid_ = -1;
-  UniqueFd out_, err_;
+  UniqueFd in_, out_, err_;
   std::string out_buf_, err_buf_;
 };
 

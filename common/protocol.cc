@@ -240,6 +240,25 @@ DS_DECODE_BEGIN(Replicate)
   }
 DS_DECODE_END(Replicate)
 
+Bytes StartAgents::Encode() const {
+  PayloadWriter w;
+  w.U32(static_cast<uint32_t>(agents.size()));
+  for (const auto& a : agents) w.U32(a.node).Str(a.host).StrList(a.argv);
+  return w.Take();
+}
+DS_DECODE_BEGIN(StartAgents)
+  for (uint32_t n = r.U32(); r.ok() && n > 0; --n) {
+    AgentCommand a;
+    a.node = r.U32();
+    a.host = r.Str();
+    a.argv = r.StrList();
+    m.agents.push_back(std::move(a));
+  }
+DS_DECODE_END(StartAgents)
+
+Bytes AgentEnded::Encode() const { return PayloadWriter().U32(node).I32(exit_code).I32(signal).Str(reason).Take(); }
+DS_DECODE_BEGIN(AgentEnded) m.node = r.U32(); m.exit_code = r.I32(); m.signal = r.I32(); m.reason = r.Str(); DS_DECODE_END(AgentEnded)
+
 Bytes ShardPut::Encode() const {
   PayloadWriter w;
   PutEntry(w, entry).U32(crc32).Str(manifest);

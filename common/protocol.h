@@ -162,6 +162,24 @@ struct ShardPut {                 // then the shard's bytes in ShardData frames
 };
 struct ShardData { Bytes data; DS_MESSAGE(ShardData); };
 struct ShardGet { int64_t step = 0; uint32_t shard = 0; DS_MESSAGE(ShardGet); };
+// The launch tree (--fanout-tree; wire_format.md "Launch tree").
+struct AgentCommand {
+  uint32_t node = 0;              // the node whose agent this starts
+  std::string host;               // its hostfile name (for messages)
+  std::vector<std::string> argv;  // run as is (an ssh command line); the agent token goes on its stdin
+};
+struct StartAgents {              // coord -> a registered agent
+  std::vector<AgentCommand> agents;
+  DS_MESSAGE(StartAgents);
+};
+struct AgentEnded {               // agent -> coord: one of those commands ended
+  uint32_t node = 0;
+  int32_t exit_code = 0;          // valid when signal == 0 (ssh: 255 = ssh's own failure)
+  int32_t signal = 0;
+  std::string reason;             // its last stderr lines, at most kMaxAgentEndedReason bytes
+  DS_MESSAGE(AgentEnded);
+};
+inline constexpr size_t kMaxAgentEndedReason = 1024;
 struct Stop { uint32_t generation = 0; DS_MESSAGE(Stop); };
 struct Stopped { uint32_t generation = 0; DS_MESSAGE(Stopped); };
 struct Ping { DS_MESSAGE(Ping); };

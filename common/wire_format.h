@@ -19,7 +19,8 @@
 namespace ds::wire {
 
 constexpr uint32_t kMagic = 0x44534C4E;            // "DSLN"
-constexpr uint16_t kVersion = 3;  // 2: Assign and WorkerExited grew fields (issue 11); 3: snapshots (issue 14)
+constexpr uint16_t kVersion = 4;  // 2: Assign and WorkerExited grew fields (issue 11); 3: snapshots (issue 14);
+                                  // 4: the launch tree (issue 16)
 constexpr size_t kHeaderSize = 12;
 constexpr uint32_t kMaxPayload = 16u * 1024 * 1024;  // larger frames are rejected unread
 // Before AuthOk a frame is a Hello or an Auth, nothing larger: Hello is
@@ -59,6 +60,9 @@ enum class MsgType : uint16_t {
   kFetch = 24,          // coord -> agent: gather every shard of a step
   kFetched = 25,        // agent: done (or why not)
   kReplicate = 26,      // coord -> agent: the nodes new shards are copied to
+  // The launch tree (--fanout-tree; wire_format.md "Launch tree").
+  kStartAgents = 27,    // coord -> agent: start these nodes' agents (their commands)
+  kAgentEnded = 28,     // agent: the command starting one of them ended (status, why)
   // Agent <-> agent (role kPeer).
   kShardPut = 40,       // a shard's entry, crc32 and manifest; ShardData frames follow
   kShardData = 41,      // up to kMaxPayload bytes of a shard

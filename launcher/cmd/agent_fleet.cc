@@ -4,9 +4,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <utility>
 
 #include <fmt/format.h>
 
+#include "common/duration.h"
+#include "common/strings.h"
 #include "launcher/report/exit_status.h"
 
 namespace ds {
@@ -17,18 +20,45 @@ constexpr double kMaxRejoinDelay = 30.0;
 }  // namespace
 
 AgentFleet::AgentFleet(asio::io_context& io, Coordinator& coord, Spawner& spawner, std::vector<AgentSpec> specs,
-                       std::function<void(const std::string&)> notice, std::string fixed_token)
+                       std::function<void(const std::string&)> notice, std::string fixed_token, FleetTree tree)
     : io_(io), coord_(coord), spawner_(spawner), specs_(std::move(specs)), notice_(std::move(notice)),
       fixed_token_(std::move(fixed_token)),
       members_(specs_.size()),
-      rejoin_timer_(io), drain_timer_(io) {}
+      rejoin_timer_(io), drain_timer_(io), tree_options_(std::move(tree)), tree_timer_(io) {
+  if (tree_options_.width > 0)
+    tree_ = std::make_unique<LaunchTree>(static_cast<int>(specs_.size()), tree_options_.width,
+                                         tree_options_.handoff_timeout);
+}
 
 AgentFleet::~AgentFleet() {
-  // Agents the start thread delivered after the io loop stopped: their
+  // Agents a spawner call delivered after the io loop stopped: their
   // handles terminate them as they go.
-  if (start_thread_.joinable()) start_thread_.join();
-  start_results_.clear();
-  if (rejoin_thread_.joinable()) rejoin_thread_.join();
+  if (spawn_thread_.joinable()) spawn_thread_.join();
+  spawned_.clear();
+}
+
+void AgentFleet::Spawn(std::vector<AgentSpec> specs, std::function<void(Started)> done) {
+  spawner_busy_ = true;  // the spawner is one thread's at a time
+  if (spawn_thread_.joinable()) spawn_thread_.join();
+  spawn_done_ = std::move(done);
+  spawn_thread_ = std::thread([this, specs = std::move(specs), alive = std::weak_ptr<void>(alive_)] {
+    Started started = spawner_.Start(specs);
+    {
+      std::lock_guard<std::mutex> lock(spawn_mu_);
+      spawned_ = std::move(started);
+    }
+    asio::post(io_, [this, alive] {
+      if (!alive.lock()) return;
+      Started results;
+      {
+        std::lock_guard<std::mutex> lock(spawn_mu_);
+        results.swap(spawned_);
+      }
+      spawner_busy_ = false;
+      std::exchange(spawn_done_, nullptr)(std::move(results));
+      SpawnerFree();
+    });
+  });
 }
 
 void AgentFleet::Start() {
@@ -36,40 +66,50 @@ void AgentFleet::Start() {
   for (const AgentSpec& s : specs_) nodes.push_back(s.node_index);
   const std::string token = coord_.EnrollAgents(nodes, fixed_token_);  // the agents' key; the secret stays here
   for (AgentSpec& s : specs_) s.stdin_payload = token;
-  rejoin_busy_ = true;  // the spawner is one thread's at a time: no rejoin until every agent started
-  start_thread_ = std::thread([this, alive = std::weak_ptr<void>(alive_)] {
-    auto started = spawner_.Start(specs_);
-    {
-      std::lock_guard<std::mutex> lock(start_mu_);
-      start_results_ = std::move(started);
-    }
-    asio::post(io_, [this, alive] {
-      if (alive.lock()) Started();
-    });
-  });
+  std::vector<int> first = tree_ ? tree_->Roots() : nodes;
+  std::vector<AgentSpec> specs;
+  for (int n : first) specs.push_back(specs_[n]);
+  Spawn(std::move(specs), [this, first](Started started) { FirstStarted(first, std::move(started)); });
 }
 
-void AgentFleet::Started() {
-  std::vector<Result<std::unique_ptr<AgentHandle>>> started;
-  {
-    std::lock_guard<std::mutex> lock(start_mu_);
-    started.swap(start_results_);
-  }
+void AgentFleet::FirstStarted(const std::vector<int>& nodes, Started started) {
   started_ = true;
-  rejoin_busy_ = false;
   for (size_t i = 0; i < started.size(); ++i) {
+    const int node = nodes[i];
     if (!started[i].ok()) {
-      coord_.Abort(specs_[i].host, started[i].status().message(), kExitFailure);
+      coord_.Abort(specs_[node].host, started[i].status().message(), kExitFailure);
       continue;
     }
-    members_[i].handle = std::move(started[i]).value();
-    if (draining_) {  // the job ended while agents were still starting
-      members_[i].handle->Terminate();
-      continue;
-    }
-    Watch(static_cast<int>(i));
+    Adopt(node, std::move(started[i]).value());
   }
-  if (!draining_) ArmRejoinTimer();
+}
+
+void AgentFleet::Adopt(int node, std::unique_ptr<AgentHandle> handle) {
+  Member& m = members_[node];
+  if (m.handle) m.handle->Terminate();  // a lost agent, or one that never registered
+  m.handle = std::move(handle);
+  m.lost = false;
+  ++m.incarnation;
+  if (draining_) return m.handle->Terminate();  // the job ended while it was being started
+  Watch(node);
+}
+
+void AgentFleet::SpawnerFree() {
+  if (draining_ || spawner_busy_) return;
+  if (direct_queue_.empty()) return ArmRejoinTimer();
+  std::vector<int> nodes;
+  nodes.swap(direct_queue_);
+  std::vector<AgentSpec> specs;
+  for (int n : nodes) specs.push_back(specs_[n]);
+  Spawn(std::move(specs), [this, nodes](Started started) {
+    for (size_t i = 0; i < started.size(); ++i) {
+      if (!started[i].ok()) {
+        coord_.Abort(specs_[nodes[i]].host, started[i].status().message(), kExitFailure);
+        continue;
+      }
+      Adopt(nodes[i], std::move(started[i]).value());
+    }
+  });
 }
 
 // Waits (once) for the agent's exit fd to become readable. The watch is on a
@@ -98,6 +138,51 @@ void AgentFleet::OnExited(int node) {
                kExitFailure);
 }
 
+void AgentFleet::Registered(int node) {
+  if (!tree_ || draining_) return;
+  msg::StartAgents start;
+  for (int child : tree_->OnRegistered(node, RealClock().Now()))
+    start.agents.push_back({static_cast<uint32_t>(child), specs_[child].host,
+                            tree_options_.command(specs_[child], node)});
+  if (start.agents.empty()) return;
+  coord_.StartAgents(node, start);
+  ArmTreeTimer();
+}
+
+void AgentFleet::AgentEnded(int parent, const msg::AgentEnded& ended) {
+  const int child = static_cast<int>(ended.node);
+  if (!tree_ || draining_ || !tree_->OnStartEnded(parent, child)) return;
+  const std::string status =
+      ended.signal ? fmt::format("signal {}", ended.signal) : fmt::format("status {}", ended.exit_code);
+  StartDirect(child, fmt::format("{} could not start it ({}{}{})", specs_[parent].host, status,
+                                 ended.reason.empty() ? "" : ": ", Printable(ended.reason)));
+}
+
+// The child's agent gets a token of its own for its whole subtree (the one
+// its parent holds may be out there in a command still running: spent now).
+void AgentFleet::StartDirect(int node, const std::string& why) {
+  notice_(fmt::format("{}: {}; starting it from here", specs_[node].host, why));
+  std::vector<int> subtree;
+  for (int n : tree_->Subtree(node))
+    if (!coord_.control().NodeRegistered(n)) subtree.push_back(n);
+  specs_[node].stdin_payload = coord_.EnrollAgents(subtree);
+  direct_queue_.push_back(node);
+  SpawnerFree();
+}
+
+void AgentFleet::ArmTreeTimer() {
+  auto next = tree_->NextDeadline();
+  if (!next) return;
+  tree_timer_.expires_at(*next);
+  tree_timer_.async_wait([this](boost::system::error_code ec) {
+    if (ec || draining_) return;
+    for (int node : tree_->Overdue(RealClock().Now()))
+      StartDirect(node, fmt::format("not registered {} after its parent was told to start it",
+                                    FormatDuration(std::chrono::duration<double>(tree_options_.handoff_timeout).count())));
+    ArmTreeTimer();
+  });
+}
+
 void AgentFleet::Rejoin(int node) {
   if (draining_ || next_try_.count(node)) return;
   backoff_s_[node] = kFirstRejoinDelay;
@@ -106,7 +191,7 @@ void AgentFleet::Rejoin(int node) {
 }
 
 void AgentFleet::ArmRejoinTimer() {
-  if (next_try_.empty() || rejoin_busy_) return;
+  if (next_try_.empty() || spawner_busy_) return;
   auto first = std::min_element(next_try_.begin(), next_try_.end(),
                                 [](const auto& a, const auto& b) { return a.second < b.second; });
   rejoin_timer_.expires_at(first->second);
@@ -117,7 +202,7 @@ void AgentFleet::ArmRejoinTimer() {
 
 // One attempt at a time: the first node that is due and still lost.
 void AgentFleet::TryRejoins() {
-  if (draining_ || rejoin_busy_) return;
+  if (draining_ || spawner_busy_) return;
   const std::vector<int> lost = coord_.control().LostNodes();
   const auto now = RealClock().Now();
   for (auto it = next_try_.begin(); it != next_try_.end();) {
@@ -130,39 +215,27 @@ void AgentFleet::TryRejoins() {
       ++it;
       continue;
     }
-    rejoin_busy_ = true;
     backoff_s_[node] = std::min(2 * backoff_s_[node], kMaxRejoinDelay);
     it->second = now + Seconds(backoff_s_[node]);
-    if (rejoin_thread_.joinable()) rejoin_thread_.join();
     AgentSpec spec = specs_[node];
     spec.stdin_payload = coord_.EnrollAgents({node}, fixed_token_);  // the first token is spent
-    rejoin_thread_ = std::thread([this, node, spec] {
-      auto started = std::make_shared<Result<std::unique_ptr<AgentHandle>>>(std::move(spawner_.Start({spec})[0]));
-      asio::post(io_, [this, node, started] { Rejoined(node, std::move(*started)); });
-    });
+    Spawn({spec}, [this, node](Started started) { Rejoined(node, std::move(started[0])); });
     return;
   }
   ArmRejoinTimer();
 }
 
 void AgentFleet::Rejoined(int node, Result<std::unique_ptr<AgentHandle>> started) {
-  rejoin_busy_ = false;
   if (!started.ok()) {
     notice_(fmt::format("{} is still lost: {}; next try in {}s", specs_[node].host, started.status().message(),
                         backoff_s_[node]));
-  } else {
-    Member& m = members_[node];
-    if (m.handle) m.handle->Terminate();  // the lost agent, or one that never registered
-    m.handle = std::move(started).value();
-    m.lost = false;
-    ++m.incarnation;
-    Watch(node);
-    // Registered or not, the node starts over: if it is still lost in 2 s,
-    // the next attempt replaces this agent.
-    backoff_s_[node] = kFirstRejoinDelay;
-    next_try_[node] = RealClock().Now() + Seconds(kFirstRejoinDelay);
+    return;
   }
-  ArmRejoinTimer();
+  Adopt(node, std::move(started).value());
+  // Registered or not, the node starts over: if it is still lost in 2 s,
+  // the next attempt replaces this agent.
+  backoff_s_[node] = kFirstRejoinDelay;
+  next_try_[node] = RealClock().Now() + Seconds(kFirstRejoinDelay);
 }
 
 bool AgentFleet::AnyRunning() const {
@@ -178,6 +251,7 @@ void AgentFleet::MarkLost(int node) {
 void AgentFleet::Drain(Clock::duration grace) {
   draining_ = true;
   rejoin_timer_.cancel();
+  tree_timer_.cancel();
   if (!AnyRunning()) return TerminateAllAndStop();
   drain_timer_.expires_after(grace);
   drain_timer_.async_wait([this](boost::system::error_code ec) {

@@ -2,12 +2,17 @@
 // It waits on each agent's exit (AgentHandle::exit_fd) instead of asking
 // "still running?" on a timer: an agent that ends before registering fails
 // the job; with elastic.rejoin, a node the coordinator lost gets a new agent
-// 2 s later, then 4, 8, ... up to 30 s apart until one registers (each
-// attempt on its own thread: an SSH connect may take connect_timeout); at the
+// 2 s later, then 4, 8, ... up to 30 s apart until one registers; at the
 // end it gives the agents a grace period to exit on their own, terminates the
-// rest and stops the io_context.
-// Not thread-safe: the io thread only (the start and rejoin threads post back
-// to it).
+// rest and stops the io_context. Every spawner call runs on a thread of its
+// own (an SSH connect may take connect_timeout), one at a time.
+// With a launch tree (FleetTree, --fanout-tree) the spawner starts only the
+// tree's roots; each registered agent is told to start its children
+// (StartAgents), and a child its parent could not start, or that has not
+// registered in time, is started by the spawner with its own fresh token
+// (LaunchTree). Agents started by other agents have no handle here: their
+// coordinator link is their supervision.
+// Not thread-safe: the io thread only (the spawner thread posts back to it).
 #pragma once
 
 #include <functional>
@@ -19,10 +24,20 @@
 
 #include "common/asio.h"
 #include "common/clock.h"
+#include "launcher/cmd/launch_tree.h"
 #include "launcher/coordinator/coordinator.h"
 #include "launcher/spawn/spawner.h"
 
 namespace ds {
+
+// --fanout-tree: agents start agents.
+struct FleetTree {
+  int width = 0;  // children per node; 0 = no tree, the spawner starts every agent
+  Clock::duration handoff_timeout{};  // a handed-off child registers within this, or the spawner starts it
+  // The command a registered agent runs to start `child`'s agent (an ssh
+  // command line; the token goes on its stdin), as `parent`'s child.
+  std::function<std::vector<std::string>(const AgentSpec& child, int parent)> command;
+};
 
 class AgentFleet {
  public:
@@ -32,8 +47,8 @@ class AgentFleet {
   // of every start, and a lost node is enrolled with it again (its node
   // starts its own new agent).
   AgentFleet(asio::io_context& io, Coordinator& coord, Spawner& spawner, std::vector<AgentSpec> specs,
-             std::function<void(const std::string&)> notice, std::string fixed_token = "");
-  ~AgentFleet();  // joins a rejoin attempt still running
+             std::function<void(const std::string&)> notice, std::string fixed_token = "", FleetTree tree = {});
+  ~AgentFleet();  // joins a spawner call still running
 
   // Starts every agent (in parallel, through the spawner) with a fresh agent
   // token on its stdin (Coordinator::EnrollAgents; the job secret stays in
@@ -50,6 +65,10 @@ class AgentFleet {
   void MarkLost(int node);
   // The coordinator lost `node`'s agent: try a new one (elastic.rejoin).
   void Rejoin(int node);
+  // Launch tree: `node` registered (it is told which agents to start), and
+  // `parent` reports that the command starting one of them ended.
+  void Registered(int node);
+  void AgentEnded(int parent, const msg::AgentEnded& ended);
   // The job is over: wait up to `grace` for every agent to exit, terminate
   // what is left, then stop the io_context.
   void Drain(Clock::duration grace);
@@ -62,12 +81,23 @@ class AgentFleet {
     bool lost = false;    // MarkLost, until a rejoin replaces the handle
   };
 
-  void Started();
+  using Started = std::vector<Result<std::unique_ptr<AgentHandle>>>;
+
+  // Runs spawner_.Start(specs) on the spawn thread; `done` gets the results
+  // on the io thread, unless the fleet is gone by then.
+  void Spawn(std::vector<AgentSpec> specs, std::function<void(Started)> done);
+  // The spawner is free: queued direct starts first, then rejoins.
+  void SpawnerFree();
+  void FirstStarted(const std::vector<int>& nodes, Started started);
+  void Adopt(int node, std::unique_ptr<AgentHandle> handle);
   void Watch(int node);
   void OnExited(int node);
   void ArmRejoinTimer();
   void TryRejoins();
   void Rejoined(int node, Result<std::unique_ptr<AgentHandle>> started);
+  // Launch tree: the spawner starts `node` (and the agents below it) itself.
+  void StartDirect(int node, const std::string& why);
+  void ArmTreeTimer();
   bool AnyRunning() const;
   void TerminateAllAndStop();
 
@@ -82,15 +112,19 @@ class AgentFleet {
   std::map<int, Clock::time_point> next_try_;
   std::map<int, double> backoff_s_;
   asio::steady_timer rejoin_timer_;
-  std::thread start_thread_;     // Start()'s spawner
-  std::mutex start_mu_;
-  std::vector<Result<std::unique_ptr<AgentHandle>>> start_results_;  // guarded by start_mu_, until Started()
-  std::shared_ptr<void> alive_ = std::make_shared<int>(0);  // a posted Started() runs only while the fleet lives
+  std::thread spawn_thread_;     // the spawner call in progress, if any
+  bool spawner_busy_ = false;
+  std::function<void(Started)> spawn_done_;  // what gets its results
+  std::mutex spawn_mu_;
+  Started spawned_;              // guarded by spawn_mu_: results on their way to spawn_done_
+  std::shared_ptr<void> alive_ = std::make_shared<int>(0);  // a posted result is used only while the fleet lives
   bool started_ = false;
-  std::thread rejoin_thread_;
-  bool rejoin_busy_ = false;
   bool draining_ = false;
   asio::steady_timer drain_timer_;
+  FleetTree tree_options_;
+  std::unique_ptr<LaunchTree> tree_;   // with tree_options_.width
+  std::vector<int> direct_queue_;      // tree nodes the spawner starts next
+  asio::steady_timer tree_timer_;      // the next hand-off deadline
 };
 
 }  // namespace ds

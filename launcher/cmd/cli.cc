@@ -91,6 +91,9 @@ void DeclareOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
       ->type_name("PORT")->group(launch);
   app.add_option("--fanout", raw.fanout, "start at most N agents at once (default 32)")
       ->type_name("N")->group(launch);
+  app.add_option("--fanout-tree,--fanout_tree", raw.fanout_tree,
+                 "started agents start the next ones, K each, over their own ssh (--launcher ssh)")
+      ->type_name("K")->group(launch);
   app.add_option("--connect-timeout,--connect_timeout", raw.connect_timeout,
                  "SSH connect timeout per host, e.g. 10s (default DSLAUNCH_CONNECT_TIMEOUT)")
       ->type_name("DURATION")

@@ -75,6 +75,7 @@ struct CliOptions {
   bool dry_run = false;              // --dry-run: print the plan, start nothing
   std::optional<int> ssh_port;       // --ssh_port: default for hosts without ssh_port=
   int fanout = 32;                   // --fanout: agents started in parallel at most
+  int fanout_tree = 0;               // --fanout-tree K: agents start K agents each (0 = off)
   double connect_timeout = kDefaultConnectTimeout;  // --connect-timeout seconds (default DSLAUNCH_CONNECT_TIMEOUT)
   bool connect_timeout_set = false;  // --connect-timeout was given (it then wins over the job file's ssh:)
   std::string agent_path;            // --agent-path: dsagent on the nodes (default DSLAUNCH_AGENT_PATH,

@@ -285,6 +285,10 @@ Status ApplyRaw(const RawOptions& raw, const std::vector<std::string>& given, Cl
   if (!raw.fanout.empty()) {
     DS_ASSIGN_OR_RETURN(o.fanout, IntOption("--fanout", raw.fanout, 1, kMaxWorldSize));
   }
+  if (!raw.fanout_tree.empty()) {
+    DS_ASSIGN_OR_RETURN(o.fanout_tree, IntOption(Spelled(given, {"--fanout-tree", "--fanout_tree"}), raw.fanout_tree,
+                                                 2, 1024));
+  }
   if (!raw.master_port.empty()) {
     DS_ASSIGN_OR_RETURN(o.master_port, IntOption(Spelled(given, {"--master_port", "--master-port"}), raw.master_port,
                                                  0, 65535, " (0: a free port per generation)"));

@@ -23,6 +23,7 @@ struct RawOptions {
   std::string connect_timeout;
   std::string ssh_port;
   std::string fanout;
+  std::string fanout_tree;
   std::string master_port;
   std::string max_restarts;
   std::string num_nodes;          // N, or MIN:MAX (torchrun's elastic bounds)

@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "common/netif.h"
 #include "launcher/cmd/agent_fleet.h"
+#include "launcher/cmd/launch_tree.h"
 #include "launcher/cmd/pid_file.h"
 #include "launcher/cmd/spawner_choice.h"
 #include "launcher/coordinator/assign_builder.h"
@@ -27,6 +28,7 @@
 #include "launcher/report/job_summary.h"
 #include "launcher/report/terminal_writer.h"
 #include "launcher/spawn/per_node_spawner.h"
+#include "launcher/spawn/ssh/remote_command.h"
 #include "launcher/spawn/ssh/ssh_probe.h"
 
 namespace ds {
@@ -88,6 +90,10 @@ Result<CoordinatorOptions> CoordinatorOptionsFor(const Launch& l, const CliOptio
   co.hang_timeout = el.hang_timeout;
   co.stop_grace = cli.stop_grace;
   co.register_timeout = l.ssh.connect_timeout + kRegisterGrace;
+  if (cli.fanout_tree > 0) {  // each level may take a hand-off's time, the last retry from here one more
+    const LaunchTree tree(static_cast<int>(Candidates(l.plan).size()), cli.fanout_tree, {});
+    co.register_timeout *= tree.Depth() + 1;
+  }
   co.master_port = l.plan.job.network.master_port;
   if (l.per_node) {  // every node derives the same id and key from the shared secret
     co.job_id = l.per_node->job_id;
@@ -133,6 +139,14 @@ Result<Launch> PrepareLaunch(const LaunchPlan& plan_in, const CliOptions& cli, c
       WorkerArgv(l.plan.job, SiblingBinary("dstrain", "runtime", EnvString("DSLAUNCH_DSTRAIN_PATH")));
   if (argv.empty()) return Status::InvalidArgument("nothing to run (no command and no trainer: section)");
   l.launcher = per_node ? "per-node" : ResolveLauncher(cli.launcher, l.plan, cli.force_multi);
+  if (cli.fanout_tree > 0 && l.launcher != "ssh")
+    return Status::InvalidArgument(fmt::format(
+        "--fanout-tree: the nodes start each other's agents over ssh, which needs --launcher ssh, and this job "
+        "starts its agents with {}", l.launcher));
+  if (cli.fanout_tree > 0 && cli.ship_agent)
+    return Status::InvalidArgument(
+        "--fanout-tree with --ship-agent: the nodes start each other's agents from the dsagent path on their own "
+        "disks; install dsagent there (or use --agent-path), or drop --fanout-tree");
   auto ssh = SshOptionsForJob(l.plan.job, cli);
   if (!ssh.ok() && l.launcher != "local" && !per_node) return Status::InvalidArgument(ssh.status().message());
   if (ssh.ok()) l.ssh = *ssh;
@@ -174,6 +188,22 @@ std::vector<AgentSpec> AgentSpecs(const Launch& l, const CliOptions& cli, const 
   return specs;
 }
 
+// --fanout-tree: a registered agent starts each child's agent with the
+// node's own OpenSSH client, as the launcher would (same user, port, host
+// key policy, connect timeout, forwarded variables).
+FleetTree TreeFor(const Launch& l, const CliOptions& cli) {
+  FleetTree tree;
+  if (cli.fanout_tree <= 0) return tree;
+  tree.width = cli.fanout_tree;
+  tree.handoff_timeout = Seconds(l.ssh.connect_timeout + kRegisterGrace);
+  tree.command = [ssh = l.ssh](const AgentSpec& child, int parent) {
+    std::vector<std::string> argv = child.argv;
+    argv.insert(argv.end(), {"--tree-parent", std::to_string(parent)});
+    return OpenSshArgv(SshTarget{child.host, child.user, child.ssh_port}, ssh, RemoteCommand(argv, ForwardedEnv(ssh)));
+  };
+  return tree;
+}
+
 // Runs the prepared job to its end; returns the coordinator's world size.
 Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, TerminalWriter& err) {
   asio::io_context io;
@@ -186,10 +216,16 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, Termi
     fleet_ptr->MarkLost(node);
     if (rejoin) fleet_ptr->Rejoin(node);
   };
+  l.coord.on_agent_registered = [&fleet_ptr](int node) {
+    if (fleet_ptr) fleet_ptr->Registered(node);
+  };
+  l.coord.on_agent_ended = [&fleet_ptr](int node, const msg::AgentEnded& ended) {
+    if (fleet_ptr) fleet_ptr->AgentEnded(node, ended);
+  };
   Coordinator coord(io, l.plan, l.coord, record);
   if (Status st = coord.Listen(); !st.ok()) return Status::Unavailable(st.message());
   AgentFleet fleet(io, coord, *l.spawner, AgentSpecs(l, cli, coord.address()), l.coord.notice,
-                   l.per_node ? l.per_node->agent_token : "");
+                   l.per_node ? l.per_node->agent_token : "", TreeFor(l, cli));
   fleet_ptr = &fleet;
 
   asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);

@@ -67,6 +67,8 @@ class Coordinator {
   // dslaunch. It registers each of these nodes once and is spent then; a
   // newer token for a node replaces an older one.
   std::string EnrollAgents(const std::vector<int>& nodes, std::string token = "");
+  // Tells registered agent `node` to start other nodes' agents (launch tree).
+  void StartAgents(int node, const msg::StartAgents& m) { control_.StartAgents(node, m); }
   const JobControl& control() const { return control_; }
   CoordState state() const { return control_.state(); }
   // Times accepting paused because max_unauthenticated were in the handshake.

@@ -68,6 +68,7 @@ Status JobControl::OnRegister(const msg::Register& facts, std::shared_ptr<AgentL
   a.stopped = true;
   a.last_seen = clock_.Now();
   if (snapshots_) SetUpSnapshots(node);
+  if (opt_.on_agent_registered) opt_.on_agent_registered(node);
   if (rejoin) {
     Notice(fmt::format("{} rejoined; it takes part from the next restart", candidates_[node].host.name));
   } else {
@@ -110,6 +111,11 @@ Status JobControl::OnAgentFrame(int node, const Frame& f) {
       DS_ASSIGN_OR_RETURN(msg::Stopped m, msg::Stopped::Decode(f.payload));
       if (static_cast<int>(m.generation) == generation_) agents_[node].stopped = true;
       MaybeFinishStopping();
+      return Status::OK();
+    }
+    case wire::MsgType::kAgentEnded: {
+      DS_ASSIGN_OR_RETURN(msg::AgentEnded m, msg::AgentEnded::Decode(f.payload));
+      if (opt_.on_agent_ended) opt_.on_agent_ended(node, m);
       return Status::OK();
     }
     default:

@@ -78,6 +78,11 @@ struct CoordinatorOptions {
   std::function<void(const std::string&)> notice;
   // A registered agent was lost (the launcher may start a new one there).
   std::function<void(int node)> on_agent_lost;
+  // An agent registered (first time or rejoining): the launch tree tells it
+  // which agents to start (JobControl::StartAgents).
+  std::function<void(int node)> on_agent_registered;
+  // Agent `node` reports that the command starting another node's agent ended.
+  std::function<void(int node, const msg::AgentEnded&)> on_agent_ended;
 };
 
 enum class CoordState { kWaitingForAgents, kGathering, kReserving, kRunning, kStopping, kDone };
@@ -100,6 +105,8 @@ class JobControl {
   Status OnAgentFrame(int node, const Frame& f);
   // The agent's link ended (closed by the peer, reset, refused).
   void OnAgentClosed(int node, const std::string& reason);
+  // Tells registered agent `node` to start other nodes' agents (launch tree).
+  void StartAgents(int node, const msg::StartAgents& m) { SendTo(node, wire::MsgType::kStartAgents, m.Encode()); }
   // Stops the job because of a signal to dslaunch (exit code 128+sig); a
   // second signal while stopping stops waiting for the agents.
   void RequestStop(int signal_number);

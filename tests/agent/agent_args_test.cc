@@ -62,6 +62,18 @@ TEST_CASE("agent args: --step-nodes is checked and replaces --node-index", "[age
         "--step-nodes and --step-identity go together");
 }
 
+TEST_CASE("agent args: --tree-parent takes a node index", "[agent]") {
+  const std::vector<std::string> base = {"--coordinator", "h:1", "--job-id", "j", "--node-index", "9"};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), base.begin(), base.end());
+    return ParseAgentArgs(more);
+  };
+  CHECK(with({}).value().tree_parent == -1);
+  CHECK(with({"--tree-parent", "2"}).value().tree_parent == 2);
+  CHECK(with({"--tree-parent", "-1"}).status().message() == "--tree-parent: expected a node index, got '-1'");
+  CHECK(with({"--tree-parent", "x"}).status().message() == "--tree-parent: expected a node index, got 'x'");
+}
+
 TEST_CASE("agent args: the step's per-task variables are told from the job's", "[agent]") {
   for (const char* k : {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_ID", "SLURM_LOCALID", "OMPI_COMM_WORLD_RANK",
                         "PMI_RANK", "PMIX_NAMESPACE", "SLURM_CPU_BIND_LIST"})

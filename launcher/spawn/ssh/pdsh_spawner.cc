@@ -96,11 +96,8 @@ std::string PdshRemoteCommand(const std::vector<AgentSpec>& specs,
 }
 
 std::string PdshSshArgs(const SshOptions& ssh, std::optional<int> port) {
-  std::string a = "-a -x -o BatchMode=yes -o SendEnv=LC_DSLAUNCH_PAYLOAD";
-  a += " -o ConnectTimeout=" + std::to_string(std::max(1L, std::lround(std::ceil(ssh.connect_timeout))));
-  a += std::string(" -o StrictHostKeyChecking=") + HostKeyPolicyName(ssh.host_key_policy);
-  if (!ssh.config_file.empty()) a += " -F " + ShellQuote(ssh.config_file);
-  if (port) a += " -p " + std::to_string(*port);
+  std::string a = "-o SendEnv=LC_DSLAUNCH_PAYLOAD";
+  for (const std::string& o : OpenSshOptions(ssh, port)) a += " " + ShellQuote(o);
   return a + " -l%u %h";
 }
 

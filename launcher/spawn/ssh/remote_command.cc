@@ -1,5 +1,7 @@
 #include "launcher/spawn/ssh/remote_command.h"
 
+#include <cmath>
+
 #include "common/strings.h"
 
 namespace ds {
@@ -50,6 +52,24 @@ std::string SupervisedCommand(const std::vector<std::string>& argv,
                                     "dslaunch-agent"};
   words.insert(words.end(), argv.begin(), argv.end());
   return RemoteCommand(words, env);
+}
+
+std::vector<std::string> OpenSshOptions(const SshOptions& options, std::optional<int> port) {
+  std::vector<std::string> a = {"-a", "-x", "-o", "BatchMode=yes", "-o",
+                                "ConnectTimeout=" + std::to_string(std::max(1L, std::lround(std::ceil(options.connect_timeout)))),
+                                "-o", std::string("StrictHostKeyChecking=") + HostKeyPolicyName(options.host_key_policy)};
+  if (!options.config_file.empty()) a.insert(a.end(), {"-F", options.config_file});
+  if (port) a.insert(a.end(), {"-p", std::to_string(*port)});
+  return a;
+}
+
+std::vector<std::string> OpenSshArgv(const SshTarget& target, const SshOptions& options, const std::string& remote) {
+  std::vector<std::string> argv = {"ssh", "-T"};
+  for (std::string& o : OpenSshOptions(options, target.port ? target.port : options.default_port))
+    argv.push_back(std::move(o));
+  if (!target.user.empty()) argv.insert(argv.end(), {"-l", target.user});
+  argv.insert(argv.end(), {"--", target.host, remote});
+  return argv;
 }
 
 }  // namespace ds

@@ -1,12 +1,16 @@
 // Remote command lines for the ssh and pdsh spawners: argv quoted for a
-// POSIX shell, and the small sh supervisor that feeds the agent its one-line
-// secret and stops it when the connection goes away. Pure string builders,
+// POSIX shell, the small sh supervisor that feeds the agent its one-line
+// secret and stops it when the connection goes away, and the OpenSSH client
+// command lines of pdsh and the launch tree. Pure string builders,
 // thread-safe.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "launcher/spawn/ssh/ssh_session.h"
 
 namespace ds {
 
@@ -35,5 +39,17 @@ enum class PayloadFrom {
 };
 // The POSIX sh supervisor (see SupervisedCommand) running "$@" as the agent.
 std::string SupervisorScript(PayloadFrom from);
+
+// The OpenSSH client's options for an agent's session, as SshSession
+// would open it: no agent or X11 forwarding, BatchMode (never a prompt),
+// `options`' connect timeout (whole seconds, rounded up), host key policy
+// and config file (-F, when DSLAUNCH_SSH_CONFIG named one), and `port`.
+std::vector<std::string> OpenSshOptions(const SshOptions& options, std::optional<int> port);
+
+// The OpenSSH command line that runs `remote` (a RemoteCommand) on
+// `target`: what a --fanout-tree parent runs to start a child's agent, on
+// its own node with its own ssh (DSLAUNCH_SSH_CONFIG, when set, must name a
+// file that exists there too).
+std::vector<std::string> OpenSshArgv(const SshTarget& target, const SshOptions& options, const std::string& remote);
 
 }  // namespace ds

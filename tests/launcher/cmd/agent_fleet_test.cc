@@ -18,8 +18,10 @@ namespace ds {
 namespace {
 
 struct Fleet {
-  Fleet() {
-    Hostfile hf = ParseHostfile("w0 slots=1\nw1 slots=1\n", "hostfile").value();
+  explicit Fleet(int hosts = 2, FleetTree tree = {}) {
+    std::string text;
+    for (int i = 0; i < hosts; ++i) text += "w" + std::to_string(i) + " slots=1\n";
+    Hostfile hf = ParseHostfile(text, "hostfile").value();
     plan = MakePlan(SelectHosts(hf, SelectionOptions{}).value(), JobSpec{}, /*use_gpus=*/false).value();
     CoordinatorOptions o;
     o.job_id = "job";
@@ -27,7 +29,7 @@ struct Fleet {
     o.argv = {"/bin/true"};
     coord = std::make_unique<Coordinator>(io, plan, o, record);
     std::vector<AgentSpec> specs;
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < hosts; ++i) {
       AgentSpec s;
       s.host = "w" + std::to_string(i);
       s.node_index = i;
@@ -35,7 +37,8 @@ struct Fleet {
       specs.push_back(s);
     }
     fleet = std::make_unique<AgentFleet>(io, *coord, spawner, specs,
-                                         [this](const std::string& text) { notices.push_back(text); });
+                                         [this](const std::string& text) { notices.push_back(text); }, "",
+                                         std::move(tree));
     coord->OnDone([this] { fleet->Drain(std::chrono::milliseconds(50)); });
     coord->Start();
   }
@@ -47,6 +50,13 @@ struct Fleet {
     while (!fleet->started() && std::chrono::steady_clock::now() < deadline)
       io.run_one_for(std::chrono::milliseconds(100));
     REQUIRE(fleet->started());
+  }
+  // Runs the io_context until the spawner has started `n` agents in all
+  // (bounded: never hangs).
+  void RunUntilStarted(size_t n) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (spawner.started().size() < n && std::chrono::steady_clock::now() < deadline)
+      io.run_one_for(std::chrono::milliseconds(20));
   }
   // Runs the io_context until the fleet stops it (bounded: never hangs).
   void RunToEnd() { io.run_for(std::chrono::seconds(10)); }
@@ -140,6 +150,77 @@ TEST_CASE("agent fleet: a lost node's agent does not hold the drain, and is stil
   f.io.run_for(std::chrono::seconds(10));
   CHECK(f.io.stopped());  // at once, not after the hour
   CHECK(f.spawner.Terminated(1));
+}
+
+FleetTree Tree(int width, std::chrono::milliseconds handoff) {
+  FleetTree t;
+  t.width = width;
+  t.handoff_timeout = handoff;
+  t.command = [](const AgentSpec& child, int parent) {
+    return std::vector<std::string>{"ssh", child.host, "dsagent --tree-parent " + std::to_string(parent)};
+  };
+  return t;
+}
+
+std::vector<std::string> Hosts(const std::vector<AgentSpec>& specs) {
+  std::vector<std::string> out;
+  for (const AgentSpec& s : specs) out.push_back(s.host);
+  return out;
+}
+
+TEST_CASE("agent fleet, tree: the spawner starts only the roots", "[fleet][tree]") {
+  Fleet f(7, Tree(2, std::chrono::hours(1)));
+  f.StartAndWait();
+  CHECK(Hosts(f.spawner.started()) == std::vector<std::string>{"w0", "w1"});
+  f.fleet->Registered(0);  // hands w2 and w3 to w0's agent: nothing more for the spawner
+  f.io.poll();
+  CHECK(f.spawner.started().size() == 2);
+  CHECK(f.notices.empty());
+}
+
+TEST_CASE("agent fleet, tree: a child its parent could not start is started from here, with a token of its own",
+          "[fleet][tree]") {
+  Fleet f(7, Tree(2, std::chrono::hours(1)));
+  f.StartAndWait();
+  const std::string first_token = f.spawner.started()[0].stdin_payload;
+  f.fleet->Registered(0);
+  f.fleet->AgentEnded(1, msg::AgentEnded{2, 255, 0, "not yours"});  // not w1's child: ignored
+  f.fleet->AgentEnded(0, msg::AgentEnded{2, 255, 0, "ssh: connect to host w2 port 22: Connection refused"});
+  f.fleet->AgentEnded(0, msg::AgentEnded{2, 255, 0, "again"});      // already the launcher's
+  f.RunUntilStarted(3);
+  f.io.poll();
+  REQUIRE(Hosts(f.spawner.started()) == std::vector<std::string>{"w0", "w1", "w2"});
+  const std::string token = f.spawner.started()[2].stdin_payload;
+  CHECK(token.size() == 64);
+  CHECK(token != first_token);
+  REQUIRE(f.notices.size() == 1);
+  CHECK(f.notices[0] == "w2: w0 could not start it (status 255: ssh: connect to host w2 port 22: Connection "
+                        "refused); starting it from here");
+  CHECK(f.coord->state() == CoordState::kWaitingForAgents);  // a retry, not a failure
+}
+
+TEST_CASE("agent fleet, tree: children not registered by the hand-off deadline are started from here",
+          "[fleet][tree]") {
+  Fleet f(7, Tree(2, std::chrono::milliseconds(50)));
+  f.StartAndWait();
+  f.fleet->Registered(1);  // w1's agent never starts w4 and w5 (hung, or its ssh does)
+  f.RunUntilStarted(4);
+  CHECK(Hosts(f.spawner.started()) == std::vector<std::string>{"w0", "w1", "w4", "w5"});
+  REQUIRE(f.notices.size() == 2);
+  CHECK(f.notices[0] == "w4: not registered 50ms after its parent was told to start it; starting it from here");
+}
+
+TEST_CASE("agent fleet, tree: a child the launcher cannot start either fails the job, naming it", "[fleet][tree]") {
+  Fleet f(7, Tree(2, std::chrono::hours(1)));
+  f.StartAndWait();
+  f.spawner.FailHost("w3", Status::Unavailable("w3: connection refused"));
+  f.fleet->Registered(0);
+  f.fleet->AgentEnded(0, msg::AgentEnded{3, 255, 0, "ssh: connect to host w3 port 22: Connection refused"});
+  f.RunToEnd();
+  CHECK(f.coord->state() == CoordState::kDone);
+  REQUIRE(f.record.first_failure());
+  CHECK(f.record.first_failure()->host == "w3");
+  CHECK(f.record.first_failure()->what == "w3: connection refused");
 }
 
 }  // namespace

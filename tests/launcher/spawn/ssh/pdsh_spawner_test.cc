@@ -79,7 +79,7 @@ TEST_CASE("PdshSshArgs and PdshRemoteCommand", "[unit]") {
   s.connect_timeout = 2.5;
   s.config_file = "/tmp/my cfg";
   CHECK(PdshSshArgs(s, 2222) ==
-        "-a -x -o BatchMode=yes -o SendEnv=LC_DSLAUNCH_PAYLOAD -o ConnectTimeout=3 -o StrictHostKeyChecking=accept-new "
+        "-o SendEnv=LC_DSLAUNCH_PAYLOAD -a -x -o BatchMode=yes -o ConnectTimeout=3 -o StrictHostKeyChecking=accept-new "
         "-F '/tmp/my cfg' -p 2222 -l%u %h");
   std::vector<AgentSpec> specs(2);
   specs[0].host = "a";

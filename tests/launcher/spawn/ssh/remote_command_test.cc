@@ -99,4 +99,19 @@ TEST_CASE("Supervisor: EOF on stdin TERMs the agent, and KILLs one that ignores 
   }
 }
 
+TEST_CASE("OpenSshArgv: the launch tree's ssh command, as SshSession would connect", "[unit]") {
+  SshOptions o;
+  o.connect_timeout = 2.5;
+  o.host_key_policy = HostKeyPolicy::kYes;
+  o.default_port = 2200;
+  CHECK(OpenSshArgv(SshTarget{"n3", "", std::nullopt}, o, "exec 'dsagent'") ==
+        std::vector<std::string>{"ssh", "-T", "-a", "-x", "-o", "BatchMode=yes", "-o", "ConnectTimeout=3", "-o",
+                                 "StrictHostKeyChecking=yes", "-p", "2200", "--", "n3", "exec 'dsagent'"});
+  o.config_file = "/etc/dsl ssh";
+  const auto argv = OpenSshArgv(SshTarget{"-oProxyCommand=x", "bob", 22}, o, "true");
+  // The host's own port wins; a host that looks like an option stays a host (after --).
+  CHECK(std::vector<std::string>(argv.begin() + 10, argv.end()) ==
+        std::vector<std::string>{"-F", "/etc/dsl ssh", "-p", "22", "-l", "bob", "--", "-oProxyCommand=x", "true"});
+}
+
 }  // namespace ds

@@ -1,0 +1,93 @@
+// ChildAgents with real processes: the token arrives as the first stdin
+// line and stdin stays open after it; the AgentEnded of each command carries
+// its status and its last stderr lines; a command that cannot run ends with
+// 127 and says why.
+#include "agent/child_agents.h"
+
+#include <catch2/catch.hpp>
+#include <poll.h>
+#include <sys/wait.h>
+
+#include <chrono>
+
+namespace ds {
+namespace {
+
+// Runs `children` (reading their pipes) until the command of `pid` ends; its AgentEnded.
+std::optional<msg::AgentEnded> RunUntilEnded(ChildAgents& children, pid_t pid) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::vector<pollfd> fds;
+    children.AddPollFds(&fds);
+    ::poll(fds.data(), fds.size(), 50);
+    for (const pollfd& p : fds)
+      if (p.revents) children.OnReadable(p.fd);
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) return children.OnExited(pid, status);
+  }
+  return std::nullopt;
+}
+
+pid_t OnlyChild() {
+  // The test process has no other children: whoever waitpid(-1) finds is ours.
+  siginfo_t info{};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    info.si_pid = 0;
+    if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid != 0) return info.si_pid;
+    ::poll(nullptr, 0, 10);
+  }
+  return -1;
+}
+
+TEST_CASE("child agents: the token is the first stdin line; the reason is the stderr tail", "[tree]") {
+  ChildAgents children("tok3n");
+  // Stdin must stay open after the token: `read` of a second line would see EOF at once otherwise.
+  const std::string script =
+      "read t; [ \"$t\" = tok3n ] || exit 9; "
+      "read -t 1 more; rc=$?; [ $rc -gt 128 ] || exit 7; "  // timed out: still open, nothing more
+      "echo 'to stdout'; echo 'first' >&2; echo 'ssh: connect to host n2 port 22: Connection refused' >&2; exit 255";
+  auto failed = children.Start(msg::StartAgents{{{2, "n2", {"bash", "-c", script}}}});
+  CHECK(failed.empty());
+  CHECK(children.running() == 1);
+  const pid_t pid = OnlyChild();
+  REQUIRE(pid > 0);
+  auto ended = RunUntilEnded(children, pid);
+  REQUIRE(ended);
+  CHECK(ended->node == 2);
+  CHECK(ended->exit_code == 255);
+  CHECK(ended->signal == 0);
+  CHECK(ended->reason == "first\nssh: connect to host n2 port 22: Connection refused");
+  CHECK(children.running() == 0);
+  CHECK_FALSE(children.OnExited(pid, 0));  // not ours any more
+}
+
+TEST_CASE("child agents: a command that cannot run ends with 127 and the reason", "[tree]") {
+  ChildAgents children("t");
+  REQUIRE(children.Start(msg::StartAgents{{{5, "n5", {"/nonexistent/dsl-ssh", "n5"}}}}).empty());
+  const pid_t pid = OnlyChild();
+  REQUIRE(pid > 0);
+  auto ended = RunUntilEnded(children, pid);
+  REQUIRE(ended);
+  CHECK(ended->node == 5);
+  CHECK(ended->exit_code == 127);
+  CHECK(ended->reason.find("/nonexistent/dsl-ssh") != std::string::npos);
+}
+
+TEST_CASE("child agents: the reason keeps the last kMaxAgentEndedReason bytes", "[tree]") {
+  ChildAgents children("t");
+  REQUIRE(children.Start(msg::StartAgents{{{1, "n1", {"sh", "-c", "i=0; while [ $i -lt 200 ]; do "
+                                                                   "echo line-$i-xxxxxxxxxxxxxxxx >&2; i=$((i+1)); "
+                                                                   "done; echo last >&2; kill -9 $$"}}}})
+              .empty());
+  const pid_t pid = OnlyChild();
+  auto ended = RunUntilEnded(children, pid);
+  REQUIRE(ended);
+  CHECK(ended->signal == 9);
+  CHECK(ended->reason.size() <= msg::kMaxAgentEndedReason);
+  CHECK(ended->reason.size() > msg::kMaxAgentEndedReason - 40);
+  CHECK(ended->reason.substr(ended->reason.size() - 4) == "last");
+}
+
+}  // namespace
+}  // namespace ds
