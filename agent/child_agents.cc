@@ -42,7 +42,8 @@ void ChildAgents::AddPollFds(std::vector<pollfd>* fds) const {
   }
 }
 
-void ChildAgents::Relay(Child& c, int stream, const std::string& line) {
+void ChildAgents::Relay(Child& c, int stream, std::string line) {
+  if (!line.empty() && line.back() == '\r') line.pop_back();  // ssh ends its own messages with CRLF
   DS_LOG(Warn, Agent) << c.host << " [agent " << (stream == 1 ? "stdout" : "stderr") << "] " << line;
   if (stream != 2) return;
   c.stderr_tail += line + "\n";

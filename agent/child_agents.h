@@ -47,7 +47,7 @@ class ChildAgents {
     std::unique_ptr<WorkerProcess> proc;
     std::string stderr_tail;  // its last stderr lines, at most kMaxAgentEndedReason bytes
   };
-  void Relay(Child& c, int stream, const std::string& line);
+  void Relay(Child& c, int stream, std::string line);
 
   std::string token_;
   std::vector<Child> children_;

@@ -46,7 +46,7 @@ TEST_CASE("child agents: the token is the first stdin line; the reason is the st
   const std::string script =
       "read t; [ \"$t\" = tok3n ] || exit 9; "
       "read -t 1 more; rc=$?; [ $rc -gt 128 ] || exit 7; "  // timed out: still open, nothing more
-      "echo 'to stdout'; echo 'first' >&2; echo 'ssh: connect to host n2 port 22: Connection refused' >&2; exit 255";
+      "echo 'to stdout'; echo 'first' >&2; printf 'ssh: connect to host n2 port 22: Connection refused\\r\\n' >&2; exit 255";
   auto failed = children.Start(msg::StartAgents{{{2, "n2", {"bash", "-c", script}}}});
   CHECK(failed.empty());
   CHECK(children.running() == 1);
