@@ -86,6 +86,12 @@ expect 2 "--nnodes: expected N or MIN:MAX with integers between 1 and 1048576, g
 expect 2 "--master_port: expected an integer between 0 and 65535 (0: a free port per generation), got '99999'" -- \
   --master_port 99999 --dry-run -- true
 expect 2 "--fanout: expected an integer between 1 and 1048576, got '-1'" -- --fanout -1 --dry-run -- true
+expect 2 "--fanout-tree: expected an integer between 2 and 1024, got '1'" -- --fanout-tree 1 -- true
+expect 2 "--fanout-tree: the nodes start each other's agents over ssh, which needs --launcher ssh, and this job starts its agents with local" -- \
+  --fanout-tree 2 -- true
+printf 'h1 slots=1\n' >"$tmp/hostfile.remote"
+expect 2 "--fanout-tree with --ship-agent: the nodes start each other's agents from the dsagent path on their own disks" -- \
+  -H "$tmp/hostfile.remote" --fanout-tree 2 --ship-agent -- true
 expect 2 "--nproc_per_node: expected an integer between 1 and 4096 without a hostfile (workers on this machine), got '100000'" -- \
   --nproc_per_node 100000 --dry-run -- true
 expect 2 "--nnodes: MIN (3) is more than MAX (2) in '3:2'" -- --nnodes 3:2 --dry-run -- true
