@@ -128,6 +128,7 @@ void AgentSession::HandlePollResults(const std::vector<pollfd>& fds, size_t firs
     } else if (snapshots_ && fd == snapshots_->events_fd()) {
       SendSnapshotMessages();
     } else if (children_ && children_->OnReadable(fd)) {
+      // a launch tree command's output: relayed to the log
     } else {
       for (auto& s : slots_) {
         if (!s.proc || (fd != s.proc->stdout_fd() && fd != s.proc->stderr_fd())) continue;
@@ -199,6 +200,10 @@ void AgentSession::HandleFrame(const Frame& f) {
       return BeginStop(stop_grace_);
     }
     case wire::MsgType::kShutdown:
+      // The agents this one started were told too: wait (bounded) for them
+      // to end, so that the launcher, waiting for this agent, waits for them.
+      if (children_ && children_->running() > 0)
+        children_until_ = clock_.Now() + stop_grace_ + Seconds(opt_.heartbeat_timeout);
       return Quit(ds::ExitCode(AgentExit::kShutdown), "shutdown");
     case wire::MsgType::kSnapshotSetup: {
       auto m = msg::SnapshotSetup::Decode(f.payload);
@@ -293,7 +298,7 @@ KeyValues AgentSession::WorkerEnvironment(const msg::WorkerSpec& w, const std::s
 
 void AgentSession::OnAssign(const msg::Assign& m) {
   slots_.clear();  // the previous generation's workers are all reaped (or get SIGKILL now)
-  KillDescendants();  // and nothing of theirs is left to meet the new generation
+  KillDescendants(ChildPids());  // and nothing of theirs is left to meet the new generation
   generation_ = m.generation;
   stop_grace_ = milliseconds(m.stop_grace_ms);
   hang_timeout_ = milliseconds(m.hang_timeout_ms);

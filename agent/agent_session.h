@@ -22,6 +22,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,9 @@ class AgentSession {
   void OnAssign(const msg::Assign& m);
   void OnSnapshotSetup(const msg::SnapshotSetup& m);
   void OnStartAgents(const msg::StartAgents& m);
+  // The launch tree's commands still running: spared between generations
+  // (they relay their nodes' agents' output), killed when the agent ends.
+  std::set<pid_t> ChildPids() const { return children_ ? children_->pids() : std::set<pid_t>{}; }
   void SendSnapshotMessages();
   // Reports a worker that never started: `why` on its stderr, then
   // WorkerExited{127, spawn_failed}.
@@ -111,6 +115,9 @@ class AgentSession {
   void ReadHeartbeats();
   void SendLine(const Slot& s, int stream, const std::string& line);
   bool AllExited() const;
+  bool WaitingForChildren() const {
+    return children_ && children_->running() > 0 && clock_.Now() < children_until_;
+  }
   KeyValues WorkerEnvironment(const msg::WorkerSpec& w, const std::string& ifname, const Slot& slot,
                               int omp_threads) const;
 
@@ -140,6 +147,7 @@ class AgentSession {
   bool kill_armed_ = false;
   TimePoint last_recv_;
   TimePoint last_ping_;
+  TimePoint children_until_;  // after Shutdown: how long to wait for children_ to end
 };
 
 }  // namespace ds

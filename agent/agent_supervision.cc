@@ -147,6 +147,7 @@ std::optional<TimePoint> AgentSession::NextDeadline() const {
     for (const auto& s : slots_)
       if (s.proc && !s.proc->exited && s.beaten && !s.hung) consider(s.last_beat + hang_timeout_);
   }
+  if (WaitingForChildren()) consider(children_until_);
   if (conn_.get() >= 0) {
     consider(last_recv_ + Seconds(opt_.heartbeat_timeout));
     consider(last_ping_ + Seconds(opt_.heartbeat_interval));
@@ -184,7 +185,7 @@ void AgentSession::CheckTimers() {
   if (stopping_ || quitting_) {
     // The generation is over: its leftovers (daemons, setsid'd or double-forked
     // children outside the workers' groups) go too, before Stopped says so.
-    int n = KillDescendants();
+    int n = KillDescendants(ChildPids());
     if (n > 0) DS_LOG(Info, Proc) << "killed " << n << " leftover process(es) of generation " << generation_;
   }
   if (stopping_) {
@@ -197,7 +198,7 @@ void AgentSession::CheckTimers() {
     snapshots_->Drain();
     SendSnapshotMessages();
   }
-  if (quitting_) finished_ = true;
+  if (quitting_ && !WaitingForChildren()) finished_ = true;
 }
 
 }  // namespace ds

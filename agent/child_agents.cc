@@ -35,6 +35,12 @@ std::vector<msg::AgentEnded> ChildAgents::Start(const msg::StartAgents& m) {
   return failed;
 }
 
+std::set<pid_t> ChildAgents::pids() const {
+  std::set<pid_t> out;
+  for (const Child& c : children_) out.insert(c.proc->pid());
+  return out;
+}
+
 void ChildAgents::AddPollFds(std::vector<pollfd>* fds) const {
   for (const Child& c : children_) {
     if (c.proc->stdout_fd() >= 0) fds->push_back({c.proc->stdout_fd(), POLLIN, 0});

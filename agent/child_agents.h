@@ -15,6 +15,7 @@
 
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,7 @@ class ChildAgents {
   // it is not one of the commands.
   std::optional<msg::AgentEnded> OnExited(pid_t pid, int status);
   size_t running() const { return children_.size(); }
+  std::set<pid_t> pids() const;
 
  private:
   struct Child {

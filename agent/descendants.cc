@@ -90,7 +90,7 @@ Status BecomeSubreaper() {
 
 // Walks the tree from `root` through the children files: the cost is the
 // size of the job's own tree, not of the machine's process table.
-std::vector<pid_t> LiveDescendants(pid_t root) {
+std::vector<pid_t> LiveDescendants(pid_t root, const std::set<pid_t>& spare) {
   std::vector<pid_t> out;
   std::vector<pid_t> todo{root};
   std::optional<std::multimap<pid_t, pid_t>> all;  // only without children files
@@ -108,7 +108,7 @@ std::vector<pid_t> LiveDescendants(pid_t root) {
     for (pid_t k : kids) {
       pid_t ppid = 0;
       char state = 0;
-      if (!ReadStat(k, &ppid, &state) || state == 'Z' || state == 'X') continue;
+      if (spare.count(k) || !ReadStat(k, &ppid, &state) || state == 'Z' || state == 'X') continue;
       out.push_back(k);
       todo.push_back(k);
     }
@@ -116,12 +116,12 @@ std::vector<pid_t> LiveDescendants(pid_t root) {
   return out;
 }
 
-int KillDescendants() {
+int KillDescendants(const std::set<pid_t>& spare) {
   std::set<pid_t> killed;
   int quiet_scans = 0;
   for (int round = 0; round < 100 && quiet_scans < 2; ++round) {
     bool fresh = false;
-    for (pid_t p : LiveDescendants(::getpid())) {
+    for (pid_t p : LiveDescendants(::getpid(), spare)) {
       if (!killed.insert(p).second) continue;
       ::kill(p, SIGKILL);
       fresh = true;

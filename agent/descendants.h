@@ -10,6 +10,7 @@
 
 #include <sys/types.h>
 
+#include <set>
 #include <vector>
 
 #include "common/status.h"
@@ -19,14 +20,16 @@ namespace ds {
 // Marks the calling process a child subreaper. Error when prctl fails.
 Status BecomeSubreaper();
 
-// The live (non-zombie) descendants of `root`, from /proc/<pid>/stat.
-std::vector<pid_t> LiveDescendants(pid_t root);
+// The live (non-zombie) descendants of `root`, from /proc/<pid>/stat, but
+// neither the processes in `spare` nor theirs.
+std::vector<pid_t> LiveDescendants(pid_t root, const std::set<pid_t>& spare = {});
 
-// SIGKILLs every live descendant of the calling process, scanning again
-// until two scans in a row find nobody new (a killed process can no longer
-// fork; its children are re-parented to us and found by the next scan).
-// Returns how many processes were signalled. Call only when no worker of a
-// running generation is left (the workers are descendants too).
-int KillDescendants();
+// SIGKILLs every live descendant of the calling process but `spare` and
+// theirs (the launch tree's ssh commands, between generations), scanning
+// again until two scans in a row find nobody new (a killed process can no
+// longer fork; its children are re-parented to us and found by the next
+// scan). Returns how many processes were signalled. Call only when no
+// worker of a running generation is left (the workers are descendants too).
+int KillDescendants(const std::set<pid_t>& spare = {});
 
 }  // namespace ds

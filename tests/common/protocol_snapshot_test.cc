@@ -3,20 +3,12 @@
 #include <catch2/catch.hpp>
 
 #include "common/protocol.h"
+#include "tests/common/truncations.h"
 
 namespace ds::msg {
 namespace {
 
 ShardEntry Entry() { return ShardEntry{123456789012, 7, 9, 4, 2, (uint64_t{1} << 40) + 5}; }
-
-template <class M>
-void CheckTruncations(const M& m) {
-  const Bytes full = m.Encode();
-  for (size_t n = 0; n < full.size(); ++n) CHECK_FALSE(M::Decode(Bytes(full.begin(), full.begin() + n)).ok());
-  Bytes longer = full;
-  longer.push_back(0);
-  CHECK_FALSE(M::Decode(longer).ok());
-}
 
 TEST_CASE("protocol: the snapshot messages round-trip every field", "[protocol][snapshots]") {
   SnapshotHeld held;

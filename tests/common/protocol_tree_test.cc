@@ -3,18 +3,10 @@
 #include <catch2/catch.hpp>
 
 #include "common/protocol.h"
+#include "tests/common/truncations.h"
 
 namespace ds::msg {
 namespace {
-
-template <class M>
-void CheckTruncations(const M& m) {
-  const Bytes full = m.Encode();
-  for (size_t n = 0; n < full.size(); ++n) CHECK_FALSE(M::Decode(Bytes(full.begin(), full.begin() + n)).ok());
-  Bytes longer = full;
-  longer.push_back(0);
-  CHECK_FALSE(M::Decode(longer).ok());
-}
 
 StartAgents TwoAgents() {
   StartAgents s;
