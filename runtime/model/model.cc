@@ -1,6 +1,6 @@
 // Mlp: forward/backward layer by layer; matrix products through OpenBLAS
 // (cblas_sgemm), chosen by measurement (bench/results/gemm.md).
-// GELU is the erf form (PyTorch's default, approximate='none').
+// The per-element math (GELU, the erf form, and ReLU) is runtime/numeric/elementwise.h.
 #include "runtime/model/model.h"
 
 #include <cblas.h>
@@ -11,18 +11,11 @@
 
 #include "common/check.h"
 #include "runtime/model/blas.h"
+#include "runtime/numeric/elementwise.h"
 #include "runtime/numeric/rng.h"
 
 namespace ds::rt {
 namespace {
-
-constexpr float kInvSqrt2 = 0.70710678118654752f;
-constexpr float kInvSqrt2Pi = 0.39894228040143268f;
-
-float Gelu(float x) { return 0.5f * x * (1.0f + std::erf(x * kInvSqrt2)); }
-float GeluGrad(float x) {
-  return 0.5f * (1.0f + std::erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * std::exp(-0.5f * x * x);
-}
 
 // y (rows x out) = x (rows x in) * W^T + b, W row-major (out x in).
 void Linear(const float* x, const float* w, const float* b, float* y, int rows, int in, int out) {
@@ -100,9 +93,9 @@ BatchStats Mlp::Forward(ParamSource& params, const float* x, const int32_t* y, i
     if (l + 1 < L) {
       float* a = Scratch(acts_[l + 1], n_out);
       if (gelu) {
-        for (size_t i = 0; i < n_out; ++i) a[i] = Gelu(z[i]);
+        for (size_t i = 0; i < n_out; ++i) a[i] = ew::Gelu(z[i]);
       } else {
-        for (size_t i = 0; i < n_out; ++i) a[i] = z[i] > 0.0f ? z[i] : 0.0f;
+        for (size_t i = 0; i < n_out; ++i) a[i] = ew::Relu(z[i]);
       }
       in = a;
     }
@@ -162,10 +155,10 @@ BatchStats Mlp::ForwardBackward(ParamSource& params, const float* x, const int32
       params.Release(l);
       if (gelu) {
         const float* z = pre_[l - 1].data();
-        for (size_t i = 0; i < n; ++i) dx[i] *= GeluGrad(z[i]);
+        for (size_t i = 0; i < n; ++i) dx[i] *= ew::GeluGrad(z[i]);
       } else {
         const float* a = acts_[l].data();
-        for (size_t i = 0; i < n; ++i) dx[i] = a[i] > 0.0f ? dx[i] : 0.0f;
+        for (size_t i = 0; i < n; ++i) dx[i] = ew::ReluBackward(a[i], dx[i]);
       }
     }
     grads.LayerGrad(l, dw, s.size());

@@ -2,32 +2,20 @@
 
 #include <cmath>
 
+#include "runtime/numeric/elementwise.h"
+
 namespace ds::rt {
 namespace {
 
 // Elementwise kernels, cloned for AVX-512 and AVX2 and picked at load time.
 #define DS_KERNEL __attribute__((target_clones("avx512f", "avx2", "default")))
 
-DS_KERNEL void AdamKernel(float* p, const float* g, float* m, float* v, size_t n, float b1,
-                          float b2, float eps, float l2, float decay, float step_size,
-                          float inv_sqrt_bc2) {
-  for (size_t i = 0; i < n; ++i) {
-    const float gi = g[i] + l2 * p[i];
-    m[i] = b1 * m[i] + (1.0f - b1) * gi;
-    v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
-    const float denom = std::sqrt(v[i]) * inv_sqrt_bc2 + eps;
-    p[i] = p[i] * decay - step_size * m[i] / denom;
-  }
+DS_KERNEL void AdamKernel(float* p, const float* g, float* m, float* v, size_t n, ew::AdamStep s) {
+  for (size_t i = 0; i < n; ++i) ew::Adam(p[i], g[i], m[i], v[i], s);
 }
 
-DS_KERNEL void SgdMomentumKernel(float* p, const float* g, float* buf, size_t n, float lr,
-                                 float wd, float mom, float damp, bool first, bool nesterov) {
-  for (size_t i = 0; i < n; ++i) {
-    const float d = g[i] + wd * p[i];
-    const float b = first ? d : mom * buf[i] + damp * d;
-    buf[i] = b;
-    p[i] -= lr * (nesterov ? d + mom * b : b);
-  }
+DS_KERNEL void SgdMomentumKernel(float* p, const float* g, float* buf, size_t n, ew::SgdStep s) {
+  for (size_t i = 0; i < n; ++i) ew::SgdMomentum(p[i], g[i], buf[i], s);
 }
 
 class Sgd final : public Optimizer {
@@ -42,10 +30,10 @@ class Sgd final : public Optimizer {
     const float mom = static_cast<float>(c_.momentum);
     const float damp = 1.0f - static_cast<float>(c_.dampening);
     if (mom == 0.0f) {
-      for (size_t i = 0; i < n; ++i) p[i] -= lr * (g[i] + wd * p[i]);
+      for (size_t i = 0; i < n; ++i) ew::Sgd(p[i], g[i], lr, wd);
       return;
     }
-    SgdMomentumKernel(p, g, state[0], n, lr, wd, mom, damp, step <= 1, c_.nesterov);
+    SgdMomentumKernel(p, g, state[0], n, ew::SgdStep{lr, wd, mom, damp, step <= 1, c_.nesterov});
   }
 
  private:
@@ -73,7 +61,7 @@ class Adam final : public Optimizer {
     const float inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(bc2));
     const float decay = decoupled_ ? 1.0f - lr * wd : 1.0f;
     const float l2 = decoupled_ ? 0.0f : wd;
-    AdamKernel(p, g, state[0], state[1], n, b1, b2, eps, l2, decay, step_size, inv_sqrt_bc2);
+    AdamKernel(p, g, state[0], state[1], n, ew::AdamStep{b1, b2, eps, l2, decay, step_size, inv_sqrt_bc2});
   }
 
  private:
