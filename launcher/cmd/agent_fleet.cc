@@ -69,11 +69,14 @@ void AgentFleet::Start() {
   std::vector<int> first = tree_ ? tree_->Roots() : nodes;
   std::vector<AgentSpec> specs;
   for (int n : first) specs.push_back(specs_[n]);
-  Spawn(std::move(specs), [this, first](Started started) { FirstStarted(first, std::move(started)); });
+  Spawn(std::move(specs), [this, first](Started started) {
+    started_ = true;
+    AdoptAll(first, std::move(started));
+  });
 }
 
-void AgentFleet::FirstStarted(const std::vector<int>& nodes, Started started) {
-  started_ = true;
+// A start that failed aborts the job, naming the host and the reason.
+void AgentFleet::AdoptAll(const std::vector<int>& nodes, Started started) {
   for (size_t i = 0; i < started.size(); ++i) {
     const int node = nodes[i];
     if (!started[i].ok()) {
@@ -101,15 +104,7 @@ void AgentFleet::SpawnerFree() {
   nodes.swap(direct_queue_);
   std::vector<AgentSpec> specs;
   for (int n : nodes) specs.push_back(specs_[n]);
-  Spawn(std::move(specs), [this, nodes](Started started) {
-    for (size_t i = 0; i < started.size(); ++i) {
-      if (!started[i].ok()) {
-        coord_.Abort(specs_[nodes[i]].host, started[i].status().message(), kExitFailure);
-        continue;
-      }
-      Adopt(nodes[i], std::move(started[i]).value());
-    }
-  });
+  Spawn(std::move(specs), [this, nodes](Started started) { AdoptAll(nodes, std::move(started)); });
 }
 
 // Waits (once) for the agent's exit fd to become readable. The watch is on a

@@ -88,7 +88,8 @@ class AgentFleet {
   void Spawn(std::vector<AgentSpec> specs, std::function<void(Started)> done);
   // The spawner is free: queued direct starts first, then rejoins.
   void SpawnerFree();
-  void FirstStarted(const std::vector<int>& nodes, Started started);
+  // Watches the agents a spawner call started for `nodes` (in that order).
+  void AdoptAll(const std::vector<int>& nodes, Started started);
   void Adopt(int node, std::unique_ptr<AgentHandle> handle);
   void Watch(int node);
   void OnExited(int node);
