@@ -246,14 +246,8 @@ StepResult ZeroEngine::Step(float lr) {
   ++applied_steps_;
   std::vector<float*> st(state_.size());
   for (const Segment& s : owned_.owned()) {
-    const float* grad = GradAsFloat(s, &g);
-    if (factor != 1.f) {
-      if (grad != g.data()) g.assign(grad, grad + s.len);
-      for (float& v : g) v *= factor;
-      grad = g.data();
-    }
     for (size_t k = 0; k < state_.size(); ++k) st[k] = state_[k].data() + s.shard_offset;
-    optimizer_.Step(MasterPtr(s), grad, st.data(), s.len, applied_steps_, lr);
+    optimizer_.Step(MasterPtr(s), GradAsFloat(s, &g), st.data(), s.len, applied_steps_, lr, factor);
     if (options_.stage < 3 && half())
       ToHalf16(MasterPtr(s), compute16_.data() + s.flat_offset, s.len, options_.precision);
   }

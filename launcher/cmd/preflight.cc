@@ -34,6 +34,15 @@ std::map<std::string, std::string> ParseProbe(const std::string& out) {
   return kv;
 }
 
+// Every value of a key the probe repeats (one `gpu=` line per GPU), in order;
+// ParseProbe keeps only the last.
+std::vector<std::string> ProbeValues(const std::string& out, const std::string& key) {
+  std::vector<std::string> values;
+  for (const auto& line : Split(out, '\n'))
+    if (StartsWith(line, key + "=")) values.emplace_back(Trim(line.substr(key.size() + 1)));
+  return values;
+}
+
 // "10.77.0.11 dev eth0 src 10.77.0.12 uid 0" -> value after `key`.
 std::string RouteField(const std::string& route, const std::string& key) {
   auto words = Split(route, ' ');
@@ -93,7 +102,24 @@ std::string ProbeScript(const PreflightOptions& o, const std::string& master_add
   s += "wd=" + ShellQuote(o.working_dir) +
        "; if [ -z \"$wd\" ]; then echo wd=skip; elif [ -d \"$wd\" ]; then echo wd=ok; else echo wd=missing; fi\n";
   s += "echo \"cpus=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN)\"\n";
-  s += "g=0; if [ -d /proc/driver/nvidia/gpus ]; then g=$(ls /proc/driver/nvidia/gpus | wc -l); fi; echo \"gpus=$g\"\n";
+  // GPUs: the driver's count in /proc, or nvidia-smi's list when it is on
+  // PATH (bounded by `timeout` where there is one): `gpu=<index>,<name>,<MiB>`
+  // per GPU. When nvidia-smi fails, its first line as `gpuerr=` and the /proc
+  // count. Two branches rather than "$t nvidia-smi": a login shell such as zsh
+  // does not split an unquoted variable.
+  const std::string smi = "nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader,nounits 2>&1";
+  s += "g=0; if [ -d /proc/driver/nvidia/gpus ]; then g=$(ls /proc/driver/nvidia/gpus | wc -l); fi\n";
+  s += "if command -v nvidia-smi >/dev/null 2>&1; then\n"
+       "  if command -v timeout >/dev/null 2>&1; then q=$(timeout 10 " + smi + "); else q=$(" + smi + "); fi; rc=$?\n"
+       "  if [ \"$rc\" -eq 0 ]; then\n"
+       "    l=$(printf '%s\\n' \"$q\" | sed -n 's/ *, */,/g; s/^[0-9][0-9]*,/gpu=&/p')\n"
+       "    if [ -n \"$l\" ]; then printf '%s\\n' \"$l\"; fi; g=$(printf '%s\\n' \"$l\" | grep -c '^gpu=')\n"
+       "  else\n"
+       "    e=$(printf '%s\\n' \"$q\" | awk 'NF { print; exit }'); if [ \"$rc\" -eq 124 ]; then e=\"no answer within 10s\"; fi\n"
+       "    echo \"gpuerr=${e:-exit status $rc}\"\n"
+       "  fi\n"
+       "fi\n"
+       "echo \"gpus=$g\"\n";
   if (!master_addr.empty()) {
     std::string m = ShellQuote(master_addr);
     s += "echo \"own=$(ip -o addr show to " + m + " 2>/dev/null | head -n1 | awk '{print $2}')\"\n";
@@ -131,11 +157,35 @@ void CheckAgent(PreflightRow& r, const std::string& agent, const PreflightOption
   }
 }
 
-void CheckSlots(PreflightRow& r, const HostEntry& host, std::map<std::string, std::string>& kv) {
+// The model of a host's GPUs from its `gpu=` values ("0,NVIDIA H100 80GB
+// HBM3,81559"): "H100 80GB HBM3" when all share it, "mixed" when they do not,
+// "" without any.
+std::string GpuModel(const std::vector<std::string>& gpus) {
+  std::string model;
+  for (const auto& g : gpus) {
+    const size_t first = g.find(','), last = g.rfind(',');
+    std::string name = first != std::string::npos && last > first ? g.substr(first + 1, last - first - 1) : "";
+    if (StartsWith(name, "NVIDIA ")) name = name.substr(7);
+    if (!model.empty() && name != model) return "mixed";
+    model = name;
+  }
+  return model;
+}
+
+// Slots against the host's GPUs (with their model), or its CPUs when it has
+// none. A failing nvidia-smi fails the cell: the job would not find its GPUs.
+void CheckSlots(PreflightRow& r, const HostEntry& host, std::map<std::string, std::string>& kv,
+                const std::vector<std::string>& gpu_lines) {
+  if (!kv["gpuerr"].empty()) {
+    Fail(r, r.slots, "nvidia-smi", "nvidia-smi failed: " + kv["gpuerr"]);
+    return;
+  }
   auto cpus = ParseInt(kv["cpus"]).value_or(0), gpus = ParseInt(kv["gpus"]).value_or(0);
   std::string what = gpus > 0 ? "gpus" : "cpus";
   int64_t have = gpus > 0 ? gpus : cpus;
   std::string text = fmt::format("{}/{} {}", host.slots, have, what);
+  const std::string model = GpuModel(gpu_lines);
+  if (gpus > 0 && !model.empty()) text += " (" + model + ")";
   if (have <= 0) Fail(r, r.slots, "?", "cannot count CPUs or GPUs");
   else if (host.slots > have)
     Fail(r, r.slots, text, fmt::format("slots={} (hostfile line {}) but the host has {} {}", host.slots, host.line,
@@ -178,7 +228,7 @@ PreflightRow EvaluateProbe(const HostEntry& host, const std::string& peer, const
   const std::string wd = kv["wd"];
   if (wd == "ok" || wd == "skip") r.workdir = {true, wd == "ok" ? "ok" : "-"};
   else Fail(r, r.workdir, "missing", "working directory " + o.working_dir + " does not exist");
-  CheckSlots(r, host, kv);
+  CheckSlots(r, host, kv, ProbeValues(out, "gpu"));
   CheckInterface(r, kv);
   const std::string port = kv["port"];
   if (port == "busy") Fail(r, r.port, "busy", fmt::format("master port {} is already in use", o.master_port));

@@ -1,9 +1,10 @@
 // `dslaunch check --hostfile h`: preflight of every host, in parallel (the
 // ssh fan-out), printed as one table. Per host: ssh reachable (else ssh's own
-// reason), dsagent present and its version, the working directory, CPU/GPU
-// count vs slots, the interface and address that reach the master, the master
-// port free (when --master_port is set), and clock skew. One row per host; one
-// host's failure never hides another's.
+// reason), dsagent present and its version, the working directory, slots vs
+// GPUs (count and model from nvidia-smi when the node has it) or else CPUs,
+// the interface and address that reach the master, the master port free (when
+// --master_port is set), and clock skew. One row per host; one host's failure
+// never hides another's.
 // Split for tests: ProbeScript/EvaluateProbe/FormatPreflightTable are pure;
 // ProbeAllHosts does the SSH; RunPreflight is the subcommand.
 #pragma once
@@ -43,7 +44,9 @@ struct PreflightRow {
 };
 
 // The sh script run on a node; prints key=value lines (agent=, wd=, cpus=,
-// gpus=, own=, route=, port=); the clock is read by a separate round trip.
+// gpu= once per GPU as "<index>,<name>,<MiB>" when nvidia-smi answers,
+// gpuerr= when it fails, gpus=, own=, route=, port=); the clock is read by a
+// separate round trip.
 std::string ProbeScript(const PreflightOptions& options, const std::string& master_addr, bool is_first);
 
 // Turns a probe's output into a row. `skew` = remote clock - local clock

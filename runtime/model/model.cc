@@ -1,6 +1,7 @@
 // Mlp: forward/backward layer by layer; matrix products through OpenBLAS
 // (cblas_sgemm), chosen by measurement (bench/results/gemm.md).
-// The per-element math (GELU, the erf form, and ReLU) is runtime/numeric/elementwise.h.
+// The per-element math (GELU, the erf form, ReLU, softmax cross-entropy) is
+// runtime/numeric/elementwise.h.
 #include "runtime/model/model.h"
 
 #include <cblas.h>
@@ -101,28 +102,18 @@ BatchStats Mlp::Forward(ParamSource& params, const float* x, const int32_t* y, i
     }
   }
 
-  // Softmax cross-entropy, stable: loss = logsumexp(z) - z_y.
+  // Softmax cross-entropy (elementwise.h), one sample at a time.
   const int C = layers_.back().out;
   const float* logits = pre_.back().data();
   float* dl = dlogits ? Scratch(*dlogits, static_cast<size_t>(batch) * C) : nullptr;
   BatchStats st;
   st.count = batch;
   for (int r = 0; r < batch; ++r) {
-    const float* z = logits + static_cast<size_t>(r) * C;
-    const int label = y[r];
-    DS_CHECK(label >= 0 && label < C);
-    const float zmax = *std::max_element(z, z + C);
-    double sum = 0;
-    for (int c = 0; c < C; ++c) sum += std::exp(static_cast<double>(z[c] - zmax));
-    const double lse = std::log(sum) + zmax;
-    st.loss_sum += lse - z[label];
-    if (std::max_element(z, z + C) - z == label) ++st.correct;
-    if (dl) {
-      float* d = dl + static_cast<size_t>(r) * C;
-      for (int c = 0; c < C; ++c)
-        d[c] = grad_scale * static_cast<float>(std::exp(static_cast<double>(z[c]) - lse));
-      d[label] -= grad_scale;
-    }
+    DS_CHECK(y[r] >= 0 && y[r] < C);
+    bool correct = false;
+    st.loss_sum += ew::SoftmaxXent(logits + static_cast<size_t>(r) * C, C, y[r], grad_scale,
+                                   dl ? dl + static_cast<size_t>(r) * C : nullptr, &correct);
+    st.correct += correct;
   }
   return st;
 }

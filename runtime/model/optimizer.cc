@@ -18,22 +18,28 @@ DS_KERNEL void SgdMomentumKernel(float* p, const float* g, float* buf, size_t n,
   for (size_t i = 0; i < n; ++i) ew::SgdMomentum(p[i], g[i], buf[i], s);
 }
 
+DS_KERNEL void SgdKernel(float* p, const float* g, size_t n, ew::SgdStep s) {
+  for (size_t i = 0; i < n; ++i) ew::Sgd(p[i], g[i], s);
+}
+
 class Sgd final : public Optimizer {
  public:
   explicit Sgd(const OptimizerConfig& c) : c_(c) {}
   int state_slots() const override { return c_.momentum != 0.0 ? 1 : 0; }
   const OptimizerConfig& config() const override { return c_; }
 
-  void Step(float* p, const float* g, float* const* state, size_t n, int64_t step,
-            float lr) const override {
-    const float wd = static_cast<float>(c_.weight_decay);
-    const float mom = static_cast<float>(c_.momentum);
-    const float damp = 1.0f - static_cast<float>(c_.dampening);
-    if (mom == 0.0f) {
-      for (size_t i = 0; i < n; ++i) ew::Sgd(p[i], g[i], lr, wd);
-      return;
-    }
-    SgdMomentumKernel(p, g, state[0], n, ew::SgdStep{lr, wd, mom, damp, step <= 1, c_.nesterov});
+  ew::OptimizerStep Plan(int64_t step, float lr, float grad_scale) const override {
+    ew::OptimizerStep plan;
+    plan.kind = c_.momentum != 0.0 ? ew::OptimizerStep::Kind::kSgdMomentum
+                                   : ew::OptimizerStep::Kind::kSgd;
+    plan.sgd = ew::SgdStep{lr,
+                           static_cast<float>(c_.weight_decay),
+                           static_cast<float>(c_.momentum),
+                           1.0f - static_cast<float>(c_.dampening),
+                           grad_scale,
+                           step <= 1,
+                           c_.nesterov};
+    return plan;
   }
 
  private:
@@ -48,20 +54,24 @@ class Adam final : public Optimizer {
   int state_slots() const override { return 2; }
   const OptimizerConfig& config() const override { return c_; }
 
-  void Step(float* p, const float* g, float* const* state, size_t n, int64_t step,
-            float lr) const override {
-    const float b1 = static_cast<float>(c_.beta1), b2 = static_cast<float>(c_.beta2);
-    const float eps = static_cast<float>(c_.eps), wd = static_cast<float>(c_.weight_decay);
+  ew::OptimizerStep Plan(int64_t step, float lr, float grad_scale) const override {
     double bc1 = 1.0, bc2 = 1.0;
     if (c_.bias_correction) {
       bc1 = 1.0 - std::pow(c_.beta1, static_cast<double>(step));
       bc2 = 1.0 - std::pow(c_.beta2, static_cast<double>(step));
     }
-    const float step_size = static_cast<float>(lr / bc1);
-    const float inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(bc2));
-    const float decay = decoupled_ ? 1.0f - lr * wd : 1.0f;
-    const float l2 = decoupled_ ? 0.0f : wd;
-    AdamKernel(p, g, state[0], state[1], n, ew::AdamStep{b1, b2, eps, l2, decay, step_size, inv_sqrt_bc2});
+    const float wd = static_cast<float>(c_.weight_decay);
+    ew::OptimizerStep plan;
+    plan.kind = ew::OptimizerStep::Kind::kAdam;
+    plan.adam = ew::AdamStep{static_cast<float>(c_.beta1),
+                             static_cast<float>(c_.beta2),
+                             static_cast<float>(c_.eps),
+                             decoupled_ ? 0.0f : wd,
+                             decoupled_ ? 1.0f - lr * wd : 1.0f,
+                             static_cast<float>(lr / bc1),
+                             static_cast<float>(1.0 / std::sqrt(bc2)),
+                             grad_scale};
+    return plan;
   }
 
  private:
@@ -70,6 +80,16 @@ class Adam final : public Optimizer {
 };
 
 }  // namespace
+
+void Optimizer::Step(float* p, const float* g, float* const* state, size_t n, int64_t step,
+                     float lr, float grad_scale) const {
+  const ew::OptimizerStep plan = Plan(step, lr, grad_scale);
+  switch (plan.kind) {
+    case ew::OptimizerStep::Kind::kSgd: SgdKernel(p, g, n, plan.sgd); return;
+    case ew::OptimizerStep::Kind::kSgdMomentum: SgdMomentumKernel(p, g, state[0], n, plan.sgd); return;
+    case ew::OptimizerStep::Kind::kAdam: AdamKernel(p, g, state[0], state[1], n, plan.adam); return;
+  }
+}
 
 std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerConfig& config) {
   if (config.type == OptimizerType::kSgd) return std::make_unique<Sgd>(config);

@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 #include "runtime/config/training_options.h"
+#include "runtime/numeric/elementwise.h"
 
 namespace ds::rt {
 
@@ -29,12 +30,18 @@ class Optimizer {
   // Adam 2: exp_avg, exp_avg_sq).
   virtual int state_slots() const = 0;
 
-  // One update of n parameters with their gradients (already unscaled,
-  // averaged and clipped). `state[i]` are the state_slots() arrays for this
-  // shard. `step` is the 1-based count of applied (non-skipped) steps
-  // including this one; `lr` the learning rate for this step.
-  virtual void Step(float* params, const float* grads, float* const* state, size_t n,
-                    int64_t step, float lr) const = 0;
+  // The constants of one update (elementwise.h): what Step runs here and the
+  // device kernels run on the GPU. `step` is the 1-based count of applied
+  // (non-skipped) steps including this one; `lr` the learning rate for this
+  // step; every gradient is first multiplied by `grad_scale` (1 / loss scale
+  // times the clip coefficient).
+  virtual ew::OptimizerStep Plan(int64_t step, float lr, float grad_scale = 1.0f) const = 0;
+
+  // One update of n parameters with their gradients (averaged, still
+  // carrying grad_scale's inverse). `state[i]` are the state_slots() arrays
+  // for this shard.
+  void Step(float* params, const float* grads, float* const* state, size_t n, int64_t step,
+            float lr, float grad_scale = 1.0f) const;
 
   virtual const OptimizerConfig& config() const = 0;
 };

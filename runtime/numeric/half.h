@@ -7,16 +7,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "runtime/numeric/half_bits.h"  // the scalar conversions, also on the device
+
 namespace ds::rt {
 
 enum class Precision { kFp32, kFp16, kBf16 };
-
-// Scalar conversions. Float -> 16-bit rounds to nearest even; values beyond
-// the fp16 range become +-inf; NaN stays NaN (quiet); fp16 subnormals are kept.
-uint16_t FloatToHalf(float f);
-float HalfToFloat(uint16_t h);
-uint16_t FloatToBf16(float f);
-float Bf16ToFloat(uint16_t b);
 
 // Span conversions.
 void FloatToHalf(const float* in, uint16_t* out, size_t n);

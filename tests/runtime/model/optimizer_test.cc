@@ -106,3 +106,25 @@ TEST_CASE("a shard update equals the slice of a full update") {
   opt->Step(p2.data() + 4, g.data() + 4, s2, 6, 1, 0.01f);
   CHECK(p == p2);
 }
+
+TEST_CASE("optimizers: grad_scale multiplies every gradient first (unscale and clip, fused)") {
+  for (OptimizerType t : {OptimizerType::kSgd, OptimizerType::kAdam, OptimizerType::kAdamW}) {
+    OptimizerConfig c;
+    c.type = t;
+    c.momentum = 0.9;
+    c.weight_decay = 0.01;
+    auto opt = MakeOptimizer(c);
+    std::vector<float> p1 = {0.5f, -1.0f, 2.0f}, p2 = p1;
+    const std::vector<float> g = {0.25f, -0.5f, 1.0f}, g8 = {2.0f, -4.0f, 8.0f};
+    std::vector<std::vector<float>> s1(opt->state_slots(), std::vector<float>(3)), s2 = s1;
+    std::vector<float*> q1, q2;
+    for (auto& s : s1) q1.push_back(s.data());
+    for (auto& s : s2) q2.push_back(s.data());
+    for (int64_t step = 1; step <= 3; ++step) {
+      opt->Step(p1.data(), g.data(), q1.data(), 3, step, 0.1f);
+      opt->Step(p2.data(), g8.data(), q2.data(), 3, step, 0.1f, 0.125f);
+    }
+    CHECK(p1 == p2);
+    CHECK(s1 == s2);
+  }
+}

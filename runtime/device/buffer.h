@@ -1,0 +1,143 @@
+// Owning handles for the device path: device memory, pinned host memory, a
+// stream and an event. Move-only; each frees what it holds (errors on free
+// are ignored: a failed free in a destructor has nowhere to go, and the
+// context is gone anyway when it fails). Every allocation is checked
+// (check.h).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <utility>
+
+#include "runtime/device/check.h"
+
+namespace ds::rt::dev {
+
+// n elements of T in device memory (uninitialized).
+template <typename T>
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t n) { Resize(n); }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : data_(std::exchange(o.data_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    if (this != &o) {
+      Free();
+      data_ = std::exchange(o.data_, nullptr);
+      n_ = std::exchange(o.n_, 0);
+    }
+    return *this;
+  }
+  ~DeviceBuffer() { Free(); }
+
+  // Reallocates for n elements (contents lost); no-op when the size is n.
+  void Resize(size_t n) {
+    if (n == n_) return;
+    Free();
+    if (n > 0) DS_CUDA(cudaMalloc(reinterpret_cast<void**>(&data_), n * sizeof(T)));
+    n_ = n;
+  }
+  // Frees the memory (ZeRO-3 releases a gathered layer).
+  void Free() {
+    if (data_ != nullptr) cudaFree(data_);
+    data_ = nullptr;
+    n_ = 0;
+  }
+
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  size_t size() const { return n_; }
+  size_t bytes() const { return n_ * sizeof(T); }
+
+ private:
+  T* data_ = nullptr;
+  size_t n_ = 0;
+};
+
+// n elements of T in page-locked host memory: what asynchronous copies
+// between host and device need (the hybrid mode's staging, offload).
+template <typename T>
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  explicit PinnedBuffer(size_t n) { Resize(n); }
+  PinnedBuffer(PinnedBuffer&& o) noexcept : data_(std::exchange(o.data_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
+    if (this != &o) {
+      Free();
+      data_ = std::exchange(o.data_, nullptr);
+      n_ = std::exchange(o.n_, 0);
+    }
+    return *this;
+  }
+  ~PinnedBuffer() { Free(); }
+
+  void Resize(size_t n) {
+    if (n == n_) return;
+    Free();
+    if (n > 0) DS_CUDA(cudaMallocHost(reinterpret_cast<void**>(&data_), n * sizeof(T)));
+    n_ = n;
+  }
+  void Free() {
+    if (data_ != nullptr) cudaFreeHost(data_);
+    data_ = nullptr;
+    n_ = 0;
+  }
+
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  size_t size() const { return n_; }
+  T& operator[](size_t i) { return data_[i]; }
+  const T& operator[](size_t i) const { return data_[i]; }
+
+ private:
+  T* data_ = nullptr;
+  size_t n_ = 0;
+};
+
+// A non-blocking stream (no implicit synchronization with the legacy
+// default stream).
+class Stream {
+ public:
+  Stream() { DS_CUDA(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  ~Stream() { cudaStreamDestroy(s_); }
+  cudaStream_t get() const { return s_; }
+  void Synchronize() const { DS_CUDA(cudaStreamSynchronize(s_)); }
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
+// An event without timing: orders work between streams (Record on one,
+// Wait on another) without blocking the host.
+class Event {
+ public:
+  Event() { DS_CUDA(cudaEventCreateWithFlags(&e_, cudaEventDisableTiming)); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  ~Event() { cudaEventDestroy(e_); }
+  cudaEvent_t get() const { return e_; }
+  void Record(cudaStream_t s) { DS_CUDA(cudaEventRecord(e_, s)); }
+  // Work queued on `s` after this waits for the recorded point.
+  void MakeWait(cudaStream_t s) const { DS_CUDA(cudaStreamWaitEvent(s, e_, 0)); }
+  void Synchronize() const { DS_CUDA(cudaEventSynchronize(e_)); }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
+// Host <-> device copies of n elements on `s` (asynchronous for pinned host
+// memory; the caller synchronizes before reading).
+template <typename T>
+void CopyToDevice(T* device, const T* host, size_t n, cudaStream_t s) {
+  if (n > 0) DS_CUDA(cudaMemcpyAsync(device, host, n * sizeof(T), cudaMemcpyHostToDevice, s));
+}
+template <typename T>
+void CopyToHost(T* host, const T* device, size_t n, cudaStream_t s) {
+  if (n > 0) DS_CUDA(cudaMemcpyAsync(host, device, n * sizeof(T), cudaMemcpyDeviceToHost, s));
+}
+
+}  // namespace ds::rt::dev

@@ -1,0 +1,92 @@
+// Helpers of the gpu tests: vectors to and from the device, random data,
+// values in a storage format, and the tolerance a format allows.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "runtime/device/buffer.h"
+#include "runtime/numeric/half.h"
+#include "runtime/numeric/rng.h"
+
+namespace ds::rt::dev::testing {
+
+template <typename T>
+DeviceBuffer<T> Upload(const std::vector<T>& host) {
+  DeviceBuffer<T> d(host.size());
+  if (!host.empty()) DS_CUDA(cudaMemcpy(d.data(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return d;
+}
+
+template <typename T>
+std::vector<T> Download(const DeviceBuffer<T>& d) {
+  std::vector<T> host(d.size());
+  DS_CUDA(cudaDeviceSynchronize());
+  if (!host.empty()) DS_CUDA(cudaMemcpy(host.data(), d.data(), d.bytes(), cudaMemcpyDeviceToHost));
+  return host;
+}
+
+inline std::vector<float> Random(size_t n, uint64_t seed, double lo = -2, double hi = 2) {
+  Rng rng(seed);
+  std::vector<float> v(n);
+  for (float& x : v) x = static_cast<float>(rng.Uniform(lo, hi));
+  return v;
+}
+
+// Values as stored in `fmt`: fp32 as floats, 16-bit as uint16_t bits, in a
+// byte buffer on the device; and back to floats.
+struct Stored {
+  Precision fmt;
+  DeviceBuffer<uint8_t> bytes;
+  void* data() { return bytes.data(); }
+  const void* data() const { return bytes.data(); }
+};
+
+inline Stored Put(const std::vector<float>& v, Precision fmt) {
+  std::vector<uint8_t> raw(v.size() * (fmt == Precision::kFp32 ? 4 : 2));
+  if (fmt == Precision::kFp32) std::memcpy(raw.data(), v.data(), raw.size());
+  else ToHalf16(v.data(), reinterpret_cast<uint16_t*>(raw.data()), v.size(), fmt);
+  return {fmt, Upload(raw)};
+}
+
+inline std::vector<float> Get(const Stored& s) {
+  std::vector<uint8_t> raw = Download(s.bytes);
+  std::vector<float> v(raw.size() / (s.fmt == Precision::kFp32 ? 4 : 2));
+  if (s.fmt == Precision::kFp32) std::memcpy(v.data(), raw.data(), raw.size());
+  else FromHalf16(reinterpret_cast<const uint16_t*>(raw.data()), v.data(), v.size(), s.fmt);
+  return v;
+}
+
+// v as `fmt` would store it (the CPU reference's inputs).
+inline std::vector<float> Quantized(std::vector<float> v, Precision fmt) {
+  Quantize(v.data(), v.size(), fmt);
+  return v;
+}
+
+// Relative tolerance of a result stored in `fmt` after a few fp32 ops:
+// a couple of units in the last place of the format.
+inline double Tolerance(Precision fmt) {
+  switch (fmt) {
+    case Precision::kFp16: return 2e-3;
+    case Precision::kBf16: return 1.6e-2;
+    case Precision::kFp32: break;
+  }
+  return 2e-6;
+}
+
+inline bool Near(double got, double want, double rel) {
+  return std::fabs(got - want) <= rel * std::max(1.0, std::fabs(want));
+}
+
+// The index of the first element out of tolerance, or -1.
+inline long FirstMismatch(const std::vector<float>& got, const std::vector<float>& want, double rel) {
+  if (got.size() != want.size()) return 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!Near(got[i], want[i], rel)) return static_cast<long>(i);
+  return -1;
+}
+
+}  // namespace ds::rt::dev::testing
