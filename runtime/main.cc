@@ -33,6 +33,9 @@
 #endif
 #include "runtime/comm/gloo_store.h"
 #include "runtime/trainer.h"
+#ifdef DSLAUNCH_HAVE_NCCL
+#include "runtime/device/device_info.h"
+#endif
 
 namespace {
 
@@ -134,12 +137,17 @@ TrainerRuntime MakeRuntime(const LoadedConfig& loaded, bool quiet, StepHeartbeat
 }
 
 Status CheckBackend(const TrainerConfig& config) {
+  if (config.backend != "nccl") return Status::OK();
 #ifndef DSLAUNCH_HAVE_NCCL
-  if (config.backend == "nccl")
-    return Status::InvalidArgument("trainer.backend is nccl, but this dstrain was built without "
-                                   "CUDA (cmake -DDSLAUNCH_WITH_CUDA=ON); use backend: gloo");
-#endif
+  return Status::InvalidArgument("trainer.backend is nccl, but this dstrain was built without "
+                                 "CUDA (cmake -DDSLAUNCH_WITH_CUDA=ON); use backend: gloo");
+#else
+  const dev::GpuSurvey survey = dev::SurveyGpus();
+  if (survey.gpus.empty())
+    return Status::InvalidArgument(fmt::format("trainer.backend is nccl, but this node has {}; use backend: gloo",
+                                               survey.why_none));
   return Status::OK();
+#endif
 }
 
 std::chrono::milliseconds CollectiveTimeout() {

@@ -1,0 +1,132 @@
+#include "runtime/device/device_mlp.h"
+
+#include <cstring>
+#include <utility>
+
+#include "common/check.h"
+#include "runtime/device/kernels.h"
+
+namespace ds::rt::dev {
+
+DeviceMlp::DeviceMlp(const Mlp& shape, Precision fmt, cudaStream_t stream, bool allow_tf32)
+    : shape_(shape),
+      fmt_(fmt),
+      stream_(stream),
+      blas_(stream, allow_tf32),
+      esize_(ElementSize(fmt)),
+      acts_(shape.num_layers()),
+      pre_(shape.num_layers()),
+      stats_(1),
+      stats_host_(1) {}
+
+void* DeviceMlp::At(DeviceBuffer<uint8_t>& b, size_t elements) {
+  if (b.size() < elements * esize_) b.Resize(elements * esize_);
+  return b.data();
+}
+
+namespace {
+
+template <typename T>
+T* Grown(DeviceBuffer<T>& b, size_t n) {
+  if (b.size() < n) b.Resize(n);
+  return b.data();
+}
+
+template <typename T>
+T* Grown(PinnedBuffer<T>& b, size_t n) {
+  if (b.size() < n) b.Resize(n);
+  return b.data();
+}
+
+// p advanced by n elements of `esize` bytes.
+const void* Offset(const void* p, size_t n, size_t esize) { return static_cast<const uint8_t*>(p) + n * esize; }
+void* Offset(void* p, size_t n, size_t esize) { return static_cast<uint8_t*>(p) + n * esize; }
+
+}  // namespace
+
+// The batch to the device through pinned buffers (the previous batch's
+// copies are done: every batch ends with a synchronize), then into fmt_.
+void DeviceMlp::Upload(const float* x, const int32_t* y, int batch) {
+  const size_t nx = static_cast<size_t>(batch) * shape_.layer(0).in;
+  std::memcpy(Grown(x_host_, nx), x, nx * sizeof(float));
+  std::memcpy(Grown(y_host_, batch), y, batch * sizeof(int32_t));
+  CopyToDevice(Grown(x32_, nx), x_host_.data(), nx, stream_);
+  CopyToDevice(Grown(labels_, batch), y_host_.data(), batch, stream_);
+  Cast(x32_.data(), Precision::kFp32, At(acts_[0], nx), fmt_, nx, stream_);
+}
+
+// Layer by layer: z = x W^T + b, then the activation into the next layer's
+// input; the last layer's z are the logits, turned to fp32 for the loss.
+// With `backward`, the logits' gradient goes to dcur_ in fmt_.
+void DeviceMlp::Forward(DeviceParamSource& params, int batch, float grad_scale, bool backward) {
+  const int L = shape_.num_layers();
+  const Activation act = shape_.config().activation;
+  for (int l = 0; l < L; ++l) {
+    const LayerShape& s = shape_.layer(l);
+    const size_t n_out = static_cast<size_t>(batch) * s.out;
+    void* z = At(pre_[l], n_out);
+    const void* w = params.Acquire(l);
+    blas_.Gemm(false, true, batch, s.out, s.in, acts_[l].data(), s.in, w, s.in, fmt_, z, s.out, fmt_, 0.0f);
+    void* a = l + 1 < L ? At(acts_[l + 1], n_out) : nullptr;
+    BiasActivation(z, Offset(w, static_cast<size_t>(s.in) * s.out, esize_), batch, s.out, fmt_, act, a, stream_);
+    params.Release(l);
+  }
+  const int C = shape_.layer(L - 1).out;
+  const size_t n = static_cast<size_t>(batch) * C;
+  Cast(pre_[L - 1].data(), fmt_, Grown(logits_, n), Precision::kFp32, n, stream_);
+  DS_CUDA(cudaMemsetAsync(stats_.data(), 0, sizeof(Stats), stream_));
+  Stats* st = stats_.data();
+  SoftmaxXent(logits_.data(), labels_.data(), batch, C, grad_scale, backward ? Grown(dlogits_, n) : nullptr,
+              &st->loss, &st->correct, &st->bad_label, stream_);
+  if (backward) Cast(dlogits_.data(), Precision::kFp32, At(dcur_, n), fmt_, n, stream_);
+}
+
+BatchStats DeviceMlp::ReadStats(int batch) {
+  CopyToHost(stats_host_.data(), stats_.data(), 1, stream_);
+  DS_CUDA(cudaStreamSynchronize(stream_));
+  const Stats& s = stats_host_[0];
+  DS_CHECK_MSG(s.bad_label == 0, "a label outside [0, classes) reached the device model");
+  BatchStats out;
+  out.loss_sum = s.loss;
+  out.correct = static_cast<int64_t>(s.correct);
+  out.count = batch;
+  return out;
+}
+
+BatchStats DeviceMlp::ForwardBackward(DeviceParamSource& params, const float* x, const int32_t* y, int batch,
+                                      float grad_scale, DeviceGradSink& grads) {
+  Upload(x, y, batch);
+  Forward(params, batch, grad_scale, true);
+  const Activation act = shape_.config().activation;
+  for (int l = shape_.num_layers() - 1; l >= 0; --l) {
+    const LayerShape& s = shape_.layer(l);
+    const DeviceGradSink::Target target = grads.GradTarget(l);
+    const float beta = target.accumulate ? 1.0f : 0.0f;
+    // dW (out x in) = dZ^T X; db = column sums of dZ.
+    blas_.Gemm(true, false, s.out, s.in, batch, dcur_.data(), s.out, acts_[l].data(), s.in, fmt_, target.data,
+               s.in, fmt_, beta);
+    BiasGrad(dcur_.data(), batch, s.out, fmt_, Offset(target.data, static_cast<size_t>(s.in) * s.out, esize_),
+             target.accumulate, stream_);
+    grads.LayerGrad(l);
+    if (l > 0) {
+      // dX (batch x in) = dZ W, then back through the activation.
+      const size_t n = static_cast<size_t>(batch) * s.in;
+      const void* w = params.Acquire(l);
+      blas_.Gemm(false, false, batch, s.in, s.out, dcur_.data(), s.out, w, s.in, fmt_, At(dprev_, n), s.in, fmt_,
+                 0.0f);
+      params.Release(l);
+      const void* saved = act == Activation::kGelu ? pre_[l - 1].data() : acts_[l].data();
+      ActivationBackward(dprev_.data(), saved, n, fmt_, act, stream_);
+      std::swap(dcur_, dprev_);
+    }
+  }
+  return ReadStats(batch);
+}
+
+BatchStats DeviceMlp::Evaluate(DeviceParamSource& params, const float* x, const int32_t* y, int batch) {
+  Upload(x, y, batch);
+  Forward(params, batch, 0.0f, false);
+  return ReadStats(batch);
+}
+
+}  // namespace ds::rt::dev

@@ -1,0 +1,94 @@
+// DeviceMlp: the Mlp's forward and backward on the GPU, layer by layer as
+// model.cc does it, so that ZeRO-3 can gather a layer just before its use.
+// The shapes, the flat parameter layout (W then b per layer) and the
+// initialization are the Mlp's own; the products go through cuBLAS (gemm.h),
+// everything else through the kernels of kernels.h, which run the CPU path's
+// per-element math.
+//
+// Parameters, activations and gradients are stored in one format (`fmt`:
+// fp32, or fp16/bf16 as DeepSpeed's 16-bit modes compute); the logits are
+// turned to fp32 for the softmax cross-entropy, whose gradient goes back in
+// `fmt`. All work is queued on one stream; ForwardBackward and Evaluate
+// synchronize once at the end, to read the batch's loss and accuracy.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "runtime/device/buffer.h"
+#include "runtime/device/gemm.h"
+#include "runtime/model/model.h"
+
+namespace ds::rt::dev {
+
+// Supplies a layer's parameters on the device (layer(l).size() elements in
+// the model's format) between Acquire and Release. Release is called once
+// the layer's last use is queued on the model's stream: what it frees must
+// be freed in stream order (cudaFreeAsync on that stream, or after an event).
+class DeviceParamSource {
+ public:
+  virtual ~DeviceParamSource() = default;
+  virtual const void* Acquire(int layer) = 0;
+  virtual void Release(int layer) = 0;
+};
+
+// Receives each layer's gradient during backward, last layer first.
+class DeviceGradSink {
+ public:
+  virtual ~DeviceGradSink() = default;
+  // Where the model puts layer l's gradient (layer(l).size() elements in the
+  // model's format): assigned, or added to what is there when `accumulate`.
+  struct Target {
+    void* data = nullptr;
+    bool accumulate = false;
+  };
+  virtual Target GradTarget(int layer) = 0;
+  // The layer's gradient is queued on the model's stream (record an event
+  // there to start its reduction on another stream).
+  virtual void LayerGrad(int layer) = 0;
+};
+
+class DeviceMlp {
+ public:
+  // `shape` gives the layers; it must outlive this object.
+  DeviceMlp(const Mlp& shape, Precision fmt, cudaStream_t stream, bool allow_tf32);
+
+  const Mlp& shape() const { return shape_; }
+  Precision format() const { return fmt_; }
+  cudaStream_t stream() const { return stream_; }
+
+  // As Mlp::ForwardBackward: x (batch x sizes[0]) and y in host memory;
+  // gradients of grad_scale * sum(loss) go to `grads`.
+  BatchStats ForwardBackward(DeviceParamSource& params, const float* x, const int32_t* y, int batch,
+                             float grad_scale, DeviceGradSink& grads);
+  BatchStats Evaluate(DeviceParamSource& params, const float* x, const int32_t* y, int batch);
+
+ private:
+  void Upload(const float* x, const int32_t* y, int batch);
+  void Forward(DeviceParamSource& params, int batch, float grad_scale, bool backward);
+  BatchStats ReadStats(int batch);
+  void* At(DeviceBuffer<uint8_t>& b, size_t elements);  // b grown to `elements` in fmt_
+
+  const Mlp& shape_;
+  const Precision fmt_;
+  const cudaStream_t stream_;
+  Blas blas_;
+  const size_t esize_;  // bytes per element of fmt_
+  // Per layer: its input (acts_[0] is the batch) and its pre-activation output.
+  std::vector<DeviceBuffer<uint8_t>> acts_, pre_;
+  DeviceBuffer<uint8_t> dcur_, dprev_;
+  DeviceBuffer<float> x32_, logits_, dlogits_;
+  DeviceBuffer<int32_t> labels_;
+  PinnedBuffer<float> x_host_;
+  PinnedBuffer<int32_t> y_host_;
+  struct Stats {
+    double loss = 0;
+    unsigned long long correct = 0;
+    int bad_label = 0;
+  };
+  DeviceBuffer<Stats> stats_;
+  PinnedBuffer<Stats> stats_host_;
+};
+
+}  // namespace ds::rt::dev
