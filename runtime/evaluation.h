@@ -6,8 +6,7 @@
 
 #include "runtime/comm/communicator.h"
 #include "runtime/model/data.h"
-#include "runtime/model/model.h"
-#include "runtime/zero_engine.h"
+#include "runtime/engine.h"
 
 namespace ds::rt {
 
@@ -16,6 +15,6 @@ struct Evaluation {
   double loss = 0;      // mean loss over all ranks' samples
 };
 
-Evaluation EvaluateGlobal(ZeroEngine& engine, Mlp& model, const Dataset& test, Communicator& comm);
+Evaluation EvaluateGlobal(Engine& engine, const Dataset& test, Communicator& comm);
 
 }  // namespace ds::rt

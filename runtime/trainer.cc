@@ -235,7 +235,7 @@ void Trainer::Report(const StepResult& sr, double lr, double step_seconds) {
 }
 
 void Trainer::EvaluateEpoch(bool epoch_finished) {
-  const Evaluation ev = EvaluateGlobal(*engine_, model_, data_.test, comm_);
+  const Evaluation ev = EvaluateGlobal(*engine_, data_.test, comm_);
   result_.epoch_accuracy.push_back(ev.accuracy);
   result_.test_accuracy = ev.accuracy;
   evaluated_last_ = true;
@@ -280,7 +280,7 @@ Status Trainer::Save(int64_t at_epoch, int64_t at_position) {
 Status Trainer::Finish() {
   if (talk_) progress_->Finish();
   if (!evaluated_last_)
-    result_.test_accuracy = EvaluateGlobal(*engine_, model_, data_.test, comm_).accuracy;
+    result_.test_accuracy = EvaluateGlobal(*engine_, data_.test, comm_).accuracy;
   if (last_saved_ != step_ && step_ > 0 && step_ != result_.resumed_from_step)
     DS_RETURN_IF_ERROR(Save(epoch_, position_));
   result_.steps = step_;

@@ -98,7 +98,7 @@ class Trainer {
   Mlp model_;
   std::unique_ptr<Optimizer> optimizer_;
   ZeroOptions zero_;
-  std::unique_ptr<ZeroEngine> engine_;
+  std::unique_ptr<Engine> engine_;
   Rng rng_;
   DistributedSampler sampler_;
   std::unique_ptr<MetricsWriter> metrics_;  // rank 0 with metrics.dir only

@@ -1,6 +1,7 @@
-// ZeroEngine: data-parallel training of an Mlp with ZeRO stages 0-3 over a
-// Communicator. It owns every parameter, gradient and optimizer-state buffer
-// of this rank and is the model's ParamSource and GradSink.
+// ZeroEngine: the CPU Engine (engine.h): data-parallel training of an Mlp
+// with ZeRO stages 0-3 over a Communicator. It owns every parameter,
+// gradient and optimizer-state buffer of this rank and is the model's
+// ParamSource and GradSink.
 //
 //   stage 0: full params, full grads (bucketed allreduce during the last
 //            micro-batch's backward), full optimizer state on every rank.
@@ -26,6 +27,7 @@
 
 #include "runtime/comm/comm_worker.h"
 #include "runtime/comm/communicator.h"
+#include "runtime/engine.h"
 #include "runtime/numeric/half.h"
 #include "runtime/model/loss_scaler.h"
 #include "runtime/model/model.h"
@@ -34,77 +36,27 @@
 
 namespace ds::rt {
 
-struct ZeroOptions {
-  int stage = 0;                             // 0..3
-  Precision precision = Precision::kFp32;    // compute params and grads
-  size_t reduce_bucket_size = 500'000'000;   // elements per gradient allreduce (stages 0, 1)
-  bool overlap_comm = false;                 // stages 0, 1: reduce buckets on a background
-                                             // thread while backward continues
-  double gradient_clipping = 0;              // max global L2 norm; 0 = off
-  LossScalerConfig loss_scaler;              // used when precision == kFp16
-};
-
-struct StepResult {
-  bool skipped = false;    // overflow (inf/nan gradients): parameters unchanged
-  double grad_norm = 0;    // global L2 norm of the unscaled gradients, before clipping
-                           // (computed only with clipping or fp16; 0 otherwise)
-  double loss_scale = 1;   // the scale the gradients carried
-};
-
-// Bytes this rank keeps allocated between steps (transient per-layer buffers
-// excluded), and the ZeRO paper's figure for this precision and optimizer.
-struct MemoryReport {
-  size_t params = 0;      // compute parameters (16-bit or fp32 copies)
-  size_t grads = 0;       // gradient buffers
-  size_t optimizer = 0;   // fp32 master weights (when separate) + optimizer states
-  size_t total() const { return params + grads + optimizer; }
-  double formula = 0;     // mixed-precision Adam: 16Ψ, 4Ψ+12Ψ/N, 2Ψ+14Ψ/N, 16Ψ/N
-};
-
-// A rank's piece of the training state for checkpoints: the N-way partition
-// of the flat vector (whatever the stage), master weights and optimizer state.
-struct ShardState {
-  std::vector<Segment> segments;         // flat ranges, shard_offset into data
-  std::vector<float> master;             // shard_size floats
-  std::vector<std::vector<float>> state; // state_slots() x shard_size
-};
-
-class ZeroEngine : private ParamSource, private GradSink {
+class ZeroEngine : public Engine, private ParamSource, private GradSink {
  public:
   ZeroEngine(Mlp& model, Communicator& comm, const Optimizer& optimizer,
              const ZeroOptions& options);
   ~ZeroEngine() override;
 
-  // Initializes parameters from seed (identical on every rank; no comm).
-  void InitParams(uint64_t seed);
-
-  // Forward + backward of one micro-batch, accumulating gradients of
-  // sum(loss) / global_batch. `last` marks the last micro-batch before Step
-  // (stages 0/1 reduce then). Returns the local loss/accuracy sums.
+  void InitParams(uint64_t seed) override;
   BatchStats MicroBatch(const float* x, const int32_t* y, int batch, int64_t global_batch,
-                        bool last);
-
-  // Reduces what is left, checks overflow, clips, updates, re-gathers params.
-  StepResult Step(float lr);
-
-  // Full fp32 parameters as the model computes with them (collective in stage 3).
-  std::vector<float> GatherComputeParams();
-  // Full fp32 master weights (collective for stages 1-3).
-  std::vector<float> GatherMasterParams();
-
-  MemoryReport Memory() const;
-  int64_t applied_steps() const { return applied_steps_; }
-  LossScaler& loss_scaler() { return scaler_; }
+                        bool last) override;
+  StepResult Step(float lr) override;
+  BatchStats EvaluateRange(const Dataset& test, int64_t lo, int64_t hi) override;
+  std::vector<float> GatherComputeParams() override;
+  std::vector<float> GatherMasterParams() override;
+  MemoryReport Memory() const override;
+  int64_t applied_steps() const override { return applied_steps_; }
+  LossScaler& loss_scaler() override { return scaler_; }
   const ZeroOptions& options() const { return options_; }
-
-  // Checkpoint support: this rank's piece (N-way partition) and loading from
-  // full vectors (reshard on load: any saved world size or stage).
-  ShardState ExportShard() const;
-  // The same into `out`, reusing its buffers (no page faults for a save
-  // after the first: what snapshots, taken often, need).
-  void ExportShardInto(ShardState* out) const;
+  // Snapshots, taken often, reuse `out`'s buffers: no page faults after the first.
+  void ExportShardInto(ShardState* out) const override;
   void ImportFull(const std::vector<float>& master, const std::vector<std::vector<float>>& state,
-                  int64_t applied_steps);
+                  int64_t applied_steps) override;
 
  private:
   const float* Acquire(int layer) override;

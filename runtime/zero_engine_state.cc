@@ -1,6 +1,7 @@
 // ZeroEngine, the whole-model side: full parameter vectors, the memory
 // report, and a rank's checkpoint shard out and the full state in
 // (zero_engine.h). The step itself is in zero_engine.cc.
+#include <algorithm>
 #include <cstring>
 
 #include "common/check.h"
@@ -43,46 +44,36 @@ MemoryReport ZeroEngine::Memory() const {
   m.grads = grad32_.size() * sizeof(float) + grad16_.size() * sizeof(uint16_t);
   m.optimizer = master_.size() * sizeof(float);
   for (const auto& s : state_) m.optimizer += s.size() * sizeof(float);
-  // The ZeRO paper's accounting with b bytes per compute parameter/gradient
-  // and K bytes of optimizer state per parameter. Mixed-precision Adam: b = 2,
-  // K = 12 (fp32 master + m + v) gives 16Ψ, 4Ψ+12Ψ/N, 2Ψ+14Ψ/N, 16Ψ/N. In
-  // fp32 the parameters are their own master copy: b = 4, K = 4 * slots.
-  const double psi = static_cast<double>(num_params_), n = comm_.size();
-  const double b = half() ? 2 : 4;
-  const double k = 4.0 * optimizer_.state_slots() + (half() ? 4 : 0);
-  switch (options_.stage) {
-    case 0: m.formula = (2 * b + k) * psi; break;
-    case 1: m.formula = 2 * b * psi + k * psi / n; break;
-    case 2: m.formula = b * psi + (b + k) * psi / n; break;
-    default: m.formula = (2 * b + k) * psi / n; break;
-  }
+  m.formula = ZeroMemoryFormula(options_.stage, half(), optimizer_.state_slots(),
+                                static_cast<double>(num_params_), comm_.size());
   return m;
 }
 
-ShardState ZeroEngine::ExportShard() const {
-  ShardState out;
-  ExportShardInto(&out);
-  return out;
+void ZeroEngine::ExportShardInto(ShardState* out) const {
+  // Stage 0 owns everything (world-1 partition): its shard offsets are flat offsets.
+  ExportShardFrom(
+      owned_, saved_, static_cast<int>(state_.size()), [this](const Segment& s) { return MasterPtr(s); },
+      [this](int k, const Segment& s) { return state_[k].data() + s.shard_offset; }, out);
 }
 
-void ZeroEngine::ExportShardInto(ShardState* into) const {
-  ShardState& out = *into;
-  out.segments = saved_.owned();
-  out.master.resize(saved_.shard_size());
-  out.state.resize(state_.size());
-  for (auto& slot : out.state) slot.resize(saved_.shard_size());
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    const Segment& want = saved_.Owned(static_cast<int>(l));
-    // Stage 0 owns everything (world-1 partition): its shard offsets are flat offsets.
-    const Segment& have = owned_.Owned(static_cast<int>(l));
-    const size_t skip = want.flat_offset - have.flat_offset;
-    DS_CHECK(want.flat_offset >= have.flat_offset && skip + want.len <= have.len);
-    std::memcpy(out.master.data() + want.shard_offset, MasterPtr(have) + skip,
-                want.len * sizeof(float));
-    for (size_t k = 0; k < state_.size(); ++k)
-      std::memcpy(out.state[k].data() + want.shard_offset,
-                  state_[k].data() + have.shard_offset + skip, want.len * sizeof(float));
+BatchStats ZeroEngine::EvaluateRange(const Dataset& test, int64_t lo, int64_t hi) {
+  const std::vector<float> full = GatherComputeParams();
+  struct Full : ParamSource {
+    const Mlp& model;
+    const std::vector<float>& p;
+    Full(const Mlp& m, const std::vector<float>& v) : model(m), p(v) {}
+    const float* Acquire(int layer) override { return p.data() + model.layer(layer).offset; }
+    void Release(int) override {}
+  } params(model_, full);
+  BatchStats sums;
+  for (int64_t i = lo; i < hi; i += kEvalBatch) {
+    const int b = static_cast<int>(std::min<int64_t>(kEvalBatch, hi - i));
+    const BatchStats st = model_.Evaluate(params, test.sample(i), test.y.data() + i, b);
+    sums.loss_sum += st.loss_sum;
+    sums.correct += st.correct;
+    sums.count += st.count;
   }
+  return sums;
 }
 
 void ZeroEngine::ImportFull(const std::vector<float>& master,
