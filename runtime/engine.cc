@@ -1,5 +1,9 @@
 #include "runtime/engine.h"
 
+#include <cmath>
+
+#include "common/log.h"
+
 namespace ds::rt {
 
 // Mixed-precision Adam (b = 2, K = 12: fp32 master + m + v) gives 16Ψ,
@@ -14,6 +18,26 @@ double ZeroMemoryFormula(int stage, bool half, int state_slots, double psi, int 
     case 2: return b * psi + (b + k) * psi / n;
     default: return (2 * b + k) * psi / n;
   }
+}
+
+bool NeedsGradNorm(const ZeroOptions& options) {
+  return options.gradient_clipping > 0 || options.precision == Precision::kFp16;
+}
+
+float DecideStep(const ZeroOptions& options, LossScaler& scaler, double sumsq, StepResult* result) {
+  const bool fp16 = options.precision == Precision::kFp16;
+  result->loss_scale = fp16 ? scaler.scale() : 1.0;
+  if (NeedsGradNorm(options)) result->grad_norm = std::sqrt(sumsq) / result->loss_scale;
+  const bool overflow = !std::isfinite(result->grad_norm);
+  result->skipped = fp16 ? scaler.Update(overflow) : overflow;
+  if (result->skipped) {
+    DS_LOG(Info, Train) << "step skipped: gradient overflow (loss scale " << result->loss_scale << ")";
+    return 0.0f;
+  }
+  double coef = 1.0;
+  if (options.gradient_clipping > 0 && result->grad_norm > options.gradient_clipping)
+    coef = options.gradient_clipping / (result->grad_norm + 1e-6);
+  return static_cast<float>(coef / result->loss_scale);
 }
 
 }  // namespace ds::rt

@@ -69,6 +69,17 @@ template <typename MasterAt, typename StateAt>
 void ExportShardFrom(const ZeroPartition& owned, const ZeroPartition& saved, int slots, MasterAt master,
                      StateAt state, ShardState* out);
 
+// Whether a step needs the global gradient norm: for the clip, and for
+// fp16's overflow check.
+bool NeedsGradNorm(const ZeroOptions& options);
+
+// The step's fate from the global sum of squares of the (still scaled)
+// gradients (0 when the norm is not needed): fills `result` (loss scale,
+// norm, skipped: fp16 lets the loss scaler decide and updates it, logged)
+// and returns the factor every gradient is multiplied by in the update
+// (1 / loss scale times the clip coefficient).
+float DecideStep(const ZeroOptions& options, LossScaler& scaler, double sumsq, StepResult* result);
+
 // Test samples per evaluation batch.
 inline constexpr int kEvalBatch = 1000;
 

@@ -1,10 +1,8 @@
 #include "runtime/zero_engine.h"
 
-#include <cmath>
 #include <cstring>
 
 #include "common/check.h"
-#include "common/log.h"
 
 namespace ds::rt {
 namespace {
@@ -218,31 +216,20 @@ BatchStats ZeroEngine::MicroBatch(const float* x, const int32_t* y, int batch,
 // --- the optimizer step ----------------------------------------------------------
 
 StepResult ZeroEngine::Step(float lr) {
-  StepResult result;
-  result.loss_scale = options_.precision == Precision::kFp16 ? scaler_.scale() : 1.0;
   // The global gradient norm (clipping, metrics) and overflow (fp16): one
   // pass over the owned partition; inf/nan anywhere makes the sum non-finite.
-  const bool need_norm = options_.gradient_clipping > 0 || options_.precision == Precision::kFp16;
   std::vector<float> g;
-  if (need_norm) {
-    double sumsq = 0;
+  double sumsq = 0;
+  if (NeedsGradNorm(options_)) {
     for (const Segment& s : owned_.owned()) sumsq += SumOfSquares(GradAsFloat(s, &g), s.len);
     if (options_.stage > 0) comm_.AllReduceSum(&sumsq, 1);
-    result.grad_norm = std::sqrt(sumsq) / result.loss_scale;
   }
-  const bool overflow = !std::isfinite(result.grad_norm);
-  bool skip = overflow;
-  if (options_.precision == Precision::kFp16) skip = scaler_.Update(overflow);
-  if (skip) {
-    DS_LOG(Info, Train) << "step skipped: gradient overflow (loss scale " << result.loss_scale << ")";
-    result.skipped = true;
+  StepResult result;
+  const float factor = DecideStep(options_, scaler_, sumsq, &result);
+  if (result.skipped) {
     ZeroGrads();
     return result;
   }
-  double coef = 1.0;
-  if (options_.gradient_clipping > 0 && result.grad_norm > options_.gradient_clipping)
-    coef = options_.gradient_clipping / (result.grad_norm + 1e-6);
-  const float factor = static_cast<float>(coef / result.loss_scale);
   ++applied_steps_;
   std::vector<float*> st(state_.size());
   for (const Segment& s : owned_.owned()) {

@@ -52,10 +52,11 @@ struct NcclCommunicator::Impl {
     return dev;
   }
   // Waits for the stream, watching NCCL's async error and the deadline.
-  void Wait(const char* what) {
+  void Wait(const char* what) { WaitFor(stream, what); }
+  void WaitFor(cudaStream_t s, const char* what) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
-      cudaError_t q = cudaStreamQuery(stream);
+      cudaError_t q = cudaStreamQuery(s);
       if (q == cudaSuccess) return;
       if (q != cudaErrorNotReady) Cuda(q, what);
       ncclResult_t async = ncclSuccess;
@@ -231,6 +232,17 @@ void NcclCommunicator::Broadcast(void* data, size_t n, int root) {
   impl_->Staged("broadcast", data, rank_ == root ? n : 0, data, n, n, 0, [&](void* d) {
     return ncclBroadcast(d, d, n, ncclInt8, root, impl_->comm, impl_->stream);
   });
+}
+
+ncclComm_t NcclCommunicator::handle() const { return impl_->comm; }
+cudaStream_t NcclCommunicator::stream() const { return impl_->stream; }
+void NcclCommunicator::WaitFor(cudaStream_t s, const char* what) {
+  impl_->CheckUsable(what);
+  impl_->WaitFor(s, what);
+}
+void NcclCommunicator::Check(ncclResult_t result, const char* what) {
+  impl_->CheckUsable(what);
+  impl_->Nccl(result, what);
 }
 
 void NcclCommunicator::Barrier() {

@@ -1,11 +1,10 @@
-// NcclCommunicator: the Communicator on NCCL (GPUs), built only with
-// -DDSLAUNCH_WITH_CUDA=ON. The algorithms are NCCL's. Bootstraps through the
+// NcclCommunicator: the Communicator on NCCL (GPUs), in CUDA builds only. The algorithms are NCCL's. Bootstraps through the
 // same gloo::rendezvous::Store as Gloo: rank 0 publishes its ncclUniqueId.
 //
-// This first version keeps dstrain's buffers on the host: every collective
-// stages through a device buffer (copy in, collective, copy out) on one CUDA
-// stream. It is correct, not fast; the CUDA trainer will pass device
-// pointers. Uneven reduce-scatter / all-gather pieces are padded to the
+// Its Communicator methods take host buffers: every collective stages
+// through a device buffer (copy in, collective, copy out) on one CUDA stream
+// (the CPU trainer with backend: nccl). The device trainer passes device
+// buffers through runtime/device/device_comm.h instead. Uneven reduce-scatter / all-gather pieces are padded to the
 // largest piece (NCCL needs equal counts).
 //
 // Timeouts: the communicator is non-blocking (ncclConfig_t.blocking = 0);
@@ -16,6 +15,9 @@
 #include <chrono>
 #include <memory>
 #include <string>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
 
 #include "runtime/comm/communicator.h"
 
@@ -51,6 +53,16 @@ class NcclCommunicator : public Communicator {
   void AllGather(const uint16_t* in, uint16_t* out, const std::vector<size_t>& counts) override;
   void Broadcast(void* data, size_t n, int root) override;
   void Barrier() override;
+
+  // For the device path (runtime/device/device_comm.h), which queues NCCL
+  // calls on device buffers itself: the communicator and its stream; Check
+  // turns an NCCL result into the abort-and-throw above (ncclInProgress is
+  // fine); WaitFor waits for any stream `s` against the collective timeout,
+  // watching NCCL's asynchronous error, and aborts and throws on failure.
+  ncclComm_t handle() const;
+  cudaStream_t stream() const;
+  void Check(ncclResult_t result, const char* what);
+  void WaitFor(cudaStream_t s, const char* what);
 
   struct Impl;
 

@@ -1,0 +1,207 @@
+#include "runtime/device/device_comm.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "common/check.h"
+#include "runtime/comm/nccl_communicator.h"
+#include "runtime/device/buffer.h"
+#include "runtime/device/kernels.h"
+
+namespace ds::rt::dev {
+namespace {
+
+ncclDataType_t NcclType(Precision f) {
+  switch (f) {
+    case Precision::kFp16: return ncclHalf;
+    case Precision::kBf16: return ncclBfloat16;
+    case Precision::kFp32: break;
+  }
+  return ncclFloat32;
+}
+
+Half16 HalfOf(Precision f) { return f == Precision::kFp16 ? Half16::kFp16 : Half16::kBf16; }
+
+bool Uniform(const std::vector<size_t>& counts) {
+  return std::all_of(counts.begin(), counts.end(), [&](size_t c) { return c == counts[0]; });
+}
+
+uint8_t* Bytes(void* p) { return static_cast<uint8_t*>(p); }
+const uint8_t* Bytes(const void* p) { return static_cast<const uint8_t*>(p); }
+
+class NcclDeviceComm final : public DeviceComm {
+ public:
+  explicit NcclDeviceComm(NcclCommunicator& nccl) : nccl_(nccl) {}
+
+  int rank() const override { return nccl_.rank(); }
+  int size() const override { return nccl_.size(); }
+  cudaStream_t stream() const override { return nccl_.stream(); }
+
+  void AllReduceSum(void* data, size_t n, Precision fmt, cudaStream_t after) override {
+    After(after);
+    nccl_.Check(ncclAllReduce(data, data, n, NcclType(fmt), ncclSum, nccl_.handle(), stream()), "allreduce");
+  }
+
+  void AllReduceSum(double* data, size_t n, cudaStream_t after) override {
+    After(after);
+    nccl_.Check(ncclAllReduce(data, data, n, ncclFloat64, ncclSum, nccl_.handle(), stream()), "allreduce");
+  }
+
+  // NCCL's reduce-scatter takes equal counts: uneven pieces are laid out at
+  // stride max (the padding is reduced too and dropped).
+  void ReduceScatter(const void* in, void* out, const std::vector<size_t>& counts, Precision fmt,
+                     cudaStream_t after) override {
+    DS_CHECK(static_cast<int>(counts.size()) == size());
+    After(after);
+    const size_t es = ElementSize(fmt), max = *std::max_element(counts.begin(), counts.end());
+    if (Uniform(counts)) {
+      nccl_.Check(ncclReduceScatter(in, out, max, NcclType(fmt), ncclSum, nccl_.handle(), stream()),
+                  "reduce_scatter");
+      return;
+    }
+    Grow(pad_in_, max * counts.size() * es);
+    Grow(pad_out_, max * es);
+    size_t at = 0;
+    for (size_t r = 0; r < counts.size(); ++r) {
+      Copy(pad_in_.data() + r * max * es, Bytes(in) + at * es, counts[r] * es);
+      at += counts[r];
+    }
+    nccl_.Check(ncclReduceScatter(pad_in_.data(), pad_out_.data(), max, NcclType(fmt), ncclSum, nccl_.handle(),
+                                  stream()),
+                "reduce_scatter");
+    Copy(out, pad_out_.data(), counts[rank()] * es);
+  }
+
+  void AllGather(const void* in, void* out, const std::vector<size_t>& counts, Precision fmt,
+                 cudaStream_t after) override {
+    DS_CHECK(static_cast<int>(counts.size()) == size());
+    After(after);
+    const size_t es = ElementSize(fmt), max = *std::max_element(counts.begin(), counts.end());
+    if (Uniform(counts)) {
+      nccl_.Check(ncclAllGather(in, out, max, NcclType(fmt), nccl_.handle(), stream()), "allgather");
+      return;
+    }
+    Grow(pad_out_, max * counts.size() * es);
+    uint8_t* slot = pad_out_.data() + rank() * max * es;
+    Copy(slot, in, counts[rank()] * es);
+    nccl_.Check(ncclAllGather(slot, pad_out_.data(), max, NcclType(fmt), nccl_.handle(), stream()), "allgather");
+    size_t at = 0;
+    for (size_t r = 0; r < counts.size(); ++r) {
+      Copy(Bytes(out) + at * es, pad_out_.data() + r * max * es, counts[r] * es);
+      at += counts[r];
+    }
+  }
+
+  void Join(cudaStream_t s) override {
+    done_.Record(stream());
+    done_.MakeWait(s);
+  }
+
+  void Synchronize(cudaStream_t s) override { nccl_.WaitFor(s, "device step"); }
+
+ private:
+  void After(cudaStream_t after) {
+    ready_.Record(after);
+    ready_.MakeWait(stream());
+  }
+  void Copy(void* to, const void* from, size_t bytes) {
+    if (bytes > 0) DS_CUDA(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, stream()));
+  }
+  // Never shrinks; growing frees the old buffer (cudaFree waits for the
+  // device, so queued collectives using it are done).
+  static void Grow(DeviceBuffer<uint8_t>& b, size_t bytes) {
+    if (b.size() < bytes) b.Resize(bytes);
+  }
+
+  NcclCommunicator& nccl_;
+  Event ready_, done_;
+  DeviceBuffer<uint8_t> pad_in_, pad_out_;
+};
+
+class StagedDeviceComm final : public DeviceComm {
+ public:
+  explicit StagedDeviceComm(Communicator& host) : host_(host) {}
+
+  int rank() const override { return host_.rank(); }
+  int size() const override { return host_.size(); }
+  cudaStream_t stream() const override { return stream_.get(); }
+
+  void AllReduceSum(void* data, size_t n, Precision fmt, cudaStream_t after) override {
+    const size_t bytes = n * ElementSize(fmt);
+    uint8_t* h = Down(a_, data, bytes, after);
+    if (fmt == Precision::kFp32) host_.AllReduceSum(reinterpret_cast<float*>(h), n);
+    else host_.AllReduceSum(reinterpret_cast<uint16_t*>(h), n, HalfOf(fmt));
+    Up(data, h, bytes);
+  }
+
+  void AllReduceSum(double* data, size_t n, cudaStream_t after) override {
+    const size_t bytes = n * sizeof(double);
+    uint8_t* h = Down(a_, data, bytes, after);
+    host_.AllReduceSum(reinterpret_cast<double*>(h), n);
+    Up(data, h, bytes);
+  }
+
+  void ReduceScatter(const void* in, void* out, const std::vector<size_t>& counts, Precision fmt,
+                     cudaStream_t after) override {
+    const size_t es = ElementSize(fmt);
+    const size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
+    uint8_t* h = Down(a_, in, total * es, after);
+    Grow(b_, counts[rank()] * es);
+    if (fmt == Precision::kFp32)
+      host_.ReduceScatter(reinterpret_cast<float*>(h), reinterpret_cast<float*>(b_.data()), counts);
+    else
+      host_.ReduceScatter(reinterpret_cast<uint16_t*>(h), reinterpret_cast<uint16_t*>(b_.data()), counts,
+                          HalfOf(fmt));
+    Up(out, b_.data(), counts[rank()] * es);
+  }
+
+  void AllGather(const void* in, void* out, const std::vector<size_t>& counts, Precision fmt,
+                 cudaStream_t after) override {
+    const size_t es = ElementSize(fmt);
+    const size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
+    uint8_t* h = Down(a_, in, counts[rank()] * es, after);
+    Grow(b_, total * es);
+    if (fmt == Precision::kFp32)
+      host_.AllGather(reinterpret_cast<const float*>(h), reinterpret_cast<float*>(b_.data()), counts);
+    else
+      host_.AllGather(reinterpret_cast<const uint16_t*>(h), reinterpret_cast<uint16_t*>(b_.data()), counts);
+    Up(out, b_.data(), total * es);
+  }
+
+  // Every call above is complete when it returns.
+  void Join(cudaStream_t) override {}
+  void Synchronize(cudaStream_t s) override { DS_CUDA(cudaStreamSynchronize(s)); }
+
+ private:
+  static void Grow(PinnedBuffer<uint8_t>& b, size_t bytes) {
+    if (b.size() < bytes) b.Resize(bytes);
+  }
+  // `bytes` of `from` into pinned `b`, once `after`'s work is done.
+  uint8_t* Down(PinnedBuffer<uint8_t>& b, const void* from, size_t bytes, cudaStream_t after) {
+    Grow(b, std::max<size_t>(bytes, 1));
+    DS_CUDA(cudaStreamSynchronize(after));
+    CopyToHost(b.data(), Bytes(from), bytes, stream_.get());
+    stream_.Synchronize();
+    return b.data();
+  }
+  void Up(void* to, const uint8_t* from, size_t bytes) {
+    CopyToDevice(Bytes(to), from, bytes, stream_.get());
+    stream_.Synchronize();
+  }
+
+  Communicator& host_;
+  Stream stream_;
+  PinnedBuffer<uint8_t> a_, b_;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceComm> MakeNcclDeviceComm(NcclCommunicator& nccl) {
+  return std::make_unique<NcclDeviceComm>(nccl);
+}
+
+std::unique_ptr<DeviceComm> MakeStagedDeviceComm(Communicator& host) {
+  return std::make_unique<StagedDeviceComm>(host);
+}
+
+}  // namespace ds::rt::dev
