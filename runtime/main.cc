@@ -5,9 +5,14 @@
 // rendezvous store from DSLAUNCH_STORE_ADDR (dslaunch) or DSLAUNCH_STORE_PATH
 // (standalone). Rank 0 prints progress and, at the end, "test accuracy: X".
 //
-// Exit codes: 0 done; 1 bad config, data or checkpoint I/O; 2 usage;
-// 3 communication failure (a peer died or timed out: dslaunch restarts the
-// generation from the last checkpoint).
+// Where it computes: trainer.device (runtime/device/device_select.h); on a
+// GPU the engine is the device engine over NCCL on device buffers (backend:
+// nccl) or over Gloo staged through host memory (backend: gloo, the hybrid
+// mode).
+//
+// Exit codes: 0 done; 1 bad config, data or checkpoint I/O, or a GPU
+// failure (CUDA, cuBLAS); 2 usage; 3 communication failure (a peer died or
+// timed out: dslaunch restarts the generation from the last checkpoint).
 #include <sched.h>
 #include <unistd.h>
 
@@ -34,7 +39,10 @@
 #include "runtime/comm/gloo_store.h"
 #include "runtime/trainer.h"
 #ifdef DSLAUNCH_HAVE_NCCL
+#include "runtime/device/check.h"
+#include "runtime/device/device_comm.h"
 #include "runtime/device/device_info.h"
+#include "runtime/device/device_select.h"
 #endif
 
 namespace {
@@ -172,16 +180,17 @@ Result<RendezvousStore> OpenStore() {
 
 // Gloo (or NCCL) through `store`. Throws CommError.
 std::unique_ptr<Communicator> Connect(const TrainerConfig& config, RendezvousStore& store,
-                                      const Place& place) {
+                                      const Place& place, int gpu) {
 #ifdef DSLAUNCH_HAVE_NCCL
   if (config.backend == "nccl") {
     NcclOptions no;
-    no.device = EnvInt("LOCAL_RANK");
+    no.device = gpu;
     no.timeout = CollectiveTimeout();
     return NcclCommunicator::Connect(*store.store, place.rank, place.world, no);
   }
 #endif
   (void)config;
+  (void)gpu;
   GlooOptions go;
   go.iface = EnvString("GLOO_SOCKET_IFNAME");
   go.master_addr = EnvString("MASTER_ADDR");
@@ -234,18 +243,47 @@ int main(int argc, char** argv) {
   if (!loaded.ok()) return Fail(has_source ? kExitConfig : kExitUsage, loaded.status().message());
   const TrainerConfig& config = loaded->config;
   auto heartbeat = StepHeartbeat::FromEnv();
-  const TrainerRuntime rt = MakeRuntime(*loaded, quiet, heartbeat.get());
+  TrainerRuntime rt = MakeRuntime(*loaded, quiet, heartbeat.get());
+  int gpu = 0;
+#ifdef DSLAUNCH_HAVE_NCCL
+  Result<dev::DeviceChoice> device = dev::ChooseDevice(config.device, static_cast<int>(EnvInt("LOCAL_RANK")));
+  if (!device.ok()) return Fail(kExitConfig, device.status().message());
+  rt.device = device->description;
+  gpu = device->index;
+#else
+  if (config.device == "cuda")
+    return Fail(kExitConfig, "trainer.device is cuda, but this dstrain was built without CUDA "
+                             "(cmake -DDSLAUNCH_WITH_CUDA=ON); use device: cpu");
+#endif
 
   try {
-    if (place->world == 1) {
-      LocalCommunicator alone;
-      return TrainAndReport(config, alone, rt);
+    LocalCommunicator alone;
+    Communicator* comm = &alone;
+    Result<RendezvousStore> store = RendezvousStore{};  // outlives the communicator
+    std::unique_ptr<Communicator> connected;
+    if (place->world > 1) {
+      if (Status st = CheckBackend(config); !st.ok()) return Fail(kExitConfig, st.message());
+      store = OpenStore();
+      if (!store.ok()) return Fail(kExitUsage, store.status().message());
+      connected = Connect(config, *store, *place, gpu);
+      comm = connected.get();
     }
-    if (Status st = CheckBackend(config); !st.ok()) return Fail(kExitConfig, st.message());
-    Result<RendezvousStore> store = OpenStore();  // outlives the communicator
-    if (!store.ok()) return Fail(kExitUsage, store.status().message());
-    std::unique_ptr<Communicator> comm = Connect(config, *store, *place);
+#ifdef DSLAUNCH_HAVE_NCCL
+    std::unique_ptr<dev::DeviceComm> device_comm;
+    if (device->cuda) {
+      auto* nccl = dynamic_cast<NcclCommunicator*>(comm);
+      device_comm = nccl ? dev::MakeNcclDeviceComm(*nccl) : dev::MakeStagedDeviceComm(*comm);
+      rt.make_engine = dev::DeviceEngines(*device_comm, config.tf32);
+      if (nccl == nullptr && place->world > 1) rt.device += ", hybrid: gloo through host memory";
+    }
+    try {
+      return TrainAndReport(config, *comm, rt);
+    } catch (const dev::DeviceError& e) {
+      return Fail(kExitConfig, std::string("GPU failure: ") + e.what());
+    }
+#else
     return TrainAndReport(config, *comm, rt);
+#endif
   } catch (const CommError& e) {
     return Fail(kExitComm, e.what());
   }

@@ -58,7 +58,8 @@ Trainer::Trainer(const TrainerConfig& config, Communicator& comm, const TrainerR
       model_(config.model),
       optimizer_(MakeOptimizer(config.ds.optimizer)),
       zero_(ZeroOptionsOf(config.ds)),
-      engine_(std::make_unique<ZeroEngine>(model_, comm, *optimizer_, zero_)),
+      engine_(runtime.make_engine ? runtime.make_engine(model_, *optimizer_, zero_)
+                                  : std::make_unique<ZeroEngine>(model_, comm, *optimizer_, zero_)),
       rng_(config.seed),
       sampler_({.dataset_size = data_.train.n, .rank = comm.rank(), .world_size = comm.size(),
                 .seed = config.seed, .shuffle = config.data.shuffle,
@@ -143,11 +144,11 @@ void Trainer::PrintBanner() const {
   if (!talk_) return;
   const MemoryReport& m = result_.memory;
   fmt::print(runtime_.out,
-             "dstrain: {} ranks, ZeRO stage {}, {}, {} params, batch {} ({} x {} micro x {} "
+             "dstrain: {} ranks on {}, ZeRO stage {}, {}, {} params, batch {} ({} x {} micro x {} "
              "ranks), {} steps/epoch\n"
              "dstrain: memory/rank: params {:.2f} MB, grads {:.2f} MB, optimizer {:.2f} MB, "
              "total {:.2f} MB (ZeRO formula {:.2f} MB)\n",
-             comm_.size(), zero_.stage, PrecisionName(zero_.precision), model_.num_params(),
+             comm_.size(), runtime_.device, zero_.stage, PrecisionName(zero_.precision), model_.num_params(),
              global_batch_, micro_, gas_, comm_.size(), steps_per_epoch_, m.params / 1e6,
              m.grads / 1e6, m.optimizer / 1e6, m.total() / 1e6, m.formula / 1e6);
   std::fflush(runtime_.out);  // a worker stopped before its first progress line still said what it ran

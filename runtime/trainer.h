@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +24,7 @@
 #include "runtime/checkpoint.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/config/trainer_config.h"
+#include "runtime/engine.h"
 #include "runtime/metrics.h"
 #include "runtime/model/data.h"
 #include "runtime/model/model.h"
@@ -47,6 +49,11 @@ struct TrainerRuntime {
   bool tty = false;                // progress bar instead of plain lines
   bool quiet = false;              // no progress output at all (tests)
   StepHeartbeat* heartbeat = nullptr;  // beats after every step when set
+  // Makes the engine: the device path (main.cc, CUDA builds); empty: the CPU
+  // ZeroEngine over the trainer's communicator. `device` names where it
+  // computes, for the banner.
+  std::function<std::unique_ptr<Engine>(const Mlp&, const Optimizer&, const ZeroOptions&)> make_engine;
+  std::string device = "cpu";
 };
 
 struct TrainResult {

@@ -102,7 +102,7 @@ Status ParseData(const YAML::Node& d, const std::string& origin, DataSection* ou
   return Status::OK();
 }
 
-// epochs, max_steps, backend and seed: how long and how to train.
+// epochs, max_steps, backend, device, tf32 and seed: how long, where and how to train.
 Status ParseRun(const YAML::Node& root, const std::string& origin, TrainerConfig* t) {
   DS_RETURN_IF_ERROR(ReadInt(root, "epochs", "trainer", origin, &t->epochs));
   DS_RETURN_IF_ERROR(ReadInt(root, "max_steps", "trainer", origin, &t->max_steps));
@@ -111,6 +111,12 @@ Status ParseRun(const YAML::Node& root, const std::string& origin, TrainerConfig
     return Status::InvalidArgument(fmt::format("{}'trainer.backend' expects gloo or nccl, got '{}'{}",
                                                Where(origin, root["backend"]), t->backend,
                                                DidYouMeanHint(t->backend, {"gloo", "nccl"})));
+  DS_RETURN_IF_ERROR(ReadString(root, "device", "trainer", origin, &t->device));
+  if (!t->device.empty() && t->device != "cpu" && t->device != "cuda")
+    return Status::InvalidArgument(fmt::format("{}'trainer.device' expects cpu or cuda, got '{}'{}",
+                                               Where(origin, root["device"]), t->device,
+                                               DidYouMeanHint(t->device, {"cpu", "cuda"})));
+  DS_RETURN_IF_ERROR(ReadBool(root, "tf32", "trainer", origin, &t->tf32));
   // max_steps alone: epochs = max_steps, a bound that never binds (every epoch
   // has at least one step) and keeps steps_per_epoch * epochs finite.
   if (t->max_steps > 0 && !root["epochs"].IsDefined()) t->epochs = t->max_steps;
@@ -198,7 +204,7 @@ Result<TrainerConfig> ParseTrainerSection(const YAML::Node& root,
   if (!root.IsMap()) return Status::InvalidArgument(origin + ": expected a 'trainer:' map");
   DS_RETURN_IF_ERROR(CheckSection(root, "trainer", {origin, origin, ""},
                                   {"model", "data", "epochs", "max_steps", "seed", "backend",
-                                   "config", "checkpoint", "metrics", "eval"}));
+                                   "device", "tf32", "config", "checkpoint", "metrics", "eval"}));
   TrainerConfig t;
   DS_RETURN_IF_ERROR(ParseModel(root["model"], origin, &t.model));
   DS_RETURN_IF_ERROR(ParseData(root["data"], origin, &t.data));

@@ -13,6 +13,8 @@
 //     epochs: 3            # or max_steps: N (both: whichever ends first)
 //     seed: 42
 //     backend: gloo        # | nccl (only in a dstrain built with CUDA)
+//     device: cuda         # | cpu; default cuda where a CUDA build sees a GPU
+//     tf32: false          # device fp32 matrix products on TF32 tensor cores
 //     config: ds_config.json
 //     checkpoint: {dir: ckpt, every_steps: 200, keep: 2}
 //     metrics: {dir: runs/x}
@@ -68,6 +70,8 @@ struct TrainerConfig {
   int64_t max_steps = 0;      // 0: no limit; optimizer steps; both set: first reached ends
   uint64_t seed = 42;
   std::string backend = "gloo";  // collectives: gloo, or nccl (a CUDA build of dstrain only)
+  std::string device;         // cpu | cuda; "": cuda when a CUDA build sees a GPU, else cpu
+  bool tf32 = false;          // device fp32 products on TF32 tensor cores (PyTorch's allow_tf32)
   std::string config_path;    // ds_config path as resolved ("" when inline)
   DsConfig ds;                // parsed and resolved for the world size
   CheckpointSection checkpoint;

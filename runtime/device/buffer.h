@@ -7,6 +7,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <utility>
 
@@ -139,5 +140,19 @@ template <typename T>
 void CopyToHost(T* host, const T* device, size_t n, cudaStream_t s) {
   if (n > 0) DS_CUDA(cudaMemcpyAsync(host, device, n * sizeof(T), cudaMemcpyDeviceToHost, s));
 }
+
+}  // namespace ds::rt::dev
+
+namespace ds::rt::dev {
+
+// Stream-ordered scratch (cudaMallocAsync): usable by work queued on `s`
+// after the call; freed in the order of whichever stream last uses it, so
+// memory is reused only once that work is done.
+inline void* AllocAsync(size_t bytes, cudaStream_t s) {
+  void* p = nullptr;
+  DS_CUDA(cudaMallocAsync(&p, std::max<size_t>(bytes, 1), s));
+  return p;
+}
+inline void FreeAsync(void* p, cudaStream_t s) { DS_CUDA(cudaFreeAsync(p, s)); }
 
 }  // namespace ds::rt::dev

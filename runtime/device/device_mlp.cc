@@ -8,10 +8,11 @@
 
 namespace ds::rt::dev {
 
-DeviceMlp::DeviceMlp(const Mlp& shape, Precision fmt, cudaStream_t stream, bool allow_tf32)
+DeviceMlp::DeviceMlp(const Mlp& shape, Precision fmt, cudaStream_t stream, bool allow_tf32, Synchronize sync)
     : shape_(shape),
       fmt_(fmt),
       stream_(stream),
+      sync_(std::move(sync)),
       blas_(stream, allow_tf32),
       esize_(ElementSize(fmt)),
       acts_(shape.num_layers()),
@@ -83,7 +84,8 @@ void DeviceMlp::Forward(DeviceParamSource& params, int batch, float grad_scale, 
 
 BatchStats DeviceMlp::ReadStats(int batch) {
   CopyToHost(stats_host_.data(), stats_.data(), 1, stream_);
-  DS_CUDA(cudaStreamSynchronize(stream_));
+  if (sync_) sync_(stream_);
+  else DS_CUDA(cudaStreamSynchronize(stream_));
   const Stats& s = stats_host_[0];
   DS_CHECK_MSG(s.bad_label == 0, "a label outside [0, classes) reached the device model");
   BatchStats out;

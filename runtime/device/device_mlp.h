@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "runtime/device/buffer.h"
@@ -51,8 +52,12 @@ class DeviceGradSink {
 
 class DeviceMlp {
  public:
+  // How the host waits for the stream (a DeviceComm's deadline-bounded
+  // Synchronize when collectives feed it); empty: cudaStreamSynchronize.
+  using Synchronize = std::function<void(cudaStream_t)>;
+
   // `shape` gives the layers; it must outlive this object.
-  DeviceMlp(const Mlp& shape, Precision fmt, cudaStream_t stream, bool allow_tf32);
+  DeviceMlp(const Mlp& shape, Precision fmt, cudaStream_t stream, bool allow_tf32, Synchronize sync = {});
 
   const Mlp& shape() const { return shape_; }
   Precision format() const { return fmt_; }
@@ -73,6 +78,7 @@ class DeviceMlp {
   const Mlp& shape_;
   const Precision fmt_;
   const cudaStream_t stream_;
+  const Synchronize sync_;
   Blas blas_;
   const size_t esize_;  // bytes per element of fmt_
   // Per layer: its input (acts_[0] is the batch) and its pre-activation output.

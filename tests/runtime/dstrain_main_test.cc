@@ -18,6 +18,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/runtime/dstrain_process.h"
 #include "tests/test_util/temp_dir.h"
 #ifdef DSLAUNCH_HAVE_NCCL
 #include "runtime/device/device_info.h"
@@ -25,46 +26,12 @@ namespace dev = ds::rt::dev;
 #endif
 
 using ds::testing::TempDir;
+using ds::rt::testing::Proc;
+using ds::rt::testing::Read;
+using ds::rt::testing::Start;
+using ds::rt::testing::Wait;
 
 namespace {
-
-struct Proc {
-  pid_t pid = -1;
-  std::string out_path;
-};
-
-// Starts dstrain with `env` added; stdout+stderr go to a file.
-Proc Start(const std::vector<std::string>& env, const std::vector<std::string>& args,
-           const std::string& out_path) {
-  std::fflush(nullptr);
-  Proc p;
-  p.out_path = out_path;
-  p.pid = fork();
-  if (p.pid == 0) {
-    FILE* f = std::fopen(out_path.c_str(), "w");
-    dup2(fileno(f), 1);
-    dup2(fileno(f), 2);
-    for (const auto& e : env) putenv(const_cast<char*>(e.c_str()));
-    std::vector<char*> argv = {const_cast<char*>(DSTRAIN_PATH)};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(DSTRAIN_PATH, argv.data());
-    _exit(127);
-  }
-  return p;
-}
-
-int Wait(const Proc& p) {
-  int st = 0;
-  waitpid(p.pid, &st, 0);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-std::string Read(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 
 // Receives dstrain's step heartbeats: one UDP datagram per finished step,
 // rank and step as two big-endian int64 (common/step_heartbeat.cc), sent to

@@ -66,6 +66,8 @@ TEST_CASE("defaults, synthetic data and max_steps alone") {
   CHECK(r->ds.batch.micro_batch == 64);
   CHECK_FALSE(r->ds.has_optimizer);
   CHECK(r->backend == "gloo");
+  CHECK(r->device.empty());  // decided at start: cuda where a CUDA build sees a GPU
+  CHECK_FALSE(r->tf32);
 }
 
 TEST_CASE("trainer errors name the key path") {
@@ -86,6 +88,8 @@ TEST_CASE("trainer errors name the key path") {
   CHECK(Error("trainer:\n  epochs: x\n") == "train.yaml:2: 'trainer.epochs' expects an integer, got 'x'");
   CHECK(Error("trainer:\n  backend: ncl\n") ==
         "train.yaml:2: 'trainer.backend' expects gloo or nccl, got 'ncl' (did you mean 'nccl'?)");
+  CHECK(Error("trainer:\n  device: cud\n") ==
+        "train.yaml:2: 'trainer.device' expects cpu or cuda, got 'cud' (did you mean 'cuda'?)");
   CHECK(Error("trainer: [1, 2]\n") == "train.yaml: expected a 'trainer:' map");
   CHECK(Error("trainer: {model: [\n") .rfind("train.yaml:", 0) == 0);
 }

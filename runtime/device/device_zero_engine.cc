@@ -1,0 +1,189 @@
+// DeviceZeroEngine: the micro-batch and the step (device_zero_engine.h);
+// parameters in and out, checkpoints and evaluation are in
+// device_zero_engine_state.cc.
+#include "runtime/device/device_zero_engine.h"
+
+#include <cmath>
+
+#include "common/check.h"
+
+namespace ds::rt::dev {
+
+DeviceZeroEngine::DeviceZeroEngine(const Mlp& model, DeviceComm& comm, const Optimizer& optimizer,
+                                   const ZeroOptions& options, bool allow_tf32)
+    : model_(model),
+      comm_(comm),
+      optimizer_(optimizer),
+      options_(options),
+      fmt_(options.precision),
+      esize_(ElementSize(options.precision)),
+      layers_(LayersOf(model)),
+      owned_(layers_, options.stage == 0 ? 1 : comm.size(), options.stage == 0 ? 0 : comm.rank()),
+      saved_(layers_, comm.size(), comm.rank()),
+      num_params_(model.num_params()),
+      alias_master_(options.precision == Precision::kFp32 && options.stage < 3),
+      scaler_(options.loss_scaler),
+      mlp_(model, options.precision, stream_.get(), allow_tf32,
+           [&comm](cudaStream_t s) { comm.Synchronize(s); }) {
+  DS_CHECK(options.stage >= 0 && options.stage <= 3);
+  if (options_.stage < 3) compute_.Resize(num_params_ * esize_);
+  if (!alias_master_) master_.Resize(owned_.shard_size());
+  state_.resize(optimizer_.state_slots());
+  for (auto& s : state_) s.Resize(owned_.shard_size());
+  grads_.Resize((options_.stage <= 1 ? num_params_ : owned_.shard_size()) * esize_);
+  std::vector<UpdateSegment> segs;
+  for (const Segment& s : owned_.owned()) {
+    segs.push_back({alias_master_ ? s.flat_offset : s.shard_offset,
+                    options_.stage <= 1 ? s.flat_offset : s.shard_offset, s.flat_offset, s.len});
+    max_segment_ = std::max(max_segment_, s.len);
+  }
+  segments_.Resize(segs.size());
+  CopyToDevice(segments_.data(), segs.data(), segs.size(), compute());
+  norm_scratch_.Resize(NormScratchSize(static_cast<int>(segs.size())));
+  sumsq_.Resize(1);
+  sumsq_host_.Resize(1);
+  stream_.Synchronize();
+}
+
+DeviceZeroEngine::~DeviceZeroEngine() {
+  // Scratch still held after a failure mid-step: give it back in order.
+  for (auto& [layer, p] : gathered_) cudaFreeAsync(p, compute());
+  for (auto& [layer, p] : layer_grads_) cudaFreeAsync(p, compute());
+  cudaStreamSynchronize(compute());
+}
+
+float* DeviceZeroEngine::MasterAt(const Segment& s) {
+  return alias_master_ ? reinterpret_cast<float*>(compute_.data()) + s.flat_offset : master_.data() + s.shard_offset;
+}
+
+// --- parameters ------------------------------------------------------------
+
+void DeviceZeroEngine::GatherLayer(int layer, void* out) {
+  const Segment& seg = owned_.Owned(layer);
+  const auto& counts = owned_.LayerCounts(layer);
+  size_t before = 0;
+  for (int r = 0; r < owned_.rank(); ++r) before += counts[r];
+  void* mine = ComputeAt(out, before);
+  Cast(MasterAt(seg), Precision::kFp32, mine, fmt_, seg.len, compute());
+  comm_.AllGather(mine, out, counts, fmt_, compute());
+  comm_.Join(compute());
+}
+
+const void* DeviceZeroEngine::Acquire(int layer) {
+  if (options_.stage < 3) return ComputeAt(compute_.data(), layers_[layer].offset);
+  void*& p = gathered_[layer];
+  if (p == nullptr) {
+    p = AllocAsync(layers_[layer].size() * esize_, compute());
+    GatherLayer(layer, p);
+  }
+  return p;
+}
+
+void DeviceZeroEngine::Release(int layer) {
+  if (options_.stage < 3) return;
+  auto it = gathered_.find(layer);
+  if (it == gathered_.end()) return;
+  FreeAsync(it->second, compute());
+  gathered_.erase(it);
+}
+
+// --- gradients ---------------------------------------------------------------
+
+void DeviceZeroEngine::AllReduceGrads(size_t lo, size_t hi) {
+  if (hi <= lo || comm_.size() == 1) return;
+  comm_.AllReduceSum(ComputeAt(grads_.data(), lo), hi - lo, fmt_, compute());
+}
+
+DeviceGradSink::Target DeviceZeroEngine::GradTarget(int layer) {
+  const LayerShape& shape = layers_[layer];
+  if (options_.stage <= 1) return {ComputeAt(grads_.data(), shape.offset), !grads_empty_};
+  void* p = AllocAsync(shape.size() * esize_, compute());
+  layer_grads_[layer] = p;
+  return {p, false};
+}
+
+void DeviceZeroEngine::LayerGrad(int layer) {
+  const LayerShape& shape = layers_[layer];
+  if (options_.stage <= 1) {
+    if (last_micro_ && pending_hi_ - shape.offset >= options_.reduce_bucket_size) {
+      AllReduceGrads(shape.offset, pending_hi_);
+      pending_hi_ = shape.offset;
+    }
+    return;
+  }
+  // Stages 2, 3: reduce-scatter the layer now (on the communication stream,
+  // after its gradient), keep the owned piece, free the full gradient there.
+  void* full = layer_grads_.at(layer);
+  layer_grads_.erase(layer);
+  const Segment& seg = owned_.Owned(layer);
+  void* mine = ComputeAt(grads_.data(), seg.shard_offset);
+  if (grads_empty_) {
+    comm_.ReduceScatter(full, mine, owned_.LayerCounts(layer), fmt_, compute());
+  } else {
+    void* piece = AllocAsync(seg.len * esize_, comm_.stream());
+    comm_.ReduceScatter(full, piece, owned_.LayerCounts(layer), fmt_, compute());
+    Accumulate(mine, fmt_, piece, fmt_, seg.len, comm_.stream());
+    FreeAsync(piece, comm_.stream());
+  }
+  FreeAsync(full, comm_.stream());
+}
+
+BatchStats DeviceZeroEngine::MicroBatch(const float* x, const int32_t* y, int batch, int64_t global_batch,
+                                        bool last) {
+  last_micro_ = last;
+  pending_hi_ = num_params_;
+  const double scale = options_.precision == Precision::kFp16 ? scaler_.scale() : 1.0;
+  // The next micro-batch's backward writes the gradients the last one's
+  // collectives may still read (stage 2/3 accumulation): wait for them.
+  comm_.Join(compute());
+  const BatchStats stats =
+      mlp_.ForwardBackward(*this, x, y, batch, static_cast<float>(scale / global_batch), *this);
+  if (last && options_.stage <= 1) AllReduceGrads(0, pending_hi_);
+  last_micro_ = false;
+  grads_empty_ = false;
+  return stats;
+}
+
+// --- the optimizer step --------------------------------------------------------
+
+StepResult DeviceZeroEngine::Step(float lr) {
+  comm_.Join(compute());  // every gradient reduction is done before the norm and the update
+  const int count = static_cast<int>(owned_.owned().size());
+  double sumsq = 0;
+  if (NeedsGradNorm(options_)) {
+    GradSumOfSquares(segments_.data(), count, grads_.data(), fmt_, norm_scratch_.data(), sumsq_.data(),
+                     compute());
+    if (options_.stage > 0) {
+      comm_.AllReduceSum(sumsq_.data(), 1, compute());
+      comm_.Join(compute());
+    }
+    CopyToHost(sumsq_host_.data(), sumsq_.data(), 1, compute());
+    comm_.Synchronize(compute());
+    sumsq = sumsq_host_[0];
+  }
+  StepResult result;
+  const float factor = DecideStep(options_, scaler_, sumsq, &result);
+  if (result.skipped) {
+    grads_empty_ = true;
+    return result;
+  }
+  ++applied_steps_;
+  const bool copy16 = half() && options_.stage < 3;
+  OptimizerUpdate(optimizer_.Plan(applied_steps_, lr, factor), segments_.data(), count, max_segment_,
+                  alias_master_ ? reinterpret_cast<float*>(compute_.data()) : master_.data(),
+                  state_.empty() ? nullptr : state_[0].data(), state_.size() < 2 ? nullptr : state_[1].data(),
+                  grads_.data(), fmt_, copy16 ? compute_.data() : nullptr, fmt_, compute());
+  // Stages 1, 2: every rank needs every layer's new compute copy.
+  if (options_.stage == 1 || options_.stage == 2) {
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      const Segment& s = owned_.Owned(static_cast<int>(l));
+      comm_.AllGather(ComputeAt(compute_.data(), s.flat_offset), ComputeAt(compute_.data(), layers_[l].offset),
+                      owned_.LayerCounts(static_cast<int>(l)), fmt_, compute());
+    }
+    comm_.Join(compute());
+  }
+  grads_empty_ = true;
+  return result;
+}
+
+}  // namespace ds::rt::dev

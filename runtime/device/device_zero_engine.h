@@ -1,0 +1,110 @@
+// DeviceZeroEngine: the Engine (engine.h) on a GPU. The same ZeRO stages
+// 0-3 as the CPU ZeroEngine, over the same ZeroPartition, with the same
+// Optimizer::Plan and the same checkpoint shards, but every parameter,
+// gradient and optimizer state in device memory:
+//
+//   compute copy  stage < 3: the full flat vector in the compute format
+//                 (fp32 stage 0-2: also the master weights, as on the CPU);
+//                 stage 3: each layer all-gathered into a stream-ordered
+//                 buffer just before use and freed after
+//   master        fp32, this rank's owned segments (unless aliased)
+//   state         fp32, optimizer slots x the owned shard
+//   gradients     compute format; stage 0/1 the full vector, reduced in
+//                 buckets of reduce_bucket_size on the communication stream
+//                 while backward goes on (events, no host waits); stage 2/3
+//                 only the owned shard, each layer reduce-scattered as soon
+//                 as backward has produced it
+//
+// The step runs the norm/overflow check (GradSumOfSquares), DecideStep and
+// one multi-tensor optimizer launch that also writes the 16-bit copy; then
+// stages 1 and 2 all-gather the new compute copy. The host waits for the
+// GPU once per micro-batch (the batch's loss) and once per step that needs
+// the gradient norm, each wait bounded by the collective timeout through
+// DeviceComm::Synchronize.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "runtime/device/buffer.h"
+#include "runtime/device/device_comm.h"
+#include "runtime/device/device_mlp.h"
+#include "runtime/device/kernels.h"
+#include "runtime/engine.h"
+#include "runtime/model/optimizer.h"
+
+namespace ds::rt::dev {
+
+class DeviceZeroEngine final : public Engine, private DeviceParamSource, private DeviceGradSink {
+ public:
+  // `model` gives the shapes; `comm` carries the collectives. All must
+  // outlive the engine. allow_tf32: fp32 products on TF32 tensor cores.
+  DeviceZeroEngine(const Mlp& model, DeviceComm& comm, const Optimizer& optimizer,
+                   const ZeroOptions& options, bool allow_tf32);
+  ~DeviceZeroEngine() override;
+
+  void InitParams(uint64_t seed) override;
+  BatchStats MicroBatch(const float* x, const int32_t* y, int batch, int64_t global_batch,
+                        bool last) override;
+  StepResult Step(float lr) override;
+  BatchStats EvaluateRange(const Dataset& test, int64_t lo, int64_t hi) override;
+  std::vector<float> GatherComputeParams() override;
+  std::vector<float> GatherMasterParams() override;
+  MemoryReport Memory() const override;
+  int64_t applied_steps() const override { return applied_steps_; }
+  LossScaler& loss_scaler() override { return scaler_; }
+  void ExportShardInto(ShardState* out) const override;
+  void ImportFull(const std::vector<float>& master, const std::vector<std::vector<float>>& state,
+                  int64_t applied_steps) override;
+
+ private:
+  const void* Acquire(int layer) override;
+  void Release(int layer) override;
+  Target GradTarget(int layer) override;
+  void LayerGrad(int layer) override;
+
+  // Element i of a buffer in the compute format.
+  void* ComputeAt(void* base, size_t i) const { return static_cast<uint8_t*>(base) + i * esize_; }
+  float* MasterAt(const Segment& s);
+  // Layer l's full parameters gathered from the owned master pieces into
+  // `out` (compute format), queued on the compute stream.
+  void GatherLayer(int layer, void* out);
+  // Loads full fp32 master weights and states (host) into this rank's pieces.
+  void Load(const std::vector<float>& master, const std::vector<std::vector<float>>* state);
+  void AllReduceGrads(size_t lo, size_t hi);
+  cudaStream_t compute() const { return stream_.get(); }
+  bool half() const { return options_.precision != Precision::kFp32; }
+
+  const Mlp& model_;
+  DeviceComm& comm_;
+  const Optimizer& optimizer_;
+  const ZeroOptions options_;
+  const Precision fmt_;
+  const size_t esize_;
+  const std::vector<LayerShape> layers_;
+  const ZeroPartition owned_;  // what this rank updates (world 1 for stage 0)
+  const ZeroPartition saved_;  // N-way partition used for checkpoints
+  const size_t num_params_;
+  const bool alias_master_;    // fp32 and stage < 3: master = compute copy
+  LossScaler scaler_;
+  int64_t applied_steps_ = 0;
+
+  Stream stream_;
+  DeviceMlp mlp_;
+  DeviceBuffer<uint8_t> compute_;             // stage < 3
+  DeviceBuffer<float> master_;                // owned shard, unless aliased
+  std::vector<DeviceBuffer<float>> state_;    // optimizer slots x owned shard
+  DeviceBuffer<uint8_t> grads_;               // stage 0/1 full, 2/3 owned shard
+  DeviceBuffer<UpdateSegment> segments_;      // the owned segments, for the step
+  size_t max_segment_ = 0;
+  DeviceBuffer<double> norm_scratch_, sumsq_;
+  PinnedBuffer<double> sumsq_host_;
+  std::map<int, void*> gathered_;             // stage 3: layers between Acquire and Release
+  std::map<int, void*> layer_grads_;          // stage 2/3: between GradTarget and LayerGrad
+  bool grads_empty_ = true;                   // next micro-batch assigns instead of adding
+  bool last_micro_ = false;
+  size_t pending_hi_ = 0;                     // stage 0/1: grads [x, pending_hi_) not reduced
+};
+
+}  // namespace ds::rt::dev

@@ -1,0 +1,159 @@
+// DeviceZeroEngine, the whole-model side: parameters in (init, checkpoint
+// load) and out (full vectors, checkpoint shards), evaluation and the
+// memory report. Everything crosses between host and device here, with
+// plain synchronous copies: none of it is on the per-step path.
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/device/device_zero_engine.h"
+
+namespace ds::rt::dev {
+namespace {
+
+template <typename T>
+void Down(T* host, const T* device, size_t n) {
+  if (n > 0) DS_CUDA(cudaMemcpy(host, device, n * sizeof(T), cudaMemcpyDeviceToHost));
+}
+template <typename T>
+void Up(T* device, const T* host, size_t n) {
+  if (n > 0) DS_CUDA(cudaMemcpy(device, host, n * sizeof(T), cudaMemcpyHostToDevice));
+}
+
+// Full fp32 parameters already on the device, in the compute format.
+class FullParams : public DeviceParamSource {
+ public:
+  FullParams(const Mlp& model, const void* p, size_t esize) : model_(model), p_(p), esize_(esize) {}
+  const void* Acquire(int l) override { return static_cast<const uint8_t*>(p_) + model_.layer(l).offset * esize_; }
+  void Release(int) override {}
+
+ private:
+  const Mlp& model_;
+  const void* p_;
+  size_t esize_;
+};
+
+}  // namespace
+
+void DeviceZeroEngine::Load(const std::vector<float>& master, const std::vector<std::vector<float>>* state) {
+  DS_CHECK(master.size() == num_params_);
+  stream_.Synchronize();
+  for (const Segment& s : owned_.owned()) {
+    Up(MasterAt(s), master.data() + s.flat_offset, s.len);
+    for (size_t k = 0; k < state_.size(); ++k) {
+      if (state != nullptr) Up(state_[k].data() + s.shard_offset, (*state)[k].data() + s.flat_offset, s.len);
+      else DS_CUDA(cudaMemset(state_[k].data() + s.shard_offset, 0, s.len * sizeof(float)));
+    }
+  }
+  if (options_.stage < 3 && !alias_master_) {
+    std::vector<uint16_t> half16(num_params_);
+    ToHalf16(master.data(), half16.data(), num_params_, fmt_);
+    Up(reinterpret_cast<uint16_t*>(compute_.data()), half16.data(), num_params_);
+  }
+  grads_empty_ = true;
+}
+
+void DeviceZeroEngine::InitParams(uint64_t seed) {
+  std::vector<float> full(num_params_);
+  model_.Init(full.data(), seed);
+  Load(full, nullptr);
+  applied_steps_ = 0;
+}
+
+void DeviceZeroEngine::ImportFull(const std::vector<float>& master, const std::vector<std::vector<float>>& state,
+                                  int64_t applied_steps) {
+  DS_CHECK(state.size() == state_.size());
+  Load(master, &state);
+  applied_steps_ = applied_steps;
+}
+
+void DeviceZeroEngine::ExportShardInto(ShardState* out) const {
+  // This rank's owned pieces to the host, in shard order, then the same
+  // selection as the CPU engine's.
+  stream_.Synchronize();
+  auto* self = const_cast<DeviceZeroEngine*>(this);  // MasterAt only computes an address
+  std::vector<float> master(owned_.shard_size());
+  std::vector<std::vector<float>> state(state_.size(), std::vector<float>(owned_.shard_size()));
+  for (const Segment& s : owned_.owned()) Down(master.data() + s.shard_offset, self->MasterAt(s), s.len);
+  for (size_t k = 0; k < state_.size(); ++k) Down(state[k].data(), state_[k].data(), owned_.shard_size());
+  ExportShardFrom(
+      owned_, saved_, static_cast<int>(state_.size()),
+      [&](const Segment& s) { return master.data() + s.shard_offset; },
+      [&](int k, const Segment& s) { return state[k].data() + s.shard_offset; }, out);
+}
+
+std::vector<float> DeviceZeroEngine::GatherComputeParams() {
+  DeviceBuffer<uint8_t> gathered;
+  const void* full = compute_.data();
+  if (options_.stage == 3) {
+    gathered.Resize(num_params_ * esize_);
+    for (size_t l = 0; l < layers_.size(); ++l)
+      GatherLayer(static_cast<int>(l), ComputeAt(gathered.data(), layers_[l].offset));
+    full = gathered.data();
+  }
+  comm_.Synchronize(compute());
+  std::vector<float> out(num_params_);
+  if (fmt_ == Precision::kFp32) {
+    Down(out.data(), static_cast<const float*>(full), num_params_);
+  } else {
+    std::vector<uint16_t> half16(num_params_);
+    Down(half16.data(), static_cast<const uint16_t*>(full), num_params_);
+    FromHalf16(half16.data(), out.data(), num_params_, fmt_);
+  }
+  return out;
+}
+
+std::vector<float> DeviceZeroEngine::GatherMasterParams() {
+  std::vector<float> out(num_params_);
+  if (options_.stage == 0) {
+    stream_.Synchronize();
+    for (const Segment& s : owned_.owned()) Down(out.data() + s.flat_offset, MasterAt(s), s.len);
+    return out;
+  }
+  DeviceBuffer<float> full(num_params_);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const Segment& s = owned_.Owned(static_cast<int>(l));
+    comm_.AllGather(MasterAt(s), full.data() + layers_[l].offset, owned_.LayerCounts(static_cast<int>(l)),
+                    Precision::kFp32, compute());
+  }
+  comm_.Join(compute());
+  comm_.Synchronize(compute());
+  Down(out.data(), full.data(), num_params_);
+  return out;
+}
+
+BatchStats DeviceZeroEngine::EvaluateRange(const Dataset& test, int64_t lo, int64_t hi) {
+  // Stage 3 gathers every layer once (collective), as the CPU engine does;
+  // then each rank evaluates its own range alone.
+  DeviceBuffer<uint8_t> gathered;
+  const void* full = compute_.data();
+  if (options_.stage == 3) {
+    gathered.Resize(num_params_ * esize_);
+    for (size_t l = 0; l < layers_.size(); ++l)
+      GatherLayer(static_cast<int>(l), ComputeAt(gathered.data(), layers_[l].offset));
+    full = gathered.data();
+  }
+  FullParams params(model_, full, esize_);
+  BatchStats sums;
+  for (int64_t i = lo; i < hi; i += kEvalBatch) {
+    const int b = static_cast<int>(std::min<int64_t>(kEvalBatch, hi - i));
+    const BatchStats st = mlp_.Evaluate(params, test.sample(i), test.y.data() + i, b);
+    sums.loss_sum += st.loss_sum;
+    sums.correct += st.correct;
+    sums.count += st.count;
+  }
+  comm_.Synchronize(compute());  // `gathered` is freed on return
+  return sums;
+}
+
+MemoryReport DeviceZeroEngine::Memory() const {
+  MemoryReport m;
+  m.params = compute_.size();
+  m.grads = grads_.size();
+  m.optimizer = master_.bytes();
+  for (const auto& s : state_) m.optimizer += s.bytes();
+  m.formula = ZeroMemoryFormula(options_.stage, half(), optimizer_.state_slots(),
+                                static_cast<double>(num_params_), comm_.size());
+  return m;
+}
+
+}  // namespace ds::rt::dev
