@@ -1,6 +1,7 @@
 #include "runtime/engine.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "common/log.h"
 
@@ -18,6 +19,18 @@ double ZeroMemoryFormula(int stage, bool half, int state_slots, double psi, int 
     case 2: return b * psi + (b + k) * psi / n;
     default: return (2 * b + k) * psi / n;
   }
+}
+
+BatchStats Engine::MicroBatchSamples(const Dataset& data, const int64_t* indices, int batch, int64_t global_batch,
+                                     bool last) {
+  const size_t f = static_cast<size_t>(data.features);
+  batch_x_.resize(static_cast<size_t>(batch) * f);
+  batch_y_.resize(batch);
+  for (int i = 0; i < batch; ++i) {
+    std::memcpy(batch_x_.data() + i * f, data.sample(indices[i]), f * sizeof(float));
+    batch_y_[i] = data.y[indices[i]];
+  }
+  return MicroBatch(batch_x_.data(), batch_y_.data(), batch, global_batch, last);
 }
 
 bool NeedsGradNorm(const ZeroOptions& options) {

@@ -96,6 +96,12 @@ class Engine {
   virtual BatchStats MicroBatch(const float* x, const int32_t* y, int batch, int64_t global_batch,
                                 bool last) = 0;
 
+  // The same for samples indices[0..batch) of `data` (the trainer's way):
+  // this default gathers them into host memory and calls MicroBatch; the
+  // device engine keeps the data set in GPU memory and gathers there.
+  virtual BatchStats MicroBatchSamples(const Dataset& data, const int64_t* indices, int batch,
+                                       int64_t global_batch, bool last);
+
   // Reduces what is left, checks overflow, clips, updates, re-gathers params.
   virtual StepResult Step(float lr) = 0;
 
@@ -123,6 +129,10 @@ class Engine {
   }
   virtual void ImportFull(const std::vector<float>& master, const std::vector<std::vector<float>>& state,
                           int64_t applied_steps) = 0;
+
+ private:
+  std::vector<float> batch_x_;  // MicroBatchSamples' gathered batch
+  std::vector<int32_t> batch_y_;
 };
 
 template <typename MasterAt, typename StateAt>

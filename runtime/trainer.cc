@@ -68,9 +68,7 @@ Trainer::Trainer(const TrainerConfig& config, Communicator& comm, const TrainerR
       gas_(static_cast<int>(config.ds.batch.gas)),
       per_step_(micro_ * gas_),
       global_batch_(config.ds.batch.train_batch_size),
-      print_every_(std::max<int64_t>(1, config.ds.steps_per_print)),
-      xbuf_(static_cast<size_t>(micro_) * data_.train.features),
-      ybuf_(micro_) {
+      print_every_(std::max<int64_t>(1, config.ds.steps_per_print)) {
   engine_->InitParams(config.seed);
   result_.memory = engine_->Memory();
 }
@@ -197,16 +195,9 @@ void Trainer::TrainStep(const std::vector<int64_t>& indices, int64_t k) {
 }
 
 void Trainer::AccumulateGradients(const std::vector<int64_t>& indices, int64_t k, double sums[2]) {
-  const Dataset& train = data_.train;
   for (int m = 0; m < gas_; ++m) {
-    for (int i = 0; i < micro_; ++i) {
-      const int64_t s = indices[k * per_step_ + m * micro_ + i];
-      std::memcpy(xbuf_.data() + static_cast<size_t>(i) * train.features, train.sample(s),
-                  train.features * sizeof(float));
-      ybuf_[i] = train.y[s];
-    }
-    BatchStats st = engine_->MicroBatch(xbuf_.data(), ybuf_.data(), micro_, global_batch_,
-                                        m == gas_ - 1);
+    BatchStats st = engine_->MicroBatchSamples(data_.train, &indices[k * per_step_ + m * micro_], micro_,
+                                               global_batch_, m == gas_ - 1);
     sums[0] += st.loss_sum;
     sums[1] += st.count;
   }

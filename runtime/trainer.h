@@ -123,8 +123,6 @@ class Trainer {
   int64_t step_ = 0, epoch_ = 0, position_ = 0;
 
   // This run's bookkeeping.
-  std::vector<float> xbuf_;
-  std::vector<int32_t> ybuf_;
   double window_[2] = {0, 0};  // loss sum, samples since the last report (this rank)
   double loss_ = 0;            // global mean loss of the last window
   double train_seconds_ = 0;   // in training steps only (no evaluation, no checkpoints)

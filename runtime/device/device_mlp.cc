@@ -51,9 +51,14 @@ void DeviceMlp::Upload(const float* x, const int32_t* y, int batch) {
   const size_t nx = static_cast<size_t>(batch) * shape_.layer(0).in;
   std::memcpy(Grown(x_host_, nx), x, nx * sizeof(float));
   std::memcpy(Grown(y_host_, batch), y, batch * sizeof(int32_t));
+  const Input in = PrepareInput(batch);
   CopyToDevice(Grown(x32_, nx), x_host_.data(), nx, stream_);
-  CopyToDevice(Grown(labels_, batch), y_host_.data(), batch, stream_);
-  Cast(x32_.data(), Precision::kFp32, At(acts_[0], nx), fmt_, nx, stream_);
+  CopyToDevice(in.y, y_host_.data(), batch, stream_);
+  Cast(x32_.data(), Precision::kFp32, in.x, fmt_, nx, stream_);
+}
+
+DeviceMlp::Input DeviceMlp::PrepareInput(int batch) {
+  return {At(acts_[0], static_cast<size_t>(batch) * shape_.layer(0).in), Grown(labels_, batch)};
 }
 
 // Layer by layer: z = x W^T + b, then the activation into the next layer's
@@ -98,6 +103,11 @@ BatchStats DeviceMlp::ReadStats(int batch) {
 BatchStats DeviceMlp::ForwardBackward(DeviceParamSource& params, const float* x, const int32_t* y, int batch,
                                       float grad_scale, DeviceGradSink& grads) {
   Upload(x, y, batch);
+  return ForwardBackward(params, batch, grad_scale, grads);
+}
+
+BatchStats DeviceMlp::ForwardBackward(DeviceParamSource& params, int batch, float grad_scale,
+                                      DeviceGradSink& grads) {
   Forward(params, batch, grad_scale, true);
   const Activation act = shape_.config().activation;
   for (int l = shape_.num_layers() - 1; l >= 0; --l) {
@@ -127,6 +137,10 @@ BatchStats DeviceMlp::ForwardBackward(DeviceParamSource& params, const float* x,
 
 BatchStats DeviceMlp::Evaluate(DeviceParamSource& params, const float* x, const int32_t* y, int batch) {
   Upload(x, y, batch);
+  return Evaluate(params, batch);
+}
+
+BatchStats DeviceMlp::Evaluate(DeviceParamSource& params, int batch) {
   Forward(params, batch, 0.0f, false);
   return ReadStats(batch);
 }

@@ -69,6 +69,18 @@ class DeviceMlp {
                              float grad_scale, DeviceGradSink& grads);
   BatchStats Evaluate(DeviceParamSource& params, const float* x, const int32_t* y, int batch);
 
+  // A batch produced on the device (a data set resident in GPU memory):
+  // PrepareInput gives the buffers for `batch` samples (x in the model's
+  // format), which the caller fills by work queued on stream(); then the
+  // overloads without x and y run on them.
+  struct Input {
+    void* x = nullptr;
+    int32_t* y = nullptr;
+  };
+  Input PrepareInput(int batch);
+  BatchStats ForwardBackward(DeviceParamSource& params, int batch, float grad_scale, DeviceGradSink& grads);
+  BatchStats Evaluate(DeviceParamSource& params, int batch);
+
  private:
   void Upload(const float* x, const int32_t* y, int batch);
   void Forward(DeviceParamSource& params, int batch, float grad_scale, bool backward);

@@ -3,6 +3,7 @@
 // device_zero_engine_state.cc.
 #include "runtime/device/device_zero_engine.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/check.h"
@@ -128,20 +129,62 @@ void DeviceZeroEngine::LayerGrad(int layer) {
   FreeAsync(full, comm_.stream());
 }
 
-BatchStats DeviceZeroEngine::MicroBatch(const float* x, const int32_t* y, int batch, int64_t global_batch,
-                                        bool last) {
+template <typename Fn>
+BatchStats DeviceZeroEngine::Micro(int64_t global_batch, bool last, Fn forward_backward) {
   last_micro_ = last;
   pending_hi_ = num_params_;
   const double scale = options_.precision == Precision::kFp16 ? scaler_.scale() : 1.0;
   // The next micro-batch's backward writes the gradients the last one's
   // collectives may still read (stage 2/3 accumulation): wait for them.
   comm_.Join(compute());
-  const BatchStats stats =
-      mlp_.ForwardBackward(*this, x, y, batch, static_cast<float>(scale / global_batch), *this);
+  const BatchStats stats = forward_backward(static_cast<float>(scale / global_batch));
   if (last && options_.stage <= 1) AllReduceGrads(0, pending_hi_);
   last_micro_ = false;
   grads_empty_ = false;
   return stats;
+}
+
+BatchStats DeviceZeroEngine::MicroBatch(const float* x, const int32_t* y, int batch, int64_t global_batch,
+                                        bool last) {
+  return Micro(global_batch, last,
+               [&](float gs) { return mlp_.ForwardBackward(*this, x, y, batch, gs, *this); });
+}
+
+BatchStats DeviceZeroEngine::MicroBatchSamples(const Dataset& data, const int64_t* indices, int batch,
+                                               int64_t global_batch, bool last) {
+  const Resident* resident = ResidentOf(data);
+  if (resident == nullptr) return Engine::MicroBatchSamples(data, indices, batch, global_batch, last);
+  return Micro(global_batch, last, [&](float gs) {
+    Gather(*resident, data.features, indices, batch);
+    return mlp_.ForwardBackward(*this, batch, gs, *this);
+  });
+}
+
+const DeviceZeroEngine::Resident* DeviceZeroEngine::ResidentOf(const Dataset& data) {
+  auto it = resident_.find(&data);
+  if (it != resident_.end()) return it->second.x.size() > 0 ? &it->second : nullptr;
+  Resident& r = resident_[&data];
+  size_t free = 0, total = 0;
+  DS_CUDA(cudaMemGetInfo(&free, &total));
+  if ((data.x.size() * sizeof(float) + data.y.size() * sizeof(int32_t)) * 2 > free) return nullptr;
+  r.x.Resize(data.x.size());
+  r.y.Resize(data.y.size());
+  DS_CUDA(cudaMemcpy(r.x.data(), data.x.data(), r.x.bytes(), cudaMemcpyHostToDevice));
+  DS_CUDA(cudaMemcpy(r.y.data(), data.y.data(), r.y.bytes(), cudaMemcpyHostToDevice));
+  return &r;
+}
+
+// The indices go through pinned memory: the previous batch's copy is done
+// (every batch ends with the host reading its loss).
+void DeviceZeroEngine::Gather(const Resident& data, int features, const int64_t* indices, int batch) {
+  if (index_host_.size() < static_cast<size_t>(batch)) {
+    index_host_.Resize(batch);
+    index_.Resize(batch);
+  }
+  std::copy(indices, indices + batch, index_host_.data());
+  CopyToDevice(index_.data(), index_host_.data(), batch, compute());
+  const DeviceMlp::Input in = mlp_.PrepareInput(batch);
+  GatherRows(data.x.data(), data.y.data(), index_.data(), batch, features, in.x, fmt_, in.y, compute());
 }
 
 // --- the optimizer step --------------------------------------------------------

@@ -47,6 +47,10 @@ class DeviceZeroEngine final : public Engine, private DeviceParamSource, private
   void InitParams(uint64_t seed) override;
   BatchStats MicroBatch(const float* x, const int32_t* y, int batch, int64_t global_batch,
                         bool last) override;
+  // The data set is copied to GPU memory on first use (when it fits in half
+  // of what is free) and each batch gathered there: no per-step upload.
+  BatchStats MicroBatchSamples(const Dataset& data, const int64_t* indices, int batch, int64_t global_batch,
+                               bool last) override;
   StepResult Step(float lr) override;
   BatchStats EvaluateRange(const Dataset& test, int64_t lo, int64_t hi) override;
   std::vector<float> GatherComputeParams() override;
@@ -73,6 +77,17 @@ class DeviceZeroEngine final : public Engine, private DeviceParamSource, private
   // Loads full fp32 master weights and states (host) into this rank's pieces.
   void Load(const std::vector<float>& master, const std::vector<std::vector<float>>* state);
   void AllReduceGrads(size_t lo, size_t hi);
+  // One micro-batch around `forward_backward(grad_scale)`.
+  template <typename Fn>
+  BatchStats Micro(int64_t global_batch, bool last, Fn forward_backward);
+  // A data set in GPU memory, or nullptr when it does not fit.
+  struct Resident {
+    DeviceBuffer<float> x;
+    DeviceBuffer<int32_t> y;
+  };
+  const Resident* ResidentOf(const Dataset& data);
+  // Samples indices[0..batch) of resident `data` into the model's input.
+  void Gather(const Resident& data, int features, const int64_t* indices, int batch);
   cudaStream_t compute() const { return stream_.get(); }
   bool half() const { return options_.precision != Precision::kFp32; }
 
@@ -100,6 +115,9 @@ class DeviceZeroEngine final : public Engine, private DeviceParamSource, private
   size_t max_segment_ = 0;
   DeviceBuffer<double> norm_scratch_, sumsq_;
   PinnedBuffer<double> sumsq_host_;
+  std::map<const Dataset*, Resident> resident_;
+  DeviceBuffer<int64_t> index_;
+  PinnedBuffer<int64_t> index_host_;
   std::map<int, void*> gathered_;             // stage 3: layers between Acquire and Release
   std::map<int, void*> layer_grads_;          // stage 2/3: between GradTarget and LayerGrad
   bool grads_empty_ = true;                   // next micro-batch assigns instead of adding

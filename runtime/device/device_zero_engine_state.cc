@@ -133,10 +133,19 @@ BatchStats DeviceZeroEngine::EvaluateRange(const Dataset& test, int64_t lo, int6
     full = gathered.data();
   }
   FullParams params(model_, full, esize_);
+  const Resident* resident = ResidentOf(test);
+  std::vector<int64_t> index(kEvalBatch);
   BatchStats sums;
   for (int64_t i = lo; i < hi; i += kEvalBatch) {
     const int b = static_cast<int>(std::min<int64_t>(kEvalBatch, hi - i));
-    const BatchStats st = mlp_.Evaluate(params, test.sample(i), test.y.data() + i, b);
+    BatchStats st;
+    if (resident != nullptr) {
+      for (int k = 0; k < b; ++k) index[k] = i + k;
+      Gather(*resident, test.features, index.data(), b);
+      st = mlp_.Evaluate(params, b);
+    } else {
+      st = mlp_.Evaluate(params, test.sample(i), test.y.data() + i, b);
+    }
     sums.loss_sum += st.loss_sum;
     sums.correct += st.correct;
     sums.count += st.count;

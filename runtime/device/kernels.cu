@@ -119,6 +119,17 @@ __global__ void SoftmaxXentKernel(const float* logits, const int32_t* labels, in
   if (ok) atomicAdd(correct, 1ull);
 }
 
+template <Precision F>
+__global__ void GatherRowsKernel(const float* data, const int32_t* labels, const int64_t* index, int rows,
+                                 int cols, void* out, int32_t* labels_out) {
+  const size_t n = static_cast<size_t>(rows) * cols;
+  DS_GRID_STRIDE(i, n) {
+    const size_t r = i / cols, c = i % cols;
+    Store<F>(out, i, data[static_cast<size_t>(index[r]) * cols + c]);
+    if (c == 0) labels_out[r] = labels[index[r]];
+  }
+}
+
 template <Precision In, Precision Out>
 __global__ void CastKernel(const void* in, void* out, size_t n) {
   DS_GRID_STRIDE(i, n) Store<Out>(out, i, Load<In>(in, i));
@@ -225,6 +236,17 @@ void SoftmaxXent(const float* logits, const int32_t* labels, int rows, int C, fl
   if (rows == 0) return;
   SoftmaxXentKernel<<<(rows + kThreads - 1) / kThreads, kThreads, 0, stream>>>(
       logits, labels, rows, C, grad_scale, dlogits, loss_sum, correct, bad_label);
+  DS_CUDA_LAUNCHED();
+}
+
+void GatherRows(const float* data, const int32_t* labels, const int64_t* index, int rows, int cols,
+                void* out, Precision fmt, int32_t* labels_out, cudaStream_t stream) {
+  const size_t n = static_cast<size_t>(rows) * cols;
+  if (n == 0) return;
+  Dispatch(fmt, [&](auto f) {
+    GatherRowsKernel<decltype(f)::value>
+        <<<Blocks(n), kThreads, 0, stream>>>(data, labels, index, rows, cols, out, labels_out);
+  });
   DS_CUDA_LAUNCHED();
 }
 

@@ -42,6 +42,11 @@ void SoftmaxXent(const float* logits, const int32_t* labels, int rows, int C, fl
                  float* dlogits, double* loss_sum, unsigned long long* correct, int* bad_label,
                  cudaStream_t stream);
 
+// A batch from a data set resident on the device: out row r (fmt) = row
+// index[r] of `data` (rows x cols, fp32); labels_out[r] = labels[index[r]].
+void GatherRows(const float* data, const int32_t* labels, const int64_t* index, int rows, int cols,
+                void* out, Precision fmt, int32_t* labels_out, cudaStream_t stream);
+
 // out (n, out_fmt) = in (n, in_fmt), rounded to nearest even (half_bits.h).
 void Cast(const void* in, Precision in_fmt, void* out, Precision out_fmt, size_t n,
           cudaStream_t stream);

@@ -127,6 +127,28 @@ TEST_CASE("dstrain refuses backend: nccl where it cannot run and says why", "[ds
   CHECK(out.find("; use backend: gloo\n") != std::string::npos);
 }
 
+// device: cuda where no GPU can be used is refused at start with the reason
+// (the runtime's, or the build's), before any data is read or rank waited for.
+TEST_CASE("dstrain refuses device: cuda without a usable GPU and says why", "[dstrain]") {
+#ifdef DSLAUNCH_HAVE_NCCL
+  if (!dev::SurveyGpus().gpus.empty()) {
+    WARN("a GPU is visible: device cuda can run here, nothing to refuse");
+    return;
+  }
+  const std::string why = "but this node has no usable GPU: ";
+#else
+  const std::string why = "but this dstrain was built without CUDA";
+#endif
+  TempDir d;
+  auto p = Start({std::string("DSLAUNCH_TRAINER_CONFIG=") + kSmall + "  device: cuda\n", "RANK=0",
+                  "WORLD_SIZE=1"},
+                 {}, d.path() + "/out");
+  CHECK(Wait(p) == 1);
+  const std::string out = Read(p.out_path);
+  CHECK(out.rfind("dstrain: error: trainer.device is cuda, " + why, 0) == 0);
+  CHECK(out.find("; use device: cpu\n") != std::string::npos);
+}
+
 TEST_CASE("dstrain trains on 2 ranks through a file store", "[dstrain]") {
   TempDir d;
   std::vector<Proc> ranks;
