@@ -28,6 +28,9 @@ struct ZeroOptions {
                                              // thread while backward continues
   double gradient_clipping = 0;              // max global L2 norm; 0 = off
   LossScalerConfig loss_scaler;              // used when precision == kFp16
+  bool offload_optimizer = false;            // device engine: master weights, optimizer state
+                                             // and the step on the host (offload_optimizer.
+                                             // device: cpu); the CPU engine is there already
 };
 
 struct StepResult {

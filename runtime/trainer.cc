@@ -31,6 +31,7 @@ ZeroOptions ZeroOptionsOf(const DsConfig& ds) {
   zo.overlap_comm = ds.zero.overlap_comm;
   zo.gradient_clipping = ds.gradient_clipping;
   zo.loss_scaler = ds.loss_scaler();
+  zo.offload_optimizer = ds.zero.offload_optimizer == OffloadDevice::kCpu;
   return zo;
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "common/check.h"
 
@@ -22,22 +23,41 @@ DeviceZeroEngine::DeviceZeroEngine(const Mlp& model, DeviceComm& comm, const Opt
       owned_(layers_, options.stage == 0 ? 1 : comm.size(), options.stage == 0 ? 0 : comm.rank()),
       saved_(layers_, comm.size(), comm.rank()),
       num_params_(model.num_params()),
-      alias_master_(options.precision == Precision::kFp32 && options.stage < 3),
+      offload_(options.offload_optimizer),
+      alias_master_(options.precision == Precision::kFp32 && options.stage < 3 && !options.offload_optimizer),
       scaler_(options.loss_scaler),
       mlp_(model, options.precision, stream_.get(), allow_tf32,
            [&comm](cudaStream_t s) { comm.Synchronize(s); }) {
   DS_CHECK(options.stage >= 0 && options.stage <= 3);
+  const size_t shard = owned_.shard_size();
   if (options_.stage < 3) compute_.Resize(num_params_ * esize_);
-  if (!alias_master_) master_.Resize(owned_.shard_size());
-  state_.resize(optimizer_.state_slots());
-  for (auto& s : state_) s.Resize(owned_.shard_size());
-  grads_.Resize((options_.stage <= 1 ? num_params_ : owned_.shard_size()) * esize_);
+  if (offload_) {
+    master_host_.Resize(shard);
+    state_host_.resize(optimizer_.state_slots());
+    for (auto& s : state_host_) s.Resize(shard);
+    grad_host_.Resize(shard * esize_);
+    param_host_.Resize(shard * esize_);
+    if (options_.stage == 3) owned_params_.Resize(shard * esize_);
+  } else {
+    if (!alias_master_) master_.Resize(shard);
+    state_.resize(optimizer_.state_slots());
+    for (auto& s : state_) s.Resize(shard);
+  }
+  grads_.Resize((options_.stage <= 1 ? num_params_ : shard) * esize_);
   std::vector<UpdateSegment> segs;
   for (const Segment& s : owned_.owned()) {
     segs.push_back({alias_master_ ? s.flat_offset : s.shard_offset,
                     options_.stage <= 1 ? s.flat_offset : s.shard_offset, s.flat_offset, s.len});
     max_segment_ = std::max(max_segment_, s.len);
+    if (!offload_) continue;
+    constexpr size_t kChunk = size_t{1} << 22;  // elements per host step chunk
+    for (size_t at = 0; at < s.len; at += kChunk) {
+      const size_t grad = options_.stage <= 1 ? s.flat_offset : s.shard_offset;
+      chunks_.push_back({s.shard_offset + at, grad + at, s.flat_offset + at, std::min(kChunk, s.len - at)});
+      chunk_down_.emplace_back();
+    }
   }
+  if (offload_ && half()) grad32_.resize(std::min<size_t>(shard, size_t{1} << 22));
   segments_.Resize(segs.size());
   CopyToDevice(segments_.data(), segs.data(), segs.size(), compute());
   norm_scratch_.Resize(NormScratchSize(static_cast<int>(segs.size())));
@@ -65,7 +85,11 @@ void DeviceZeroEngine::GatherLayer(int layer, void* out) {
   size_t before = 0;
   for (int r = 0; r < owned_.rank(); ++r) before += counts[r];
   void* mine = ComputeAt(out, before);
-  Cast(MasterAt(seg), Precision::kFp32, mine, fmt_, seg.len, compute());
+  if (offload_)
+    DS_CUDA(cudaMemcpyAsync(mine, ComputeAt(owned_params_.data(), seg.shard_offset), seg.len * esize_,
+                            cudaMemcpyDeviceToDevice, compute()));
+  else
+    Cast(MasterAt(seg), Precision::kFp32, mine, fmt_, seg.len, compute());
   comm_.AllGather(mine, out, counts, fmt_, compute());
   comm_.Join(compute());
 }
@@ -189,6 +213,44 @@ void DeviceZeroEngine::Gather(const Resident& data, int features, const int64_t*
 
 // --- the optimizer step --------------------------------------------------------
 
+// Every chunk's gradients are queued to come down at once (down_); the host
+// steps each as soon as it has arrived and sends its new parameters up in
+// the compute format (up_) while the next chunk is stepped. Both copy
+// streams start after the gradients are final; the compute stream resumes
+// after the last upload.
+void DeviceZeroEngine::StepOnHost(float lr, float factor) {
+  step_ready_.Record(compute());
+  step_ready_.MakeWait(down_.get());
+  step_ready_.MakeWait(up_.get());
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    const Chunk& k = chunks_[c];
+    CopyToHost(grad_host_.data() + k.shard * esize_, static_cast<const uint8_t*>(grads_.data()) + k.grad * esize_,
+               k.len * esize_, down_.get());
+    chunk_down_[c].Record(down_.get());
+  }
+  std::vector<float*> st(state_host_.size());
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    const Chunk& k = chunks_[c];
+    chunk_down_[c].Synchronize();
+    const uint8_t* g = grad_host_.data() + k.shard * esize_;
+    const float* grad = reinterpret_cast<const float*>(g);
+    if (half()) {
+      FromHalf16(reinterpret_cast<const uint16_t*>(g), grad32_.data(), k.len, fmt_);
+      grad = grad32_.data();
+    }
+    for (size_t i = 0; i < st.size(); ++i) st[i] = state_host_[i].data() + k.shard;
+    float* master = master_host_.data() + k.shard;
+    optimizer_.Step(master, grad, st.data(), k.len, applied_steps_, lr, factor);
+    uint8_t* out = param_host_.data() + k.shard * esize_;
+    if (half()) ToHalf16(master, reinterpret_cast<uint16_t*>(out), k.len, fmt_);
+    else std::memcpy(out, master, k.len * sizeof(float));
+    void* to = options_.stage < 3 ? ComputeAt(compute_.data(), k.flat) : ComputeAt(owned_params_.data(), k.shard);
+    CopyToDevice(static_cast<uint8_t*>(to), out, k.len * esize_, up_.get());
+  }
+  params_up_.Record(up_.get());
+  params_up_.MakeWait(compute());
+}
+
 StepResult DeviceZeroEngine::Step(float lr) {
   comm_.Join(compute());  // every gradient reduction is done before the norm and the update
   const int count = static_cast<int>(owned_.owned().size());
@@ -211,11 +273,15 @@ StepResult DeviceZeroEngine::Step(float lr) {
     return result;
   }
   ++applied_steps_;
-  const bool copy16 = half() && options_.stage < 3;
-  OptimizerUpdate(optimizer_.Plan(applied_steps_, lr, factor), segments_.data(), count, max_segment_,
-                  alias_master_ ? reinterpret_cast<float*>(compute_.data()) : master_.data(),
-                  state_.empty() ? nullptr : state_[0].data(), state_.size() < 2 ? nullptr : state_[1].data(),
-                  grads_.data(), fmt_, copy16 ? compute_.data() : nullptr, fmt_, compute());
+  if (offload_) {
+    StepOnHost(lr, factor);
+  } else {
+    const bool copy16 = half() && options_.stage < 3;
+    OptimizerUpdate(optimizer_.Plan(applied_steps_, lr, factor), segments_.data(), count, max_segment_,
+                    alias_master_ ? reinterpret_cast<float*>(compute_.data()) : master_.data(),
+                    state_.empty() ? nullptr : state_[0].data(), state_.size() < 2 ? nullptr : state_[1].data(),
+                    grads_.data(), fmt_, copy16 ? compute_.data() : nullptr, fmt_, compute());
+  }
   // Stages 1, 2: every rank needs every layer's new compute copy.
   if (options_.stage == 1 || options_.stage == 2) {
     for (size_t l = 0; l < layers_.size(); ++l) {

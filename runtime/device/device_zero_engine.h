@@ -17,12 +17,20 @@
 //
 // The step runs the norm/overflow check (GradSumOfSquares), DecideStep and
 // one multi-tensor optimizer launch that also writes the 16-bit copy; then
-// stages 1 and 2 all-gather the new compute copy. The host waits for the
+// stages 1 and 2 all-gather the new compute copy.
+//
+// offload_optimizer (DeepSpeed's offload_optimizer.device: cpu): the fp32
+// master weights and the optimizer state live in pinned host memory and the
+// step runs on the host (the CPU path's vectorized Optimizer::Step), chunk
+// by chunk as the gradients come down, each chunk's new parameters going up
+// in the compute format while the next one is stepped (two copy streams).
+// The GPU keeps the compute copy only (stage 3: this rank's shard of it). The host waits for the
 // GPU once per micro-batch (the batch's loss) and once per step that needs
 // the gradient norm, each wait bounded by the collective timeout through
 // DeviceComm::Synchronize.
 #pragma once
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <vector>
@@ -77,6 +85,11 @@ class DeviceZeroEngine final : public Engine, private DeviceParamSource, private
   // Loads full fp32 master weights and states (host) into this rank's pieces.
   void Load(const std::vector<float>& master, const std::vector<std::vector<float>>* state);
   void AllReduceGrads(size_t lo, size_t hi);
+  // offload_optimizer: the step on the host (see above).
+  void StepOnHost(float lr, float factor);
+  // The owned master weights and states as host vectors in shard layout.
+  std::vector<float> OwnedMaster() const;
+  std::vector<std::vector<float>> OwnedState() const;
   // One micro-batch around `forward_backward(grad_scale)`.
   template <typename Fn>
   BatchStats Micro(int64_t global_batch, bool last, Fn forward_backward);
@@ -101,7 +114,8 @@ class DeviceZeroEngine final : public Engine, private DeviceParamSource, private
   const ZeroPartition owned_;  // what this rank updates (world 1 for stage 0)
   const ZeroPartition saved_;  // N-way partition used for checkpoints
   const size_t num_params_;
-  const bool alias_master_;    // fp32 and stage < 3: master = compute copy
+  const bool offload_;         // offload_optimizer: master, state and step on the host
+  const bool alias_master_;    // fp32, stage < 3, no offload: master = compute copy
   LossScaler scaler_;
   int64_t applied_steps_ = 0;
 
@@ -115,6 +129,21 @@ class DeviceZeroEngine final : public Engine, private DeviceParamSource, private
   size_t max_segment_ = 0;
   DeviceBuffer<double> norm_scratch_, sumsq_;
   PinnedBuffer<double> sumsq_host_;
+  // offload_optimizer: pinned host master, state, gradients coming down and
+  // parameters going up (shard layout); the stage-3 shard of the compute
+  // copy on the device; the step's chunks and their download events.
+  struct Chunk {
+    size_t shard = 0, grad = 0, flat = 0, len = 0;
+  };
+  PinnedBuffer<float> master_host_;
+  std::vector<PinnedBuffer<float>> state_host_;
+  PinnedBuffer<uint8_t> grad_host_, param_host_;
+  std::vector<float> grad32_;
+  DeviceBuffer<uint8_t> owned_params_;
+  std::vector<Chunk> chunks_;
+  std::deque<Event> chunk_down_;
+  Stream down_, up_;
+  Event step_ready_, params_up_;
   std::map<const Dataset*, Resident> resident_;
   DeviceBuffer<int64_t> index_;
   PinnedBuffer<int64_t> index_host_;

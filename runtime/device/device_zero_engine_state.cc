@@ -37,19 +37,61 @@ class FullParams : public DeviceParamSource {
 void DeviceZeroEngine::Load(const std::vector<float>& master, const std::vector<std::vector<float>>* state) {
   DS_CHECK(master.size() == num_params_);
   stream_.Synchronize();
+  const size_t slots = static_cast<size_t>(optimizer_.state_slots());
+  std::vector<float> zeros(offload_ ? 0 : owned_.shard_size());
   for (const Segment& s : owned_.owned()) {
-    Up(MasterAt(s), master.data() + s.flat_offset, s.len);
-    for (size_t k = 0; k < state_.size(); ++k) {
-      if (state != nullptr) Up(state_[k].data() + s.shard_offset, (*state)[k].data() + s.flat_offset, s.len);
-      else DS_CUDA(cudaMemset(state_[k].data() + s.shard_offset, 0, s.len * sizeof(float)));
+    const float* m = master.data() + s.flat_offset;
+    if (offload_) std::memcpy(master_host_.data() + s.shard_offset, m, s.len * sizeof(float));
+    else Up(MasterAt(s), m, s.len);
+    for (size_t k = 0; k < slots; ++k) {
+      const float* from = state != nullptr ? (*state)[k].data() + s.flat_offset : zeros.data();
+      if (offload_) std::memcpy(state_host_[k].data() + s.shard_offset, from, s.len * sizeof(float));
+      else Up(state_[k].data() + s.shard_offset, from, s.len);
     }
   }
-  if (options_.stage < 3 && !alias_master_) {
-    std::vector<uint16_t> half16(num_params_);
-    ToHalf16(master.data(), half16.data(), num_params_, fmt_);
-    Up(reinterpret_cast<uint16_t*>(compute_.data()), half16.data(), num_params_);
-  }
+  // The compute copy: the full vector (stage < 3) or, offloaded, this
+  // rank's shard of it (stage 3; otherwise GatherLayer casts the master).
+  auto upload = [&](void* to, const float* from, size_t n) {
+    if (fmt_ == Precision::kFp32) {
+      Up(static_cast<float*>(to), from, n);
+      return;
+    }
+    std::vector<uint16_t> half16(n);
+    ToHalf16(from, half16.data(), n, fmt_);
+    Up(static_cast<uint16_t*>(to), half16.data(), n);
+  };
+  if (options_.stage < 3 && !alias_master_) upload(compute_.data(), master.data(), num_params_);
+  if (options_.stage == 3 && offload_)
+    for (const Segment& s : owned_.owned())
+      upload(ComputeAt(owned_params_.data(), s.shard_offset), master.data() + s.flat_offset, s.len);
   grads_empty_ = true;
+}
+
+std::vector<float> DeviceZeroEngine::OwnedMaster() const {
+  std::vector<float> out(owned_.shard_size());
+  if (offload_) {
+    std::copy(master_host_.data(), master_host_.data() + out.size(), out.begin());
+    return out;
+  }
+  stream_.Synchronize();
+  auto* self = const_cast<DeviceZeroEngine*>(this);  // MasterAt only computes an address
+  for (const Segment& s : owned_.owned()) Down(out.data() + s.shard_offset, self->MasterAt(s), s.len);
+  return out;
+}
+
+std::vector<std::vector<float>> DeviceZeroEngine::OwnedState() const {
+  const size_t n = owned_.shard_size();
+  std::vector<std::vector<float>> out;
+  if (offload_) {
+    for (const auto& s : state_host_) out.emplace_back(s.data(), s.data() + n);
+    return out;
+  }
+  stream_.Synchronize();
+  for (const auto& s : state_) {
+    out.emplace_back(n);
+    Down(out.back().data(), s.data(), n);
+  }
+  return out;
 }
 
 void DeviceZeroEngine::InitParams(uint64_t seed) {
@@ -61,22 +103,18 @@ void DeviceZeroEngine::InitParams(uint64_t seed) {
 
 void DeviceZeroEngine::ImportFull(const std::vector<float>& master, const std::vector<std::vector<float>>& state,
                                   int64_t applied_steps) {
-  DS_CHECK(state.size() == state_.size());
+  DS_CHECK(static_cast<int>(state.size()) == optimizer_.state_slots());
   Load(master, &state);
   applied_steps_ = applied_steps;
 }
 
 void DeviceZeroEngine::ExportShardInto(ShardState* out) const {
-  // This rank's owned pieces to the host, in shard order, then the same
-  // selection as the CPU engine's.
-  stream_.Synchronize();
-  auto* self = const_cast<DeviceZeroEngine*>(this);  // MasterAt only computes an address
-  std::vector<float> master(owned_.shard_size());
-  std::vector<std::vector<float>> state(state_.size(), std::vector<float>(owned_.shard_size()));
-  for (const Segment& s : owned_.owned()) Down(master.data() + s.shard_offset, self->MasterAt(s), s.len);
-  for (size_t k = 0; k < state_.size(); ++k) Down(state[k].data(), state_[k].data(), owned_.shard_size());
+  // This rank's owned pieces in shard order, then the same selection as the
+  // CPU engine's.
+  const std::vector<float> master = OwnedMaster();
+  const std::vector<std::vector<float>> state = OwnedState();
   ExportShardFrom(
-      owned_, saved_, static_cast<int>(state_.size()),
+      owned_, saved_, static_cast<int>(state.size()),
       [&](const Segment& s) { return master.data() + s.shard_offset; },
       [&](int k, const Segment& s) { return state[k].data() + s.shard_offset; }, out);
 }
@@ -103,17 +141,19 @@ std::vector<float> DeviceZeroEngine::GatherComputeParams() {
 }
 
 std::vector<float> DeviceZeroEngine::GatherMasterParams() {
+  const std::vector<float> mine = OwnedMaster();
   std::vector<float> out(num_params_);
   if (options_.stage == 0) {
-    stream_.Synchronize();
-    for (const Segment& s : owned_.owned()) Down(out.data() + s.flat_offset, MasterAt(s), s.len);
+    for (const Segment& s : owned_.owned())
+      std::copy(mine.begin() + s.shard_offset, mine.begin() + s.shard_offset + s.len, out.begin() + s.flat_offset);
     return out;
   }
-  DeviceBuffer<float> full(num_params_);
+  DeviceBuffer<float> shard(mine.size()), full(num_params_);
+  Up(shard.data(), mine.data(), mine.size());
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Segment& s = owned_.Owned(static_cast<int>(l));
-    comm_.AllGather(MasterAt(s), full.data() + layers_[l].offset, owned_.LayerCounts(static_cast<int>(l)),
-                    Precision::kFp32, compute());
+    comm_.AllGather(shard.data() + s.shard_offset, full.data() + layers_[l].offset,
+                    owned_.LayerCounts(static_cast<int>(l)), Precision::kFp32, compute());
   }
   comm_.Join(compute());
   comm_.Synchronize(compute());
@@ -155,8 +195,9 @@ BatchStats DeviceZeroEngine::EvaluateRange(const Dataset& test, int64_t lo, int6
 }
 
 MemoryReport DeviceZeroEngine::Memory() const {
+  // Device memory only: offloaded master weights and state are on the host.
   MemoryReport m;
-  m.params = compute_.size();
+  m.params = compute_.size() + owned_params_.size();
   m.grads = grads_.size();
   m.optimizer = master_.bytes();
   for (const auto& s : state_) m.optimizer += s.bytes();

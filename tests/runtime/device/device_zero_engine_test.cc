@@ -128,6 +128,31 @@ TEST_CASE("device engine: every ZeRO stage and precision trains as the CPU engin
   }
 }
 
+TEST_CASE("device engine: offload_optimizer steps on the host to the same weights, states off the GPU", "[gpu]") {
+  MlpConfig mc;
+  mc.sizes = {20, 16, 12, 5};
+  Mlp model(mc);
+  LocalCommunicator local;
+  auto staged = MakeStagedDeviceComm(local);
+  for (Precision p : {Precision::kFp32, Precision::kBf16}) {
+    for (int stage : {0, 1, 2, 3}) {
+      CAPTURE(PrecisionName(p), stage);
+      Spec spec{stage, p, 2, 0.5, OptimizerType::kAdam};
+      OptimizerConfig oc;
+      auto opt = MakeOptimizer(oc);
+      ZeroOptions offloaded = Options(spec);
+      offloaded.offload_optimizer = true;
+      ZeroEngine cpu(model, local, *opt, Options(spec));
+      DeviceZeroEngine gpu(model, *staged, *opt, offloaded, false);
+      CHECK(Train(gpu, spec) == Train(cpu, spec));
+      CHECK(Close(gpu.GatherMasterParams(), cpu.GatherMasterParams(), p));
+      CHECK(gpu.Memory().optimizer == 0);  // master and Adam's state are on the host
+      const ShardState a = gpu.ExportShard(), b = cpu.ExportShard();
+      CHECK(a.state.size() == b.state.size());
+    }
+  }
+}
+
 TEST_CASE("device engine: a shard exported on the GPU resumes on the CPU and back", "[gpu]") {
   MlpConfig mc;
   mc.sizes = {20, 16, 12, 5};
