@@ -207,7 +207,7 @@ static void GatherPadded(NcclCommunicator::Impl& impl, int rank, const T* in, T*
   // The input goes to this rank's slot; NCCL's in-place allgather reads it there.
   impl.Staged("allgather", mine.data(), 0, all.data(), total, total, 0, [&](void* d) {
     char* slot = static_cast<char*>(d) + rank * max * sizeof(T);
-    cudaMemcpyAsync(slot, mine.data(), max * sizeof(T), cudaMemcpyHostToDevice, impl.stream);
+    impl.Cuda(cudaMemcpyAsync(slot, mine.data(), max * sizeof(T), cudaMemcpyHostToDevice, impl.stream), "allgather");
     return ncclAllGather(slot, d, max, type, impl.comm, impl.stream);
   });
   size_t at = 0;

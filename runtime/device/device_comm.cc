@@ -168,8 +168,12 @@ class StagedDeviceComm final : public DeviceComm {
     Up(out, b_.data(), total * es);
   }
 
-  // Every call above is complete when it returns.
-  void Join(cudaStream_t) override {}
+  // Every collective above is complete when it returns; what the caller
+  // queued on stream() after one (the engine's accumulation) may not be.
+  void Join(cudaStream_t s) override {
+    done_.Record(stream_.get());
+    done_.MakeWait(s);
+  }
   void Synchronize(cudaStream_t s) override { DS_CUDA(cudaStreamSynchronize(s)); }
 
  private:
@@ -191,6 +195,7 @@ class StagedDeviceComm final : public DeviceComm {
 
   Communicator& host_;
   Stream stream_;
+  Event done_;
   PinnedBuffer<uint8_t> a_, b_;
 };
 
