@@ -38,7 +38,7 @@ void DeviceZeroEngine::Load(const std::vector<float>& master, const std::vector<
   DS_CHECK(master.size() == num_params_);
   stream_.Synchronize();
   const size_t slots = static_cast<size_t>(optimizer_.state_slots());
-  std::vector<float> zeros(offload_ ? 0 : owned_.shard_size());
+  const std::vector<float> zeros(owned_.shard_size());
   for (const Segment& s : owned_.owned()) {
     const float* m = master.data() + s.flat_offset;
     if (offload_) std::memcpy(master_host_.data() + s.shard_offset, m, s.len * sizeof(float));
