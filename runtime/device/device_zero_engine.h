@@ -82,6 +82,9 @@ class DeviceZeroEngine final : public Engine, private DeviceParamSource, private
   // Layer l's full parameters gathered from the owned master pieces into
   // `out` (compute format), queued on the compute stream.
   void GatherLayer(int layer, void* out);
+  // The full compute copy: compute_ (stage < 3) or every layer gathered
+  // into *gathered (stage 3, collective), queued on the compute stream.
+  const void* FullCompute(DeviceBuffer<uint8_t>* gathered);
   // Loads full fp32 master weights and states (host) into this rank's pieces.
   void Load(const std::vector<float>& master, const std::vector<std::vector<float>>* state);
   void AllReduceGrads(size_t lo, size_t hi);

@@ -119,15 +119,17 @@ void DeviceZeroEngine::ExportShardInto(ShardState* out) const {
       [&](int k, const Segment& s) { return state[k].data() + s.shard_offset; }, out);
 }
 
+const void* DeviceZeroEngine::FullCompute(DeviceBuffer<uint8_t>* gathered) {
+  if (options_.stage < 3) return compute_.data();
+  gathered->Resize(num_params_ * esize_);
+  for (size_t l = 0; l < layers_.size(); ++l)
+    GatherLayer(static_cast<int>(l), ComputeAt(gathered->data(), layers_[l].offset));
+  return gathered->data();
+}
+
 std::vector<float> DeviceZeroEngine::GatherComputeParams() {
   DeviceBuffer<uint8_t> gathered;
-  const void* full = compute_.data();
-  if (options_.stage == 3) {
-    gathered.Resize(num_params_ * esize_);
-    for (size_t l = 0; l < layers_.size(); ++l)
-      GatherLayer(static_cast<int>(l), ComputeAt(gathered.data(), layers_[l].offset));
-    full = gathered.data();
-  }
+  const void* full = FullCompute(&gathered);
   comm_.Synchronize(compute());
   std::vector<float> out(num_params_);
   if (fmt_ == Precision::kFp32) {
@@ -165,14 +167,7 @@ BatchStats DeviceZeroEngine::EvaluateRange(const Dataset& test, int64_t lo, int6
   // Stage 3 gathers every layer once (collective), as the CPU engine does;
   // then each rank evaluates its own range alone.
   DeviceBuffer<uint8_t> gathered;
-  const void* full = compute_.data();
-  if (options_.stage == 3) {
-    gathered.Resize(num_params_ * esize_);
-    for (size_t l = 0; l < layers_.size(); ++l)
-      GatherLayer(static_cast<int>(l), ComputeAt(gathered.data(), layers_[l].offset));
-    full = gathered.data();
-  }
-  FullParams params(model_, full, esize_);
+  FullParams params(model_, FullCompute(&gathered), esize_);
   const Resident* resident = ResidentOf(test);
   std::vector<int64_t> index(kEvalBatch);
   BatchStats sums;

@@ -4,7 +4,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <vector>
 
@@ -79,6 +81,15 @@ inline double Tolerance(Precision fmt) {
 
 inline bool Near(double got, double want, double rel) {
   return std::fabs(got - want) <= rel * std::max(1.0, std::fabs(want));
+}
+
+// max |got - want| / max(1, |want|)
+inline double MaxRelDiff(const std::vector<float>& got, const std::vector<float>& want) {
+  if (got.size() != want.size()) return HUGE_VAL;
+  double m = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    m = std::max(m, std::fabs(double(got[i]) - want[i]) / std::max(1.0, std::fabs(double(want[i]))));
+  return m;
 }
 
 // The index of the first element out of tolerance, or -1.

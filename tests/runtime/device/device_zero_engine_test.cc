@@ -13,9 +13,12 @@
 
 #include "runtime/model/data.h"
 #include "runtime/zero_engine.h"
+#include "tests/runtime/device/device_test_util.h"
 
 namespace ds::rt::dev {
 namespace {
+
+using testing::MaxRelDiff;
 
 constexpr int kBatch = 12;
 
@@ -84,20 +87,19 @@ bool Close(const std::vector<float>& a, const std::vector<float>& b, Precision p
   return sum_abs / a.size() < 0.01 && max_abs < 0.25;
 }
 
-double MaxRelDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  REQUIRE(a.size() == b.size());
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    m = std::max(m, std::fabs(double(a[i]) - b[i]) / std::max(1.0, std::fabs(double(b[i]))));
-  return m;
-}
-
-TEST_CASE("device engine: every ZeRO stage and precision trains as the CPU engine", "[gpu]") {
-  MlpConfig mc;
-  mc.sizes = {20, 16, 12, 5};
-  Mlp model(mc);
+// One process: the model's shapes, the CPU engine's communicator and the
+// device engine's (the hybrid mode's staging over the same one).
+struct Bed {
+  Mlp model{[] {
+    MlpConfig mc;
+    mc.sizes = {20, 16, 12, 5};
+    return mc;
+  }()};
   LocalCommunicator local;
-  auto staged = MakeStagedDeviceComm(local);
+  std::unique_ptr<DeviceComm> staged = MakeStagedDeviceComm(local);
+};
+
+TEST_CASE_METHOD(Bed, "device engine: every ZeRO stage and precision trains as the CPU engine", "[gpu]") {
   for (Precision p : {Precision::kFp32, Precision::kBf16, Precision::kFp16}) {
     for (int stage : {0, 1, 2, 3}) {
       for (Spec spec : {Spec{stage, p, 1, 0, OptimizerType::kAdam}, Spec{stage, p, 2, 0.5, OptimizerType::kSgd}}) {
@@ -128,12 +130,7 @@ TEST_CASE("device engine: every ZeRO stage and precision trains as the CPU engin
   }
 }
 
-TEST_CASE("device engine: offload_optimizer steps on the host to the same weights, states off the GPU", "[gpu]") {
-  MlpConfig mc;
-  mc.sizes = {20, 16, 12, 5};
-  Mlp model(mc);
-  LocalCommunicator local;
-  auto staged = MakeStagedDeviceComm(local);
+TEST_CASE_METHOD(Bed, "device engine: offload_optimizer steps on the host to the same weights, states off the GPU", "[gpu]") {
   for (Precision p : {Precision::kFp32, Precision::kBf16}) {
     for (int stage : {0, 1, 2, 3}) {
       CAPTURE(PrecisionName(p), stage);
@@ -153,12 +150,7 @@ TEST_CASE("device engine: offload_optimizer steps on the host to the same weight
   }
 }
 
-TEST_CASE("device engine: a shard exported on the GPU resumes on the CPU and back", "[gpu]") {
-  MlpConfig mc;
-  mc.sizes = {20, 16, 12, 5};
-  Mlp model(mc);
-  LocalCommunicator local;
-  auto staged = MakeStagedDeviceComm(local);
+TEST_CASE_METHOD(Bed, "device engine: a shard exported on the GPU resumes on the CPU and back", "[gpu]") {
   OptimizerConfig oc;
   auto opt = MakeOptimizer(oc);
   Spec spec;

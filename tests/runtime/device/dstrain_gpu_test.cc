@@ -11,11 +11,14 @@
 #include <fmt/format.h>
 
 #include "runtime/checkpoint.h"
+#include "tests/runtime/device/device_test_util.h"
 #include "tests/runtime/dstrain_process.h"
 #include "tests/test_util/temp_dir.h"
 
 namespace ds::rt::dev {
 namespace {
+
+using testing::MaxRelDiff;
 
 using rt::testing::Proc;
 using rt::testing::Read;
@@ -60,14 +63,6 @@ std::vector<float> Master(const std::string& ckpt) {
   REQUIRE(loaded.ok());
   REQUIRE(loaded->has_value());
   return (*loaded)->master;
-}
-
-double MaxRelDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  REQUIRE(a.size() == b.size());
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    m = std::max(m, std::fabs(double(a[i]) - b[i]) / std::max(1.0, std::fabs(double(b[i]))));
-  return m;
 }
 
 TEST_CASE("dstrain hybrid mode: 2 and 3 ranks on one GPU match the CPU path, checkpoints cross over", "[gpu]") {
