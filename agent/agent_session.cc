@@ -312,9 +312,22 @@ void AgentSession::OnAssign(const msg::Assign& m) {
   std::vector<std::vector<int>> cores;
   std::string bind_error;
   if (m.bind_cores) {
-    auto planned = PlanCoreBinding(m.core_list, static_cast<int>(m.workers.size()), AllowedCpus(), NumaNodeCpus());
-    if (planned.ok()) cores = std::move(planned).value();
-    else bind_error = fmt::format("dsagent: host {}: {}", host_, planned.status().message());
+    // Each rank's CUDA_VISIBLE_DEVICES as it will see it: the Assign's, else the one we inherited.
+    std::vector<std::optional<std::string>> visible;
+    for (const msg::WorkerSpec& w : m.workers) {
+      std::optional<std::string> v = EnvRaw("CUDA_VISIBLE_DEVICES");
+      for (const auto& [k, val] : w.env)
+        if (k == "CUDA_VISIBLE_DEVICES") v = val;
+      visible.push_back(std::move(v));
+    }
+    auto planned = PlanCoreBinding(m.core_list, static_cast<int>(m.workers.size()), AllowedCpus(), NumaNodeCpus(),
+                                   LocalRankGpuNuma(GpuNumaNodes(), visible));
+    if (planned.ok()) {
+      if (!planned->note.empty()) DS_LOG(Info, Agent) << "bind_cores_to_rank: " << planned->note;
+      cores = std::move(planned->cores);
+    } else {
+      bind_error = fmt::format("dsagent: host {}: {}", host_, planned.status().message());
+    }
   }
   held_port_.Reset();  // release MASTER_PORT just before the workers start
   for (size_t i = 0; i < m.workers.size(); ++i) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -67,7 +68,7 @@ std::string FormatCpuList(std::vector<int> cpus) {
 }
 
 std::vector<int> NumaOrder(const std::vector<int>& cpus, const std::vector<std::vector<int>>& nodes) {
-  if (nodes.size() < 2) return cpus;
+  if (std::count_if(nodes.begin(), nodes.end(), [](const auto& n) { return !n.empty(); }) < 2) return cpus;
   std::map<int, size_t> node_of;
   for (size_t n = 0; n < nodes.size(); ++n)
     for (int c : nodes[n]) node_of.emplace(c, n);
@@ -101,10 +102,10 @@ std::vector<int> AllowedCpus() {
   return out;
 }
 
-std::vector<std::vector<int>> NumaNodeCpus() {
+std::vector<std::vector<int>> NumaNodeCpus(const std::string& root) {
   std::map<int, std::vector<int>> by_node;
   std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/sys/devices/system/node", ec)) {
+  for (const auto& e : std::filesystem::directory_iterator(root, ec)) {
     std::string name = e.path().filename().string();
     if (!StartsWith(name, "node")) continue;
     int n = ParseCpu(name.substr(4));
@@ -113,10 +114,29 @@ std::vector<std::vector<int>> NumaNodeCpus() {
     std::string line;
     if (!std::getline(in, line)) continue;
     auto cpus = ParseCpuList(std::string(Trim(line)));
-    if (cpus.ok()) by_node[n] = std::move(cpus).value();  // a memory-only node's list is empty: skipped
+    if (cpus.ok()) by_node[n] = std::move(cpus).value();  // a memory-only node's list is empty: left empty
   }
   std::vector<std::vector<int>> out;
-  for (auto& [n, cpus] : by_node) out.push_back(std::move(cpus));
+  if (!by_node.empty()) out.resize(static_cast<size_t>(by_node.rbegin()->first) + 1);
+  for (auto& [n, cpus] : by_node) out[static_cast<size_t>(n)] = std::move(cpus);
+  return out;
+}
+
+std::vector<int> GpuNumaNodes(const std::string& gpus_dir, const std::string& pci_dir) {
+  std::vector<std::string> bus_ids;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(gpus_dir, ec))
+    bus_ids.push_back(e.path().filename().string());
+  std::sort(bus_ids.begin(), bus_ids.end());  // "dddd:bb:dd.f", fixed-width hex: text order is bus order
+  std::vector<int> out;
+  for (const std::string& id : bus_ids) {
+    std::ifstream in(pci_dir + "/" + id + "/numa_node");
+    std::string line;
+    std::optional<int64_t> node;
+    if (std::getline(in, line)) node = ParseInt(Trim(line));
+    // kMaxCpu bounds a node number as well: a node beyond it is no machine's
+    out.push_back(node && *node >= 0 && *node <= kMaxCpu ? static_cast<int>(*node) : -1);
+  }
   return out;
 }
 

@@ -3,7 +3,8 @@
 // "0-3,8-11", order the cores so that NUMA nodes stay together, and give
 // local rank r of n the r-th of n equal slices (floor(cores / n) each; the
 // cores left over are unused). The functions above the line are pure; the
-// two below read the system (sched_getaffinity, /sys). Thread-compatible.
+// three below read the system (sched_getaffinity, /sys, /proc/driver/nvidia).
+// Thread-compatible.
 #pragma once
 
 #include <string>
@@ -26,7 +27,7 @@ std::string FormatCpuList(std::vector<int> cpus);
 
 // `cpus` regrouped by NUMA node: the CPUs of nodes[0] first (in the order of
 // `cpus`), then nodes[1]'s, ...; CPUs in no node last. With fewer than two
-// nodes, `cpus` unchanged.
+// nodes that have CPUs, `cpus` unchanged.
 std::vector<int> NumaOrder(const std::vector<int>& cpus, const std::vector<std::vector<int>>& nodes);
 
 // Local rank `local_rank` of `local_size`: cores[r*k, (r+1)*k) with
@@ -39,8 +40,18 @@ Result<std::vector<int>> CoreSlice(const std::vector<int>& cores, int local_rank
 // The CPUs this process may run on (sched_getaffinity), ascending.
 std::vector<int> AllowedCpus();
 
-// /sys/devices/system/node/node<i>/cpulist for every node, by node number
-// (empty when the machine shows no NUMA information).
-std::vector<std::vector<int>> NumaNodeCpus();
+// <root>/node<n>/cpulist at index n, for every n up to the highest node
+// that has CPUs; a node without CPUs (memory only), or a number the machine
+// does not show, is an empty entry. Empty when the machine shows no NUMA
+// information.
+std::vector<std::vector<int>> NumaNodeCpus(const std::string& root = "/sys/devices/system/node");
+
+// The NUMA node of each NVIDIA GPU of the node, in PCI bus order (the order
+// nvidia-smi numbers them, and CUDA's with CUDA_DEVICE_ORDER=PCI_BUS_ID):
+// the entries of `gpus_dir`, named by PCI bus id ("0000:17:00.0"), sorted,
+// each looked up as <pci_dir>/<bus id>/numa_node. -1 where that file is
+// missing or says -1 (unknown). Empty when there are no GPUs (no driver).
+std::vector<int> GpuNumaNodes(const std::string& gpus_dir = "/proc/driver/nvidia/gpus",
+                              const std::string& pci_dir = "/sys/bus/pci/devices");
 
 }  // namespace ds

@@ -60,7 +60,8 @@ constexpr int kExitComm = 3;
 void BindCores() {
   const int n = static_cast<int>(std::max<int64_t>(1, EnvInt("LOCAL_WORLD_SIZE")));
   const int r = static_cast<int>(EnvInt("LOCAL_RANK"));
-  // The same slicing as dsagent's --bind_cores_to_rank (common/cpu_binding.h).
+  // The slicing of dsagent's --bind_cores_to_rank on a node without GPUs
+  // (common/cpu_binding.h); dsagent's also follows the GPUs' NUMA nodes.
   auto mine = CoreSlice(NumaOrder(AllowedCpus(), NumaNodeCpus()), r, n);
   if (!mine.ok()) {
     DS_LOG(Warn, Train) << "DSLAUNCH_BIND_CORES: " << mine.status().message() << "; not binding";
