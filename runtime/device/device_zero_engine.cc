@@ -193,8 +193,9 @@ const DeviceZeroEngine::Resident* DeviceZeroEngine::ResidentOf(const Dataset& da
   if ((data.x.size() * sizeof(float) + data.y.size() * sizeof(int32_t)) * 2 > free) return nullptr;
   r.x.Resize(data.x.size());
   r.y.Resize(data.y.size());
-  DS_CUDA(cudaMemcpy(r.x.data(), data.x.data(), r.x.bytes(), cudaMemcpyHostToDevice));
-  DS_CUDA(cudaMemcpy(r.y.data(), data.y.data(), r.y.bytes(), cudaMemcpyHostToDevice));
+  CopyToDevice(r.x.data(), data.x.data(), data.x.size(), compute());
+  CopyToDevice(r.y.data(), data.y.data(), data.y.size(), compute());
+  stream_.Synchronize();  // pageable sources: done with them before returning
   return &r;
 }
 

@@ -10,13 +10,21 @@
 namespace ds::rt::dev {
 namespace {
 
+// Copies between pageable host memory and the device, complete on return.
+// On `s` and synchronized, not plain cudaMemcpy: that one runs on the legacy
+// stream, which our non-blocking streams do not wait for, and may return
+// before a host-to-device copy has landed.
 template <typename T>
-void Down(T* host, const T* device, size_t n) {
-  if (n > 0) DS_CUDA(cudaMemcpy(host, device, n * sizeof(T), cudaMemcpyDeviceToHost));
+void Down(T* host, const T* device, size_t n, cudaStream_t s) {
+  if (n == 0) return;
+  DS_CUDA(cudaMemcpyAsync(host, device, n * sizeof(T), cudaMemcpyDeviceToHost, s));
+  DS_CUDA(cudaStreamSynchronize(s));
 }
 template <typename T>
-void Up(T* device, const T* host, size_t n) {
-  if (n > 0) DS_CUDA(cudaMemcpy(device, host, n * sizeof(T), cudaMemcpyHostToDevice));
+void Up(T* device, const T* host, size_t n, cudaStream_t s) {
+  if (n == 0) return;
+  DS_CUDA(cudaMemcpyAsync(device, host, n * sizeof(T), cudaMemcpyHostToDevice, s));
+  DS_CUDA(cudaStreamSynchronize(s));
 }
 
 // Full fp32 parameters already on the device, in the compute format.
@@ -42,23 +50,23 @@ void DeviceZeroEngine::Load(const std::vector<float>& master, const std::vector<
   for (const Segment& s : owned_.owned()) {
     const float* m = master.data() + s.flat_offset;
     if (offload_) std::memcpy(master_host_.data() + s.shard_offset, m, s.len * sizeof(float));
-    else Up(MasterAt(s), m, s.len);
+    else Up(MasterAt(s), m, s.len, compute());
     for (size_t k = 0; k < slots; ++k) {
       const float* from = state != nullptr ? (*state)[k].data() + s.flat_offset : zeros.data();
       if (offload_) std::memcpy(state_host_[k].data() + s.shard_offset, from, s.len * sizeof(float));
-      else Up(state_[k].data() + s.shard_offset, from, s.len);
+      else Up(state_[k].data() + s.shard_offset, from, s.len, compute());
     }
   }
   // The compute copy: the full vector (stage < 3) or, offloaded, this
   // rank's shard of it (stage 3; otherwise GatherLayer casts the master).
   auto upload = [&](void* to, const float* from, size_t n) {
     if (fmt_ == Precision::kFp32) {
-      Up(static_cast<float*>(to), from, n);
+      Up(static_cast<float*>(to), from, n, compute());
       return;
     }
     std::vector<uint16_t> half16(n);
     ToHalf16(from, half16.data(), n, fmt_);
-    Up(static_cast<uint16_t*>(to), half16.data(), n);
+    Up(static_cast<uint16_t*>(to), half16.data(), n, compute());
   };
   if (options_.stage < 3 && !alias_master_) upload(compute_.data(), master.data(), num_params_);
   if (options_.stage == 3 && offload_)
@@ -75,7 +83,7 @@ std::vector<float> DeviceZeroEngine::OwnedMaster() const {
   }
   stream_.Synchronize();
   auto* self = const_cast<DeviceZeroEngine*>(this);  // MasterAt only computes an address
-  for (const Segment& s : owned_.owned()) Down(out.data() + s.shard_offset, self->MasterAt(s), s.len);
+  for (const Segment& s : owned_.owned()) Down(out.data() + s.shard_offset, self->MasterAt(s), s.len, compute());
   return out;
 }
 
@@ -89,7 +97,7 @@ std::vector<std::vector<float>> DeviceZeroEngine::OwnedState() const {
   stream_.Synchronize();
   for (const auto& s : state_) {
     out.emplace_back(n);
-    Down(out.back().data(), s.data(), n);
+    Down(out.back().data(), s.data(), n, compute());
   }
   return out;
 }
@@ -133,10 +141,10 @@ std::vector<float> DeviceZeroEngine::GatherComputeParams() {
   comm_.Synchronize(compute());
   std::vector<float> out(num_params_);
   if (fmt_ == Precision::kFp32) {
-    Down(out.data(), static_cast<const float*>(full), num_params_);
+    Down(out.data(), static_cast<const float*>(full), num_params_, compute());
   } else {
     std::vector<uint16_t> half16(num_params_);
-    Down(half16.data(), static_cast<const uint16_t*>(full), num_params_);
+    Down(half16.data(), static_cast<const uint16_t*>(full), num_params_, compute());
     FromHalf16(half16.data(), out.data(), num_params_, fmt_);
   }
   return out;
@@ -151,7 +159,7 @@ std::vector<float> DeviceZeroEngine::GatherMasterParams() {
     return out;
   }
   DeviceBuffer<float> shard(mine.size()), full(num_params_);
-  Up(shard.data(), mine.data(), mine.size());
+  Up(shard.data(), mine.data(), mine.size(), compute());
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Segment& s = owned_.Owned(static_cast<int>(l));
     comm_.AllGather(shard.data() + s.shard_offset, full.data() + layers_[l].offset,
@@ -159,7 +167,7 @@ std::vector<float> DeviceZeroEngine::GatherMasterParams() {
   }
   comm_.Join(compute());
   comm_.Synchronize(compute());
-  Down(out.data(), full.data(), num_params_);
+  Down(out.data(), full.data(), num_params_, compute());
   return out;
 }
 

@@ -20,6 +20,9 @@ template <typename T>
 DeviceBuffer<T> Upload(const std::vector<T>& host) {
   DeviceBuffer<T> d(host.size());
   if (!host.empty()) DS_CUDA(cudaMemcpy(d.data(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  // A pageable host-to-device cudaMemcpy may return before the data lands,
+  // and work on our non-blocking streams does not wait for it.
+  DS_CUDA(cudaDeviceSynchronize());
   return d;
 }
 
