@@ -22,7 +22,11 @@ Result<DeviceChoice> ChooseDevice(const std::string& requested, int local_rank) 
   const int n = static_cast<int>(survey.gpus.size());
   choice.cuda = true;
   choice.index = (local_rank % n + n) % n;
-  DS_CUDA(cudaSetDevice(choice.index));
+  try {
+    DS_CUDA(cudaSetDevice(choice.index));
+  } catch (const DeviceError& e) {
+    return Status::InvalidArgument(fmt::format("GPU {}: {}", choice.index, e.what()));
+  }
   choice.description = fmt::format("cuda:{} {}", choice.index, Describe(survey.gpus[choice.index]));
   return choice;
 }

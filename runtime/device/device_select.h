@@ -26,7 +26,8 @@ struct DeviceChoice {
 };
 
 // Decides and, for cuda, makes that GPU current (cudaSetDevice). Errors:
-// cuda asked for where no GPU is usable (with the runtime's reason).
+// cuda asked for where no GPU is usable (with the runtime's reason), or the
+// GPU cannot be made current.
 Result<DeviceChoice> ChooseDevice(const std::string& requested, int local_rank);
 
 // An Engine factory for TrainerRuntime::make_engine: DeviceZeroEngines over
