@@ -33,17 +33,9 @@
 #include "common/log.h"
 #include "common/step_heartbeat.h"
 #include "runtime/comm/gloo_communicator.h"
-#ifdef DSLAUNCH_HAVE_NCCL
-#include "runtime/comm/nccl_communicator.h"
-#endif
 #include "runtime/comm/gloo_store.h"
+#include "runtime/device_plugin.h"
 #include "runtime/trainer.h"
-#ifdef DSLAUNCH_HAVE_NCCL
-#include "runtime/device/check.h"
-#include "runtime/device/device_comm.h"
-#include "runtime/device/device_info.h"
-#include "runtime/device/device_select.h"
-#endif
 
 namespace {
 
@@ -145,18 +137,13 @@ TrainerRuntime MakeRuntime(const LoadedConfig& loaded, bool quiet, StepHeartbeat
   return rt;
 }
 
-Status CheckBackend(const TrainerConfig& config) {
+// backend: nccl needs a GPU and the GPU plugin.
+Status CheckBackend(const TrainerConfig& config, DevicePlugin* plugin, const std::string& no_plugin) {
   if (config.backend != "nccl") return Status::OK();
-#ifndef DSLAUNCH_HAVE_NCCL
-  return Status::InvalidArgument("trainer.backend is nccl, but this dstrain was built without "
-                                 "CUDA (cmake -DDSLAUNCH_WITH_CUDA=ON); use backend: gloo");
-#else
-  const dev::GpuSurvey survey = dev::SurveyGpus();
-  if (survey.gpus.empty())
-    return Status::InvalidArgument(fmt::format("trainer.backend is nccl, but this node has {}; use backend: gloo",
-                                               survey.why_none));
-  return Status::OK();
-#endif
+  const std::string why = plugin != nullptr ? plugin->NoGpuReason() : no_plugin;
+  if (why.empty()) return Status::OK();
+  return Status::InvalidArgument(fmt::format("trainer.backend is nccl, but {}{}; use backend: gloo",
+                                             plugin != nullptr ? "this node has " : "", why));
 }
 
 std::chrono::milliseconds CollectiveTimeout() {
@@ -179,19 +166,11 @@ Result<RendezvousStore> OpenStore() {
   return store;
 }
 
-// Gloo (or NCCL) through `store`. Throws CommError.
-std::unique_ptr<Communicator> Connect(const TrainerConfig& config, RendezvousStore& store,
-                                      const Place& place, int gpu) {
-#ifdef DSLAUNCH_HAVE_NCCL
-  if (config.backend == "nccl") {
-    NcclOptions no;
-    no.device = gpu;
-    no.timeout = CollectiveTimeout();
-    return NcclCommunicator::Connect(*store.store, place.rank, place.world, no);
-  }
-#endif
-  (void)config;
-  (void)gpu;
+// Gloo, or NCCL through the GPU plugin, through `store`. Throws CommError.
+std::unique_ptr<Communicator> Connect(const TrainerConfig& config, RendezvousStore& store, const Place& place,
+                                      DevicePlugin* plugin, int gpu) {
+  if (config.backend == "nccl")
+    return plugin->ConnectNccl(*store.store, place.rank, place.world, gpu, CollectiveTimeout());
   GlooOptions go;
   go.iface = EnvString("GLOO_SOCKET_IFNAME");
   go.master_addr = EnvString("MASTER_ADDR");
@@ -245,17 +224,21 @@ int main(int argc, char** argv) {
   const TrainerConfig& config = loaded->config;
   auto heartbeat = StepHeartbeat::FromEnv();
   TrainerRuntime rt = MakeRuntime(*loaded, quiet, heartbeat.get());
-  int gpu = 0;
-#ifdef DSLAUNCH_HAVE_NCCL
-  Result<dev::DeviceChoice> device = dev::ChooseDevice(config.device, static_cast<int>(EnvInt("LOCAL_RANK")));
-  if (!device.ok()) return Fail(kExitConfig, device.status().message());
-  rt.device = device->description;
-  gpu = device->index;
-#else
-  if (config.device == "cuda")
-    return Fail(kExitConfig, "trainer.device is cuda, but this dstrain was built without CUDA "
-                             "(cmake -DDSLAUNCH_WITH_CUDA=ON); use device: cpu");
-#endif
+
+  // The GPU plugin, when this rank may use a GPU (runtime/device_plugin.h).
+  std::string no_plugin;
+  DevicePlugin* plugin = nullptr;
+  if (config.device == "cuda" || config.backend == "nccl" || (config.device.empty() && NvidiaDeviceNodePresent()))
+    plugin = LoadDevicePlugin(&no_plugin);
+  DeviceChoice device;
+  if (plugin != nullptr) {
+    Result<DeviceChoice> chosen = plugin->Choose(config.device, static_cast<int>(EnvInt("LOCAL_RANK")));
+    if (!chosen.ok()) return Fail(kExitConfig, chosen.status().message());
+    device = *chosen;
+  } else if (config.device == "cuda") {
+    return Fail(kExitConfig, "trainer.device is cuda, but " + no_plugin + "; use device: cpu");
+  }
+  rt.device = device.description;
 
   try {
     LocalCommunicator alone;
@@ -263,29 +246,21 @@ int main(int argc, char** argv) {
     Result<RendezvousStore> store = RendezvousStore{};  // outlives the communicator
     std::unique_ptr<Communicator> connected;
     if (place->world > 1) {
-      if (Status st = CheckBackend(config); !st.ok()) return Fail(kExitConfig, st.message());
+      if (Status st = CheckBackend(config, plugin, no_plugin); !st.ok()) return Fail(kExitConfig, st.message());
       store = OpenStore();
       if (!store.ok()) return Fail(kExitUsage, store.status().message());
-      connected = Connect(config, *store, *place, gpu);
+      connected = Connect(config, *store, *place, plugin, device.index);
       comm = connected.get();
     }
-#ifdef DSLAUNCH_HAVE_NCCL
-    std::unique_ptr<dev::DeviceComm> device_comm;
-    if (device->cuda) {
-      auto* nccl = dynamic_cast<NcclCommunicator*>(comm);
-      device_comm = nccl ? dev::MakeNcclDeviceComm(*nccl) : dev::MakeStagedDeviceComm(*comm);
-      rt.make_engine = dev::DeviceEngines(*device_comm, config.tf32);
-      if (nccl == nullptr && place->world > 1) rt.device += ", hybrid: gloo through host memory";
+    if (device.cuda) {
+      bool hybrid = false;
+      rt.make_engine = plugin->Engines(*comm, config.tf32, &hybrid);
+      if (hybrid && place->world > 1) rt.device += ", hybrid: gloo through host memory";
     }
-    try {
-      return TrainAndReport(config, *comm, rt);
-    } catch (const dev::DeviceError& e) {
-      return Fail(kExitConfig, std::string("GPU failure: ") + e.what());
-    }
-#else
     return TrainAndReport(config, *comm, rt);
-#endif
   } catch (const CommError& e) {
     return Fail(kExitComm, e.what());
+  } catch (const DeviceFailure& e) {
+    return Fail(kExitConfig, std::string("GPU failure: ") + e.what());
   }
 }

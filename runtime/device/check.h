@@ -11,14 +11,15 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#include <stdexcept>
 #include <string>
+
+#include "runtime/device_failure.h"
 
 namespace ds::rt::dev {
 
-class DeviceError : public std::runtime_error {
+class DeviceError : public DeviceFailure {
  public:
-  explicit DeviceError(const std::string& what) : std::runtime_error(what) {}
+  explicit DeviceError(const std::string& what) : DeviceFailure(what) {}
 };
 
 [[noreturn]] void ThrowCuda(cudaError_t error, const char* call, const char* file, int line);

@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "common/check.h"
-#include "runtime/comm/nccl_communicator.h"
+#include "runtime/device/nccl_communicator.h"
 #include "runtime/device/buffer.h"
 #include "runtime/device/kernels.h"
 

@@ -27,7 +27,7 @@ ALLOWED = {
     "dsspawn_slurm": {"dsspawn", "dsconfig", "dscommon"},
     "dscluster": {"dscommon"},
     "dscmd": {"dscluster", "dscoordinator", "dsspawn_ssh", "dsspawn_slurm", "dsspawn", "dsreport", "dsconfig", "dscommon"},
-    "dslaunch": {"dscmd", "dsagent", "dstrain"},  # the last two: built with it, started by it
+    "dslaunch": {"dscmd", "dsagent", "dstrain", "dstrain_cuda"},  # the last three: built with it, started or loaded by its workers
     # agent/
     "dsagent_lib": {"dsckptfiles", "dscommon"},
     "dsckptfiles": {"dscommon"},
@@ -37,17 +37,20 @@ ALLOWED = {
     "dstrain_config": {"dscommon"},
     "dsmodel": {"dstrain_config", "dsnumeric", "dscommon"},
     "dscomm": {"dsnumeric", "dscommon"},
-    "dsdevice": {"dscomm", "dsmodel", "dsnumeric", "dscommon"},  # CUDA builds only
-    "gpu_gemm_floor": {"dsdevice"},
-    "dstrain_lib": {"dsckptfiles", "dscomm", "dsdevice", "dsmodel", "dstrain_config", "dsnumeric", "dscommon"},
+    "dstrain_lib": {"dsckptfiles", "dscomm", "dsmodel", "dstrain_config", "dsnumeric", "dscommon"},
     "dstrain": {"dstrain_lib"},
+    # runtime/device/ (CUDA builds only): object files, the plugin dstrain
+    # loads (resolving the rest against dstrain), a benchmark tool
+    "dsdevice": set(),
+    "dstrain_cuda": {"dsdevice", "dstrain"},
+    "gpu_gemm_floor": {"dsdevice", "dstrain_lib"},
     # sim/: simulated agents against the real coordinator (a tool, not shipped)
     "dssim_lib": {"dscoordinator", "dsconfig", "dscommon"},
     "dssim": {"dssim_lib"},
 }
 
 # Targets that exist only in some builds (the GPU path: cmake/cuda.cmake).
-OPTIONAL = {"dsdevice", "gpu_gemm_floor"}
+OPTIONAL = {"dsdevice", "dstrain_cuda", "gpu_gemm_floor"}
 
 
 def read_graph(dot_path):

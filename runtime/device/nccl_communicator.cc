@@ -1,4 +1,4 @@
-#include "runtime/comm/nccl_communicator.h"
+#include "runtime/device/nccl_communicator.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>

@@ -1,0 +1,73 @@
+// libdstrain_cuda.so's entry point: the DevicePlugin (runtime/device_plugin.h)
+// over this folder's device engine, collectives and GPU survey.
+#include <fmt/format.h>
+
+#include <memory>
+#include <vector>
+
+#include "runtime/device/check.h"
+#include "runtime/device/device_comm.h"
+#include "runtime/device/device_info.h"
+#include "runtime/device/device_zero_engine.h"
+#include "runtime/device/nccl_communicator.h"
+#include "runtime/device_plugin.h"
+
+namespace ds::rt::dev {
+namespace {
+
+class CudaPlugin final : public DevicePlugin {
+ public:
+  Result<DeviceChoice> Choose(const std::string& requested, int local_rank) override {
+    DeviceChoice choice;
+    if (requested == "cpu") return choice;
+    const GpuSurvey survey = SurveyGpus();
+    if (survey.gpus.empty()) {
+      if (requested == "cuda")
+        return Status::InvalidArgument(
+            fmt::format("trainer.device is cuda, but this node has {}; use device: cpu", survey.why_none));
+      return choice;  // unset: the CPU, quietly
+    }
+    const int n = static_cast<int>(survey.gpus.size());
+    choice.cuda = true;
+    choice.index = (local_rank % n + n) % n;
+    try {
+      DS_CUDA(cudaSetDevice(choice.index));
+    } catch (const DeviceError& e) {
+      return Status::InvalidArgument(fmt::format("GPU {}: {}", choice.index, e.what()));
+    }
+    choice.description = fmt::format("cuda:{} {}", choice.index, Describe(survey.gpus[choice.index]));
+    return choice;
+  }
+
+  std::string NoGpuReason() override { return SurveyGpus().why_none; }
+
+  std::unique_ptr<Communicator> ConnectNccl(gloo::rendezvous::Store& store, int rank, int size, int device,
+                                            std::chrono::milliseconds timeout) override {
+    NcclOptions options;
+    options.device = device;
+    options.timeout = timeout;
+    return NcclCommunicator::Connect(store, rank, size, options);
+  }
+
+  EngineFactory Engines(Communicator& comm, bool allow_tf32, bool* hybrid) override {
+    auto* nccl = dynamic_cast<NcclCommunicator*>(&comm);
+    *hybrid = nccl == nullptr;
+    comms_.push_back(nccl ? MakeNcclDeviceComm(*nccl) : MakeStagedDeviceComm(comm));
+    DeviceComm& device_comm = *comms_.back();
+    return [&device_comm, allow_tf32](const Mlp& model, const Optimizer& optimizer, const ZeroOptions& options) {
+      return std::unique_ptr<Engine>(
+          std::make_unique<DeviceZeroEngine>(model, device_comm, optimizer, options, allow_tf32));
+    };
+  }
+
+ private:
+  std::vector<std::unique_ptr<DeviceComm>> comms_;  // live as long as the process
+};
+
+}  // namespace
+}  // namespace ds::rt::dev
+
+extern "C" __attribute__((visibility("default"))) ds::rt::DevicePlugin* DsTrainDevicePlugin() {
+  static ds::rt::dev::CudaPlugin plugin;
+  return &plugin;
+}

@@ -1,0 +1,18 @@
+// DeviceFailure: a GPU failure (CUDA, cuBLAS) as the CUDA-free part of
+// dstrain sees it. The GPU plugin throws its subclass dev::DeviceError
+// (runtime/device/check.h); dstrain reports it and exits 1. NCCL failures
+// are CommErrors instead, as any lost peer.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace ds::rt {
+
+class DeviceFailure : public std::runtime_error {
+ public:
+  explicit DeviceFailure(const std::string& what) : std::runtime_error(what) {}
+  ~DeviceFailure() override;  // out of line (device_plugin.cc): one type_info, dstrain's, for both sides
+};
+
+}  // namespace ds::rt

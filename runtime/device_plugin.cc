@@ -1,0 +1,66 @@
+#include "runtime/device_plugin.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <mutex>
+
+#include "common/strings.h"
+
+namespace ds::rt {
+
+DeviceFailure::~DeviceFailure() = default;
+
+namespace {
+
+std::string ExecutableDir() {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : self.parent_path().string();
+}
+
+DevicePlugin* Load(std::string* why) {
+  const std::string dir = ExecutableDir();
+  std::string tried;
+  for (const std::string& path : {dir + "/../lib/" + kDevicePluginFile, dir + "/" + kDevicePluginFile}) {
+    if (!std::filesystem::exists(path)) continue;
+    // RTLD_NOW: a missing symbol or library is an error here, not a crash later.
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      *why = std::string("its GPU path could not be loaded: ") + dlerror();
+      return nullptr;
+    }
+    auto entry = reinterpret_cast<DevicePlugin* (*)()>(dlsym(handle, kDevicePluginEntry));
+    if (entry == nullptr) {
+      *why = path + " has no " + kDevicePluginEntry;
+      return nullptr;
+    }
+    return entry();  // never unloaded: it lives as long as the process
+  }
+  *why = std::string("this dstrain was built without CUDA (no ") + kDevicePluginFile +
+         " beside it; cmake -DDSLAUNCH_WITH_CUDA=ON)";
+  return nullptr;
+}
+
+}  // namespace
+
+DevicePlugin* LoadDevicePlugin(std::string* why) {
+  static std::once_flag once;
+  static DevicePlugin* plugin = nullptr;
+  static std::string reason;
+  std::call_once(once, [] { plugin = Load(&reason); });
+  if (plugin == nullptr && why != nullptr) *why = reason;
+  return plugin;
+}
+
+bool NvidiaDeviceNodePresent() {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/dev", ec)) {
+    const std::string name = e.path().filename().string();
+    if (StartsWith(name, "nvidia") && name.size() > 6 && ParseInt(name.substr(6))) return true;
+  }
+  return false;
+}
+
+}  // namespace ds::rt
