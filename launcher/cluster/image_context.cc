@@ -95,6 +95,16 @@ Status MakeImageContext(CommandRunner& runner, const std::string& docker_dir, co
     }
     for (const std::string& path : LibrariesToBundle(ldd)) libs.insert(path);
   }
+  // dstrain's GPU plugin, where it was built: dstrain loads it only where a
+  // GPU may be used, so a CPU base image carries it unused and a CUDA base
+  // (with the NVIDIA container toolkit) trains on the GPU.
+  for (const std::string& b : binaries) {
+    const fs::path plugin = fs::path(b).parent_path() / "libdstrain_cuda.so";
+    if (fs::path(b).filename() != "dstrain" || !fs::exists(plugin)) continue;
+    DS_RETURN_IF_ERROR(CopyInto(plugin.string(), lib, data));
+    DS_ASSIGN_OR_RETURN(std::string ldd, CaptureOk(runner, {"ldd", plugin.string()}));
+    for (const std::string& path : LibrariesToBundle(ldd)) libs.insert(path);
+  }
   for (const std::string& path : libs) DS_RETURN_IF_ERROR(CopyInto(path, lib, data));
   return Status::OK();
 }

@@ -1,6 +1,7 @@
 // The build context of a cluster's image: docker/'s files plus dslaunch/,
 // which holds bin/ (dslaunch, dsagent and dstrain, linked with the RPATH
-// $ORIGIN/../lib: see CMakeLists.txt) and lib/ (the shared libraries they load, found with ldd,
+// $ORIGIN/../lib: see CMakeLists.txt) and lib/ (dstrain's GPU plugin where
+// it was built, and the shared libraries they load, found with ldd,
 // except glibc's, which the base image has, and CUDA's and the driver's,
 // which a CUDA base image and the NVIDIA container toolkit bring). So the
 // image needs no package of ours from any archive, and any base with glibc
