@@ -3,8 +3,8 @@
 #include <sched.h>
 #include <unistd.h>
 
-#include <filesystem>
 
+#include "common/cpu_binding.h"  // VisibleGpus
 #include "common/env_registry.h"
 #include "common/netif.h"
 #include "common/strings.h"
@@ -16,16 +16,6 @@ int UsableCpus() {
   CPU_ZERO(&set);
   if (::sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
   return std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
-}
-
-int VisibleGpus() {
-  int n = 0;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/dev", ec)) {
-    std::string name = e.path().filename().string();
-    if (StartsWith(name, "nvidia") && ParseInt(name.substr(6))) ++n;
-  }
-  return n;
 }
 
 Result<msg::Register> GatherNodeFacts(int node_index, const std::string& host, const std::string& bind_addr,

@@ -16,7 +16,5 @@ Result<msg::Register> GatherNodeFacts(int node_index, const std::string& host, c
 
 // CPUs this process may run on (sched_getaffinity), at least 1.
 int UsableCpus();
-// /dev/nvidia0, /dev/nvidia1, ... present.
-int VisibleGpus();
 
 }  // namespace ds

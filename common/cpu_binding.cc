@@ -122,6 +122,16 @@ std::vector<std::vector<int>> NumaNodeCpus(const std::string& root) {
   return out;
 }
 
+int VisibleGpus() {
+  int n = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/dev", ec)) {
+    const std::string name = e.path().filename().string();
+    if (StartsWith(name, "nvidia") && ParseInt(name.substr(6))) ++n;
+  }
+  return n;
+}
+
 std::vector<int> GpuNumaNodes(const std::string& gpus_dir, const std::string& pci_dir) {
   std::vector<std::string> bus_ids;
   std::error_code ec;

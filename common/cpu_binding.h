@@ -46,6 +46,10 @@ std::vector<int> AllowedCpus();
 // information.
 std::vector<std::vector<int>> NumaNodeCpus(const std::string& root = "/sys/devices/system/node");
 
+// How many /dev/nvidia0, /dev/nvidia1, ... device nodes the machine shows:
+// GPUs the driver exposes, counted without loading CUDA (0 without a driver).
+int VisibleGpus();
+
 // The NUMA node of each NVIDIA GPU of the node, in PCI bus order (the order
 // nvidia-smi numbers them, and CUDA's with CUDA_DEVICE_ORDER=PCI_BUS_ID):
 // the entries of `gpus_dir`, named by PCI bus id ("0000:17:00.0"), sorted,

@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <mutex>
 
-#include "common/strings.h"
 
 namespace ds::rt {
 
@@ -52,15 +51,6 @@ DevicePlugin* LoadDevicePlugin(std::string* why) {
   std::call_once(once, [] { plugin = Load(&reason); });
   if (plugin == nullptr && why != nullptr) *why = reason;
   return plugin;
-}
-
-bool NvidiaDeviceNodePresent() {
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/dev", ec)) {
-    const std::string name = e.path().filename().string();
-    if (StartsWith(name, "nvidia") && name.size() > 6 && ParseInt(name.substr(6))) return true;
-  }
-  return false;
 }
 
 }  // namespace ds::rt

@@ -68,8 +68,4 @@ inline constexpr char kDevicePluginFile[] = "libdstrain_cuda.so";
 // a CUDA library missing, say).
 DevicePlugin* LoadDevicePlugin(std::string* why);
 
-// Whether the machine shows an NVIDIA device node (/dev/nvidia0, ...): a
-// cheap hint, without loading anything, that a GPU may be usable.
-bool NvidiaDeviceNodePresent();
-
 }  // namespace ds::rt

@@ -228,7 +228,7 @@ int main(int argc, char** argv) {
   // The GPU plugin, when this rank may use a GPU (runtime/device_plugin.h).
   std::string no_plugin;
   DevicePlugin* plugin = nullptr;
-  if (config.device == "cuda" || config.backend == "nccl" || (config.device.empty() && NvidiaDeviceNodePresent()))
+  if (config.device == "cuda" || config.backend == "nccl" || (config.device.empty() && VisibleGpus() > 0))
     plugin = LoadDevicePlugin(&no_plugin);
   DeviceChoice device;
   if (plugin != nullptr) {

@@ -15,14 +15,34 @@
 
 namespace ds::rt::dev {
 
-// n elements of T in device memory (uninitialized).
-template <typename T>
-class DeviceBuffer {
+// Where a Buffer's memory comes from: device memory, or page-locked host
+// memory (what asynchronous copies between host and device need: the
+// hybrid mode's staging, offload).
+struct DeviceMemory {
+  static void* Alloc(size_t bytes) {
+    void* p = nullptr;
+    DS_CUDA(cudaMalloc(&p, bytes));
+    return p;
+  }
+  static void Free(void* p) { cudaFree(p); }
+};
+struct PinnedMemory {
+  static void* Alloc(size_t bytes) {
+    void* p = nullptr;
+    DS_CUDA(cudaMallocHost(&p, bytes));
+    return p;
+  }
+  static void Free(void* p) { cudaFreeHost(p); }
+};
+
+// n elements of T (uninitialized) in Memory's memory.
+template <typename T, typename Memory>
+class Buffer {
  public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(size_t n) { Resize(n); }
-  DeviceBuffer(DeviceBuffer&& o) noexcept : data_(std::exchange(o.data_, nullptr)), n_(std::exchange(o.n_, 0)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+  Buffer() = default;
+  explicit Buffer(size_t n) { Resize(n); }
+  Buffer(Buffer&& o) noexcept : data_(std::exchange(o.data_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+  Buffer& operator=(Buffer&& o) noexcept {
     if (this != &o) {
       Free();
       data_ = std::exchange(o.data_, nullptr);
@@ -30,18 +50,24 @@ class DeviceBuffer {
     }
     return *this;
   }
-  ~DeviceBuffer() { Free(); }
+  ~Buffer() { Free(); }
 
   // Reallocates for n elements (contents lost); no-op when the size is n.
   void Resize(size_t n) {
     if (n == n_) return;
     Free();
-    if (n > 0) DS_CUDA(cudaMalloc(reinterpret_cast<void**>(&data_), n * sizeof(T)));
+    if (n > 0) data_ = static_cast<T*>(Memory::Alloc(n * sizeof(T)));
     n_ = n;
+  }
+  // At least n elements, never shrinking (scratch reused for sizes that
+  // vary); the contents are lost when it grows. Returns data().
+  T* Reserve(size_t n) {
+    if (n_ < n) Resize(n);
+    return data_;
   }
   // Frees the memory (ZeRO-3 releases a gathered layer).
   void Free() {
-    if (data_ != nullptr) cudaFree(data_);
+    if (data_ != nullptr) Memory::Free(data_);
     data_ = nullptr;
     n_ = 0;
   }
@@ -50,45 +76,6 @@ class DeviceBuffer {
   const T* data() const { return data_; }
   size_t size() const { return n_; }
   size_t bytes() const { return n_ * sizeof(T); }
-
- private:
-  T* data_ = nullptr;
-  size_t n_ = 0;
-};
-
-// n elements of T in page-locked host memory: what asynchronous copies
-// between host and device need (the hybrid mode's staging, offload).
-template <typename T>
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  explicit PinnedBuffer(size_t n) { Resize(n); }
-  PinnedBuffer(PinnedBuffer&& o) noexcept : data_(std::exchange(o.data_, nullptr)), n_(std::exchange(o.n_, 0)) {}
-  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
-    if (this != &o) {
-      Free();
-      data_ = std::exchange(o.data_, nullptr);
-      n_ = std::exchange(o.n_, 0);
-    }
-    return *this;
-  }
-  ~PinnedBuffer() { Free(); }
-
-  void Resize(size_t n) {
-    if (n == n_) return;
-    Free();
-    if (n > 0) DS_CUDA(cudaMallocHost(reinterpret_cast<void**>(&data_), n * sizeof(T)));
-    n_ = n;
-  }
-  void Free() {
-    if (data_ != nullptr) cudaFreeHost(data_);
-    data_ = nullptr;
-    n_ = 0;
-  }
-
-  T* data() { return data_; }
-  const T* data() const { return data_; }
-  size_t size() const { return n_; }
   T& operator[](size_t i) { return data_[i]; }
   const T& operator[](size_t i) const { return data_[i]; }
 
@@ -96,6 +83,11 @@ class PinnedBuffer {
   T* data_ = nullptr;
   size_t n_ = 0;
 };
+
+template <typename T>
+using DeviceBuffer = Buffer<T, DeviceMemory>;
+template <typename T>
+using PinnedBuffer = Buffer<T, PinnedMemory>;  // element access on the host only
 
 // A non-blocking stream (no implicit synchronization with the legacy
 // default stream).

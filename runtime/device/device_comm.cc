@@ -59,8 +59,8 @@ class NcclDeviceComm final : public DeviceComm {
                   "reduce_scatter");
       return;
     }
-    Grow(pad_in_, max * counts.size() * es);
-    Grow(pad_out_, max * es);
+    pad_in_.Reserve(max * counts.size() * es);
+    pad_out_.Reserve(max * es);
     size_t at = 0;
     for (size_t r = 0; r < counts.size(); ++r) {
       Copy(pad_in_.data() + r * max * es, Bytes(in) + at * es, counts[r] * es);
@@ -81,7 +81,7 @@ class NcclDeviceComm final : public DeviceComm {
       nccl_.Check(ncclAllGather(in, out, max, NcclType(fmt), nccl_.handle(), stream()), "allgather");
       return;
     }
-    Grow(pad_out_, max * counts.size() * es);
+    pad_out_.Reserve(max * counts.size() * es);
     uint8_t* slot = pad_out_.data() + rank() * max * es;
     Copy(slot, in, counts[rank()] * es);
     nccl_.Check(ncclAllGather(slot, pad_out_.data(), max, NcclType(fmt), nccl_.handle(), stream()), "allgather");
@@ -107,14 +107,11 @@ class NcclDeviceComm final : public DeviceComm {
   void Copy(void* to, const void* from, size_t bytes) {
     if (bytes > 0) DS_CUDA(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, stream()));
   }
-  // Never shrinks; growing frees the old buffer (cudaFree waits for the
-  // device, so queued collectives using it are done).
-  static void Grow(DeviceBuffer<uint8_t>& b, size_t bytes) {
-    if (b.size() < bytes) b.Resize(bytes);
-  }
 
   NcclCommunicator& nccl_;
   Event ready_, done_;
+  // Padding for uneven pieces. Growing frees the old buffer; cudaFree waits
+  // for the device, so the collectives queued on it are done by then.
   DeviceBuffer<uint8_t> pad_in_, pad_out_;
 };
 
@@ -146,7 +143,7 @@ class StagedDeviceComm final : public DeviceComm {
     const size_t es = ElementSize(fmt);
     const size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
     uint8_t* h = Down(a_, in, total * es, after);
-    Grow(b_, counts[rank()] * es);
+    b_.Reserve(counts[rank()] * es);
     if (fmt == Precision::kFp32)
       host_.ReduceScatter(reinterpret_cast<float*>(h), reinterpret_cast<float*>(b_.data()), counts);
     else
@@ -160,7 +157,7 @@ class StagedDeviceComm final : public DeviceComm {
     const size_t es = ElementSize(fmt);
     const size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
     uint8_t* h = Down(a_, in, counts[rank()] * es, after);
-    Grow(b_, total * es);
+    b_.Reserve(total * es);
     if (fmt == Precision::kFp32)
       host_.AllGather(reinterpret_cast<const float*>(h), reinterpret_cast<float*>(b_.data()), counts);
     else
@@ -177,12 +174,9 @@ class StagedDeviceComm final : public DeviceComm {
   void Synchronize(cudaStream_t s) override { DS_CUDA(cudaStreamSynchronize(s)); }
 
  private:
-  static void Grow(PinnedBuffer<uint8_t>& b, size_t bytes) {
-    if (b.size() < bytes) b.Resize(bytes);
-  }
   // `bytes` of `from` into pinned `b`, once `after`'s work is done.
   uint8_t* Down(PinnedBuffer<uint8_t>& b, const void* from, size_t bytes, cudaStream_t after) {
-    Grow(b, std::max<size_t>(bytes, 1));
+    b.Reserve(std::max<size_t>(bytes, 1));
     DS_CUDA(cudaStreamSynchronize(after));
     CopyToHost(b.data(), Bytes(from), bytes, stream_.get());
     stream_.Synchronize();

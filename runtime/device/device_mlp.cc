@@ -20,24 +20,9 @@ DeviceMlp::DeviceMlp(const Mlp& shape, Precision fmt, cudaStream_t stream, bool 
       stats_(1),
       stats_host_(1) {}
 
-void* DeviceMlp::At(DeviceBuffer<uint8_t>& b, size_t elements) {
-  if (b.size() < elements * esize_) b.Resize(elements * esize_);
-  return b.data();
-}
+void* DeviceMlp::At(DeviceBuffer<uint8_t>& b, size_t elements) { return b.Reserve(elements * esize_); }
 
 namespace {
-
-template <typename T>
-T* Grown(DeviceBuffer<T>& b, size_t n) {
-  if (b.size() < n) b.Resize(n);
-  return b.data();
-}
-
-template <typename T>
-T* Grown(PinnedBuffer<T>& b, size_t n) {
-  if (b.size() < n) b.Resize(n);
-  return b.data();
-}
 
 // p advanced by n elements of `esize` bytes.
 const void* Offset(const void* p, size_t n, size_t esize) { return static_cast<const uint8_t*>(p) + n * esize; }
@@ -49,16 +34,16 @@ void* Offset(void* p, size_t n, size_t esize) { return static_cast<uint8_t*>(p) 
 // copies are done: every batch ends with a synchronize), then into fmt_.
 void DeviceMlp::Upload(const float* x, const int32_t* y, int batch) {
   const size_t nx = static_cast<size_t>(batch) * shape_.layer(0).in;
-  std::memcpy(Grown(x_host_, nx), x, nx * sizeof(float));
-  std::memcpy(Grown(y_host_, batch), y, batch * sizeof(int32_t));
+  std::memcpy(x_host_.Reserve(nx), x, nx * sizeof(float));
+  std::memcpy(y_host_.Reserve(batch), y, batch * sizeof(int32_t));
   const Input in = PrepareInput(batch);
-  CopyToDevice(Grown(x32_, nx), x_host_.data(), nx, stream_);
+  CopyToDevice(x32_.Reserve(nx), x_host_.data(), nx, stream_);
   CopyToDevice(in.y, y_host_.data(), batch, stream_);
   Cast(x32_.data(), Precision::kFp32, in.x, fmt_, nx, stream_);
 }
 
 DeviceMlp::Input DeviceMlp::PrepareInput(int batch) {
-  return {At(acts_[0], static_cast<size_t>(batch) * shape_.layer(0).in), Grown(labels_, batch)};
+  return {At(acts_[0], static_cast<size_t>(batch) * shape_.layer(0).in), labels_.Reserve(batch)};
 }
 
 // Layer by layer: z = x W^T + b, then the activation into the next layer's
@@ -79,10 +64,10 @@ void DeviceMlp::Forward(DeviceParamSource& params, int batch, float grad_scale, 
   }
   const int C = shape_.layer(L - 1).out;
   const size_t n = static_cast<size_t>(batch) * C;
-  Cast(pre_[L - 1].data(), fmt_, Grown(logits_, n), Precision::kFp32, n, stream_);
+  Cast(pre_[L - 1].data(), fmt_, logits_.Reserve(n), Precision::kFp32, n, stream_);
   DS_CUDA(cudaMemsetAsync(stats_.data(), 0, sizeof(Stats), stream_));
   Stats* st = stats_.data();
-  SoftmaxXent(logits_.data(), labels_.data(), batch, C, grad_scale, backward ? Grown(dlogits_, n) : nullptr,
+  SoftmaxXent(logits_.data(), labels_.data(), batch, C, grad_scale, backward ? dlogits_.Reserve(n) : nullptr,
               &st->loss, &st->correct, &st->bad_label, stream_);
   if (backward) Cast(dlogits_.data(), Precision::kFp32, At(dcur_, n), fmt_, n, stream_);
 }

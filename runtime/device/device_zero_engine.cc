@@ -202,12 +202,8 @@ const DeviceZeroEngine::Resident* DeviceZeroEngine::ResidentOf(const Dataset& da
 // The indices go through pinned memory: the previous batch's copy is done
 // (every batch ends with the host reading its loss).
 void DeviceZeroEngine::Gather(const Resident& data, int features, const int64_t* indices, int batch) {
-  if (index_host_.size() < static_cast<size_t>(batch)) {
-    index_host_.Resize(batch);
-    index_.Resize(batch);
-  }
-  std::copy(indices, indices + batch, index_host_.data());
-  CopyToDevice(index_.data(), index_host_.data(), batch, compute());
+  std::copy(indices, indices + batch, index_host_.Reserve(batch));
+  CopyToDevice(index_.Reserve(batch), index_host_.data(), batch, compute());
   const DeviceMlp::Input in = mlp_.PrepareInput(batch);
   GatherRows(data.x.data(), data.y.data(), index_.data(), batch, features, in.x, fmt_, in.y, compute());
 }

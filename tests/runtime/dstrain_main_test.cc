@@ -20,7 +20,7 @@
 
 #include "tests/runtime/dstrain_process.h"
 #include "tests/test_util/temp_dir.h"
-#include "runtime/device_plugin.h"
+#include "common/cpu_binding.h"  // VisibleGpus
 
 using ds::testing::TempDir;
 using ds::rt::testing::Proc;
@@ -105,7 +105,7 @@ TEST_CASE("dstrain with 2 ranks and no store says which variable to set", "[dstr
 // Without CUDA in the build, or without a GPU on this machine, backend: nccl
 // is refused up front with the reason, before any rendezvous.
 TEST_CASE("dstrain refuses backend: nccl where it cannot run and says why", "[dstrain]") {
-  if (ds::rt::NvidiaDeviceNodePresent()) {
+  if (ds::VisibleGpus() > 0) {
     WARN("an NVIDIA device is present: backend nccl may run here, nothing to refuse");
     return;
   }
@@ -127,7 +127,7 @@ TEST_CASE("dstrain refuses backend: nccl where it cannot run and says why", "[ds
 // device: cuda where no GPU can be used is refused at start with the reason
 // (the runtime's, or the build's), before any data is read or rank waited for.
 TEST_CASE("dstrain refuses device: cuda without a usable GPU and says why", "[dstrain]") {
-  if (ds::rt::NvidiaDeviceNodePresent()) {
+  if (ds::VisibleGpus() > 0) {
     WARN("an NVIDIA device is present: device cuda may run here, nothing to refuse");
     return;
   }
