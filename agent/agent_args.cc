@@ -1,9 +1,7 @@
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -11,6 +9,7 @@
 #include "agent/agent.h"
 #include "agent/pmi_token.h"
 #include "common/env_registry.h"
+#include "common/files.h"
 #include "common/strings.h"
 
 namespace ds {
@@ -123,27 +122,12 @@ bool IsStepTaskVariable(const std::string& name) {
   return false;
 }
 
-namespace {
-
-// The first line of `path` if it is a regular file of this user with no
-// group or other permissions; "" otherwise.
-std::string ReadPrivateFile(const std::string& path) {
-  struct stat st;
-  if (path.empty() || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
-      (st.st_mode & 077) != 0)
-    return "";
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return std::string(Trim(line));
-}
-
-}  // namespace
-
 Result<std::string> ReadAgentSecret(const std::string& secret_file) {
   // mpirun leaves this file on its own node only, where --stdin all gives
   // the process a stdin that never ends: do not wait on it there.
-  if (std::string secret = ReadPrivateFile(secret_file); !secret.empty()) return secret;
+  if (!secret_file.empty())
+    if (auto secret = ReadPrivateLine(secret_file, "--secret-file " + secret_file); secret.ok() && !secret->empty())
+      return *secret;
   int fd = 0;
   if (auto raw = EnvRaw("DSLAUNCH_SECRET_FD"); raw && !raw->empty()) {
     auto n = ParseInt(*raw);

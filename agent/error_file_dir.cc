@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "agent/agent_dirs.h"
+#include "common/process_dirs.h"
 #include "common/client_conn.h"
 #include "common/env_registry.h"
 #include "common/log.h"
@@ -29,7 +29,7 @@ Result<std::string> ErrorFileDir::Prepare(uint32_t generation, int rank) {
   if (dir_.empty()) {
     auto env = GetAnyEnv("TMPDIR");
     const std::string base = env && !env->empty() ? *env : std::string("/tmp");
-    DS_ASSIGN_OR_RETURN(dir_, MakeAgentDir(base, "dsagent-errors."));
+    DS_ASSIGN_OR_RETURN(dir_, MakeProcessDir(base, "dsagent-errors."));
   }
   std::string path = fmt::format("{}/error-g{}-r{}.json", dir_, generation, rank);
   std::error_code ec;

@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "agent/agent_dirs.h"
+#include "common/process_dirs.h"
 #include "common/files.h"
 #include "common/snapshot_handoff.h"
 #include "runtime/checkpoint_files.h"
@@ -57,7 +57,7 @@ Result<std::unique_ptr<SnapshotStore>> SnapshotStore::Create(const std::string& 
     if (fs::is_directory("/dev/shm", ec) && ::access("/dev/shm", W_OK) == 0) base = "/dev/shm";
     else base = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
   }
-  DS_ASSIGN_OR_RETURN(std::string dir, MakeAgentDir(base, "dsagent-snapshots."));
+  DS_ASSIGN_OR_RETURN(std::string dir, MakeProcessDir(base, "dsagent-snapshots."));
   std::unique_ptr<SnapshotStore> store(new SnapshotStore(dir));
   if (::mkdir(store->incoming_dir().c_str(), 0700) != 0)
     return Status::IOError(fmt::format("{}: {}", store->incoming_dir(), std::strerror(errno)));

@@ -10,7 +10,7 @@
 // a step the agent gathered like any checkpoint. Thread-safe: the agent's
 // loop adopts handoffs while its shard server and task thread put and read.
 // The directory is removed with the store (a SIGKILLed agent's by the next
-// agent on the machine: agent_dirs.h).
+// agent on the machine: common/process_dirs.h).
 #pragma once
 
 #include <cstdint>

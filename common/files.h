@@ -14,6 +14,15 @@ namespace ds {
 // (InvalidArgument), or the open/read error (IOError).
 Result<std::string> ReadTextFile(const std::string& path, const std::string& what);
 
+// The first line of `path`, trimmed, when it is a regular file of this user
+// that nobody else may read or write (mode 0600 or stricter): how secrets are
+// passed in files. Checked on the open file, so the file judged is the file
+// read (O_NONBLOCK: a FIFO put there cannot hang the reader). Errors begin
+// with `name` (e.g. "DSLAUNCH_SECRET_FILE=/x/s"): "not a readable file"
+// (InvalidArgument), "owned by uid N, not by you" or "mode 640 lets others
+// read or change it; chmod 600 it" (PermissionDenied). Reads 4 KiB at most.
+Result<std::string> ReadPrivateLine(const std::string& path, const std::string& name);
+
 // Writes `data` to `<path>.tmp` (created with `mode`, less the umask;
 // O_EXCL|O_NOFOLLOW), fsyncs it, renames it to `path` and fsyncs the
 // directory: readers see the old file or the new one, never a part. A stale

@@ -1,17 +1,16 @@
 #include "launcher/cmd/per_node.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 
 #include <fmt/format.h>
 
 #include "common/duration.h"
+#include "common/files.h"
 #include "common/hmac_auth.h"
 #include "common/strings.h"
 #include "common/subprocess.h"
@@ -47,18 +46,7 @@ std::string Derive(const std::string& secret, const std::string& what) {
 }  // namespace
 
 Result<std::string> ReadSecretFile(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
-    return Status::InvalidArgument(fmt::format("DSLAUNCH_SECRET_FILE={}: not a readable file", path));
-  if (st.st_uid != ::geteuid())
-    return Status::PermissionDenied(fmt::format("DSLAUNCH_SECRET_FILE={}: owned by uid {}, not by you", path, st.st_uid));
-  if (st.st_mode & 077)
-    return Status::PermissionDenied(fmt::format(
-        "DSLAUNCH_SECRET_FILE={}: mode {:o} lets others read or change it; chmod 600 it", path, st.st_mode & 0777));
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  std::string secret(Trim(line));
+  DS_ASSIGN_OR_RETURN(std::string secret, ReadPrivateLine(path, "DSLAUNCH_SECRET_FILE=" + path));
   if (secret.size() < 16)
     return Status::InvalidArgument(fmt::format(
         "DSLAUNCH_SECRET_FILE={}: expected a secret of at least 16 characters on its first line (e.g. openssl "

@@ -5,60 +5,16 @@
 // the interface and address that reach the master, the master port free (when
 // --master_port is set), and clock skew. One row per host; one host's failure
 // never hides another's.
-// Split for tests: ProbeScript/EvaluateProbe/FormatPreflightTable are pure;
-// ProbeAllHosts does the SSH; RunPreflight is the subcommand.
+// What is asked and how it is judged: preflight_checks.h.
 #pragma once
 
-#include <string>
 #include <vector>
 
 #include "common/status.h"
 #include "launcher/cmd/cli.h"
-#include "launcher/config/hostfile.h"
-#include "launcher/spawn/ssh/ssh_session.h"
+#include "launcher/cmd/preflight_checks.h"
 
 namespace ds {
-
-struct PreflightOptions {
-  SshOptions ssh;                 // fan-out, connect timeout, config, host key policy, --ssh_port
-  std::string agent_path;         // dsagent on the nodes (absolute)
-  bool ship_agent = false;        // --ship-agent: the agent need not be installed
-  std::string working_dir;        // must exist on every node; "" = not checked
-  std::string master_addr;        // "" = the address ssh reached the first host at
-  int master_port = 0;            // checked free on the first host when > 0
-  double max_clock_skew = 2.0;    // seconds
-  std::string local_version = DSLAUNCH_VERSION;  // expected in `dsagent --version`
-};
-
-// One cell: a check's verdict and what to show.
-struct PreflightCell {
-  bool ok = true;
-  std::string text;
-};
-
-struct PreflightRow {
-  std::string host;
-  PreflightCell ssh, agent, workdir, slots, iface, port, clock;
-  std::vector<std::string> problems;  // "host: what is wrong", in column order
-  bool ok() const { return problems.empty(); }
-};
-
-// The sh script run on a node; prints key=value lines (agent=, wd=, cpus=,
-// gpu= once per GPU as "<index>,<name>,<MiB>" when nvidia-smi answers,
-// gpuerr= when it fails, gpus=, own=, route=, port=); the clock is read by a
-// separate round trip.
-std::string ProbeScript(const PreflightOptions& options, const std::string& master_addr, bool is_first);
-
-// Turns a probe's output into a row. `skew` = remote clock - local clock
-// (seconds, measured at the middle of the round trip), `rtt` its uncertainty.
-PreflightRow EvaluateProbe(const HostEntry& host, const std::string& peer, const std::string& probe_output,
-                       double skew, double rtt, const PreflightOptions& options);
-
-// A row for a host ssh could not reach: `error` is ssh's reason.
-PreflightRow UnreachableRow(const HostEntry& host, const Status& error);
-
-// The table, then one line per problem.
-std::string FormatPreflightTable(const std::vector<PreflightRow>& rows);
 
 // Connects to every host (fan-out) and evaluates it. Rows in hostfile order.
 std::vector<PreflightRow> ProbeAllHosts(const Hostfile& hosts, const PreflightOptions& options);

@@ -4,7 +4,8 @@
 #   job_test.sh DSLAUNCH [ssh|pdsh|openmpi|mpich]   (dsagent is found next to dslaunch)
 # Checks: the worker env (distinct addresses, MASTER_ADDR, NCCL_SOCKET_IFNAME
 # on the first and on the second network), the exit code of a failing rank,
-# SIGINT and SIGKILL to dslaunch leave no process of the job in any namespace.
+# SIGINT and SIGKILL to dslaunch leave no process of the job in any namespace,
+# and (Open MPI) the next launch removes what the SIGKILLed one left in /tmp.
 set -uo pipefail
 DSLAUNCH=$1
 LAUNCHER=${2:-ssh}
@@ -107,7 +108,18 @@ for sig in $sigs; do
   echo "dslaunch exited $rc"
   wait_no_leftovers 20 || { leftovers >/dev/null; fail "SIG$sig: processes of the job left in the namespaces"; }
   rm -f "$work"/up-*
+  killed=$pid
 done
+
+# Open MPI: the SIGKILLed dslaunch could not remove its private directory (the
+# token, mode 0700); the next MPI launch on this machine does.
+if [ "$LAUNCHER" = openmpi ]; then
+  echo "== the next launch removes what the SIGKILLed one left"
+  ls -d /tmp/dslaunch-mpirun."$killed".* >/dev/null 2>&1 || fail "no directory of the SIGKILLed dslaunch to remove"
+  timeout 60 "$DSLAUNCH" --hostfile "$C/hostfile.ip" "${L[@]}" -- true >"$work/next.log" 2>&1 ||
+    { cat "$work/next.log"; fail "the launch after SIGKILL failed"; }
+  ! ls -d /tmp/dslaunch-mpirun."$killed".* >/dev/null 2>&1 || fail "the SIGKILLed dslaunch's directory is still there"
+fi
 
 [ $fails -eq 0 ] && echo "job_test: all checks passed"
 exit $((fails > 0))

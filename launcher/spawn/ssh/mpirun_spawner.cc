@@ -1,7 +1,6 @@
 #include "launcher/spawn/ssh/mpirun_spawner.h"
 
 #include <fcntl.h>
-#include <stdlib.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,6 +11,7 @@
 
 #include "common/client_conn.h"
 #include "common/log.h"
+#include "common/process_dirs.h"
 #include "common/strings.h"
 #include "launcher/spawn/step_command.h"
 
@@ -96,8 +96,11 @@ Result<ToolGroupSpec> MpirunSpawner::Prepare(const std::vector<AgentSpec>& specs
   MpirunOptions o = options_;
   o.mpirun_path = *exe;
   if (specs[0].ssh_port) o.ssh.default_port = specs[0].ssh_port;
-  std::string dir = (std::filesystem::temp_directory_path() / "dslaunch-mpirun.XXXXXX").string();
-  if (::mkdtemp(dir.data()) == nullptr) return Status::IOError("mkdtemp " + dir + ": " + std::strerror(errno));
+  // Removed by the destructor; a SIGKILLed dslaunch's by the next MPI launch.
+  std::error_code ec;
+  const std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
+  if (ec) return Status::IOError("no temporary directory for mpirun's files (TMPDIR): " + ec.message());
+  DS_ASSIGN_OR_RETURN(std::string dir, MakeProcessDir(tmp.string(), "dslaunch-mpirun."));
   private_dirs_.push_back(dir);
   std::string wrapper;
   if (mpich) {

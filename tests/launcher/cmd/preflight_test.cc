@@ -1,248 +1,19 @@
-// dslaunch check. [unit]: evaluation and the table, word for word.
-// [process]: the probe script run by sh here, with a stand-in nvidia-smi.
-// [cluster]: ProbeAllHosts against the netns cluster, with one sshd stopped.
+// dslaunch check over SSH. [cluster]: ProbeAllHosts against the netns
+// cluster, with one sshd stopped.
 #include "launcher/cmd/preflight.h"
 
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 
 #include <catch2/catch.hpp>
 
 #include "common/strings.h"
 #include "tests/launcher/spawn/ssh/cluster_env.h"
-#include "tests/test_util/temp_dir.h"
 
 namespace ds {
-namespace {
-
-HostEntry Host(const std::string& name, int slots, int line) {
-  HostEntry h;
-  h.name = name;
-  h.slots = slots;
-  h.line = line;
-  return h;
-}
-
-PreflightOptions Opts() {
-  PreflightOptions o;
-  o.agent_path = "/opt/ds/dsagent";
-  o.working_dir = "/work";
-  o.master_port = 29500;
-  o.local_version = "0.1.0";
-  return o;
-}
-
-const char* kGoodProbe =
-    "agent=ok dsagent 0.1.0\nwd=ok\ncpus=8\ngpus=0\nown=\nroute=10.0.0.1 dev eth1 src 10.0.0.2 uid 0\nport=free\n"
-    "time=1.0\n";
-
-// A probe's lines for a host whose GPUs nvidia-smi listed.
-std::string GpuProbe(const std::vector<std::string>& gpu_lines) {
-  std::string probe = "agent=ok dsagent 0.1.0\nwd=ok\ncpus=64\n";
-  for (const auto& g : gpu_lines) probe += "gpu=" + g + "\n";
-  probe += "gpus=" + std::to_string(gpu_lines.size()) + "\nown=eth0\nport=free\ntime=1.0\n";
-  return probe;
-}
-
-// Runs the probe script with sh, `tmp`/bin first on PATH and a stand-in
-// dsagent of Opts()'s version; its stdout.
-std::string RunProbeScript(const testing::TempDir& tmp) {
-  PreflightOptions o = Opts();
-  o.agent_path = tmp / "dsagent";
-  o.working_dir = "";
-  test::WriteFile(o.agent_path, "#!/bin/sh\necho 'dsagent " + o.local_version + "'\n");
-  std::filesystem::permissions(o.agent_path, std::filesystem::perms::owner_all);
-  test::WriteFile(tmp / "probe.sh", ProbeScript(o, "", false));
-  std::string cmd = "PATH=" + ShellQuote(tmp / "bin") + ":\"$PATH\" sh " + ShellQuote(tmp / "probe.sh");
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::string out;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
-  CHECK(pclose(p) == 0);
-  return out;
-}
-
-// The probe's lines that start with `prefix`, in order.
-std::vector<std::string> LinesStartingWith(const std::string& out, const std::string& prefix) {
-  std::vector<std::string> lines;
-  for (const auto& line : Split(out, '\n'))
-    if (StartsWith(line, prefix)) lines.push_back(line);
-  return lines;
-}
-
-// What the probe says without a working nvidia-smi on this machine: the
-// driver's count in /proc.
-std::string ProcGpusLine() {
-  const std::filesystem::path dir = "/proc/driver/nvidia/gpus";
-  if (!std::filesystem::is_directory(dir)) return "gpus=0";
-  auto n = std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator());
-  return "gpus=" + std::to_string(n);
-}
-
-// A stand-in nvidia-smi in `tmp`/bin running `body`.
-void FakeNvidiaSmi(const testing::TempDir& tmp, const std::string& body) {
-  std::filesystem::create_directories(tmp / "bin");
-  test::WriteFile(tmp / "bin/nvidia-smi", "#!/bin/sh\n" + body);
-  std::filesystem::permissions(tmp / "bin/nvidia-smi", std::filesystem::perms::owner_all);
-}
-
-const char* kSmiFailure =
-    "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA "
-    "driver is installed and running.";
-
-}  // namespace
-
-TEST_CASE("EvaluateProbe: a ready host", "[unit]") {
-  PreflightRow r = EvaluateProbe(Host("w1", 4, 2), "10.0.0.2", kGoodProbe, 0.01, 0.001, Opts());
-  CHECK(r.ok());
-  CHECK(r.ssh.text == "10.0.0.2");
-  CHECK(r.agent.text == "0.1.0");
-  CHECK(r.slots.text == "4/8 cpus");
-  CHECK(r.iface.text == "eth1 10.0.0.2");
-  CHECK(r.port.text == "free");
-  CHECK(r.clock.text == "+0.010s");
-}
-
-TEST_CASE("EvaluateProbe: every failure is named with the host", "[unit]") {
-  std::string probe =
-      "agent=missing\nwd=missing\ncpus=2\ngpus=0\nown=eth0\nport=busy\ntime=1.0\n";
-  PreflightRow r = EvaluateProbe(Host("w0", 4, 1), "10.0.0.1", probe, -3.5, 0.001, Opts());
-  CHECK_FALSE(r.ok());
-  CHECK(r.problems == std::vector<std::string>{
-                          "w0: no dsagent at /opt/ds/dsagent (install it there, set --agent-path, or use --ship-agent)",
-                          "w0: working directory /work does not exist",
-                          "w0: slots=4 (hostfile line 1) but the host has 2 CPUs",
-                          "w0: master port 29500 is already in use",
-                          "w0: clock skew -3.500s exceeds 2s (run NTP/chrony on the nodes)",
-                      });
-  CHECK(r.iface.text == "eth0 (master)");
-}
-
-TEST_CASE("EvaluateProbe: GPUs count instead of CPUs; version mismatch; ship-agent", "[unit]") {
-  std::string probe = "agent=ok dsagent 0.0.9\nwd=skip\ncpus=64\ngpus=2\nroute=RTNETLINK answers: Network is unreachable\ntime=1\n";
-  PreflightRow r = EvaluateProbe(Host("g", 4, 7), "", probe, 0, 0, Opts());
-  CHECK(r.problems == std::vector<std::string>{
-                          "g: dsagent at /opt/ds/dsagent reports 'dsagent 0.0.9', expected version 0.1.0 (the launcher's)",
-                          "g: slots=4 (hostfile line 7) but the host has 2 GPUs",
-                          "g: no route to the master: RTNETLINK answers: Network is unreachable",
-                      });
-  PreflightOptions o = Opts();
-  o.ship_agent = true;
-  CHECK(EvaluateProbe(Host("g", 2, 7), "", probe, 0, 0, o).agent.text == "shipped");
-}
-
-TEST_CASE("EvaluateProbe: eight GPUs of one model: slots against their count, the model once", "[unit]") {
-  std::vector<std::string> gpus;
-  for (int i = 0; i < 8; ++i) gpus.push_back(std::to_string(i) + ",NVIDIA H100 80GB HBM3,81559");
-  PreflightRow r = EvaluateProbe(Host("g1", 8, 3), "", GpuProbe(gpus), 0, 0, Opts());
-  CHECK(r.ok());
-  CHECK(r.slots.ok);
-  CHECK(r.slots.text == "8/8 gpus (H100 80GB HBM3)");
-}
-
-TEST_CASE("EvaluateProbe: more slots than nvidia-smi's GPUs fails with the hostfile line", "[unit]") {
-  PreflightRow r = EvaluateProbe(Host("g2", 4, 5), "", GpuProbe({"0,NVIDIA A100-SXM4-40GB,40960",
-                                                                 "1,NVIDIA A100-SXM4-40GB,40960"}), 0, 0, Opts());
-  CHECK_FALSE(r.slots.ok);
-  CHECK(r.slots.text == "4/2 gpus (A100-SXM4-40GB)");
-  CHECK(r.problems == std::vector<std::string>{"g2: slots=4 (hostfile line 5) but the host has 2 GPUs"});
-}
-
-TEST_CASE("EvaluateProbe: GPUs of different models read 'mixed'", "[unit]") {
-  PreflightRow r = EvaluateProbe(Host("g3", 2, 1), "", GpuProbe({"0,NVIDIA H100 80GB HBM3,81559",
-                                                                 "1,NVIDIA A100-SXM4-80GB,81920"}), 0, 0, Opts());
-  CHECK(r.ok());
-  CHECK(r.slots.text == "2/2 gpus (mixed)");
-}
-
-TEST_CASE("EvaluateProbe: a failing nvidia-smi fails the host with its message", "[unit]") {
-  std::string probe = "agent=ok dsagent 0.1.0\nwd=ok\ncpus=64\ngpuerr=" + std::string(kSmiFailure) +
-                      "\ngpus=8\nown=eth0\nport=free\ntime=1.0\n";
-  PreflightRow r = EvaluateProbe(Host("g4", 8, 2), "", probe, 0, 0, Opts());
-  CHECK_FALSE(r.slots.ok);
-  CHECK(r.slots.text == "nvidia-smi");
-  CHECK(r.problems == std::vector<std::string>{"g4: nvidia-smi failed: " + std::string(kSmiFailure)});
-  CHECK(r.agent.ok);
-  CHECK(r.workdir.ok);
-  CHECK(FormatPreflightTable({r}).find("FAIL nvidia-smi") != std::string::npos);
-}
-
-TEST_CASE("EvaluateProbe: a host without GPUs counts CPUs, as before", "[unit]") {
-  PreflightRow ok = EvaluateProbe(Host("c1", 8, 4), "", kGoodProbe, 0, 0, Opts());
-  CHECK(ok.ok());
-  CHECK(ok.slots.text == "8/8 cpus");
-  PreflightRow over = EvaluateProbe(Host("c1", 16, 4), "", kGoodProbe, 0, 0, Opts());
-  CHECK(over.slots.text == "16/8 cpus");
-  CHECK(over.problems == std::vector<std::string>{"c1: slots=16 (hostfile line 4) but the host has 8 CPUs"});
-}
-
-TEST_CASE("ProbeScript: nvidia-smi's GPUs, one gpu= line each, and their count", "[process]") {
-  testing::TempDir tmp("dsl-test-smi-ok");
-  // Answers only the query the probe is meant to make.
-  FakeNvidiaSmi(tmp,
-                "[ \"$*\" = '--query-gpu=index,name,memory.total --format=csv,noheader,nounits' ] || "
-                "{ echo \"unexpected arguments: $*\"; exit 2; }\n"
-                "echo '0, NVIDIA H100 80GB HBM3, 81559'\n"
-                "echo '1, NVIDIA H100 80GB HBM3, 81559'\n");
-  std::string out = RunProbeScript(tmp);
-  INFO(out);
-  CHECK(LinesStartingWith(out, "gpu") == std::vector<std::string>{"gpu=0,NVIDIA H100 80GB HBM3,81559",
-                                                                  "gpu=1,NVIDIA H100 80GB HBM3,81559", "gpus=2"});
-  PreflightRow r = EvaluateProbe(Host("n", 2, 1), "", out + "time=1\n", 0, 0, Opts());
-  CHECK(r.ok());
-  CHECK(r.slots.text == "2/2 gpus (H100 80GB HBM3)");
-}
-
-TEST_CASE("ProbeScript: a failing nvidia-smi gives gpuerr= with its first line, and the /proc count", "[process]") {
-  testing::TempDir tmp("dsl-test-smi-fail");
-  const std::string proc_gpus = ProcGpusLine();
-  // The message on stderr after an empty line, as a broken driver's may come.
-  FakeNvidiaSmi(tmp, "echo >&2\necho \"" + std::string(kSmiFailure) + "\" >&2\necho 'second line' >&2\nexit 9\n");
-  std::string out = RunProbeScript(tmp);
-  INFO(out);
-  CHECK(LinesStartingWith(out, "gpu") == std::vector<std::string>{"gpuerr=" + std::string(kSmiFailure), proc_gpus});
-  PreflightRow r = EvaluateProbe(Host("n", 2, 1), "", out + "time=1\n", 0, 0, Opts());
-  CHECK(r.problems == std::vector<std::string>{"n: nvidia-smi failed: " + std::string(kSmiFailure)});
-
-  // Nothing said at all: the exit status stands in for the message.
-  FakeNvidiaSmi(tmp, "exit 6\n");
-  out = RunProbeScript(tmp);
-  CHECK(LinesStartingWith(out, "gpu") == std::vector<std::string>{"gpuerr=exit status 6", proc_gpus});
-}
-
-TEST_CASE("ProbeScript: without nvidia-smi the /proc count alone", "[process]") {
-  testing::TempDir tmp("dsl-test-smi-none");
-  std::filesystem::create_directories(tmp / "bin");
-  FILE* p = popen("command -v nvidia-smi", "r");
-  REQUIRE(p != nullptr);
-  char c;
-  const bool installed = fread(&c, 1, 1, p) == 1;
-  pclose(p);
-  if (installed) {
-    WARN("nvidia-smi is installed here: the case without it cannot be run");
-    return;
-  }
-  std::string out = RunProbeScript(tmp);
-  INFO(out);
-  CHECK(LinesStartingWith(out, "gpu") == std::vector<std::string>{ProcGpusLine()});
-}
-
-TEST_CASE("FormatPreflightTable: aligned columns, problems, a count", "[unit]") {
-  std::vector<PreflightRow> rows;
-  rows.push_back(EvaluateProbe(Host("w1", 4, 2), "10.0.0.2", kGoodProbe, 0.01, 0.001, Opts()));
-  rows.push_back(UnreachableRow(Host("w2", 4, 3), Status::Unavailable("w2: connection refused")));
-  CHECK(FormatPreflightTable(rows) ==
-        "HOST  SSH               AGENT  WORKDIR  SLOTS     IFACE->MASTER  PORT  CLOCK\n"
-        "w1    10.0.0.2          0.1.0  ok       4/8 cpus  eth1 10.0.0.2  free  +0.010s\n"
-        "w2    FAIL unreachable  -      -        -         -              -     -\n"
-        "  w2: connection refused\n"
-        "1 of 2 hosts ready\n");
-}
 
 TEST_CASE("ProbeAllHosts: a stopped sshd is named with 'connection refused' within the connect timeout", "[cluster]") {
   test::TestCluster c = test::LoadTestCluster();
@@ -254,7 +25,13 @@ TEST_CASE("ProbeAllHosts: a stopped sshd is named with 'connection refused' with
   std::filesystem::permissions(agent, std::filesystem::perms::owner_all);
 
   Hostfile hf;
-  for (const auto& n : c.nodes) hf.hosts.push_back(Host(n.alias, 2, static_cast<int>(hf.hosts.size()) + 1));
+  for (const auto& n : c.nodes) {
+    HostEntry h;
+    h.name = n.alias;
+    h.slots = 2;
+    h.line = static_cast<int>(hf.hosts.size()) + 1;
+    hf.hosts.push_back(h);
+  }
   PreflightOptions o;
   o.ssh.config_file = c.ssh_config();
   o.ssh.host_key_policy = HostKeyPolicy::kYes;

@@ -1,4 +1,4 @@
-#include "agent/agent_dirs.h"
+#include "common/process_dirs.h"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -16,7 +16,7 @@
 namespace ds {
 namespace {
 
-void RemoveDeadAgentsDirs(const std::string& base, const std::string& prefix) {
+void RemoveDeadProcessesDirs(const std::string& base, const std::string& prefix) {
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(base, ec)) {
     const std::string name = entry.path().filename().string();
@@ -29,15 +29,15 @@ void RemoveDeadAgentsDirs(const std::string& base, const std::string& prefix) {
     if (::lstat(entry.path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) continue;
     std::error_code rm;
     std::filesystem::remove_all(entry.path(), rm);
-    DS_LOG(Debug, Proc) << "removed " << entry.path().string() << ", left by agent " << pid
+    DS_LOG(Debug, Proc) << "removed " << entry.path().string() << ", left by process " << pid
                         << (rm ? ": failed: " + rm.message() : "");
   }
 }
 
 }  // namespace
 
-Result<std::string> MakeAgentDir(const std::string& base, const std::string& prefix) {
-  RemoveDeadAgentsDirs(base, prefix);
+Result<std::string> MakeProcessDir(const std::string& base, const std::string& prefix) {
+  RemoveDeadProcessesDirs(base, prefix);
   std::string tmpl = fmt::format("{}/{}{}.XXXXXX", base, prefix, ::getpid());
   if (::mkdtemp(tmpl.data()) == nullptr)  // mode 0700
     return Status::IOError(fmt::format("cannot create a directory like {}: {}", tmpl, std::strerror(errno)));
