@@ -11,8 +11,8 @@
 
 #include <fmt/format.h>
 
-#include "common/process_dirs.h"
 #include "common/files.h"
+#include "common/process_dirs.h"
 #include "common/snapshot_handoff.h"
 #include "runtime/checkpoint_files.h"
 #include "runtime/checkpoint_format.h"

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "common/client_conn.h"
 #include "common/strings.h"
 
 namespace ds {
@@ -35,23 +36,19 @@ Result<std::string> ReadTextFile(const std::string& path, const std::string& wha
 }
 
 Result<std::string> ReadPrivateLine(const std::string& path, const std::string& name) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   struct stat st;
-  if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    if (fd >= 0) ::close(fd);
+  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
     return Status::InvalidArgument(name + ": not a readable file");
-  }
-  std::string text(4096, '\0');
-  ssize_t n = 0;
-  if (st.st_uid == ::geteuid() && (st.st_mode & 077) == 0)
-    while ((n = ::read(fd, text.data(), text.size())) < 0 && errno == EINTR) {
-    }
-  ::close(fd);
   if (st.st_uid != ::geteuid())
     return Status::PermissionDenied(fmt::format("{}: owned by uid {}, not by you", name, st.st_uid));
   if (st.st_mode & 077)
     return Status::PermissionDenied(
         fmt::format("{}: mode {:o} lets others read or change it; chmod 600 it", name, st.st_mode & 0777));
+  std::string text(4096, '\0');
+  ssize_t n;
+  do n = ::read(fd.get(), text.data(), text.size());
+  while (n < 0 && errno == EINTR);
   if (n < 0) return Status::IOError(name + ": " + std::strerror(errno));
   text.resize(static_cast<size_t>(n));
   return std::string(Trim(text.substr(0, text.find('\n'))));
