@@ -23,7 +23,8 @@ DevicePlugin* Load(std::string* why) {
   const std::string dir = ExecutableDir();
   std::string tried;
   for (const std::string& path : {dir + "/../lib/" + kDevicePluginFile, dir + "/" + kDevicePluginFile}) {
-    if (!std::filesystem::exists(path)) continue;
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) continue;
     // RTLD_NOW: a missing symbol or library is an error here, not a crash later.
     void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {

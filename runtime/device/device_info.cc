@@ -17,7 +17,10 @@ GpuSurvey SurveyGpus() {
   }
   for (int i = 0; i < count; ++i) {
     cudaDeviceProp p{};
-    if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
+    if (cudaGetDeviceProperties(&p, i) != cudaSuccess) {
+      cudaGetLastError();  // skipped, not carried into later checked calls
+      continue;
+    }
     survey.gpus.push_back({i, p.name, p.major, p.minor, p.totalGlobalMem, p.multiProcessorCount});
   }
   if (survey.gpus.empty()) survey.why_none = "no usable GPU: the CUDA runtime lists none";

@@ -46,7 +46,7 @@ DeviceZeroEngine::DeviceZeroEngine(const Mlp& model, DeviceComm& comm, const Opt
   grads_.Resize((options_.stage <= 1 ? num_params_ : shard) * esize_);
   std::vector<UpdateSegment> segs;
   for (const Segment& s : owned_.owned()) {
-    segs.push_back({alias_master_ ? s.flat_offset : s.shard_offset,
+    segs.push_back({alias_master_ ? s.flat_offset : s.shard_offset, s.shard_offset,
                     options_.stage <= 1 ? s.flat_offset : s.shard_offset, s.flat_offset, s.len});
     max_segment_ = std::max(max_segment_, s.len);
     if (!offload_) continue;
@@ -195,7 +195,7 @@ const DeviceZeroEngine::Resident* DeviceZeroEngine::ResidentOf(const Dataset& da
   r.y.Resize(data.y.size());
   CopyToDevice(r.x.data(), data.x.data(), data.x.size(), compute());
   CopyToDevice(r.y.data(), data.y.data(), data.y.size(), compute());
-  stream_.Synchronize();  // pageable sources: done with them before returning
+  comm_.Synchronize(compute());  // done with the pageable sources; bounded, as the stream may wait on collectives
   return &r;
 }
 
@@ -225,6 +225,10 @@ void DeviceZeroEngine::StepOnHost(float lr, float factor) {
                k.len * esize_, down_.get());
     chunk_down_[c].Record(down_.get());
   }
+  // The gradients' last reduction may still be queued: wait for it here,
+  // bounded and watching the communicator, so the per-chunk waits below are
+  // only copies.
+  comm_.Synchronize(compute());
   std::vector<float*> st(state_host_.size());
   for (size_t c = 0; c < chunks_.size(); ++c) {
     const Chunk& k = chunks_[c];

@@ -44,21 +44,22 @@ class FullParams : public DeviceParamSource {
 
 void DeviceZeroEngine::Load(const std::vector<float>& master, const std::vector<std::vector<float>>* state) {
   DS_CHECK(master.size() == num_params_);
-  stream_.Synchronize();
+  comm_.Synchronize(compute());  // bounded: the stream may still wait on collectives
   const size_t slots = static_cast<size_t>(optimizer_.state_slots());
   const std::vector<float> zeros(owned_.shard_size());
   for (const Segment& s : owned_.owned()) {
     const float* m = master.data() + s.flat_offset;
     if (offload_) std::memcpy(master_host_.data() + s.shard_offset, m, s.len * sizeof(float));
-    else Up(MasterAt(s), m, s.len, compute());
+    else if (!alias_master_) Up(MasterAt(s), m, s.len, compute());  // aliased: uploaded with compute_ below
     for (size_t k = 0; k < slots; ++k) {
       const float* from = state != nullptr ? (*state)[k].data() + s.flat_offset : zeros.data();
       if (offload_) std::memcpy(state_host_[k].data() + s.shard_offset, from, s.len * sizeof(float));
       else Up(state_[k].data() + s.shard_offset, from, s.len, compute());
     }
   }
-  // The compute copy: the full vector (stage < 3) or, offloaded, this
-  // rank's shard of it (stage 3; otherwise GatherLayer casts the master).
+  // The compute copy: the full vector (stage < 3; every rank computes with
+  // all of it, not only its owned part) or, offloaded, this rank's shard of
+  // it (stage 3; otherwise GatherLayer casts the master).
   auto upload = [&](void* to, const float* from, size_t n) {
     if (fmt_ == Precision::kFp32) {
       Up(static_cast<float*>(to), from, n, compute());
@@ -68,7 +69,7 @@ void DeviceZeroEngine::Load(const std::vector<float>& master, const std::vector<
     ToHalf16(from, half16.data(), n, fmt_);
     Up(static_cast<uint16_t*>(to), half16.data(), n, compute());
   };
-  if (options_.stage < 3 && !alias_master_) upload(compute_.data(), master.data(), num_params_);
+  if (options_.stage < 3) upload(compute_.data(), master.data(), num_params_);
   if (options_.stage == 3 && offload_)
     for (const Segment& s : owned_.owned())
       upload(ComputeAt(owned_params_.data(), s.shard_offset), master.data() + s.flat_offset, s.len);
@@ -81,7 +82,7 @@ std::vector<float> DeviceZeroEngine::OwnedMaster() const {
     std::copy(master_host_.data(), master_host_.data() + out.size(), out.begin());
     return out;
   }
-  stream_.Synchronize();
+  comm_.Synchronize(compute());
   auto* self = const_cast<DeviceZeroEngine*>(this);  // MasterAt only computes an address
   for (const Segment& s : owned_.owned()) Down(out.data() + s.shard_offset, self->MasterAt(s), s.len, compute());
   return out;
@@ -94,7 +95,7 @@ std::vector<std::vector<float>> DeviceZeroEngine::OwnedState() const {
     for (const auto& s : state_host_) out.emplace_back(s.data(), s.data() + n);
     return out;
   }
-  stream_.Synchronize();
+  comm_.Synchronize(compute());
   for (const auto& s : state_) {
     out.emplace_back(n);
     Down(out.back().data(), s.data(), n, compute());

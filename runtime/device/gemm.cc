@@ -19,6 +19,11 @@ cudaDataType_t TypeOf(Precision f) {
 Blas::Blas(cudaStream_t stream, bool allow_tf32) : allow_tf32_(allow_tf32) {
   DS_CUBLAS(cublasCreate(&handle_));
   DS_CUBLAS(cublasSetStream(handle_, stream));
+  // Split-K partial sums in fp32 too, not in a 16-bit output's format (the
+  // default allows that; an fp16 partial can overflow where the sum would
+  // not, and the loss scaler would skip a step the CPU path takes).
+  DS_CUBLAS(cublasSetMathMode(
+      handle_, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
 }
 
 Blas::~Blas() { cublasDestroy(handle_); }

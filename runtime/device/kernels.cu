@@ -107,11 +107,13 @@ __global__ void SoftmaxXentKernel(const float* logits, const int32_t* labels, in
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= rows) return;
   const int label = labels[r];
-  if (label < 0 || label >= C) {
+  const size_t at = static_cast<size_t>(r) * C;
+  if (label < 0 || label >= C) {  // the host fails the batch; until then no garbage gradient
     *bad_label = 1;
+    if (dlogits != nullptr)
+      for (int c = 0; c < C; ++c) dlogits[at + c] = 0.0f;
     return;
   }
-  const size_t at = static_cast<size_t>(r) * C;
   bool ok = false;
   const double loss =
       ew::SoftmaxXent(logits + at, C, label, grad_scale, dlogits ? dlogits + at : nullptr, &ok);
@@ -190,9 +192,9 @@ __global__ void OptimizerKernel(ew::OptimizerStep plan, const UpdateSegment* seg
     const float g = Load<G>(grads, seg.grad + i);
     switch (plan.kind) {
       case ew::OptimizerStep::Kind::kSgd: ew::Sgd(p, g, plan.sgd); break;
-      case ew::OptimizerStep::Kind::kSgdMomentum: ew::SgdMomentum(p, g, s0[seg.master + i], plan.sgd); break;
+      case ew::OptimizerStep::Kind::kSgdMomentum: ew::SgdMomentum(p, g, s0[seg.state + i], plan.sgd); break;
       case ew::OptimizerStep::Kind::kAdam:
-        ew::Adam(p, g, s0[seg.master + i], s1[seg.master + i], plan.adam);
+        ew::Adam(p, g, s0[seg.state + i], s1[seg.state + i], plan.adam);
         break;
     }
     if (compute != nullptr) StoreAs(compute_fmt, compute, seg.compute + i, p);

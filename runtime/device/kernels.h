@@ -59,11 +59,13 @@ void Accumulate(void* dst, Precision dst_fmt, const void* src, Precision src_fmt
 void Scale(float* dst, float factor, size_t n, cudaStream_t stream);
 
 // One piece of the optimizer step: `len` elements at `master` in the fp32
-// master weights and optimizer states, at `grad` in the gradients, and at
-// `compute` in the 16-bit compute copy. A rank's owned pieces (one per layer
-// under ZeRO) are updated by one launch: the multi-tensor apply.
+// master weights, at `state` in the optimizer states (the rank's shard), at
+// `grad` in the gradients, and at `compute` in the 16-bit compute copy. A
+// rank's owned pieces (one per layer under ZeRO) are updated by one launch:
+// the multi-tensor apply. `master` differs from `state` where the master
+// weights are the full fp32 compute copy (fp32, stages 0-2).
 struct UpdateSegment {
-  size_t master = 0, grad = 0, compute = 0, len = 0;
+  size_t master = 0, state = 0, grad = 0, compute = 0, len = 0;
 };
 
 // Sum of squares (double) of the gradients' segments, into *out (device),

@@ -38,9 +38,26 @@ struct NcclCommunicator::Impl {
   void Cuda(cudaError_t e, const char* what) {
     if (e != cudaSuccess) Fail(fmt::format("{}: {}", what, cudaGetErrorString(e)));
   }
+  // A non-blocking communicator may answer ncclInProgress before the
+  // operation is on its stream (or, for init, before the communicator is
+  // ready); nothing may be queued after it until NCCL's state settles, so it
+  // is polled here, within the deadline.
   void Nccl(ncclResult_t r, const char* what) {
-    if (r != ncclSuccess && r != ncclInProgress)
-      Fail(fmt::format("{}: {}", what, ncclGetErrorString(r)));
+    const auto start = std::chrono::steady_clock::now();
+    while (r == ncclInProgress) {
+      if (std::chrono::steady_clock::now() - start > timeout)
+        Fail(fmt::format("{}: timed out after {} ms", what, timeout.count()));
+      Pause(start);
+      ncclCommGetAsyncError(comm, &r);
+    }
+    if (r != ncclSuccess) Fail(fmt::format("{}: {}", what, ncclGetErrorString(r)));
+  }
+  // The first 2 ms of a wait only yield (a training step's wait is usually
+  // shorter: a 100 us sleep would add up to 10% to a 1 ms step), then it
+  // sleeps.
+  static void Pause(std::chrono::steady_clock::time_point start) {
+    if (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(2)) std::this_thread::yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
   void* Staging(size_t bytes) {
     if (bytes > dev_bytes) {
@@ -52,8 +69,6 @@ struct NcclCommunicator::Impl {
     return dev;
   }
   // Waits for the stream, watching NCCL's async error and the deadline.
-  // The first 2 ms only yield (a training step's wait is usually shorter:
-  // a 100 us sleep would add up to 10% to a 1 ms step), then it sleeps.
   void Wait(const char* what) { WaitFor(stream, what); }
   void WaitFor(cudaStream_t s, const char* what) {
     const auto start = std::chrono::steady_clock::now();
@@ -68,8 +83,7 @@ struct NcclCommunicator::Impl {
         Fail(fmt::format("{}: {}", what, ncclGetErrorString(async)));
       if (std::chrono::steady_clock::now() > deadline)
         Fail(fmt::format("{}: timed out after {} ms", what, timeout.count()));
-      if (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(2)) std::this_thread::yield();
-      else std::this_thread::sleep_for(std::chrono::microseconds(100));
+      Pause(start);
     }
   }
   // Copies host -> device, runs op on the device buffer, copies back.
@@ -115,15 +129,6 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::Connect(gloo::rendezvous::St
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   impl->Nccl(ncclCommInitRankConfig(&impl->comm, size, id, rank, &config), "ncclCommInitRank");
-  const auto deadline = std::chrono::steady_clock::now() + options.timeout;
-  for (;;) {
-    ncclResult_t state = ncclInProgress;
-    ncclCommGetAsyncError(impl->comm, &state);
-    if (state == ncclSuccess) break;
-    if (state != ncclInProgress) impl->Nccl(state, "ncclCommInitRank");
-    if (std::chrono::steady_clock::now() > deadline) impl->Fail("ncclCommInitRank: timed out");
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
   impl->Cuda(cudaStreamCreateWithFlags(&impl->stream, cudaStreamNonBlocking), "cudaStreamCreate");
   return std::unique_ptr<NcclCommunicator>(
       new NcclCommunicator(std::move(impl), rank, size, options.timeout));
@@ -181,10 +186,11 @@ void NcclCommunicator::ReduceScatter(float* in, float* out, const std::vector<si
   const size_t max = *std::max_element(counts.begin(), counts.end());
   auto padded = Pad(in, counts, max);
   const size_t total = padded.size() * sizeof(float);
+  const size_t mine = rank_ * max * sizeof(float);  // NCCL's in-place slot
   impl_->Staged("reduce_scatter", padded.data(), total, out, counts[rank_] * sizeof(float), total,
-                0, [&](void* d) {
-                  return ncclReduceScatter(d, d, max, ncclFloat32, ncclSum, impl_->comm,
-                                           impl_->stream);
+                mine, [&](void* d) {
+                  return ncclReduceScatter(d, static_cast<char*>(d) + mine, max, ncclFloat32, ncclSum,
+                                           impl_->comm, impl_->stream);
                 });
 }
 
@@ -194,10 +200,11 @@ void NcclCommunicator::ReduceScatter(uint16_t* in, uint16_t* out,
   const size_t max = *std::max_element(counts.begin(), counts.end());
   auto padded = Pad(in, counts, max);
   const size_t total = padded.size() * sizeof(uint16_t);
+  const size_t mine = rank_ * max * sizeof(uint16_t);  // NCCL's in-place slot
   impl_->Staged("reduce_scatter16", padded.data(), total, out, counts[rank_] * sizeof(uint16_t),
-                total, 0, [&](void* d) {
-                  return ncclReduceScatter(d, d, max, TypeOf(format), ncclSum, impl_->comm,
-                                           impl_->stream);
+                total, mine, [&](void* d) {
+                  return ncclReduceScatter(d, static_cast<char*>(d) + mine, max, TypeOf(format), ncclSum,
+                                           impl_->comm, impl_->stream);
                 });
 }
 

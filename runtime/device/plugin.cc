@@ -28,14 +28,15 @@ class CudaPlugin final : public DevicePlugin {
       return choice;  // unset: the CPU, quietly
     }
     const int n = static_cast<int>(survey.gpus.size());
+    const GpuInfo& gpu = survey.gpus[static_cast<size_t>((local_rank % n + n) % n)];
     choice.cuda = true;
-    choice.index = (local_rank % n + n) % n;
+    choice.index = gpu.index;  // the CUDA device number (a GPU the survey skipped leaves a gap)
     try {
       DS_CUDA(cudaSetDevice(choice.index));
     } catch (const DeviceError& e) {
       return Status::InvalidArgument(fmt::format("GPU {}: {}", choice.index, e.what()));
     }
-    choice.description = fmt::format("cuda:{} {}", choice.index, Describe(survey.gpus[choice.index]));
+    choice.description = fmt::format("cuda:{} {}", choice.index, Describe(gpu));
     return choice;
   }
 

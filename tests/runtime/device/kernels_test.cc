@@ -156,15 +156,23 @@ TEST_CASE("device: softmax cross-entropy per row, loss and accuracy sums, bad la
 }
 
 // Two segments with a gap between them in the gradients and the compute
-// copy (ZeRO-1's layout: the owned pieces of two layers).
+// copy (ZeRO-1's layout: the owned pieces of two layers), the master weights
+// in the shard like the states, or (`aliased`: fp32, where the master is the
+// compute copy) at the segments' flat offsets.
 struct Layout {
-  std::vector<UpdateSegment> segs{{0, 3, 3, 700}, {700, 1000, 1000, 333}};
+  explicit Layout(bool aliased = false)
+      : segs{{aliased ? 3u : 0u, 0, 3, 3, 700}, {aliased ? 1000u : 700u, 700, 1000, 1000, 333}},
+        masters(aliased ? 1333 : 1033) {}
+  std::vector<UpdateSegment> segs;
+  size_t masters;
   size_t shard() const { return 1033; }
   size_t flat() const { return 1333; }
 };
 
 TEST_CASE("device: the multi-tensor optimizer step equals Optimizer::Step, every optimizer and format", "[gpu]") {
-  const Layout lay;
+  const bool aliased = GENERATE(false, true);
+  CAPTURE(aliased);
+  const Layout lay(aliased);
   DeviceBuffer<UpdateSegment> segs = Upload(lay.segs);
   OptimizerConfig sgd, nesterov, adam, adamw;
   sgd.type = OptimizerType::kSgd;
@@ -181,7 +189,7 @@ TEST_CASE("device: the multi-tensor optimizer step equals Optimizer::Step, every
     const auto opt = MakeOptimizer(c);
     for (Precision gfmt : kFormats) {
       CAPTURE(static_cast<int>(c.type), c.momentum, PrecisionName(gfmt));
-      std::vector<float> master = Random(lay.shard(), 12), s0(lay.shard()), s1(lay.shard());
+      std::vector<float> master = Random(lay.masters, 12), s0(lay.shard()), s1(lay.shard());
       const std::vector<float> grads = Quantized(Random(lay.flat(), 13), gfmt);
       DeviceBuffer<float> dm = Upload(master), d0 = Upload(s0), d1 = Upload(s1);
       testing::Stored dg = Put(grads, gfmt), dc = Put(std::vector<float>(lay.flat()), Precision::kBf16);
@@ -190,7 +198,7 @@ TEST_CASE("device: the multi-tensor optimizer step equals Optimizer::Step, every
         OptimizerUpdate(opt->Plan(step, lr, gscale), segs.data(), 2, 700, dm.data(), d0.data(), d1.data(),
                         dg.data(), gfmt, dc.data(), Precision::kBf16, nullptr);
         for (const UpdateSegment& s : lay.segs) {
-          float* st[2] = {s0.data() + s.master, s1.data() + s.master};
+          float* st[2] = {s0.data() + s.state, s1.data() + s.state};
           opt->Step(master.data() + s.master, grads.data() + s.grad, st, s.len, step, lr, gscale);
         }
       }
