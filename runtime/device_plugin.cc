@@ -21,7 +21,6 @@ std::string ExecutableDir() {
 
 DevicePlugin* Load(std::string* why) {
   const std::string dir = ExecutableDir();
-  std::string tried;
   for (const std::string& path : {dir + "/../lib/" + kDevicePluginFile, dir + "/" + kDevicePluginFile}) {
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) continue;

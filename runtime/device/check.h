@@ -55,5 +55,6 @@ std::string DescribeFailure(const char* call, const char* file, int line, const 
   } while (0)
 
 // After a kernel launch: a bad launch configuration is reported here, at
-// the launch, not at the next synchronizing call.
-#define DS_CUDA_LAUNCHED() DS_CUDA(cudaPeekAtLastError())
+// the launch, not at the next synchronizing call; taken (cudaGetLastError),
+// so a later launch is not blamed for it.
+#define DS_CUDA_LAUNCHED() DS_CUDA(cudaGetLastError())

@@ -138,8 +138,7 @@ void DeviceZeroEngine::LayerGrad(int layer) {
   }
   // Stages 2, 3: reduce-scatter the layer now (on the communication stream,
   // after its gradient), keep the owned piece, free the full gradient there.
-  void* full = layer_grads_.at(layer);
-  layer_grads_.erase(layer);
+  void* full = layer_grads_.at(layer);  // listed until freed: the destructor frees it after a throw
   const Segment& seg = owned_.Owned(layer);
   void* mine = ComputeAt(grads_.data(), seg.shard_offset);
   if (grads_empty_) {
@@ -151,6 +150,7 @@ void DeviceZeroEngine::LayerGrad(int layer) {
     FreeAsync(piece, comm_.stream());
   }
   FreeAsync(full, comm_.stream());
+  layer_grads_.erase(layer);
 }
 
 template <typename Fn>
