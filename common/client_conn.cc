@@ -20,16 +20,6 @@
 
 namespace ds {
 
-UniqueFd& UniqueFd::operator=(UniqueFd&& o) noexcept {
-  if (this != &o) Reset(o.release());
-  return *this;
-}
-
-void UniqueFd::Reset(int fd) {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = fd;
-}
-
 Result<std::pair<std::string, int>> SplitHostPort(const std::string& addr) {
   std::string host;
   std::string port;

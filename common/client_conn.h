@@ -9,26 +9,9 @@
 
 #include "common/frame_io.h"
 #include "common/protocol.h"
+#include "common/unique_fd.h"
 
 namespace ds {
-
-// Owns a file descriptor; closes it on destruction. Move-only.
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(UniqueFd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&& o) noexcept;
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() { Reset(); }
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-  void Reset(int fd = -1);
-
- private:
-  int fd_ = -1;
-};
 
 // Splits "host:port" or "[v6]:port". InvalidArgument names the text.
 Result<std::pair<std::string, int>> SplitHostPort(const std::string& addr);

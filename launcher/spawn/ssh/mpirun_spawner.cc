@@ -9,10 +9,10 @@
 
 #include <fmt/format.h>
 
-#include "common/client_conn.h"
 #include "common/log.h"
 #include "common/process_dirs.h"
 #include "common/strings.h"
+#include "common/unique_fd.h"
 #include "launcher/spawn/step_command.h"
 
 namespace ds {
