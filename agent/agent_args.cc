@@ -10,6 +10,7 @@
 #include "agent/pmi_token.h"
 #include "common/env_registry.h"
 #include "common/files.h"
+#include "common/log.h"
 #include "common/strings.h"
 
 namespace ds {
@@ -125,9 +126,13 @@ bool IsStepTaskVariable(const std::string& name) {
 Result<std::string> ReadAgentSecret(const std::string& secret_file) {
   // mpirun leaves this file on its own node only, where --stdin all gives
   // the process a stdin that never ends: do not wait on it there.
-  if (!secret_file.empty())
-    if (auto secret = ReadPrivateLine(secret_file, "--secret-file " + secret_file); secret.ok() && !secret->empty())
-      return *secret;
+  // The same path on another node may be another user's plant: refused, said once, and stdin used.
+  if (!secret_file.empty()) {
+    auto secret = ReadPrivateLine(secret_file, "--secret-file " + secret_file, SecretDir::kPrivate);
+    if (secret.ok() && !secret->empty()) return *secret;
+    if (secret.status().code() == Status::Code::kPermissionDenied)
+      DS_LOG(Warn, Agent) << secret.status().message() << "; reading the token from stdin";
+  }
   int fd = 0;
   if (auto raw = EnvRaw("DSLAUNCH_SECRET_FD"); raw && !raw->empty()) {
     auto n = ParseInt(*raw);

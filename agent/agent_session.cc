@@ -231,7 +231,7 @@ void AgentSession::HandleFrame(const Frame& f) {
 }
 
 void AgentSession::OnStartAgents(const msg::StartAgents& m) {
-  if (!children_) children_ = std::make_unique<ChildAgents>(secret_);
+  if (!children_) children_ = std::make_unique<ChildAgents>();
   for (const msg::AgentEnded& e : children_->Start(m)) Send(wire::MsgType::kAgentEnded, e.Encode());
 }
 

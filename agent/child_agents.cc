@@ -7,6 +7,7 @@
 
 #include "common/env_registry.h"
 #include "common/log.h"
+#include "common/strings.h"
 
 namespace ds {
 
@@ -21,7 +22,7 @@ std::vector<msg::AgentEnded> ChildAgents::Start(const msg::StartAgents& m) {
     launch.argv = a.argv;
     for (const auto& kv : ProcessEnvironment())
       if (kv.first != "DSLAUNCH_SECRET_FD") launch.env.push_back(kv);
-    launch.stdin_line = token_;
+    launch.stdin_line = a.token;
     auto proc = WorkerProcess::Start(launch);
     if (!proc.ok()) {
       failed.push_back({a.node, 127, 0, fmt::format("cannot start '{}': {}", a.argv.empty() ? "" : a.argv[0],
@@ -50,7 +51,7 @@ void ChildAgents::AddPollFds(std::vector<pollfd>* fds) const {
 
 void ChildAgents::Relay(Child& c, int stream, std::string line) {
   if (!line.empty() && line.back() == '\r') line.pop_back();  // ssh ends its own messages with CRLF
-  DS_LOG(Warn, Agent) << c.host << " [agent " << (stream == 1 ? "stdout" : "stderr") << "] " << line;
+  DS_LOG(Warn, Agent) << c.host << " [agent " << (stream == 1 ? "stdout" : "stderr") << "] " << Printable(line);
   if (stream != 2) return;
   c.stderr_tail += line + "\n";
   if (c.stderr_tail.size() > msg::kMaxAgentEndedReason)

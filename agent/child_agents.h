@@ -1,6 +1,7 @@
 // ChildAgents: the agents this agent starts for the launch tree
 // (--fanout-tree): on StartAgents it runs each node's command (an ssh
-// command line the launcher built) with the agent token as the first line
+// command line the launcher built) with that node's own agent token (sent in
+// StartAgents, one per node) as the first line
 // of its stdin, the pipe kept open while this agent lives (its end stops a
 // child agent that has not registered yet: dsagent --tree-parent). The
 // commands' output is relayed to this agent's log, prefixed by the host;
@@ -26,8 +27,7 @@ namespace ds {
 
 class ChildAgents {
  public:
-  // `token`: the key this agent authenticated with; its children's too.
-  explicit ChildAgents(std::string token) : token_(std::move(token)) {}
+  ChildAgents() = default;
   ~ChildAgents();  // SIGKILLs the commands still running
 
   // Starts every command. One that cannot be started is returned as its
@@ -51,7 +51,6 @@ class ChildAgents {
   };
   void Relay(Child& c, int stream, std::string line);
 
-  std::string token_;
   std::vector<Child> children_;
 };
 

@@ -87,11 +87,12 @@ Result<UniqueFd> ConnectTcp(const std::string& addr, const std::string& bind_add
 Status ExpectFrame(const Result<Frame>& f, wire::MsgType want, const char* stage) {
   if (!f.ok()) return f.status().Prefixed(stage);
   if (f->type == wire::MsgType::kError) {
+    // The peer's words, escaped: they may not be authenticated yet.
     auto e = msg::Error::Decode(f->payload);
-    std::string m = e.ok() ? e->message : "malformed error frame";
-    return e.ok() && e->code == static_cast<uint32_t>(wire::ErrorCode::kAuth)
-               ? Status::PermissionDenied(m)
-               : Status::Unavailable(m);
+    std::string m = e.ok() ? Printable(e->message) : "malformed error frame";
+    if (e.ok() && e->code == static_cast<uint32_t>(wire::ErrorCode::kAuth)) return Status::PermissionDenied(m);
+    if (e.ok() && e->code == static_cast<uint32_t>(wire::ErrorCode::kInvalid)) return Status::InvalidArgument(m);
+    return Status::Unavailable(m);
   }
   if (f->type != want)
     return Status::IOError(fmt::format("{}: unexpected message type {}", stage, static_cast<int>(f->type)));
@@ -109,7 +110,7 @@ Status ClientHandshake(int fd, const msg::Hello& hello, const std::string& key, 
   DS_RETURN_IF_ERROR(ExpectFrame(ok, wire::MsgType::kAuthOk, "authentication"));
   DS_ASSIGN_OR_RETURN(msg::AuthOk a, msg::AuthOk::Decode(ok->payload));
   if (!MacEquals(a.mac, ServerProof(key, ch.nonce)))
-    return Status::PermissionDenied("the server failed to prove it knows the key");
+    return Status::Aborted("the server failed to prove it knows the key: it is not this job's");
   return Status::OK();
 }
 

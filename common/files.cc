@@ -35,9 +35,20 @@ Result<std::string> ReadTextFile(const std::string& path, const std::string& wha
   return text.str();
 }
 
-Result<std::string> ReadPrivateLine(const std::string& path, const std::string& name) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+Result<std::string> ReadPrivateLine(const std::string& path, const std::string& name, SecretDir dir) {
+  const size_t slash = path.rfind('/');
+  const std::string parent = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  UniqueFd dfd(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | (dir == SecretDir::kPrivate ? O_NOFOLLOW : 0)));
   struct stat st;
+  if (dfd.get() < 0 || ::fstat(dfd.get(), &st) != 0) return Status::InvalidArgument(name + ": not a readable file");
+  if (dir == SecretDir::kPrivate && (st.st_uid != ::geteuid() || (st.st_mode & 077)))
+    return Status::PermissionDenied(fmt::format(
+        "{}: its directory {} has owner uid {} and mode {:o}; expected a directory of yours with mode 700", name,
+        parent, st.st_uid, st.st_mode & 0777));
+  UniqueFd fd(::openat(dfd.get(), base.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW));
+  if (fd.get() < 0 && errno == ELOOP)
+    return Status::PermissionDenied(name + ": is a symbolic link: refusing to follow it");
   if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
     return Status::InvalidArgument(name + ": not a readable file");
   if (st.st_uid != ::geteuid())

@@ -21,7 +21,14 @@ Result<std::string> ReadTextFile(const std::string& path, const std::string& wha
 // with `name` (e.g. "DSLAUNCH_SECRET_FILE=/x/s"): "not a readable file"
 // (InvalidArgument), "owned by uid N, not by you" or "mode 640 lets others
 // read or change it; chmod 600 it" (PermissionDenied). Reads 4 KiB at most.
-Result<std::string> ReadPrivateLine(const std::string& path, const std::string& name);
+// A symbolic link is never followed ("is a symbolic link: refusing to follow
+// it"). With SecretDir::kPrivate the directory holding it must be a real
+// directory of this user's that nobody else may enter (0700): how a token
+// that dslaunch itself put in a private directory is read (mpirun's), where
+// the same path on another node may be another user's plant.
+enum class SecretDir { kAny, kPrivate };
+Result<std::string> ReadPrivateLine(const std::string& path, const std::string& name,
+                                    SecretDir dir = SecretDir::kAny);
 
 // Writes `data` to `<path>.tmp` (created with `mode`, less the umask;
 // O_EXCL|O_NOFOLLOW), fsyncs it, renames it to `path` and fsyncs the

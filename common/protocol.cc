@@ -243,7 +243,7 @@ DS_DECODE_END(Replicate)
 Bytes StartAgents::Encode() const {
   PayloadWriter w;
   w.U32(static_cast<uint32_t>(agents.size()));
-  for (const auto& a : agents) w.U32(a.node).Str(a.host).StrList(a.argv);
+  for (const auto& a : agents) w.U32(a.node).Str(a.host).StrList(a.argv).Str(a.token);
   return w.Take();
 }
 DS_DECODE_BEGIN(StartAgents)
@@ -252,6 +252,7 @@ DS_DECODE_BEGIN(StartAgents)
     a.node = r.U32();
     a.host = r.Str();
     a.argv = r.StrList();
+    a.token = r.Str();
     m.agents.push_back(std::move(a));
   }
 DS_DECODE_END(StartAgents)

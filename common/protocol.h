@@ -166,7 +166,8 @@ struct ShardGet { int64_t step = 0; uint32_t shard = 0; DS_MESSAGE(ShardGet); };
 struct AgentCommand {
   uint32_t node = 0;              // the node whose agent this starts
   std::string host;               // its hostfile name (for messages)
-  std::vector<std::string> argv;  // run as is (an ssh command line); the agent token goes on its stdin
+  std::vector<std::string> argv;  // run as is (an ssh command line); `token` goes on its stdin
+  std::string token;              // that node's own agent token (one per node, never the parent's)
 };
 struct StartAgents {              // coord -> a registered agent
   std::vector<AgentCommand> agents;

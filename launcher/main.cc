@@ -84,6 +84,11 @@ int CmdRun(const Args& args) {
   Result<std::optional<PerNodeLaunch>> per_node = ResolvePerNode(*cli, local.env);
   if (!per_node.ok()) return Usage(per_node.status());
   const PerNodeLaunch* pn = *per_node ? &**per_node : nullptr;
+  if (pn && !pn->notice.empty()) std::cerr << "dslaunch: " << pn->notice << "\n";
+  if (pn && pn->secret_from == PerNodeLaunch::Secret::kInsecure)
+    std::cerr << "dslaunch: WARNING: --insecure: the per-node job at " << pn->addr << ":" << pn->port
+              << " is keyed with a constant everyone knows: anyone who reaches that port can join and run workers, "
+                 "and anyone who binds it first can make the other nodes run commands of theirs\n";
   if (pn && pn->node_rank > 0 && !cli->dry_run) return ExitCode(ExecPerNodeAgent(*pn, *cli));
   PlanNotes notes;
   Result<LaunchPlan> plan = PlanFromCli(*cli, local, &notes, nullptr, pn ? pn->nnodes : 0);
@@ -99,8 +104,7 @@ int CmdRun(const Args& args) {
   }
   if (pn)
     std::cerr << "dslaunch: node 0 of " << pn->nnodes << " (" << pn->source << "): the other nodes join at " << pn->addr
-              << ":" << pn->port << (pn->insecure ? " (no DSLAUNCH_SECRET_FILE: anyone who reaches it can join)" : "")
-              << "\n";
+              << ":" << pn->port << "\n";
   return ExitCode(RunJob(*plan, *cli, pn));
 }
 

@@ -72,9 +72,7 @@ void WriteAll(int fd, const std::string& s) {
     WriteAll(report_fd, "error " + st.message() + "\n");
     ::_exit(2);
   }
-  std::vector<int> nodes;
-  for (int i = 0; i < spec.nodes; ++i) nodes.push_back(i);
-  coord.EnrollAgents(nodes, spec.agent_token);
+  for (int i = 0; i < spec.nodes; ++i) coord.EnrollAgent(i, spec.agent_token);  // simulated agents share one
   coord.OnDone([&io] { io.stop(); });
   WriteAll(report_fd, fmt::format("port {}\n", coord.port()));
   coord.Start();

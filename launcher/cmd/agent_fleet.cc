@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "common/duration.h"
+#include "common/hmac_auth.h"
 #include "common/strings.h"
 #include "launcher/report/exit_status.h"
 
@@ -20,9 +21,9 @@ constexpr double kMaxRejoinDelay = 30.0;
 }  // namespace
 
 AgentFleet::AgentFleet(asio::io_context& io, Coordinator& coord, Spawner& spawner, std::vector<AgentSpec> specs,
-                       std::function<void(const std::string&)> notice, std::string fixed_token, FleetTree tree)
+                       std::function<void(const std::string&)> notice, TokenFor derived_token, FleetTree tree)
     : io_(io), coord_(coord), spawner_(spawner), specs_(std::move(specs)), notice_(std::move(notice)),
-      fixed_token_(std::move(fixed_token)),
+      derived_token_(std::move(derived_token)),
       members_(specs_.size()),
       rejoin_timer_(io), drain_timer_(io), tree_options_(std::move(tree)), tree_timer_(io) {
   if (tree_options_.width > 0)
@@ -61,11 +62,19 @@ void AgentFleet::Spawn(std::vector<AgentSpec> specs, std::function<void(Started)
   });
 }
 
+std::string AgentFleet::Enroll(int node) {
+  return coord_.EnrollAgent(node, derived_token_ ? derived_token_(node) : "");  // the secret stays here
+}
+
 void AgentFleet::Start() {
   std::vector<int> nodes;
-  for (const AgentSpec& s : specs_) nodes.push_back(s.node_index);
-  const std::string token = coord_.EnrollAgents(nodes, fixed_token_);  // the agents' key; the secret stays here
-  for (AgentSpec& s : specs_) s.stdin_payload = token;
+  // One token per node, except where one tool run starts them all with one
+  // stdin (srun, mpirun, pdsh): then one token registers each node once.
+  const std::string shared = spawner_.SharesPayload() && !derived_token_ ? RandomHex(32) : "";
+  for (AgentSpec& s : specs_) {
+    nodes.push_back(s.node_index);
+    s.stdin_payload = shared.empty() ? Enroll(s.node_index) : coord_.EnrollAgent(s.node_index, shared);
+  }
   std::vector<int> first = tree_ ? tree_->Roots() : nodes;
   std::vector<AgentSpec> specs;
   for (int n : first) specs.push_back(specs_[n]);
@@ -138,7 +147,7 @@ void AgentFleet::Registered(int node) {
   msg::StartAgents start;
   for (int child : tree_->OnRegistered(node, RealClock().Now()))
     start.agents.push_back({static_cast<uint32_t>(child), specs_[child].host,
-                            tree_options_.command(specs_[child], node)});
+                            tree_options_.command(specs_[child], node), specs_[child].stdin_payload});
   if (start.agents.empty()) return;
   coord_.StartAgents(node, start);
   ArmTreeTimer();
@@ -153,14 +162,13 @@ void AgentFleet::AgentEnded(int parent, const msg::AgentEnded& ended) {
                                  ended.reason.empty() ? "" : ": ", Printable(ended.reason)));
 }
 
-// The child's agent gets a token of its own for its whole subtree (the one
-// its parent holds may be out there in a command still running: spent now).
+// Every unregistered node of the subtree gets a new token (the ones its
+// former parent was given may be out there in a command still running: spent
+// now); the child's goes on its stdin, the others' to their new parents.
 void AgentFleet::StartDirect(int node, const std::string& why) {
   notice_(fmt::format("{}: {}; starting it from here", specs_[node].host, why));
-  std::vector<int> subtree;
   for (int n : tree_->Subtree(node))
-    if (!coord_.control().NodeRegistered(n)) subtree.push_back(n);
-  specs_[node].stdin_payload = coord_.EnrollAgents(subtree);
+    if (!coord_.control().NodeRegistered(n)) specs_[n].stdin_payload = Enroll(n);
   direct_queue_.push_back(node);
   SpawnerFree();
 }
@@ -213,7 +221,7 @@ void AgentFleet::TryRejoins() {
     backoff_s_[node] = std::min(2 * backoff_s_[node], kMaxRejoinDelay);
     it->second = now + Seconds(backoff_s_[node]);
     AgentSpec spec = specs_[node];
-    spec.stdin_payload = coord_.EnrollAgents({node}, fixed_token_);  // the first token is spent
+    spec.stdin_payload = Enroll(node);  // the first token is spent
     Spawn({spec}, [this, node](Started started) { Rejoined(node, std::move(started[0])); });
     return;
   }
@@ -240,7 +248,7 @@ bool AgentFleet::AnyRunning() const {
 
 void AgentFleet::MarkLost(int node) {
   members_[node].lost = true;
-  if (!fixed_token_.empty()) coord_.EnrollAgents({node}, fixed_token_);  // its node may start a new agent
+  if (derived_token_) Enroll(node);  // its node may start a new agent
 }
 
 void AgentFleet::Drain(Clock::duration grace) {

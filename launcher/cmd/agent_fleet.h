@@ -9,8 +9,9 @@
 // With a launch tree (FleetTree, --fanout-tree) the spawner starts only the
 // tree's roots; each registered agent is told to start its children
 // (StartAgents), and a child its parent could not start, or that has not
-// registered in time, is started by the spawner with its own fresh token
-// (LaunchTree). Agents started by other agents have no handle here: their
+// registered in time, is started by the spawner (LaunchTree). Every node has
+// a token of its own: a parent hands each child the child's token, never its
+// own. Agents started by other agents have no handle here: their
 // coordinator link is their supervision.
 // Not thread-safe: the io thread only (the spawner thread posts back to it).
 #pragma once
@@ -43,15 +44,16 @@ class AgentFleet {
  public:
   // `coord` and `spawner` must outlive the fleet; `specs` are by node index;
   // `notice` shows the user a line (a rejoin attempt that failed).
-  // `fixed_token` (the per-node form's derived key) replaces the fresh token
-  // of every start, and a lost node is enrolled with it again (its node
-  // starts its own new agent).
+  // `derived_token` (the per-node form's keys, derived from its secret per
+  // node) replaces the fresh random token of every start, and a lost node is
+  // enrolled with it again (its node starts its own new agent).
+  using TokenFor = std::function<std::string(int node)>;
   AgentFleet(asio::io_context& io, Coordinator& coord, Spawner& spawner, std::vector<AgentSpec> specs,
-             std::function<void(const std::string&)> notice, std::string fixed_token = "", FleetTree tree = {});
+             std::function<void(const std::string&)> notice, TokenFor derived_token = nullptr, FleetTree tree = {});
   ~AgentFleet();  // joins a spawner call still running
 
   // Starts every agent (in parallel, through the spawner) with a fresh agent
-  // token on its stdin (Coordinator::EnrollAgents; the job secret stays in
+  // token of its node on its stdin (Coordinator::EnrollAgent; the job secret stays in
   // dslaunch); a node whose agent cannot be started aborts the job, naming
   // the host and the reason. Returns at once: the spawner runs on a thread
   // of its own (SSH sessions at fan-out N, thousands of local processes take
@@ -92,6 +94,8 @@ class AgentFleet {
   void AdoptAll(const std::vector<int>& nodes, Started started);
   void Adopt(int node, std::unique_ptr<AgentHandle> handle);
   void Watch(int node);
+  // A new token for `node` (spending its older one); the key its next agent uses.
+  std::string Enroll(int node);
   void OnExited(int node);
   void ArmRejoinTimer();
   void TryRejoins();
@@ -107,7 +111,7 @@ class AgentFleet {
   Spawner& spawner_;
   std::vector<AgentSpec> specs_;
   std::function<void(const std::string&)> notice_;
-  std::string fixed_token_;
+  TokenFor derived_token_;
   std::vector<Member> members_;  // by node index
   // elastic.rejoin: when each lost node is tried next, and its backoff.
   std::map<int, Clock::time_point> next_try_;

@@ -1,5 +1,6 @@
 #include "launcher/cmd/per_node.h"
 
+#include <netdb.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,8 +13,10 @@
 #include "common/duration.h"
 #include "common/files.h"
 #include "common/hmac_auth.h"
+#include "common/netif.h"
 #include "common/strings.h"
 #include "common/subprocess.h"
+#include "launcher/cmd/loopback_secret.h"
 #include "launcher/cmd/plan_from_cli.h"
 #include "launcher/cmd/spawner_choice.h"
 
@@ -92,6 +95,11 @@ Result<std::optional<PerNodeLaunch>> ResolvePerNode(const CliOptions& cli, const
     DS_ASSIGN_OR_RETURN(p.node_rank, Number("RANK (this node)", *Get(env, "RANK"), 0, (1 << 20) - 1));
     p.addr = *Get(env, "MASTER_ADDR");
     DS_ASSIGN_OR_RETURN(p.port, Number("MASTER_PORT", *Get(env, "MASTER_PORT"), 1, 65535));
+    p.notice = fmt::format(
+        "MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK are set and no --hostfile is given: running the per-node form "
+        "(Kubeflow PyTorchJob's plain form) as node {} of {}, node 0 at {}:{}; give --hostfile, or unset them, to "
+        "launch every node from here",
+        p.node_rank, p.nnodes, p.addr, p.port);
   } else {
     return std::optional<PerNodeLaunch>();
   }
@@ -100,9 +108,12 @@ Result<std::optional<PerNodeLaunch>> ResolvePerNode(const CliOptions& cli, const
                                                p.node_rank, p.nnodes));
   if (auto file = Get(env, "DSLAUNCH_SECRET_FILE")) {
     DS_ASSIGN_OR_RETURN(p.secret, ReadSecretFile(*file));
-  } else if (IsLoopback(p.addr) || cli.insecure) {
-    p.insecure = true;
+  } else if (cli.insecure) {
+    p.secret_from = PerNodeLaunch::Secret::kInsecure;
     p.secret = "dslaunch per-node insecure";
+  } else if (IsLoopback(p.addr)) {
+    p.secret_from = PerNodeLaunch::Secret::kLoopback;
+    if (p.node_rank == 0) p.secret = RandomHex(32);
   } else {
     return Status::PermissionDenied(fmt::format(
         "the per-node form ({}) needs the job secret in DSLAUNCH_SECRET_FILE (the same file on every node, mode "
@@ -113,22 +124,47 @@ Result<std::optional<PerNodeLaunch>> ResolvePerNode(const CliOptions& cli, const
   // The id names the job (from the rendezvous only, so that a wrong secret
   // fails the key check and says so); the agents' key needs the secret.
   p.job_id = Derive("dslaunch per-node job", endpoint).substr(0, 12);
-  p.agent_token = Derive(p.secret, "dslaunch per-node agent " + p.job_id);
   return std::optional<PerNodeLaunch>(std::move(p));
+}
+
+std::string PerNodeAgentToken(const PerNodeLaunch& p, int node) {
+  return Derive(p.secret, fmt::format("dslaunch per-node agent {} {}", p.job_id, node));
+}
+
+Result<std::string> PerNodeListenAddress(const PerNodeLaunch& p) {
+  if (p.addr == "localhost") return std::string("127.0.0.1");
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  const int rc = ::getaddrinfo(p.addr.c_str(), nullptr, &hints, &res);
+  if (rc != 0 || !res)
+    return Status::InvalidArgument(fmt::format("node 0's rendezvous address {}: {}", p.addr, ::gai_strerror(rc)));
+  std::string numeric = AddressString(res->ai_addr);
+  ::freeaddrinfo(res);
+  return numeric;
 }
 
 Status ExecPerNodeAgent(const PerNodeLaunch& p, const CliOptions& cli) {
   DS_ASSIGN_OR_RETURN(JobSpec job, JobFromCli(cli));
+  const std::string endpoint = fmt::format("{}:{}", p.addr, p.port);
+  PerNodeLaunch keyed = p;
+  if (p.secret_from == PerNodeLaunch::Secret::kLoopback) {
+    DS_ASSIGN_OR_RETURN(keyed.secret, AwaitLoopbackSecret(endpoint, kPerNodeJoinTimeout, [&](const std::string& path) {
+      std::fprintf(stderr, "dslaunch: node %d of %d: waiting for node 0 to publish the job secret in %s\n",
+                   p.node_rank, p.nnodes, path.c_str());
+    }));
+  }
   char host[256] = {};
   ::gethostname(host, sizeof(host) - 1);
   std::vector<std::string> argv =
-      AgentArgv(cli, fmt::format("{}:{}", p.addr, p.port), p.node_rank, p.job_id, host,
+      AgentArgv(cli, endpoint, p.node_rank, p.job_id, host,
                 job.elastic.heartbeat_interval, job.elastic.heartbeat_timeout, cli.connect_timeout);
   argv.insert(argv.end(), {"--join-timeout", fmt::format("{}ms", ToMillis(kPerNodeJoinTimeout))});
   // The key on a pipe the agent reads once (DSLAUNCH_SECRET_FD): never argv or the environment.
   int fds[2];
   if (::pipe(fds) != 0) return Status::IOError(std::string("pipe: ") + std::strerror(errno));
-  const std::string line = p.agent_token + "\n";
+  const std::string line = PerNodeAgentToken(keyed, p.node_rank) + "\n";
   if (::write(fds[1], line.data(), line.size()) != static_cast<ssize_t>(line.size()))
     return Status::IOError(std::string("pipe: ") + std::strerror(errno));
   ::close(fds[1]);

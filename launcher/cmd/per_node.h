@@ -13,9 +13,14 @@
 //     four are set and this is not a dslaunch or torchrun worker (no
 //     TORCHELASTIC_RUN_ID) - PyTorchJob's plain form.
 // The job secret comes from DSLAUNCH_SECRET_FILE (a file of this user, mode
-// 0600; the same on every node), never the command line; without one only a
-// loopback rendezvous, or --insecure, is allowed. From the secret and the
-// rendezvous address every node derives the same job id and agent key.
+// 0600; the same on every node), never the command line. Without one, a
+// loopback rendezvous (every node on this machine) gets a random secret that
+// node 0 publishes in this user's private directory (loopback_secret.h);
+// anywhere else it is an error unless --insecure says, loudly, that anyone
+// may join and anyone who binds the port first may command the nodes. From
+// the rendezvous address every node derives the same job id, and from the
+// secret each node's own agent key: no key is a value another user can
+// compute unless --insecure is given.
 #pragma once
 
 #include <optional>
@@ -37,11 +42,23 @@ struct PerNodeLaunch {
   std::string addr;        // node 0's rendezvous address
   int port = kDefaultRendezvousPort;
   std::string source;      // what asked for it: "--node_rank", "PET_* variables", ...
-  std::string secret;      // the shared job secret
-  bool insecure = false;   // no DSLAUNCH_SECRET_FILE
-  std::string job_id;      // derived: the same on every node
-  std::string agent_token; // derived: what every node's agent authenticates with
+  std::string notice;      // said once when the form was entered from ambient variables, else ""
+  enum class Secret {
+    kFile,      // DSLAUNCH_SECRET_FILE
+    kLoopback,  // node 0 makes and publishes it (loopback_secret.h); other nodes read it before joining
+    kInsecure,  // --insecure: a constant; nothing is authenticated in either direction
+  } secret_from = Secret::kFile;
+  std::string secret;      // the shared job secret ("" on nodes > 0 until read, for kLoopback)
+  std::string job_id;      // derived from the rendezvous: the same on every node
 };
+
+// Node `node`'s agent key: HMAC(secret, "dslaunch per-node agent <job id> <node>").
+std::string PerNodeAgentToken(const PerNodeLaunch& p, int node);
+
+// The address node 0's coordinator listens on: exactly the rendezvous
+// address ("localhost" -> 127.0.0.1; a name -> the address it resolves to),
+// never every interface. InvalidArgument when the name does not resolve.
+Result<std::string> PerNodeListenAddress(const PerNodeLaunch& p);
 
 using EnvPairs = std::vector<std::pair<std::string, std::string>>;
 
@@ -50,7 +67,8 @@ using EnvPairs = std::vector<std::pair<std::string, std::string>>;
 // name the flag or variable and what was expected.
 Result<std::optional<PerNodeLaunch>> ResolvePerNode(const CliOptions& cli, const EnvPairs& env);
 
-// Node rank R > 0: becomes this node's dsagent (exec, same pid), which joins
+// Node rank R > 0: reads the secret node 0 publishes when it is kLoopback
+// (waiting for it), then becomes this node's dsagent (exec, same pid), which joins
 // node 0 within kPerNodeJoinTimeout (node 0 may start later) and runs what
 // it is told; its exit status is this command's (agent/main.cc: 0 when the
 // job ended, 4 when node 0 was lost, 5 when node 0 refused the secret). The

@@ -21,6 +21,7 @@
 #include "common/netif.h"
 #include "launcher/cmd/agent_fleet.h"
 #include "launcher/cmd/launch_tree.h"
+#include "launcher/cmd/loopback_secret.h"
 #include "launcher/cmd/pid_file.h"
 #include "launcher/cmd/spawner_choice.h"
 #include "launcher/coordinator/assign_builder.h"
@@ -95,10 +96,10 @@ Result<CoordinatorOptions> CoordinatorOptionsFor(const Launch& l, const CliOptio
     co.register_timeout *= tree.Depth() + 1;
   }
   co.master_port = l.plan.job.network.master_port;
-  if (l.per_node) {  // every node derives the same id and key from the shared secret
+  if (l.per_node) {  // every node derives the same id and its key from the shared secret
     co.job_id = l.per_node->job_id;
     co.secret = l.per_node->secret;
-    co.listen_addr = "0.0.0.0";
+    DS_ASSIGN_OR_RETURN(co.listen_addr, PerNodeListenAddress(*l.per_node));
     co.listen_port = l.per_node->port;
     co.advertise_host = l.per_node->addr;
     co.register_timeout = kPerNodeJoinTimeout;
@@ -224,8 +225,20 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, Termi
   };
   Coordinator coord(io, l.plan, l.coord, record);
   if (Status st = coord.Listen(); !st.ok()) return Status::Unavailable(st.message());
+  // The per-node form on loopback: the secret is published only once this
+  // process holds the rendezvous port, so nobody else's listener gets a key.
+  std::unique_ptr<LoopbackSecret> published;
+  AgentFleet::TokenFor per_node_token;
+  if (const PerNodeLaunch* pn = l.per_node) {
+    if (pn->secret_from == PerNodeLaunch::Secret::kLoopback) {
+      DS_ASSIGN_OR_RETURN(published, LoopbackSecret::Publish(fmt::format("{}:{}", pn->addr, pn->port), pn->secret));
+      err.Write(fmt::format("dslaunch: no DSLAUNCH_SECRET_FILE: the other nodes (this user, this machine) read a "
+                            "fresh job secret from {}\n", published->path()));
+    }
+    per_node_token = [pn](int node) { return PerNodeAgentToken(*pn, node); };
+  }
   AgentFleet fleet(io, coord, *l.spawner, AgentSpecs(l, cli, coord.address()), l.coord.notice,
-                   l.per_node ? l.per_node->agent_token : "", TreeFor(l, cli));
+                   std::move(per_node_token), TreeFor(l, cli));
   fleet_ptr = &fleet;
 
   asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);

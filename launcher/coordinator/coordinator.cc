@@ -201,6 +201,10 @@ void Coordinator::OnHello(const std::shared_ptr<Pending>& p, const Frame& f) {
   if (h->role == wire::Role::kAgent) {
     if (h->job_id != opt_.job_id) return Reject(p, wire::ErrorCode::kAuth, "unknown job id '" + h->job_id + "'");
     auto token = agent_tokens_.find(static_cast<int>(h->node_index));
+    if (token == agent_tokens_.end() && control_.NodeAlive(h->node_index))
+      return Reject(p, wire::ErrorCode::kInvalid,
+                    fmt::format("node {} already joined this job (is its node rank given to two nodes?)",
+                                h->node_index));
     if (token == agent_tokens_.end())
       return Reject(p, wire::ErrorCode::kAuth, fmt::format("no agent token for node {}", h->node_index));
     p->key = token->second;
@@ -247,9 +251,9 @@ void Coordinator::OnAgentFrame(const std::shared_ptr<Pending>& p, const Frame& f
   if (token != agent_tokens_.end() && token->second == p->key) agent_tokens_.erase(token);
 }
 
-std::string Coordinator::EnrollAgents(const std::vector<int>& nodes, std::string token) {
+std::string Coordinator::EnrollAgent(int node, std::string token) {
   if (token.empty()) token = RandomHex(32);
-  for (int node : nodes) agent_tokens_[node] = token;
+  agent_tokens_[node] = token;
   return token;
 }
 

@@ -61,12 +61,12 @@ class Coordinator {
   // Runs (posted to the io_context) once the job is over and every agent was
   // told to shut down; the listener is closed by then.
   void OnDone(std::function<void()> cb) { on_done_ = std::move(cb); }
-  // A fresh agent token for `nodes` (or `token` when given: the per-node
-  // form's, derived from the shared secret): the key their agents
-  // authenticate with (HMAC) instead of the job secret, which never leaves
-  // dslaunch. It registers each of these nodes once and is spent then; a
-  // newer token for a node replaces an older one.
-  std::string EnrollAgents(const std::vector<int>& nodes, std::string token = "");
+  // A fresh agent token for `node` alone (or `token` when given: the
+  // per-node form's, derived from the shared secret): the key its agent
+  // authenticates with (HMAC) instead of the job secret, which never leaves
+  // dslaunch. It registers the node once and is spent then; a newer token
+  // replaces an older one.
+  std::string EnrollAgent(int node, std::string token = "");
   // Tells registered agent `node` to start other nodes' agents (launch tree).
   void StartAgents(int node, const msg::StartAgents& m) { control_.StartAgents(node, m); }
   const JobControl& control() const { return control_; }

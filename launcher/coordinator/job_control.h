@@ -119,6 +119,13 @@ class JobControl {
   CoordState state() const { return state_; }
   int generation() const { return generation_; }
   bool NodeRegistered(int node_index) const { return agents_.at(node_index).registered; }
+  // `node_index` (any value, a peer's claim) has a registered agent that is
+  // connected and not lost.
+  bool NodeAlive(uint32_t node_index) const {
+    if (node_index >= agents_.size()) return false;
+    const Agent& a = agents_[node_index];
+    return a.registered && !a.lost && a.connected();
+  }
   // Nodes (candidate indices) whose agent was lost: the launcher may start a
   // new agent there, which rejoins (elastic.rejoin) and idles until a restart.
   std::vector<int> LostNodes() const;

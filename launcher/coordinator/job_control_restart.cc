@@ -13,7 +13,7 @@ namespace ds {
 
 std::vector<bool> JobControl::AliveAgents() const {
   std::vector<bool> alive;
-  for (const Agent& a : agents_) alive.push_back(a.registered && !a.lost && a.connected());
+  for (size_t n = 0; n < agents_.size(); ++n) alive.push_back(NodeAlive(static_cast<uint32_t>(n)));
   return alive;
 }
 

@@ -53,6 +53,10 @@ class Spawner {
   // Error messages start with the host name and keep the tool's own reason
   // (e.g. "w3: connection refused").
   virtual std::vector<Result<std::unique_ptr<AgentHandle>>> Start(const std::vector<AgentSpec>& specs) = 0;
+  // True when one run of a tool starts many agents with one stdin (srun,
+  // mpirun, pdsh): their specs must share one stdin_payload. Otherwise each
+  // agent gets a token of its own node.
+  virtual bool SharesPayload() const { return false; }
 };
 
 // What a Start() fills per spec, in any order and from any thread (one slot

@@ -9,6 +9,9 @@
 #include <sys/wait.h>
 
 #include <chrono>
+#include <mutex>
+
+#include "common/log.h"
 
 namespace ds {
 namespace {
@@ -40,14 +43,14 @@ pid_t OnlyChild() {
   return -1;
 }
 
-TEST_CASE("child agents: the token is the first stdin line; the reason is the stderr tail", "[tree]") {
-  ChildAgents children("tok3n");
+TEST_CASE("child agents: the node's own token is the first stdin line; the reason is the stderr tail", "[tree]") {
+  ChildAgents children;
   // Stdin must stay open after the token: `read` of a second line would see EOF at once otherwise.
   const std::string script =
       "read t; [ \"$t\" = tok3n ] || exit 9; "
       "read -t 1 more; rc=$?; [ $rc -gt 128 ] || exit 7; "  // timed out: still open, nothing more
       "echo 'to stdout'; echo 'first' >&2; printf 'ssh: connect to host n2 port 22: Connection refused\\r\\n' >&2; exit 255";
-  auto failed = children.Start(msg::StartAgents{{{2, "n2", {"bash", "-c", script}}}});
+  auto failed = children.Start(msg::StartAgents{{{2, "n2", {"bash", "-c", script}, "tok3n"}}});
   CHECK(failed.empty());
   CHECK(children.running() == 1);
   const pid_t pid = OnlyChild();
@@ -63,8 +66,8 @@ TEST_CASE("child agents: the token is the first stdin line; the reason is the st
 }
 
 TEST_CASE("child agents: a command that cannot run ends with 127 and the reason", "[tree]") {
-  ChildAgents children("t");
-  REQUIRE(children.Start(msg::StartAgents{{{5, "n5", {"/nonexistent/dsl-ssh", "n5"}}}}).empty());
+  ChildAgents children;
+  REQUIRE(children.Start(msg::StartAgents{{{5, "n5", {"/nonexistent/dsl-ssh", "n5"}, "t"}}}).empty());
   const pid_t pid = OnlyChild();
   REQUIRE(pid > 0);
   auto ended = RunUntilEnded(children, pid);
@@ -75,10 +78,10 @@ TEST_CASE("child agents: a command that cannot run ends with 127 and the reason"
 }
 
 TEST_CASE("child agents: the reason keeps the last kMaxAgentEndedReason bytes", "[tree]") {
-  ChildAgents children("t");
+  ChildAgents children;
   REQUIRE(children.Start(msg::StartAgents{{{1, "n1", {"sh", "-c", "i=0; while [ $i -lt 200 ]; do "
                                                                    "echo line-$i-xxxxxxxxxxxxxxxx >&2; i=$((i+1)); "
-                                                                   "done; echo last >&2; kill -9 $$"}}}})
+                                                                   "done; echo last >&2; kill -9 $$"}, "t"}}})
               .empty());
   const pid_t pid = OnlyChild();
   auto ended = RunUntilEnded(children, pid);
@@ -87,6 +90,25 @@ TEST_CASE("child agents: the reason keeps the last kMaxAgentEndedReason bytes", 
   CHECK(ended->reason.size() <= msg::kMaxAgentEndedReason);
   CHECK(ended->reason.size() > msg::kMaxAgentEndedReason - 40);
   CHECK(ended->reason.substr(ended->reason.size() - 4) == "last");
+}
+
+TEST_CASE("child agents: a command's output is escaped before it reaches the log", "[tree]") {
+  std::mutex mu;
+  std::string logged;
+  LogSetSink([&](std::string line) {
+    std::lock_guard<std::mutex> lock(mu);
+    logged += line;
+  });
+  ChildAgents children;
+  // What a hostile sshd or remote shell could print: a terminal escape and a forged dslaunch line.
+  REQUIRE(children.Start(msg::StartAgents{{{4, "n4", {"printf", "\\033]0;owned\\007\\rdslaunch: job succeeded\\n"}, "t"}}})
+              .empty());
+  const pid_t pid = OnlyChild();
+  REQUIRE(RunUntilEnded(children, pid));
+  LogSetSink(nullptr);
+  std::lock_guard<std::mutex> lock(mu);
+  CHECK(logged.find('\033') == std::string::npos);
+  CHECK(logged.find("\\x1b]0;owned\\x07\\x0ddslaunch: job succeeded") != std::string::npos);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/test_util/as_nobody.h"
 #include "tests/test_util/files.h"
 #include "tests/test_util/temp_dir.h"
 
@@ -42,6 +43,36 @@ TEST_CASE("ReadPrivateLine: others' permissions, another owner, no file, not a f
   const std::string fifo = tmp.path() + "/fifo";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   CHECK(ReadPrivateLine(fifo, "S").status().code() == Status::Code::kInvalidArgument);
+}
+
+// mpirun's token path exists on the launcher's node only; on another node
+// another user may plant it first: a directory of theirs holding a symlink
+// to a 0600 file of ours, whose first line would be taken as the key.
+TEST_CASE("ReadPrivateLine: a token planted by another user is refused, never followed", "[unit]") {
+  testing::TempDir tmp("dsl-test-private");
+  ::chmod(tmp.path().c_str(), 0755);
+  const std::string shared = tmp.path() + "/shared", victim = tmp.path() + "/victim";
+  REQUIRE(::mkdir(shared.c_str(), 01777) == 0);
+  ::chmod(shared.c_str(), 01777);
+  testing::WriteFile(victim, "not-the-token\n");
+  REQUIRE(::chmod(victim.c_str(), 0600) == 0);
+  const std::string planted_dir = shared + "/dslaunch-mpirun.1.abc", token = planted_dir + "/token";
+  REQUIRE(testing::AsNobody({"mkdir", "-m", "755", planted_dir}));
+  REQUIRE(testing::AsNobody({"ln", "-s", victim, token}));
+  auto r = ReadPrivateLine(token, "T", SecretDir::kPrivate);
+  CHECK(r.status().code() == Status::Code::kPermissionDenied);
+  CHECK(r.status().message() == "T: its directory " + planted_dir +
+                                    " has owner uid 65534 and mode 755; expected a directory of yours with mode 700");
+  // In a directory of ours the link is still not followed.
+  const std::string mine = tmp.path() + "/mine";
+  REQUIRE(::mkdir(mine.c_str(), 0700) == 0);
+  REQUIRE(::symlink(victim.c_str(), (mine + "/token").c_str()) == 0);
+  CHECK(ReadPrivateLine(mine + "/token", "T", SecretDir::kPrivate).status().message() ==
+        "T: is a symbolic link: refusing to follow it");
+  CHECK(ReadPrivateLine(mine + "/token", "T").status().message() == "T: is a symbolic link: refusing to follow it");
+  testing::WriteFile(mine + "/real", "the-token\n");
+  REQUIRE(::chmod((mine + "/real").c_str(), 0600) == 0);
+  CHECK(*ReadPrivateLine(mine + "/real", "T", SecretDir::kPrivate) == "the-token");
 }
 
 }  // namespace

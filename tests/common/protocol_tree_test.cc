@@ -10,8 +10,8 @@ namespace {
 
 StartAgents TwoAgents() {
   StartAgents s;
-  s.agents.push_back({9, "n9", {"ssh", "-T", "--", "n9", "exec 'dsagent' '--node-index' '9'"}});
-  s.agents.push_back({4000000000u, "", {}});
+  s.agents.push_back({9, "n9", {"ssh", "-T", "--", "n9", "exec 'dsagent' '--node-index' '9'"}, "token-of-n9"});
+  s.agents.push_back({4000000000u, "", {}, ""});
   return s;
 }
 
@@ -22,6 +22,7 @@ TEST_CASE("protocol: StartAgents and AgentEnded round-trip every field", "[proto
   CHECK(s->agents[0].node == 9);
   CHECK(s->agents[0].host == "n9");
   CHECK(s->agents[0].argv == TwoAgents().agents[0].argv);
+  CHECK(s->agents[0].token == "token-of-n9");
   CHECK(s->agents[1].node == 4000000000u);
   CHECK(s->agents[1].argv.empty());
   CHECK(StartAgents::Decode(StartAgents{}.Encode())->agents.empty());

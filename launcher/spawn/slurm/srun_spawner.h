@@ -39,6 +39,7 @@ class SrunSpawner : public Spawner {
  public:
   explicit SrunSpawner(SrunOptions options) : options_(std::move(options)) {}
   std::vector<Result<std::unique_ptr<AgentHandle>>> Start(const std::vector<AgentSpec>& specs) override;
+  bool SharesPayload() const override { return true; }  // one run, one stdin for its agents
 
  private:
   Result<ToolGroupSpec> Prepare(const std::vector<AgentSpec>& specs) const;

@@ -52,6 +52,7 @@ class MpirunSpawner : public Spawner {
   explicit MpirunSpawner(MpirunOptions options) : options_(std::move(options)) {}
   ~MpirunSpawner() override;  // removes the private folders (token file, ssh wrapper)
   std::vector<Result<std::unique_ptr<AgentHandle>>> Start(const std::vector<AgentSpec>& specs) override;
+  bool SharesPayload() const override { return true; }  // one run, one stdin for its agents
 
  private:
   Result<ToolGroupSpec> Prepare(const std::vector<AgentSpec>& specs);

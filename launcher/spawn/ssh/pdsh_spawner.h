@@ -37,6 +37,7 @@ class PdshSpawner : public Spawner {
   // One result per spec; every spec fails with the same clear message when
   // pdsh is not installed.
   std::vector<Result<std::unique_ptr<AgentHandle>>> Start(const std::vector<AgentSpec>& specs) override;
+  bool SharesPayload() const override { return true; }  // one run, one stdin for its agents
 
  private:
   PdshOptions options_;

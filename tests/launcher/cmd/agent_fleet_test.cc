@@ -37,7 +37,7 @@ struct Fleet {
       specs.push_back(s);
     }
     fleet = std::make_unique<AgentFleet>(io, *coord, spawner, specs,
-                                         [this](const std::string& text) { notices.push_back(text); }, "",
+                                         [this](const std::string& text) { notices.push_back(text); }, nullptr,
                                          std::move(tree));
     coord->OnDone([this] { fleet->Drain(std::chrono::milliseconds(50)); });
     coord->Start();
@@ -70,15 +70,25 @@ struct Fleet {
   std::vector<std::string> notices;
 };
 
-TEST_CASE("agent fleet: every agent gets the same fresh token on stdin, never the job secret", "[fleet]") {
+TEST_CASE("agent fleet: every agent gets a fresh token of its own node on stdin, never the job secret", "[fleet]") {
   Fleet f;
   f.StartAndWait();
   REQUIRE(f.spawner.started().size() == 2);
   const std::string token = f.spawner.started()[0].stdin_payload;
   CHECK(token.size() == 64);
   CHECK(token != "the-job-secret");
-  CHECK(f.spawner.started()[1].stdin_payload == token);
+  CHECK(f.spawner.started()[1].stdin_payload.size() == 64);
+  CHECK(f.spawner.started()[1].stdin_payload != token);  // one node's key never opens another's
   CHECK(f.coord->state() == CoordState::kWaitingForAgents);
+}
+
+TEST_CASE("agent fleet: a step launcher's agents share one fresh token (one stdin for the whole run)", "[fleet]") {
+  Fleet f;
+  f.spawner.ShareOnePayload();
+  f.StartAndWait();
+  REQUIRE(f.spawner.started().size() == 2);
+  CHECK(f.spawner.started()[0].stdin_payload.size() == 64);
+  CHECK(f.spawner.started()[1].stdin_payload == f.spawner.started()[0].stdin_payload);
 }
 
 TEST_CASE("agent fleet: Start returns while the spawner still works; the io loop goes on meanwhile",

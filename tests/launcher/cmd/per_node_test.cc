@@ -30,15 +30,18 @@ TEST_CASE("per node: the command line's form, with the secret from a private fil
   CHECK((*p)->addr == "10.0.0.1");
   CHECK((*p)->port == kDefaultRendezvousPort);
   CHECK((*p)->secret == "0123456789abcdef0123");
-  CHECK_FALSE((*p)->insecure);
-  // Every node derives the same id and key; another secret, another key, same job.
+  CHECK((*p)->secret_from == PerNodeLaunch::Secret::kFile);
+  CHECK((*p)->notice.empty());
+  // Every node derives the same id and the same key for each node; each node
+  // its own key; another secret, other keys, same job.
   auto q = ResolvePerNode(PerNodeCli(0), {{"DSLAUNCH_SECRET_FILE", secret}});
   CHECK((*q)->job_id == (*p)->job_id);
-  CHECK((*q)->agent_token == (*p)->agent_token);
+  CHECK(PerNodeAgentToken(**q, 2) == PerNodeAgentToken(**p, 2));
+  CHECK(PerNodeAgentToken(**q, 1) != PerNodeAgentToken(**q, 2));
   testing::WriteFile(secret, "another-secret-of-16+\n");
   auto r = ResolvePerNode(PerNodeCli(0), {{"DSLAUNCH_SECRET_FILE", secret}});
   CHECK((*r)->job_id == (*p)->job_id);
-  CHECK((*r)->agent_token != (*p)->agent_token);
+  CHECK(PerNodeAgentToken(**r, 2) != PerNodeAgentToken(**p, 2));
 
   ::chmod(secret.c_str(), 0640);
   CHECK(ResolvePerNode(PerNodeCli(0), {{"DSLAUNCH_SECRET_FILE", secret}}).status().message() ==
@@ -49,14 +52,14 @@ TEST_CASE("per node: the command line's form, with the secret from a private fil
       "DSLAUNCH_SECRET_FILE=" + secret + ": expected a secret of at least 16 characters"));
 }
 
-TEST_CASE("per node: without a secret only loopback or --insecure", "[unit]") {
+TEST_CASE("per node: without a secret file, loopback makes a random secret, --insecure a constant", "[unit]") {
   CHECK(ResolvePerNode(PerNodeCli(0), {}).status().message() ==
         "the per-node form (--node_rank) needs the job secret in DSLAUNCH_SECRET_FILE (the same file on every node, "
         "mode 0600) when node 0 (10.0.0.1) is not on loopback; --insecure lets anyone who reaches 10.0.0.1:29500 "
         "join");
   CliOptions c = PerNodeCli(1);
   c.insecure = true;
-  CHECK((*ResolvePerNode(c, {}))->insecure);
+  CHECK((*ResolvePerNode(c, {}))->secret_from == PerNodeLaunch::Secret::kInsecure);
   c = PerNodeCli(1);
   c.master_addr = "";
   c.rdzv_endpoint = "127.0.0.1:29411";
@@ -64,7 +67,18 @@ TEST_CASE("per node: without a secret only loopback or --insecure", "[unit]") {
   REQUIRE(p.ok());
   CHECK((*p)->addr == "127.0.0.1");
   CHECK((*p)->port == 29411);
-  CHECK((*p)->insecure);
+  // Node 1 reads node 0's secret later (loopback_secret.h); node 0 makes a
+  // new random one each time: no value another user can compute.
+  CHECK((*p)->secret_from == PerNodeLaunch::Secret::kLoopback);
+  CHECK((*p)->secret.empty());
+  c.node_rank = 0;
+  auto n0 = ResolvePerNode(c, {});
+  auto again = ResolvePerNode(c, {});
+  CHECK((*n0)->secret.size() == 64);
+  CHECK((*n0)->secret != (*again)->secret);
+  CHECK(*PerNodeListenAddress(**n0) == "127.0.0.1");
+  c.rdzv_endpoint = "localhost:29411";
+  CHECK(*PerNodeListenAddress(**ResolvePerNode(c, {})) == "127.0.0.1");
 }
 
 TEST_CASE("per node: Kubeflow's variables ask for it; a dslaunch worker's do not", "[unit]") {
@@ -78,7 +92,12 @@ TEST_CASE("per node: Kubeflow's variables ask for it; a dslaunch worker's do not
   CHECK((*p)->port == 23456);
   CHECK((*p)->source == "PET_NNODES/PET_NODE_RANK");
   EnvPairs plain = {{"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "23456"}, {"WORLD_SIZE", "2"}, {"RANK", "1"}};
-  CHECK((*ResolvePerNode(CliOptions{}, plain))->node_rank == 1);
+  auto ambient = ResolvePerNode(CliOptions{}, plain);
+  CHECK((*ambient)->node_rank == 1);
+  CHECK((*ambient)->notice ==
+        "MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK are set and no --hostfile is given: running the per-node form "
+        "(Kubeflow PyTorchJob's plain form) as node 1 of 2, node 0 at 127.0.0.1:23456; give --hostfile, or unset "
+        "them, to launch every node from here");
   plain.emplace_back("TORCHELASTIC_RUN_ID", "abc");  // inside a dslaunch or torchrun worker: not for us
   CHECK_FALSE(ResolvePerNode(CliOptions{}, plain)->has_value());
   CHECK_FALSE(ResolvePerNode(CliOptions{}, {})->has_value());

@@ -50,7 +50,7 @@ struct Server {
   explicit Server(CoordinatorOptions o, bool start = false) {
     coord = std::make_unique<Coordinator>(io, plan, o, record);
     REQUIRE(coord->Listen().ok());
-    token = coord->EnrollAgents({0});  // before the io thread runs: no race
+    token = coord->EnrollAgent(0);  // before the io thread runs: no race
     if (start) coord->Start();
     thread = std::thread([this] { io.run(); });
   }

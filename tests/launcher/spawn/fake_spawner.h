@@ -31,6 +31,9 @@ class FakeSpawner final : public Spawner {
   // Start() runs `hook` first (e.g. to hold it until the test lets it go).
   void BeforeStart(std::function<void()> hook) { before_start_ = std::move(hook); }
   std::vector<Result<std::unique_ptr<AgentHandle>>> Start(const std::vector<AgentSpec>& specs) override;
+  // Plays a step launcher (srun, mpirun, pdsh): one stdin for all its agents.
+  void ShareOnePayload() { shares_payload_ = true; }
+  bool SharesPayload() const override { return shares_payload_; }
 
   // Every spec that got a handle, in start order (index = agent number).
   const std::vector<AgentSpec>& started() const { return started_; }
@@ -45,6 +48,7 @@ class FakeSpawner final : public Spawner {
   std::vector<std::shared_ptr<FakeAgentState>> agents_;
   std::map<std::string, std::vector<Status>> failures_;
   std::function<void()> before_start_;
+  bool shares_payload_ = false;
 };
 
 }  // namespace ds

@@ -1,0 +1,59 @@
+// OpenPrivateDir's rules against a real other user (nobody, via setpriv) who
+// plants the name first in a shared sticky directory, as /tmp is.
+#include "common/private_dir.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include "tests/test_util/as_nobody.h"
+#include "tests/test_util/temp_dir.h"
+
+namespace ds {
+namespace {
+
+struct SharedTmp {
+  SharedTmp() : base(tmp.path() + "/tmp") {
+    ::chmod(tmp.path().c_str(), 0755);
+    ::mkdir(base.c_str(), 01777);
+    ::chmod(base.c_str(), 01777);
+  }
+  testing::TempDir tmp{"dsl-test-privdir"};
+  std::string base;
+};
+
+TEST_CASE("private dir: made 0700 when missing, used again when it is ours", "[unit]") {
+  SharedTmp t;
+  auto d = OpenPrivateDirIn(t.base, "dslaunch-0");
+  REQUIRE(d.ok());
+  struct stat st;
+  REQUIRE(::fstat(d->fd.get(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
+  CHECK(st.st_uid == ::geteuid());
+  CHECK(OpenPrivateDirIn(t.base, "dslaunch-0").ok());
+}
+
+TEST_CASE("private dir: another user's directory, a symlink or loose permissions are refused", "[unit]") {
+  SharedTmp t;
+  REQUIRE(testing::AsNobody({"mkdir", "-m", "700", t.base + "/theirs"}));
+  CHECK(OpenPrivateDirIn(t.base, "theirs").status().message() ==
+        t.base + "/theirs is owned by uid 65534, not by you (uid " + std::to_string(::geteuid()) +
+            "): another user made it; remove it");
+  // A symlink to a directory of ours, planted by them: never followed.
+  REQUIRE(::mkdir((t.tmp.path() + "/ours").c_str(), 0700) == 0);
+  REQUIRE(testing::AsNobody({"ln", "-s", t.tmp.path() + "/ours", t.base + "/link"}));
+  auto link = OpenPrivateDirIn(t.base, "link");
+  CHECK(link.status().code() == Status::Code::kPermissionDenied);
+  CHECK(link.status().message() ==
+        t.base + "/link is a symbolic link: expected a directory of yours; remove it");
+  REQUIRE(::mkdir((t.base + "/loose").c_str(), 0755) == 0);
+  ::chmod((t.base + "/loose").c_str(), 0755);
+  CHECK(OpenPrivateDirIn(t.base, "loose").status().message() ==
+        t.base + "/loose has mode 755: expected 700 (nobody else may enter it); chmod 700 it");
+  REQUIRE(testing::AsNobody({"touch", t.base + "/file"}));
+  CHECK(OpenPrivateDirIn(t.base, "file").status().message() == t.base + "/file is not a directory; remove it");
+}
+
+}  // namespace
+}  // namespace ds
