@@ -9,8 +9,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -19,20 +17,30 @@
 
 namespace ds {
 
-Result<std::string> ReadTextFile(const std::string& path, const std::string& what) {
+Result<std::string> ReadTextFile(const std::string& path, const std::string& what, size_t max_bytes) {
   const std::string name = what + " " + path;
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
     std::string reason = std::strerror(errno);
     return errno == ENOENT ? Status::NotFound(name + ": " + reason) : Status::IOError(name + ": " + reason);
   }
-  if (S_ISDIR(st.st_mode)) return Status::InvalidArgument(name + ": is a directory");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return Status::IOError(name + ": cannot open: " + std::strerror(errno));
-  std::ostringstream text;
-  text << f.rdbuf();
-  if (f.bad()) return Status::IOError(name + ": read error");
-  return text.str();
+  struct stat st;
+  if (::fstat(fd.get(), &st) == 0 && S_ISDIR(st.st_mode)) return Status::InvalidArgument(name + ": is a directory");
+  auto too_big = [&] {
+    return Status::InvalidArgument(fmt::format("{}: is larger than {} MiB, the most a {} may be", name,
+                                               max_bytes >> 20, what));
+  };
+  if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > max_bytes) return too_big();
+  std::string text;
+  char buf[65536];
+  for (;;) {  // a pipe, or a file that grows while read, is bounded too
+    const ssize_t n = ::read(fd.get(), buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::IOError(name + ": " + std::strerror(errno));
+    if (n == 0) return text;
+    if (text.size() + static_cast<size_t>(n) > max_bytes) return too_big();
+    text.append(buf, static_cast<size_t>(n));
+  }
 }
 
 Result<std::string> ReadPrivateLine(const std::string& path, const std::string& name, SecretDir dir) {

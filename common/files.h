@@ -9,10 +9,13 @@
 
 namespace ds {
 
-// Returns the bytes of `path`. Errors read "<what> <path>: <reason>", e.g.
-// "hostfile /x/h: No such file or directory" (NotFound), "... is a directory"
-// (InvalidArgument), or the open/read error (IOError).
-Result<std::string> ReadTextFile(const std::string& path, const std::string& what);
+// Returns the bytes of `path`, at most `max_bytes` (a pipe such as <(...)
+// too). Errors read "<what> <path>: <reason>", e.g. "hostfile /x/h: No such
+// file or directory" (NotFound), "... is a directory" or "... is larger than
+// 16 MiB, the most a hostfile may be" (InvalidArgument), or the open/read
+// error (IOError).
+inline constexpr size_t kMaxTextFile = 16u << 20;
+Result<std::string> ReadTextFile(const std::string& path, const std::string& what, size_t max_bytes = kMaxTextFile);
 
 // The first line of `path`, trimmed, when it is a regular file of this user
 // that nobody else may read or write (mode 0600 or stricter): how secrets are

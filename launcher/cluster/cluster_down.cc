@@ -89,7 +89,7 @@ Status LeaveSwarm(Removals& rm, const ClusterState& s) {
 Status ClusterDown(const ClusterDownOptions& o, CommandRunner& runner, std::ostream& out) {
   const std::string& name = o.name;
   DS_RETURN_IF_ERROR(CheckClusterName(name));
-  const ClusterPaths paths = PathsOf(name);
+  DS_ASSIGN_OR_RETURN(const ClusterPaths paths, ClusterPathsOf(name));
   if (!fs::exists(paths.state)) {
     out << "cluster " << name << ": nothing to remove (no " << paths.state << ")\n";
     return Status::OK();

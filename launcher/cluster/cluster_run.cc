@@ -29,7 +29,7 @@ struct Controller {
 
 Result<Controller> FindController(const std::string& name, CommandRunner& runner) {
   DS_RETURN_IF_ERROR(CheckClusterName(name));
-  const ClusterPaths paths = PathsOf(name);
+  DS_ASSIGN_OR_RETURN(const ClusterPaths paths, ClusterPathsOf(name));
   if (!fs::exists(paths.state)) {
     return Status::NotFound("no cluster " + name + " (" + paths.state + " is missing): dslaunch cluster up --name " + name);
   }

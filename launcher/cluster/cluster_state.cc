@@ -1,10 +1,17 @@
 #include "launcher/cluster/cluster_state.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdlib>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <map>
+#include <regex>
 
+#include <fmt/format.h>
+
+#include "common/env_registry.h"
 #include "common/files.h"
 #include "common/strings.h"
 
@@ -30,7 +37,47 @@ Status CheckClusterName(const std::string& name) {
                                  "characters (it names the compose project, network and containers)");
 }
 
+Status CheckOwnDir(const std::string& dir) {
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0) return Status::NotFound(fmt::format("{}: {}", dir, std::strerror(errno)));
+  if (!S_ISDIR(st.st_mode))
+    return Status::PermissionDenied(fmt::format("{} is not a directory (a symbolic link?): refusing to use it", dir));
+  if (st.st_uid != ::geteuid() || (st.st_mode & 022))
+    return Status::PermissionDenied(fmt::format(
+        "{} has owner uid {} and mode {:o}: expected a folder of yours (uid {}) that nobody else may write to", dir,
+        st.st_uid, st.st_mode & 0777, ::geteuid()));
+  return Status::OK();
+}
+
+Status CheckShmSize(const std::string& v) {
+  static const std::regex kDockerSize(R"(^[0-9]+(\.[0-9]+)?([bkmgtpBKMGTP][iI]?[bB]?)?$)");
+  if (v.size() <= 32 && std::regex_match(v, kDockerSize)) return Status::OK();
+  return Status::InvalidArgument("--shm-size '" + Printable(v) +
+                                 "': expected a size such as 8g, 512m or 1.5GiB (a number and a unit)");
+}
+
+namespace {
+
+// What compose and Docker will be given from the state file: the same rules
+// as the command line, so a hand-edited file cannot inject lines or options.
+Status CheckStateValues(const ClusterState& s) {
+  static const std::regex kDockerRef(R"(^[A-Za-z0-9][A-Za-z0-9_.:/@-]{0,254}$)");
+  for (const std::string* ref : {&s.base_image, &s.image, &s.network, &s.checkpoint_volume, &s.job_volume})
+    if (!ref->empty() && !std::regex_match(*ref, kDockerRef))
+      return Status::InvalidArgument("'" + Printable(*ref) + "': expected a Docker image, network or volume name");
+  for (const std::string& v : s.created_volumes)
+    if (!std::regex_match(v, kDockerRef)) return Status::InvalidArgument("'" + Printable(v) + "': expected a volume name");
+  for (const std::string* path : {&s.workspace, &s.data})
+    if (!path->empty() && ((*path)[0] != '/' || path->find_first_of(":$\"'") != std::string::npos))
+      return Status::InvalidArgument("'" + Printable(*path) + "': expected an absolute folder without ':', '$' or quotes");
+  if (!s.shm_size.empty()) DS_RETURN_IF_ERROR(CheckShmSize(s.shm_size));
+  return Status::OK();
+}
+
+}  // namespace
+
 Result<ClusterState> LoadClusterState(const std::string& path) {
+  DS_RETURN_IF_ERROR(CheckOwnDir(std::filesystem::path(path).parent_path().string()));
   DS_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, "cluster state"));
   ClusterState s;
   std::map<std::string, std::string*> strings = {
@@ -74,6 +121,9 @@ Result<ClusterState> LoadClusterState(const std::string& path) {
     }
   }
   DS_RETURN_IF_ERROR(CheckClusterName(s.name));
+  if (Status st = CheckStateValues(s); !st.ok())
+    return Status::InvalidArgument(path + ": " + st.message() +
+                                   " (the file is written by dslaunch cluster up; was it edited by hand?)");
   return s;
 }
 
@@ -103,11 +153,20 @@ Status SaveClusterState(const ClusterState& s, const std::string& path) {
   return WriteFileDurably(path, text, 0600);
 }
 
-std::string ClusterRoot() {
-  if (const char* dir = std::getenv("DSLAUNCH_CLUSTER_DIR"); dir != nullptr && *dir != '\0') return dir;
-  if (::geteuid() == 0) return "/var/lib/dslaunch/clusters";
-  const char* home = std::getenv("HOME");
-  return std::string(home != nullptr ? home : "/tmp") + "/.local/state/dslaunch/clusters";
+Result<std::string> ClusterRoot() {
+  if (std::string dir = EnvString("DSLAUNCH_CLUSTER_DIR"); !dir.empty()) return dir;
+  if (::geteuid() == 0) return std::string("/var/lib/dslaunch/clusters");
+  auto home = GetAnyEnv("HOME");
+  if (!home || home->empty() || (*home)[0] != '/')
+    return Status::InvalidArgument(
+        "HOME is not set: dslaunch cluster keeps its clusters' keys and state in $HOME/.local/state/dslaunch/"
+        "clusters (never under a shared /tmp); set HOME or DSLAUNCH_CLUSTER_DIR to a folder of yours");
+  return *home + "/.local/state/dslaunch/clusters";
+}
+
+Result<ClusterPaths> ClusterPathsOf(const std::string& name) {
+  DS_ASSIGN_OR_RETURN(std::string root, ClusterRoot());
+  return PathsOf(name, root);
 }
 
 ClusterPaths PathsOf(const std::string& name, const std::string& root) {

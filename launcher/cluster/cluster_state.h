@@ -60,7 +60,19 @@ struct ClusterPaths {
   std::string hostfile;    // dir/hostfile: a copy of the controller's /job/hostfile
   std::string empty;       // dir/empty: mounted as the data folder when there is none
 };
-std::string ClusterRoot();
-ClusterPaths PathsOf(const std::string& name, const std::string& root = ClusterRoot());
+// Where clusters keep their state: DSLAUNCH_CLUSTER_DIR, else
+// /var/lib/dslaunch/clusters as root, else $HOME/.local/state/dslaunch/clusters.
+// InvalidArgument without HOME (never a folder under a shared /tmp).
+Result<std::string> ClusterRoot();
+ClusterPaths PathsOf(const std::string& name, const std::string& root);
+Result<ClusterPaths> ClusterPathsOf(const std::string& name);
+
+// A folder of a cluster's: a real directory (not a symlink) of this user's
+// that nobody else may write to; else PermissionDenied naming it.
+Status CheckOwnDir(const std::string& dir);
+
+// --shm-size as Docker reads it: a number and an optional unit (b, k, m, g,
+// t, p, then i and b), e.g. 8g, 512m, 1.5GiB; else InvalidArgument.
+Status CheckShmSize(const std::string& value);
 
 }  // namespace ds

@@ -185,7 +185,7 @@ Status WriteHostfile(CommandRunner& runner, const ClusterPaths& paths, const std
 
 Status ClusterUp(const ClusterUpOptions& o, CommandRunner& runner, std::ostream& out) {
   DS_RETURN_IF_ERROR(CheckClusterName(o.name));
-  const ClusterPaths paths = PathsOf(o.name);
+  DS_ASSIGN_OR_RETURN(const ClusterPaths paths, ClusterPathsOf(o.name));
   const bool existing = fs::exists(paths.state);
   ClusterState s;
   if (existing) {

@@ -2,9 +2,12 @@
 
 #include <sys/stat.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "common/files.h"
+#include "launcher/cluster/cluster_state.h"
 #include "common/strings.h"
 
 namespace fs = std::filesystem;
@@ -63,7 +66,9 @@ std::string NodeService(const ClusterState& s, const std::string& node) { return
 Status MakePrivateDir(const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec || ::chmod(dir.c_str(), 0700) != 0) return Status::IOError("cannot create " + dir + ": " + ec.message());
+  if (ec) return Status::IOError("cannot create " + dir + ": " + ec.message());
+  DS_RETURN_IF_ERROR(CheckOwnDir(dir));  // made by someone else first, or a symlink: refused
+  if (::chmod(dir.c_str(), 0700) != 0) return Status::IOError("cannot chmod 700 " + dir + ": " + std::strerror(errno));
   return Status::OK();
 }
 

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "launcher/cluster/cluster_state.h"
 #include "launcher/cluster/docker_cli.h"
 
 namespace fs = std::filesystem;
@@ -17,7 +18,8 @@ constexpr const char* kHubBaseImage = "debian:bookworm";
 // data folder "/", a top-level folder itself, or what is under /proc, /sys,
 // /dev, /etc, /run (so /usr/share/datasets is fine as data).
 bool HidesSystem(const fs::path& p, bool read_only) {
-  if (p == "/" || p == "/opt/dslaunch" || p.string().rfind("/opt/dslaunch/", 0) == 0) return true;
+  // dslaunch itself is installed in the image at /opt/dslaunch: neither it nor a folder above it.
+  if (p == "/" || p == "/opt" || p == "/opt/dslaunch" || p.string().rfind("/opt/dslaunch/", 0) == 0) return true;
   const std::string top = *std::next(p.begin());  // the first component after "/"
   const bool top_only = std::next(std::next(p.begin())) == p.end();
   for (const char* sys : {"proc", "sys", "dev", "etc", "run"}) {
@@ -65,16 +67,21 @@ Status ApplyUpOptions(const ClusterUpOptions& o, CommandRunner& runner, const Cl
   if (o.gpus) s->gpus = true;
   if (o.slots > 0) s->slots = o.slots;
   if (!existing && o.slots <= 0) s->slots = 1;
-  if (!o.shm_size.empty()) s->shm_size = o.shm_size;
-  if (!o.workspace.empty() || s->workspace.empty()) {
-    std::error_code ec;
-    std::string ws = o.workspace.empty() ? fs::current_path(ec).string() : o.workspace;
-    DS_ASSIGN_OR_RETURN(s->workspace, MountableFolder(ws, "workspace", false));
+  if (!o.shm_size.empty()) {
+    DS_RETURN_IF_ERROR(CheckShmSize(o.shm_size));
+    s->shm_size = o.shm_size;
   }
+  // The folders pass the same checks whether given now or read back from the state file.
+  std::error_code ec;
+  const std::string ws = !o.workspace.empty() ? o.workspace : !s->workspace.empty() ? s->workspace
+                                                                                     : fs::current_path(ec).string();
+  DS_ASSIGN_OR_RETURN(s->workspace, MountableFolder(ws, "workspace", false));
   if (!o.data.empty()) {
     DS_ASSIGN_OR_RETURN(s->data, MountableFolder(o.data, "--data", true));
   } else if (s->data.empty()) {
     s->data = fs::is_directory("/usr/share/datasets") ? "/usr/share/datasets" : paths.empty;
+  } else if (s->data != paths.empty) {
+    DS_ASSIGN_OR_RETURN(s->data, MountableFolder(s->data, "data", true));
   }
   if (!o.base_image.empty()) {
     s->base_image = o.base_image;

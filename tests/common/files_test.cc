@@ -45,6 +45,27 @@ TEST_CASE("ReadPrivateLine: others' permissions, another owner, no file, not a f
   CHECK(ReadPrivateLine(fifo, "S").status().code() == Status::Code::kInvalidArgument);
 }
 
+TEST_CASE("ReadTextFile: a file or pipe past the cap is refused without reading it whole", "[unit]") {
+  testing::TempDir tmp("dsl-test-text");
+  const std::string big = tmp.path() + "/job.yaml";
+  testing::WriteFile(big, "");
+  REQUIRE(::truncate(big.c_str(), off_t{1} << 30) == 0);  // 1 GiB, sparse: refused by its size
+  CHECK(ReadTextFile(big, "job file").status().message() ==
+        "job file " + big + ": is larger than 16 MiB, the most a job file may be");
+  // A pipe has no size: counted as it is read.
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const std::string chunk(40000, 'x');
+  REQUIRE(::write(fds[1], chunk.data(), chunk.size()) == static_cast<ssize_t>(chunk.size()));
+  ::close(fds[1]);
+  const std::string pipe_path = "/proc/self/fd/" + std::to_string(fds[0]);
+  CHECK(ReadTextFile(pipe_path, "hostfile", 32u << 10).status().code() == Status::Code::kInvalidArgument);
+  ::close(fds[0]);
+  testing::WriteFile(big, "small\n");
+  CHECK(*ReadTextFile(big, "job file") == "small\n");
+  CHECK(ReadTextFile(tmp.path(), "job file").status().message() == "job file " + tmp.path() + ": is a directory");
+}
+
 // mpirun's token path exists on the launcher's node only; on another node
 // another user may plant it first: a directory of theirs holding a symlink
 // to a 0600 file of ours, whose first line would be taken as the key.

@@ -54,6 +54,15 @@ TEST_CASE("cluster state: a damaged file is an error naming path:line", "[cluste
         std::string::npos);
   WriteFile(dir / "state", "name=c1\ncolour=blue\n");
   CHECK(LoadClusterState(dir / "state").status().message().find(":2: unknown key 'colour'") != std::string::npos);
+  // Values compose and Docker are given pass the command line's checks when read back.
+  WriteFile(dir / "state", "name=c1\nshm_size=8g --privileged\n");
+  CHECK(LoadClusterState(dir / "state").status().message().find("--shm-size '8g --privileged': expected a size") !=
+        std::string::npos);
+  WriteFile(dir / "state", "name=c1\nimage=-v /:/host\n");
+  CHECK(LoadClusterState(dir / "state").status().message().find("expected a Docker image, network or volume name") !=
+        std::string::npos);
+  WriteFile(dir / "state", "name=c1\nworkspace=relative/dir\n");
+  CHECK(LoadClusterState(dir / "state").status().message().find("expected an absolute folder") != std::string::npos);
   WriteFile(dir / "state", "name=Bad_Name\n");
   CHECK(LoadClusterState(dir / "state").status().message().find("cluster name 'Bad_Name'") != std::string::npos);
 }

@@ -188,7 +188,7 @@ TEST_CASE("a node container that does not start fails up with its name", "[clust
 TEST_CASE("up refuses a system folder as the workspace and a bad name", "[cluster]") {
   Bed bed;
   FakeDocker docker;
-  for (const char* ws : {"/", "/etc", "/usr/lib"}) {
+  for (const char* ws : {"/", "/etc", "/usr/lib", "/opt"}) {  // /opt would hide /opt/dslaunch
     ClusterUpOptions o = bed.Options();
     o.workspace = ws;
     Status st = ClusterUp(o, docker, bed.out);
@@ -212,6 +212,44 @@ TEST_CASE("up refuses a system folder as the workspace and a bad name", "[cluste
   CHECK(docker.commands.empty());  // refused before asking Docker anything
 }
 
+TEST_CASE("up refuses a --shm-size that is not a size: a newline would inject lines into state and compose.env",
+          "[cluster]") {
+  Bed bed;
+  FakeDocker docker;
+  for (const char* bad : {"8g\nDSLAUNCH_IMAGE=evil:latest", "8 g", "lots", "-1g", "8g --privileged"}) {
+    ClusterUpOptions o = bed.Options();
+    o.shm_size = bad;
+    Status st = ClusterUp(o, docker, bed.out);
+    INFO(bad);
+    CHECK(st.code() == Status::Code::kInvalidArgument);
+    CHECK(st.message().find("expected a size such as 8g, 512m or 1.5GiB") != std::string::npos);
+  }
+  CHECK(docker.commands.empty());
+  for (const char* good : {"8g", "512m", "1.5GiB", "1073741824"}) CHECK(CheckShmSize(good).ok());
+}
+
+TEST_CASE("up refuses a state folder another user made first, and a state root without HOME", "[cluster]") {
+  Bed bed;
+  FakeDocker docker;
+  std::filesystem::create_directories(bed.dir / "clusters/c1");
+  REQUIRE(::chown((bed.dir / "clusters/c1").c_str(), 65534, 65534) == 0);
+  Status st = ClusterUp(bed.Options(), docker, bed.out);
+  CHECK(st.code() == Status::Code::kPermissionDenied);
+  CHECK(st.message().find(bed.dir / "clusters/c1 has owner uid 65534") == 0);
+  std::filesystem::remove(bed.dir / "clusters/c1");
+  std::filesystem::create_directory_symlink(bed.dir / "ws", bed.dir / "clusters/c1");
+  CHECK(ClusterUp(bed.Options(), docker, bed.out).message().find("is not a directory (a symbolic link?)") !=
+        std::string::npos);
+  CHECK(docker.commands.empty());
+  ::unsetenv("DSLAUNCH_CLUSTER_DIR");
+  const std::string home = getenv("HOME") ? getenv("HOME") : "";
+  ::unsetenv("HOME");
+  if (::geteuid() != 0)
+    CHECK(ClusterRoot().status().message().find("HOME is not set") == 0);
+  else
+    CHECK(*ClusterRoot() == "/var/lib/dslaunch/clusters");
+  if (!home.empty()) ::setenv("HOME", home.c_str(), 1);
+}
 
 TEST_CASE("several hosts: the manager lists remote nodes, a worker host joins with its own nodes", "[cluster]") {
   Bed manager_bed;
