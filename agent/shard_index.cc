@@ -77,7 +77,8 @@ void RemoveStepDirs(const Dir& root, const std::vector<msg::ShardEntry>& gone) {
   std::set<int64_t> steps;
   for (const msg::ShardEntry& e : gone) steps.insert(e.step);
   for (int64_t step : steps)
-    if (Status st = root.RemoveTree(rt::StepDirName(step)); !st.ok()) DS_LOG(Warn, Ckpt) << "snapshots: " << st.message();
+    if (Status st = root.RemoveTree(rt::StepDirName(step)); !st.ok())
+      DS_LOG(Warn, Ckpt) << "snapshots: " << st.message();
 }
 
 }  // namespace ds

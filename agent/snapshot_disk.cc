@@ -68,7 +68,8 @@ Status SnapshotDisk::Persist(const ShardFile& src) {
   const msg::ShardEntry& e = src.held.entry;
   DS_ASSIGN_OR_RETURN(Dir root, rt::MakeCheckpointDir(dir()));
   DS_ASSIGN_OR_RETURN(Dir step, rt::MakeStepDir(root, rt::StepDirName(e.step)));
-  DS_RETURN_IF_ERROR(step.CopyFile(fmt::format("shard_{}.bin", e.shard), src.fd.get(), e.bytes, rt::kCheckpointFileMode));
+  DS_RETURN_IF_ERROR(
+      step.CopyFile(fmt::format("shard_{}.bin", e.shard), src.fd.get(), e.bytes, rt::kCheckpointFileMode));
   HeldShard h = src.held;
   h.entry.tier = 2;
   DS_RETURN_IF_ERROR(step.WriteFile(fmt::format("shard_{}.held", e.shard), Record(h), rt::kCheckpointFileMode));

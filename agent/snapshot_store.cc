@@ -28,7 +28,8 @@ Result<ShardFile> OpenShardFile(const Dir& dir, const std::string& name, const H
                                 std::string manifest) {
   DS_ASSIGN_OR_RETURN(UniqueFd fd, dir.OpenFile(name));
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return Status::IOError(fmt::format("{}: {}", dir.PathOf(name), std::strerror(errno)));
+  if (::fstat(fd.get(), &st) != 0)
+    return Status::IOError(fmt::format("{}: {}", dir.PathOf(name), std::strerror(errno)));
   if (static_cast<uint64_t>(st.st_size) != held.entry.bytes)
     return Status::InvalidArgument(
         fmt::format("{}: not a regular file of {} bytes", dir.PathOf(name), held.entry.bytes));

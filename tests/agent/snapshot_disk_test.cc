@@ -156,7 +156,8 @@ TEST_CASE("snapshot disk attack: a step directory swapped by nobody for a symlin
   const std::string step = node + "/step_00000005";
   REQUIRE(testing::AsNobody({"mv", step, node + "/moved"}));
   REQUIRE(testing::AsNobody({"ln", "-s", other + "/step_00000005", step}));
-  const std::string refusal = "checkpoint step directory " + step + " is a symlink; expected a directory owned by uid 0";
+  const std::string refusal =
+      "checkpoint step directory " + step + " is a symlink; expected a directory owned by uid 0";
 
   auto opened = disk.Open(5, 0);  // what a peer's fetch or a restart reads
   CHECK(opened.status().code() == Status::Code::kPermissionDenied);
