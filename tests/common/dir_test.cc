@@ -47,10 +47,13 @@ TEST_CASE("Dir: a symlink, a file, another user's directory or nothing is refuse
   CHECK(parent->OpenDir("link", "step").status().message() == "step " + (tmp / "link") + " is a symlink" + Expected());
   CHECK(parent->MakeDir("link", "step", 0700).status().code() == Status::Code::kPermissionDenied);
   CHECK(parent->OpenDir("../x", "step").status().code() == Status::Code::kInvalidArgument);
-  if (::geteuid() == 0) {
+  if (::geteuid() == 0) {  // another user's directory, and file: not used
     REQUIRE(::chown((tmp / "real").c_str(), 65534, 65534) == 0);
     CHECK(parent->OpenDir("real", "step").status().message() == "step " + (tmp / "real") + " is owned by uid 65534" +
                                                                     Expected());
+    REQUIRE(::chown((tmp / "file").c_str(), 65534, 65534) == 0);
+    CHECK(parent->ReadFile("file").status().message() ==
+          (tmp / "file") + " is owned by uid 65534; expected a file owned by uid 0");
   }
 }
 
