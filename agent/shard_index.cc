@@ -1,14 +1,12 @@
 #include "agent/shard_index.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <set>
 
-#include <fmt/format.h>
+#include "common/log.h"
+#include "runtime/checkpoint_files.h"
 
 namespace ds {
-
-std::string ShardIndex::StepDir(int64_t step) const { return fmt::format("{}/step_{:08d}", root_, step); }
 
 void ShardIndex::Put(const HeldShard& h) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -47,8 +45,6 @@ std::vector<msg::ShardEntry> ShardIndex::Drop(int64_t step) {
     gone.push_back(it->second.entry);
     it = held_.erase(it);
   }
-  std::error_code ec;
-  std::filesystem::remove_all(StepDir(step), ec);
   return gone;
 }
 
@@ -75,6 +71,14 @@ std::vector<msg::ShardEntry> ShardIndex::DropAbove(int64_t step) {
     gone.insert(gone.end(), dropped.begin(), dropped.end());
   }
   return gone;
+}
+
+void RemoveStepDirs(const Dir& root, const std::vector<msg::ShardEntry>& gone) {
+  std::set<int64_t> steps;
+  for (const msg::ShardEntry& e : gone) steps.insert(e.step);
+  for (int64_t step : steps)
+    if (Status st = root.RemoveTree(rt::StepDirName(step)); !st.ok())
+      DS_LOG(Warn, Ckpt) << "snapshots: " << st.message();
 }
 
 }  // namespace ds

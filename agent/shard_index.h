@@ -1,7 +1,9 @@
 // ShardIndex: the (step, shard) -> HeldShard map of one place the agent keeps
 // shards in (its memory directory, its node's checkpoint directory), each
 // step in <root>/step_<NNNNNNNN>/, with the step-wise removals both need.
-// Not thread-safe: its owner locks.
+// It only keeps the map: its owner removes the step directories that
+// Prune and DropAbove return (RemoveStepDirs), relative to the root it
+// opened. Thread-safe (one mutex).
 #pragma once
 
 #include <cstdint>
@@ -12,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/dir.h"
 #include "common/protocol.h"
 
 namespace ds {
@@ -25,7 +28,6 @@ class ShardIndex {
  public:
   explicit ShardIndex(std::string root) : root_(std::move(root)) {}
   const std::string& root() const { return root_; }
-  std::string StepDir(int64_t step) const;
 
   void Put(const HeldShard& h);
   std::optional<HeldShard> Find(int64_t step, uint32_t shard) const;
@@ -33,7 +35,7 @@ class ShardIndex {
   std::vector<HeldShard> All() const;
   uint32_t CountAt(int64_t step) const;  // shards of `step` held
   void Clear();
-  // Drop whole steps, their directories included, and return what went:
+  // Drop whole steps and return what went:
   // those older than the newest `keep` (at least 1) ...
   std::vector<msg::ShardEntry> Prune(int keep);
   // ... or every step newer than `step` (a timeline a restart abandoned).
@@ -46,5 +48,11 @@ class ShardIndex {
   mutable std::mutex mu_;
   std::map<std::pair<int64_t, uint32_t>, HeldShard> held_;
 };
+
+// Removes the step directories of `gone` (what Prune or DropAbove returned)
+// from `root`, the open directory the index describes; a symlink in a step's
+// place is unlinked, never followed, and a directory of another user is left.
+// Warnings name what could not be removed.
+void RemoveStepDirs(const Dir& root, const std::vector<msg::ShardEntry>& gone);
 
 }  // namespace ds

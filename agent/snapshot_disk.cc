@@ -1,18 +1,15 @@
 #include "agent/snapshot_disk.h"
 
+#include <sys/stat.h>
 
-#include <filesystem>
 #include <sstream>
 
 #include <fmt/format.h>
 
-#include "common/files.h"
 #include "common/log.h"
 #include "runtime/checkpoint_files.h"
 
 namespace ds {
-namespace fs = std::filesystem;
-
 namespace {
 std::string Record(const HeldShard& h) {
   return fmt::format("{} {} {} {} {} {}\n", h.entry.step, h.entry.shard, h.entry.world, h.entry.origin,
@@ -28,27 +25,36 @@ bool ParseRecord(const std::string& text, HeldShard* h) {
 
 std::vector<HeldShard> SnapshotDisk::Scan() {
   index_.Clear();
-  if (!rt::CheckCheckpointDir(dir()).ok()) return {};
-  std::error_code ec;
-  for (const auto& step_dir : fs::directory_iterator(dir(), ec)) {
-    if (step_dir.path().filename().string().rfind("step_", 0) != 0) continue;
-    if (Status st = rt::CheckStepDir(step_dir.path().string()); !st.ok()) {
-      DS_LOG(Warn, Ckpt) << "snapshots: skipping " << st.message();
+  auto root = rt::OpenCheckpointDir(dir());
+  if (!root.ok()) {
+    if (root.status().code() != Status::Code::kNotFound) DS_LOG(Warn, Ckpt) << "snapshots: " << root.status().message();
+    return {};
+  }
+  auto steps = root->List();
+  if (!steps.ok()) {
+    DS_LOG(Warn, Ckpt) << "snapshots: " << steps.status().message();
+    return {};
+  }
+  for (const std::string& name : *steps) {
+    if (name.rfind("step_", 0) != 0) continue;
+    auto step_dir = rt::OpenStepDir(*root, name);
+    auto files = step_dir.ok() ? step_dir->List() : Result<std::vector<std::string>>(step_dir.status());
+    if (!files.ok()) {
+      DS_LOG(Warn, Ckpt) << "snapshots: skipping " << files.status().message();
       continue;
     }
-    for (const auto& f : fs::directory_iterator(step_dir.path(), ec)) {
-      if (f.path().extension() != ".held") continue;
-      auto text = rt::ReadCheckpointFile(f.path().string());
+    for (const std::string& f : *files) {
+      if (f.size() < 5 || f.compare(f.size() - 5, 5, ".held") != 0) continue;
+      auto text = step_dir->ReadFile(f);
       HeldShard h;
       h.entry.tier = 2;
       if (!text.ok() || !ParseRecord(*text, &h)) {
-        DS_LOG(Warn, Ckpt) << "snapshots: skipping " << f.path().string() << ": not a shard record";
+        DS_LOG(Warn, Ckpt) << "snapshots: skipping " << step_dir->PathOf(f) << ": not a shard record";
         continue;
       }
-      std::error_code size_ec;
-      const auto size = fs::file_size(step_dir.path() / fmt::format("shard_{}.bin", h.entry.shard), size_ec);
-      if (size_ec || size != h.entry.bytes) {
-        DS_LOG(Warn, Ckpt) << "snapshots: skipping shard " << h.entry.shard << " in " << step_dir.path().string()
+      const auto shard = step_dir->Lstat(fmt::format("shard_{}.bin", h.entry.shard));
+      if (!shard || !S_ISREG(shard->st_mode) || static_cast<uint64_t>(shard->st_size) != h.entry.bytes) {
+        DS_LOG(Warn, Ckpt) << "snapshots: skipping shard " << h.entry.shard << " in " << step_dir->path()
                            << ": missing or not " << h.entry.bytes << " bytes";
         continue;
       }
@@ -60,29 +66,38 @@ std::vector<HeldShard> SnapshotDisk::Scan() {
 
 Status SnapshotDisk::Persist(const ShardFile& src) {
   const msg::ShardEntry& e = src.held.entry;
-  const std::string step_dir = index_.StepDir(e.step);
-  DS_RETURN_IF_ERROR(rt::MakeCheckpointDir(dir()));
-  DS_RETURN_IF_ERROR(rt::MakeStepDir(step_dir));
-  DS_RETURN_IF_ERROR(CopyFileDurably(src.fd.get(), e.bytes, fmt::format("{}/shard_{}.bin", step_dir, e.shard),
-                                     rt::kCheckpointFileMode));
+  DS_ASSIGN_OR_RETURN(Dir root, rt::MakeCheckpointDir(dir()));
+  DS_ASSIGN_OR_RETURN(Dir step, rt::MakeStepDir(root, rt::StepDirName(e.step)));
+  DS_RETURN_IF_ERROR(
+      step.CopyFile(fmt::format("shard_{}.bin", e.shard), src.fd.get(), e.bytes, rt::kCheckpointFileMode));
   HeldShard h = src.held;
   h.entry.tier = 2;
-  DS_RETURN_IF_ERROR(WriteFileDurably(fmt::format("{}/shard_{}.held", step_dir, e.shard), Record(h), rt::kCheckpointFileMode));
-  std::error_code ec;
-  if (!fs::exists(step_dir + "/snapshot.json", ec))
-    DS_RETURN_IF_ERROR(WriteFileDurably(step_dir + "/snapshot.json", src.manifest, rt::kCheckpointFileMode));
+  DS_RETURN_IF_ERROR(step.WriteFile(fmt::format("shard_{}.held", e.shard), Record(h), rt::kCheckpointFileMode));
+  if (!step.Lstat("snapshot.json"))
+    DS_RETURN_IF_ERROR(step.WriteFile("snapshot.json", src.manifest, rt::kCheckpointFileMode));
   index_.Put(h);
-  if (index_.CountAt(e.step) == e.world && !fs::exists(step_dir + "/manifest.json", ec))
-    DS_RETURN_IF_ERROR(WriteFileDurably(step_dir + "/manifest.json", src.manifest, rt::kCheckpointFileMode));
+  if (index_.CountAt(e.step) == e.world && !step.Lstat("manifest.json"))
+    DS_RETURN_IF_ERROR(step.WriteFile("manifest.json", src.manifest, rt::kCheckpointFileMode));
   return Status::OK();
 }
 
 Result<ShardFile> SnapshotDisk::Open(int64_t step, uint32_t shard) const {
   const std::optional<HeldShard> held = index_.Find(step, shard);
   if (!held) return Status::NotFound(fmt::format("shard {} of step {} is not on disk here", shard, step));
-  const std::string step_dir = index_.StepDir(step);
-  DS_ASSIGN_OR_RETURN(std::string manifest, rt::ReadCheckpointFile(step_dir + "/snapshot.json"));
-  return OpenShardFile(fmt::format("{}/shard_{}.bin", step_dir, shard), *held, std::move(manifest));
+  DS_ASSIGN_OR_RETURN(Dir root, rt::OpenCheckpointDir(dir()));
+  DS_ASSIGN_OR_RETURN(Dir step_dir, rt::OpenStepDir(root, rt::StepDirName(step)));
+  DS_ASSIGN_OR_RETURN(std::string manifest, step_dir.ReadFile("snapshot.json"));
+  return OpenShardFile(step_dir, fmt::format("shard_{}.bin", shard), *held, std::move(manifest));
+}
+
+std::vector<msg::ShardEntry> SnapshotDisk::RemoveSteps(std::vector<msg::ShardEntry> gone) {
+  if (gone.empty()) return gone;
+  auto root = rt::OpenCheckpointDir(dir());
+  if (root.ok())
+    RemoveStepDirs(*root, gone);
+  else
+    DS_LOG(Warn, Ckpt) << "snapshots: no step removed: " << root.status().message();
+  return gone;
 }
 
 }  // namespace ds

@@ -7,9 +7,11 @@
 //   <dir>/step_<NNNNNNNN>/manifest.json    the same, once every shard is here
 //
 // so a step that one node holds whole is an ordinary complete checkpoint.
-// Directories follow checkpoint_files.h (0700, owned by this user, no
-// symlinks followed). Written from the agent's task thread only; read by the
-// shard server too.
+// Directories follow checkpoint_files.h: each operation opens the directory
+// (O_NOFOLLOW, owned by this user: a planted symlink or another user's
+// directory is refused, naming it) and reaches its steps and files relative
+// to that descriptor, so nothing is written, pruned or read anywhere else.
+// Written from the agent's task thread only; read by the shard server too.
 #pragma once
 
 #include <string>
@@ -36,12 +38,15 @@ class SnapshotDisk {
   Result<ShardFile> Open(int64_t step, uint32_t shard) const;
   bool Has(int64_t step, uint32_t shard) const { return index_.Has(step, shard); }
   // Drops steps older than the newest `keep`. Returns what went.
-  std::vector<msg::ShardEntry> Prune(int keep) { return index_.Prune(keep); }
+  std::vector<msg::ShardEntry> Prune(int keep) { return RemoveSteps(index_.Prune(keep)); }
   // Drops every step newer than `step` (they belong to a timeline a restart
   // abandoned). Returns what went.
-  std::vector<msg::ShardEntry> DropAbove(int64_t step) { return index_.DropAbove(step); }
+  std::vector<msg::ShardEntry> DropAbove(int64_t step) { return RemoveSteps(index_.DropAbove(step)); }
 
  private:
+  // Removes the step directories of `gone` from the directory; returns `gone`.
+  std::vector<msg::ShardEntry> RemoveSteps(std::vector<msg::ShardEntry> gone);
+
   ShardIndex index_;
 };
 

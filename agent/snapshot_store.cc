@@ -11,7 +11,6 @@
 
 #include <fmt/format.h>
 
-#include "common/files.h"
 #include "common/process_dirs.h"
 #include "common/snapshot_handoff.h"
 #include "runtime/checkpoint_files.h"
@@ -21,16 +20,19 @@ namespace ds {
 namespace fs = std::filesystem;
 
 namespace {
+constexpr const char* kWhat = "snapshot memory directory";
 std::string ShardFileName(uint32_t shard) { return fmt::format("shard_{}.bin", shard); }
 }  // namespace
 
-Result<ShardFile> OpenShardFile(const std::string& path, const HeldShard& held, std::string manifest) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+Result<ShardFile> OpenShardFile(const Dir& dir, const std::string& name, const HeldShard& held,
+                                std::string manifest) {
+  DS_ASSIGN_OR_RETURN(UniqueFd fd, dir.OpenFile(name));
   struct stat st {};
-  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0)
-    return Status::IOError(fmt::format("{}: {}", path, std::strerror(errno)));
-  if (!S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) != held.entry.bytes)
-    return Status::InvalidArgument(fmt::format("{}: not a regular file of {} bytes", path, held.entry.bytes));
+  if (::fstat(fd.get(), &st) != 0)
+    return Status::IOError(fmt::format("{}: {}", dir.PathOf(name), std::strerror(errno)));
+  if (static_cast<uint64_t>(st.st_size) != held.entry.bytes)
+    return Status::InvalidArgument(
+        fmt::format("{}: not a regular file of {} bytes", dir.PathOf(name), held.entry.bytes));
   return ShardFile{held, std::move(manifest), std::move(fd)};
 }
 
@@ -57,25 +59,32 @@ Result<std::unique_ptr<SnapshotStore>> SnapshotStore::Create(const std::string& 
     if (fs::is_directory("/dev/shm", ec) && ::access("/dev/shm", W_OK) == 0) base = "/dev/shm";
     else base = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
   }
-  DS_ASSIGN_OR_RETURN(std::string dir, MakeProcessDir(base, "dsagent-snapshots."));
-  std::unique_ptr<SnapshotStore> store(new SnapshotStore(dir));
-  if (::mkdir(store->incoming_dir().c_str(), 0700) != 0)
-    return Status::IOError(fmt::format("{}: {}", store->incoming_dir(), std::strerror(errno)));
-  return store;
+  DS_ASSIGN_OR_RETURN(std::string path, MakeProcessDir(base, "dsagent-snapshots."));
+  // Made by mkdtemp (0700); opened and checked like the node's directory.
+  auto dir = Dir::Open(path, kWhat);
+  if (!dir.ok()) {
+    ::rmdir(path.c_str());
+    return dir.status();
+  }
+  auto incoming = dir->MakeDir("incoming", kWhat, 0700);
+  if (!incoming.ok()) {
+    (void)dir->RemoveContents();
+    ::rmdir(path.c_str());
+    return incoming.status();
+  }
+  return std::unique_ptr<SnapshotStore>(new SnapshotStore(std::move(dir).value(), std::move(incoming).value()));
 }
 
 SnapshotStore::~SnapshotStore() {
-  std::error_code ec;
-  fs::remove_all(dir(), ec);
+  // The contents through the descriptor; the directory itself by name, an
+  // entry of ours in a sticky /dev/shm (or $TMPDIR) that nobody else can swap.
+  (void)dir_.RemoveContents();
+  ::rmdir(dir_.path().c_str());
 }
 
-Status SnapshotStore::Hold(const HeldShard& h, const std::string& manifest) {
-  const std::string step_dir = index_.StepDir(h.entry.step);
-  DS_RETURN_IF_ERROR(rt::MakeStepDir(step_dir));
-  const std::string manifest_path = step_dir + "/manifest.json";
-  std::error_code ec;
-  if (!fs::exists(manifest_path, ec))
-    DS_RETURN_IF_ERROR(WriteFileDurably(manifest_path, manifest, rt::kCheckpointFileMode));
+Status SnapshotStore::Hold(const Dir& step, const HeldShard& h, const std::string& manifest) {
+  if (!step.Lstat("manifest.json"))
+    DS_RETURN_IF_ERROR(step.WriteFile("manifest.json", manifest, rt::kCheckpointFileMode));
   index_.Put(h);
   return Status::OK();
 }
@@ -83,22 +92,20 @@ Status SnapshotStore::Hold(const HeldShard& h, const std::string& manifest) {
 Result<HeldShard> SnapshotStore::Adopt(const std::string& manifest_name, uint32_t origin) {
   const auto h = ParseHandoffManifest(manifest_name);
   if (!h) return Status::InvalidArgument(fmt::format("{}: not a snapshot handoff", manifest_name));
-  const std::string in = incoming_dir() + "/";
-  const std::string shard_path = in + HandoffName(*h, kHandoffShard);
-  DS_ASSIGN_OR_RETURN(std::string manifest, rt::ReadCheckpointFile(in + manifest_name));
-  struct stat st {};
-  if (::lstat(shard_path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
-    return Status::InvalidArgument(fmt::format("{}: no shard file {} beside it", manifest_name, shard_path));
+  const std::string shard_name = HandoffName(*h, kHandoffShard);
+  DS_ASSIGN_OR_RETURN(std::string manifest, incoming_.ReadFile(manifest_name));
+  const std::optional<struct stat> st = incoming_.Lstat(shard_name);
+  if (!st || !S_ISREG(st->st_mode))
+    return Status::InvalidArgument(
+        fmt::format("{}: no shard file {} beside it", manifest_name, incoming_.PathOf(shard_name)));
   HeldShard held;
-  held.entry = msg::ShardEntry{h->step, h->rank, h->world, origin, 1, static_cast<uint64_t>(st.st_size)};
+  held.entry = msg::ShardEntry{h->step, h->rank, h->world, origin, 1, static_cast<uint64_t>(st->st_size)};
   held.crc32 = h->crc32;
   std::lock_guard<std::mutex> lock(mu_);
-  const std::string step_dir = index_.StepDir(h->step);
-  DS_RETURN_IF_ERROR(rt::MakeStepDir(step_dir));
-  if (::rename(shard_path.c_str(), (step_dir + "/" + ShardFileName(h->rank)).c_str()) != 0)
-    return Status::IOError(fmt::format("{}: {}", shard_path, std::strerror(errno)));
-  ::unlink((in + manifest_name).c_str());
-  DS_RETURN_IF_ERROR(Hold(held, manifest));
+  DS_ASSIGN_OR_RETURN(Dir step, rt::MakeStepDir(dir_, rt::StepDirName(h->step)));
+  DS_RETURN_IF_ERROR(step.MoveFrom(incoming_, shard_name, ShardFileName(h->rank)));
+  (void)incoming_.Unlink(manifest_name);
+  DS_RETURN_IF_ERROR(Hold(step, held, manifest));
   return held;
 }
 
@@ -107,19 +114,33 @@ Status SnapshotStore::Put(const ShardCopy& copy) {
     return Status::InvalidArgument(fmt::format("shard {} of step {}: {} bytes, expected {}", copy.held.entry.shard,
                                                copy.held.entry.step, copy.data.size(), copy.held.entry.bytes));
   std::lock_guard<std::mutex> lock(mu_);
-  DS_RETURN_IF_ERROR(rt::MakeStepDir(index_.StepDir(copy.held.entry.step)));
-  DS_RETURN_IF_ERROR(WriteFileDurably(index_.StepDir(copy.held.entry.step) + "/" + ShardFileName(copy.held.entry.shard),
-                                      copy.data, rt::kCheckpointFileMode));
+  DS_ASSIGN_OR_RETURN(Dir step, rt::MakeStepDir(dir_, rt::StepDirName(copy.held.entry.step)));
+  DS_RETURN_IF_ERROR(step.WriteFile(ShardFileName(copy.held.entry.shard), copy.data, rt::kCheckpointFileMode));
   HeldShard h = copy.held;
   h.entry.tier = 1;
-  return Hold(h, copy.manifest);
+  return Hold(step, h, copy.manifest);
 }
 
 Result<ShardFile> SnapshotStore::Open(int64_t step, uint32_t shard) const {
   const std::optional<HeldShard> h = index_.Find(step, shard);
   if (!h) return Status::NotFound(fmt::format("shard {} of step {} is not held here", shard, step));
-  DS_ASSIGN_OR_RETURN(std::string manifest, rt::ReadCheckpointFile(index_.StepDir(step) + "/manifest.json"));
-  return OpenShardFile(index_.StepDir(step) + "/" + ShardFileName(shard), *h, std::move(manifest));
+  DS_ASSIGN_OR_RETURN(Dir step_dir, rt::OpenStepDir(dir_, rt::StepDirName(step)));
+  DS_ASSIGN_OR_RETURN(std::string manifest, step_dir.ReadFile("manifest.json"));
+  return OpenShardFile(step_dir, ShardFileName(shard), *h, std::move(manifest));
+}
+
+std::vector<msg::ShardEntry> SnapshotStore::Prune(int keep) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<msg::ShardEntry> gone = index_.Prune(keep);
+  RemoveStepDirs(dir_, gone);
+  return gone;
+}
+
+std::vector<msg::ShardEntry> SnapshotStore::DropAbove(int64_t step) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<msg::ShardEntry> gone = index_.DropAbove(step);
+  RemoveStepDirs(dir_, gone);
+  return gone;
 }
 
 }  // namespace ds

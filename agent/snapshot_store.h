@@ -7,7 +7,9 @@
 //   <dir>/step_<NNNNNNNN>/manifest.json            the step's manifest
 //
 // The step directories have checkpoint_format.md's layout, so a worker loads
-// a step the agent gathered like any checkpoint. Thread-safe: the agent's
+// a step the agent gathered like any checkpoint. The directory is opened
+// once, right after mkdtemp, as a checked Dir (common/dir.h), and everything
+// in it is reached relative to that descriptor. Thread-safe: the agent's
 // loop adopts handoffs while its shard server and task thread put and read.
 // The directory is removed with the store (a SIGKILLed agent's by the next
 // agent on the machine: common/process_dirs.h).
@@ -23,6 +25,7 @@
 
 #include "agent/shard_index.h"
 #include "common/client_conn.h"
+#include "common/dir.h"
 #include "common/protocol.h"
 #include "common/status.h"
 
@@ -44,9 +47,11 @@ struct ShardFile {
   UniqueFd fd;
 };
 
-// Opens `path` (a regular file, not a symlink) as the shard `held` describes;
-// InvalidArgument when its size is not the entry's.
-Result<ShardFile> OpenShardFile(const std::string& path, const HeldShard& held, std::string manifest);
+// Opens the file `name` of `dir` (Dir::OpenFile: a regular file of this
+// user, not a symlink) as the shard `held` describes; InvalidArgument when
+// its size is not the entry's.
+Result<ShardFile> OpenShardFile(const Dir& dir, const std::string& name, const HeldShard& held,
+                                std::string manifest);
 // The bytes of `f`, checked against its crc32 ("... crc32 mismatch").
 Result<ShardCopy> ReadVerified(const ShardFile& f);
 
@@ -58,8 +63,8 @@ class SnapshotStore {
   SnapshotStore(const SnapshotStore&) = delete;
   SnapshotStore& operator=(const SnapshotStore&) = delete;
 
-  const std::string& dir() const { return index_.root(); }
-  std::string incoming_dir() const { return dir() + "/incoming"; }
+  const std::string& dir() const { return dir_.path(); }
+  std::string incoming_dir() const { return incoming_.path(); }
 
   // The worker's handoff whose manifest is incoming/`manifest_name`: moved
   // into its step directory and held (origin = this node), without reading
@@ -76,14 +81,17 @@ class SnapshotStore {
   bool Has(int64_t step, uint32_t shard) const { return index_.Has(step, shard); }
   std::vector<HeldShard> Entries() const { return index_.All(); }
   // Drops every step older than the newest `keep` steps held; returns what went.
-  std::vector<msg::ShardEntry> Prune(int keep) { return index_.Prune(keep); }
+  std::vector<msg::ShardEntry> Prune(int keep);
   // Drops every step newer than `step` (a timeline a restart abandoned).
-  std::vector<msg::ShardEntry> DropAbove(int64_t step) { return index_.DropAbove(step); }
+  std::vector<msg::ShardEntry> DropAbove(int64_t step);
 
  private:
-  explicit SnapshotStore(std::string dir) : index_(std::move(dir)) {}
-  Status Hold(const HeldShard& h, const std::string& manifest);  // mu_ held
+  SnapshotStore(Dir dir, Dir incoming)
+      : dir_(std::move(dir)), incoming_(std::move(incoming)), index_(dir_.path()) {}
+  Status Hold(const Dir& step, const HeldShard& h, const std::string& manifest);  // mu_ held
 
+  const Dir dir_;
+  const Dir incoming_;
   std::mutex mu_;     // a shard's files and its index entry change together
   ShardIndex index_;
 };

@@ -77,9 +77,12 @@ namespace {
 
 std::string Errno() { return std::strerror(errno); }
 
-Status RemoveStaleTemp(const std::string& tmp) {
+// A stale temporary file `name` of `dirfd` (shown as `tmp`) is removed only
+// when it is a regular file of ours; unlinkat() never follows a symlink, so a
+// swap between the check and the removal cannot redirect it.
+Status RemoveStaleTemp(int dirfd, const std::string& name, const std::string& tmp) {
   struct stat st;
-  if (::lstat(tmp.c_str(), &st) != 0)
+  if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
     return errno == ENOENT ? Status::OK() : Status::IOError(fmt::format("{}: {}", tmp, Errno()));
   if (S_ISLNK(st.st_mode))
     return Status::PermissionDenied(fmt::format("{} is a symbolic link: refusing to write through it", tmp));
@@ -88,7 +91,7 @@ Status RemoveStaleTemp(const std::string& tmp) {
   if (st.st_uid != ::geteuid())
     return Status::PermissionDenied(fmt::format("file {} is owned by uid {}, not by this user (uid {}): refusing to "
                                                 "replace it", tmp, st.st_uid, ::geteuid()));
-  if (::unlink(tmp.c_str()) != 0 && errno != ENOENT)
+  if (::unlinkat(dirfd, name.c_str(), 0) != 0 && errno != ENOENT)
     return Status::IOError(fmt::format("{}: cannot remove: {}", tmp, Errno()));
   return Status::OK();
 }
@@ -127,34 +130,40 @@ Status CopyAll(int fd, const std::string& tmp, int src_fd, uint64_t bytes) {
   return Status::OK();
 }
 
-// The durable write of `path` (see WriteFileDurably), its contents written by `fill`.
+// The durable write of `name` in `dirfd` (see WriteFileDurably), shown as
+// `path`, its contents written by `fill`.
 template <typename Fill>
-Status WriteDurably(const std::string& path, unsigned mode, Fill fill) {
-  const std::string tmp = path + ".tmp";
+Status WriteDurablyAt(int dirfd, const std::string& name, const std::string& path, unsigned mode, Fill fill) {
+  const std::string tmp_name = name + ".tmp", tmp = path + ".tmp";
   const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
-  int fd = ::open(tmp.c_str(), flags, mode);
+  int fd = ::openat(dirfd, tmp_name.c_str(), flags, mode);
   if (fd < 0 && errno == EEXIST) {
-    DS_RETURN_IF_ERROR(RemoveStaleTemp(tmp));
-    fd = ::open(tmp.c_str(), flags, mode);
+    DS_RETURN_IF_ERROR(RemoveStaleTemp(dirfd, tmp_name, tmp));
+    fd = ::openat(dirfd, tmp_name.c_str(), flags, mode);
   }
   if (fd < 0) return Status::IOError(fmt::format("{}: cannot create: {}", tmp, Errno()));
   // From here on `tmp` is the file we created; every failure removes it.
   Status st = fill(fd, tmp);
   if (st.ok() && ::fsync(fd) != 0) st = Status::IOError(fmt::format("{}: fsync: {}", tmp, Errno()));
   if (::close(fd) != 0 && st.ok()) st = Status::IOError(fmt::format("{}: close: {}", tmp, Errno()));
-  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
+  if (st.ok() && ::renameat(dirfd, tmp_name.c_str(), dirfd, name.c_str()) != 0)
     st = Status::IOError(fmt::format("{}: rename: {}", path, Errno()));
   if (!st.ok()) {
-    ::unlink(tmp.c_str());
+    ::unlinkat(dirfd, tmp_name.c_str(), 0);
     return st;
   }
-  const std::string dir = std::filesystem::path(path).parent_path().string();
-  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  ::fsync(dirfd);
   return Status::OK();
+}
+
+// The same for `path`, relative to its parent directory (followed as usual).
+template <typename Fill>
+Status WriteDurably(const std::string& path, unsigned mode, Fill fill) {
+  const std::filesystem::path p(path);
+  const std::string dir = p.parent_path().string();
+  UniqueFd dfd(::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dfd.get() < 0) return Status::IOError(fmt::format("{}.tmp: cannot create: {}", path, Errno()));
+  return WriteDurablyAt(dfd.get(), p.filename().string(), path, mode, fill);
 }
 
 }  // namespace
@@ -166,6 +175,19 @@ Status WriteFileDurably(const std::string& path, const std::string& data, unsign
 
 Status CopyFileDurably(int src_fd, uint64_t bytes, const std::string& path, unsigned mode) {
   return WriteDurably(path, mode, [&](int fd, const std::string& tmp) { return CopyAll(fd, tmp, src_fd, bytes); });
+}
+
+Status WriteFileDurablyAt(int dirfd, const std::string& name, const std::string& shown, const std::string& data,
+                          unsigned mode) {
+  return WriteDurablyAt(dirfd, name, shown, mode, [&](int fd, const std::string& tmp) {
+    return WriteAll(fd, tmp, data.data(), data.size());
+  });
+}
+
+Status CopyFileDurablyAt(int dirfd, const std::string& name, const std::string& shown, int src_fd, uint64_t bytes,
+                         unsigned mode) {
+  return WriteDurablyAt(dirfd, name, shown, mode,
+                        [&](int fd, const std::string& tmp) { return CopyAll(fd, tmp, src_fd, bytes); });
 }
 
 std::string SiblingBinary(const std::string& name, const std::string& subdir, const std::string& override_path) {

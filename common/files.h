@@ -45,6 +45,13 @@ Status WriteFileDurably(const std::string& path, const std::string& data, unsign
 // copied in the kernel (sendfile) where it can: the bytes never pass
 // through this process's memory.
 Status CopyFileDurably(int src_fd, uint64_t bytes, const std::string& path, unsigned mode);
+// Both relative to the open directory `dirfd` (what Dir::WriteFile uses):
+// `name` is an entry of it, `shown` its path in messages. The path forms
+// above open the parent of `path` and call these.
+Status WriteFileDurablyAt(int dirfd, const std::string& name, const std::string& shown, const std::string& data,
+                          unsigned mode);
+Status CopyFileDurablyAt(int dirfd, const std::string& name, const std::string& shown, int src_fd, uint64_t bytes,
+                         unsigned mode);
 
 // Path of a program that ships next to the running one: `override_path` if
 // set, else <dir of this executable>/<name>, else <dir>/../<subdir>/<name>

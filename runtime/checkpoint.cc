@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 
-#include "common/files.h"
 #include "common/log.h"
 #include "runtime/checkpoint_files.h"
 #include "runtime/checkpoint_format.h"
@@ -20,8 +19,6 @@ void Put(std::string& out, T v) { out.append(reinterpret_cast<const char*>(&v), 
 void PutFloats(std::string& out, const std::vector<float>& v) {
   out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
 }
-
-std::string StepDirName(int64_t step) { return fmt::format("step_{:08d}", step); }
 
 }  // namespace
 
@@ -76,22 +73,38 @@ std::vector<double> ShareShardInfo(bool ok, const std::string& data, Communicato
 
 namespace {
 
-void Prune(const fs::path& dir, int keep) {
-  auto complete = ListCheckpoints(dir.string());
-  if (keep < 1) keep = 1;
-  std::error_code ec;
-  for (size_t i = 0; i + keep < complete.size(); ++i) {
-    fs::remove_all(complete[i], ec);
-    DS_LOG(Info, Ckpt) << "pruned " << complete[i];
+// Names of the complete checkpoints of `ckpt` (step directories of this user
+// with a manifest), oldest first.
+std::vector<std::string> CompleteSteps(const Dir& ckpt) {
+  std::vector<std::string> out;
+  auto names = ckpt.List();
+  if (!names.ok()) return out;
+  for (const std::string& name : *names) {  // sorted: zero-padded step numbers sort by step
+    if (name.rfind("step_", 0) != 0) continue;
+    auto step = OpenStepDir(ckpt, name);
+    if (step.ok() && step->Lstat("manifest.json")) out.push_back(name);
   }
+  return out;
+}
+
+void Remove(const Dir& ckpt, const std::string& name) {
+  if (Status st = ckpt.RemoveTree(name); !st.ok())
+    DS_LOG(Warn, Ckpt) << "cannot prune " << ckpt.PathOf(name) << ": " << st.message();
+  else
+    DS_LOG(Info, Ckpt) << "pruned " << ckpt.PathOf(name);
+}
+
+void Prune(const Dir& ckpt, int keep) {
+  const std::vector<std::string> complete = CompleteSteps(ckpt);
+  if (keep < 1) keep = 1;
+  for (size_t i = 0; i + keep < complete.size(); ++i) Remove(ckpt, complete[i]);
   // Leftovers of interrupted saves older than the newest complete checkpoint.
-  if (complete.empty()) return;
-  const std::string newest = fs::path(complete.back()).filename().string();
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind("step_", 0) == 0 && name < newest && CheckStepDir(e.path()).ok() &&
-        !fs::exists(e.path() / "manifest.json"))
-      fs::remove_all(e.path(), ec);
+  auto names = ckpt.List();
+  if (complete.empty() || !names.ok()) return;
+  for (const std::string& name : *names) {
+    if (name.rfind("step_", 0) != 0 || name >= complete.back()) continue;
+    auto step = OpenStepDir(ckpt, name);
+    if (step.ok() && !step->Lstat("manifest.json")) Remove(ckpt, name);
   }
 }
 
@@ -102,15 +115,10 @@ std::string ConfigHash(const std::string& text) {
 }
 
 std::vector<std::string> ListCheckpoints(const std::string& dir) {
+  auto ckpt = OpenCheckpointDir(dir);
+  if (!ckpt.ok()) return {};
   std::vector<std::string> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind("step_", 0) == 0 && CheckStepDir(e.path()).ok() &&
-        fs::exists(e.path() / "manifest.json"))
-      out.push_back(e.path().string());
-  }
-  std::sort(out.begin(), out.end());  // zero-padded step numbers sort by step
+  for (const std::string& name : CompleteSteps(*ckpt)) out.push_back(ckpt->PathOf(name));
   return out;
 }
 
@@ -118,11 +126,12 @@ Status SaveCheckpoint(const std::string& dir, const CheckpointMeta& meta, const 
                       Communicator& comm, int keep) {
   const int rank = comm.rank(), world = comm.size();
   const fs::path step_dir = fs::path(dir) / StepDirName(meta.step);
-  Status st = MakeCheckpointDir(dir);
-  if (st.ok()) st = MakeStepDir(step_dir.string());
+  Result<Dir> ckpt = MakeCheckpointDir(dir);
+  Result<Dir> step = ckpt.ok() ? MakeStepDir(*ckpt, StepDirName(meta.step)) : Result<Dir>(ckpt.status());
+  Status st = step.status();
 
   const std::string data = EncodeShard(rank, shard);
-  if (st.ok()) st = WriteFileDurably((step_dir / fmt::format("shard_{}.bin", rank)).string(), data, kCheckpointFileMode);
+  if (st.ok()) st = step->WriteFile(fmt::format("shard_{}.bin", rank), data, kCheckpointFileMode);
   if (!st.ok()) DS_LOG(Warn, Ckpt) << st.message();
 
   // Everyone learns every shard's outcome, size and checksum.
@@ -138,12 +147,12 @@ Status SaveCheckpoint(const std::string& dir, const CheckpointMeta& meta, const 
   if (rank == 0) {
     CheckpointMeta m = meta;
     m.world_size = world;
-    ms = WriteFileDurably((step_dir / "manifest.json").string(), ManifestJson(m, info), kCheckpointFileMode);
+    ms = step->WriteFile("manifest.json", ManifestJson(m, info), kCheckpointFileMode);
     if (!ms.ok()) {
       DS_LOG(Warn, Ckpt) << ms.message();
       failed = 1;
     } else {
-      Prune(dir, keep);
+      Prune(*ckpt, keep);
       DS_LOG(Info, Ckpt) << "saved " << step_dir.string();
     }
   }

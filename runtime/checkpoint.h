@@ -7,7 +7,8 @@
 //                   world size, ZeRO stage, config hash, and per shard its
 //                   size and crc32.
 // Every file is written under a temporary name, fsynced and renamed
-// (checkpoint_files.h: private directories, no symlinks followed); the
+// (checkpoint_files.h: private directories opened O_NOFOLLOW and used
+// through their descriptor, no symlinks followed); the
 // manifest is written last, so a checkpoint is complete only when its
 // manifest exists. Loading reassembles the full flat vectors from all
 // shards, so a checkpoint saved at world N / stage s loads at any world size
@@ -60,14 +61,16 @@ Status SaveCheckpoint(const std::string& dir, const CheckpointMeta& meta, const 
 
 // The newest complete and valid checkpoint in `dir` whose shape matches
 // (num_params, state_slots); nullopt when there is none (or no `dir`).
-// Invalid ones, and step directories that are not this user's, are skipped
-// with a warning naming the directory and the reason. An error only when
-// `dir` itself belongs to another user (PermissionDenied, as for save).
+// Invalid ones, and step directories that are symlinks or not this user's,
+// are skipped with a warning naming the directory and the reason. An error
+// only when `dir` itself is a symlink or belongs to another user
+// (PermissionDenied, as for save).
 Result<std::optional<LoadedCheckpoint>> LoadNewestCheckpoint(const std::string& dir,
                                                              uint64_t num_params, int state_slots);
 
-// The one checkpoint in `step_dir` (a step_ directory), verified as above;
-// an error says why it is unusable.
+// The one checkpoint in `step_dir` (a step_ directory; it and the directory
+// holding it are opened and checked as above), verified as above; an error
+// says why it is unusable.
 Result<LoadedCheckpoint> LoadCheckpointDir(const std::string& step_dir, uint64_t num_params, int state_slots);
 
 // Building blocks of a save, shared with snapshots (checkpoint_snapshot.h):
@@ -79,7 +82,7 @@ std::vector<double> ShareShardInfo(bool ok, const std::string& data, Communicato
 std::string ManifestJson(const CheckpointMeta& meta, const std::vector<double>& info);
 
 // Complete checkpoints in `dir` (step directories of this user with a
-// manifest), oldest first.
+// manifest), oldest first; none when `dir` cannot be opened as above.
 std::vector<std::string> ListCheckpoints(const std::string& dir);
 
 // Stable hex hash of a config text (crc32), recorded in the manifest.

@@ -1,14 +1,21 @@
 // The filesystem half of checkpoints, safe where another local user can
 // write: dstrain often runs as root, and a checkpoint directory may sit in a
-// shared place. Directories are created 0700 and must be owned by this
-// process's effective user; files are created 0640 under a temporary name
-// with O_EXCL|O_NOFOLLOW, so a planted symlink or file is never written
-// through, and a failed write leaves no temporary file. Stateless functions,
-// safe to call from any thread; errors name the path and the reason.
+// shared place. The checkpoint directory and its step_ directories are
+// opened as common/dir.h's Dir: a real directory (its last component opened
+// O_NOFOLLOW, never through a symlink) owned by this process's effective
+// user, and everything in it is reached relative to the open descriptor, so
+// what was checked is what is written, read and pruned. Directories are
+// created 0700, files 0640 under a temporary name with O_EXCL|O_NOFOLLOW
+// (Dir::WriteFile), so a planted symlink or file is never written through.
+// dsagent keeps the node's snapshots by the same rules (agent/snapshot_disk.h).
+// Stateless functions, safe from any thread; errors name the path and what
+// was expected.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
+#include "common/dir.h"
 #include "common/status.h"
 
 namespace ds::rt {
@@ -16,29 +23,22 @@ namespace ds::rt {
 inline constexpr unsigned kCheckpointDirMode = 0700;   // checkpoint and step_ directories
 inline constexpr unsigned kCheckpointFileMode = 0640;  // shards and manifests
 
-// Creates `dir` (and missing parents) with mode 0700, or accepts an existing
-// directory owned by this user. PermissionDenied when it is owned by
-// another user: "checkpoint directory <dir> is owned by uid U, not by this
-// user (uid V): refusing to use it"; IOError when it cannot be created.
-Status MakeCheckpointDir(const std::string& dir);
+// "step_<8 digits>": a step directory's name; names sort by step.
+std::string StepDirName(int64_t step);
 
-// Creates the step directory `step_dir` (its parent exists) with mode 0700,
-// or accepts an existing one that is a real directory (not a symlink) owned
-// by this user; otherwise PermissionDenied naming it.
-Status MakeStepDir(const std::string& step_dir);
+// The checkpoint directory `dir`, created with its missing parents when
+// absent. PermissionDenied when it is not a directory of this user:
+// "checkpoint directory <dir> is a symlink; expected a directory owned by
+// uid N" (or "is owned by uid M", "is not a directory"); IOError when it
+// cannot be created.
+Result<Dir> MakeCheckpointDir(const std::string& dir);
+// The same without creating it: NotFound "checkpoint directory <dir> does
+// not exist".
+Result<Dir> OpenCheckpointDir(const std::string& dir);
 
-// OK when `dir` (followed if a symlink) is a directory owned by this user;
-// NotFound when it does not exist; PermissionDenied otherwise, as above.
-Status CheckCheckpointDir(const std::string& dir);
-
-// OK when `step_dir` is a real directory (not a symlink) owned by this user.
-Status CheckStepDir(const std::string& step_dir);
-
-// Shards and manifests are written with WriteFileDurably (common/files.h),
-// mode kCheckpointFileMode.
-
-// The bytes of `path`, which must be a regular file (not a symlink);
-// NotFound when it does not exist, IOError otherwise.
-Result<std::string> ReadCheckpointFile(const std::string& path);
+// The step directory `name` of `ckpt`, created when absent, or opened;
+// errors as above with "checkpoint step directory <ckpt>/<name>".
+Result<Dir> MakeStepDir(const Dir& ckpt, const std::string& name);
+Result<Dir> OpenStepDir(const Dir& ckpt, const std::string& name);
 
 }  // namespace ds::rt

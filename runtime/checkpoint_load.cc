@@ -1,7 +1,6 @@
 // Loading a checkpoint (the reading half of checkpoint.h): the manifest,
 // then every shard verified against it (size, crc32, header) and scattered
 // into the full flat vectors, whatever world size and stage saved them.
-#include <algorithm>
 #include <cstring>
 #include <filesystem>
 
@@ -73,10 +72,10 @@ Status ScatterShard(const std::string& file, const std::string& data, uint64_t n
 }
 
 // One shard listed in the manifest: present, of the recorded size and crc32.
-Status LoadShard(const fs::path& dir, const ManifestShard& s, uint64_t num_params,
+Status LoadShard(const Dir& dir, const ManifestShard& s, uint64_t num_params,
                  int state_slots, LoadedCheckpoint* out, uint64_t* covered) {
   const std::string& file = s.file;
-  auto data = ReadCheckpointFile((dir / file).string());
+  auto data = dir.ReadFile(file);
   if (!data.ok()) return data.status();
   if (data->size() != s.bytes)
     return Status::InvalidArgument(
@@ -86,47 +85,52 @@ Status LoadShard(const fs::path& dir, const ManifestShard& s, uint64_t num_param
   return ScatterShard(file, *data, num_params, state_slots, out, covered);
 }
 
-}  // namespace
-
-Result<LoadedCheckpoint> LoadCheckpointDir(const std::string& step_dir, uint64_t num_params, int state_slots) {
-  const fs::path path(step_dir);
-  DS_RETURN_IF_ERROR(CheckStepDir(path.string()));
-  auto text = ReadCheckpointFile((path / "manifest.json").string());
+// The checkpoint in the step directory `dir`, verified.
+Result<LoadedCheckpoint> LoadStep(const Dir& dir, uint64_t num_params, int state_slots) {
+  auto text = dir.ReadFile("manifest.json");
   if (!text.ok() && text.status().code() == Status::Code::kNotFound)
     return Status::NotFound("no manifest.json (incomplete)");
   if (!text.ok()) return text.status();
   auto manifest = ParseManifest(*text);
   if (!manifest.ok()) return manifest.status();
   LoadedCheckpoint out;
-  out.path = path.string();
+  out.path = dir.path();
   out.meta = manifest->meta;
   DS_RETURN_IF_ERROR(CheckShape(out.meta, num_params, state_slots));
   out.master.assign(num_params, 0.f);
   out.state.assign(state_slots, std::vector<float>(num_params, 0.f));
   uint64_t covered = 0;
   for (const ManifestShard& s : manifest->shards)
-    DS_RETURN_IF_ERROR(LoadShard(path, s, num_params, state_slots, &out, &covered));
+    DS_RETURN_IF_ERROR(LoadShard(dir, s, num_params, state_slots, &out, &covered));
   if (covered != num_params)
     return Status::InvalidArgument(
         fmt::format("shards cover {} of {} parameters", covered, num_params));
   return out;
 }
 
+}  // namespace
+
+Result<LoadedCheckpoint> LoadCheckpointDir(const std::string& step_dir, uint64_t num_params, int state_slots) {
+  // Both the directory holding it and the step directory are opened and checked.
+  const fs::path path = fs::path(step_dir).lexically_normal();
+  DS_ASSIGN_OR_RETURN(Dir parent, OpenCheckpointDir(path.has_parent_path() ? path.parent_path().string() : "."));
+  DS_ASSIGN_OR_RETURN(Dir step, OpenStepDir(parent, path.filename().string()));
+  return LoadStep(step, num_params, state_slots);
+}
+
 Result<std::optional<LoadedCheckpoint>> LoadNewestCheckpoint(const std::string& dir,
                                                              uint64_t num_params, int state_slots) {
-  Status owned = CheckCheckpointDir(dir);
-  if (owned.code() == Status::Code::kNotFound) return std::optional<LoadedCheckpoint>();
-  DS_RETURN_IF_ERROR(owned);
-  std::vector<fs::path> candidates;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.path().filename().string().rfind("step_", 0) == 0) candidates.push_back(e.path());
-  std::sort(candidates.rbegin(), candidates.rend());
-  for (const auto& c : candidates) {
-    auto loaded = LoadCheckpointDir(c.string(), num_params, state_slots);
+  auto ckpt = OpenCheckpointDir(dir);
+  if (ckpt.status().code() == Status::Code::kNotFound) return std::optional<LoadedCheckpoint>();
+  if (!ckpt.ok()) return ckpt.status();
+  auto names = ckpt->List();
+  if (!names.ok()) return names.status();
+  for (auto name = names->rbegin(); name != names->rend(); ++name) {  // newest first
+    if (name->rfind("step_", 0) != 0) continue;
+    auto step = OpenStepDir(*ckpt, *name);
+    auto loaded = step.ok() ? LoadStep(*step, num_params, state_slots) : Result<LoadedCheckpoint>(step.status());
     if (loaded.ok()) return std::optional<LoadedCheckpoint>(std::move(loaded).value());
-    DS_LOG(Warn, Ckpt) << "skipping checkpoint " << c.string() << ": "
-                       << loaded.status().message();
+    DS_LOG(Warn, Ckpt) << "skipping checkpoint " << ckpt->PathOf(*name) << ": " << loaded.status().message();
   }
   return std::optional<LoadedCheckpoint>();
 }

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "common/files.h"
+#include "common/dir.h"
 #include "common/snapshot_handoff.h"
 #include "runtime/checkpoint_files.h"
 
@@ -18,9 +18,12 @@ Status SaveSnapshot(const std::string& snapshot_dir, const CheckpointMeta& meta,
   m.world_size = world;
   const Handoff h{meta.step, static_cast<uint32_t>(rank), static_cast<uint32_t>(world),
                   static_cast<uint32_t>(info[3 * rank + 2])};
-  const std::string in = snapshot_dir + "/incoming/";
-  DS_RETURN_IF_ERROR(WriteFileDurably(in + HandoffName(h, kHandoffShard), data, kCheckpointFileMode).Prefixed("snapshot"));
-  return WriteFileDurably(in + HandoffName(h, kHandoffManifest), ManifestJson(m, info), kCheckpointFileMode)
+  // The agent's private directory, opened and checked like a checkpoint directory.
+  Result<Dir> in = Dir::Open(snapshot_dir, "snapshot directory");
+  if (in.ok()) in = in->OpenDir("incoming", "snapshot directory");
+  if (!in.ok()) return in.status().Prefixed("snapshot");
+  DS_RETURN_IF_ERROR(in->WriteFile(HandoffName(h, kHandoffShard), data, kCheckpointFileMode).Prefixed("snapshot"));
+  return in->WriteFile(HandoffName(h, kHandoffManifest), ManifestJson(m, info), kCheckpointFileMode)
       .Prefixed("snapshot");
 }
 

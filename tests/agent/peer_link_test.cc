@@ -25,9 +25,9 @@ ShardCopy Copy(int64_t step, uint32_t shard, const std::string& data) {
 
 // `c` as an open shard file (what the agent sends from).
 ShardFile FileOf(const testing::TempDir& dir, const ShardCopy& c) {
-  const std::string path = dir / ("shard-" + std::to_string(c.held.entry.step) + "-" + std::to_string(c.held.entry.shard));
-  testing::WriteFile(path, c.data);
-  auto f = OpenShardFile(path, c.held, c.manifest);
+  const std::string name = "shard-" + std::to_string(c.held.entry.step) + "-" + std::to_string(c.held.entry.shard);
+  testing::WriteFile(dir / name, c.data);
+  auto f = OpenShardFile(Dir::Open(dir.path(), "test directory").value(), name, c.held, c.manifest);
   REQUIRE(f.ok());
   return std::move(f).value();
 }

@@ -1,15 +1,19 @@
 // SnapshotDisk (agent/snapshot_disk.h): shards persisted with their record,
 // a manifest.json only once the step is whole, found again by a new agent's
-// scan, corruption caught on read, pruning.
+// scan, corruption caught on read, pruning; and another local user (nobody,
+// through setpriv, as root only) planting the node's directory or a step
+// directory as a symlink to another job's: nothing scanned, written, read or
+// pruned there.
 #include "agent/snapshot_disk.h"
 
 
 #include <catch2/catch.hpp>
 #include <filesystem>
 
-#include "tests/test_util/files.h"
-#include "tests/test_util/temp_dir.h"
 #include "runtime/checkpoint_format.h"
+#include "tests/test_util/files.h"
+#include "tests/test_util/other_user.h"
+#include "tests/test_util/temp_dir.h"
 
 namespace ds {
 namespace {
@@ -18,13 +22,20 @@ using testing::TempDir;
 using testing::WriteFile;
 namespace fs = std::filesystem;
 
+bool NotRoot() {
+  if (testing::CanActAsNobody()) return false;
+  WARN("not root: the attack by another user (nobody) cannot be staged; skipped");
+  return true;
+}
+
 // A shard file as the memory store hands it to Persist.
 ShardFile Copy(int64_t step, uint32_t shard, uint32_t world, const std::string& data) {
   static TempDir src("dsagent-disk-test-src");
-  const std::string path = src / ("s" + std::to_string(step) + "-" + std::to_string(shard));
-  WriteFile(path, data);
+  const std::string name = "s" + std::to_string(step) + "-" + std::to_string(shard);
+  WriteFile(src / name, data);
   HeldShard held{msg::ShardEntry{step, shard, world, shard, 1, data.size()}, rt::Crc32(data)};
-  auto f = OpenShardFile(path, held, "{step " + std::to_string(step) + "}");
+  auto f = OpenShardFile(Dir::Open(src.path(), "test directory").value(), name, held,
+                         "{step " + std::to_string(step) + "}");
   REQUIRE(f.ok());
   return std::move(f).value();
 }
@@ -98,6 +109,67 @@ TEST_CASE("snapshot disk: prune and DropAbove remove whole steps", "[snapshots]"
   CHECK(disk.DropAbove(2).size() == 1);
   CHECK_FALSE(fs::exists(tmp / "ckpt/step_00000003"));
   CHECK(disk.Has(2, 0));
+}
+
+TEST_CASE("snapshot disk attack: the node directory planted by nobody as a symlink: nothing scanned, written "
+          "or pruned there", "[snapshots][attack]") {
+  if (NotRoot()) return;
+  testing::SharedDir d;
+  std::string target;
+  SECTION("to another job's node directory of ours") {
+    target = d.base + "/other-job";
+    SnapshotDisk other(target);
+    for (int64_t s : {1, 2, 3}) REQUIRE(other.Persist(Copy(s, 0, 1, "theirs")).ok());
+  }
+  SECTION("to a directory of the attacker's") {
+    target = d.shared + "/attackers";
+    REQUIRE(testing::AsNobody({"mkdir", "-m", "0777", target}));
+  }
+  const auto before = testing::TreeOf(target);
+  const std::string planted = d.shared + "/node0";
+  REQUIRE(testing::AsNobody({"ln", "-s", target, planted}));
+
+  SnapshotDisk disk(planted);
+  CHECK(disk.Scan().empty());  // another job's shards are not reported as this node's
+  Status st = disk.Persist(Copy(10, 0, 1, "ours"));
+  CHECK(st.code() == Status::Code::kPermissionDenied);
+  CHECK(st.message() == "checkpoint directory " + planted + " is a symlink; expected a directory owned by uid 0");
+  CHECK(disk.Prune(1).empty());
+  CHECK(disk.DropAbove(0).empty());
+  CHECK(disk.Open(1, 0).status().code() == Status::Code::kNotFound);
+  CHECK(testing::TreeOf(target) == before);
+  CHECK(testing::OwnerOf(planted) == testing::kNobody);  // left for a person to look at
+}
+
+TEST_CASE("snapshot disk attack: a step directory swapped by nobody for a symlink to another job's step is "
+          "neither read nor written", "[snapshots][attack]") {
+  if (NotRoot()) return;
+  testing::SharedDir d;
+  const std::string other = d.base + "/other-job";
+  REQUIRE(SnapshotDisk(other).Persist(Copy(5, 0, 2, "THEM")).ok());  // the same size as ours
+  const auto before = testing::TreeOf(other);
+  const std::string node = d.shared + "/node0";
+  fs::create_directory(node);
+  fs::permissions(node, fs::perms::all);  // ours, but anyone may rename its entries (made under umask 0)
+  SnapshotDisk disk(node);
+  REQUIRE(disk.Persist(Copy(5, 0, 2, "ours")).ok());
+  const std::string step = node + "/step_00000005";
+  REQUIRE(testing::AsNobody({"mv", step, node + "/moved"}));
+  REQUIRE(testing::AsNobody({"ln", "-s", other + "/step_00000005", step}));
+  const std::string refusal =
+      "checkpoint step directory " + step + " is a symlink; expected a directory owned by uid 0";
+
+  auto opened = disk.Open(5, 0);  // what a peer's fetch or a restart reads
+  CHECK(opened.status().code() == Status::Code::kPermissionDenied);
+  CHECK(opened.status().message() == refusal);
+  Status st = disk.Persist(Copy(5, 1, 2, "more"));
+  CHECK(st.code() == Status::Code::kPermissionDenied);
+  CHECK(st.message() == refusal);
+  REQUIRE(disk.Persist(Copy(6, 0, 1, "six")).ok());
+  CHECK(disk.Prune(1).size() == 1);  // step 5 goes: the symlink is removed, not followed
+  CHECK_FALSE(fs::exists(fs::symlink_status(step)));
+  CHECK(testing::TreeOf(other) == before);
+  CHECK(ReadFile(node + "/moved/shard_0.bin") == "ours");
 }
 
 }  // namespace

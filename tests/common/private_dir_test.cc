@@ -7,7 +7,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "tests/test_util/as_nobody.h"
+#include "tests/test_util/other_user.h"
 #include "tests/test_util/temp_dir.h"
 
 namespace ds {

@@ -1,86 +1,61 @@
 // Another local user against dstrain's checkpoints, for real: as root, with
 // the other user's moves made by `setpriv` as nobody:nogroup in a 0777
-// directory (runtime/checkpoint_files.h). A symlink planted at a temporary
-// name is never written through, and checkpoint or step directories of
-// another user are refused for save and never loaded. Needs root (to be
-// the victim and to become nobody); without it every case passes with a
-// warning.
+// directory (runtime/checkpoint_files.h, common/dir.h). A symlink planted at
+// a temporary name is never written through; a checkpoint or step directory
+// planted as a symlink (to another job's checkpoint of ours) or made by
+// another user is refused for save and never loaded, and nothing behind it
+// is written, pruned or read. Needs root (to be the victim and to become
+// nobody); without it every case passes with a warning.
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include <catch2/catch.hpp>
 
 #include "runtime/checkpoint.h"
+#include "tests/runtime/dstrain_process.h"
+#include "tests/test_util/files.h"
+#include "tests/test_util/other_user.h"
 
 using ds::Status;
 using namespace ds::rt;
+using ds::testing::AsNobody;
+using ds::testing::kNobody;
+using ds::testing::OwnerOf;
+using ds::testing::ReadFile;
+using ds::testing::SharedDir;
+using ds::testing::TreeOf;
+using ds::rt::testing::Read;
+using ds::rt::testing::Start;
+using ds::rt::testing::Wait;
 namespace fs = std::filesystem;
 
 namespace {
 
-constexpr uid_t kNobody = 65534;
-
 bool NotRoot() {
-  if (::geteuid() == 0) return false;
+  if (ds::testing::CanActAsNobody()) return false;
   WARN("not root: the attack by another user (nobody) cannot be staged; skipped");
   return true;
 }
 
-// <base> (0755, ours) holding `victim` (a root file nobody may not write)
-// and `shared`, a 0777 directory everyone can write to.
-struct SharedDir {
-  SharedDir() {
-    char t[] = "/tmp/dstrain-attack-XXXXXX";
-    base = mkdtemp(t);
-    ::chmod(base.c_str(), 0755);
-    shared = base + "/shared";
-    victim = base + "/victim";
-    fs::create_directory(shared);
-    ::chmod(shared.c_str(), 0777);  // not 1777: anyone may add, rename or remove entries
-    std::ofstream(victim) << "precious";
-  }
-  ~SharedDir() { fs::remove_all(base); }
-  std::string base, shared, victim;
-};
-
-// Runs argv as nobody:nogroup without supplementary groups; true on exit 0.
-bool AsNobody(std::vector<std::string> argv) {
-  argv.insert(argv.begin(), {"setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"});
-  std::vector<char*> args;
-  for (auto& a : argv) args.push_back(a.data());
-  args.push_back(nullptr);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::execvp(args[0], args.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  return pid > 0 && ::waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-         WEXITSTATUS(status) == 0;
+// "<what> <path> is <found>; expected a directory owned by uid 0".
+std::string Refusal(const std::string& what, const std::string& path, const std::string& found) {
+  return what + " " + path + " " + found + "; expected a directory owned by uid 0";
 }
 
-uid_t OwnerOf(const std::string& path) {
-  struct stat st;
-  REQUIRE(::lstat(path.c_str(), &st) == 0);
-  return st.st_uid;
+// A root file nobody may write, beside the shared directory.
+std::string MakeVictim(const SharedDir& d) {
+  const std::string victim = d.base + "/victim";
+  std::ofstream(victim) << "precious";
+  return victim;
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-ShardState MakeShard() {
+ShardState MakeShard(float value) {
   ShardState s;
   s.segments = {{0, 0, 10, 0}};
-  s.master.assign(10, 1.5f);
+  s.master.assign(10, value);
   s.state.assign(2, std::vector<float>(10, 0.25f));
   return s;
 }
@@ -94,9 +69,9 @@ CheckpointMeta MakeMeta(int64_t step) {
   return m;
 }
 
-Status Save(const std::string& dir, int64_t step) {
+Status Save(const std::string& dir, int64_t step, int keep = 5, float value = 1.5f) {
   LocalCommunicator comm;
-  return SaveCheckpoint(dir, MakeMeta(step), MakeShard(), comm, 5);
+  return SaveCheckpoint(dir, MakeMeta(step), MakeShard(value), comm, keep);
 }
 
 }  // namespace
@@ -105,35 +80,36 @@ TEST_CASE("attack: nobody's step directory with a symlink at the shard's tempora
           "[checkpoint][attack]") {
   if (NotRoot()) return;
   SharedDir d;
+  const std::string victim = MakeVictim(d);
   const std::string step = d.shared + "/step_00000001";
   REQUIRE(AsNobody({"mkdir", step}));
-  REQUIRE(AsNobody({"ln", "-s", d.victim, step + "/shard_0.bin.tmp"}));
+  REQUIRE(AsNobody({"ln", "-s", victim, step + "/shard_0.bin.tmp"}));
   REQUIRE(OwnerOf(step + "/shard_0.bin.tmp") == kNobody);
 
   Status st = Save(d.shared, 1);
   CHECK(st.code() == Status::Code::kPermissionDenied);
-  CHECK(st.message() == "checkpoint step directory " + step +
-                            " is owned by uid 65534, not by this user (uid 0): refusing to use it");
-  CHECK(ReadFile(d.victim) == "precious");
+  CHECK(st.message() == Refusal("checkpoint step directory", step, "is owned by uid 65534"));
+  CHECK(ReadFile(victim) == "precious");
 }
 
 TEST_CASE("attack: a symlink planted by nobody in our world-writable step directory",
           "[checkpoint][attack]") {
   if (NotRoot()) return;
   SharedDir d;
+  const std::string victim = MakeVictim(d);
   const std::string step = d.shared + "/step_00000001";
   fs::create_directory(step);
   ::chmod(step.c_str(), 0777);  // ours, but anyone may add entries (made under umask 0)
   std::string planted;
   SECTION("at the shard's temporary name") { planted = step + "/shard_0.bin.tmp"; }
   SECTION("at the manifest's temporary name") { planted = step + "/manifest.json.tmp"; }
-  REQUIRE(AsNobody({"ln", "-s", d.victim, planted}));
+  REQUIRE(AsNobody({"ln", "-s", victim, planted}));
   REQUIRE(OwnerOf(planted) == kNobody);
 
   Status st = Save(d.shared, 1);
   CHECK(st.code() == Status::Code::kPermissionDenied);
   CHECK(st.message() == planted + " is a symbolic link: refusing to write through it");
-  CHECK(ReadFile(d.victim) == "precious");
+  CHECK(ReadFile(victim) == "precious");
   CHECK(fs::is_symlink(planted));  // left for a person to look at
 }
 
@@ -147,8 +123,7 @@ TEST_CASE("attack: a checkpoint directory of nobody is refused for save and load
   REQUIRE(Save(good, 1).ok());
   REQUIRE(AsNobody({"mkdir", theirs}));
   fs::copy(good, theirs, fs::copy_options::recursive);
-  const std::string refusal = "checkpoint directory " + theirs +
-                              " is owned by uid 65534, not by this user (uid 0): refusing to use it";
+  const std::string refusal = Refusal("checkpoint directory", theirs, "is owned by uid 65534");
 
   auto loaded = LoadNewestCheckpoint(theirs, 10, 2);
   CHECK(loaded.status().code() == Status::Code::kPermissionDenied);
@@ -176,4 +151,79 @@ TEST_CASE("attack: a step directory of nobody in our checkpoint directory is nev
   REQUIRE(loaded->has_value());
   CHECK((*loaded)->path == d.shared + "/step_00000001");
   CHECK(OwnerOf(planted) == kNobody);  // skipped, not removed
+}
+
+TEST_CASE("attack: the checkpoint directory planted as a symlink to another job's: nothing loaded, written "
+          "or pruned there", "[checkpoint][attack]") {
+  if (NotRoot()) return;
+  SharedDir d;
+  const std::string other = d.base + "/other-job";  // another job of ours, in a private place
+  for (int64_t step : {1, 2, 3}) REQUIRE(Save(other, step, 5, 9.0f).ok());
+  const auto before = TreeOf(other);
+  const std::string planted = d.shared + "/ckpt";
+  REQUIRE(AsNobody({"ln", "-s", other, planted}));
+  const std::string refusal = Refusal("checkpoint directory", planted, "is a symlink");
+
+  auto loaded = LoadNewestCheckpoint(planted, 10, 2);
+  CHECK(loaded.status().code() == Status::Code::kPermissionDenied);
+  CHECK(loaded.status().message() == refusal);
+  CHECK(ListCheckpoints(planted).empty());
+
+  Status st = Save(planted, 4, /*keep=*/1);  // would prune steps 1-3 if it went through
+  CHECK(st.code() == Status::Code::kPermissionDenied);
+  CHECK(st.message() == refusal);
+  CHECK(TreeOf(other) == before);
+  CHECK(OwnerOf(planted) == kNobody);  // left for a person to look at
+}
+
+TEST_CASE("attack: a step directory planted as a symlink to another job's step: not loaded, written or pruned",
+          "[checkpoint][attack]") {
+  if (NotRoot()) return;
+  SharedDir d;
+  const std::string other = d.base + "/other-job";
+  REQUIRE(Save(other, 7, 5, 9.0f).ok());
+  const auto before = TreeOf(other);
+  REQUIRE(Save(d.shared, 1).ok());  // our checkpoint directory, one that anyone may add to
+  const std::string planted = d.shared + "/step_00000007";
+  REQUIRE(AsNobody({"ln", "-s", other + "/step_00000007", planted}));
+
+  auto loaded = LoadNewestCheckpoint(d.shared, 10, 2);
+  REQUIRE(loaded.ok());
+  REQUIRE(loaded->has_value());
+  CHECK((*loaded)->path == d.shared + "/step_00000001");
+  CHECK((*loaded)->master == MakeShard(1.5f).master);
+
+  Status st = Save(d.shared, 7);
+  CHECK(st.code() == Status::Code::kPermissionDenied);
+  CHECK(st.message() == Refusal("checkpoint step directory", planted, "is a symlink"));
+  REQUIRE(Save(d.shared, 8, /*keep=*/1).ok());  // prunes step 1, passes the planted one by
+  CHECK(ListCheckpoints(d.shared) == std::vector<std::string>{d.shared + "/step_00000008"});
+  CHECK(fs::is_symlink(planted));
+  CHECK(TreeOf(other) == before);
+}
+
+TEST_CASE("attack: dstrain on a checkpoint directory planted as a symlink to another job's exits 1 naming it",
+          "[checkpoint][attack][dstrain]") {
+  if (NotRoot()) return;
+  SharedDir d;
+  const std::string config =
+      "DSLAUNCH_TRAINER_CONFIG=trainer:\n"
+      "  model: {layers: [20, 16, 5]}\n"
+      "  data: {dataset: synthetic, samples: 256, features: 20, classes: 5}\n"
+      "  epochs: 1\n"
+      "  config: {train_batch_size: 32, optimizer: {type: Adam, params: {lr: 0.01}}}\n";
+  const std::string other = d.base + "/other-job";
+  auto first = Start({config, "RANK=0", "WORLD_SIZE=1", "DSLAUNCH_CHECKPOINT_DIR=" + other}, {}, d.base + "/out1");
+  REQUIRE(Wait(first) == 0);
+  REQUIRE(ListCheckpoints(other).size() == 1);
+  const auto before = TreeOf(other);
+  const std::string planted = d.shared + "/ckpt";
+  REQUIRE(AsNobody({"ln", "-s", other, planted}));
+
+  auto p = Start({config, "RANK=0", "WORLD_SIZE=1", "DSLAUNCH_CHECKPOINT_DIR=" + planted}, {}, d.base + "/out2");
+  CHECK(Wait(p) == 1);
+  const std::string out = Read(p.out_path);
+  CHECK_THAT(out, Catch::Contains("dstrain: error: " + Refusal("checkpoint directory", planted, "is a symlink")));
+  CHECK_THAT(out, !Catch::Contains("resumed from"));
+  CHECK(TreeOf(other) == before);
 }
