@@ -94,6 +94,7 @@ class Coordinator {
   asio::io_context& io_;
   CoordinatorOptions opt_;
   asio::ip::tcp::acceptor acceptor_;
+  asio::ip::tcp protocol_ = asio::ip::tcp::v4();  // the listening socket's (v4 or v6), for accepted sockets
   asio::steady_timer accept_timer_;          // the back-off after EMFILE & co.
   std::chrono::milliseconds accept_backoff_{0};  // 0: not backing off
   int unauthenticated_ = 0;                  // connections in the handshake now

@@ -210,6 +210,7 @@ Result<std::vector<std::unique_ptr<AgentHandle>>> StartToolGroup(ToolGroupSpec s
   posix_spawn_file_actions_adddup2(&fa, in[0], 0);
   posix_spawn_file_actions_adddup2(&fa, out[1], 1);
   posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+  AddCloseAboveStderr(&fa);  // the tool gets its three pipes, nothing else of dslaunch's
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
