@@ -1,13 +1,19 @@
 #include "agent/snapshot_store.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -22,7 +28,78 @@ namespace fs = std::filesystem;
 
 namespace {
 std::string ShardFileName(uint32_t shard) { return fmt::format("shard_{}.bin", shard); }
+
+std::string GiB(uint64_t bytes) { return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1ull << 30)); }
+
+// /proc/meminfo's MemAvailable in bytes; no bound when it cannot be read.
+uint64_t MemAvailable() {
+  FILE* f = std::fopen("/proc/meminfo", "re");
+  if (f == nullptr) return std::numeric_limits<uint64_t>::max();
+  char line[256];
+  unsigned long long kib = 0;
+  bool found = false;
+  while (!found && std::fgets(line, sizeof(line), f) != nullptr)
+    found = std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1;
+  std::fclose(f);
+  return found ? kib * 1024 : std::numeric_limits<uint64_t>::max();
+}
+
+// What a new file on the filesystem of `fd` may grow to: the space free
+// there, and on tmpfs (which is memory) no more than the memory available.
+Result<uint64_t> RoomFor(int fd, const std::string& where) {
+  struct statvfs vfs {};
+  struct statfs fs {};
+  if (::fstatvfs(fd, &vfs) != 0 || ::fstatfs(fd, &fs) != 0)
+    return Status::IOError(fmt::format("{}: statfs: {}", where, std::strerror(errno)));
+  uint64_t room = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+  if (fs.f_type == TMPFS_MAGIC) room = std::min(room, MemAvailable());
+  return room;
+}
 }  // namespace
+
+// A shard arriving from a peer: a file in receiving/ that only Commit() moves
+// to its step directory; removed when dropped before.
+class SnapshotStore::Receiving final : public ShardSink {
+ public:
+  Receiving(SnapshotStore* store, HeldShard held, std::string manifest, std::string path, UniqueFd fd)
+      : store_(store), held_(held), manifest_(std::move(manifest)), path_(std::move(path)), fd_(std::move(fd)) {}
+  ~Receiving() override {
+    if (!committed_) ::unlink(path_.c_str());
+  }
+
+  Status Write(const uint8_t* data, size_t n) override {
+    if (n > held_.entry.bytes - written_)
+      return Status::InvalidArgument(fmt::format("{}: more bytes than the {} announced", path_, held_.entry.bytes));
+    for (size_t done = 0; done < n;) {
+      const ssize_t w = ::write(fd_.get(), data + done, n - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) return Status::IOError(fmt::format("{}: {}", path_, std::strerror(errno)));
+      done += static_cast<size_t>(w);
+    }
+    written_ += n;
+    return Status::OK();
+  }
+
+  Status Commit() override {
+    if (written_ != held_.entry.bytes)
+      return Status::InvalidArgument(
+          fmt::format("{}: {} bytes received, {} announced", path_, written_, held_.entry.bytes));
+    if (::fsync(fd_.get()) != 0) return Status::IOError(fmt::format("{}: fsync: {}", path_, std::strerror(errno)));
+    fd_.Reset();
+    DS_RETURN_IF_ERROR(store_->Keep(path_, held_, manifest_));
+    committed_ = true;
+    return Status::OK();
+  }
+
+ private:
+  SnapshotStore* store_;
+  HeldShard held_;
+  std::string manifest_;
+  std::string path_;
+  UniqueFd fd_;
+  uint64_t written_ = 0;
+  bool committed_ = false;
+};
 
 Result<ShardFile> OpenShardFile(const std::string& path, const HeldShard& held, std::string manifest) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
@@ -59,8 +136,8 @@ Result<std::unique_ptr<SnapshotStore>> SnapshotStore::Create(const std::string& 
   }
   DS_ASSIGN_OR_RETURN(std::string dir, MakeProcessDir(base, "dsagent-snapshots."));
   std::unique_ptr<SnapshotStore> store(new SnapshotStore(dir));
-  if (::mkdir(store->incoming_dir().c_str(), 0700) != 0)
-    return Status::IOError(fmt::format("{}: {}", store->incoming_dir(), std::strerror(errno)));
+  for (const std::string& sub : {store->incoming_dir(), store->receiving_dir()})
+    if (::mkdir(sub.c_str(), 0700) != 0) return Status::IOError(fmt::format("{}: {}", sub, std::strerror(errno)));
   return store;
 }
 
@@ -113,6 +190,33 @@ Status SnapshotStore::Put(const ShardCopy& copy) {
   HeldShard h = copy.held;
   h.entry.tier = 1;
   return Hold(h, copy.manifest);
+}
+
+Result<std::unique_ptr<ShardSink>> SnapshotStore::Receive(const HeldShard& held, std::string manifest) {
+  std::string path = receiving_dir() + "/shard.XXXXXX";
+  UniqueFd fd(::mkostemp(path.data(), O_CLOEXEC));
+  if (fd.get() < 0) return Status::IOError(fmt::format("{}: {}", path, std::strerror(errno)));
+  const int raw = fd.get();
+  auto sink = std::make_unique<Receiving>(this, held, std::move(manifest), path, std::move(fd));  // removes it if refused
+  DS_ASSIGN_OR_RETURN(uint64_t room, RoomFor(raw, dir()));
+  if (held.entry.bytes > room)
+    return Status::IOError(fmt::format("shard {} of step {}: {} announced, more than the {} free for it in {}",
+                                       held.entry.shard, held.entry.step, GiB(held.entry.bytes), GiB(room), dir()));
+  if (::fchmod(raw, rt::kCheckpointFileMode) != 0)
+    return Status::IOError(fmt::format("{}: chmod: {}", path, std::strerror(errno)));
+  return std::unique_ptr<ShardSink>(std::move(sink));
+}
+
+Status SnapshotStore::Keep(const std::string& path, const HeldShard& h, const std::string& manifest) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string step_dir = index_.StepDir(h.entry.step);
+  DS_RETURN_IF_ERROR(rt::MakeStepDir(step_dir));
+  const std::string dest = step_dir + "/" + ShardFileName(h.entry.shard);
+  if (::rename(path.c_str(), dest.c_str()) != 0)
+    return Status::IOError(fmt::format("{}: {}", dest, std::strerror(errno)));
+  HeldShard held = h;
+  held.entry.tier = 1;
+  return Hold(held, manifest);
 }
 
 Result<ShardFile> SnapshotStore::Open(int64_t step, uint32_t shard) const {
