@@ -13,6 +13,9 @@
 // (EMFILE, ENFILE, ENOBUFS, ENOMEM) it retries after a back-off of 100 ms,
 // doubling to 1 s, instead of at once; connections wait in the listen backlog.
 // Refusals are logged through RejectLog (rate-limited), peer strings Printable().
+// The listening socket and every accepted one are close-on-exec from birth
+// (socket/accept4 with SOCK_CLOEXEC, not Asio's open/accept), so no program
+// dslaunch starts can hold the job's port.
 // Not thread-safe: call only from the io thread (or before run()); the
 // counters below may be read from any thread.
 #pragma once
