@@ -25,8 +25,8 @@
 namespace ds {
 namespace {
 
-// Shard bytes are read this much at a time into a buffer that grows to it
-// only as they arrive, then handed to the sink.
+// Shard bytes are read this much at a time (the most a peer's announcement
+// makes the receiver allocate), then handed to the sink.
 constexpr size_t kReceiveStep = 256 * 1024;
 
 Deadline After(double seconds) { return std::chrono::steady_clock::now() + Seconds(seconds); }
@@ -83,7 +83,7 @@ struct Incoming {
   uint64_t announced;
   uint64_t got = 0;
   uLong crc = crc32(0L, Z_NULL, 0);
-  Bytes buf;  // grows to kReceiveStep at most, by what arrives
+  Bytes buf;  // one step: kReceiveStep at most
 };
 
 // One ShardData frame's bytes into `in`; an Error frame is its message, and
