@@ -78,6 +78,7 @@ enum class AgentExit : int {
   kLostCoordinator = 4,   // connection closed or heartbeats stopped; workers were killed first
   kRefused = 5,           // the coordinator refused this agent's key (a wrong job secret)
   kParentGone = 6,        // --tree-parent: the parent's connection ended before we registered
+  kInternalError = 7,     // a thread of the agent failed (named on stderr); workers were stopped first
   kSignalBase = 128,      // 128+S after termination signal S; workers were stopped first
 };
 constexpr int ExitCode(AgentExit e) { return static_cast<int>(e); }

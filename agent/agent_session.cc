@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <map>
 
@@ -24,6 +25,7 @@
 #include "common/log.h"
 #include "common/netif.h"
 #include "common/step_heartbeat.h"
+#include "common/strings.h"
 
 namespace ds {
 
@@ -268,6 +270,14 @@ void AgentSession::OnSnapshotSetup(const msg::SnapshotSetup& m) {
 void AgentSession::SendSnapshotMessages() {
   if (!snapshots_) return;
   for (auto& [type, payload] : snapshots_->TakeOutgoing()) Send(type, payload);
+  if (const std::string failed = snapshots_->failure(); !failed.empty() && !quitting_) {
+    // A thread of the agent failed: its state is unknown, so the node leaves
+    // the job the clean way (workers stopped, a distinct exit code) and the
+    // coordinator carries on without it.
+    std::fprintf(stderr, "dsagent %s: snapshots: %s; stopping my workers and leaving the job\n", opt_.host.c_str(),
+                 Printable(failed).c_str());
+    Quit(ds::ExitCode(AgentExit::kInternalError), "snapshots: " + failed);
+  }
 }
 
 KeyValues AgentSession::WorkerEnvironment(const msg::WorkerSpec& w, const std::string& ifname, const Slot& slot,

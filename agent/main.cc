@@ -57,6 +57,8 @@
 // coordinator (connection closed or heartbeats stopped; its workers were
 // killed first); 5 the coordinator refused the key (a wrong job secret);
 // 6 the tree parent's connection ended before this agent registered;
+// 7 a thread of the agent failed (the shard server, the snapshot tasks: on
+// stderr), its workers stopped first;
 // 128+S after signal S (SIGTERM/SIGINT/SIGHUP: workers are stopped first).
 #include <iostream>
 #include <string>

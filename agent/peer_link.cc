@@ -9,18 +9,25 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include <cerrno>
 #include <cstring>
+#include <exception>
 
 #include <fmt/format.h>
 
 #include "agent/port_hold.h"
 #include "common/clock.h"
 #include "common/log.h"
-#include "runtime/checkpoint_format.h"
+#include "common/strings.h"
 
 namespace ds {
 namespace {
+
+// Shard bytes are read this much at a time (the most a peer's announcement
+// makes the receiver allocate), then handed to the sink.
+constexpr size_t kReceiveStep = 256 * 1024;
 
 Deadline After(double seconds) { return std::chrono::steady_clock::now() + Seconds(seconds); }
 
@@ -69,40 +76,68 @@ Status WriteShard(int fd, const ShardFile& f, Deadline deadline) {
   return Status::OK();
 }
 
-// One ShardData frame's bytes appended to `out` (no intermediate buffer);
-// an Error frame is its message.
-Status ReadDataFrame(int fd, std::string* out, uint64_t room, Deadline deadline) {
-  uint8_t hdr[wire::kHeaderSize + 4];
+// A shard being read: its bytes go to `sink` as they arrive, counted and
+// checksummed on the way.
+struct Incoming {
+  ShardSink* sink;
+  uint64_t announced;
+  uint64_t got = 0;
+  uLong crc = crc32(0L, Z_NULL, 0);
+  Bytes buf;  // one step: kReceiveStep at most
+};
+
+// One ShardData frame's bytes into `in`; an Error frame is its message, and
+// any other frame is read (as it arrives) only to be refused.
+Status ReadDataFrame(int fd, Incoming& in, Deadline deadline) {
+  uint8_t hdr[wire::kHeaderSize];
   size_t got = 0;
-  DS_RETURN_IF_ERROR(ReadFull(fd, hdr, wire::kHeaderSize, deadline, &got));
+  DS_RETURN_IF_ERROR(ReadFull(fd, hdr, sizeof(hdr), deadline, &got));
   DS_ASSIGN_OR_RETURN(FrameHeader h, DecodeHeader(hdr));
-  if (h.type != wire::MsgType::kShardData) {
-    Frame f{h.type, Bytes(h.length)};
-    DS_RETURN_IF_ERROR(ReadFull(fd, f.payload.data(), f.payload.size(), deadline, &got));
-    return ExpectFrame(f, wire::MsgType::kShardData, "shard data");
+  if (h.type != wire::MsgType::kShardData)
+    return ExpectFrame(ReadFrameRest(fd, h, deadline), wire::MsgType::kShardData, "shard data");
+  uint8_t len[4];
+  DS_RETURN_IF_ERROR(ReadFull(fd, len, sizeof(len), deadline, &got));
+  const uint32_t n = PayloadReader(Bytes(len, len + sizeof(len))).U32();
+  if (uint64_t{n} + 4 != h.length) return Status::InvalidArgument("malformed shard data frame");
+  if (n > in.announced - in.got) return Status::InvalidArgument("more shard bytes than announced");
+  for (uint32_t left = n; left > 0;) {
+    const size_t step = std::min<size_t>(left, kReceiveStep);
+    if (in.buf.size() < step) in.buf.resize(step);
+    const Status st = ReadFull(fd, in.buf.data(), step, deadline, &got);
+    in.got += got;  // counted even when the rest does not come: the error says how far it got
+    if (!st.ok()) return st;
+    in.crc = crc32(in.crc, in.buf.data(), static_cast<uInt>(step));
+    DS_RETURN_IF_ERROR(in.sink->Write(in.buf.data(), step));
+    left -= static_cast<uint32_t>(step);
   }
-  DS_RETURN_IF_ERROR(ReadFull(fd, hdr + wire::kHeaderSize, 4, deadline, &got));
-  const uint32_t n = PayloadReader(Bytes(hdr + wire::kHeaderSize, hdr + wire::kHeaderSize + 4)).U32();
-  if (h.length != n + 4) return Status::InvalidArgument("malformed shard data frame");
-  if (n > room) return Status::InvalidArgument("more shard bytes than announced");
-  const size_t at = out->size();
-  out->resize(at + n);
-  return ReadFull(fd, reinterpret_cast<uint8_t*>(out->data() + at), n, deadline, &got);
+  return Status::OK();
 }
 
-// The frames WriteShard sent, given the ShardPut already read.
-Result<ShardCopy> ReadShard(int fd, const msg::ShardPut& put, Deadline deadline) {
-  if (put.entry.bytes > (uint64_t{1} << 36)) return Status::InvalidArgument("shard larger than 64 GiB");
-  ShardCopy c{HeldShard{put.entry, put.crc32}, put.manifest, {}};
-  c.data.reserve(put.entry.bytes);
+// The frames WriteShard sent, given the ShardPut already read, into the sink
+// `open` gives for it; committed once all arrived and the crc32 matched.
+Result<HeldShard> ReadShard(int fd, const msg::ShardPut& put, const OpenSink& open, Deadline deadline) {
+  const HeldShard held{put.entry, put.crc32};
+  DS_ASSIGN_OR_RETURN(std::unique_ptr<ShardSink> sink, open(held, put.manifest));
+  Incoming in{sink.get(), put.entry.bytes};
   do {
-    DS_RETURN_IF_ERROR(ReadDataFrame(fd, &c.data, put.entry.bytes - c.data.size(), deadline));
-  } while (c.data.size() < put.entry.bytes);
-  const uint32_t crc = rt::Crc32(c.data);
-  if (crc != put.crc32)
+    if (Status st = ReadDataFrame(fd, in, deadline); !st.ok())
+      return st.Prefixed(fmt::format("shard {} of step {} ({} of {} bytes came)", put.entry.shard, put.entry.step,
+                                     in.got, in.announced));
+  } while (in.got < in.announced);
+  if (in.crc != put.crc32)
     return Status::InvalidArgument(fmt::format("shard {} of step {}: crc32 mismatch ({:08x}, expected {:08x})",
-                                               put.entry.shard, put.entry.step, crc, put.crc32));
-  return c;
+                                               put.entry.shard, put.entry.step, in.crc, put.crc32));
+  DS_RETURN_IF_ERROR(sink->Commit());
+  return held;
+}
+
+// "host:port" of a connected peer, numeric.
+std::string PeerName(const sockaddr_storage& sa, socklen_t len) {
+  char host[NI_MAXHOST], port[NI_MAXSERV];
+  if (::getnameinfo(reinterpret_cast<const sockaddr*>(&sa), len, host, sizeof(host), port, sizeof(port),
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+    return "?";
+  return sa.ss_family == AF_INET6 ? fmt::format("[{}]:{}", host, port) : fmt::format("{}:{}", host, port);
 }
 
 Status ReplyOk(int fd, Deadline deadline) { return WriteFrame(fd, wire::MsgType::kStoreOk, msg::StoreOk{}.Encode(), deadline); }
@@ -131,24 +166,25 @@ Status SendShard(const std::string& peer_addr, const PeerIdentity& me, const Sha
                                                 file.held.entry.step, peer_addr));
 }
 
-Result<ShardCopy> FetchShard(const std::string& peer_addr, const PeerIdentity& me, int64_t step, uint32_t shard,
-                             Deadline deadline) {
-  auto run = [&]() -> Result<ShardCopy> {
+Result<HeldShard> FetchShard(const std::string& peer_addr, const PeerIdentity& me, int64_t step, uint32_t shard,
+                             const OpenSink& open, Deadline deadline) {
+  auto run = [&]() -> Result<HeldShard> {
     DS_ASSIGN_OR_RETURN(UniqueFd fd, Open(peer_addr, me, deadline));
     DS_RETURN_IF_ERROR(WriteFrame(fd.get(), wire::MsgType::kShardGet, msg::ShardGet{step, shard}.Encode(), deadline));
     auto f = ReadFrame(fd.get(), deadline);
     DS_RETURN_IF_ERROR(ExpectFrame(f, wire::MsgType::kShardPut, "fetch"));
     DS_ASSIGN_OR_RETURN(msg::ShardPut put, msg::ShardPut::Decode(f->payload));
     if (put.entry.step != step || put.entry.shard != shard) return Status::IOError("the peer sent another shard");
-    return ReadShard(fd.get(), put, deadline);
+    return ReadShard(fd.get(), put, open, deadline);
   };
-  auto c = run();
-  if (!c.ok()) return c.status().Prefixed(fmt::format("fetching shard {} of step {} from {}", shard, step, peer_addr));
-  return c;
+  auto held = run();
+  if (!held.ok())
+    return held.status().Prefixed(fmt::format("fetching shard {} of step {} from {}", shard, step, peer_addr));
+  return held;
 }
 
-Result<std::unique_ptr<PeerServer>> PeerServer::Start(const std::string& bind_addr, PeerIdentity me, Lookup lookup,
-                                                      Receive receive, double request_timeout) {
+Result<std::unique_ptr<PeerServer>> PeerServer::Start(const std::string& bind_addr, PeerIdentity me,
+                                                      ShardService* service, double request_timeout) {
   std::unique_ptr<PeerServer> s(new PeerServer());
   DS_ASSIGN_OR_RETURN(auto held, HoldPort(bind_addr, 0));
   s->listen_ = std::move(held.first);
@@ -160,8 +196,7 @@ Result<std::unique_ptr<PeerServer>> PeerServer::Start(const std::string& bind_ad
   s->wake_[0].Reset(p[0]);
   s->wake_[1].Reset(p[1]);
   s->me_ = std::move(me);
-  s->lookup_ = std::move(lookup);
-  s->receive_ = std::move(receive);
+  s->service_ = service;
   s->request_timeout_ = request_timeout;
   s->thread_ = std::thread([raw = s.get()] { raw->Loop(); });
   return s;
@@ -175,40 +210,59 @@ PeerServer::~PeerServer() {
   }
 }
 
+// The thread's boundary: an exception (say, std::bad_alloc) ends the server
+// and is reported to its service, which fails the node cleanly.
 void PeerServer::Loop() {
-  LowerThreadPriority();
-  for (;;) {
-    pollfd fds[2] = {{listen_.get(), POLLIN, 0}, {wake_[0].get(), POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
-    if (fds[1].revents) return;
-    if (!(fds[0].revents & POLLIN)) continue;
-    UniqueFd conn(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
-    if (conn.get() >= 0) Serve(conn.get());
+  try {
+    LowerThreadPriority();
+    for (;;) {
+      pollfd fds[2] = {{listen_.get(), POLLIN, 0}, {wake_[0].get(), POLLIN, 0}};
+      if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
+      if (fds[1].revents) return;
+      if (!(fds[0].revents & POLLIN)) continue;
+      sockaddr_storage sa{};
+      socklen_t len = sizeof(sa);
+      UniqueFd conn(::accept4(listen_.get(), reinterpret_cast<sockaddr*>(&sa), &len, SOCK_CLOEXEC | SOCK_NONBLOCK));
+      if (conn.get() >= 0) Serve(conn.get(), PeerName(sa, len));
+    }
+  } catch (const std::exception& e) {
+    service_->ServerFailed(fmt::format("the shard server on {} stopped: {}", addr_, e.what()));
+  } catch (...) {
+    service_->ServerFailed(fmt::format("the shard server on {} stopped: an unknown exception", addr_));
   }
 }
 
-void PeerServer::Serve(int fd) {
-  // A peer that does not know the key holds the server for 5 s at most.
+// The 1st, 2nd, 4th, 8th ... refusal is logged: a flood of connections
+// costs log2(n) lines. The reason may quote the peer: escaped.
+void PeerServer::Refused(const std::string& peer, const Status& why) {
+  ++refused_;
+  if ((refused_ & (refused_ - 1)) != 0) return;
+  DS_LOG(Warn, Agent) << fmt::format("snapshots: refused a peer connection from {}: {} ({} refused so far; logged "
+                                     "at 1, 2, 4, 8, ...)",
+                                     peer, Printable(why.message()), refused_);
+}
+
+void PeerServer::Serve(int fd, const std::string& peer) {
+  // A peer that does not know the key holds the server for 5 s at most, and
+  // costs it 512 bytes a frame (ServerHandshake's budget).
   auto hello = ServerHandshake(fd, wire::Role::kPeer, me_.job_id, me_.key, std::min(After(5), After(request_timeout_)));
-  if (!hello.ok()) {
-    DS_LOG(Warn, Agent) << "snapshots: refused a peer connection: " << hello.status().message();
-    return;
-  }
+  if (!hello.ok()) return Refused(peer, hello.status());
   const Deadline deadline = After(request_timeout_);
   auto f = ReadFrame(fd, deadline);
   if (!f.ok()) return;
   if (f->type == wire::MsgType::kShardGet) {
     auto get = msg::ShardGet::Decode(f->payload);
     if (!get.ok()) return ReplyError(fd, get.status().message(), deadline);
-    auto copy = lookup_(get->step, get->shard);
-    if (!copy.ok()) return ReplyError(fd, fmt::format("{}: {}", me_.host, copy.status().message()), deadline);
-    (void)WriteShard(fd, *copy, deadline);
+    auto file = service_->Lookup(get->step, get->shard);
+    if (!file.ok()) return ReplyError(fd, fmt::format("{}: {}", me_.host, file.status().message()), deadline);
+    (void)WriteShard(fd, *file, deadline);
   } else if (f->type == wire::MsgType::kShardPut) {
     auto put = msg::ShardPut::Decode(f->payload);
     if (!put.ok()) return ReplyError(fd, put.status().message(), deadline);
-    auto copy = ReadShard(fd, *put, deadline);
-    Status st = copy.ok() ? receive_(*copy) : copy.status();
-    if (!st.ok()) return ReplyError(fd, fmt::format("{}: {}", me_.host, st.message()), deadline);
+    auto open = [this](const HeldShard& h, const std::string& manifest) { return service_->Receive(h, manifest); };
+    auto held = ReadShard(fd, *put, open, deadline);
+    if (!held.ok()) return ReplyError(fd, fmt::format("{}: {}", me_.host, held.status().message()), deadline);
+    service_->Received(*held);
     (void)ReplyOk(fd, deadline);
   } else {
     ReplyError(fd, "expected ShardGet or ShardPut", deadline);

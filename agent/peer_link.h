@@ -6,10 +6,14 @@
 //   ShardGet{step, shard}  -> ShardPut + ShardData... | Error            (fetch)
 //
 // The bytes travel in ShardData frames of at most kShardChunk bytes, sent
-// from the shard's file with sendfile and received straight into the
-// destination buffer, and are checked against the crc32 before they are
-// kept. Blocking calls with a deadline; PeerServer runs its own thread.
-// Thread-safe.
+// from the shard's file with sendfile and received in bounded steps into a
+// ShardSink (the receiver's file), and are checked against the crc32 before
+// they are kept. What the other side says is hostile until it proved the
+// key, and bounded after: nothing it sends is printed unescaped, and no
+// buffer is sized by its announcements (a shard is refused when the
+// receiver has no room for it, and otherwise costs what arrived). Blocking
+// calls with a deadline; PeerServer runs its own thread, whose exceptions
+// end it and are reported, never escape it. Thread-safe.
 #pragma once
 
 #include <atomic>
@@ -17,6 +21,7 @@
 #include <string>
 #include <thread>
 
+#include "agent/shard_sink.h"
 #include "agent/snapshot_store.h"
 #include "common/client_conn.h"
 
@@ -38,30 +43,48 @@ struct PeerIdentity {
 
 // Sends the shard in `file` to the agent at `peer_addr` (host:port).
 Status SendShard(const std::string& peer_addr, const PeerIdentity& me, const ShardFile& file, Deadline deadline);
-// Asks the agent at `peer_addr` for shard `shard` of `step`.
-Result<ShardCopy> FetchShard(const std::string& peer_addr, const PeerIdentity& me, int64_t step, uint32_t shard,
-                             Deadline deadline);
+// Asks the agent at `peer_addr` for shard `shard` of `step`, its bytes
+// written to the sink `open` gives; returns what was received.
+Result<HeldShard> FetchShard(const std::string& peer_addr, const PeerIdentity& me, int64_t step, uint32_t shard,
+                             const OpenSink& open, Deadline deadline);
+
+// What a PeerServer serves from and receives into (SnapshotKeeper; a map in
+// tests). Called on the server's thread, one request at a time.
+class ShardService {
+ public:
+  virtual ~ShardService() = default;
+  // The shard a peer asks for (ShardGet); an error goes back to it.
+  virtual Result<ShardFile> Lookup(int64_t step, uint32_t shard) = 0;
+  // Where a shard a peer sends (ShardPut) is written; an error (no room) goes back to it.
+  virtual Result<std::unique_ptr<ShardSink>> Receive(const HeldShard& held, const std::string& manifest) = 0;
+  // A shard arrived whole and its sink committed.
+  virtual void Received(const HeldShard& held) = 0;
+  // The server's thread ended on an exception (`what`): it serves no more.
+  virtual void ServerFailed(const std::string& what) = 0;
+};
 
 // Accepts peer connections on `bind_addr` (port chosen by the kernel) and
 // serves them one at a time on its own thread, each within `request_timeout`.
+// Connections that fail the handshake are logged escaped, the 1st, 2nd,
+// 4th, 8th ... of them only, each line with the count so far.
 class PeerServer {
  public:
-  using Lookup = std::function<Result<ShardFile>(int64_t step, uint32_t shard)>;
-  using Receive = std::function<Status(const ShardCopy& copy)>;
-  static Result<std::unique_ptr<PeerServer>> Start(const std::string& bind_addr, PeerIdentity me, Lookup lookup,
-                                                   Receive receive, double request_timeout = 30.0);
+  // `service` outlives the server.
+  static Result<std::unique_ptr<PeerServer>> Start(const std::string& bind_addr, PeerIdentity me,
+                                                   ShardService* service, double request_timeout = 30.0);
   ~PeerServer();  // stops the thread
   const std::string& addr() const { return addr_; }
 
  private:
   PeerServer() = default;
   void Loop();
-  void Serve(int fd);
+  void Serve(int fd, const std::string& peer);
+  void Refused(const std::string& peer, const Status& why);
 
   PeerIdentity me_;
-  Lookup lookup_;
-  Receive receive_;
+  ShardService* service_ = nullptr;
   double request_timeout_ = 30.0;
+  uint64_t refused_ = 0;  // handshakes failed so far (server thread)
   UniqueFd listen_;
   UniqueFd wake_[2];  // a pipe: the destructor writes to stop the loop
   std::string addr_;

@@ -40,10 +40,7 @@ Result<std::unique_ptr<SnapshotKeeper>> SnapshotKeeper::Start(const Identity& me
       ::inotify_add_watch(k->inotify_.get(), k->store_->incoming_dir().c_str(), IN_MOVED_TO | IN_CLOSE_WRITE) < 0)
     return Status::IOError(fmt::format("inotify on {}: {}", k->store_->incoming_dir(), std::strerror(errno)));
   SnapshotKeeper* raw = k.get();
-  DS_ASSIGN_OR_RETURN(k->server_, PeerServer::Start(
-                                      me.bind_addr, k->peer_,
-                                      [raw](int64_t step, uint32_t shard) { return raw->Lookup(step, shard); },
-                                      [raw](const ShardCopy& c) { return raw->Receive(c); }, kTransferTimeout));
+  DS_ASSIGN_OR_RETURN(k->server_, PeerServer::Start(me.bind_addr, k->peer_, raw, kTransferTimeout));
   k->thread_ = std::thread([raw] { raw->TaskLoop(); });
   if (k->disk_) {
     std::vector<msg::ShardEntry> found;
@@ -86,7 +83,13 @@ void SnapshotKeeper::TaskLoop() {
       tasks_.pop_front();
       busy_ = true;
     }
-    task();
+    try {  // the thread's edge: an exception is this node's failure, reported, never std::terminate
+      task();
+    } catch (const std::exception& e) {
+      Fail(fmt::format("a snapshot task stopped: {}", e.what()));
+    } catch (...) {
+      Fail("a snapshot task stopped: an unknown exception");
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       busy_ = false;
@@ -99,6 +102,20 @@ void SnapshotKeeper::Drain() {
   std::unique_lock<std::mutex> lock(mu_);
   draining_ = true;  // what is left only goes to disk: the peers are shutting down too
   cv_.wait(lock, [&] { return tasks_.empty() && !busy_; });
+}
+
+void SnapshotKeeper::Fail(const std::string& what) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (failure_.empty()) failure_ = what;
+  }
+  char c = 0;
+  (void)!::write(events_[1].get(), &c, 1);
+}
+
+std::string SnapshotKeeper::failure() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return failure_;
 }
 
 void SnapshotKeeper::PushOutgoing(wire::MsgType type, Bytes payload) {
@@ -220,15 +237,17 @@ void SnapshotKeeper::PersistAndReplicate(int64_t step, uint32_t shard, bool repl
   if (!targets.empty()) Report({}, {});  // the coordinator's totals follow
 }
 
-Status SnapshotKeeper::Receive(const ShardCopy& copy) {
-  DS_RETURN_IF_ERROR(store_->Put(copy));
-  msg::ShardEntry e = copy.held.entry;
+Result<std::unique_ptr<ShardSink>> SnapshotKeeper::Receive(const HeldShard& held, const std::string& manifest) {
+  return store_->Receive(held, manifest);
+}
+
+void SnapshotKeeper::Received(const HeldShard& held) {
+  msg::ShardEntry e = held.entry;
   e.tier = 1;
   Report({e}, PruneAll());
   const int64_t step = e.step;
   const uint32_t shard = e.shard;
   Post([this, step, shard] { PersistAndReplicate(step, shard, /*replicate=*/false); });
-  return Status::OK();
 }
 
 Result<ShardFile> SnapshotKeeper::Lookup(int64_t step, uint32_t shard) {
@@ -252,20 +271,16 @@ void SnapshotKeeper::Fetch(const msg::Fetch& m) {
   for (const msg::ShardSource& src : m.sources) {
     if (store_->Has(m.step, src.shard)) continue;
     const bool local = disk_ && disk_->Has(m.step, src.shard);
-    Result<ShardCopy> copy = Status::NotFound("");
-    if (local) {
-      auto file = disk_->Open(m.step, src.shard);
-      copy = file.ok() ? ReadVerified(*file) : file.status();
-    } else {
-      copy = FetchShard(src.peer_addr, peer_, m.step, src.shard, SteadyClock::now() + Seconds(kTransferTimeout));
-    }
-    Status st = copy.ok() ? store_->Put(*copy) : copy.status();
-    if (!st.ok()) {
-      done.error = st.message();
+    auto into_store = [this](const HeldShard& h, const std::string& manifest) { return store_->Receive(h, manifest); };
+    Result<HeldShard> got = local ? LoadFromDisk(m.step, src.shard)
+                                  : FetchShard(src.peer_addr, peer_, m.step, src.shard, into_store,
+                                               SteadyClock::now() + Seconds(kTransferTimeout));
+    if (!got.ok()) {
+      done.error = got.status().message();
       break;
     }
-    if (!local) done.bytes += copy->data.size();
-    msg::ShardEntry e = copy->held.entry;
+    if (!local) done.bytes += got->entry.bytes;
+    msg::ShardEntry e = got->entry;
     e.tier = 1;
     added.push_back(e);
     if (!local) Post([this, step = m.step, shard = src.shard] { PersistAndReplicate(step, shard, false); });
@@ -273,6 +288,13 @@ void SnapshotKeeper::Fetch(const msg::Fetch& m) {
   done.micros = static_cast<uint32_t>(std::min<uint64_t>(MicrosSince(t0), UINT32_MAX));
   Report(std::move(added), std::move(removed));
   PushOutgoing(wire::MsgType::kFetched, done.Encode());
+}
+
+Result<HeldShard> SnapshotKeeper::LoadFromDisk(int64_t step, uint32_t shard) {
+  DS_ASSIGN_OR_RETURN(ShardFile file, disk_->Open(step, shard));
+  DS_ASSIGN_OR_RETURN(ShardCopy copy, ReadVerified(file));
+  DS_RETURN_IF_ERROR(store_->Put(copy));
+  return copy.held;
 }
 
 }  // namespace ds

@@ -11,8 +11,11 @@
 //     from.
 // Every change of what the node holds becomes a SnapshotHeld, every Fetch a
 // Fetched, queued for the agent's loop, which polls events_fd() and sends
-// TakeOutgoing() to the coordinator. The loop's calls (OnInotify, SetTargets,
-// StartFetch, TakeOutgoing) come from one thread; the rest is internal.
+// TakeOutgoing() to the coordinator. An exception on the server's or the
+// task thread is caught at that thread's edge and kept as failure(), which
+// the loop reads at the same wake-up and acts on (the agent leaves the job).
+// The loop's calls (OnInotify, SetTargets, StartFetch, TakeOutgoing,
+// failure) come from one thread; the rest is internal.
 #pragma once
 
 #include <condition_variable>
@@ -32,7 +35,7 @@
 
 namespace ds {
 
-class SnapshotKeeper {
+class SnapshotKeeper : private ShardService {
  public:
   struct Identity {
     std::string job_id;
@@ -44,7 +47,7 @@ class SnapshotKeeper {
   // scans the node's directory and starts the server and the task thread.
   static Result<std::unique_ptr<SnapshotKeeper>> Start(const Identity& me, const msg::SnapshotSetup& setup,
                                                        const std::string& memory_parent = "");
-  ~SnapshotKeeper();  // finishes queued disk writes, stops the threads, removes the memory store
+  ~SnapshotKeeper() override;  // finishes queued disk writes, stops the threads, removes the memory store
 
   const std::string& memory_dir() const { return store_->dir(); }
   const std::string& peer_addr() const { return server_->addr(); }
@@ -62,6 +65,8 @@ class SnapshotKeeper {
   std::vector<std::pair<wire::MsgType, Bytes>> TakeOutgoing();
   // Waits until the queued tasks are done (shutdown: the last shards reach the disk).
   void Drain();
+  // What ended a thread of the keeper on an exception ("" while none did).
+  std::string failure();
 
  private:
   SnapshotKeeper() = default;
@@ -69,10 +74,15 @@ class SnapshotKeeper {
   void TaskLoop();
   void Report(std::vector<msg::ShardEntry> added, std::vector<msg::ShardEntry> removed);
   void PushOutgoing(wire::MsgType type, Bytes payload);
-  Status Receive(const ShardCopy& copy);        // a replica arrived (server thread)
-  Result<ShardFile> Lookup(int64_t step, uint32_t shard);  // a peer fetches (server thread)
+  void Fail(const std::string& what);           // any thread: the first failure is kept, the loop woken
+  // ShardService, on the server thread: a peer fetches, a replica arrives.
+  Result<ShardFile> Lookup(int64_t step, uint32_t shard) override;
+  Result<std::unique_ptr<ShardSink>> Receive(const HeldShard& held, const std::string& manifest) override;
+  void Received(const HeldShard& held) override;
+  void ServerFailed(const std::string& what) override { Fail(what); }
   void PersistAndReplicate(int64_t step, uint32_t shard, bool replicate);  // task thread
   void Fetch(const msg::Fetch& m);              // task thread
+  Result<HeldShard> LoadFromDisk(int64_t step, uint32_t shard);  // task thread: the node's disk to memory
   std::vector<msg::ShardEntry> PruneAll();
 
   Identity me_;
@@ -93,6 +103,7 @@ class SnapshotKeeper {
   std::vector<msg::ReplicaPeer> targets_;
   std::vector<std::pair<wire::MsgType, Bytes>> outgoing_;
   msg::SnapshotCounters counters_;
+  std::string failure_;                 // the first exception that ended a thread's work
   std::thread thread_;
 };
 

@@ -1,16 +1,23 @@
 #include "agent/snapshot_store.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 
 #include <fmt/format.h>
 
+#include "common/hmac_auth.h"
 #include "common/process_dirs.h"
 #include "common/snapshot_handoff.h"
 #include "runtime/checkpoint_files.h"
@@ -22,7 +29,80 @@ namespace fs = std::filesystem;
 namespace {
 constexpr const char* kWhat = "snapshot memory directory";
 std::string ShardFileName(uint32_t shard) { return fmt::format("shard_{}.bin", shard); }
+
+std::string GiB(uint64_t bytes) { return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1ull << 30)); }
+
+// /proc/meminfo's MemAvailable in bytes; no bound when it cannot be read.
+uint64_t MemAvailable() {
+  FILE* f = std::fopen("/proc/meminfo", "re");
+  if (f == nullptr) return std::numeric_limits<uint64_t>::max();
+  char line[256];
+  unsigned long long kib = 0;
+  bool found = false;
+  while (!found && std::fgets(line, sizeof(line), f) != nullptr)
+    found = std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1;
+  std::fclose(f);
+  return found ? kib * 1024 : std::numeric_limits<uint64_t>::max();
+}
+
+// What a new file on the filesystem of `fd` may grow to: the space free
+// there, and on tmpfs (which is memory) no more than the memory available.
+Result<uint64_t> RoomFor(int fd, const std::string& where) {
+  struct statvfs vfs {};
+  struct statfs fs {};
+  if (::fstatvfs(fd, &vfs) != 0 || ::fstatfs(fd, &fs) != 0)
+    return Status::IOError(fmt::format("{}: statfs: {}", where, std::strerror(errno)));
+  uint64_t room = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+  if (fs.f_type == TMPFS_MAGIC) room = std::min(room, MemAvailable());
+  return room;
+}
+
 }  // namespace
+
+// A shard arriving from a peer: a file in receiving/ that only Commit() moves
+// to its step directory; removed when dropped before.
+class SnapshotStore::Receiving final : public ShardSink {
+ public:
+  Receiving(SnapshotStore* store, HeldShard held, std::string manifest, std::string name, UniqueFd fd)
+      : store_(store), held_(held), manifest_(std::move(manifest)), name_(std::move(name)), fd_(std::move(fd)) {}
+  ~Receiving() override {
+    if (!committed_) (void)store_->receiving_.Unlink(name_);
+  }
+
+  Status Write(const uint8_t* data, size_t n) override {
+    if (n > held_.entry.bytes - written_)
+      return Status::InvalidArgument(fmt::format("{}: more bytes than the {} announced", path(), held_.entry.bytes));
+    for (size_t done = 0; done < n;) {
+      const ssize_t w = ::write(fd_.get(), data + done, n - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) return Status::IOError(fmt::format("{}: {}", path(), std::strerror(errno)));
+      done += static_cast<size_t>(w);
+    }
+    written_ += n;
+    return Status::OK();
+  }
+
+  Status Commit() override {
+    if (written_ != held_.entry.bytes)
+      return Status::InvalidArgument(
+          fmt::format("{}: {} bytes received, {} announced", path(), written_, held_.entry.bytes));
+    if (::fsync(fd_.get()) != 0) return Status::IOError(fmt::format("{}: fsync: {}", path(), std::strerror(errno)));
+    fd_.Reset();
+    DS_RETURN_IF_ERROR(store_->Keep(name_, held_, manifest_));
+    committed_ = true;
+    return Status::OK();
+  }
+
+ private:
+  std::string path() const { return store_->receiving_.PathOf(name_); }
+  SnapshotStore* store_;
+  HeldShard held_;
+  std::string manifest_;
+  std::string name_;
+  UniqueFd fd_;
+  uint64_t written_ = 0;
+  bool committed_ = false;
+};
 
 Result<ShardFile> OpenShardFile(const Dir& dir, const std::string& name, const HeldShard& held,
                                 std::string manifest) {
@@ -67,12 +147,14 @@ Result<std::unique_ptr<SnapshotStore>> SnapshotStore::Create(const std::string& 
     return dir.status();
   }
   auto incoming = dir->MakeDir("incoming", kWhat, 0700);
-  if (!incoming.ok()) {
+  Result<Dir> receiving = incoming.ok() ? dir->MakeDir("receiving", kWhat, 0700) : incoming.status();
+  if (!receiving.ok()) {
     (void)dir->RemoveContents();
     ::rmdir(path.c_str());
-    return incoming.status();
+    return receiving.status();
   }
-  return std::unique_ptr<SnapshotStore>(new SnapshotStore(std::move(dir).value(), std::move(incoming).value()));
+  return std::unique_ptr<SnapshotStore>(new SnapshotStore(std::move(dir).value(), std::move(incoming).value(),
+                                                          std::move(receiving).value()));
 }
 
 SnapshotStore::~SnapshotStore() {
@@ -119,6 +201,29 @@ Status SnapshotStore::Put(const ShardCopy& copy) {
   HeldShard h = copy.held;
   h.entry.tier = 1;
   return Hold(step, h, copy.manifest);
+}
+
+Result<std::unique_ptr<ShardSink>> SnapshotStore::Receive(const HeldShard& held, std::string manifest) {
+  const std::string name = "shard." + RandomHex(6);
+  UniqueFd fd(::openat(receiving_.fd(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                       rt::kCheckpointFileMode));
+  if (fd.get() < 0) return Status::IOError(fmt::format("{}: {}", receiving_.PathOf(name), std::strerror(errno)));
+  const int raw = fd.get();
+  auto sink = std::make_unique<Receiving>(this, held, std::move(manifest), name, std::move(fd));  // removes it if refused
+  DS_ASSIGN_OR_RETURN(uint64_t room, RoomFor(raw, dir()));
+  if (held.entry.bytes > room)
+    return Status::IOError(fmt::format("shard {} of step {}: {} announced, more than the {} free for it in {}",
+                                       held.entry.shard, held.entry.step, GiB(held.entry.bytes), GiB(room), dir()));
+  return std::unique_ptr<ShardSink>(std::move(sink));
+}
+
+Status SnapshotStore::Keep(const std::string& name, const HeldShard& h, const std::string& manifest) {
+  std::lock_guard<std::mutex> lock(mu_);
+  DS_ASSIGN_OR_RETURN(Dir step, rt::MakeStepDir(dir_, rt::StepDirName(h.entry.step)));
+  DS_RETURN_IF_ERROR(step.MoveFrom(receiving_, name, ShardFileName(h.entry.shard)));
+  HeldShard held = h;
+  held.entry.tier = 1;
+  return Hold(step, held, manifest);
 }
 
 Result<ShardFile> SnapshotStore::Open(int64_t step, uint32_t shard) const {

@@ -3,6 +3,7 @@
 // agent owns for the whole job, so they outlive every worker:
 //
 //   <dir>/incoming/...                             workers' handoffs (common/snapshot_handoff.h)
+//   <dir>/receiving/shard.XXXXXX                   shards arriving from peers (Receive)
 //   <dir>/step_<NNNNNNNN>/shard_<r>.bin            held shards
 //   <dir>/step_<NNNNNNNN>/manifest.json            the step's manifest
 //
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "agent/shard_index.h"
+#include "agent/shard_sink.h"
 #include "common/client_conn.h"
 #include "common/dir.h"
 #include "common/protocol.h"
@@ -76,6 +78,13 @@ class SnapshotStore {
   // A shard from a peer or from disk (both checked its crc32); its size
   // must be the entry's.
   Status Put(const ShardCopy& copy);
+  // Where a shard arriving from a peer goes: a file in receiving/ written as
+  // its bytes come, moved into its step directory and held on Commit.
+  // Refused before any byte when its size is more than the node has free for
+  // it (the directory's filesystem, and for tmpfs also the memory available):
+  // "shard 0 of step 9: 60.0 GiB announced, more than the 23.1 GiB free for
+  // it in <dir>".
+  Result<std::unique_ptr<ShardSink>> Receive(const HeldShard& held, std::string manifest);
   // The shard's file with its manifest; NotFound when not held.
   Result<ShardFile> Open(int64_t step, uint32_t shard) const;
   bool Has(int64_t step, uint32_t shard) const { return index_.Has(step, shard); }
@@ -86,12 +95,16 @@ class SnapshotStore {
   std::vector<msg::ShardEntry> DropAbove(int64_t step);
 
  private:
-  SnapshotStore(Dir dir, Dir incoming)
-      : dir_(std::move(dir)), incoming_(std::move(incoming)), index_(dir_.path()) {}
+  class Receiving;  // the ShardSink of Receive()
+  SnapshotStore(Dir dir, Dir incoming, Dir receiving)
+      : dir_(std::move(dir)), incoming_(std::move(incoming)), receiving_(std::move(receiving)), index_(dir_.path()) {}
   Status Hold(const Dir& step, const HeldShard& h, const std::string& manifest);  // mu_ held
+  // Moves the received file receiving/`name` to its place and holds it.
+  Status Keep(const std::string& name, const HeldShard& h, const std::string& manifest);
 
   const Dir dir_;
   const Dir incoming_;
+  const Dir receiving_;  // shards arriving from peers, until complete
   std::mutex mu_;     // a shard's files and its index entry change together
   ShardIndex index_;
 };

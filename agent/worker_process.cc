@@ -36,6 +36,7 @@ void WriteToStderr(std::initializer_list<const char*> parts) {
   if (stdin_fd >= 0) ::dup2(stdin_fd, 0);
   ::dup2(out, 1);
   ::dup2(err, 2);
+  CloseOnExecAboveStderr();  // nothing of the agent's (sockets, snapshot files) reaches the worker
   // Signals were blocked across fork: the agent's handlers (which write to
   // its self-pipe) must never run in the child.
   ResetSignalsInChild();

@@ -101,12 +101,12 @@ Status ExpectFrame(const Result<Frame>& f, wire::MsgType want, const char* stage
 
 Status ClientHandshake(int fd, const msg::Hello& hello, const std::string& key, Deadline deadline) {
   DS_RETURN_IF_ERROR(WriteFrame(fd, wire::MsgType::kHello, hello.Encode(), deadline));
-  auto f = ReadFrame(fd, deadline);
+  auto f = ReadFrame(fd, deadline, wire::kMaxHandshakeReply);
   DS_RETURN_IF_ERROR(ExpectFrame(f, wire::MsgType::kChallenge, "handshake"));
   DS_ASSIGN_OR_RETURN(msg::Challenge ch, msg::Challenge::Decode(f->payload));
   if (ch.nonce.size() != wire::kNonceSize) return Status::IOError("handshake: bad challenge size");
   DS_RETURN_IF_ERROR(WriteFrame(fd, wire::MsgType::kAuth, msg::Auth{ClientProof(key, ch.nonce)}.Encode(), deadline));
-  auto ok = ReadFrame(fd, deadline);
+  auto ok = ReadFrame(fd, deadline, wire::kMaxHandshakeReply);
   DS_RETURN_IF_ERROR(ExpectFrame(ok, wire::MsgType::kAuthOk, "authentication"));
   DS_ASSIGN_OR_RETURN(msg::AuthOk a, msg::AuthOk::Decode(ok->payload));
   if (!MacEquals(a.mac, ServerProof(key, ch.nonce)))

@@ -23,7 +23,9 @@ Result<UniqueFd> ConnectTcp(const std::string& addr, const std::string& bind_add
 
 // Runs the client handshake on `fd` with `key` (secret or store token).
 // PermissionDenied when the server refuses the proof or answers with a bad
-// server proof; the server's Error message is kept.
+// server proof; the server's Error message is kept (escaped). Until the
+// server's proof, a frame above wire::kMaxHandshakeReply bytes is refused
+// unread.
 Status ClientHandshake(int fd, const msg::Hello& hello, const std::string& key, Deadline deadline);
 
 // The server side of the same handshake, blocking (dsagent's shard server;
@@ -33,8 +35,9 @@ Status ClientHandshake(int fd, const msg::Hello& hello, const std::string& key, 
 Result<msg::Hello> ServerHandshake(int fd, wire::Role role, const std::string& job_id, const std::string& key,
                                    Deadline deadline);
 
-// OK when `f` is a frame of type `want`; an Error frame becomes its message
-// (PermissionDenied for kAuth), other types an IOError naming `stage`.
+// OK when `f` is a frame of type `want`; an Error frame becomes its message,
+// Printable() (PermissionDenied for kAuth), other types an IOError naming
+// `stage`.
 Status ExpectFrame(const Result<Frame>& f, wire::MsgType want, const char* stage);
 
 }  // namespace ds

@@ -43,6 +43,7 @@ class Dir {
   static Result<Dir> Make(const std::string& path, const std::string& what, unsigned mode);
 
   const std::string& path() const { return path_; }
+  int fd() const { return fd_.get(); }  // for *at() calls the methods here do not cover
   std::string PathOf(const std::string& name) const { return path_ + "/" + name; }
 
   // The subdirectory `name` (one component), checked and reported as Open

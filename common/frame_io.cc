@@ -180,6 +180,10 @@ Result<Frame> ReadFrame(int fd, Deadline deadline, uint32_t max_payload) {
     return st;
   }
   DS_ASSIGN_OR_RETURN(FrameHeader h, DecodeHeader(hdr, max_payload));
+  return ReadFrameRest(fd, h, deadline);
+}
+
+Result<Frame> ReadFrameRest(int fd, const FrameHeader& h, Deadline deadline) {
   Frame f;
   f.type = h.type;
   // Grow by what arrives, at most kReadChunk at a time.
@@ -187,7 +191,8 @@ Result<Frame> ReadFrame(int fd, Deadline deadline, uint32_t max_payload) {
   while (have < h.length) {
     size_t want = std::min<size_t>(h.length - have, kReadChunk);
     f.payload.resize(have + want);
-    st = ReadFull(fd, f.payload.data() + have, want, deadline, &got);
+    size_t got = 0;
+    Status st = ReadFull(fd, f.payload.data() + have, want, deadline, &got);
     have += got;
     if (!st.ok()) {
       if (st.code() == Status::Code::kUnavailable)

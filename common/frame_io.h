@@ -99,5 +99,9 @@ Status WriteFrame(int fd, wire::MsgType type, const Bytes& payload, Deadline dea
 // boundary, IOError("truncated frame ...") inside one, header errors
 // (frames above `max_payload` among them), Timeout.
 Result<Frame> ReadFrame(int fd, Deadline deadline, uint32_t max_payload = wire::kMaxPayload);
+// The rest of a frame whose header `h` the caller read and decoded itself
+// (e.g. to stream a data frame elsewhere): the payload, grown as it arrives
+// like ReadFrame's. Errors as ReadFrame's.
+Result<Frame> ReadFrameRest(int fd, const FrameHeader& h, Deadline deadline);
 
 }  // namespace ds

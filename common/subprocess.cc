@@ -1,6 +1,8 @@
 #include "common/subprocess.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace ds {
@@ -32,5 +34,16 @@ void ResetSignalsInChild() {
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
 }
+
+void CloseOnExecAboveStderr(std::initializer_list<int> keep) {
+  if (::close_range(3, ~0u, CLOSE_RANGE_CLOEXEC) != 0) {  // before Linux 5.11
+    rlimit lim{};
+    const rlim_t top = ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY ? lim.rlim_cur : 65536;
+    for (rlim_t fd = 3; fd < top; ++fd) ::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
+  }
+  for (int fd : keep) ::fcntl(fd, F_SETFD, 0);
+}
+
+int AddCloseAboveStderr(posix_spawn_file_actions_t* fa) { return ::posix_spawn_file_actions_addclosefrom_np(fa, 3); }
 
 }  // namespace ds

@@ -1,12 +1,18 @@
 // Pieces every fork/exec of the project shares (ninja subprocess-posix
-// style): execve's NULL-terminated string arrays, and a fork that never lets
-// the parent's signal handlers run in the child. Used by the local spawner,
-// the agent's worker processes and the pdsh spawner. Not thread-safe per
+// style): execve's NULL-terminated string arrays, a fork that never lets
+// the parent's signal handlers run in the child, and the one rule for
+// descriptors: a program we start gets 0, 1 and 2 and what its spawner
+// passes on purpose, nothing else (not a listening socket, not another
+// job's file, whatever flag it was opened with). Used by every spawner: the
+// local one, the agent's worker processes, the tool group (pdsh, srun,
+// mpirun), the cluster commands and the per-node exec. Not thread-safe per
 // object; the functions are safe to call from any thread.
 #pragma once
 
+#include <spawn.h>
 #include <sys/types.h>
 
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,5 +45,16 @@ pid_t ForkWithSignalsBlocked();
 // In the child after ForkWithSignalsBlocked: every disposition back to the
 // default, nothing blocked. Async-signal-safe.
 void ResetSignalsInChild();
+
+// Before exec (in a forked child, or in a process about to exec itself):
+// every descriptor above stderr becomes close-on-exec, except those in
+// `keep`, which are made to survive the exec. Async-signal-safe
+// (close_range(2), or fcntl up to RLIMIT_NOFILE on a kernel without it).
+void CloseOnExecAboveStderr(std::initializer_list<int> keep = {});
+
+// The same rule for posix_spawn: appends to `fa` the closing of every
+// descriptor above stderr (after the dup2s already added). Returns 0 or an
+// errno value.
+int AddCloseAboveStderr(posix_spawn_file_actions_t* fa);
 
 }  // namespace ds

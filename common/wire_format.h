@@ -28,6 +28,10 @@ constexpr uint32_t kMaxPayload = 16u * 1024 * 1024;  // larger frames are reject
 // Auth is 36. A larger header closes the connection unread, so an
 // unauthenticated peer never makes the server allocate more than this.
 constexpr uint32_t kMaxHandshakePayload = 512;
+// What a client reads before the server proved the key (its AuthOk): a
+// Challenge or an AuthOk (36 bytes) or an Error, whose message is a few
+// hundred bytes at most (Printable may quadruple a peer-supplied part).
+constexpr uint32_t kMaxHandshakeReply = 4096;
 constexpr size_t kNonceSize = 32;                    // challenge bytes
 constexpr size_t kMacSize = 32;                      // HMAC-SHA256
 

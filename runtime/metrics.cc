@@ -96,13 +96,13 @@ Result<std::unique_ptr<MetricsWriter>> MetricsWriter::Open(const std::string& di
   if (ec) return Status::IOError(fmt::format("metrics dir {}: {}", dir, ec.message()));
   std::unique_ptr<MetricsWriter> w(new MetricsWriter());
   const std::string jsonl = dir + "/metrics.jsonl";
-  w->jsonl_ = std::fopen(jsonl.c_str(), "a");
+  w->jsonl_ = std::fopen(jsonl.c_str(), "ae");  // e: O_CLOEXEC
   if (!w->jsonl_) return Status::IOError(fmt::format("{}: {}", jsonl, strerror(errno)));
   char host[256] = "localhost";
   gethostname(host, sizeof(host) - 1);
   w->event_path_ = fmt::format("{}/events.out.tfevents.{}.{}.{}", dir,
                                static_cast<int64_t>(Now()), host, getpid());
-  w->events_ = std::fopen(w->event_path_.c_str(), "wb");
+  w->events_ = std::fopen(w->event_path_.c_str(), "wbe");
   if (!w->events_) return Status::IOError(fmt::format("{}: {}", w->event_path_, strerror(errno)));
   const std::string version = "brain.Event:2";
   w->WriteRecord(EncodeEvent(Now(), 0, &version, nullptr));

@@ -109,6 +109,7 @@ Result<int> ClusterRun(const std::string& name, const std::vector<std::string>& 
     ResetSignalsInChild();
     ::setpgid(0, 0);  // Ctrl-C reaches us, not the client: we stop the job through its stdin
     ::dup2(lifeline[0], STDIN_FILENO);
+    CloseOnExecAboveStderr();
     ::execvp(cargv.data()[0], cargv.data());
     std::fprintf(stderr, "dslaunch: cannot run docker: %s\n", std::strerror(errno));
     ::_exit(127);

@@ -23,6 +23,7 @@ int ExitCodeOf(int status) {
 // Exec in the child; a failure is reported as exit code 127 plus a line on
 // the stderr the parent reads.
 [[noreturn]] void ExecChild(const CStringArray& argv) {
+  CloseOnExecAboveStderr();
   ResetSignalsInChild();
   ::execvp(argv.data()[0], argv.data());
   const char* prefix = "cannot run ";

@@ -173,6 +173,7 @@ Status ExecPerNodeAgent(const PerNodeLaunch& p, const CliOptions& cli) {
                p.nnodes, p.source.c_str(), p.addr.c_str(), p.port);
   std::fflush(stderr);
   const CStringArray args(argv);
+  CloseOnExecAboveStderr({fds[0]});  // the key's pipe is passed on purpose; nothing else of ours is
   ::execv(args.data()[0], args.data());
   const int err = errno;
   ::close(fds[0]);

@@ -1,5 +1,6 @@
 #include "launcher/cmd/run.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -271,7 +272,7 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, Termi
   };
   if (cli.stdin_lifeline) {
     boost::system::error_code ec;
-    int fd = ::dup(STDIN_FILENO);
+    int fd = ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
     lifeline.assign(fd, ec);
     if (ec) {
       ::close(fd);

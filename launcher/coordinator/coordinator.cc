@@ -1,6 +1,9 @@
 #include "launcher/coordinator/coordinator.h"
 
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <cerrno>
 
 #include <fmt/format.h>
 
@@ -63,7 +66,14 @@ Status Coordinator::Listen() {
   auto ip = asio::ip::make_address(opt_.listen_addr, ec);
   if (ec) return Status::InvalidArgument(fmt::format("listen address '{}': {}", opt_.listen_addr, ec.message()));
   asio::ip::tcp::endpoint ep(ip, static_cast<uint16_t>(opt_.listen_port));
-  acceptor_.open(ep.protocol(), ec);
+  // Close-on-exec from birth (Asio's open() would not make it so): no
+  // program dslaunch starts, nor any it starts, can hold the port.
+  const int fd = ::socket(ep.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) ec.assign(errno, boost::system::system_category());
+  if (!ec) acceptor_.assign(ep.protocol(), fd, ec);
+  if (ec && fd >= 0) ::close(fd);
+  protocol_ = ep.protocol();
+  if (!ec) acceptor_.non_blocking(true, ec);  // accept4 never waits: readiness comes from async_wait
   if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) acceptor_.bind(ep, ec);
   // As long a queue as the kernel allows (net.core.somaxconn caps it; Asio's
@@ -103,9 +113,20 @@ void Coordinator::Accept() {
     return;
   }
   accept_paused_ = false;
-  acceptor_.async_accept([this](boost::system::error_code ec, asio::ip::tcp::socket sock) {
+  // Readiness from Asio, the accept itself accept4(SOCK_CLOEXEC) (Asio's
+  // accept() leaves the new socket inheritable until it is too late).
+  acceptor_.async_wait(asio::socket_base::wait_read, [this](boost::system::error_code ec) {
     if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
     if (ec) return OnAcceptError(ec);
+    const int fd = ::accept4(acceptor_.native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return Accept();  // gone meanwhile
+    if (fd < 0) return OnAcceptError(boost::system::error_code(errno, boost::system::system_category()));
+    asio::ip::tcp::socket sock(io_);
+    sock.assign(protocol_, fd, ec);
+    if (ec) {
+      ::close(fd);
+      return OnAcceptError(ec);
+    }
     accept_backoff_ = std::chrono::milliseconds(0);
     OnAccepted(std::move(sock));
     Accept();

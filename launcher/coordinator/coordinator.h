@@ -13,6 +13,9 @@
 // (EMFILE, ENFILE, ENOBUFS, ENOMEM) it retries after a back-off of 100 ms,
 // doubling to 1 s, instead of at once; connections wait in the listen backlog.
 // Refusals are logged through RejectLog (rate-limited), peer strings Printable().
+// The listening socket and every accepted one are close-on-exec from birth
+// (socket/accept4 with SOCK_CLOEXEC, not Asio's open/accept), so no program
+// dslaunch starts can hold the job's port.
 // Not thread-safe: call only from the io thread (or before run()); the
 // counters below may be read from any thread.
 #pragma once
@@ -94,6 +97,7 @@ class Coordinator {
   asio::io_context& io_;
   CoordinatorOptions opt_;
   asio::ip::tcp::acceptor acceptor_;
+  asio::ip::tcp protocol_ = asio::ip::tcp::v4();  // the listening socket's (v4 or v6), for accepted sockets
   asio::steady_timer accept_timer_;          // the back-off after EMFILE & co.
   std::chrono::milliseconds accept_backoff_{0};  // 0: not backing off
   int unauthenticated_ = 0;                  // connections in the handshake now

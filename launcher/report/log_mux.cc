@@ -46,7 +46,7 @@ void LogMux::AddRank(int rank, const std::string& host, int local_rank) {
   r.prefix = color_ ? fmt::format("\033[{}m{}\033[0m ", kColors[rank % std::size(kColors)], plain) : plain + " ";
   if (!opt_.log_dir.empty() && r.file == nullptr) {
     std::string path = fmt::format("{}/rank{}.log", opt_.log_dir, rank);
-    r.file = std::fopen(path.c_str(), "a");
+    r.file = std::fopen(path.c_str(), "ae");  // e: O_CLOEXEC, no worker inherits a rank's log
     if (r.file == nullptr)
       std::fprintf(stderr, "dslaunch: warning: cannot open %s: %s\n", path.c_str(), std::strerror(errno));
   }

@@ -84,6 +84,7 @@ Result<std::unique_ptr<AgentHandle>> StartOne(const AgentSpec& spec, double grac
   if (pid == 0) {
     ::setpgid(0, 0);
     ::dup2(in[0], 0);
+    CloseOnExecAboveStderr();  // not the coordinator's socket, nor anything else of dslaunch's
     ResetSignalsInChild();
     ::execv(argv.data()[0], argv.data());
     const char* m = "dslaunch: cannot exec dsagent\n";

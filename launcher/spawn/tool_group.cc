@@ -210,6 +210,8 @@ Result<std::vector<std::unique_ptr<AgentHandle>>> StartToolGroup(ToolGroupSpec s
   posix_spawn_file_actions_adddup2(&fa, in[0], 0);
   posix_spawn_file_actions_adddup2(&fa, out[1], 1);
   posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+  // The tool gets its three pipes, nothing else of dslaunch's (not run at all otherwise).
+  const int closing = AddCloseAboveStderr(&fa);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
@@ -221,7 +223,7 @@ Result<std::vector<std::unique_ptr<AgentHandle>>> StartToolGroup(ToolGroupSpec s
   const CStringArray envp(std::vector<std::pair<std::string, std::string>>(env.begin(), env.end()));
   const CStringArray args(spec.argv);
   pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, spec.path.c_str(), &fa, &attr, args.data(), envp.data());
+  const int rc = closing != 0 ? closing : ::posix_spawn(&pid, spec.path.c_str(), &fa, &attr, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   ::close(in[0]);

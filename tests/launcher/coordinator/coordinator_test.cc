@@ -217,10 +217,12 @@ TEST_CASE("coordinator: an agent authenticates with its node's one-time token, n
   reg.host = "127.0.0.1";
   REQUIRE(WriteFrame(agent.get(), wire::MsgType::kRegister, reg.Encode(), Clock::now() + milliseconds(5000)).ok());
   REQUIRE(ReadFrame(agent.get(), Clock::now() + milliseconds(5000)).ok());  // Reserve: registered
-  // Spent: read from a process environment later, the token registers nothing.
+  // Spent: read from a process environment later, the token registers
+  // nothing; while node 0's agent is there, the refusal says so.
   UniqueFd replay = s.Raw();
   Status st = ClientHandshake(replay.get(), AgentHello("jobX"), s.token, Clock::now() + milliseconds(5000));
-  CHECK(st.message() == "no agent token for node 0");
+  CHECK(st.code() == Status::Code::kInvalidArgument);
+  CHECK(st.message() == "node 0 already joined this job (is its node rank given to two nodes?)");
 }
 
 TEST_CASE("coordinator: an agent of another job is refused", "[coordinator]") {
