@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common/check.h"
+#include "common/log.h"
 
 namespace ds::rt::dev {
 
@@ -70,7 +71,15 @@ DeviceZeroEngine::~DeviceZeroEngine() {
   // Scratch still held after a failure mid-step: give it back in order.
   for (auto& [layer, p] : gathered_) cudaFreeAsync(p, compute());
   for (auto& [layer, p] : layer_grads_) cudaFreeAsync(p, compute());
-  cudaStreamSynchronize(compute());
+  // The buffers' cudaFree below waits for the whole device, which may still
+  // run a collective whose peer is gone: wait here first, bounded by the
+  // collective timeout (NCCL: a timeout or failure aborts the communicator,
+  // which ends its kernels). An unusable communicator was aborted already.
+  try {
+    comm_.Synchronize(compute());
+  } catch (const std::exception& e) {
+    DS_LOG(Warn, Train) << "device engine: not waiting for the GPU at teardown: " << e.what();
+  }
 }
 
 float* DeviceZeroEngine::MasterAt(const Segment& s) {

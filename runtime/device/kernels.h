@@ -3,7 +3,7 @@
 // functions the CPU path and its tests run. Tensors are raw device pointers
 // in a storage format (`Precision`: fp32, fp16 or bf16 as uint16_t bits);
 // arithmetic is in fp32 (double where the CPU path uses double). Every call
-// is queued on `stream` and checked at launch (DS_CUDA_LAUNCHED); none
+// is queued on `stream` and checked at launch (DS_CUDA_LAUNCH); none
 // synchronizes. Matrices are row-major, as in model.cc.
 #pragma once
 
