@@ -6,10 +6,26 @@
 #include <filesystem>
 #include <mutex>
 
+#include <fmt/format.h>
 
 namespace ds::rt {
 
 DeviceFailure::~DeviceFailure() = default;
+
+Result<DeviceChoice> ChooseDevice(const std::string& requested, int local_rank, const std::vector<int>& gpus,
+                                  const std::string& why_none) {
+  DeviceChoice choice;
+  if (gpus.empty()) {
+    if (requested == "cuda")
+      return Status::InvalidArgument(
+          fmt::format("trainer.device is cuda, but this node has {}; use device: cpu", why_none));
+    return choice;  // cpu or unset: the CPU, quietly
+  }
+  const int n = static_cast<int>(gpus.size());
+  choice.index = gpus[static_cast<size_t>((local_rank % n + n) % n)];  // NCCL's GPU even on the CPU
+  choice.cuda = requested != "cpu";
+  return choice;
+}
 
 namespace {
 

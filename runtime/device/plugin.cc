@@ -18,25 +18,19 @@ namespace {
 class CudaPlugin final : public DevicePlugin {
  public:
   Result<DeviceChoice> Choose(const std::string& requested, int local_rank) override {
-    DeviceChoice choice;
-    if (requested == "cpu") return choice;
     const GpuSurvey survey = SurveyGpus();
-    if (survey.gpus.empty()) {
-      if (requested == "cuda")
-        return Status::InvalidArgument(
-            fmt::format("trainer.device is cuda, but this node has {}; use device: cpu", survey.why_none));
-      return choice;  // unset: the CPU, quietly
-    }
-    const int n = static_cast<int>(survey.gpus.size());
-    const GpuInfo& gpu = survey.gpus[static_cast<size_t>((local_rank % n + n) % n)];
-    choice.cuda = true;
-    choice.index = gpu.index;  // the CUDA device number (a GPU the survey skipped leaves a gap)
+    std::vector<int> gpus;
+    for (const GpuInfo& gpu : survey.gpus) gpus.push_back(gpu.index);
+    Result<DeviceChoice> chosen = ChooseDevice(requested, local_rank, gpus, survey.why_none);
+    if (!chosen.ok() || !chosen->cuda) return chosen;  // the CPU: NCCL sets its GPU itself
+    DeviceChoice choice = *chosen;
     try {
       DS_CUDA(cudaSetDevice(choice.index));
     } catch (const DeviceError& e) {
       return Status::InvalidArgument(fmt::format("GPU {}: {}", choice.index, e.what()));
     }
-    choice.description = fmt::format("cuda:{} {}", choice.index, Describe(gpu));
+    for (const GpuInfo& gpu : survey.gpus)
+      if (gpu.index == choice.index) choice.description = fmt::format("cuda:{} {}", choice.index, Describe(gpu));
     return choice;
   }
 
