@@ -202,6 +202,9 @@ const DeviceZeroEngine::Resident* DeviceZeroEngine::ResidentOf(const Dataset& da
   if ((data.x.size() * sizeof(float) + data.y.size() * sizeof(int32_t)) * 2 > free) return nullptr;
   r.x.Resize(data.x.size());
   r.y.Resize(data.y.size());
+  // A copy from pageable memory may block the host until the stream gets
+  // to it: let the stream's collectives finish first, bounded.
+  comm_.Synchronize(compute());
   CopyToDevice(r.x.data(), data.x.data(), data.x.size(), compute());
   CopyToDevice(r.y.data(), data.y.data(), data.y.size(), compute());
   comm_.Synchronize(compute());  // done with the pageable sources; bounded, as the stream may wait on collectives
