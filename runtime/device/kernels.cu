@@ -13,6 +13,7 @@ namespace ds::rt::dev {
 namespace {
 
 constexpr int kThreads = 256;
+static_assert(kThreads == kSumLanes, "SumKernel adds in the order kernels.h documents");
 constexpr int kNormBlocks = 128;  // per segment, for the sum of squares
 
 template <Precision F>
@@ -101,8 +102,12 @@ __global__ void BiasGradKernel(const void* dz, int rows, int cols, void* db, boo
   Store<F>(db, c, accumulate ? Load<F>(db, c) + total : total);
 }
 
+// Each row's loss into row_loss[r] (0 for a bad label); SumKernel adds
+// them in a fixed order afterwards (an atomicAdd of doubles would add them
+// in whatever order the threads arrive: not reproducible run to run).
+// `correct` is an integer count: its atomicAdd is exact in any order.
 __global__ void SoftmaxXentKernel(const float* logits, const int32_t* labels, int rows, int C,
-                                  float grad_scale, float* dlogits, double* loss_sum,
+                                  float grad_scale, float* dlogits, double* row_loss,
                                   unsigned long long* correct, int* bad_label) {
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= rows) return;
@@ -110,6 +115,7 @@ __global__ void SoftmaxXentKernel(const float* logits, const int32_t* labels, in
   const size_t at = static_cast<size_t>(r) * C;
   if (label < 0 || label >= C) {  // the host fails the batch; until then no garbage gradient
     *bad_label = 1;
+    row_loss[r] = 0.0;
     if (dlogits != nullptr)
       for (int c = 0; c < C; ++c) dlogits[at + c] = 0.0f;
     return;
@@ -117,7 +123,7 @@ __global__ void SoftmaxXentKernel(const float* logits, const int32_t* labels, in
   bool ok = false;
   const double loss =
       ew::SoftmaxXent(logits + at, C, label, grad_scale, dlogits ? dlogits + at : nullptr, &ok);
-  atomicAdd(loss_sum, loss);
+  row_loss[r] = loss;
   if (ok) atomicAdd(correct, 1ull);
 }
 
@@ -230,11 +236,12 @@ void BiasGrad(const void* dz, int rows, int cols, Precision fmt, void* db, bool 
 }
 
 void SoftmaxXent(const float* logits, const int32_t* labels, int rows, int C, float grad_scale,
-                 float* dlogits, double* loss_sum, unsigned long long* correct, int* bad_label,
+                 float* dlogits, double* row_loss, double* loss_sum, unsigned long long* correct, int* bad_label,
                  cudaStream_t stream) {
   if (rows == 0) return;
   DS_CUDA_LAUNCH(SoftmaxXentKernel<<<(rows + kThreads - 1) / kThreads, kThreads, 0, stream>>>(
-      logits, labels, rows, C, grad_scale, dlogits, loss_sum, correct, bad_label));
+      logits, labels, rows, C, grad_scale, dlogits, row_loss, correct, bad_label));
+  DS_CUDA_LAUNCH(SumKernel<<<1, kThreads, 0, stream>>>(row_loss, static_cast<size_t>(rows), loss_sum));
 }
 
 void GatherRows(const float* data, const int32_t* labels, const int64_t* index, int rows, int cols,
