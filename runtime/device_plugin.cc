@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <mutex>
 
@@ -12,8 +13,8 @@ namespace ds::rt {
 
 DeviceFailure::~DeviceFailure() = default;
 
-Result<DeviceChoice> ChooseDevice(const std::string& requested, int local_rank, const std::vector<int>& gpus,
-                                  const std::string& why_none) {
+Result<DeviceChoice> ChooseDevice(const std::string& requested, int local_rank, int local_world,
+                                  const std::vector<int>& gpus, const std::string& why_none) {
   DeviceChoice choice;
   if (gpus.empty()) {
     if (requested == "cuda")
@@ -22,7 +23,10 @@ Result<DeviceChoice> ChooseDevice(const std::string& requested, int local_rank, 
     return choice;  // cpu or unset: the CPU, quietly
   }
   const int n = static_cast<int>(gpus.size());
-  choice.index = gpus[static_cast<size_t>((local_rank % n + n) % n)];  // NCCL's GPU even on the CPU
+  const int slot = (local_rank % n + n) % n;
+  choice.index = gpus[static_cast<size_t>(slot)];  // NCCL's GPU even on the CPU
+  choice.sharing = 0;
+  for (int r = 0; r < std::max(local_world, local_rank + 1); ++r) choice.sharing += r % n == slot;
   choice.cuda = requested != "cpu";
   return choice;
 }

@@ -33,17 +33,19 @@ struct DeviceChoice {
   int index = -1;                    // this rank's GPU (CUDA device ordinal), whatever
                                      // `cuda` says: backend: nccl on the CPU trainer puts
                                      // NCCL there; -1 when no GPU is usable
+  int sharing = 1;                   // local ranks on this rank's GPU, itself included
   std::string description = "cpu";   // "cuda:0 NVIDIA H100 80GB HBM3 (sm_90, ...)"
 };
 
 // The choice for trainer.device `requested` (cpu, cuda, or "": cuda when a
-// GPU is usable) on local rank `local_rank`, among the usable GPUs `gpus`
-// (CUDA device ordinals, in survey order): the rank's GPU is LOCAL_RANK
-// modulo their count, so each local rank has its own while there are
-// enough. Error: cuda asked for and `gpus` empty (`why_none` says why).
+// GPU is usable) on local rank `local_rank` of `local_world`, among the
+// usable GPUs `gpus` (CUDA device ordinals, in survey order): the rank's GPU
+// is LOCAL_RANK modulo their count, so each local rank has its own while
+// there are enough; `sharing` counts the local ranks that land on the same
+// one. Error: cuda asked for and `gpus` empty (`why_none` says why).
 // Pure; the plugin's Choose fills in the description and makes it current.
-Result<DeviceChoice> ChooseDevice(const std::string& requested, int local_rank, const std::vector<int>& gpus,
-                                  const std::string& why_none);
+Result<DeviceChoice> ChooseDevice(const std::string& requested, int local_rank, int local_world,
+                                  const std::vector<int>& gpus, const std::string& why_none);
 
 using EngineFactory = std::function<std::unique_ptr<Engine>(const Mlp&, const Optimizer&, const ZeroOptions&)>;
 
@@ -52,10 +54,10 @@ class DevicePlugin {
   virtual ~DevicePlugin() = default;
 
   // trainer.device (cpu, cuda, or "": cuda when a GPU is usable) for local
-  // rank `local_rank`: ChooseDevice over the surveyed GPUs, made current
-  // when the rank computes there. Error: cuda asked for where no GPU is
-  // usable, with the runtime's reason.
-  virtual Result<DeviceChoice> Choose(const std::string& requested, int local_rank) = 0;
+  // rank `local_rank` of `local_world`: ChooseDevice over the surveyed GPUs,
+  // made current when the rank computes there. Error: cuda asked for where
+  // no GPU is usable, with the runtime's reason.
+  virtual Result<DeviceChoice> Choose(const std::string& requested, int local_rank, int local_world) = 0;
 
   // "" when a GPU is usable, else why not ("no usable GPU: ...").
   virtual std::string NoGpuReason() = 0;
@@ -68,6 +70,7 @@ class DevicePlugin {
   // Device engines over `comm`: NCCL on device buffers when `comm` came
   // from ConnectNccl, else the hybrid mode (`comm`'s collectives staged
   // through pinned host memory; *hybrid is set). `comm` must outlive them.
+  // They size their GPU memory for the `sharing` ranks of the last Choose.
   virtual EngineFactory Engines(Communicator& comm, bool allow_tf32, bool* hybrid) = 0;
 };
 

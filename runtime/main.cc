@@ -236,7 +236,8 @@ int main(int argc, char** argv) {
     plugin = LoadDevicePlugin(&no_plugin);
   DeviceChoice device;
   if (plugin != nullptr) {
-    Result<DeviceChoice> chosen = plugin->Choose(config.device, static_cast<int>(EnvInt("LOCAL_RANK")));
+    Result<DeviceChoice> chosen = plugin->Choose(config.device, static_cast<int>(EnvInt("LOCAL_RANK")),
+                                                  static_cast<int>(EnvInt("LOCAL_WORLD_SIZE")));
     if (!chosen.ok()) return Fail(kExitConfig, chosen.status().message());
     device = *chosen;
   } else if (config.device == "cuda") {

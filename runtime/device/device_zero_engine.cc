@@ -13,7 +13,7 @@
 namespace ds::rt::dev {
 
 DeviceZeroEngine::DeviceZeroEngine(const Mlp& model, DeviceComm& comm, const Optimizer& optimizer,
-                                   const ZeroOptions& options, bool allow_tf32)
+                                   const ZeroOptions& options, bool allow_tf32, int gpu_sharing)
     : model_(model),
       comm_(comm),
       optimizer_(optimizer),
@@ -26,6 +26,7 @@ DeviceZeroEngine::DeviceZeroEngine(const Mlp& model, DeviceComm& comm, const Opt
       num_params_(model.num_params()),
       offload_(options.offload_optimizer),
       alias_master_(options.precision == Precision::kFp32 && options.stage < 3 && !options.offload_optimizer),
+      gpu_sharing_(std::max(gpu_sharing, 1)),
       scaler_(options.loss_scaler),
       mlp_(model, options.precision, stream_.get(), allow_tf32,
            [&comm](cudaStream_t s) { comm.Synchronize(s); }) {
@@ -197,14 +198,28 @@ const DeviceZeroEngine::Resident* DeviceZeroEngine::ResidentOf(const Dataset& da
   auto it = resident_.find(&data);
   if (it != resident_.end()) return it->second.x.size() > 0 ? &it->second : nullptr;
   Resident& r = resident_[&data];
+  // Every rank measures before any allocates (the allreduce orders it), each
+  // counts the copies of all the ranks on its GPU, and the data set is
+  // resident only where no rank says it does not fit: one answer for all.
+  // The stream's collectives finish first, bounded: the copies from pageable
+  // memory below may block the host until the stream gets to them.
+  comm_.Synchronize(compute());
   size_t free = 0, total = 0;
   DS_CUDA(cudaMemGetInfo(&free, &total));
-  if ((data.x.size() * sizeof(float) + data.y.size() * sizeof(int32_t)) * 2 > free) return nullptr;
+  const size_t need = data.x.size() * sizeof(float) + data.y.size() * sizeof(int32_t);
+  double refusals = need * 2 * static_cast<size_t>(gpu_sharing_) > free ? 1 : 0;
+  if (comm_.size() > 1) {
+    DeviceBuffer<double> vote(1);
+    CopyToDevice(vote.data(), &refusals, 1, compute());
+    comm_.AllReduceSum(vote.data(), 1, compute());
+    comm_.Join(compute());
+    comm_.Synchronize(compute());
+    CopyToHost(&refusals, vote.data(), 1, compute());
+    stream_.Synchronize();
+  }
+  if (refusals > 0) return nullptr;
   r.x.Resize(data.x.size());
   r.y.Resize(data.y.size());
-  // A copy from pageable memory may block the host until the stream gets
-  // to it: let the stream's collectives finish first, bounded.
-  comm_.Synchronize(compute());
   CopyToDevice(r.x.data(), data.x.data(), data.x.size(), compute());
   CopyToDevice(r.y.data(), data.y.data(), data.y.size(), compute());
   comm_.Synchronize(compute());  // done with the pageable sources; bounded, as the stream may wait on collectives

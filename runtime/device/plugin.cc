@@ -17,13 +17,14 @@ namespace {
 
 class CudaPlugin final : public DevicePlugin {
  public:
-  Result<DeviceChoice> Choose(const std::string& requested, int local_rank) override {
+  Result<DeviceChoice> Choose(const std::string& requested, int local_rank, int local_world) override {
     const GpuSurvey survey = SurveyGpus();
     std::vector<int> gpus;
     for (const GpuInfo& gpu : survey.gpus) gpus.push_back(gpu.index);
-    Result<DeviceChoice> chosen = ChooseDevice(requested, local_rank, gpus, survey.why_none);
+    Result<DeviceChoice> chosen = ChooseDevice(requested, local_rank, local_world, gpus, survey.why_none);
     if (!chosen.ok() || !chosen->cuda) return chosen;  // the CPU: NCCL sets its GPU itself
     DeviceChoice choice = *chosen;
+    sharing_ = choice.sharing;
     try {
       DS_CUDA(cudaSetDevice(choice.index));
     } catch (const DeviceError& e) {
@@ -49,14 +50,17 @@ class CudaPlugin final : public DevicePlugin {
     *hybrid = nccl == nullptr;
     comms_.push_back(nccl ? MakeNcclDeviceComm(*nccl) : MakeStagedDeviceComm(comm));
     DeviceComm& device_comm = *comms_.back();
-    return [&device_comm, allow_tf32](const Mlp& model, const Optimizer& optimizer, const ZeroOptions& options) {
+    const int sharing = sharing_;
+    return [&device_comm, allow_tf32, sharing](const Mlp& model, const Optimizer& optimizer,
+                                               const ZeroOptions& options) {
       return std::unique_ptr<Engine>(
-          std::make_unique<DeviceZeroEngine>(model, device_comm, optimizer, options, allow_tf32));
+          std::make_unique<DeviceZeroEngine>(model, device_comm, optimizer, options, allow_tf32, sharing));
     };
   }
 
  private:
   std::vector<std::unique_ptr<DeviceComm>> comms_;  // live as long as the process
+  int sharing_ = 1;                                  // ranks on this rank's GPU (Choose)
 };
 
 }  // namespace
