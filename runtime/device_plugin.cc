@@ -3,13 +3,33 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <mutex>
 
+#include <fmt/format.h>
 
 namespace ds::rt {
 
 DeviceFailure::~DeviceFailure() = default;
+
+Result<DeviceChoice> ChooseDevice(const std::string& requested, int local_rank, int local_world,
+                                  const std::vector<int>& gpus, const std::string& why_none) {
+  DeviceChoice choice;
+  if (gpus.empty()) {
+    if (requested == "cuda")
+      return Status::InvalidArgument(
+          fmt::format("trainer.device is cuda, but this node has {}; use device: cpu", why_none));
+    return choice;  // cpu or unset: the CPU, quietly
+  }
+  const int n = static_cast<int>(gpus.size());
+  const int slot = (local_rank % n + n) % n;
+  choice.index = gpus[static_cast<size_t>(slot)];  // NCCL's GPU even on the CPU
+  choice.sharing = 0;
+  for (int r = 0; r < std::max(local_world, local_rank + 1); ++r) choice.sharing += r % n == slot;
+  choice.cuda = requested != "cpu";
+  return choice;
+}
 
 namespace {
 

@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "runtime/comm/communicator.h"
@@ -26,12 +27,25 @@ class Store;
 
 namespace ds::rt {
 
-// Where this rank computes.
+// Where this rank computes, and which GPU is its own.
 struct DeviceChoice {
-  bool cuda = false;
-  int index = 0;                     // CUDA device ordinal (cuda only)
+  bool cuda = false;                 // compute on the GPU (the device engine)
+  int index = -1;                    // this rank's GPU (CUDA device ordinal), whatever
+                                     // `cuda` says: backend: nccl on the CPU trainer puts
+                                     // NCCL there; -1 when no GPU is usable
+  int sharing = 1;                   // local ranks on this rank's GPU, itself included
   std::string description = "cpu";   // "cuda:0 NVIDIA H100 80GB HBM3 (sm_90, ...)"
 };
+
+// The choice for trainer.device `requested` (cpu, cuda, or "": cuda when a
+// GPU is usable) on local rank `local_rank` of `local_world`, among the
+// usable GPUs `gpus` (CUDA device ordinals, in survey order): the rank's GPU
+// is LOCAL_RANK modulo their count, so each local rank has its own while
+// there are enough; `sharing` counts the local ranks that land on the same
+// one. Error: cuda asked for and `gpus` empty (`why_none` says why).
+// Pure; the plugin's Choose fills in the description and makes it current.
+Result<DeviceChoice> ChooseDevice(const std::string& requested, int local_rank, int local_world,
+                                  const std::vector<int>& gpus, const std::string& why_none);
 
 using EngineFactory = std::function<std::unique_ptr<Engine>(const Mlp&, const Optimizer&, const ZeroOptions&)>;
 
@@ -40,9 +54,10 @@ class DevicePlugin {
   virtual ~DevicePlugin() = default;
 
   // trainer.device (cpu, cuda, or "": cuda when a GPU is usable) for local
-  // rank `local_rank`: LOCAL_RANK modulo the visible GPUs, made current.
-  // Error: cuda asked for where no GPU is usable, with the runtime's reason.
-  virtual Result<DeviceChoice> Choose(const std::string& requested, int local_rank) = 0;
+  // rank `local_rank` of `local_world`: ChooseDevice over the surveyed GPUs,
+  // made current when the rank computes there. Error: cuda asked for where
+  // no GPU is usable, with the runtime's reason.
+  virtual Result<DeviceChoice> Choose(const std::string& requested, int local_rank, int local_world) = 0;
 
   // "" when a GPU is usable, else why not ("no usable GPU: ...").
   virtual std::string NoGpuReason() = 0;
@@ -55,6 +70,7 @@ class DevicePlugin {
   // Device engines over `comm`: NCCL on device buffers when `comm` came
   // from ConnectNccl, else the hybrid mode (`comm`'s collectives staged
   // through pinned host memory; *hybrid is set). `comm` must outlive them.
+  // They size their GPU memory for the `sharing` ranks of the last Choose.
   virtual EngineFactory Engines(Communicator& comm, bool allow_tf32, bool* hybrid) = 0;
 };
 

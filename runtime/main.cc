@@ -5,14 +5,16 @@
 // rendezvous store from DSLAUNCH_STORE_ADDR (dslaunch) or DSLAUNCH_STORE_PATH
 // (standalone). Rank 0 prints progress and, at the end, "test accuracy: X".
 //
-// Where it computes: trainer.device (runtime/device/device_select.h); on a
+// Where it computes: trainer.device (runtime/device_plugin.h ChooseDevice); on a
 // GPU the engine is the device engine over NCCL on device buffers (backend:
 // nccl) or over Gloo staged through host memory (backend: gloo, the hybrid
 // mode).
 //
-// Exit codes: 0 done; 1 bad config, data or checkpoint I/O, or a GPU
-// failure (CUDA, cuBLAS); 2 usage; 3 communication failure (a peer died or
-// timed out: dslaunch restarts the generation from the last checkpoint).
+// Exit codes (common/dstrain_exit.h): 0 done; 1 bad config, data or
+// checkpoint I/O; 2 usage; 3 communication failure (a peer died or timed
+// out: dslaunch restarts the generation from the last checkpoint); 4 a GPU
+// failure (CUDA, cuBLAS, a kernel's fault seen while waiting for NCCL:
+// dslaunch does not restart, and says so).
 #include <sched.h>
 #include <unistd.h>
 
@@ -27,6 +29,7 @@
 #include <fmt/format.h>
 
 #include "common/cpu_binding.h"
+#include "common/dstrain_exit.h"
 #include "common/duration.h"
 #include "common/env_registry.h"
 #include "common/files.h"
@@ -42,9 +45,10 @@ namespace {
 using namespace ds;
 using namespace ds::rt;
 
-constexpr int kExitConfig = 1;
-constexpr int kExitUsage = 2;
-constexpr int kExitComm = 3;
+constexpr int kExitConfig = kDstrainExitConfig;
+constexpr int kExitUsage = kDstrainExitUsage;
+constexpr int kExitComm = kDstrainExitComm;
+constexpr int kExitDevice = kDstrainExitDevice;
 
 // DSLAUNCH_BIND_CORES: local rank r of n takes the r-th of n equal slices of
 // the CPUs this process may use (so two jobs' cpusets are respected), NUMA
@@ -232,7 +236,8 @@ int main(int argc, char** argv) {
     plugin = LoadDevicePlugin(&no_plugin);
   DeviceChoice device;
   if (plugin != nullptr) {
-    Result<DeviceChoice> chosen = plugin->Choose(config.device, static_cast<int>(EnvInt("LOCAL_RANK")));
+    Result<DeviceChoice> chosen = plugin->Choose(config.device, static_cast<int>(EnvInt("LOCAL_RANK")),
+                                                  static_cast<int>(EnvInt("LOCAL_WORLD_SIZE")));
     if (!chosen.ok()) return Fail(kExitConfig, chosen.status().message());
     device = *chosen;
   } else if (config.device == "cuda") {
@@ -261,6 +266,6 @@ int main(int argc, char** argv) {
   } catch (const CommError& e) {
     return Fail(kExitComm, e.what());
   } catch (const DeviceFailure& e) {
-    return Fail(kExitConfig, std::string("GPU failure: ") + e.what());
+    return Fail(kExitDevice, std::string("GPU failure: ") + e.what());
   }
 }

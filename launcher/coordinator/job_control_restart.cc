@@ -5,11 +5,27 @@
 
 #include <fmt/format.h>
 
+#include "common/dstrain_exit.h"
 #include "common/log.h"
 #include "launcher/coordinator/job_control.h"
 #include "launcher/report/job_summary.h"
 
 namespace ds {
+namespace {
+
+// A worker of this generation that ended with dstrain's GPU failure (exit
+// kDstrainExitDevice: CUDA, cuBLAS, a kernel's fault), when the job runs
+// the built-in trainer (another program's exit 4 means nothing here); else
+// nullptr. Any worker, not only the first failure: the faulting rank and
+// its peers' communication failures race to be first.
+const WorkerRecord* GpuFailure(const JobSpec& job, const JobRecord& record) {
+  if (job.trainer_yaml.empty()) return nullptr;
+  for (const auto& [rank, w] : record.workers())
+    if (w.exited && w.signal == 0 && w.exit_code == kDstrainExitDevice) return &w;
+  return nullptr;
+}
+
+}  // namespace
 
 std::vector<bool> JobControl::AliveAgents() const {
   std::vector<bool> alive;
@@ -22,6 +38,12 @@ bool JobControl::MayRestart() {
   if (el.max_restarts == 0) return false;
   const std::vector<bool> agents = AliveAgents();
   const int alive = static_cast<int>(std::count(agents.begin(), agents.end(), true));
+  if (const WorkerRecord* gpu = GpuFailure(plan_.job, record_)) {
+    Notice(fmt::format("not restarting: rank {} on {} had a GPU failure (dstrain exit {}); a restart would "
+                       "meet the same GPU",
+                       gpu->rank, gpu->host, kDstrainExitDevice));
+    return false;
+  }
   if (restarts_ >= el.max_restarts) {
     Notice(fmt::format("not restarting: all {} restarts used (elastic.max_restarts)", el.max_restarts));
     return false;

@@ -6,6 +6,14 @@
 
 namespace ds::rt::dev {
 
+void DropStaleError() { (void)cudaGetLastError(); }
+
+cudaError_t QueryStream(cudaStream_t s) {
+  const cudaError_t e = cudaStreamQuery(s);
+  if (e == cudaErrorNotReady) (void)cudaGetLastError();  // not an error: do not leave it behind
+  return e;
+}
+
 std::string DescribeFailure(const char* call, const char* file, int line, const std::string& message) {
   return fmt::format("{}:{}: {}: {}", file, line, call, message);
 }

@@ -8,7 +8,8 @@
 //   NcclDeviceComm    NCCL on the buffers themselves (backend: nccl). The
 //                     communicator is the NcclCommunicator of this
 //                     generation: non-blocking, every wait bounded by the
-//                     collective timeout, aborted on any failure (CommError).
+//                     collective timeout, aborted on any failure (CommError;
+//                     a CUDA error seen while waiting: dev::DeviceError).
 //   StagedDeviceComm  the hybrid mode (backend: gloo on a GPU): any host
 //                     Communicator, the buffers copied through pinned host
 //                     memory. Blocking; several ranks can share one GPU,
@@ -56,7 +57,8 @@ class DeviceComm {
   // `s` waits for every collective queued so far (no host wait).
   virtual void Join(cudaStream_t s) = 0;
   // The host waits for `s`, bounded by the collective timeout while
-  // collectives are involved; throws CommError on a failure or timeout.
+  // collectives are involved; throws CommError on a failure or timeout,
+  // dev::DeviceError when the GPU faulted.
   virtual void Synchronize(cudaStream_t s) = 0;
 };
 

@@ -68,7 +68,7 @@ void DeviceMlp::Forward(DeviceParamSource& params, int batch, float grad_scale, 
   DS_CUDA(cudaMemsetAsync(stats_.data(), 0, sizeof(Stats), stream_));
   Stats* st = stats_.data();
   SoftmaxXent(logits_.data(), labels_.data(), batch, C, grad_scale, backward ? dlogits_.Reserve(n) : nullptr,
-              &st->loss, &st->correct, &st->bad_label, stream_);
+              row_loss_.Reserve(batch), &st->loss, &st->correct, &st->bad_label, stream_);
   if (backward) Cast(dlogits_.data(), Precision::kFp32, At(dcur_, n), fmt_, n, stream_);
 }
 

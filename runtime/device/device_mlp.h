@@ -97,6 +97,7 @@ class DeviceMlp {
   std::vector<DeviceBuffer<uint8_t>> acts_, pre_;
   DeviceBuffer<uint8_t> dcur_, dprev_;
   DeviceBuffer<float> x32_, logits_, dlogits_;
+  DeviceBuffer<double> row_loss_;  // each sample's loss, summed in a fixed order
   DeviceBuffer<int32_t> labels_;
   PinnedBuffer<float> x_host_;
   PinnedBuffer<int32_t> y_host_;

@@ -8,11 +8,12 @@
 #include <cstring>
 
 #include "common/check.h"
+#include "common/log.h"
 
 namespace ds::rt::dev {
 
 DeviceZeroEngine::DeviceZeroEngine(const Mlp& model, DeviceComm& comm, const Optimizer& optimizer,
-                                   const ZeroOptions& options, bool allow_tf32)
+                                   const ZeroOptions& options, bool allow_tf32, int gpu_sharing)
     : model_(model),
       comm_(comm),
       optimizer_(optimizer),
@@ -25,6 +26,7 @@ DeviceZeroEngine::DeviceZeroEngine(const Mlp& model, DeviceComm& comm, const Opt
       num_params_(model.num_params()),
       offload_(options.offload_optimizer),
       alias_master_(options.precision == Precision::kFp32 && options.stage < 3 && !options.offload_optimizer),
+      gpu_sharing_(std::max(gpu_sharing, 1)),
       scaler_(options.loss_scaler),
       mlp_(model, options.precision, stream_.get(), allow_tf32,
            [&comm](cudaStream_t s) { comm.Synchronize(s); }) {
@@ -70,7 +72,15 @@ DeviceZeroEngine::~DeviceZeroEngine() {
   // Scratch still held after a failure mid-step: give it back in order.
   for (auto& [layer, p] : gathered_) cudaFreeAsync(p, compute());
   for (auto& [layer, p] : layer_grads_) cudaFreeAsync(p, compute());
-  cudaStreamSynchronize(compute());
+  // The buffers' cudaFree below waits for the whole device, which may still
+  // run a collective whose peer is gone: wait here first, bounded by the
+  // collective timeout (NCCL: a timeout or failure aborts the communicator,
+  // which ends its kernels). An unusable communicator was aborted already.
+  try {
+    comm_.Synchronize(compute());
+  } catch (const std::exception& e) {
+    DS_LOG(Warn, Train) << "device engine: not waiting for the GPU at teardown: " << e.what();
+  }
 }
 
 float* DeviceZeroEngine::MasterAt(const Segment& s) {
@@ -188,9 +198,26 @@ const DeviceZeroEngine::Resident* DeviceZeroEngine::ResidentOf(const Dataset& da
   auto it = resident_.find(&data);
   if (it != resident_.end()) return it->second.x.size() > 0 ? &it->second : nullptr;
   Resident& r = resident_[&data];
+  // Every rank measures before any allocates (the allreduce orders it), each
+  // counts the copies of all the ranks on its GPU, and the data set is
+  // resident only where no rank says it does not fit: one answer for all.
+  // The stream's collectives finish first, bounded: the copies from pageable
+  // memory below may block the host until the stream gets to them.
+  comm_.Synchronize(compute());
   size_t free = 0, total = 0;
   DS_CUDA(cudaMemGetInfo(&free, &total));
-  if ((data.x.size() * sizeof(float) + data.y.size() * sizeof(int32_t)) * 2 > free) return nullptr;
+  const size_t need = data.x.size() * sizeof(float) + data.y.size() * sizeof(int32_t);
+  double refusals = need * 2 * static_cast<size_t>(gpu_sharing_) > free ? 1 : 0;
+  if (comm_.size() > 1) {
+    DeviceBuffer<double> vote(1);
+    CopyToDevice(vote.data(), &refusals, 1, compute());
+    comm_.AllReduceSum(vote.data(), 1, compute());
+    comm_.Join(compute());
+    comm_.Synchronize(compute());
+    CopyToHost(&refusals, vote.data(), 1, compute());
+    stream_.Synchronize();
+  }
+  if (refusals > 0) return nullptr;
   r.x.Resize(data.x.size());
   r.y.Resize(data.y.size());
   CopyToDevice(r.x.data(), data.x.data(), data.x.size(), compute());

@@ -48,15 +48,20 @@ class DeviceZeroEngine final : public Engine, private DeviceParamSource, private
  public:
   // `model` gives the shapes; `comm` carries the collectives. All must
   // outlive the engine. allow_tf32: fp32 products on TF32 tensor cores.
+  // gpu_sharing: ranks on this GPU (the hybrid mode), whose copies of a
+  // data set must all fit.
   DeviceZeroEngine(const Mlp& model, DeviceComm& comm, const Optimizer& optimizer,
-                   const ZeroOptions& options, bool allow_tf32);
+                   const ZeroOptions& options, bool allow_tf32, int gpu_sharing = 1);
   ~DeviceZeroEngine() override;
 
   void InitParams(uint64_t seed) override;
   BatchStats MicroBatch(const float* x, const int32_t* y, int batch, int64_t global_batch,
                         bool last) override;
-  // The data set is copied to GPU memory on first use (when it fits in half
-  // of what is free) and each batch gathered there: no per-step upload.
+  // The data set is copied to GPU memory on first use and each batch
+  // gathered there: no per-step upload. It is resident only where the
+  // copies of every rank on the GPU fit in half of what is free, decided by
+  // all ranks together (collective: one answer, measured before anyone
+  // allocates).
   BatchStats MicroBatchSamples(const Dataset& data, const int64_t* indices, int batch, int64_t global_batch,
                                bool last) override;
   StepResult Step(float lr) override;
@@ -119,6 +124,7 @@ class DeviceZeroEngine final : public Engine, private DeviceParamSource, private
   const size_t num_params_;
   const bool offload_;         // offload_optimizer: master, state and step on the host
   const bool alias_master_;    // fp32, stage < 3, no offload: master = compute copy
+  const int gpu_sharing_;      // ranks on this GPU
   LossScaler scaler_;
   int64_t applied_steps_ = 0;
 

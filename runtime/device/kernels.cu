@@ -13,6 +13,7 @@ namespace ds::rt::dev {
 namespace {
 
 constexpr int kThreads = 256;
+static_assert(kThreads == kSumLanes, "SumKernel adds in the order kernels.h documents");
 constexpr int kNormBlocks = 128;  // per segment, for the sum of squares
 
 template <Precision F>
@@ -101,8 +102,12 @@ __global__ void BiasGradKernel(const void* dz, int rows, int cols, void* db, boo
   Store<F>(db, c, accumulate ? Load<F>(db, c) + total : total);
 }
 
+// Each row's loss into row_loss[r] (0 for a bad label); SumKernel adds
+// them in a fixed order afterwards (an atomicAdd of doubles would add them
+// in whatever order the threads arrive: not reproducible run to run).
+// `correct` is an integer count: its atomicAdd is exact in any order.
 __global__ void SoftmaxXentKernel(const float* logits, const int32_t* labels, int rows, int C,
-                                  float grad_scale, float* dlogits, double* loss_sum,
+                                  float grad_scale, float* dlogits, double* row_loss,
                                   unsigned long long* correct, int* bad_label) {
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= rows) return;
@@ -110,6 +115,7 @@ __global__ void SoftmaxXentKernel(const float* logits, const int32_t* labels, in
   const size_t at = static_cast<size_t>(r) * C;
   if (label < 0 || label >= C) {  // the host fails the batch; until then no garbage gradient
     *bad_label = 1;
+    row_loss[r] = 0.0;
     if (dlogits != nullptr)
       for (int c = 0; c < C; ++c) dlogits[at + c] = 0.0f;
     return;
@@ -117,7 +123,7 @@ __global__ void SoftmaxXentKernel(const float* logits, const int32_t* labels, in
   bool ok = false;
   const double loss =
       ew::SoftmaxXent(logits + at, C, label, grad_scale, dlogits ? dlogits + at : nullptr, &ok);
-  atomicAdd(loss_sum, loss);
+  row_loss[r] = loss;
   if (ok) atomicAdd(correct, 1ull);
 }
 
@@ -208,18 +214,16 @@ void BiasActivation(void* z, const void* bias, int rows, int cols, Precision fmt
   const size_t n = static_cast<size_t>(rows) * cols;
   if (n == 0) return;
   Dispatch(fmt, [&](auto f) {
-    BiasActivationKernel<decltype(f)::value><<<Blocks(n), kThreads, 0, stream>>>(z, bias, n, cols, act, a);
+    DS_CUDA_LAUNCH(BiasActivationKernel<decltype(f)::value><<<Blocks(n), kThreads, 0, stream>>>(z, bias, n, cols, act, a));
   });
-  DS_CUDA_LAUNCHED();
 }
 
 void ActivationBackward(void* dx, const void* saved, size_t n, Precision fmt, Activation act,
                         cudaStream_t stream) {
   if (n == 0) return;
   Dispatch(fmt, [&](auto f) {
-    ActivationBackwardKernel<decltype(f)::value><<<Blocks(n), kThreads, 0, stream>>>(dx, saved, n, act);
+    DS_CUDA_LAUNCH(ActivationBackwardKernel<decltype(f)::value><<<Blocks(n), kThreads, 0, stream>>>(dx, saved, n, act));
   });
-  DS_CUDA_LAUNCHED();
 }
 
 void BiasGrad(const void* dz, int rows, int cols, Precision fmt, void* db, bool accumulate,
@@ -227,18 +231,17 @@ void BiasGrad(const void* dz, int rows, int cols, Precision fmt, void* db, bool 
   if (cols == 0) return;
   const dim3 block(32, 8), grid((cols + 31) / 32);
   Dispatch(fmt, [&](auto f) {
-    BiasGradKernel<decltype(f)::value><<<grid, block, 0, stream>>>(dz, rows, cols, db, accumulate);
+    DS_CUDA_LAUNCH(BiasGradKernel<decltype(f)::value><<<grid, block, 0, stream>>>(dz, rows, cols, db, accumulate));
   });
-  DS_CUDA_LAUNCHED();
 }
 
 void SoftmaxXent(const float* logits, const int32_t* labels, int rows, int C, float grad_scale,
-                 float* dlogits, double* loss_sum, unsigned long long* correct, int* bad_label,
+                 float* dlogits, double* row_loss, double* loss_sum, unsigned long long* correct, int* bad_label,
                  cudaStream_t stream) {
   if (rows == 0) return;
-  SoftmaxXentKernel<<<(rows + kThreads - 1) / kThreads, kThreads, 0, stream>>>(
-      logits, labels, rows, C, grad_scale, dlogits, loss_sum, correct, bad_label);
-  DS_CUDA_LAUNCHED();
+  DS_CUDA_LAUNCH(SoftmaxXentKernel<<<(rows + kThreads - 1) / kThreads, kThreads, 0, stream>>>(
+      logits, labels, rows, C, grad_scale, dlogits, row_loss, correct, bad_label));
+  DS_CUDA_LAUNCH(SumKernel<<<1, kThreads, 0, stream>>>(row_loss, static_cast<size_t>(rows), loss_sum));
 }
 
 void GatherRows(const float* data, const int32_t* labels, const int64_t* index, int rows, int cols,
@@ -246,20 +249,18 @@ void GatherRows(const float* data, const int32_t* labels, const int64_t* index, 
   const size_t n = static_cast<size_t>(rows) * cols;
   if (n == 0) return;
   Dispatch(fmt, [&](auto f) {
-    GatherRowsKernel<decltype(f)::value>
-        <<<Blocks(n), kThreads, 0, stream>>>(data, labels, index, rows, cols, out, labels_out);
+    DS_CUDA_LAUNCH(GatherRowsKernel<decltype(f)::value>
+        <<<Blocks(n), kThreads, 0, stream>>>(data, labels, index, rows, cols, out, labels_out));
   });
-  DS_CUDA_LAUNCHED();
 }
 
 void Cast(const void* in, Precision in_fmt, void* out, Precision out_fmt, size_t n, cudaStream_t stream) {
   if (n == 0) return;
   Dispatch(in_fmt, [&](auto i) {
     Dispatch(out_fmt, [&](auto o) {
-      CastKernel<decltype(i)::value, decltype(o)::value><<<Blocks(n), kThreads, 0, stream>>>(in, out, n);
+      DS_CUDA_LAUNCH(CastKernel<decltype(i)::value, decltype(o)::value><<<Blocks(n), kThreads, 0, stream>>>(in, out, n));
     });
   });
-  DS_CUDA_LAUNCHED();
 }
 
 void Accumulate(void* dst, Precision dst_fmt, const void* src, Precision src_fmt, size_t n,
@@ -267,16 +268,14 @@ void Accumulate(void* dst, Precision dst_fmt, const void* src, Precision src_fmt
   if (n == 0) return;
   Dispatch(dst_fmt, [&](auto d) {
     Dispatch(src_fmt, [&](auto s) {
-      AccumulateKernel<decltype(d)::value, decltype(s)::value><<<Blocks(n), kThreads, 0, stream>>>(dst, src, n);
+      DS_CUDA_LAUNCH(AccumulateKernel<decltype(d)::value, decltype(s)::value><<<Blocks(n), kThreads, 0, stream>>>(dst, src, n));
     });
   });
-  DS_CUDA_LAUNCHED();
 }
 
 void Scale(float* dst, float factor, size_t n, cudaStream_t stream) {
   if (n == 0) return;
-  ScaleKernel<<<Blocks(n), kThreads, 0, stream>>>(dst, factor, n);
-  DS_CUDA_LAUNCHED();
+  DS_CUDA_LAUNCH(ScaleKernel<<<Blocks(n), kThreads, 0, stream>>>(dst, factor, n));
 }
 
 size_t NormScratchSize(int count) { return static_cast<size_t>(std::max(count, 1)) * kNormBlocks; }
@@ -288,12 +287,10 @@ void GradSumOfSquares(const UpdateSegment* segments, int count, const void* grad
     return;
   }
   Dispatch(grad_fmt, [&](auto g) {
-    SumSquaresKernel<decltype(g)::value>
-        <<<dim3(kNormBlocks, count), kThreads, 0, stream>>>(segments, grads, scratch);
+    DS_CUDA_LAUNCH(SumSquaresKernel<decltype(g)::value>
+        <<<dim3(kNormBlocks, count), kThreads, 0, stream>>>(segments, grads, scratch));
   });
-  DS_CUDA_LAUNCHED();
-  SumKernel<<<1, kThreads, 0, stream>>>(scratch, NormScratchSize(count), out);
-  DS_CUDA_LAUNCHED();
+  DS_CUDA_LAUNCH(SumKernel<<<1, kThreads, 0, stream>>>(scratch, NormScratchSize(count), out));
 }
 
 void OptimizerUpdate(const ew::OptimizerStep& plan, const UpdateSegment* segments, int count,
@@ -302,10 +299,9 @@ void OptimizerUpdate(const ew::OptimizerStep& plan, const UpdateSegment* segment
   if (count == 0 || max_len == 0) return;
   const dim3 grid(Blocks(max_len), count);
   Dispatch(grad_fmt, [&](auto g) {
-    OptimizerKernel<decltype(g)::value><<<grid, kThreads, 0, stream>>>(
-        plan, segments, master, state0, state1, grads, compute, compute_fmt);
+    DS_CUDA_LAUNCH(OptimizerKernel<decltype(g)::value><<<grid, kThreads, 0, stream>>>(
+        plan, segments, master, state0, state1, grads, compute, compute_fmt));
   });
-  DS_CUDA_LAUNCHED();
 }
 
 }  // namespace ds::rt::dev

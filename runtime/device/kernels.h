@@ -3,7 +3,7 @@
 // functions the CPU path and its tests run. Tensors are raw device pointers
 // in a storage format (`Precision`: fp32, fp16 or bf16 as uint16_t bits);
 // arithmetic is in fp32 (double where the CPU path uses double). Every call
-// is queued on `stream` and checked at launch (DS_CUDA_LAUNCHED); none
+// is queued on `stream` and checked at launch (DS_CUDA_LAUNCH); none
 // synchronizes. Matrices are row-major, as in model.cc.
 #pragma once
 
@@ -34,13 +34,21 @@ void BiasGrad(const void* dz, int rows, int cols, Precision fmt, void* db, bool 
               cudaStream_t stream);
 
 // Softmax cross-entropy of each row of fp32 logits (rows x C) against
-// labels. Adds the rows' loss to *loss_sum and the rows whose first maximum
-// is the label to *correct (both on the device, for the caller to zero and
-// read). When dlogits (rows x C, fp32) is set it receives grad_scale *
-// (softmax - onehot). A label outside [0, C) sets *bad_label to 1.
+// labels. Each row's loss goes to row_loss[r] (rows doubles of scratch, 0
+// for a bad label); *loss_sum becomes their sum, added in a fixed order
+// (kSumLanes below), so the same rows give the same bits on every run. Adds
+// the rows whose first maximum is the label to *correct (on the device, for
+// the caller to zero and read). When dlogits (rows x C, fp32) is set it
+// receives grad_scale * (softmax - onehot). A label outside [0, C) sets
+// *bad_label to 1.
 void SoftmaxXent(const float* logits, const int32_t* labels, int rows, int C, float grad_scale,
-                 float* dlogits, double* loss_sum, unsigned long long* correct, int* bad_label,
+                 float* dlogits, double* row_loss, double* loss_sum, unsigned long long* correct, int* bad_label,
                  cudaStream_t stream);
+
+// The fixed order of SoftmaxXent's and GradSumOfSquares' final sums: lane
+// t of kSumLanes adds elements t, t + kSumLanes, ... in turn, then the lanes
+// are added pairwise, lane i += lane i + w for w = kSumLanes/2, ..., 1.
+inline constexpr int kSumLanes = 256;
 
 // A batch from a data set resident on the device: out row r (fmt) = row
 // index[r] of `data` (rows x cols, fp32); labels_out[r] = labels[index[r]].

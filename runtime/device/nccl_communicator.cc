@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <numeric>
 #include <thread>
 
@@ -12,23 +13,46 @@
 #include <gloo/rendezvous/store.h>
 
 #include "common/check.h"
+#include "common/log.h"
+#include "runtime/device/check.h"
+#include "runtime/device/wait_verdict.h"
 
 namespace ds::rt {
 
 struct NcclCommunicator::Impl {
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
-  void* dev = nullptr;      // staging buffer
+  void* dev = nullptr;      // device staging buffer
   size_t dev_bytes = 0;
+  void* host = nullptr;     // pinned host staging buffer: copies that never block the host
+  size_t host_bytes = 0;
   std::string broken;       // why unusable; empty = usable
   int rank = 0;
+  int device = 0;           // this communicator's GPU
   std::chrono::milliseconds timeout{60000};
 
-  void Fail(const std::string& what) {
-    broken = what;
+  // Every entry point: refuses an unusable communicator, then makes the
+  // communicator's GPU current on the calling thread (the CPU engine calls
+  // from its comm worker thread, which has never chosen a device).
+  void Enter(const char* what) {
+    CheckUsable(what);
+    Cuda(cudaSetDevice(device), what);
+  }
+  void Abort() {
     if (comm) ncclCommAbort(comm);
     comm = nullptr;
+  }
+  [[noreturn]] void Fail(const std::string& what) {
+    broken = what;
+    Abort();
     throw CommError(fmt::format("rank {}: {}", rank, what));
+  }
+  // A CUDA failure is this GPU's, not a peer's: the communicator is
+  // aborted (peers must not wait for it) and a DeviceError is thrown.
+  [[noreturn]] void FailDevice(const std::string& what) {
+    broken = what;
+    Abort();
+    throw dev::DeviceError(fmt::format("rank {}: GPU {}: {}", rank, device, what));
   }
   void CheckUsable(const char* what) {
     if (!broken.empty())
@@ -36,7 +60,8 @@ struct NcclCommunicator::Impl {
                                   broken));
   }
   void Cuda(cudaError_t e, const char* what) {
-    if (e != cudaSuccess) Fail(fmt::format("{}: {}", what, cudaGetErrorString(e)));
+    if (e != cudaSuccess)
+      FailDevice(fmt::format("{}: {} ({})", what, cudaGetErrorString(e), cudaGetErrorName(e)));
   }
   // A non-blocking communicator may answer ncclInProgress before the
   // operation is on its stream (or, for init, before the communicator is
@@ -59,44 +84,68 @@ struct NcclCommunicator::Impl {
     if (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(2)) std::this_thread::yield();
     else std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
-  void* Staging(size_t bytes) {
+  // Growing frees the old buffers; every collective before has completed
+  // (each one is waited for), so neither free waits on a collective.
+  char* DeviceStaging(size_t bytes) {
     if (bytes > dev_bytes) {
       if (dev) cudaFree(dev);
       dev = nullptr;
+      dev_bytes = 0;
       Cuda(cudaMalloc(&dev, bytes), "cudaMalloc");
       dev_bytes = bytes;
     }
-    return dev;
+    return static_cast<char*>(dev);
   }
-  // Waits for the stream, watching NCCL's async error and the deadline.
-  void Wait(const char* what) { WaitFor(stream, what); }
+  char* HostStaging(size_t bytes) {
+    if (bytes > host_bytes) {
+      if (host) cudaFreeHost(host);
+      host = nullptr;
+      host_bytes = 0;
+      Cuda(cudaMallocHost(&host, bytes), "cudaMallocHost");
+      host_bytes = bytes;
+    }
+    return static_cast<char*>(host);
+  }
+  // Waits for stream `s`, watching NCCL's async error and the deadline
+  // (wait_verdict.h decides what each look means).
   void WaitFor(cudaStream_t s, const char* what) {
     const auto start = std::chrono::steady_clock::now();
     const auto deadline = start + timeout;
     for (;;) {
-      cudaError_t q = cudaStreamQuery(s);
-      if (q == cudaSuccess) return;
-      if (q != cudaErrorNotReady) Cuda(q, what);
+      const cudaError_t q = dev::QueryStream(s);
       ncclResult_t async = ncclSuccess;
-      ncclCommGetAsyncError(comm, &async);
-      if (async != ncclSuccess && async != ncclInProgress)
-        Fail(fmt::format("{}: {}", what, ncclGetErrorString(async)));
-      if (std::chrono::steady_clock::now() > deadline)
-        Fail(fmt::format("{}: timed out after {} ms", what, timeout.count()));
+      if (q == cudaErrorNotReady) ncclCommGetAsyncError(comm, &async);
+      switch (dev::Judge(q, async, std::chrono::steady_clock::now() > deadline)) {
+        case dev::WaitVerdict::kDone: return;
+        case dev::WaitVerdict::kPending: break;
+        case dev::WaitVerdict::kDeviceFault:
+          FailDevice(fmt::format("{}: {} ({}) while waiting for the collective", what, cudaGetErrorString(q),
+                                 cudaGetErrorName(q)));
+        case dev::WaitVerdict::kCommFailed: Fail(fmt::format("{}: {}", what, ncclGetErrorString(async)));
+        case dev::WaitVerdict::kTimedOut: Fail(fmt::format("{}: timed out after {} ms", what, timeout.count()));
+      }
       Pause(start);
     }
   }
-  // Copies host -> device, runs op on the device buffer, copies back.
+  // A collective on host memory: in[0..in_bytes) goes to device offset
+  // in_at, op runs on the device buffer (dev_total bytes), and out_bytes
+  // from device offset out_at come back to out. Both copies go through
+  // pinned memory, so the host never blocks inside CUDA: the only wait is
+  // WaitFor's, bounded by the deadline.
   template <typename Op>
-  void Staged(const char* what, const void* in, size_t in_bytes, void* out, size_t out_bytes,
-              size_t dev_total, size_t out_offset, Op op) {
-    CheckUsable(what);
-    char* d = static_cast<char*>(Staging(std::max<size_t>(dev_total, 1)));
-    if (in_bytes) Cuda(cudaMemcpyAsync(d, in, in_bytes, cudaMemcpyHostToDevice, stream), what);
+  void Staged(const char* what, const void* in, size_t in_bytes, size_t in_at, void* out, size_t out_bytes,
+              size_t out_at, size_t dev_total, Op op) {
+    Enter(what);
+    char* d = DeviceStaging(std::max<size_t>(dev_total, 1));
+    char* h = HostStaging(std::max<size_t>(std::max(in_bytes, out_bytes), 1));
+    if (in_bytes) {
+      std::memcpy(h, in, in_bytes);
+      Cuda(cudaMemcpyAsync(d + in_at, h, in_bytes, cudaMemcpyHostToDevice, stream), what);
+    }
     Nccl(op(d), what);
-    if (out_bytes)
-      Cuda(cudaMemcpyAsync(out, d + out_offset, out_bytes, cudaMemcpyDeviceToHost, stream), what);
-    Wait(what);
+    if (out_bytes) Cuda(cudaMemcpyAsync(h, d + out_at, out_bytes, cudaMemcpyDeviceToHost, stream), what);
+    WaitFor(stream, what);
+    if (out_bytes) std::memcpy(out, h, out_bytes);
   }
 };
 
@@ -111,6 +160,7 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::Connect(gloo::rendezvous::St
                                                             const NcclOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->rank = rank;
+  impl->device = options.device;
   impl->timeout = options.timeout;
   impl->Cuda(cudaSetDevice(options.device), "cudaSetDevice");
   ncclUniqueId id;
@@ -138,29 +188,54 @@ NcclCommunicator::NcclCommunicator(std::unique_ptr<Impl> impl, int rank, int siz
                                    std::chrono::milliseconds timeout)
     : impl_(std::move(impl)), rank_(rank), size_(size), timeout_(timeout) {}
 
+// Never waits without a bound: unwinding (a failure anywhere, the
+// communicator may be mid-collective and peers gone) aborts; a clean end
+// finalizes, flushing what is queued against the deadline, and aborts if
+// that fails or runs out of time.
 NcclCommunicator::~NcclCommunicator() {
-  if (impl_->comm) ncclCommDestroy(impl_->comm);
-  if (impl_->stream) cudaStreamDestroy(impl_->stream);
-  if (impl_->dev) cudaFree(impl_->dev);
+  Impl& m = *impl_;
+  cudaSetDevice(m.device);
+  if (m.comm != nullptr && std::uncaught_exceptions() > 0) m.Abort();
+  if (m.comm != nullptr) {
+    const auto start = std::chrono::steady_clock::now();
+    ncclResult_t r = ncclCommFinalize(m.comm);
+    while (r == ncclInProgress && std::chrono::steady_clock::now() - start <= m.timeout) {
+      Impl::Pause(start);
+      ncclCommGetAsyncError(m.comm, &r);
+    }
+    if (r == ncclSuccess) {
+      ncclCommDestroy(m.comm);
+      m.comm = nullptr;
+    } else {
+      DS_LOG(Warn, Comm) << "rank " << m.rank << ": ncclCommFinalize: "
+                         << (r == ncclInProgress ? fmt::format("timed out after {} ms", m.timeout.count())
+                                                 : std::string(ncclGetErrorString(r)))
+                         << "; aborting the communicator";
+      m.Abort();
+    }
+  }
+  if (m.stream) cudaStreamDestroy(m.stream);
+  if (m.dev) cudaFree(m.dev);
+  if (m.host) cudaFreeHost(m.host);
 }
 
 void NcclCommunicator::AllReduceSum(float* data, size_t n) {
   const size_t b = n * sizeof(float);
-  impl_->Staged("allreduce", data, b, data, b, b, 0, [&](void* d) {
+  impl_->Staged("allreduce", data, b, 0, data, b, 0, b, [&](void* d) {
     return ncclAllReduce(d, d, n, ncclFloat32, ncclSum, impl_->comm, impl_->stream);
   });
 }
 
 void NcclCommunicator::AllReduceSum(double* data, size_t n) {
   const size_t b = n * sizeof(double);
-  impl_->Staged("allreduce", data, b, data, b, b, 0, [&](void* d) {
+  impl_->Staged("allreduce", data, b, 0, data, b, 0, b, [&](void* d) {
     return ncclAllReduce(d, d, n, ncclFloat64, ncclSum, impl_->comm, impl_->stream);
   });
 }
 
 void NcclCommunicator::AllReduceSum(uint16_t* data, size_t n, Half16 format) {
   const size_t b = n * sizeof(uint16_t);
-  impl_->Staged("allreduce16", data, b, data, b, b, 0, [&](void* d) {
+  impl_->Staged("allreduce16", data, b, 0, data, b, 0, b, [&](void* d) {
     return ncclAllReduce(d, d, n, TypeOf(format), ncclSum, impl_->comm, impl_->stream);
   });
 }
@@ -187,8 +262,8 @@ void NcclCommunicator::ReduceScatter(float* in, float* out, const std::vector<si
   auto padded = Pad(in, counts, max);
   const size_t total = padded.size() * sizeof(float);
   const size_t mine = rank_ * max * sizeof(float);  // NCCL's in-place slot
-  impl_->Staged("reduce_scatter", padded.data(), total, out, counts[rank_] * sizeof(float), total,
-                mine, [&](void* d) {
+  impl_->Staged("reduce_scatter", padded.data(), total, 0, out, counts[rank_] * sizeof(float), mine,
+                total, [&](void* d) {
                   return ncclReduceScatter(d, static_cast<char*>(d) + mine, max, ncclFloat32, ncclSum,
                                            impl_->comm, impl_->stream);
                 });
@@ -201,8 +276,8 @@ void NcclCommunicator::ReduceScatter(uint16_t* in, uint16_t* out,
   auto padded = Pad(in, counts, max);
   const size_t total = padded.size() * sizeof(uint16_t);
   const size_t mine = rank_ * max * sizeof(uint16_t);  // NCCL's in-place slot
-  impl_->Staged("reduce_scatter16", padded.data(), total, out, counts[rank_] * sizeof(uint16_t),
-                total, mine, [&](void* d) {
+  impl_->Staged("reduce_scatter16", padded.data(), total, 0, out, counts[rank_] * sizeof(uint16_t),
+                mine, total, [&](void* d) {
                   return ncclReduceScatter(d, static_cast<char*>(d) + mine, max, TypeOf(format), ncclSum,
                                            impl_->comm, impl_->stream);
                 });
@@ -216,10 +291,9 @@ static void GatherPadded(NcclCommunicator::Impl& impl, int rank, const T* in, T*
   std::copy(in, in + counts[rank], mine.begin());
   const size_t total = all.size() * sizeof(T);
   // The input goes to this rank's slot; NCCL's in-place allgather reads it there.
-  impl.Staged("allgather", mine.data(), 0, all.data(), total, total, 0, [&](void* d) {
-    char* slot = static_cast<char*>(d) + rank * max * sizeof(T);
-    impl.Cuda(cudaMemcpyAsync(slot, mine.data(), max * sizeof(T), cudaMemcpyHostToDevice, impl.stream), "allgather");
-    return ncclAllGather(slot, d, max, type, impl.comm, impl.stream);
+  const size_t slot = rank * max * sizeof(T);
+  impl.Staged("allgather", mine.data(), max * sizeof(T), slot, all.data(), total, 0, total, [&](void* d) {
+    return ncclAllGather(static_cast<char*>(d) + slot, d, max, type, impl.comm, impl.stream);
   });
   size_t at = 0;
   for (size_t r = 0; r < counts.size(); ++r) {
@@ -240,7 +314,7 @@ void NcclCommunicator::AllGather(const uint16_t* in, uint16_t* out,
 }
 
 void NcclCommunicator::Broadcast(void* data, size_t n, int root) {
-  impl_->Staged("broadcast", data, rank_ == root ? n : 0, data, n, n, 0, [&](void* d) {
+  impl_->Staged("broadcast", data, rank_ == root ? n : 0, 0, data, n, 0, n, [&](void* d) {
     return ncclBroadcast(d, d, n, ncclInt8, root, impl_->comm, impl_->stream);
   });
 }
@@ -248,11 +322,11 @@ void NcclCommunicator::Broadcast(void* data, size_t n, int root) {
 ncclComm_t NcclCommunicator::handle() const { return impl_->comm; }
 cudaStream_t NcclCommunicator::stream() const { return impl_->stream; }
 void NcclCommunicator::WaitFor(cudaStream_t s, const char* what) {
-  impl_->CheckUsable(what);
+  impl_->Enter(what);
   impl_->WaitFor(s, what);
 }
 void NcclCommunicator::Check(ncclResult_t result, const char* what) {
-  impl_->CheckUsable(what);
+  impl_->Enter(what);
   impl_->Nccl(result, what);
 }
 

@@ -2,14 +2,25 @@
 // same gloo::rendezvous::Store as Gloo: rank 0 publishes its ncclUniqueId.
 //
 // Its Communicator methods take host buffers: every collective stages
-// through a device buffer (copy in, collective, copy out) on one CUDA stream
-// (the CPU trainer with backend: nccl). The device trainer passes device
-// buffers through runtime/device/device_comm.h instead. Uneven reduce-scatter / all-gather pieces are padded to the
-// largest piece (NCCL needs equal counts).
+// through pinned host memory and a device buffer (copy in, collective, copy
+// out) on one CUDA stream (the CPU trainer with backend: nccl). Pinned, so
+// no copy blocks the host inside CUDA: the only wait is the bounded one
+// below. The device trainer passes device buffers through
+// runtime/device/device_comm.h instead. Uneven reduce-scatter / all-gather
+// pieces are padded to the largest piece (NCCL needs equal counts).
 //
-// Timeouts: the communicator is non-blocking (ncclConfig_t.blocking = 0);
-// each call polls the stream and ncclCommGetAsyncError until `timeout`, then
-// aborts the communicator and throws CommError. Not thread-safe.
+// Its GPU: the communicator remembers `NcclOptions::device` and makes it
+// current on whichever thread calls it (the CPU engine's comm worker, the
+// main thread), before it allocates, copies or launches.
+//
+// Timeouts and failures: the communicator is non-blocking (ncclConfig_t.
+// blocking = 0); each call polls the stream and ncclCommGetAsyncError until
+// `timeout`. NCCL's error or the deadline aborts the communicator and
+// throws CommError; a CUDA error (this GPU's fault: a kernel's illegal
+// address) aborts it and throws dev::DeviceError (wait_verdict.h). The
+// destructor aborts while an exception unwinds, else finalizes within the
+// timeout (and aborts when that fails): it never waits without a bound.
+// Not thread-safe: one thread at a time.
 #pragma once
 
 #include <chrono>
@@ -34,7 +45,8 @@ struct NcclOptions {
 
 class NcclCommunicator : public Communicator {
  public:
-  // Throws CommError when NCCL or CUDA fails or init times out.
+  // Throws CommError when NCCL fails or init times out, dev::DeviceError
+  // when CUDA fails (the device cannot be set, memory).
   static std::unique_ptr<NcclCommunicator> Connect(gloo::rendezvous::Store& store, int rank,
                                                    int size, const NcclOptions& options);
   ~NcclCommunicator() override;

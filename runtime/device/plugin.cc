@@ -17,26 +17,21 @@ namespace {
 
 class CudaPlugin final : public DevicePlugin {
  public:
-  Result<DeviceChoice> Choose(const std::string& requested, int local_rank) override {
-    DeviceChoice choice;
-    if (requested == "cpu") return choice;
+  Result<DeviceChoice> Choose(const std::string& requested, int local_rank, int local_world) override {
     const GpuSurvey survey = SurveyGpus();
-    if (survey.gpus.empty()) {
-      if (requested == "cuda")
-        return Status::InvalidArgument(
-            fmt::format("trainer.device is cuda, but this node has {}; use device: cpu", survey.why_none));
-      return choice;  // unset: the CPU, quietly
-    }
-    const int n = static_cast<int>(survey.gpus.size());
-    const GpuInfo& gpu = survey.gpus[static_cast<size_t>((local_rank % n + n) % n)];
-    choice.cuda = true;
-    choice.index = gpu.index;  // the CUDA device number (a GPU the survey skipped leaves a gap)
+    std::vector<int> gpus;
+    for (const GpuInfo& gpu : survey.gpus) gpus.push_back(gpu.index);
+    Result<DeviceChoice> chosen = ChooseDevice(requested, local_rank, local_world, gpus, survey.why_none);
+    if (!chosen.ok() || !chosen->cuda) return chosen;  // the CPU: NCCL sets its GPU itself
+    DeviceChoice choice = *chosen;
+    sharing_ = choice.sharing;
     try {
       DS_CUDA(cudaSetDevice(choice.index));
     } catch (const DeviceError& e) {
       return Status::InvalidArgument(fmt::format("GPU {}: {}", choice.index, e.what()));
     }
-    choice.description = fmt::format("cuda:{} {}", choice.index, Describe(gpu));
+    for (const GpuInfo& gpu : survey.gpus)
+      if (gpu.index == choice.index) choice.description = fmt::format("cuda:{} {}", choice.index, Describe(gpu));
     return choice;
   }
 
@@ -55,14 +50,17 @@ class CudaPlugin final : public DevicePlugin {
     *hybrid = nccl == nullptr;
     comms_.push_back(nccl ? MakeNcclDeviceComm(*nccl) : MakeStagedDeviceComm(comm));
     DeviceComm& device_comm = *comms_.back();
-    return [&device_comm, allow_tf32](const Mlp& model, const Optimizer& optimizer, const ZeroOptions& options) {
+    const int sharing = sharing_;
+    return [&device_comm, allow_tf32, sharing](const Mlp& model, const Optimizer& optimizer,
+                                               const ZeroOptions& options) {
       return std::unique_ptr<Engine>(
-          std::make_unique<DeviceZeroEngine>(model, device_comm, optimizer, options, allow_tf32));
+          std::make_unique<DeviceZeroEngine>(model, device_comm, optimizer, options, allow_tf32, sharing));
     };
   }
 
  private:
   std::vector<std::unique_ptr<DeviceComm>> comms_;  // live as long as the process
+  int sharing_ = 1;                                  // ranks on this rank's GPU (Choose)
 };
 
 }  // namespace

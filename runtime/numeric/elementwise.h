@@ -2,8 +2,13 @@
 // CUDA kernels (issue 13): activations and their derivatives, the optimizer
 // updates (torch.optim semantics, runtime/model/optimizer.h). Each function is DS_HD: __host__
 // __device__ under nvcc, plain inline elsewhere, so the CPU tests exercise
-// exactly what a kernel runs. Only <cmath>'s float functions (erff, expf,
-// sqrtf), which exist on both sides. Header-only, pure.
+// the same formulas in the same order as a kernel. Not the same bits in
+// every case: the kernels are built without FMA contraction (-fmad=false,
+// runtime/device/CMakeLists.txt) and the CPU build does not contract for
+// x86-64's baseline (a -march with FMA would), so +, *, / and sqrtf round
+// alike on both sides; but erff and expf (GELU) are each side's own library
+// functions and may differ by an ulp or so. Only <cmath>'s float functions
+// (erff, expf, sqrtf), which exist on both sides. Header-only, pure.
 #pragma once
 
 #include <cmath>

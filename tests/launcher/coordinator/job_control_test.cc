@@ -108,6 +108,30 @@ TEST_CASE("job control: the restart budget is job-wide, then the failure ends th
   CHECK(c.record().restart_causes().size() == 2);
 }
 
+TEST_CASE("job control: dstrain's GPU failure (exit 4) spends no restart and says so; another program's 4 does",
+          "[jobcontrol]") {
+  JobSpec trainer = Elastic(3);
+  trainer.command.clear();
+  trainer.trainer_yaml = "model: {layers: [4, 2]}";
+  FakeCluster c(kThreeHosts, trainer);
+  c.Run();
+  c.Exit(2, 3);  // a peer's communication failure may arrive first
+  c.Exit(3, 4);  // the rank whose GPU faulted
+  c.ConfirmStops();
+  CHECK(c.done());
+  CHECK(c.control().restarts() == 0);
+  CHECK(HasNotice(c, "not restarting: rank 3 on w1 had a GPU failure (dstrain exit 4); a restart would meet "
+                     "the same GPU"));
+  CHECK(c.record().ExitCode() == 3);
+
+  FakeCluster other(kThreeHosts, Elastic(3));
+  other.Run();
+  other.Exit(3, 4);
+  other.ConfirmStops();
+  CHECK_FALSE(other.done());
+  CHECK(other.control().restarts() == 1);
+}
+
 TEST_CASE("job control: a lost node restarts on the survivors with fewer ranks, renumbered", "[jobcontrol]") {
   FakeCluster c(kThreeHosts, Elastic(1, 2));
   c.Run();

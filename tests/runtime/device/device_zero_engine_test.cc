@@ -11,6 +11,9 @@
 #include <cmath>
 #include <vector>
 
+#include <gloo/rendezvous/hash_store.h>
+
+#include "runtime/device/nccl_communicator.h"
 #include "runtime/model/data.h"
 #include "runtime/zero_engine.h"
 #include "tests/runtime/device/device_test_util.h"
@@ -126,6 +129,31 @@ TEST_CASE_METHOD(Bed, "device engine: every ZeRO stage and precision trains as t
         CHECK(ge.count == 600);
         CHECK(ge.loss_sum == Approx(ce.loss_sum).epsilon(p == Precision::kFp32 ? 1e-4 : 3e-2));
       }
+    }
+  }
+}
+
+// backend: nccl's device path at world 1 (one-rank ncclCommInitRank works on
+// one GPU): every wait polls the stream, and before issue 34 the first
+// cudaErrorNotReady it saw was blamed on the next kernel launch.
+TEST_CASE_METHOD(Bed, "device engine on a one-rank NCCL communicator trains as the CPU engine", "[gpu]") {
+  gloo::rendezvous::HashStore store;
+  NcclOptions no;
+  no.timeout = std::chrono::seconds(30);
+  auto nccl = NcclCommunicator::Connect(store, 0, 1, no);
+  std::unique_ptr<DeviceComm> comm = MakeNcclDeviceComm(*nccl);
+  for (Precision p : {Precision::kFp32, Precision::kBf16}) {
+    for (int stage : {0, 1, 2, 3}) {
+      CAPTURE(PrecisionName(p), stage);
+      Spec spec{stage, p, 2, 0.5, OptimizerType::kAdam};
+      OptimizerConfig oc;
+      auto opt = MakeOptimizer(oc);
+      ZeroEngine cpu(model, local, *opt, Options(spec));
+      DeviceZeroEngine gpu(model, *comm, *opt, Options(spec), false);
+      CHECK(Train(gpu, spec) == Train(cpu, spec));
+      CHECK(Close(gpu.GatherMasterParams(), cpu.GatherMasterParams(), p));
+      const BatchStats ge = gpu.EvaluateRange(Data(), 0, 600), ce = cpu.EvaluateRange(Data(), 0, 600);
+      CHECK(ge.loss_sum == Approx(ce.loss_sum).epsilon(p == Precision::kFp32 ? 1e-4 : 3e-2));
     }
   }
 }

@@ -27,17 +27,19 @@ using rt::testing::Wait;
 
 constexpr uint64_t kParams = 20 * 16 + 16 + 16 * 5 + 5;
 
-std::string Config(const std::string& device, const std::string& ckpt, int max_steps, int stage) {
+std::string Config(const std::string& device, const std::string& ckpt, int max_steps, int stage,
+                   const std::string& backend = "gloo") {
   return fmt::format(
       "trainer:\n"
       "  model: {{layers: [20, 16, 5]}}\n"
       "  data: {{dataset: synthetic, samples: 1200, features: 20, classes: 5}}\n"
       "  max_steps: {}\n"
       "  device: {}\n"
+      "  backend: {}\n"
       "  checkpoint: {{dir: {}, every_steps: 10}}\n"
       "  config: {{train_batch_size: 24, zero_optimization: {{stage: {}}},\n"
       "            optimizer: {{type: Adam, params: {{lr: 0.01}}}}}}\n",
-      max_steps, device, ckpt, stage);
+      max_steps, device, backend, ckpt, stage);
 }
 
 // Runs `world` dstrain ranks through a file store; returns rank 0's output.
@@ -82,6 +84,30 @@ TEST_CASE("dstrain hybrid mode: 2 and 3 ranks on one GPU match the CPU path at s
       RunJob(d.path(), Config("cpu", gpu, 30, stage), world);
       CHECK(MaxRelDiff(Master(gpu), Master(cpu)) < 1e-4);
     }
+  }
+}
+
+// backend: nccl, one GPU per rank: with device: cpu (the CPU engine, NCCL
+// staged through pinned memory, called from its comm worker thread) every
+// rank took GPU 0 before issue 34 and NCCL's init failed; with device: cuda
+// the device engine runs NCCL on device buffers. Both match the CPU path.
+TEST_CASE("dstrain backend nccl: 2 ranks on 2 GPUs, CPU and device engines, match the Gloo CPU path", "[gpu]") {
+  int gpus = 0;
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus < 2) {
+    (void)cudaGetLastError();
+    WARN("fewer than two GPUs: backend nccl needs one per rank");
+    return;
+  }
+  for (int stage : {1, 3}) {
+    CAPTURE(stage);
+    ds::testing::TempDir d;
+    const std::string ref = d.path() + "/ref", cpu = d.path() + "/cpu", gpu = d.path() + "/gpu";
+    RunJob(d.path(), Config("cpu", ref, 20, stage), 2);
+    RunJob(d.path(), Config("cpu", cpu, 20, stage, "nccl"), 2);
+    const std::string out = RunJob(d.path(), Config("cuda", gpu, 20, stage, "nccl"), 2);
+    CHECK(out.find("test accuracy: ") != std::string::npos);
+    CHECK(MaxRelDiff(Master(cpu), Master(ref)) < 1e-4);
+    CHECK(MaxRelDiff(Master(gpu), Master(ref)) < 1e-4);
   }
 }
 

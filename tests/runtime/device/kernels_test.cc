@@ -129,7 +129,9 @@ TEST_CASE("device: softmax cross-entropy per row, loss and accuracy sums, bad la
     DeviceBuffer<double> loss = Upload(std::vector<double>{0});
     DeviceBuffer<unsigned long long> correct = Upload(std::vector<unsigned long long>{0});
     DeviceBuffer<int> bad = Upload(std::vector<int>{0});
-    SoftmaxXent(dl.data(), dy.data(), rows, C, 0.5f, dd.data(), loss.data(), correct.data(), bad.data(), nullptr);
+    DeviceBuffer<double> row_loss(rows);
+    SoftmaxXent(dl.data(), dy.data(), rows, C, 0.5f, dd.data(), row_loss.data(), loss.data(), correct.data(),
+                bad.data(), nullptr);
     double want_loss = 0;
     long want_correct = 0;
     std::vector<float> want_d(logits.size());
@@ -150,9 +152,46 @@ TEST_CASE("device: softmax cross-entropy per row, loss and accuracy sums, bad la
   DeviceBuffer<double> loss = Upload(std::vector<double>{0});
   DeviceBuffer<unsigned long long> correct = Upload(std::vector<unsigned long long>{0});
   DeviceBuffer<int> bad = Upload(std::vector<int>{0});
-  SoftmaxXent(dl.data(), dy.data(), 1, 3, 1.0f, nullptr, loss.data(), correct.data(), bad.data(), nullptr);
+  DeviceBuffer<double> row_loss(1);
+  SoftmaxXent(dl.data(), dy.data(), 1, 3, 1.0f, nullptr, row_loss.data(), loss.data(), correct.data(), bad.data(),
+              nullptr);
   CHECK(Download(bad)[0] == 1);
   CHECK(Download(loss)[0] == 0);
+}
+
+// The documented order (kernels.h kSumLanes) on the host.
+double FixedOrderSum(const std::vector<double>& v) {
+  std::vector<double> lane(kSumLanes, 0.0);
+  for (size_t i = 0; i < v.size(); ++i) lane[i % kSumLanes] += v[i];
+  for (int w = kSumLanes / 2; w > 0; w /= 2)
+    for (int i = 0; i < w; ++i) lane[i] += lane[i + w];
+  return lane[0];
+}
+
+// Before issue 34 the rows' losses were added with atomicAdd(double), in
+// whatever order the threads arrived: not these bits, and not the same bits
+// from one run to the next.
+TEST_CASE("device: the loss sum is the rows' losses added in the documented fixed order, bit for bit", "[gpu]") {
+  const int rows = 100003, C = 10;
+  const std::vector<float> logits = Random(static_cast<size_t>(rows) * C, 5, -8, 8);
+  std::vector<int32_t> labels(rows);
+  for (int r = 0; r < rows; ++r) labels[r] = (r * 3) % C;
+  DeviceBuffer<float> dl = Upload(logits);
+  DeviceBuffer<int32_t> dy = Upload(labels);
+  DeviceBuffer<double> row_loss(rows), loss(1);
+  DeviceBuffer<unsigned long long> correct(1);
+  DeviceBuffer<int> bad = Upload(std::vector<int>{0});
+  double first = 0;
+  for (int run = 0; run < 3; ++run) {
+    DS_CUDA(cudaMemset(correct.data(), 0, sizeof(unsigned long long)));
+    DS_CUDA(cudaDeviceSynchronize());
+    SoftmaxXent(dl.data(), dy.data(), rows, C, 1.0f, nullptr, row_loss.data(), loss.data(), correct.data(),
+                bad.data(), nullptr);
+    const double got = Download(loss)[0];
+    CHECK(got == FixedOrderSum(Download(row_loss)));
+    if (run == 0) first = got;
+    CHECK(got == first);
+  }
 }
 
 // Two segments with a gap between them in the gradients and the compute
