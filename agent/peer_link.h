@@ -3,7 +3,7 @@
 // job's peer key from SnapshotSetup), one request per connection:
 //
 //   ShardPut{entry, crc32, manifest} + ShardData...  -> StoreOk | Error   (replicate)
-//   ShardGet{step, shard}  -> ShardPut + ShardData... | Error            (fetch)
+//   ShardGet{step, set, shard}  -> ShardPut + ShardData... | Error       (fetch)
 //
 // The bytes travel in ShardData frames of at most kShardChunk bytes, sent
 // from the shard's file with sendfile and received straight into the
@@ -38,15 +38,16 @@ struct PeerIdentity {
 
 // Sends the shard in `file` to the agent at `peer_addr` (host:port).
 Status SendShard(const std::string& peer_addr, const PeerIdentity& me, const ShardFile& file, Deadline deadline);
-// Asks the agent at `peer_addr` for shard `shard` of `step`.
-Result<ShardCopy> FetchShard(const std::string& peer_addr, const PeerIdentity& me, int64_t step, uint32_t shard,
-                             Deadline deadline);
+// Asks the agent at `peer_addr` for shard `shard` of the save `set` of
+// `step`; the answer must be that shard of that save.
+Result<ShardCopy> FetchShard(const std::string& peer_addr, const PeerIdentity& me, int64_t step,
+                             const std::string& set, uint32_t shard, Deadline deadline);
 
 // Accepts peer connections on `bind_addr` (port chosen by the kernel) and
 // serves them one at a time on its own thread, each within `request_timeout`.
 class PeerServer {
  public:
-  using Lookup = std::function<Result<ShardFile>(int64_t step, uint32_t shard)>;
+  using Lookup = std::function<Result<ShardFile>(int64_t step, const std::string& set, uint32_t shard)>;
   using Receive = std::function<Status(const ShardCopy& copy)>;
   static Result<std::unique_ptr<PeerServer>> Start(const std::string& bind_addr, PeerIdentity me, Lookup lookup,
                                                    Receive receive, double request_timeout = 30.0);

@@ -1,18 +1,19 @@
 #include "agent/shard_index.h"
 
-#include <algorithm>
 #include <filesystem>
 #include <set>
 
-#include <fmt/format.h>
+#include "common/snapshot_handoff.h"
 
 namespace ds {
 
-std::string ShardIndex::StepDir(int64_t step) const { return fmt::format("{}/step_{:08d}", root_, step); }
+std::string ShardIndex::StepDir(int64_t step, const std::string& set) const {
+  return root_ + "/" + SnapshotStepDirName(step, set);
+}
 
 void ShardIndex::Put(const HeldShard& h) {
   std::lock_guard<std::mutex> lock(mu_);
-  held_[{h.entry.step, h.entry.shard}] = h;
+  held_[{h.entry.step, h.entry.id.set, h.entry.shard}] = h;
 }
 
 void ShardIndex::Clear() {
@@ -20,9 +21,9 @@ void ShardIndex::Clear() {
   held_.clear();
 }
 
-std::optional<HeldShard> ShardIndex::Find(int64_t step, uint32_t shard) const {
+std::optional<HeldShard> ShardIndex::Find(int64_t step, const std::string& set, uint32_t shard) const {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = held_.find({step, shard});
+  auto it = held_.find({step, set, shard});
   if (it == held_.end()) return std::nullopt;
   return it->second;
 }
@@ -34,47 +35,46 @@ std::vector<HeldShard> ShardIndex::All() const {
   return out;
 }
 
-uint32_t ShardIndex::CountAt(int64_t step) const {
+uint32_t ShardIndex::CountAt(int64_t step, const std::string& set) const {
   std::lock_guard<std::mutex> lock(mu_);
   uint32_t n = 0;
-  for (auto it = held_.lower_bound({step, 0}); it != held_.end() && it->first.first == step; ++it) ++n;
+  for (auto it = held_.lower_bound({step, set, 0});
+       it != held_.end() && std::get<0>(it->first) == step && std::get<1>(it->first) == set; ++it)
+    ++n;
   return n;
 }
 
-std::vector<msg::ShardEntry> ShardIndex::Drop(int64_t step) {
+std::vector<msg::ShardEntry> ShardIndex::DropLocked(const SavePredicate& doomed) {
+  std::set<std::pair<int64_t, std::string>> saves;
   std::vector<msg::ShardEntry> gone;
-  for (auto it = held_.lower_bound({step, 0}); it != held_.end() && it->first.first == step;) {
-    gone.push_back(it->second.entry);
+  for (auto it = held_.begin(); it != held_.end();) {
+    const msg::ShardEntry& e = it->second.entry;
+    if (!doomed(e.step, e.id)) {
+      ++it;
+      continue;
+    }
+    saves.emplace(e.step, e.id.set);
+    gone.push_back(e);
     it = held_.erase(it);
   }
   std::error_code ec;
-  std::filesystem::remove_all(StepDir(step), ec);
+  for (const auto& [step, set] : saves) std::filesystem::remove_all(StepDir(step, set), ec);
   return gone;
 }
 
-std::vector<msg::ShardEntry> ShardIndex::Prune(int keep) {
+std::vector<msg::ShardEntry> ShardIndex::DropIf(const SavePredicate& doomed) {
   std::lock_guard<std::mutex> lock(mu_);
-  std::set<int64_t> steps;
-  for (const auto& [k, h] : held_) steps.insert(k.first);
-  std::vector<msg::ShardEntry> gone;
-  for (auto it = steps.begin(); static_cast<int>(std::distance(it, steps.end())) > std::max(keep, 1); ++it) {
-    auto dropped = Drop(*it);
-    gone.insert(gone.end(), dropped.begin(), dropped.end());
-  }
-  return gone;
+  return DropLocked(doomed);
 }
 
-std::vector<msg::ShardEntry> ShardIndex::DropAbove(int64_t step) {
+std::vector<msg::ShardEntry> ShardIndex::Prune(int keep, const std::string& run) {
   std::lock_guard<std::mutex> lock(mu_);
-  std::set<int64_t> steps;
+  std::set<int64_t> steps;  // the run's steps held, oldest first
   for (const auto& [k, h] : held_)
-    if (k.first > step) steps.insert(k.first);
-  std::vector<msg::ShardEntry> gone;
-  for (int64_t s : steps) {
-    auto dropped = Drop(s);
-    gone.insert(gone.end(), dropped.begin(), dropped.end());
-  }
-  return gone;
+    if (h.entry.id.run == run) steps.insert(h.entry.step);
+  if (static_cast<int>(steps.size()) <= std::max(keep, 1)) return {};
+  const int64_t oldest_kept = *std::prev(steps.end(), std::max(keep, 1));
+  return DropLocked([&](int64_t step, const msg::SnapshotId& id) { return id.run == run && step < oldest_kept; });
 }
 
 }  // namespace ds

@@ -1,14 +1,17 @@
-// ShardIndex: the (step, shard) -> HeldShard map of one place the agent keeps
-// shards in (its memory directory, its node's checkpoint directory), each
-// step in <root>/step_<NNNNNNNN>/, with the step-wise removals both need.
-// Not thread-safe: its owner locks.
+// ShardIndex: the (step, set, shard) -> HeldShard map of one place the agent
+// keeps shards in (its memory directory, its node's checkpoint directory),
+// each save of a step in <root>/step_<NNNNNNNN>.<set>/ (one directory per
+// save: common/snapshot_handoff.h), with the save-wise removals both need.
+// It only ever drops whole saves. Not thread-safe: its owner locks.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -25,26 +28,28 @@ class ShardIndex {
  public:
   explicit ShardIndex(std::string root) : root_(std::move(root)) {}
   const std::string& root() const { return root_; }
-  std::string StepDir(int64_t step) const;
+  std::string StepDir(int64_t step, const std::string& set) const;
 
   void Put(const HeldShard& h);
-  std::optional<HeldShard> Find(int64_t step, uint32_t shard) const;
-  bool Has(int64_t step, uint32_t shard) const { return Find(step, shard).has_value(); }
+  std::optional<HeldShard> Find(int64_t step, const std::string& set, uint32_t shard) const;
+  bool Has(int64_t step, const std::string& set, uint32_t shard) const { return Find(step, set, shard).has_value(); }
   std::vector<HeldShard> All() const;
-  uint32_t CountAt(int64_t step) const;  // shards of `step` held
+  uint32_t CountAt(int64_t step, const std::string& set) const;  // shards of that save held
   void Clear();
-  // Drop whole steps, their directories included, and return what went:
-  // those older than the newest `keep` (at least 1) ...
-  std::vector<msg::ShardEntry> Prune(int keep);
-  // ... or every step newer than `step` (a timeline a restart abandoned).
-  std::vector<msg::ShardEntry> DropAbove(int64_t step);
+  // Drop whole saves, their directories included, and return what went:
+  // those `doomed` picks ...
+  using SavePredicate = std::function<bool(int64_t step, const msg::SnapshotId& id)>;
+  std::vector<msg::ShardEntry> DropIf(const SavePredicate& doomed);
+  // ... or those of run `run` at steps older than its newest `keep` (at
+  // least 1). Other runs' saves are never pruned.
+  std::vector<msg::ShardEntry> Prune(int keep, const std::string& run);
 
  private:
-  std::vector<msg::ShardEntry> Drop(int64_t step);  // mu_ held
+  std::vector<msg::ShardEntry> DropLocked(const SavePredicate& doomed);  // mu_ held
 
   const std::string root_;
   mutable std::mutex mu_;
-  std::map<std::pair<int64_t, uint32_t>, HeldShard> held_;
+  std::map<std::tuple<int64_t, std::string, uint32_t>, HeldShard> held_;  // (step, set, shard)
 };
 
 }  // namespace ds

@@ -9,8 +9,11 @@
 //     Replicate) and fetches (Fetch), in order;
 //   - the shard server (PeerServer) other agents send replicas to and fetch
 //     from.
-// Every change of what the node holds becomes a SnapshotHeld, every Fetch a
-// Fetched, queued for the agent's loop, which polls events_fd() and sends
+// Shards are held per save (step and set, common/snapshot_handoff.h); the
+// keeper prunes and drops only this run's saves (SnapshotSetup.run_id), so
+// what earlier runs left on the node's disk is kept, reported and offered,
+// never overwritten. Every change of what the node holds becomes a
+// SnapshotHeld, every Fetch a Fetched, queued for the agent's loop, which polls events_fd() and sends
 // TakeOutgoing() to the coordinator. The loop's calls (OnInotify, SetTargets,
 // StartFetch, TakeOutgoing) come from one thread; the rest is internal.
 #pragma once
@@ -55,8 +58,10 @@ class SnapshotKeeper {
   void OnInotify();
   // The nodes new shards are copied to from now on.
   void SetTargets(const msg::Replicate& m);
-  // Gathers every shard of m.step (or, for step < 0, drops everything);
-  // answered by a Fetched in TakeOutgoing().
+  // Gathers every shard of the save m.id of m.step (or, for step < 0,
+  // starts fresh), first dropping this run's saves that lost (newer steps,
+  // and other saves of m.step: an abandoned timeline) and other runs'
+  // copies in memory; answered by a Fetched in TakeOutgoing().
   void StartFetch(const msg::Fetch& m);
   // Messages for the coordinator (drains events_fd()).
   std::vector<std::pair<wire::MsgType, Bytes>> TakeOutgoing();
@@ -70,13 +75,14 @@ class SnapshotKeeper {
   void Report(std::vector<msg::ShardEntry> added, std::vector<msg::ShardEntry> removed);
   void PushOutgoing(wire::MsgType type, Bytes payload);
   Status Receive(const ShardCopy& copy);        // a replica arrived (server thread)
-  Result<ShardFile> Lookup(int64_t step, uint32_t shard);  // a peer fetches (server thread)
-  void PersistAndReplicate(int64_t step, uint32_t shard, bool replicate);  // task thread
+  Result<ShardFile> Lookup(int64_t step, const std::string& set, uint32_t shard);  // a peer fetches (server thread)
+  void PersistAndReplicate(int64_t step, const std::string& set, uint32_t shard, bool replicate);  // task thread
   void Fetch(const msg::Fetch& m);              // task thread
   std::vector<msg::ShardEntry> PruneAll();
 
   Identity me_;
   PeerIdentity peer_;
+  std::string run_;                     // this run's id: the saves it prunes and drops
   int keep_ = 2;
   std::unique_ptr<SnapshotStore> store_;
   std::unique_ptr<SnapshotDisk> disk_;  // null when the job has no checkpoint dir

@@ -47,7 +47,14 @@ Result<ShardCopy> ReadVerified(const ShardFile& f) {
   if (rt::Crc32(c.data) != f.held.crc32)
     return Status::InvalidArgument(fmt::format("shard {} of step {}: crc32 mismatch (corrupt)", f.held.entry.shard,
                                                f.held.entry.step));
+  DS_RETURN_IF_ERROR(CheckManifest(f.held, f.manifest));
   return c;
+}
+
+Status CheckManifest(const HeldShard& held, const std::string& manifest) {
+  if (ManifestDigest(manifest) == held.entry.id.set) return Status::OK();
+  return Status::InvalidArgument(fmt::format("shard {} of step {}: not the manifest of set {}", held.entry.shard,
+                                             held.entry.step, held.entry.id.set));
 }
 
 Result<std::unique_ptr<SnapshotStore>> SnapshotStore::Create(const std::string& parent) {
@@ -70,7 +77,7 @@ SnapshotStore::~SnapshotStore() {
 }
 
 Status SnapshotStore::Hold(const HeldShard& h, const std::string& manifest) {
-  const std::string step_dir = index_.StepDir(h.entry.step);
+  const std::string step_dir = index_.StepDir(h.entry.step, h.entry.id.set);
   DS_RETURN_IF_ERROR(rt::MakeStepDir(step_dir));
   const std::string manifest_path = step_dir + "/manifest.json";
   std::error_code ec;
@@ -90,10 +97,11 @@ Result<HeldShard> SnapshotStore::Adopt(const std::string& manifest_name, uint32_
   if (::lstat(shard_path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
     return Status::InvalidArgument(fmt::format("{}: no shard file {} beside it", manifest_name, shard_path));
   HeldShard held;
-  held.entry = msg::ShardEntry{h->step, h->rank, h->world, origin, 1, static_cast<uint64_t>(st.st_size)};
+  held.entry = msg::ShardEntry{h->step, h->rank, h->id, origin, 1, static_cast<uint64_t>(st.st_size)};
+  held.entry.id.set = ManifestDigest(manifest);
   held.crc32 = h->crc32;
   std::lock_guard<std::mutex> lock(mu_);
-  const std::string step_dir = index_.StepDir(h->step);
+  const std::string step_dir = index_.StepDir(h->step, held.entry.id.set);
   DS_RETURN_IF_ERROR(rt::MakeStepDir(step_dir));
   if (::rename(shard_path.c_str(), (step_dir + "/" + ShardFileName(h->rank)).c_str()) != 0)
     return Status::IOError(fmt::format("{}: {}", shard_path, std::strerror(errno)));
@@ -106,20 +114,23 @@ Status SnapshotStore::Put(const ShardCopy& copy) {
   if (copy.data.size() != copy.held.entry.bytes)
     return Status::InvalidArgument(fmt::format("shard {} of step {}: {} bytes, expected {}", copy.held.entry.shard,
                                                copy.held.entry.step, copy.data.size(), copy.held.entry.bytes));
+  DS_RETURN_IF_ERROR(CheckManifest(copy.held, copy.manifest));
+  const msg::ShardEntry& e = copy.held.entry;
   std::lock_guard<std::mutex> lock(mu_);
-  DS_RETURN_IF_ERROR(rt::MakeStepDir(index_.StepDir(copy.held.entry.step)));
-  DS_RETURN_IF_ERROR(WriteFileDurably(index_.StepDir(copy.held.entry.step) + "/" + ShardFileName(copy.held.entry.shard),
-                                      copy.data, rt::kCheckpointFileMode));
+  DS_RETURN_IF_ERROR(rt::MakeStepDir(index_.StepDir(e.step, e.id.set)));
+  DS_RETURN_IF_ERROR(WriteFileDurably(index_.StepDir(e.step, e.id.set) + "/" + ShardFileName(e.shard), copy.data,
+                                      rt::kCheckpointFileMode));
   HeldShard h = copy.held;
   h.entry.tier = 1;
   return Hold(h, copy.manifest);
 }
 
-Result<ShardFile> SnapshotStore::Open(int64_t step, uint32_t shard) const {
-  const std::optional<HeldShard> h = index_.Find(step, shard);
-  if (!h) return Status::NotFound(fmt::format("shard {} of step {} is not held here", shard, step));
-  DS_ASSIGN_OR_RETURN(std::string manifest, rt::ReadCheckpointFile(index_.StepDir(step) + "/manifest.json"));
-  return OpenShardFile(index_.StepDir(step) + "/" + ShardFileName(shard), *h, std::move(manifest));
+Result<ShardFile> SnapshotStore::Open(int64_t step, const std::string& set, uint32_t shard) const {
+  const std::optional<HeldShard> h = index_.Find(step, set, shard);
+  if (!h) return Status::NotFound(fmt::format("shard {} of step {} (set {}) is not held here", shard, step, set));
+  const std::string dir = index_.StepDir(step, set);
+  DS_ASSIGN_OR_RETURN(std::string manifest, rt::ReadCheckpointFile(dir + "/manifest.json"));
+  return OpenShardFile(dir + "/" + ShardFileName(shard), *h, std::move(manifest));
 }
 
 }  // namespace ds

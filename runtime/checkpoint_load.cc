@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/log.h"
+#include "common/snapshot_handoff.h"
 #include "runtime/checkpoint.h"
 #include "runtime/checkpoint_files.h"
 #include "runtime/checkpoint_format.h"
@@ -99,6 +100,7 @@ Result<LoadedCheckpoint> LoadCheckpointDir(const std::string& step_dir, uint64_t
   if (!manifest.ok()) return manifest.status();
   LoadedCheckpoint out;
   out.path = path.string();
+  out.set = ManifestDigest(*text);
   out.meta = manifest->meta;
   DS_RETURN_IF_ERROR(CheckShape(out.meta, num_params, state_slots));
   out.master.assign(num_params, 0.f);

@@ -10,24 +10,35 @@ namespace ds::rt {
 
 Status SaveSnapshot(const std::string& snapshot_dir, const CheckpointMeta& meta, const ShardState& shard,
                     Communicator& comm, std::string* buffer) {
-  const int rank = comm.rank(), world = comm.size();
-  EncodeShardInto(rank, shard, buffer);
-  const std::string& data = *buffer;
-  const std::vector<double> info = ShareShardInfo(true, data, comm);
+  EncodeShardInto(comm.rank(), shard, buffer);
+  const std::vector<double> info = ShareShardInfo(true, *buffer, comm);
   CheckpointMeta m = meta;
-  m.world_size = world;
-  const Handoff h{meta.step, static_cast<uint32_t>(rank), static_cast<uint32_t>(world),
-                  static_cast<uint32_t>(info[3 * rank + 2])};
+  m.world_size = comm.size();
+  return WriteSnapshotHandoff(snapshot_dir, m, comm.rank(), *buffer, info);
+}
+
+Status WriteSnapshotHandoff(const std::string& snapshot_dir, const CheckpointMeta& meta, int rank,
+                            const std::string& data, const std::vector<double>& info) {
+  Handoff h;
+  h.step = meta.step;
+  h.rank = static_cast<uint32_t>(rank);
+  h.crc32 = static_cast<uint32_t>(info[3 * rank + 2]);
+  h.id = msg::SnapshotId{meta.run_id, static_cast<uint32_t>(meta.world_size), static_cast<uint8_t>(meta.zero_stage),
+                         meta.config_hash, ""};
+  if (const std::string problem = SnapshotIdProblem(h.id, /*set_required=*/false); !problem.empty())
+    return Status::InvalidArgument("snapshot: " + problem);
   const std::string in = snapshot_dir + "/incoming/";
   DS_RETURN_IF_ERROR(WriteFileDurably(in + HandoffName(h, kHandoffShard), data, kCheckpointFileMode).Prefixed("snapshot"));
-  return WriteFileDurably(in + HandoffName(h, kHandoffManifest), ManifestJson(m, info), kCheckpointFileMode)
+  return WriteFileDurably(in + HandoffName(h, kHandoffManifest), ManifestJson(meta, info), kCheckpointFileMode)
       .Prefixed("snapshot");
 }
 
-Result<LoadedCheckpoint> LoadSnapshot(const std::string& snapshot_dir, int64_t step, uint64_t num_params,
-                                      int state_slots) {
-  const std::string dir = fmt::format("{}/step_{:08d}", snapshot_dir, step);
+Result<LoadedCheckpoint> LoadSnapshot(const std::string& snapshot_dir, int64_t step, const std::string& set,
+                                      uint64_t num_params, int state_slots) {
+  const std::string dir = snapshot_dir + "/" + SnapshotStepDirName(step, set);
   auto loaded = LoadCheckpointDir(dir, num_params, state_slots);
+  if (loaded.ok() && loaded->set != set)
+    loaded = Status::InvalidArgument(fmt::format("its manifest is of another save (set {})", loaded->set));
   if (!loaded.ok())
     return loaded.status().Prefixed(fmt::format("snapshot of step {} in {} (gathered by the agent)", step, dir));
   return loaded;

@@ -7,15 +7,15 @@
 namespace ds {
 
 void SnapshotIndex::Apply(int node, const msg::SnapshotHeld& m) {
-  for (const msg::ShardEntry& e : m.removed) held_.erase({e.step, e.shard, node, e.tier});
+  for (const msg::ShardEntry& e : m.removed) held_.erase({e.step, e.id, e.shard, node, e.tier});
   for (const msg::ShardEntry& e : m.added) {
-    held_[{e.step, e.shard, node, e.tier}] = Held{e.world, e.origin};
-    newest_ever_ = std::max(newest_ever_, e.step);
+    held_[{e.step, e.id, e.shard, node, e.tier}] = e.origin;
+    ever_.emplace(e.step, e.id);
   }
 }
 
 void SnapshotIndex::Forget(int node) {
-  std::erase_if(held_, [node](const auto& kv) { return std::get<2>(kv.first) == node; });
+  std::erase_if(held_, [node](const auto& kv) { return std::get<3>(kv.first) == node; });
 }
 
 namespace {
@@ -24,46 +24,80 @@ int Rank(int holder, const ShardPick& p) {
   if (p.tier == 1) return p.origin == static_cast<uint32_t>(holder) ? 0 : 1;
   return 2;
 }
+using SaveKey = std::pair<int64_t, msg::SnapshotId>;
 }  // namespace
 
-RecoveryChoice SnapshotIndex::Decide(const std::vector<bool>& alive, const std::set<int64_t>& excluded) const {
-  // step -> shard -> best pick among the living; step -> world
-  std::map<int64_t, std::map<uint32_t, ShardPick>> best;
-  std::map<int64_t, uint32_t> world;
-  for (const auto& [key, h] : held_) {
-    const auto& [step, shard, node, tier] = key;
-    if (node < 0 || node >= static_cast<int>(alive.size()) || !alive[node] || excluded.count(step)) continue;
-    world[step] = h.world;
-    ShardPick p{shard, node, h.origin, tier};
-    auto [it, fresh] = best[step].emplace(shard, p);
+RecoveryChoice SnapshotIndex::Decide(const std::vector<bool>& alive, const std::string& run,
+                                     const std::set<Save>& excluded) const {
+  auto living = [&](int node) { return node >= 0 && node < static_cast<int>(alive.size()) && alive[node]; };
+  // save -> shard -> best pick among the living
+  std::map<SaveKey, std::map<uint32_t, ShardPick>> best;
+  for (const auto& [key, origin] : held_) {
+    const auto& [step, id, shard, node, tier] = key;
+    if (!living(node) || excluded.count({step, id.set})) continue;
+    ShardPick p{shard, node, origin, tier};
+    auto [it, fresh] = best[{step, id}].emplace(shard, p);
     if (!fresh && Rank(node, p) < Rank(it->second.holder, it->second)) it->second = p;
   }
+  // This run's config hash, once it saved anything; which saves it considers.
+  bool own = false;
+  std::string config;
+  for (const auto& [step, id] : ever_)
+    if (id.run == run) own = true, config = id.config;
+  auto considered = [&](const msg::SnapshotId& id) { return own ? id.run == run : id.run != run; };
+
   RecoveryChoice c;
-  for (auto it = best.rbegin(); it != best.rend(); ++it) {
-    const uint32_t w = world[it->first];
-    if (it->second.size() != w) continue;  // every shard 0..w-1 held (shard < world by construction)
-    c.step = it->first;
-    c.world = w;
-    for (const auto& [shard, p] : it->second) {
+  auto chosen = best.rend();
+  for (int pass = 0; pass < 2 && chosen == best.rend(); ++pass) {
+    for (auto it = best.rbegin(); it != best.rend(); ++it) {  // newest step first
+      const msg::SnapshotId& id = it->first.second;
+      const bool eligible = pass == 0 ? id.run == run : id.run != run && (!own || id.config == config);
+      if (eligible && it->second.size() == id.world) {  // every shard 0..world-1 (shard < world by decoding)
+        chosen = it;
+        break;
+      }
+    }
+  }
+  if (chosen != best.rend()) {
+    c.step = chosen->first.first;
+    c.id = chosen->first.second;
+    c.earlier_run = c.id.run != run;
+    for (const auto& [shard, p] : chosen->second) {
       c.picks.push_back(p);
       c.from_disk = c.from_disk || p.tier == 2;
     }
-    break;
   }
-  if (newest_ever_ > c.step) {
-    c.newest = newest_ever_;
-    std::set<uint32_t> have;
-    uint32_t w = 0;
-    auto it = best.find(newest_ever_);
-    if (it != best.end()) {
-      for (const auto& [shard, p] : it->second) have.insert(shard);
-      w = world[newest_ever_];
+  // The newest save considered, and what of it is lost (of several saves of
+  // that step, the one the living hold most of).
+  const SaveKey* newest = nullptr;
+  size_t newest_have = 0;
+  for (const SaveKey& k : ever_) {
+    if (!considered(k.second)) continue;
+    auto it = best.find(k);
+    const size_t have = it == best.end() ? 0 : it->second.size();
+    if (!newest || k.first > newest->first || (k.first == newest->first && have >= newest_have)) {
+      newest = &k;
+      newest_have = have;
     }
-    for (const auto& [key, h] : held_)  // the world of a step nobody living holds
-      if (std::get<0>(key) == newest_ever_) w = std::max(w, h.world);
-    for (uint32_t s = 0; s < w; ++s)
-      if (!have.count(s)) c.newest_missing.push_back(s);
   }
+  if (newest && newest->first > c.step) {
+    c.newest = newest->first;
+    c.newest_earlier_run = newest->second.run != run;
+    auto it = best.find(*newest);
+    for (uint32_t s = 0; s < newest->second.world; ++s)
+      if (it == best.end() || !it->second.count(s)) c.newest_missing.push_back(s);
+  }
+  // Earlier runs' saves the living hold, other than the one resumed.
+  std::set<SaveKey> kept;
+  std::set<std::string> runs;
+  for (const auto& [key, origin] : held_) {
+    const auto& [step, id, shard, node, tier] = key;
+    if (!living(node) || id.run == run || (step == c.step && id == c.id)) continue;
+    kept.insert({step, id});
+    runs.insert(id.run);
+  }
+  c.kept_saves = static_cast<int>(kept.size());
+  c.kept_runs = static_cast<int>(runs.size());
   return c;
 }
 
@@ -73,9 +107,14 @@ std::string DescribeRecovery(const RecoveryChoice& c, const std::vector<std::str
   if (c.newest > c.step) {
     std::vector<std::string> shards;
     for (uint32_t s : c.newest_missing) shards.push_back(std::to_string(s));
-    lost = shards.empty() ? fmt::format("step {} is incomplete", c.newest)
-                          : fmt::format("step {} lost shard{} {} with the failed nodes", c.newest,
-                                        shards.size() == 1 ? "" : "s", fmt::join(shards, ", "));
+    const char* plural = shards.size() == 1 ? "" : "s";
+    if (shards.empty())
+      lost = fmt::format("step {}{} is incomplete", c.newest, c.newest_earlier_run ? " of an earlier run" : "");
+    else if (c.newest_earlier_run)
+      lost = fmt::format("step {} of an earlier run lacks shard{} {}, on no node of this run", c.newest, plural,
+                         fmt::join(shards, ", "));
+    else
+      lost = fmt::format("step {} lost shard{} {} with the failed nodes", c.newest, plural, fmt::join(shards, ", "));
   }
   if (c.step < 0)
     return lost.empty() ? "no snapshot or checkpoint held by any node: starting from scratch"
@@ -97,9 +136,20 @@ std::string DescribeRecovery(const RecoveryChoice& c, const std::vector<std::str
     const auto& [what, n] = parts[i];
     words.push_back(i == 0 ? fmt::format("{} shard{} {}", n, n == 1 ? "" : "s", what) : fmt::format("{} {}", n, what));
   }
-  std::string out = fmt::format("resuming from step {}: {}", c.step, fmt::join(words, ", "));
+  const std::string which =
+      c.earlier_run ? fmt::format(" of an earlier run ({}, {} rank{} at ZeRO stage {})", c.id.run, c.id.world,
+                                  c.id.world == 1 ? "" : "s", c.id.zero_stage)
+                    : "";
+  std::string out = fmt::format("resuming from step {}{}: {}", c.step, which, fmt::join(words, ", "));
   if (!lost.empty()) out += fmt::format("; {}, so an older step{}", lost, c.from_disk ? " from disk" : "");
   return out;
+}
+
+std::string DescribeKept(const RecoveryChoice& c) {
+  if (c.kept_saves == 0) return "";
+  return fmt::format("keeping {} saved step{} of {} earlier run{} in the nodes' checkpoint directories: this run "
+                     "never prunes or overwrites them",
+                     c.kept_saves, c.kept_saves == 1 ? "" : "s", c.kept_runs, c.kept_runs == 1 ? "" : "s");
 }
 
 }  // namespace ds
