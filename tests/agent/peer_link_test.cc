@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <map>
 #include <mutex>
+#include "common/snapshot_handoff.h"
 #include "runtime/checkpoint_format.h"
 #include "tests/test_util/files.h"
 #include "tests/test_util/temp_dir.h"
@@ -14,9 +15,11 @@
 namespace ds {
 namespace {
 
+const std::string kSet = ManifestDigest("{m}");
+
 ShardCopy Copy(int64_t step, uint32_t shard, const std::string& data) {
   ShardCopy c;
-  c.held.entry = msg::ShardEntry{step, shard, 4, 1, 1, data.size()};
+  c.held.entry = msg::ShardEntry{step, shard, msg::SnapshotId{"ab", 4, 0, "c0", kSet}, 1, 1, data.size()};
   c.held.crc32 = rt::Crc32(data);
   c.manifest = "{m}";
   c.data = data;
@@ -41,10 +44,10 @@ struct MapServer {
   explicit MapServer(const PeerIdentity& me) {
     auto s = PeerServer::Start(
         "127.0.0.1", me,
-        [this](int64_t step, uint32_t shard) -> Result<ShardFile> {
+        [this](int64_t step, const std::string& set, uint32_t shard) -> Result<ShardFile> {
           std::lock_guard<std::mutex> lock(mu);
           auto it = shards.find({step, shard});
-          if (it == shards.end()) return Status::NotFound("not held");
+          if (it == shards.end() || it->second.held.entry.id.set != set) return Status::NotFound("not held");
           return FileOf(dir, it->second);
         },
         [this](const ShardCopy& c) -> Status {
@@ -72,14 +75,17 @@ TEST_CASE("peer link: a replica sent is held by the peer, and fetched back byte 
     REQUIRE(server.shards.count({300, 2}));
     CHECK(server.shards[{300, 2}].data == big);
   }
-  auto back = FetchShard(server.server->addr(), a, 300, 2, Soon());
+  auto back = FetchShard(server.server->addr(), a, 300, kSet, 2, Soon());
   REQUIRE(back.ok());
   CHECK(back->data == big);
   CHECK(back->manifest == "{m}");
-  CHECK(back->held.entry.world == 4);
+  CHECK(back->held.entry.id.world == 4);
+  CHECK(back->held.entry.id.set == kSet);
+  // Another save of the same step is not that shard.
+  CHECK_FALSE(FetchShard(server.server->addr(), a, 300, "0123456789abcdef", 2, Soon()).ok());
   // Empty shards travel too.
   REQUIRE(SendShard(server.server->addr(), a, FileOf(tmp, Copy(301, 0, "")), Soon()).ok());
-  auto empty = FetchShard(server.server->addr(), a, 301, 0, Soon());
+  auto empty = FetchShard(server.server->addr(), a, 301, kSet, 0, Soon());
   REQUIRE(empty.ok());
   CHECK(empty->data.empty());
 }
@@ -87,7 +93,7 @@ TEST_CASE("peer link: a replica sent is held by the peer, and fetched back byte 
 TEST_CASE("peer link: what the peer does not hold is an error naming the shard and the peer", "[snapshots]") {
   PeerIdentity a{"job1", "key", 0, "w0"}, b{"job1", "key", 1, "w1"};
   MapServer server(b);
-  auto missing = FetchShard(server.server->addr(), a, 5, 1, Soon());
+  auto missing = FetchShard(server.server->addr(), a, 5, kSet, 1, Soon());
   REQUIRE_FALSE(missing.ok());
   CHECK_THAT(missing.status().message(), Catch::Contains("fetching shard 1 of step 5 from " + server.server->addr()));
   CHECK_THAT(missing.status().message(), Catch::Contains("w1: not held"));

@@ -43,7 +43,6 @@ std::vector<float> RunJob(MultiProc& mp, int world, int stage, int max_steps,
     auto cfg = ParseTrainerConfig(Config(stage, max_steps), o);
     if (!cfg.ok()) { std::fprintf(stderr, "%s\n", cfg.status().message().c_str()); return 1; }
     TrainerRuntime rt;
-    rt.config_text = Config(stage, max_steps);
     rt.checkpoint_dir = ckpt_dir;
     rt.quiet = true;
     auto r = Train(*cfg, c, rt);
