@@ -19,13 +19,16 @@ Result<ResumeChoice> FromSnapshot(const ResumeRequest& r) {
     return Status::InvalidArgument(fmt::format(
         "DSLAUNCH_SNAPSHOT_DIR is set but DSLAUNCH_RUN_ID is '{}', not a run id (dslaunch sets both)", r.run_id));
   if (r.resume_step < 0) return ResumeChoice{};
+  // Its config first: a save of another config may be of another shape too.
+  DS_ASSIGN_OR_RETURN(CheckpointMeta meta, ReadSnapshotMeta(r.snapshot_dir, r.resume_step, r.resume_set));
+  if (meta.config_hash != r.config_hash)
+    return ResumeChoice{std::nullopt,
+                        fmt::format("not resuming step {} of run {}: it was saved with another model/optimizer "
+                                    "config (hash {}; this run's is {}); starting fresh",
+                                    meta.step, meta.run_id, meta.config_hash, r.config_hash)};
   DS_ASSIGN_OR_RETURN(LoadedCheckpoint ck,
                       LoadSnapshot(r.snapshot_dir, r.resume_step, r.resume_set, r.num_params, r.state_slots));
-  if (ck.meta.config_hash == r.config_hash) return ResumeChoice{std::move(ck), ""};
-  return ResumeChoice{std::nullopt,
-                fmt::format("not resuming step {} of run {}: it was saved with another model/optimizer config "
-                            "(hash {}; this run's is {}); starting fresh",
-                            ck.meta.step, ck.meta.run_id, ck.meta.config_hash, r.config_hash)};
+  return ResumeChoice{std::move(ck), ""};
 }
 
 // Every complete checkpoint in `dir` must be of this config (or of an

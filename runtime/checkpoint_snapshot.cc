@@ -5,6 +5,7 @@
 #include "common/files.h"
 #include "common/snapshot_handoff.h"
 #include "runtime/checkpoint_files.h"
+#include "runtime/checkpoint_manifest.h"
 
 namespace ds::rt {
 
@@ -33,14 +34,34 @@ Status WriteSnapshotHandoff(const std::string& snapshot_dir, const CheckpointMet
       .Prefixed("snapshot");
 }
 
+namespace {
+std::string SaveDir(const std::string& snapshot_dir, int64_t step, const std::string& set) {
+  return snapshot_dir + "/" + SnapshotStepDirName(step, set);
+}
+std::string Where(const std::string& dir, int64_t step) {
+  return fmt::format("snapshot of step {} in {} (gathered by the agent)", step, dir);
+}
+}  // namespace
+
+Result<CheckpointMeta> ReadSnapshotMeta(const std::string& snapshot_dir, int64_t step, const std::string& set) {
+  const std::string dir = SaveDir(snapshot_dir, step, set);
+  auto text = ReadCheckpointFile(dir + "/manifest.json");
+  if (!text.ok()) return text.status().Prefixed(Where(dir, step));
+  if (ManifestDigest(*text) != set)
+    return Status::InvalidArgument(fmt::format("{}: its manifest is of another save (set {})", Where(dir, step),
+                                               ManifestDigest(*text)));
+  auto manifest = ParseManifest(*text);
+  if (!manifest.ok()) return manifest.status().Prefixed(Where(dir, step));
+  return manifest->meta;
+}
+
 Result<LoadedCheckpoint> LoadSnapshot(const std::string& snapshot_dir, int64_t step, const std::string& set,
                                       uint64_t num_params, int state_slots) {
-  const std::string dir = snapshot_dir + "/" + SnapshotStepDirName(step, set);
+  const std::string dir = SaveDir(snapshot_dir, step, set);
   auto loaded = LoadCheckpointDir(dir, num_params, state_slots);
   if (loaded.ok() && loaded->set != set)
     loaded = Status::InvalidArgument(fmt::format("its manifest is of another save (set {})", loaded->set));
-  if (!loaded.ok())
-    return loaded.status().Prefixed(fmt::format("snapshot of step {} in {} (gathered by the agent)", step, dir));
+  if (!loaded.ok()) return loaded.status().Prefixed(Where(dir, step));
   return loaded;
 }
 

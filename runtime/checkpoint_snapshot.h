@@ -28,6 +28,9 @@ Status SaveSnapshot(const std::string& snapshot_dir, const CheckpointMeta& meta,
 Status WriteSnapshotHandoff(const std::string& snapshot_dir, const CheckpointMeta& meta, int rank,
                             const std::string& data, const std::vector<double>& info);
 
+// What the save `set` of step `step` in the agent's memory directory is (its
+// manifest, the one `set` names), without reading its shards.
+Result<CheckpointMeta> ReadSnapshotMeta(const std::string& snapshot_dir, int64_t step, const std::string& set);
 // The save `set` of step `step` in the agent's memory directory, verified
 // like any checkpoint (LoadCheckpointDir) and its manifest the one `set`
 // names (an error says it is another save).
