@@ -66,8 +66,12 @@ struct State {
   std::vector<float> master;
   std::vector<std::vector<float>> slots;  // Adam's two
 };
+// What a save was, as the sequence made it (found by run, step and world
+// size and then by content, never by the system's own digest).
 struct Saved {
+  std::string run;
   int64_t step;
+  int world;
   std::string config;
   State state;
 };
@@ -155,7 +159,7 @@ class Sequence {
     per_node_ = Pick(1, 2);
     world_ = static_cast<int>(ups.size()) * per_node_;
     Log(fmt::format("generation {}: world {}; {}", gen, world_, said.substr(0, said.size() - 1)));
-    std::string first_set;
+    int first = kFresh;
     for (int rank = 0; rank < world_ && ok_; ++rank) {
       const int node = ups[rank / per_node_];
       rt::ResumeRequest req{"",     cluster_.memory_dir(node), c.step, c.id.set, run_, model_->hash,
@@ -163,35 +167,38 @@ class Sequence {
       auto found = rt::FindResume(req);
       if (!found.ok()) return Violation(fmt::format("rank {} on w{} could not load: {}", rank, node,
                                                     found.status().message()));
-      const std::string set = found->checkpoint ? found->checkpoint->set : "(fresh)";
-      if (rank == 0) first_set = set;
-      if (set != first_set) return Violation(fmt::format("rank 0 loaded {}, rank {} {}: a mixture", first_set, rank, set));
-      if (!found->checkpoint) {
+      const int match = found->checkpoint ? Match(*found->checkpoint) : kFresh;
+      if (match == kNone)
+        return Violation(fmt::format("rank {} loaded step {}, a state no save had: a mixture", rank,
+                                     found->checkpoint->meta.step));
+      if (rank == 0) first = match;
+      if (match != first)
+        return Violation(fmt::format("rank 0 loaded {}, rank {} {}: a mixture", Name(first), rank, Name(match)));
+      if (match == kFresh) {
         if (rank == 0 && !found->fresh_because.empty()) Log("  rank 0: " + found->fresh_because);
-        if (c.step >= 0 && (found->fresh_because.empty() || saved_.at(c.id.set).config == model_->hash))
+        if (c.step >= 0 && (found->fresh_because.empty() || ConfigOf(c) == model_->hash))
           return Violation("a save was chosen and not loaded, without a reason");
         if (c.step < 0 && said.find("starting from scratch") == std::string::npos)
           return Violation("a fresh start without saying why");
         continue;
       }
-      const auto ref = saved_.find(set);
-      if (ref == saved_.end()) return Violation("rank " + std::to_string(rank) + " loaded a save nobody made: " + set);
+      const Saved& ref = saved_[match];
+      if (ref.config != model_->hash)
+        return Violation(fmt::format("rank {} loaded {}, of config {}", rank, Name(match), ref.config));
       const rt::LoadedCheckpoint& ck = *found->checkpoint;
-      if (ck.meta.step != ref->second.step || ref->second.config != model_->hash)
-        return Violation(fmt::format("rank {} loaded step {} of config {}", rank, ck.meta.step, ref->second.config));
       const rt::ZeroPartition part(model_->layers, world_, rank);  // this rank's piece at the new world size
       for (const rt::Segment& s : part.owned()) {
-        bool same = CrcOf(ck.master, s) == CrcOf(ref->second.state.master, s);
-        for (int k = 0; k < 2; ++k) same = same && CrcOf(ck.state[k], s) == CrcOf(ref->second.state.slots[k], s);
+        bool same = CrcOf(ck.master, s) == CrcOf(ref.state.master, s);
+        for (int k = 0; k < 2; ++k) same = same && CrcOf(ck.state[k], s) == CrcOf(ref.state.slots[k], s);
         if (!same) return Violation(fmt::format("rank {}'s piece of layer {} differs from the save's", rank, s.layer));
       }
     }
     if (!ok_) return;
     ++tally_->resumes;
     tally_->fallbacks += said.find("could not gather") != std::string::npos;
-    if (first_set != "(fresh)") {
-      state_ = saved_.at(first_set).state;
-      step_ = saved_.at(first_set).step;
+    if (first != kFresh) {
+      state_ = saved_[first].state;
+      step_ = saved_[first].step;
       ++(c.earlier_run ? tally_->earlier : tally_->own);
       tally_->resharded += static_cast<int>(c.id.world) != world_;
     } else {
@@ -200,6 +207,28 @@ class Sequence {
       step_ = 0;
       Train();
     }
+  }
+
+  // The save `ck` is, by run, step, world size and content: kNone for a
+  // state no save had.
+  static constexpr int kFresh = -1, kNone = -2;
+  int Match(const rt::LoadedCheckpoint& ck) const {
+    for (size_t i = 0; i < saved_.size(); ++i) {
+      const Saved& s = saved_[i];
+      if (s.run == ck.meta.run_id && s.step == ck.meta.step && s.world == ck.meta.world_size &&
+          s.state.master == ck.master && s.state.slots == ck.state)
+        return static_cast<int>(i);
+    }
+    return kNone;
+  }
+  std::string Name(int match) const {
+    if (match == kFresh) return "nothing (a fresh start)";
+    return fmt::format("step {} of run {} at world {}", saved_[match].step, saved_[match].run, saved_[match].world);
+  }
+  std::string ConfigOf(const RecoveryChoice& c) const {
+    for (const Saved& s : saved_)
+      if (s.run == c.id.run) return s.config;
+    return "";
   }
 
   void Train() {
@@ -241,7 +270,7 @@ class Sequence {
     meta.num_params = model_->params;
     meta.state_slots = 2;
     const std::string set = ManifestDigest(rt::ManifestJson(meta, info));
-    saved_[set] = Saved{step_, model_->hash, state_};
+    saved_.push_back(Saved{run_, step_, world_, model_->hash, state_});
     const bool cut = Pick(0, 4) == 0;
     const int handing = cut ? Pick(0, world_ - 1) : world_;
     std::set<RecoveryCluster::Held> expected;
@@ -350,7 +379,7 @@ class Sequence {
   int stage_ = 0, replicas_ = 0, per_node_ = 1, world_ = 1;
   int64_t step_ = 0;
   State state_;
-  std::map<std::string, Saved> saved_;   // by set: what every save was
+  std::vector<Saved> saved_;             // every save the sequence made
   std::vector<std::string> damaged_;     // paths (prefixes) the sequence damaged in this run
 };
 
