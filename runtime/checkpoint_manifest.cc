@@ -111,8 +111,8 @@ void ReadMeta(Fields& f, CheckpointMeta* m) {
   if (format == 1) m->config_hash.clear();  // a hash of the whole config text: not comparable
   if (format == 2 && !m->run_id.empty() && !IsRunId(m->run_id))
     f.Fail(fmt::format("'run_id': expected 1 to 32 hex digits, got '{}'", m->run_id));
-  if (format == 2 && !IsRunId(m->config_hash))  // the same shape: hex digits
-    f.Fail(fmt::format("'config_hash': expected hex digits, got '{}'", m->config_hash));
+  if (format == 2 && !m->config_hash.empty() && !IsRunId(m->config_hash))  // the same shape: hex digits
+    f.Fail(fmt::format("'config_hash': expected hex digits or \"\", got '{}'", m->config_hash));
   m->num_params = f.Uint("num_params");
   m->state_slots = static_cast<int>(f.Int("state_slots", 0, 16));
 }
