@@ -2,7 +2,9 @@
 // keeps shards in (its memory directory, its node's checkpoint directory),
 // each save of a step in <root>/step_<NNNNNNNN>.<set>/ (one directory per
 // save: common/snapshot_handoff.h), with the save-wise removals both need.
-// It only ever drops whole saves. Not thread-safe: its owner locks.
+// The set pins the rest of a save's identity (it digests the manifest,
+// which records run, world, stage and config). It only ever drops whole
+// saves. Not thread-safe: its owner locks.
 #pragma once
 
 #include <cstdint>
