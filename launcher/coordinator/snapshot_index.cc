@@ -1,6 +1,7 @@
 #include "launcher/coordinator/snapshot_index.h"
 
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -10,7 +11,9 @@ void SnapshotIndex::Apply(int node, const msg::SnapshotHeld& m) {
   for (const msg::ShardEntry& e : m.removed) held_.erase({e.step, e.id, e.shard, node, e.tier});
   for (const msg::ShardEntry& e : m.added) {
     held_[{e.step, e.id, e.shard, node, e.tier}] = e.origin;
-    ever_.emplace(e.step, e.id);
+    Newest& n = newest_[e.id.run];
+    if (e.step > n.step) n = Newest{e.step, {e.id}};
+    else if (e.step == n.step) n.saves.insert(e.id);
   }
 }
 
@@ -25,13 +28,26 @@ int Rank(int holder, const ShardPick& p) {
   return 2;
 }
 using SaveKey = std::pair<int64_t, msg::SnapshotId>;
+using Picks = std::map<SaveKey, std::map<uint32_t, ShardPick>>;  // save -> shard -> best holder among the living
+
+// The newest whole save of this run; when it has none, of an earlier run
+// with its config (any config while `config` is not known). Of two saves of
+// a step the map's order puts the later run's, then the larger set, last.
+Picks::const_reverse_iterator Choose(const Picks& best, const std::string& run, const std::optional<std::string>& config) {
+  for (int pass = 0; pass < 2; ++pass)
+    for (auto it = best.rbegin(); it != best.rend(); ++it) {  // newest step first
+      const msg::SnapshotId& id = it->first.second;
+      const bool eligible = pass == 0 ? id.run == run : id.run != run && (!config || id.config == *config);
+      if (eligible && it->second.size() == id.world) return it;  // every shard 0..world-1 (shard < world by decoding)
+    }
+  return best.rend();
+}
 }  // namespace
 
 RecoveryChoice SnapshotIndex::Decide(const std::vector<bool>& alive, const std::string& run,
                                      const std::set<Save>& excluded) const {
   auto living = [&](int node) { return node >= 0 && node < static_cast<int>(alive.size()) && alive[node]; };
-  // save -> shard -> best pick among the living
-  std::map<SaveKey, std::map<uint32_t, ShardPick>> best;
+  Picks best;
   for (const auto& [key, origin] : held_) {
     const auto& [step, id, shard, node, tier] = key;
     if (!living(node) || excluded.count({step, id.set})) continue;
@@ -39,26 +55,13 @@ RecoveryChoice SnapshotIndex::Decide(const std::vector<bool>& alive, const std::
     auto [it, fresh] = best[{step, id}].emplace(shard, p);
     if (!fresh && Rank(node, p) < Rank(it->second.holder, it->second)) it->second = p;
   }
-  // This run's config hash, once it saved anything; which saves it considers.
-  bool own = false;
-  std::string config;
-  for (const auto& [step, id] : ever_)
-    if (id.run == run) own = true, config = id.config;
-  auto considered = [&](const msg::SnapshotId& id) { return own ? id.run == run : id.run != run; };
+  // This run's config hash, known once it saved anything.
+  const auto mine = newest_.find(run);
+  const std::optional<std::string> config =
+      mine == newest_.end() ? std::nullopt : std::optional<std::string>(mine->second.saves.begin()->config);
 
   RecoveryChoice c;
-  auto chosen = best.rend();
-  for (int pass = 0; pass < 2 && chosen == best.rend(); ++pass) {
-    for (auto it = best.rbegin(); it != best.rend(); ++it) {  // newest step first
-      const msg::SnapshotId& id = it->first.second;
-      const bool eligible = pass == 0 ? id.run == run : id.run != run && (!own || id.config == config);
-      if (eligible && it->second.size() == id.world) {  // every shard 0..world-1 (shard < world by decoding)
-        chosen = it;
-        break;
-      }
-    }
-  }
-  if (chosen != best.rend()) {
+  if (auto chosen = Choose(best, run, config); chosen != best.rend()) {
     c.step = chosen->first.first;
     c.id = chosen->first.second;
     c.earlier_run = c.id.run != run;
@@ -67,26 +70,7 @@ RecoveryChoice SnapshotIndex::Decide(const std::vector<bool>& alive, const std::
       c.from_disk = c.from_disk || p.tier == 2;
     }
   }
-  // The newest save considered, and what of it is lost (of several saves of
-  // that step, the one the living hold most of).
-  const SaveKey* newest = nullptr;
-  size_t newest_have = 0;
-  for (const SaveKey& k : ever_) {
-    if (!considered(k.second)) continue;
-    auto it = best.find(k);
-    const size_t have = it == best.end() ? 0 : it->second.size();
-    if (!newest || k.first > newest->first || (k.first == newest->first && have >= newest_have)) {
-      newest = &k;
-      newest_have = have;
-    }
-  }
-  if (newest && newest->first > c.step) {
-    c.newest = newest->first;
-    c.newest_earlier_run = newest->second.run != run;
-    auto it = best.find(*newest);
-    for (uint32_t s = 0; s < newest->second.world; ++s)
-      if (it == best.end() || !it->second.count(s)) c.newest_missing.push_back(s);
-  }
+  FindLoss(best, run, config.has_value(), &c);
   // Earlier runs' saves the living hold, other than the one resumed.
   std::set<SaveKey> kept;
   std::set<std::string> runs;
@@ -99,6 +83,32 @@ RecoveryChoice SnapshotIndex::Decide(const std::vector<bool>& alive, const std::
   c.kept_saves = static_cast<int>(kept.size());
   c.kept_runs = static_cast<int>(runs.size());
   return c;
+}
+
+void SnapshotIndex::FindLoss(const std::map<std::pair<int64_t, msg::SnapshotId>, std::map<uint32_t, ShardPick>>& best,
+                                 const std::string& run, bool own, RecoveryChoice* c) const {
+  // The newest save considered (this run's once it saved anything, else the
+  // earlier runs'; of several saves of that step, the one the living hold
+  // most of), when it is newer than the choice: what of it is lost.
+  std::optional<SaveKey> newest;
+  size_t newest_have = 0;
+  for (const auto& [r, n] : newest_) {
+    if (own ? r != run : r == run) continue;
+    for (const msg::SnapshotId& id : n.saves) {
+      auto it = best.find({n.step, id});
+      const size_t have = it == best.end() ? 0 : it->second.size();
+      if (!newest || n.step > newest->first || (n.step == newest->first && have >= newest_have)) {
+        newest = SaveKey{n.step, id};
+        newest_have = have;
+      }
+    }
+  }
+  if (!newest || newest->first <= c->step) return;
+  c->newest = newest->first;
+  c->newest_earlier_run = newest->second.run != run;
+  auto it = best.find(*newest);
+  for (uint32_t s = 0; s < newest->second.world; ++s)
+    if (it == best.end() || !it->second.count(s)) c->newest_missing.push_back(s);
 }
 
 std::string DescribeRecovery(const RecoveryChoice& c, const std::vector<std::string>& hosts) {

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -68,9 +69,20 @@ class SnapshotIndex {
   bool empty() const { return held_.empty(); }
 
  private:
+  // Fills c's newest and newest_missing from the saves `best` holds.
+  void FindLoss(const std::map<std::pair<int64_t, msg::SnapshotId>, std::map<uint32_t, ShardPick>>& best,
+                    const std::string& run, bool own, RecoveryChoice* c) const;
+
   // (step, save, shard, node, tier) -> the node whose worker wrote it
   std::map<std::tuple<int64_t, msg::SnapshotId, uint32_t, int, uint8_t>, uint32_t> held_;
-  std::set<std::pair<int64_t, msg::SnapshotId>> ever_;  // every save ever reported
+  // Per run, the newest step any of its saves was ever reported at, and
+  // those saves (whether a run saved at all, with which config, and what
+  // it lost, is all Decide needs: bounded by runs, not by saves).
+  struct Newest {
+    int64_t step = -1;
+    std::set<msg::SnapshotId> saves;
+  };
+  std::map<std::string, Newest> newest_;
 };
 
 // "resuming from step 400: 3 shards from memory, 1 from w1's replica of w2"
