@@ -221,7 +221,7 @@ void AgentSession::HandleFrame(const Frame& f) {
       auto m = msg::Fetch::Decode(f.payload);
       if (!m.ok()) return bad(m.status());
       if (snapshots_) return snapshots_->StartFetch(*m);
-      return Send(wire::MsgType::kFetched, msg::Fetched{m->generation, m->step, 0, 0, "snapshots are off on this node"}.Encode());
+      return Send(wire::MsgType::kFetched, msg::Fetched{m->generation, m->step, m->id.set, 0, 0, "snapshots are off on this node"}.Encode());
     }
     case wire::MsgType::kStartAgents: {
       auto m = msg::StartAgents::Decode(f.payload);

@@ -166,15 +166,16 @@ Status SendShard(const std::string& peer_addr, const PeerIdentity& me, const Sha
                                                 file.held.entry.step, peer_addr));
 }
 
-Result<HeldShard> FetchShard(const std::string& peer_addr, const PeerIdentity& me, int64_t step, uint32_t shard,
-                             const OpenSink& open, Deadline deadline) {
+Result<HeldShard> FetchShard(const std::string& peer_addr, const PeerIdentity& me, int64_t step,
+                             const std::string& set, uint32_t shard, const OpenSink& open, Deadline deadline) {
   auto run = [&]() -> Result<HeldShard> {
     DS_ASSIGN_OR_RETURN(UniqueFd fd, Open(peer_addr, me, deadline));
-    DS_RETURN_IF_ERROR(WriteFrame(fd.get(), wire::MsgType::kShardGet, msg::ShardGet{step, shard}.Encode(), deadline));
+    DS_RETURN_IF_ERROR(WriteFrame(fd.get(), wire::MsgType::kShardGet, msg::ShardGet{step, set, shard}.Encode(), deadline));
     auto f = ReadFrame(fd.get(), deadline);
     DS_RETURN_IF_ERROR(ExpectFrame(f, wire::MsgType::kShardPut, "fetch"));
     DS_ASSIGN_OR_RETURN(msg::ShardPut put, msg::ShardPut::Decode(f->payload));
-    if (put.entry.step != step || put.entry.shard != shard) return Status::IOError("the peer sent another shard");
+    if (put.entry.step != step || put.entry.id.set != set || put.entry.shard != shard)
+      return Status::IOError("the peer sent another shard");
     return ReadShard(fd.get(), put, open, deadline);
   };
   auto held = run();
@@ -253,7 +254,7 @@ void PeerServer::Serve(int fd, const std::string& peer) {
   if (f->type == wire::MsgType::kShardGet) {
     auto get = msg::ShardGet::Decode(f->payload);
     if (!get.ok()) return ReplyError(fd, get.status().message(), deadline);
-    auto file = service_->Lookup(get->step, get->shard);
+    auto file = service_->Lookup(get->step, get->set, get->shard);
     if (!file.ok()) return ReplyError(fd, fmt::format("{}: {}", me_.host, file.status().message()), deadline);
     (void)WriteShard(fd, *file, deadline);
   } else if (f->type == wire::MsgType::kShardPut) {

@@ -3,7 +3,7 @@
 // job's peer key from SnapshotSetup), one request per connection:
 //
 //   ShardPut{entry, crc32, manifest} + ShardData...  -> StoreOk | Error   (replicate)
-//   ShardGet{step, shard}  -> ShardPut + ShardData... | Error            (fetch)
+//   ShardGet{step, set, shard}  -> ShardPut + ShardData... | Error       (fetch)
 //
 // The bytes travel in ShardData frames of at most kShardChunk bytes, sent
 // from the shard's file with sendfile and received in bounded steps into a
@@ -43,18 +43,19 @@ struct PeerIdentity {
 
 // Sends the shard in `file` to the agent at `peer_addr` (host:port).
 Status SendShard(const std::string& peer_addr, const PeerIdentity& me, const ShardFile& file, Deadline deadline);
-// Asks the agent at `peer_addr` for shard `shard` of `step`, its bytes
-// written to the sink `open` gives; returns what was received.
-Result<HeldShard> FetchShard(const std::string& peer_addr, const PeerIdentity& me, int64_t step, uint32_t shard,
-                             const OpenSink& open, Deadline deadline);
+// Asks the agent at `peer_addr` for shard `shard` of the save `set` of
+// `step` (the answer must be that shard of that save), its bytes written to
+// the sink `open` gives; returns what was received.
+Result<HeldShard> FetchShard(const std::string& peer_addr, const PeerIdentity& me, int64_t step,
+                             const std::string& set, uint32_t shard, const OpenSink& open, Deadline deadline);
 
 // What a PeerServer serves from and receives into (SnapshotKeeper; a map in
 // tests). Called on the server's thread, one request at a time.
 class ShardService {
  public:
   virtual ~ShardService() = default;
-  // The shard a peer asks for (ShardGet); an error goes back to it.
-  virtual Result<ShardFile> Lookup(int64_t step, uint32_t shard) = 0;
+  // The shard of the save `set` a peer asks for (ShardGet); an error goes back to it.
+  virtual Result<ShardFile> Lookup(int64_t step, const std::string& set, uint32_t shard) = 0;
   // Where a shard a peer sends (ShardPut) is written; an error (no room) goes back to it.
   virtual Result<std::unique_ptr<ShardSink>> Receive(const HeldShard& held, const std::string& manifest) = 0;
   // A shard arrived whole and its sink committed.

@@ -4,13 +4,13 @@
 #include <set>
 
 #include "common/log.h"
-#include "runtime/checkpoint_files.h"
+#include "common/snapshot_handoff.h"
 
 namespace ds {
 
 void ShardIndex::Put(const HeldShard& h) {
   std::lock_guard<std::mutex> lock(mu_);
-  held_[{h.entry.step, h.entry.shard}] = h;
+  held_[{h.entry.step, h.entry.id.set, h.entry.shard}] = h;
 }
 
 void ShardIndex::Clear() {
@@ -18,9 +18,9 @@ void ShardIndex::Clear() {
   held_.clear();
 }
 
-std::optional<HeldShard> ShardIndex::Find(int64_t step, uint32_t shard) const {
+std::optional<HeldShard> ShardIndex::Find(int64_t step, const std::string& set, uint32_t shard) const {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = held_.find({step, shard});
+  auto it = held_.find({step, set, shard});
   if (it == held_.end()) return std::nullopt;
   return it->second;
 }
@@ -32,52 +32,49 @@ std::vector<HeldShard> ShardIndex::All() const {
   return out;
 }
 
-uint32_t ShardIndex::CountAt(int64_t step) const {
+uint32_t ShardIndex::CountAt(int64_t step, const std::string& set) const {
   std::lock_guard<std::mutex> lock(mu_);
   uint32_t n = 0;
-  for (auto it = held_.lower_bound({step, 0}); it != held_.end() && it->first.first == step; ++it) ++n;
+  for (auto it = held_.lower_bound({step, set, 0});
+       it != held_.end() && std::get<0>(it->first) == step && std::get<1>(it->first) == set; ++it)
+    ++n;
   return n;
 }
 
-std::vector<msg::ShardEntry> ShardIndex::Drop(int64_t step) {
+std::vector<msg::ShardEntry> ShardIndex::DropLocked(const SavePredicate& doomed) {
   std::vector<msg::ShardEntry> gone;
-  for (auto it = held_.lower_bound({step, 0}); it != held_.end() && it->first.first == step;) {
-    gone.push_back(it->second.entry);
+  for (auto it = held_.begin(); it != held_.end();) {
+    const msg::ShardEntry& e = it->second.entry;
+    if (!doomed(e.step, e.id)) {
+      ++it;
+      continue;
+    }
+    gone.push_back(e);
     it = held_.erase(it);
   }
   return gone;
 }
 
-std::vector<msg::ShardEntry> ShardIndex::Prune(int keep) {
+std::vector<msg::ShardEntry> ShardIndex::DropIf(const SavePredicate& doomed) {
   std::lock_guard<std::mutex> lock(mu_);
-  std::set<int64_t> steps;
-  for (const auto& [k, h] : held_) steps.insert(k.first);
-  std::vector<msg::ShardEntry> gone;
-  for (auto it = steps.begin(); static_cast<int>(std::distance(it, steps.end())) > std::max(keep, 1); ++it) {
-    auto dropped = Drop(*it);
-    gone.insert(gone.end(), dropped.begin(), dropped.end());
-  }
-  return gone;
+  return DropLocked(doomed);
 }
 
-std::vector<msg::ShardEntry> ShardIndex::DropAbove(int64_t step) {
+std::vector<msg::ShardEntry> ShardIndex::Prune(int keep, const std::string& run) {
   std::lock_guard<std::mutex> lock(mu_);
-  std::set<int64_t> steps;
+  std::set<int64_t> steps;  // the run's steps held, oldest first
   for (const auto& [k, h] : held_)
-    if (k.first > step) steps.insert(k.first);
-  std::vector<msg::ShardEntry> gone;
-  for (int64_t s : steps) {
-    auto dropped = Drop(s);
-    gone.insert(gone.end(), dropped.begin(), dropped.end());
-  }
-  return gone;
+    if (h.entry.id.run == run) steps.insert(h.entry.step);
+  if (static_cast<int>(steps.size()) <= std::max(keep, 1)) return {};
+  const int64_t oldest_kept = *std::prev(steps.end(), std::max(keep, 1));
+  return DropLocked([&](int64_t step, const msg::SnapshotId& id) { return id.run == run && step < oldest_kept; });
 }
 
 void RemoveStepDirs(const Dir& root, const std::vector<msg::ShardEntry>& gone) {
-  std::set<int64_t> steps;
-  for (const msg::ShardEntry& e : gone) steps.insert(e.step);
-  for (int64_t step : steps)
-    if (Status st = root.RemoveTree(rt::StepDirName(step)); !st.ok())
+  std::set<std::pair<int64_t, std::string>> saves;
+  for (const msg::ShardEntry& e : gone) saves.emplace(e.step, e.id.set);
+  for (const auto& [step, set] : saves)
+    if (Status st = root.RemoveTree(SnapshotStepDirName(step, set)); !st.ok())
       DS_LOG(Warn, Ckpt) << "snapshots: " << st.message();
 }
 

@@ -1,16 +1,21 @@
-// ShardIndex: the (step, shard) -> HeldShard map of one place the agent keeps
-// shards in (its memory directory, its node's checkpoint directory), each
-// step in <root>/step_<NNNNNNNN>/, with the step-wise removals both need.
-// It only keeps the map: its owner removes the step directories that
-// Prune and DropAbove return (RemoveStepDirs), relative to the root it
+// ShardIndex: the (step, set, shard) -> HeldShard map of one place the agent
+// keeps shards in (its memory directory, its node's checkpoint directory),
+// each save of a step in <root>/step_<NNNNNNNN>.<set>/ (one directory per
+// save: common/snapshot_handoff.h), with the save-wise removals both need.
+// The set pins the rest of a save's identity (it digests the manifest,
+// which records run, world, stage and config). It only ever drops whole
+// saves, and only keeps the map: its owner removes the save directories
+// that DropIf and Prune return (RemoveStepDirs), relative to the root it
 // opened. Thread-safe (one mutex).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -30,23 +35,25 @@ class ShardIndex {
   const std::string& root() const { return root_; }
 
   void Put(const HeldShard& h);
-  std::optional<HeldShard> Find(int64_t step, uint32_t shard) const;
-  bool Has(int64_t step, uint32_t shard) const { return Find(step, shard).has_value(); }
+  std::optional<HeldShard> Find(int64_t step, const std::string& set, uint32_t shard) const;
+  bool Has(int64_t step, const std::string& set, uint32_t shard) const { return Find(step, set, shard).has_value(); }
   std::vector<HeldShard> All() const;
-  uint32_t CountAt(int64_t step) const;  // shards of `step` held
+  uint32_t CountAt(int64_t step, const std::string& set) const;  // shards of that save held
   void Clear();
-  // Drop whole steps and return what went:
-  // those older than the newest `keep` (at least 1) ...
-  std::vector<msg::ShardEntry> Prune(int keep);
-  // ... or every step newer than `step` (a timeline a restart abandoned).
-  std::vector<msg::ShardEntry> DropAbove(int64_t step);
+  // Drop whole saves and return what went (the owner removes their
+  // directories: RemoveStepDirs): those `doomed` picks ...
+  using SavePredicate = std::function<bool(int64_t step, const msg::SnapshotId& id)>;
+  std::vector<msg::ShardEntry> DropIf(const SavePredicate& doomed);
+  // ... or those of run `run` at steps older than its newest `keep` (at
+  // least 1). Other runs' saves are never pruned.
+  std::vector<msg::ShardEntry> Prune(int keep, const std::string& run);
 
  private:
-  std::vector<msg::ShardEntry> Drop(int64_t step);  // mu_ held
+  std::vector<msg::ShardEntry> DropLocked(const SavePredicate& doomed);  // mu_ held
 
   const std::string root_;
   mutable std::mutex mu_;
-  std::map<std::pair<int64_t, uint32_t>, HeldShard> held_;
+  std::map<std::tuple<int64_t, std::string, uint32_t>, HeldShard> held_;  // (step, set, shard)
 };
 
 // Removes the step directories of `gone` (what Prune or DropAbove returned)

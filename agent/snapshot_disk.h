@@ -1,12 +1,15 @@
 // SnapshotDisk: the node's own checkpoint directory as the agent keeps it
 // when snapshots are on (checkpoint_format.md "Snapshots"):
 //
-//   <dir>/step_<NNNNNNNN>/shard_<r>.bin    a shard this node holds
-//   <dir>/step_<NNNNNNNN>/shard_<r>.held   "step shard world origin bytes crc32"
-//   <dir>/step_<NNNNNNNN>/snapshot.json    the step's manifest, always
-//   <dir>/step_<NNNNNNNN>/manifest.json    the same, once every shard is here
+//   <dir>/step_<NNNNNNNN>.<set>/shard_<r>.bin    a shard this node holds
+//   <dir>/step_<NNNNNNNN>.<set>/shard_<r>.held   "held 2 step shard world stage config run set origin bytes crc32"
+//   <dir>/step_<NNNNNNNN>.<set>/snapshot.json    the save's manifest, always
+//   <dir>/step_<NNNNNNNN>.<set>/manifest.json    the same, once every shard is here
 //
-// so a step that one node holds whole is an ordinary complete checkpoint.
+// one directory per save (<set> is its manifest's digest), so a save that
+// one node holds whole is an ordinary complete checkpoint, and saves of
+// other runs, worlds or configs sit beside this run's untouched: this run
+// writes only its own directories and prunes only its own steps.
 // Directories follow checkpoint_files.h: each operation opens the directory
 // (O_NOFOLLOW, owned by this user: a planted symlink or another user's
 // directory is refused, naming it) and reaches its steps and files relative
@@ -27,21 +30,24 @@ class SnapshotDisk {
   const std::string& dir() const { return index_.root(); }
 
   // Finds what the directory holds (written by an earlier agent of the
-  // job): every step directory of this user with shards and a .held record
-  // whose size matches. Warnings name what is skipped.
+  // job, or of an earlier run): every save directory of this user with
+  // shards whose .held record names this directory's step and set, whose
+  // size matches and whose snapshot.json is the set's. Warnings name what is
+  // skipped.
   std::vector<HeldShard> Scan();
   // Writes one shard (and the step's manifest) durably, copying the file in
   // the kernel.
   Status Persist(const ShardFile& src);
   // The shard's file with its manifest (its size checked against its
   // record; ReadVerified checks the crc32).
-  Result<ShardFile> Open(int64_t step, uint32_t shard) const;
-  bool Has(int64_t step, uint32_t shard) const { return index_.Has(step, shard); }
-  // Drops steps older than the newest `keep`. Returns what went.
-  std::vector<msg::ShardEntry> Prune(int keep) { return RemoveSteps(index_.Prune(keep)); }
-  // Drops every step newer than `step` (they belong to a timeline a restart
-  // abandoned). Returns what went.
-  std::vector<msg::ShardEntry> DropAbove(int64_t step) { return RemoveSteps(index_.DropAbove(step)); }
+  Result<ShardFile> Open(int64_t step, const std::string& set, uint32_t shard) const;
+  bool Has(int64_t step, const std::string& set, uint32_t shard) const { return index_.Has(step, set, shard); }
+  // Drops run `run`'s steps older than its newest `keep`. Returns what went.
+  std::vector<msg::ShardEntry> Prune(int keep, const std::string& run) { return RemoveSteps(index_.Prune(keep, run)); }
+  // Drops the saves `doomed` picks (ShardIndex::DropIf). Returns what went.
+  std::vector<msg::ShardEntry> DropIf(const ShardIndex::SavePredicate& doomed) {
+    return RemoveSteps(index_.DropIf(doomed));
+  }
 
  private:
   // Removes the step directories of `gone` from the directory; returns `gone`.

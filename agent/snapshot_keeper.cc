@@ -13,6 +13,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/snapshot_handoff.h"
+#include "common/strings.h"
 
 namespace ds {
 namespace {
@@ -29,6 +30,9 @@ Result<std::unique_ptr<SnapshotKeeper>> SnapshotKeeper::Start(const Identity& me
   k->me_ = me;
   k->peer_ = PeerIdentity{me.job_id, setup.peer_key, me.node, me.host};
   k->keep_ = std::max<int>(1, static_cast<int>(setup.keep));
+  if (!IsRunId(setup.run_id))
+    return Status::InvalidArgument("snapshots: run id '" + Printable(setup.run_id) + "' is not 1 to 32 hex digits");
+  k->run_ = setup.run_id;
   DS_ASSIGN_OR_RETURN(k->store_, SnapshotStore::Create(memory_parent));
   if (!setup.dir.empty()) k->disk_ = std::make_unique<SnapshotDisk>(setup.dir);
   int p[2];
@@ -44,9 +48,14 @@ Result<std::unique_ptr<SnapshotKeeper>> SnapshotKeeper::Start(const Identity& me
   k->thread_ = std::thread([raw] { raw->TaskLoop(); });
   if (k->disk_) {
     std::vector<msg::ShardEntry> found;
-    for (const HeldShard& h : k->disk_->Scan()) found.push_back(h.entry);
+    size_t others = 0;
+    for (const HeldShard& h : k->disk_->Scan()) {
+      found.push_back(h.entry);
+      if (h.entry.id.run != k->run_) ++others;
+    }
     if (!found.empty())
-      DS_LOG(Info, Ckpt) << "snapshots: " << found.size() << " shards on disk in " << setup.dir;
+      DS_LOG(Info, Ckpt) << "snapshots: " << found.size() << " shards on disk in " << setup.dir << " (" << others
+                         << " of earlier runs: kept, never pruned by this run)";
     k->Report(std::move(found), {});
   }
   return k;
@@ -147,9 +156,9 @@ std::vector<std::pair<wire::MsgType, Bytes>> SnapshotKeeper::TakeOutgoing() {
 }
 
 std::vector<msg::ShardEntry> SnapshotKeeper::PruneAll() {
-  std::vector<msg::ShardEntry> gone = store_->Prune(keep_);
+  std::vector<msg::ShardEntry> gone = store_->Prune(keep_, run_);
   if (disk_) {
-    auto d = disk_->Prune(keep_);
+    auto d = disk_->Prune(keep_, run_);
     gone.insert(gone.end(), d.begin(), d.end());
   }
   return gone;
@@ -187,9 +196,8 @@ void SnapshotKeeper::OnInotify() {
       counters_.handoff_bytes += held->entry.bytes;
     }
     Report({held->entry}, PruneAll());
-    const int64_t step = held->entry.step;
-    const uint32_t shard = held->entry.shard;
-    Post([this, step, shard] { PersistAndReplicate(step, shard, /*replicate=*/true); });
+    const msg::ShardEntry e = held->entry;
+    Post([this, e] { PersistAndReplicate(e.step, e.id.set, e.shard, /*replicate=*/true); });
   }
 }
 
@@ -198,10 +206,10 @@ void SnapshotKeeper::SetTargets(const msg::Replicate& m) {
   targets_ = m.targets;
 }
 
-void SnapshotKeeper::PersistAndReplicate(int64_t step, uint32_t shard, bool replicate) {
-  auto file = store_->Open(step, shard);
+void SnapshotKeeper::PersistAndReplicate(int64_t step, const std::string& set, uint32_t shard, bool replicate) {
+  auto file = store_->Open(step, set, shard);
   if (!file.ok()) return;  // pruned meanwhile
-  if (disk_ && !disk_->Has(step, shard)) {
+  if (disk_ && !disk_->Has(step, set, shard)) {
     const auto t0 = SteadyClock::now();
     Status st = disk_->Persist(*file);
     if (!st.ok()) {
@@ -214,7 +222,7 @@ void SnapshotKeeper::PersistAndReplicate(int64_t step, uint32_t shard, bool repl
         counters_.persisted_bytes += e.bytes;
         counters_.persist_micros += MicrosSince(t0);
       }
-      Report({e}, disk_->Prune(keep_));
+      Report({e}, disk_->Prune(keep_, run_));
     }
   }
   std::vector<msg::ReplicaPeer> targets;
@@ -245,15 +253,13 @@ void SnapshotKeeper::Received(const HeldShard& held) {
   msg::ShardEntry e = held.entry;
   e.tier = 1;
   Report({e}, PruneAll());
-  const int64_t step = e.step;
-  const uint32_t shard = e.shard;
-  Post([this, step, shard] { PersistAndReplicate(step, shard, /*replicate=*/false); });
+  Post([this, e] { PersistAndReplicate(e.step, e.id.set, e.shard, /*replicate=*/false); });
 }
 
-Result<ShardFile> SnapshotKeeper::Lookup(int64_t step, uint32_t shard) {
-  auto f = store_->Open(step, shard);
+Result<ShardFile> SnapshotKeeper::Lookup(int64_t step, const std::string& set, uint32_t shard) {
+  auto f = store_->Open(step, set, shard);
   if (f.ok() || !disk_) return f;
-  return disk_->Open(step, shard);
+  return disk_->Open(step, set, shard);
 }
 
 void SnapshotKeeper::StartFetch(const msg::Fetch& m) {
@@ -262,18 +268,32 @@ void SnapshotKeeper::StartFetch(const msg::Fetch& m) {
 
 void SnapshotKeeper::Fetch(const msg::Fetch& m) {
   const auto t0 = SteadyClock::now();
-  std::vector<msg::ShardEntry> added, removed = store_->DropAbove(m.step);
+  // This run's saves that lost to m's: newer steps, and other saves of the
+  // same step (a timeline a restart abandoned). Other runs' saves stay on
+  // disk; in memory only the one being resumed stays.
+  auto lost = [&](int64_t step, const msg::SnapshotId& id) {
+    return id.run == run_ && (step > m.step || (step == m.step && id != m.id));
+  };
+  std::vector<msg::ShardEntry> added, removed = store_->DropIf([&](int64_t step, const msg::SnapshotId& id) {
+    return lost(step, id) || (id.run != run_ && id != m.id);
+  });
   if (disk_) {
-    auto d = disk_->DropAbove(m.step);
+    auto d = disk_->DropIf(lost);
     removed.insert(removed.end(), d.begin(), d.end());
   }
-  msg::Fetched done{m.generation, m.step, 0, 0, ""};
+  msg::Fetched done{m.generation, m.step, m.id.set, 0, 0, ""};
   for (const msg::ShardSource& src : m.sources) {
-    if (store_->Has(m.step, src.shard)) continue;
-    const bool local = disk_ && disk_->Has(m.step, src.shard);
-    auto into_store = [this](const HeldShard& h, const std::string& manifest) { return store_->Receive(h, manifest); };
-    Result<HeldShard> got = local ? LoadFromDisk(m.step, src.shard)
-                                  : FetchShard(src.peer_addr, peer_, m.step, src.shard, into_store,
+    if (store_->Has(m.step, m.id.set, src.shard)) continue;
+    const bool local = disk_ && disk_->Has(m.step, m.id.set, src.shard);
+    // Only that save's shard goes into memory: anything else is refused before a byte is written.
+    auto into_store = [this, &m](const HeldShard& h, const std::string& manifest) -> Result<std::unique_ptr<ShardSink>> {
+      if (h.entry.id != m.id)
+        return Status::InvalidArgument(fmt::format("shard {} of step {}: of another save than the one asked for",
+                                                   h.entry.shard, h.entry.step));
+      return store_->Receive(h, manifest);
+    };
+    Result<HeldShard> got = local ? LoadFromDisk(m.step, m.id.set, src.shard)
+                                  : FetchShard(src.peer_addr, peer_, m.step, m.id.set, src.shard, into_store,
                                                SteadyClock::now() + Seconds(kTransferTimeout));
     if (!got.ok()) {
       done.error = got.status().message();
@@ -283,15 +303,15 @@ void SnapshotKeeper::Fetch(const msg::Fetch& m) {
     msg::ShardEntry e = got->entry;
     e.tier = 1;
     added.push_back(e);
-    if (!local) Post([this, step = m.step, shard = src.shard] { PersistAndReplicate(step, shard, false); });
+    if (!local) Post([this, e] { PersistAndReplicate(e.step, e.id.set, e.shard, false); });
   }
   done.micros = static_cast<uint32_t>(std::min<uint64_t>(MicrosSince(t0), UINT32_MAX));
   Report(std::move(added), std::move(removed));
   PushOutgoing(wire::MsgType::kFetched, done.Encode());
 }
 
-Result<HeldShard> SnapshotKeeper::LoadFromDisk(int64_t step, uint32_t shard) {
-  DS_ASSIGN_OR_RETURN(ShardFile file, disk_->Open(step, shard));
+Result<HeldShard> SnapshotKeeper::LoadFromDisk(int64_t step, const std::string& set, uint32_t shard) {
+  DS_ASSIGN_OR_RETURN(ShardFile file, disk_->Open(step, set, shard));
   DS_ASSIGN_OR_RETURN(ShardCopy copy, ReadVerified(file));
   DS_RETURN_IF_ERROR(store_->Put(copy));
   return copy.held;

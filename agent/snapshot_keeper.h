@@ -9,13 +9,17 @@
 //     Replicate) and fetches (Fetch), in order;
 //   - the shard server (PeerServer) other agents send replicas to and fetch
 //     from.
-// Every change of what the node holds becomes a SnapshotHeld, every Fetch a
-// Fetched, queued for the agent's loop, which polls events_fd() and sends
-// TakeOutgoing() to the coordinator. An exception on the server's or the
-// task thread is caught at that thread's edge and kept as failure(), which
-// the loop reads at the same wake-up and acts on (the agent leaves the job).
-// The loop's calls (OnInotify, SetTargets, StartFetch, TakeOutgoing,
-// failure) come from one thread; the rest is internal.
+// Shards are held per save (step and set, common/snapshot_handoff.h); the
+// keeper prunes and drops only this run's saves (SnapshotSetup.run_id), so
+// what earlier runs left on the node's disk is kept, reported and offered,
+// never overwritten. Every change of what the node holds becomes a
+// SnapshotHeld, every Fetch a Fetched, queued for the agent's loop, which
+// polls events_fd() and sends TakeOutgoing() to the coordinator. An
+// exception on the server's or the task thread is caught at that thread's
+// edge and kept as failure(), which the loop reads at the same wake-up and
+// acts on (the agent leaves the job). The loop's calls (OnInotify,
+// SetTargets, StartFetch, TakeOutgoing, failure) come from one thread; the
+// rest is internal.
 #pragma once
 
 #include <condition_variable>
@@ -58,8 +62,10 @@ class SnapshotKeeper : private ShardService {
   void OnInotify();
   // The nodes new shards are copied to from now on.
   void SetTargets(const msg::Replicate& m);
-  // Gathers every shard of m.step (or, for step < 0, drops everything);
-  // answered by a Fetched in TakeOutgoing().
+  // Gathers every shard of the save m.id of m.step (or, for step < 0,
+  // starts fresh), first dropping this run's saves that lost (newer steps,
+  // and other saves of m.step: an abandoned timeline) and other runs'
+  // copies in memory; answered by a Fetched in TakeOutgoing().
   void StartFetch(const msg::Fetch& m);
   // Messages for the coordinator (drains events_fd()).
   std::vector<std::pair<wire::MsgType, Bytes>> TakeOutgoing();
@@ -76,17 +82,18 @@ class SnapshotKeeper : private ShardService {
   void PushOutgoing(wire::MsgType type, Bytes payload);
   void Fail(const std::string& what);           // any thread: the first failure is kept, the loop woken
   // ShardService, on the server thread: a peer fetches, a replica arrives.
-  Result<ShardFile> Lookup(int64_t step, uint32_t shard) override;
+  Result<ShardFile> Lookup(int64_t step, const std::string& set, uint32_t shard) override;
   Result<std::unique_ptr<ShardSink>> Receive(const HeldShard& held, const std::string& manifest) override;
   void Received(const HeldShard& held) override;
   void ServerFailed(const std::string& what) override { Fail(what); }
-  void PersistAndReplicate(int64_t step, uint32_t shard, bool replicate);  // task thread
+  void PersistAndReplicate(int64_t step, const std::string& set, uint32_t shard, bool replicate);  // task thread
   void Fetch(const msg::Fetch& m);              // task thread
-  Result<HeldShard> LoadFromDisk(int64_t step, uint32_t shard);  // task thread: the node's disk to memory
+  Result<HeldShard> LoadFromDisk(int64_t step, const std::string& set, uint32_t shard);  // task thread: the node's disk to memory
   std::vector<msg::ShardEntry> PruneAll();
 
   Identity me_;
   PeerIdentity peer_;
+  std::string run_;                     // this run's id: the saves it prunes and drops
   int keep_ = 2;
   std::unique_ptr<SnapshotStore> store_;
   std::unique_ptr<SnapshotDisk> disk_;  // null when the job has no checkpoint dir

@@ -129,7 +129,14 @@ Result<ShardCopy> ReadVerified(const ShardFile& f) {
   if (rt::Crc32(c.data) != f.held.crc32)
     return Status::InvalidArgument(fmt::format("shard {} of step {}: crc32 mismatch (corrupt)", f.held.entry.shard,
                                                f.held.entry.step));
+  DS_RETURN_IF_ERROR(CheckManifest(f.held, f.manifest));
   return c;
+}
+
+Status CheckManifest(const HeldShard& held, const std::string& manifest) {
+  if (ManifestDigest(manifest) == held.entry.id.set) return Status::OK();
+  return Status::InvalidArgument(fmt::format("shard {} of step {}: not the manifest of set {}", held.entry.shard,
+                                             held.entry.step, held.entry.id.set));
 }
 
 Result<std::unique_ptr<SnapshotStore>> SnapshotStore::Create(const std::string& parent) {
@@ -181,10 +188,11 @@ Result<HeldShard> SnapshotStore::Adopt(const std::string& manifest_name, uint32_
     return Status::InvalidArgument(
         fmt::format("{}: no shard file {} beside it", manifest_name, incoming_.PathOf(shard_name)));
   HeldShard held;
-  held.entry = msg::ShardEntry{h->step, h->rank, h->world, origin, 1, static_cast<uint64_t>(st->st_size)};
+  held.entry = msg::ShardEntry{h->step, h->rank, h->id, origin, 1, static_cast<uint64_t>(st->st_size)};
+  held.entry.id.set = ManifestDigest(manifest);
   held.crc32 = h->crc32;
   std::lock_guard<std::mutex> lock(mu_);
-  DS_ASSIGN_OR_RETURN(Dir step, rt::MakeStepDir(dir_, rt::StepDirName(h->step)));
+  DS_ASSIGN_OR_RETURN(Dir step, rt::MakeStepDir(dir_, SnapshotStepDirName(h->step, held.entry.id.set)));
   DS_RETURN_IF_ERROR(step.MoveFrom(incoming_, shard_name, ShardFileName(h->rank)));
   (void)incoming_.Unlink(manifest_name);
   DS_RETURN_IF_ERROR(Hold(step, held, manifest));
@@ -195,15 +203,18 @@ Status SnapshotStore::Put(const ShardCopy& copy) {
   if (copy.data.size() != copy.held.entry.bytes)
     return Status::InvalidArgument(fmt::format("shard {} of step {}: {} bytes, expected {}", copy.held.entry.shard,
                                                copy.held.entry.step, copy.data.size(), copy.held.entry.bytes));
+  DS_RETURN_IF_ERROR(CheckManifest(copy.held, copy.manifest));
+  const msg::ShardEntry& e = copy.held.entry;
   std::lock_guard<std::mutex> lock(mu_);
-  DS_ASSIGN_OR_RETURN(Dir step, rt::MakeStepDir(dir_, rt::StepDirName(copy.held.entry.step)));
-  DS_RETURN_IF_ERROR(step.WriteFile(ShardFileName(copy.held.entry.shard), copy.data, rt::kCheckpointFileMode));
+  DS_ASSIGN_OR_RETURN(Dir step, rt::MakeStepDir(dir_, SnapshotStepDirName(e.step, e.id.set)));
+  DS_RETURN_IF_ERROR(step.WriteFile(ShardFileName(e.shard), copy.data, rt::kCheckpointFileMode));
   HeldShard h = copy.held;
   h.entry.tier = 1;
   return Hold(step, h, copy.manifest);
 }
 
 Result<std::unique_ptr<ShardSink>> SnapshotStore::Receive(const HeldShard& held, std::string manifest) {
+  DS_RETURN_IF_ERROR(CheckManifest(held, manifest));  // before any byte: the shard is of the save it names
   const std::string name = "shard." + RandomHex(6);
   UniqueFd fd(::openat(receiving_.fd(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                        rt::kCheckpointFileMode));
@@ -219,31 +230,31 @@ Result<std::unique_ptr<ShardSink>> SnapshotStore::Receive(const HeldShard& held,
 
 Status SnapshotStore::Keep(const std::string& name, const HeldShard& h, const std::string& manifest) {
   std::lock_guard<std::mutex> lock(mu_);
-  DS_ASSIGN_OR_RETURN(Dir step, rt::MakeStepDir(dir_, rt::StepDirName(h.entry.step)));
+  DS_ASSIGN_OR_RETURN(Dir step, rt::MakeStepDir(dir_, SnapshotStepDirName(h.entry.step, h.entry.id.set)));
   DS_RETURN_IF_ERROR(step.MoveFrom(receiving_, name, ShardFileName(h.entry.shard)));
   HeldShard held = h;
   held.entry.tier = 1;
   return Hold(step, held, manifest);
 }
 
-Result<ShardFile> SnapshotStore::Open(int64_t step, uint32_t shard) const {
-  const std::optional<HeldShard> h = index_.Find(step, shard);
-  if (!h) return Status::NotFound(fmt::format("shard {} of step {} is not held here", shard, step));
-  DS_ASSIGN_OR_RETURN(Dir step_dir, rt::OpenStepDir(dir_, rt::StepDirName(step)));
+Result<ShardFile> SnapshotStore::Open(int64_t step, const std::string& set, uint32_t shard) const {
+  const std::optional<HeldShard> h = index_.Find(step, set, shard);
+  if (!h) return Status::NotFound(fmt::format("shard {} of step {} (set {}) is not held here", shard, step, set));
+  DS_ASSIGN_OR_RETURN(Dir step_dir, rt::OpenStepDir(dir_, SnapshotStepDirName(step, set)));
   DS_ASSIGN_OR_RETURN(std::string manifest, step_dir.ReadFile("manifest.json"));
   return OpenShardFile(step_dir, ShardFileName(shard), *h, std::move(manifest));
 }
 
-std::vector<msg::ShardEntry> SnapshotStore::Prune(int keep) {
+std::vector<msg::ShardEntry> SnapshotStore::Prune(int keep, const std::string& run) {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<msg::ShardEntry> gone = index_.Prune(keep);
+  std::vector<msg::ShardEntry> gone = index_.Prune(keep, run);
   RemoveStepDirs(dir_, gone);
   return gone;
 }
 
-std::vector<msg::ShardEntry> SnapshotStore::DropAbove(int64_t step) {
+std::vector<msg::ShardEntry> SnapshotStore::DropIf(const ShardIndex::SavePredicate& doomed) {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<msg::ShardEntry> gone = index_.DropAbove(step);
+  std::vector<msg::ShardEntry> gone = index_.DropIf(doomed);
   RemoveStepDirs(dir_, gone);
   return gone;
 }

@@ -4,13 +4,14 @@
 //
 //   <dir>/incoming/...                             workers' handoffs (common/snapshot_handoff.h)
 //   <dir>/receiving/shard.XXXXXX                   shards arriving from peers (Receive)
-//   <dir>/step_<NNNNNNNN>/shard_<r>.bin            held shards
-//   <dir>/step_<NNNNNNNN>/manifest.json            the step's manifest
+//   <dir>/step_<NNNNNNNN>.<set>/shard_<r>.bin      held shards of one save
+//   <dir>/step_<NNNNNNNN>.<set>/manifest.json      its manifest (set = its digest)
 //
 // The step directories have checkpoint_format.md's layout, so a worker loads
-// a step the agent gathered like any checkpoint. The directory is opened
-// once, right after mkdtemp, as a checked Dir (common/dir.h), and everything
-// in it is reached relative to that descriptor. Thread-safe: the agent's
+// a save the agent gathered like any checkpoint. A shard is only ever put
+// into the directory of the save its manifest's digest names. The directory
+// is opened once, right after mkdtemp, as a checked Dir (common/dir.h), and
+// everything in it is reached relative to that descriptor. Thread-safe: the agent's
 // loop adopts handoffs while its shard server and task thread put and read.
 // The directory is removed with the store (a SIGKILLed agent's by the next
 // agent on the machine: common/process_dirs.h).
@@ -54,8 +55,11 @@ struct ShardFile {
 // its size is not the entry's.
 Result<ShardFile> OpenShardFile(const Dir& dir, const std::string& name, const HeldShard& held,
                                 std::string manifest);
-// The bytes of `f`, checked against its crc32 ("... crc32 mismatch").
+// The bytes of `f`, checked against its crc32 ("... crc32 mismatch") and
+// its manifest against the set ("... not the manifest of set S").
 Result<ShardCopy> ReadVerified(const ShardFile& f);
+// InvalidArgument unless `manifest` is the one `held`'s set names.
+Status CheckManifest(const HeldShard& held, const std::string& manifest);
 
 class SnapshotStore {
  public:
@@ -69,14 +73,15 @@ class SnapshotStore {
   std::string incoming_dir() const { return incoming_.path(); }
 
   // The worker's handoff whose manifest is incoming/`manifest_name`: moved
-  // into its step directory and held (origin = this node), without reading
-  // the shard's bytes (its size from stat, its crc32 from the name).
+  // into its save's directory and held (origin = this node), without reading
+  // the shard's bytes (its size from stat, its crc32 and identity from the
+  // name, its set from the manifest's digest).
   // NotFound when the manifest is not there (adopted already);
   // InvalidArgument for a name that is not a handoff, or a shard file that
   // is missing or not a regular file.
   Result<HeldShard> Adopt(const std::string& manifest_name, uint32_t origin);
   // A shard from a peer or from disk (both checked its crc32); its size
-  // must be the entry's.
+  // must be the entry's and its manifest the one of its set.
   Status Put(const ShardCopy& copy);
   // Where a shard arriving from a peer goes: a file in receiving/ written as
   // its bytes come, moved into its step directory and held on Commit.
@@ -86,13 +91,13 @@ class SnapshotStore {
   // it in <dir>".
   Result<std::unique_ptr<ShardSink>> Receive(const HeldShard& held, std::string manifest);
   // The shard's file with its manifest; NotFound when not held.
-  Result<ShardFile> Open(int64_t step, uint32_t shard) const;
-  bool Has(int64_t step, uint32_t shard) const { return index_.Has(step, shard); }
+  Result<ShardFile> Open(int64_t step, const std::string& set, uint32_t shard) const;
+  bool Has(int64_t step, const std::string& set, uint32_t shard) const { return index_.Has(step, set, shard); }
   std::vector<HeldShard> Entries() const { return index_.All(); }
-  // Drops every step older than the newest `keep` steps held; returns what went.
-  std::vector<msg::ShardEntry> Prune(int keep);
-  // Drops every step newer than `step` (a timeline a restart abandoned).
-  std::vector<msg::ShardEntry> DropAbove(int64_t step);
+  // Drops run `run`'s steps older than its newest `keep`; returns what went.
+  std::vector<msg::ShardEntry> Prune(int keep, const std::string& run);
+  // Drops the saves `doomed` picks (ShardIndex::DropIf).
+  std::vector<msg::ShardEntry> DropIf(const ShardIndex::SavePredicate& doomed);
 
  private:
   class Receiving;  // the ShardSink of Receive()

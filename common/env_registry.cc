@@ -45,6 +45,7 @@ const std::vector<EnvParam> kParams = {
     {"DSLAUNCH_SECRET_FD", T::kInt, "", S, "agent: fd to read the job secret from (default: stdin)"},
     // Worker contract: set by dslaunch for every worker.
     {"DSLAUNCH_JOB_ID", T::kString, "", W, "the job's id"},
+    {"DSLAUNCH_RUN_ID", T::kString, "", W, "this dslaunch invocation's id, the same in all its generations: recorded with every checkpoint"},
     {"DSLAUNCH_GENERATION", T::kInt, "0", W, "generation number (increments on every restart)"},
     {"DSLAUNCH_RESTART_COUNT", T::kInt, "0", W, "restarts so far, job-wide"},
     {"DSLAUNCH_STORE_ADDR", T::kString, "", W, "host:port of the coordinator's key/value store"},
@@ -55,6 +56,7 @@ const std::vector<EnvParam> kParams = {
     {"DSLAUNCH_CHECKPOINT_DIR", T::kString, "", W, "checkpoint directory of the job (this node's, when checkpoint.dir holds {host} or {node})"},
     {"DSLAUNCH_SNAPSHOT_DIR", T::kString, "", W, "snapshots on: the node agent's memory directory; shards are handed over in its incoming/ (set by the agent)"},
     {"DSLAUNCH_RESUME_STEP", T::kInt, "-1", W, "snapshots on: the step to resume from, in DSLAUNCH_SNAPSHOT_DIR; -1 = start fresh"},
+    {"DSLAUNCH_RESUME_SET", T::kString, "", W, "snapshots on: which save of DSLAUNCH_RESUME_STEP (its manifest's digest); the worker checks it"},
     {"DSLAUNCH_TRAINER_CONFIG", T::kString, "", W, "the job file's trainer: section as YAML text (dstrain)"},
     {"DSLAUNCH_HOST", T::kString, "", W, "the node's host name as written in the hostfile"},
     {"DSLAUNCH_COLLECTIVE_TIMEOUT", T::kSeconds, "60s", S, "dstrain: a collective that takes longer fails", kCollectiveTimeoutRange},

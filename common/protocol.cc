@@ -1,5 +1,9 @@
 #include "common/protocol.h"
 
+#include <fmt/format.h>
+
+#include "common/snapshot_handoff.h"
+
 namespace ds::msg {
 
 #define DS_DECODE_BEGIN(Name) \
@@ -148,14 +152,35 @@ Bytes StoreInt::Encode() const { return PayloadWriter().I64(value).Take(); }
 DS_DECODE_BEGIN(StoreInt) m.value = r.I64(); DS_DECODE_END(StoreInt)
 
 namespace {
+PayloadWriter& PutId(PayloadWriter& w, const SnapshotId& id) {
+  return w.Str(id.run).U32(id.world).U8(id.zero_stage).Str(id.config).Str(id.set);
+}
+SnapshotId GetId(PayloadReader& r) {
+  SnapshotId id;
+  id.run = r.Str();
+  id.world = r.U32();
+  id.zero_stage = r.U8();
+  id.config = r.Str();
+  id.set = r.Str();
+  return id;
+}
+// An id names directories and files on the agents' disks: only the shapes
+// snapshot_handoff.h allows get past decoding.
+Status CheckId(const PayloadReader& r, const SnapshotId& id, const char* what) {
+  if (!r.ok()) return Status::OK();  // Finish reports the truncation
+  const std::string problem = SnapshotIdProblem(id);
+  if (problem.empty()) return Status::OK();
+  return Status::InvalidArgument(fmt::format("{} payload: {}", what, problem));
+}
 PayloadWriter& PutEntry(PayloadWriter& w, const ShardEntry& e) {
-  return w.I64(e.step).U32(e.shard).U32(e.world).U32(e.origin).U8(e.tier).I64(static_cast<int64_t>(e.bytes));
+  w.I64(e.step).U32(e.shard);
+  return PutId(w, e.id).U32(e.origin).U8(e.tier).I64(static_cast<int64_t>(e.bytes));
 }
 ShardEntry GetEntry(PayloadReader& r) {
   ShardEntry e;
   e.step = r.I64();
   e.shard = r.U32();
-  e.world = r.U32();
+  e.id = GetId(r);
   e.origin = r.U32();
   e.tier = r.U8();
   e.bytes = static_cast<uint64_t>(r.I64());
@@ -170,10 +195,23 @@ std::vector<ShardEntry> GetEntries(PayloadReader& r) {
   for (uint32_t n = r.U32(); r.ok() && n > 0; --n) v.push_back(GetEntry(r));
   return v;
 }
+Status CheckEntries(const PayloadReader& r, const std::vector<ShardEntry>& v, const char* what) {
+  for (const ShardEntry& e : v) {
+    DS_RETURN_IF_ERROR(CheckId(r, e.id, what));
+    if (r.ok() && e.shard >= e.id.world)
+      return Status::InvalidArgument(fmt::format("{} payload: shard {} of a world of {}", what, e.shard, e.id.world));
+  }
+  return Status::OK();
+}
 }  // namespace
 
-Bytes SnapshotSetup::Encode() const { return PayloadWriter().Str(dir).U32(keep).Str(peer_key).Take(); }
-DS_DECODE_BEGIN(SnapshotSetup) m.dir = r.Str(); m.keep = r.U32(); m.peer_key = r.Str(); DS_DECODE_END(SnapshotSetup)
+Bytes SnapshotSetup::Encode() const { return PayloadWriter().Str(dir).U32(keep).Str(peer_key).Str(run_id).Take(); }
+DS_DECODE_BEGIN(SnapshotSetup)
+  m.dir = r.Str();
+  m.keep = r.U32();
+  m.peer_key = r.Str();
+  m.run_id = r.Str();
+DS_DECODE_END(SnapshotSetup)
 
 Bytes SnapshotReady::Encode() const { return PayloadWriter().Str(peer_addr).Str(memory_dir).Str(error).Take(); }
 DS_DECODE_BEGIN(SnapshotReady) m.peer_addr = r.Str(); m.memory_dir = r.Str(); m.error = r.Str(); DS_DECODE_END(SnapshotReady)
@@ -190,6 +228,8 @@ Bytes SnapshotHeld::Encode() const {
 DS_DECODE_BEGIN(SnapshotHeld)
   m.added = GetEntries(r);
   m.removed = GetEntries(r);
+  DS_RETURN_IF_ERROR(CheckEntries(r, m.added, "SnapshotHeld"));
+  DS_RETURN_IF_ERROR(CheckEntries(r, m.removed, "SnapshotHeld"));
   SnapshotCounters& c = m.counters;
   for (uint64_t* v : {&c.handoffs, &c.handoff_bytes, &c.sent_bytes, &c.sent_micros, &c.persisted_bytes, &c.persist_micros})
     *v = static_cast<uint64_t>(r.I64());
@@ -197,13 +237,16 @@ DS_DECODE_END(SnapshotHeld)
 
 Bytes Fetch::Encode() const {
   PayloadWriter w;
-  w.U32(generation).I64(step).U32(static_cast<uint32_t>(sources.size()));
+  w.U32(generation).I64(step);
+  PutId(w, id).U32(static_cast<uint32_t>(sources.size()));
   for (const auto& s : sources) w.U32(s.shard).U32(s.node).Str(s.peer_addr);
   return w.Take();
 }
 DS_DECODE_BEGIN(Fetch)
   m.generation = r.U32();
   m.step = r.I64();
+  m.id = GetId(r);
+  if (m.step >= 0) DS_RETURN_IF_ERROR(CheckId(r, m.id, "Fetch"));
   for (uint32_t n = r.U32(); r.ok() && n > 0; --n) {
     ShardSource s;
     s.shard = r.U32();
@@ -214,11 +257,12 @@ DS_DECODE_BEGIN(Fetch)
 DS_DECODE_END(Fetch)
 
 Bytes Fetched::Encode() const {
-  return PayloadWriter().U32(generation).I64(step).I64(static_cast<int64_t>(bytes)).U32(micros).Str(error).Take();
+  return PayloadWriter().U32(generation).I64(step).Str(set).I64(static_cast<int64_t>(bytes)).U32(micros).Str(error).Take();
 }
 DS_DECODE_BEGIN(Fetched)
   m.generation = r.U32();
   m.step = r.I64();
+  m.set = r.Str();
   m.bytes = static_cast<uint64_t>(r.I64());
   m.micros = r.U32();
   m.error = r.Str();
@@ -265,12 +309,22 @@ Bytes ShardPut::Encode() const {
   PutEntry(w, entry).U32(crc32).Str(manifest);
   return w.Take();
 }
-DS_DECODE_BEGIN(ShardPut) m.entry = GetEntry(r); m.crc32 = r.U32(); m.manifest = r.Str(); DS_DECODE_END(ShardPut)
+DS_DECODE_BEGIN(ShardPut)
+  m.entry = GetEntry(r);
+  m.crc32 = r.U32();
+  m.manifest = r.Str();
+  DS_RETURN_IF_ERROR(CheckEntries(r, {m.entry}, "ShardPut"));
+DS_DECODE_END(ShardPut)
 
 Bytes ShardData::Encode() const { return PayloadWriter().Blob(data).Take(); }
 DS_DECODE_BEGIN(ShardData) m.data = r.Blob(); DS_DECODE_END(ShardData)
 
-Bytes ShardGet::Encode() const { return PayloadWriter().I64(step).U32(shard).Take(); }
-DS_DECODE_BEGIN(ShardGet) m.step = r.I64(); m.shard = r.U32(); DS_DECODE_END(ShardGet)
+Bytes ShardGet::Encode() const { return PayloadWriter().I64(step).Str(set).U32(shard).Take(); }
+DS_DECODE_BEGIN(ShardGet)
+  m.step = r.I64();
+  m.set = r.Str();
+  m.shard = r.U32();
+  if (r.ok() && !IsSetDigest(m.set)) return Status::InvalidArgument("ShardGet payload: not a set digest");
+DS_DECODE_END(ShardGet)
 
 }  // namespace ds::msg

@@ -100,8 +100,9 @@ struct WorkerExited {
 // the workers' checkpoint shards, replicated between agents.
 struct SnapshotSetup {            // coord -> agent, once after Register
   std::string dir;                // this node's checkpoint directory ("" = none)
-  uint32_t keep = 2;              // newest steps kept (memory and disk)
+  uint32_t keep = 2;              // newest steps of this run kept (memory and disk)
   std::string peer_key;           // HMAC key of agent <-> agent connections
+  std::string run_id;             // this run's (DSLAUNCH_RUN_ID): it prunes only its own steps
   DS_MESSAGE(SnapshotSetup);
 };
 struct SnapshotReady {            // agent -> coord: answer to SnapshotSetup
@@ -110,10 +111,22 @@ struct SnapshotReady {            // agent -> coord: answer to SnapshotSetup
   std::string error;              // "" on success (then snapshots are off on this node)
   DS_MESSAGE(SnapshotReady);
 };
+// What one save of a step is (checkpoint_format.md "Run identity"): shards
+// load together only when all of this is equal. `set` pins the save byte
+// for byte: the digest of the step's manifest, which lists every shard's
+// size and crc32. Valid values: common/snapshot_handoff.h.
+struct SnapshotId {
+  std::string run;                // the run that saved it (DSLAUNCH_RUN_ID, hex)
+  uint32_t world = 0;             // the ranks that saved it: shards 0..world-1
+  uint8_t zero_stage = 0;
+  std::string config;             // the model/optimizer config hash (manifest config_hash)
+  std::string set;                // ManifestDigest of the step's manifest.json
+  auto operator<=>(const SnapshotId&) const = default;
+};
 struct ShardEntry {
   int64_t step = 0;
   uint32_t shard = 0;             // the rank that wrote it
-  uint32_t world = 0;             // the world size of that step
+  SnapshotId id;                  // the save it belongs to
   uint32_t origin = 0;            // node index whose worker wrote it
   uint8_t tier = 1;               // 1 memory, 2 the node's disk only
   uint64_t bytes = 0;
@@ -135,13 +148,15 @@ struct SnapshotHeld {             // agent -> coord: shards it now holds / dropp
 struct ShardSource { uint32_t shard = 0; uint32_t node = 0; std::string peer_addr; };
 struct Fetch {                    // coord -> agent: hold every shard of `step` before the generation
   uint32_t generation = 0;
-  int64_t step = 0;
+  int64_t step = 0;                  // -1: start fresh (`id` empty)
+  SnapshotId id;                     // the save of `step` to gather, and no other
   std::vector<ShardSource> sources;  // where each shard this agent lacks is
   DS_MESSAGE(Fetch);
 };
 struct Fetched {                  // agent -> coord
   uint32_t generation = 0;
   int64_t step = 0;
+  std::string set;                // Fetch.id.set ("" for a fresh start)
   uint64_t bytes = 0;             // fetched from peers
   uint32_t micros = 0;            // time it took
   std::string error;              // "" on success
@@ -161,7 +176,7 @@ struct ShardPut {                 // then the shard's bytes in ShardData frames
   DS_MESSAGE(ShardPut);
 };
 struct ShardData { Bytes data; DS_MESSAGE(ShardData); };
-struct ShardGet { int64_t step = 0; uint32_t shard = 0; DS_MESSAGE(ShardGet); };
+struct ShardGet { int64_t step = 0; std::string set; uint32_t shard = 0; DS_MESSAGE(ShardGet); };
 // The launch tree (--fanout-tree; wire_format.md "Launch tree").
 struct AgentCommand {
   uint32_t node = 0;              // the node whose agent this starts

@@ -28,16 +28,19 @@ std::string ManifestJson(const CheckpointMeta& m, const std::vector<double>& inf
     shards += fmt::format("{}    {{\"file\": \"shard_{}.bin\", \"bytes\": {}, \"crc32\": {}}}",
                           r ? ",\n" : "", r, uint64_t(info[3 * r + 1]), uint64_t(info[3 * r + 2]));
   }
+  // Nothing in it may differ between ranks: each rank of a snapshot writes
+  // its own copy, and the copies must be byte for byte the same (the set of
+  // a save is their digest).
   return fmt::format(
-      "{{\n  \"format\": 1,\n  \"step\": {},\n  \"applied_steps\": {},\n  \"epoch\": {},\n"
+      "{{\n  \"format\": 2,\n  \"step\": {},\n  \"applied_steps\": {},\n  \"epoch\": {},\n"
       "  \"sample_position\": {},\n  \"rng\": [\"{}\", \"{}\", \"{}\", \"{}\"],\n"
       "  \"loss_scale\": {},\n  \"scaler_hysteresis\": {},\n  \"scaler_iter\": {},\n"
-      "  \"scaler_last_overflow\": {},\n  \"world_size\": {},\n  \"zero_stage\": {},\n"
+      "  \"scaler_last_overflow\": {},\n  \"run_id\": \"{}\",\n  \"world_size\": {},\n  \"zero_stage\": {},\n"
       "  \"config_hash\": \"{}\",\n  \"num_params\": {},\n  \"state_slots\": {},\n"
       "  \"shards\": [\n{}\n  ]\n}}\n",
       m.step, m.applied_steps, m.epoch, m.sample_position, m.rng[0], m.rng[1], m.rng[2], m.rng[3],
       m.scaler.scale, m.scaler.cur_hysteresis, m.scaler.cur_iter, m.scaler.last_overflow_iter,
-      m.world_size, m.zero_stage, m.config_hash, m.num_params, m.state_slots, shards);
+      m.run_id, m.world_size, m.zero_stage, m.config_hash, m.num_params, m.state_slots, shards);
 }
 
 std::string EncodeShard(int rank, const ShardState& shard) {
@@ -110,8 +113,10 @@ void Prune(const Dir& ckpt, int keep) {
 
 }  // namespace
 
-std::string ConfigHash(const std::string& text) {
-  return fmt::format("{:08x}", Crc32(text));
+std::string ModelConfigHash(const MlpConfig& model, OptimizerType optimizer) {
+  const char* act = model.activation == Activation::kGelu ? "gelu" : "relu";
+  const char* opt = optimizer == OptimizerType::kSgd ? "sgd" : optimizer == OptimizerType::kAdam ? "adam" : "adamw";
+  return fmt::format("{:08x}", Crc32(fmt::format("model {} {}; optimizer {}", fmt::join(model.sizes, ","), act, opt)));
 }
 
 std::vector<std::string> ListCheckpoints(const std::string& dir) {

@@ -4,8 +4,8 @@
 //                   the flat parameter vector, fp32 master weights, then each
 //                   optimizer state slot, for those segments.
 //   manifest.json   step, epoch, sampler position, RNG and loss-scaler state,
-//                   world size, ZeRO stage, config hash, and per shard its
-//                   size and crc32.
+//                   run id, world size, ZeRO stage, config hash, and per
+//                   shard its size and crc32.
 // Every file is written under a temporary name, fsynced and renamed
 // (checkpoint_files.h: private directories opened O_NOFOLLOW and used
 // through their descriptor, no symlinks followed); the
@@ -36,9 +36,10 @@ struct CheckpointMeta {
   int64_t sample_position = 0;  // global sampler positions of `epoch` already consumed
   Rng::State rng{};
   LossScalerState scaler;
+  std::string run_id;           // DSLAUNCH_RUN_ID of the run that saved it ("" outside dslaunch)
   int world_size = 1;
   int zero_stage = 0;
-  std::string config_hash;
+  std::string config_hash;      // ModelConfigHash; "" = not known (a format 1 manifest)
   uint64_t num_params = 0;
   int state_slots = 0;
 };
@@ -46,6 +47,7 @@ struct CheckpointMeta {
 struct LoadedCheckpoint {
   CheckpointMeta meta;
   std::string path;                        // the step_ directory
+  std::string set;                         // its manifest's digest (common/snapshot_handoff.h)
   std::vector<float> master;               // num_params floats
   std::vector<std::vector<float>> state;   // state_slots x num_params
 };
@@ -85,7 +87,11 @@ std::string ManifestJson(const CheckpointMeta& meta, const std::vector<double>& 
 // manifest), oldest first; none when `dir` cannot be opened as above.
 std::vector<std::string> ListCheckpoints(const std::string& dir);
 
-// Stable hex hash of a config text (crc32), recorded in the manifest.
-std::string ConfigHash(const std::string& text);
+// The config hash a manifest records (checkpoint_format.md "Run identity"):
+// 8 hex digits of the crc32 of what gives the saved numbers their meaning,
+// the model's layer sizes and activation and the optimizer's type. The
+// learning rate, schedule, batch sizes, epochs, data and ZeRO stage may
+// change between runs that resume each other; these may not.
+std::string ModelConfigHash(const MlpConfig& model, OptimizerType optimizer);
 
 }  // namespace ds::rt

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "common/log.h"
+#include "common/snapshot_handoff.h"
 #include "runtime/checkpoint.h"
 #include "runtime/checkpoint_files.h"
 #include "runtime/checkpoint_format.h"
@@ -95,6 +96,7 @@ Result<LoadedCheckpoint> LoadStep(const Dir& dir, uint64_t num_params, int state
   if (!manifest.ok()) return manifest.status();
   LoadedCheckpoint out;
   out.path = dir.path();
+  out.set = ManifestDigest(*text);
   out.meta = manifest->meta;
   DS_RETURN_IF_ERROR(CheckShape(out.meta, num_params, state_slots));
   out.master.assign(num_params, 0.f);

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "common/snapshot_handoff.h"
+
 namespace ds::rt {
 namespace {
 
@@ -85,8 +87,8 @@ class Fields {
 };
 
 void ReadMeta(Fields& f, CheckpointMeta* m) {
-  if (const int64_t format = f.Int("format", 0); format != 1)
-    f.Fail(fmt::format("'format' is {}, this dstrain reads format 1", format));
+  const int64_t format = f.Int("format", 0);
+  if (format != 1 && format != 2) f.Fail(fmt::format("'format' is {}, this dstrain reads formats 1 and 2", format));
   m->step = f.Int("step", 0);
   m->applied_steps = f.Int("applied_steps", 0);
   m->epoch = f.Int("epoch", 0);
@@ -102,9 +104,15 @@ void ReadMeta(Fields& f, CheckpointMeta* m) {
   m->scaler.cur_hysteresis = static_cast<int>(f.Int("scaler_hysteresis", 0, 1 << 30));
   m->scaler.cur_iter = f.Int("scaler_iter", 0);
   m->scaler.last_overflow_iter = f.Int("scaler_last_overflow", -1);
+  if (format == 2) m->run_id = f.Str("run_id");
   m->world_size = static_cast<int>(f.Int("world_size", 1, 1 << 20));
   m->zero_stage = static_cast<int>(f.Int("zero_stage", 0, 3));
   m->config_hash = f.Str("config_hash");
+  if (format == 1) m->config_hash.clear();  // a hash of the whole config text: not comparable
+  if (format == 2 && !m->run_id.empty() && !IsRunId(m->run_id))
+    f.Fail(fmt::format("'run_id': expected 1 to 32 hex digits, got '{}'", m->run_id));
+  if (format == 2 && !m->config_hash.empty() && !IsRunId(m->config_hash))  // the same shape: hex digits
+    f.Fail(fmt::format("'config_hash': expected hex digits or \"\", got '{}'", m->config_hash));
   m->num_params = f.Uint("num_params");
   m->state_slots = static_cast<int>(f.Int("state_slots", 0, 16));
 }

@@ -4,12 +4,13 @@
 // step's manifest to its agent, which keeps them in memory, writes them to
 // the node's disk and replicates them (agent/snapshot_keeper.h); the rank is
 // blocked only for one collective (sizes and checksums) and a tmpfs write.
-// A restarted rank loads exactly the step the coordinator chose
-// (DSLAUNCH_RESUME_STEP), which its agent has gathered whole beforehand.
-// Layout in checkpoint_format.md "Snapshots".
+// A restarted rank loads exactly the save the coordinator chose
+// (DSLAUNCH_RESUME_STEP and DSLAUNCH_RESUME_SET), which its agent has
+// gathered whole beforehand. Layout in checkpoint_format.md "Snapshots".
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "runtime/checkpoint.h"
 
@@ -18,13 +19,22 @@ namespace ds::rt {
 // Writes the handoff (common/snapshot_handoff.h): the shard, then the
 // manifest, whose arrival tells the agent. Collective. IOError naming the
 // file when it cannot. `buffer` holds the encoded shard; pass the same one
-// every time.
+// every time. meta.run_id must be a run id (1 to 32 hex digits).
 Status SaveSnapshot(const std::string& snapshot_dir, const CheckpointMeta& meta, const ShardState& shard,
                     Communicator& comm, std::string* buffer);
+// The local half of SaveSnapshot: rank `rank`'s encoded shard `data` and
+// the manifest built from `info` (every rank's [failed, bytes, crc32], as
+// ShareShardInfo returns it) written as the handoff, meta.world_size ranks.
+Status WriteSnapshotHandoff(const std::string& snapshot_dir, const CheckpointMeta& meta, int rank,
+                            const std::string& data, const std::vector<double>& info);
 
-// The step `step` of the agent's memory directory, verified like any
-// checkpoint (LoadCheckpointDir).
-Result<LoadedCheckpoint> LoadSnapshot(const std::string& snapshot_dir, int64_t step, uint64_t num_params,
-                                      int state_slots);
+// What the save `set` of step `step` in the agent's memory directory is (its
+// manifest, the one `set` names), without reading its shards.
+Result<CheckpointMeta> ReadSnapshotMeta(const std::string& snapshot_dir, int64_t step, const std::string& set);
+// The save `set` of step `step` in the agent's memory directory, verified
+// like any checkpoint (LoadCheckpointDir) and its manifest the one `set`
+// names (an error says it is another save).
+Result<LoadedCheckpoint> LoadSnapshot(const std::string& snapshot_dir, int64_t step, const std::string& set,
+                                      uint64_t num_params, int state_slots);
 
 }  // namespace ds::rt

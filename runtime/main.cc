@@ -100,7 +100,7 @@ void SetUpProcess(int rank) {
 }
 
 struct LoadedConfig {
-  std::string text;  // as read: hashed into checkpoint manifests
+  std::string text;  // as read
   TrainerConfig config;
 };
 
@@ -130,11 +130,12 @@ Result<LoadedConfig> ReadConfig(const std::string& config_file, int world, bool*
 
 TrainerRuntime MakeRuntime(const LoadedConfig& loaded, bool quiet, StepHeartbeat* heartbeat) {
   TrainerRuntime rt;
-  rt.config_text = loaded.text;
+  rt.run_id = EnvString("DSLAUNCH_RUN_ID");
   rt.checkpoint_dir = loaded.config.checkpoint.dir.empty() ? EnvString("DSLAUNCH_CHECKPOINT_DIR")
                                                            : loaded.config.checkpoint.dir;
   rt.snapshot_dir = EnvString("DSLAUNCH_SNAPSHOT_DIR");
   rt.resume_step = EnvInt("DSLAUNCH_RESUME_STEP");
+  rt.resume_set = EnvString("DSLAUNCH_RESUME_SET");
   rt.tty = isatty(fileno(stdout));
   rt.quiet = quiet;
   rt.heartbeat = heartbeat;

@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/step_heartbeat.h"
 #include "runtime/checkpoint.h"
+#include "runtime/checkpoint_resume.h"
 #include "runtime/checkpoint_snapshot.h"
 #include "runtime/evaluation.h"
 #include "runtime/model/scheduler.h"
@@ -87,23 +88,21 @@ Result<TrainResult> Trainer::Run() {
   return result_;
 }
 
-// The checkpoint to resume from: with snapshots, exactly the step the
-// coordinator chose (gathered by the agent); else the newest in the directory.
-Result<std::optional<LoadedCheckpoint>> Trainer::FindCheckpoint() const {
-  if (!runtime_.snapshot_dir.empty()) {
-    if (runtime_.resume_step < 0) return std::optional<LoadedCheckpoint>();
-    DS_ASSIGN_OR_RETURN(LoadedCheckpoint ck, LoadSnapshot(runtime_.snapshot_dir, runtime_.resume_step,
-                                                          model_.num_params(), optimizer_->state_slots()));
-    return std::optional<LoadedCheckpoint>(std::move(ck));
-  }
-  if (runtime_.checkpoint_dir.empty()) return std::optional<LoadedCheckpoint>();
-  return LoadNewestCheckpoint(runtime_.checkpoint_dir, model_.num_params(), optimizer_->state_slots());
-}
+std::string Trainer::ConfigHash() const { return ModelConfigHash(config_.model, config_.ds.optimizer.type); }
 
 Status Trainer::Resume() {
-  auto found = FindCheckpoint();
-  if (!found.ok()) return found.status();
-  std::optional<LoadedCheckpoint>& ck = *found;
+  ResumeRequest req{runtime_.checkpoint_dir, runtime_.snapshot_dir, runtime_.resume_step, runtime_.resume_set,
+                    runtime_.run_id,         ConfigHash(),           model_.num_params(),  optimizer_->state_slots()};
+  Result<ResumeChoice> found = FindResume(req);
+  const std::optional<LoadedCheckpoint>* mine = found.ok() ? &found->checkpoint : nullptr;
+  Status agreed = AgreeOnResume(mine, comm_);  // every rank, even one that failed: none trains on a mixture
+  DS_RETURN_IF_ERROR(found.status());
+  DS_RETURN_IF_ERROR(agreed);
+  if (!found->fresh_because.empty()) {
+    DS_LOG(Warn, Ckpt) << found->fresh_because;
+    if (talk_) fmt::print(runtime_.out, "{}\n", found->fresh_because);
+  }
+  std::optional<LoadedCheckpoint>& ck = found->checkpoint;
   if (!ck) return Status::OK();
   engine_->ImportFull(ck->master, ck->state, ck->meta.applied_steps);
   engine_->loss_scaler().Restore(ck->meta.scaler);
@@ -112,12 +111,11 @@ Status Trainer::Resume() {
   epoch_ = ck->meta.epoch;
   position_ = ck->meta.sample_position;
   result_.resumed_from_step = step_;
-  if (ck->meta.config_hash != ConfigHash(runtime_.config_text))
-    DS_LOG(Warn, Ckpt) << ck->path << ": saved with another config (hash "
-                       << ck->meta.config_hash << "); continuing";
   if (talk_)
-    fmt::print(runtime_.out, "resumed from {} (step {}, saved by {} ranks at ZeRO stage {})\n",
-               ck->path, step_, ck->meta.world_size, ck->meta.zero_stage);
+    fmt::print(runtime_.out, "resumed from {} (step {}, saved by {} ranks at ZeRO stage {}{})\n", ck->path, step_,
+               ck->meta.world_size, ck->meta.zero_stage,
+               ck->meta.run_id.empty() || ck->meta.run_id == runtime_.run_id ? ""
+                                                                               : ", run " + ck->meta.run_id);
   return Status::OK();
 }
 
@@ -250,8 +248,9 @@ Status Trainer::Save(int64_t at_epoch, int64_t at_position) {
   meta.sample_position = at_position;
   meta.rng = rng_.state();
   meta.scaler = engine_->loss_scaler().state();
+  meta.run_id = runtime_.run_id;
   meta.zero_stage = zero_.stage;
-  meta.config_hash = ConfigHash(runtime_.config_text);
+  meta.config_hash = ConfigHash();
   meta.num_params = model_.num_params();
   meta.state_slots = optimizer_->state_slots();
   const auto start = std::chrono::steady_clock::now();

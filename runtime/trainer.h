@@ -41,10 +41,11 @@ class StepHeartbeat;
 namespace ds::rt {
 
 struct TrainerRuntime {
-  std::string config_text;         // hashed into checkpoint manifests
+  std::string run_id;              // DSLAUNCH_RUN_ID, recorded in manifests ("" outside dslaunch)
   std::string checkpoint_dir;      // resolved; empty = no checkpoints
   std::string snapshot_dir;        // DSLAUNCH_SNAPSHOT_DIR: hand shards to the agent instead
   int64_t resume_step = -1;        // DSLAUNCH_RESUME_STEP: the snapshot step to load; -1 = fresh
+  std::string resume_set;          // DSLAUNCH_RESUME_SET: which save of it
   std::FILE* out = stdout;         // progress and results (rank 0)
   bool tty = false;                // progress bar instead of plain lines
   bool quiet = false;              // no progress output at all (tests)
@@ -83,8 +84,8 @@ class Trainer {
  private:
   Trainer(const TrainerConfig& config, Communicator& comm, const TrainerRuntime& runtime,
           TrainTestData data);
-  Status Resume();                                 // from the newest checkpoint, if any
-  Result<std::optional<LoadedCheckpoint>> FindCheckpoint() const;
+  Status Resume();                                 // checkpoint_resume.h; every rank the same or none
+  std::string ConfigHash() const;                  // ModelConfigHash of this model and optimizer
   Status PlanSteps();                              // steps per epoch and in total
   Status OpenMetrics();                            // rank 0, when metrics.dir is set
   void PrintBanner() const;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <ctime>
 #include <iostream>
 #include <memory>
 
@@ -85,6 +86,9 @@ Result<CoordinatorOptions> CoordinatorOptionsFor(const Launch& l, const CliOptio
   const ElasticOptions& el = l.plan.job.elastic;
   CoordinatorOptions co;
   co.job_id = RandomHex(6);
+  // The start time first: a later run's id sorts after an earlier one's
+  // (SnapshotIndex prefers the later run's save of a step).
+  co.run_id = fmt::format("{:08x}{}", static_cast<uint32_t>(std::time(nullptr)), RandomHex(4));
   co.secret = RandomHex(32);
   co.argv = std::move(argv);
   co.heartbeat_interval = el.heartbeat_interval;

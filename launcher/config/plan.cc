@@ -164,6 +164,7 @@ void SetResourceVariables(EnvBuilder& env, const LaunchPlan& plan, const NodePla
 // dslaunch's own contract.
 void SetDslaunchVariables(EnvBuilder& env, const JobSpec& job, const NodePlan& node, const GenerationInfo& gen) {
   env.Set("DSLAUNCH_JOB_ID", gen.job_id);
+  if (!gen.run_id.empty()) env.Set("DSLAUNCH_RUN_ID", gen.run_id);
   env.Set("DSLAUNCH_GENERATION", gen.generation);
   env.Set("DSLAUNCH_RESTART_COUNT", gen.restart_count);
   env.Set("DSLAUNCH_HOST", node.host.name);

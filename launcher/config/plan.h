@@ -39,6 +39,7 @@ struct LaunchPlan {
 // What a generation knows that the static plan does not.
 struct GenerationInfo {
   std::string job_id;
+  std::string run_id;           // DSLAUNCH_RUN_ID: this dslaunch invocation's ("" = not set)
   int generation = 0;
   int restart_count = 0;
   std::string master_addr;      // node rank 0's reachable address

@@ -28,6 +28,7 @@ JobControl::JobControl(const LaunchPlan& plan, CoordinatorOptions options, JobRe
   sweep_period_ = std::clamp<Clock::duration>(Seconds(opt_.heartbeat_interval), std::chrono::milliseconds(1),
                                               std::chrono::milliseconds(100));
   snapshots_ = plan_.job.checkpoint.Snapshots(static_cast<int>(plan_.nodes.size()));
+  if (opt_.run_id.empty()) opt_.run_id = RandomHex(8);
 }
 
 JobControl::~JobControl() {
@@ -143,6 +144,7 @@ void JobControl::SendAssigns() {
   state_ = CoordState::kRunning;
   AssignContext ctx;
   ctx.gen.job_id = opt_.job_id;
+  ctx.gen.run_id = opt_.run_id;
   ctx.gen.generation = generation_;
   ctx.gen.restart_count = restarts_;
   ctx.gen.master_addr = !plan_.job.network.master_addr.empty() ? plan_.job.network.master_addr
@@ -157,7 +159,10 @@ void JobControl::SendAssigns() {
     const int agent = gen_agents_[i];
     msg::Assign a = BuildAssign(gen_plan_, static_cast<int>(i), agents_[agent].facts, ctx);
     if (snapshots_)
-      for (msg::WorkerSpec& w : a.workers) w.env.emplace_back("DSLAUNCH_RESUME_STEP", std::to_string(resume_step_));
+      for (msg::WorkerSpec& w : a.workers) {
+        w.env.emplace_back("DSLAUNCH_RESUME_STEP", std::to_string(resume_step_));
+        w.env.emplace_back("DSLAUNCH_RESUME_SET", resume_id_.set);
+      }
     for (const auto& w : a.workers) record_.OnAssigned(w.rank, agent, gen_plan_.nodes[i].host.name);
     agents_[agent].stopped = a.workers.empty();
     SendTo(agent, wire::MsgType::kAssign, a.Encode());

@@ -60,6 +60,7 @@ namespace ds {
 
 struct CoordinatorOptions {
   std::string job_id;                 // DSLAUNCH_JOB_ID
+  std::string run_id;                 // DSLAUNCH_RUN_ID: this invocation's, all its generations; "" = a random one
   std::string secret;                 // the job secret (agents' HMAC key)
   std::string listen_addr = "127.0.0.1";  // numeric address to listen on
   int listen_port = 0;                // 0 = any free port
@@ -210,8 +211,10 @@ class JobControl {
   // Snapshots (job_control_snapshot.cc).
   bool snapshots_ = false;
   SnapshotIndex snapshot_index_;
-  std::set<int64_t> bad_steps_;        // steps that failed to gather
-  int64_t resume_step_ = -1;           // what this generation's workers load
+  std::set<SnapshotIndex::Save> bad_saves_;  // saves that failed to gather
+  int64_t resume_step_ = -1;           // what this generation's workers load ...
+  msg::SnapshotId resume_id_;          // ... which save of it
+  bool kept_said_ = false;             // the line about earlier runs' saves was printed
   std::set<int> fetching_;             // agents whose Fetched is owed
   Clock::time_point gather_started_;
 };

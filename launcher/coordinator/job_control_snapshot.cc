@@ -32,6 +32,7 @@ void JobControl::SetUpSnapshots(int node) {
   }
   m.keep = static_cast<uint32_t>(ck.keep);
   m.peer_key = PeerKey(opt_.secret, opt_.job_id);
+  m.run_id = opt_.run_id;
   agents_[node].snapshot_ready = false;
   snapshot_index_.Forget(node);  // a rejoining agent reports its disk again
   SendTo(node, wire::MsgType::kSnapshotSetup, m.Encode());
@@ -71,22 +72,27 @@ void JobControl::PrepareGeneration() {
   state_ = CoordState::kGathering;
   for (int a : gen_agents_)
     if (!agents_[a].snapshot_ready) return;  // OnSnapshotFrame calls again
-  bad_steps_.clear();
+  bad_saves_.clear();
   Gather();
 }
 
 void JobControl::Gather() {
   std::vector<bool> alive = AliveAgents();
-  const RecoveryChoice choice = snapshot_index_.Decide(alive, bad_steps_);
+  const RecoveryChoice choice = snapshot_index_.Decide(alive, opt_.run_id, bad_saves_);
   std::vector<std::string> hosts;
   for (const NodePlan& n : candidates_) hosts.push_back(n.host.name);
   if (choice.step >= 0 || choice.newest >= 0 || generation_ > 0) Notice(DescribeRecovery(choice, hosts));
+  if (const std::string kept = DescribeKept(choice); !kept.empty() && !kept_said_) {
+    Notice(kept);
+    kept_said_ = true;
+  }
   resume_step_ = choice.step;
+  resume_id_ = choice.id;
   gather_started_ = clock_.Now();
   // Each node's replicas go to the next R nodes of this generation, in ring order.
   const int n = static_cast<int>(gen_agents_.size());
   const int replicas = std::min(plan_.job.checkpoint.Replicas(static_cast<int>(plan_.nodes.size())), n - 1);
-  msg::Fetch fetch{static_cast<uint32_t>(generation_), choice.step, {}};
+  msg::Fetch fetch{static_cast<uint32_t>(generation_), choice.step, choice.id, {}};
   for (const ShardPick& p : choice.picks)
     fetch.sources.push_back({p.shard, static_cast<uint32_t>(p.holder), agents_[p.holder].peer_addr});
   fetching_.clear();
@@ -104,12 +110,12 @@ void JobControl::Gather() {
 
 void JobControl::OnFetched(int node, const msg::Fetched& m) {
   if (state_ != CoordState::kGathering || static_cast<int>(m.generation) != generation_ || m.step != resume_step_ ||
-      !fetching_.count(node))
+      m.set != resume_id_.set || !fetching_.count(node))
     return;  // stale: an earlier generation's or an abandoned step's
   if (!m.error.empty()) {
     Notice(fmt::format("{} could not gather step {}: {}; trying an older step", candidates_[node].host.name, m.step,
                        Printable(m.error)));
-    bad_steps_.insert(m.step);
+    bad_saves_.insert({m.step, m.set});
     return Gather();
   }
   fetching_.erase(node);

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "agent/peer_link.h"
+#include "common/snapshot_handoff.h"
 #include "runtime/checkpoint_format.h"
 #include "tests/test_util/files.h"
 #include "tests/test_util/temp_dir.h"
@@ -23,9 +24,12 @@ namespace ds::testing {
 
 inline Deadline Soon() { return std::chrono::steady_clock::now() + std::chrono::seconds(10); }
 
+// The save every Copy is of: its manifest is "{m}".
+inline const std::string kSet = ManifestDigest("{m}");
+
 inline ShardCopy Copy(int64_t step, uint32_t shard, const std::string& data) {
   ShardCopy c;
-  c.held.entry = msg::ShardEntry{step, shard, 4, 1, 1, data.size()};
+  c.held.entry = msg::ShardEntry{step, shard, msg::SnapshotId{"ab", 4, 0, "c0", kSet}, 1, 1, data.size()};
   c.held.crc32 = rt::Crc32(data);
   c.manifest = "{m}";
   c.data = data;
@@ -75,12 +79,12 @@ class MapService : public ShardService {
     return failed_;
   }
 
-  Result<ShardFile> Lookup(int64_t step, uint32_t shard) override {
+  Result<ShardFile> Lookup(int64_t step, const std::string& set, uint32_t shard) override {
     ShardCopy c;
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = shards_.find({step, shard});
-      if (it == shards_.end()) return Status::NotFound("not held");
+      if (it == shards_.end() || it->second.held.entry.id.set != set) return Status::NotFound("not held");
       c = it->second;
     }
     return FileOf(dir_, c);

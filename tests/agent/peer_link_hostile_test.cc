@@ -32,6 +32,7 @@ namespace {
 
 using testing::Copy;
 using testing::FileOf;
+using testing::kSet;
 using testing::MapService;
 using testing::Soon;
 
@@ -154,7 +155,7 @@ class RogueListener {
 TEST_CASE("peer link: a rogue listener's Error reaches the fetching agent escaped", "[snapshots][hostile]") {
   RogueListener rogue(ErrorFrame(kHostileText));
   MapService into;
-  auto got = FetchShard(rogue.addr(), PeerIdentity{"job1", "key", 0, "w0"}, 5, 0, into.Opener(), Soon());
+  auto got = FetchShard(rogue.addr(), PeerIdentity{"job1", "key", 0, "w0"}, 5, kSet, 0, into.Opener(), Soon());
   REQUIRE_FALSE(got.ok());
   CHECK(AllPrintable(got.status().message()));
   CHECK_THAT(got.status().message(), Catch::EndsWith("\\x1b[2J\\x1b]0;pwned\\x07\\x0adslaunch: all 4 workers exited 0"));
@@ -164,7 +165,7 @@ TEST_CASE("peer link: before the server proved the key, a frame announcing 16 Mi
           "[snapshots][hostile]") {
   RogueListener rogue(EncodeFrameHeader(wire::MsgType::kChallenge, wire::kMaxPayload));
   MapService into;
-  auto got = FetchShard(rogue.addr(), PeerIdentity{"job1", "key", 0, "w0"}, 5, 0, into.Opener(), Soon());
+  auto got = FetchShard(rogue.addr(), PeerIdentity{"job1", "key", 0, "w0"}, 5, kSet, 0, into.Opener(), Soon());
   REQUIRE_FALSE(got.ok());
   CHECK(got.status().message() == "fetching shard 0 of step 5 from " + rogue.addr() +
                                       ": handshake: frame of 16777216 bytes exceeds the 4096-byte limit");
@@ -182,7 +183,9 @@ uint64_t StatusKiB(pid_t pid, const std::string& field) {
 // Serves a real SnapshotStore (where agents keep shards: /dev/shm).
 struct StoreService : ShardService {
   explicit StoreService(SnapshotStore* s) : store(s) {}
-  Result<ShardFile> Lookup(int64_t step, uint32_t shard) override { return store->Open(step, shard); }
+  Result<ShardFile> Lookup(int64_t step, const std::string& set, uint32_t shard) override {
+    return store->Open(step, set, shard);
+  }
   Result<std::unique_ptr<ShardSink>> Receive(const HeldShard& held, const std::string& manifest) override {
     return store->Receive(held, manifest);
   }
@@ -271,7 +274,8 @@ UniqueFd Authenticated(const std::string& addr, const PeerIdentity& me) {
 }
 
 Bytes ShardPutFrame(int64_t step, uint64_t bytes) {
-  return EncodeFrame(wire::MsgType::kShardPut, msg::ShardPut{{step, 0, 4, 0, 1, bytes}, 0, "{m}"}.Encode());
+  return EncodeFrame(wire::MsgType::kShardPut,
+                     msg::ShardPut{{step, 0, msg::SnapshotId{"ab", 4, 0, "c0", kSet}, 0, 1, bytes}, 0, "{m}"}.Encode());
 }
 
 TEST_CASE("peer link: what a peer announces costs the receiver nothing until it arrives, and it keeps serving",
@@ -318,7 +322,7 @@ TEST_CASE("peer link: what a peer announces costs the receiver nothing until it 
   REQUIRE(child.Alive());
   REQUIRE(SendShard(child.addr(), peer, FileOf(tmp, Copy(5, 0, "honest bytes")), Soon()).ok());
   MapService into;
-  REQUIRE(FetchShard(child.addr(), peer, 5, 0, into.Opener(), Soon()).ok());
+  REQUIRE(FetchShard(child.addr(), peer, 5, kSet, 0, into.Opener(), Soon()).ok());
   CHECK(into.Data(5, 0) == "honest bytes");
   const uint64_t peak_after = child.PeakRssKiB();
   INFO("peak RSS " << peak_before << " KiB before, " << peak_after << " KiB after");

@@ -19,6 +19,7 @@ namespace {
 
 using testing::Copy;
 using testing::FileOf;
+using testing::kSet;
 using testing::MapService;
 using testing::Soon;
 
@@ -32,15 +33,18 @@ TEST_CASE("peer link: a replica sent is held by the peer, and fetched back byte 
   REQUIRE(SendShard(server.addr(), a, FileOf(tmp, Copy(300, 2, big)), Soon()).ok());
   CHECK(server.Data(300, 2) == big);
   MapService client;
-  auto back = FetchShard(server.addr(), a, 300, 2, client.Opener(), Soon());
+  auto back = FetchShard(server.addr(), a, 300, kSet, 2, client.Opener(), Soon());
   REQUIRE(back.ok());
-  CHECK(back->entry.world == 4);
+  CHECK(back->entry.id.world == 4);
+  CHECK(back->entry.id.set == kSet);
   CHECK(back->entry.bytes == big.size());
   CHECK(client.Data(300, 2) == big);
   CHECK(client.Manifest(300, 2) == "{m}");
+  // Another save of the same step is not that shard.
+  CHECK_FALSE(FetchShard(server.addr(), a, 300, "0123456789abcdef", 2, client.Opener(), Soon()).ok());
   // Empty shards travel too.
   REQUIRE(SendShard(server.addr(), a, FileOf(tmp, Copy(301, 0, "")), Soon()).ok());
-  auto empty = FetchShard(server.addr(), a, 301, 0, client.Opener(), Soon());
+  auto empty = FetchShard(server.addr(), a, 301, kSet, 0, client.Opener(), Soon());
   REQUIRE(empty.ok());
   CHECK(client.Has(301, 0));
   CHECK(client.Data(301, 0).empty());
@@ -51,7 +55,7 @@ TEST_CASE("peer link: what the peer does not hold is an error naming the shard a
   MapService server;
   server.Serve(b);
   MapService client;
-  auto missing = FetchShard(server.addr(), a, 5, 1, client.Opener(), Soon());
+  auto missing = FetchShard(server.addr(), a, 5, kSet, 1, client.Opener(), Soon());
   REQUIRE_FALSE(missing.ok());
   CHECK_THAT(missing.status().message(), Catch::Contains("fetching shard 1 of step 5 from " + server.addr()));
   CHECK_THAT(missing.status().message(), Catch::Contains("w1: not held"));

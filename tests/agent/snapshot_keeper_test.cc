@@ -1,7 +1,9 @@
 // SnapshotKeeper (agent/snapshot_keeper.h) with real threads, inotify and
 // loopback sockets: a worker's handoff adopted, persisted and replicated to
-// the next node; a third node gathering a step from its peers; a new agent
-// finding the node's disk again; an abandoned timeline dropped.
+// the next node; a third node gathering a save from its peers; a new agent
+// finding the node's disk again; an abandoned timeline dropped; an earlier
+// run's saves kept through a fresh start and pruning, and never taken for
+// another save of the same step.
 #include "agent/snapshot_keeper.h"
 
 #include <poll.h>
@@ -26,8 +28,10 @@ struct Node {
   std::vector<msg::SnapshotHeld> held;
   std::vector<msg::Fetched> fetched;
 
-  explicit Node(uint32_t index, const std::string& disk_dir = "") {
-    msg::SnapshotSetup setup{disk_dir.empty() ? tmp / "ckpt" : disk_dir, 2, "peer-key"};
+  std::string run;
+
+  explicit Node(uint32_t index, const std::string& disk_dir = "", std::string run_id = "ab") : run(std::move(run_id)) {
+    msg::SnapshotSetup setup{disk_dir.empty() ? tmp / "ckpt" : disk_dir, 2, "peer-key", run};
     auto k = SnapshotKeeper::Start({"job", "w" + std::to_string(index), index, "127.0.0.1"}, setup, tmp.path());
     REQUIRE(k.ok());
     keeper = std::move(k).value();
@@ -54,74 +58,143 @@ struct Node {
         if (e.step == step && e.shard == shard && e.tier == tier) return true;
     return false;
   }
-  // What a worker does (runtime/checkpoint_snapshot.cc): the shard, then the manifest.
-  void HandOff(int64_t step, uint32_t rank, uint32_t world, const std::string& data) {
+  bool Removed(int64_t step, const std::string& set) const {
+    for (const auto& m : held)
+      for (const auto& e : m.removed)
+        if (e.step == step && e.id.set == set) return true;
+    return false;
+  }
+  // What a worker does (runtime/checkpoint_snapshot.cc): the shard, then the
+  // manifest. Returns the save's identity.
+  msg::SnapshotId HandOff(int64_t step, uint32_t rank, uint32_t world, const std::string& data) {
     const std::string in = keeper->memory_dir() + "/incoming/";
-    const Handoff h{step, rank, world, rt::Crc32(data)};
+    const Handoff h{step, rank, rt::Crc32(data), msg::SnapshotId{run, world, 1, "c0", ""}};
+    const std::string manifest = Manifest(step, run, world);
     WriteFile(in + HandoffName(h, kHandoffShard), data);
-    WriteFile(in + HandoffName(h, kHandoffManifest) + ".tmp", "{manifest " + std::to_string(step) + "}");
+    WriteFile(in + HandoffName(h, kHandoffManifest) + ".tmp", manifest);
     std::filesystem::rename(in + HandoffName(h, kHandoffManifest) + ".tmp", in + HandoffName(h, kHandoffManifest));
+    return msg::SnapshotId{run, world, 1, "c0", ManifestDigest(manifest)};
+  }
+  static std::string Manifest(int64_t step, const std::string& run, uint32_t world) {
+    return "{manifest " + std::to_string(step) + " " + run + " " + std::to_string(world) + "}";
+  }
+  std::string MemoryDir(int64_t step, const msg::SnapshotId& id) const {
+    return keeper->memory_dir() + "/" + SnapshotStepDirName(step, id.set);
   }
 };
 
 TEST_CASE("snapshot keeper: a handoff is held, written to disk and replicated to the next node", "[snapshots]") {
   Node a(0), b(1);
   a.keeper->SetTargets(msg::Replicate{1, {{1, b.keeper->peer_addr()}}});
-  a.HandOff(50, 0, 2, "rank-zero-state");
+  const msg::SnapshotId id = a.HandOff(50, 0, 2, "rank-zero-state");
   REQUIRE(a.WaitFor([&] { return a.Reported(50, 0, 1) && a.Reported(50, 0, 2); }));
-  CHECK(ReadFile(a.keeper->memory_dir() + "/step_00000050/shard_0.bin") == "rank-zero-state");
-  CHECK(ReadFile(a.tmp / "ckpt/step_00000050/shard_0.bin") == "rank-zero-state");
+  CHECK(ReadFile(a.MemoryDir(50, id) + "/shard_0.bin") == "rank-zero-state");
+  CHECK(ReadFile(a.tmp / ("ckpt/" + SnapshotStepDirName(50, id.set) + "/shard_0.bin")) == "rank-zero-state");
   REQUIRE(b.WaitFor([&] { return b.Reported(50, 0, 1) && b.Reported(50, 0, 2); }));
-  CHECK(ReadFile(b.keeper->memory_dir() + "/step_00000050/shard_0.bin") == "rank-zero-state");
-  CHECK(ReadFile(b.tmp / "ckpt/step_00000050/shard_0.bin") == "rank-zero-state");
+  CHECK(ReadFile(b.MemoryDir(50, id) + "/shard_0.bin") == "rank-zero-state");
+  CHECK(ReadFile(b.tmp / ("ckpt/" + SnapshotStepDirName(50, id.set) + "/shard_0.bin")) == "rank-zero-state");
   CHECK(b.held.back().added.size() + b.held.front().added.size() >= 1);
   for (const auto& m : b.held)
-    for (const auto& e : m.added) CHECK(e.origin == 0);  // b holds a replica of node 0's shard
+    for (const auto& e : m.added) {
+      CHECK(e.origin == 0);  // b holds a replica of node 0's shard
+      CHECK(e.id == id);
+    }
   REQUIRE(a.WaitFor([&] { return !a.held.empty() && a.held.back().counters.sent_bytes == 15; }) );
   CHECK(a.held.back().counters.handoffs == 1);
 }
 
 TEST_CASE("snapshot keeper: a standby gathers a step from its peers' memory and disks", "[snapshots]") {
   Node a(0), b(1), c(2);
-  a.HandOff(80, 0, 2, "zero");
+  const msg::SnapshotId id = a.HandOff(80, 0, 2, "zero");
   b.HandOff(80, 1, 2, "one");
   REQUIRE(a.WaitFor([&] { return a.Reported(80, 0, 2); }));
   REQUIRE(b.WaitFor([&] { return b.Reported(80, 1, 2); }));
-  c.keeper->StartFetch(msg::Fetch{3, 80, {{0, 0, a.keeper->peer_addr()}, {1, 1, b.keeper->peer_addr()}}});
+  c.keeper->StartFetch(msg::Fetch{3, 80, id, {{0, 0, a.keeper->peer_addr()}, {1, 1, b.keeper->peer_addr()}}});
   REQUIRE(c.WaitFor([&] { return !c.fetched.empty(); }));
   CHECK(c.fetched[0].error == "");
   CHECK(c.fetched[0].generation == 3);
+  CHECK(c.fetched[0].set == id.set);
   CHECK(c.fetched[0].bytes == 7);
-  CHECK(ReadFile(c.keeper->memory_dir() + "/step_00000080/shard_0.bin") == "zero");
-  CHECK(ReadFile(c.keeper->memory_dir() + "/step_00000080/shard_1.bin") == "one");
-  CHECK(ReadFile(c.keeper->memory_dir() + "/step_00000080/manifest.json") == "{manifest 80}");
+  CHECK(ReadFile(c.MemoryDir(80, id) + "/shard_0.bin") == "zero");
+  CHECK(ReadFile(c.MemoryDir(80, id) + "/shard_1.bin") == "one");
+  CHECK(ReadFile(c.MemoryDir(80, id) + "/manifest.json") == Node::Manifest(80, "ab", 2));
   // A source that does not hold the shard: Fetched says so.
-  c.keeper->StartFetch(msg::Fetch{4, 90, {{0, 0, a.keeper->peer_addr()}}});
+  msg::SnapshotId later = id;
+  later.set = ManifestDigest(Node::Manifest(90, "ab", 2));
+  c.keeper->StartFetch(msg::Fetch{4, 90, later, {{0, 0, a.keeper->peer_addr()}}});
   REQUIRE(c.WaitFor([&] { return c.fetched.size() == 2; }));
   CHECK_THAT(c.fetched[1].error, Catch::Contains("fetching shard 0 of step 90"));
 }
 
 TEST_CASE("snapshot keeper: a new agent finds the node's disk, and a fetch drops newer steps", "[snapshots]") {
   TempDir disk;
+  msg::SnapshotId ten, twenty;
   {
     Node a(0, disk / "ckpt");
-    a.HandOff(10, 0, 1, "ten");
-    a.HandOff(20, 0, 1, "twenty");
+    ten = a.HandOff(10, 0, 1, "ten");
+    twenty = a.HandOff(20, 0, 1, "twenty");
     REQUIRE(a.WaitFor([&] { return a.Reported(10, 0, 2) && a.Reported(20, 0, 2); }));
   }
   Node again(0, disk / "ckpt");
   REQUIRE(again.WaitFor([&] { return again.Reported(10, 0, 2) && again.Reported(20, 0, 2); }));
   // Resume at step 10 (say step 20 was incomplete elsewhere): 20 goes, 10 comes to memory from disk.
-  again.keeper->StartFetch(msg::Fetch{1, 10, {{0, 0, "127.0.0.1:1"}}});
+  again.keeper->StartFetch(msg::Fetch{1, 10, ten, {{0, 0, "127.0.0.1:1"}}});
   REQUIRE(again.WaitFor([&] { return !again.fetched.empty(); }));
   CHECK(again.fetched[0].error == "");
   CHECK(again.fetched[0].bytes == 0);  // from its own disk, nothing over the network
-  CHECK(ReadFile(again.keeper->memory_dir() + "/step_00000010/shard_0.bin") == "ten");
-  CHECK_FALSE(std::filesystem::exists(disk / "ckpt/step_00000020"));
-  // Start fresh: everything goes.
-  again.keeper->StartFetch(msg::Fetch{2, -1, {}});
+  CHECK(ReadFile(again.MemoryDir(10, ten) + "/shard_0.bin") == "ten");
+  CHECK_FALSE(std::filesystem::exists(disk / ("ckpt/" + SnapshotStepDirName(20, twenty.set))));
+  // Start fresh: everything of this run goes.
+  again.keeper->StartFetch(msg::Fetch{2, -1, {}, {}});
   REQUIRE(again.WaitFor([&] { return again.fetched.size() == 2; }));
-  CHECK_FALSE(std::filesystem::exists(disk / "ckpt/step_00000010"));
+  CHECK_FALSE(std::filesystem::exists(disk / ("ckpt/" + SnapshotStepDirName(10, ten.set))));
+}
+
+TEST_CASE("snapshot keeper: a later run keeps an earlier run's saves through a fresh start and pruning",
+          "[snapshots]") {
+  TempDir disk;
+  msg::SnapshotId first;
+  {
+    Node a(0, disk / "ckpt", "aa01");  // an earlier 2-node run: this node's shard 0 of step 10
+    first = a.HandOff(10, 0, 2, "two-node shard 0");
+    REQUIRE(a.WaitFor([&] { return a.Reported(10, 0, 2); }));
+  }
+  Node b(0, disk / "ckpt", "bb02");  // a 1-node run on the same directory
+  REQUIRE(b.WaitFor([&] { return b.Reported(10, 0, 2); }));
+  b.keeper->StartFetch(msg::Fetch{0, -1, {}, {}});  // nothing whole: it starts fresh
+  REQUIRE(b.WaitFor([&] { return !b.fetched.empty(); }));
+  const std::string kept = disk / ("ckpt/" + SnapshotStepDirName(10, first.set) + "/shard_0.bin");
+  CHECK(ReadFile(kept) == "two-node shard 0");
+  CHECK_FALSE(b.Removed(10, first.set));
+  // Its own saves of steps 10, 20 and 30 (keep 2): its step 10 is pruned, the earlier run's is not.
+  const msg::SnapshotId own10 = b.HandOff(10, 0, 1, "one-node 10");
+  b.HandOff(20, 0, 1, "one-node 20");
+  b.HandOff(30, 0, 1, "one-node 30");
+  REQUIRE(b.WaitFor([&] { return b.Reported(30, 0, 2) && b.Removed(10, own10.set); }));
+  CHECK(ReadFile(kept) == "two-node shard 0");
+  CHECK_FALSE(b.Removed(10, first.set));
+}
+
+TEST_CASE("snapshot keeper: a fetch takes the save asked for, not another save of the step on its disk",
+          "[snapshots]") {
+  // Node 1's disk holds shard 0 of step 20 of a 2-rank save (a replica from
+  // before a restart); the save chosen is the 1-rank one node 0 holds.
+  TempDir disk;
+  Node a(0);
+  {
+    Node b(1, disk / "ckpt");
+    b.HandOff(20, 0, 2, "2-rank shard 0");
+    REQUIRE(b.WaitFor([&] { return b.Reported(20, 0, 2); }));
+  }
+  Node b(1, disk / "ckpt");
+  REQUIRE(b.WaitFor([&] { return b.Reported(20, 0, 2); }));
+  const msg::SnapshotId one = a.HandOff(20, 0, 1, "1-rank shard 0");
+  REQUIRE(a.WaitFor([&] { return a.Reported(20, 0, 1); }));
+  b.keeper->StartFetch(msg::Fetch{2, 20, one, {{0, 0, a.keeper->peer_addr()}}});
+  REQUIRE(b.WaitFor([&] { return !b.fetched.empty(); }));
+  CHECK(b.fetched[0].error == "");
+  CHECK(b.fetched[0].bytes == 14);  // over the network: its disk has another save of step 20
+  CHECK(ReadFile(b.MemoryDir(20, one) + "/shard_0.bin") == "1-rank shard 0");
 }
 
 }  // namespace

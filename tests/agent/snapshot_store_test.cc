@@ -1,6 +1,7 @@
-// SnapshotStore (agent/snapshot_store.h): a worker's handoff adopted into a
-// step directory that loads like a checkpoint, puts checked against their
-// crc32, reads, pruning and dropping an abandoned timeline.
+// SnapshotStore (agent/snapshot_store.h): a worker's handoff adopted into
+// its save's directory, which loads like a checkpoint; puts checked against
+// their size and their save's manifest; reads; pruning only this run's
+// steps; dropping saves.
 #include "agent/snapshot_store.h"
 
 #include <sys/stat.h>
@@ -19,13 +20,18 @@ using testing::ReadFile;
 using testing::TempDir;
 using testing::WriteFile;
 
-ShardCopy Copy(int64_t step, uint32_t shard, uint32_t world, uint32_t origin, const std::string& data) {
+ShardCopy Copy(int64_t step, uint32_t shard, uint32_t world, uint32_t origin, const std::string& data,
+               const std::string& run = "ab") {
   ShardCopy c;
-  c.held.entry = msg::ShardEntry{step, shard, world, origin, 1, data.size()};
+  c.manifest = "{\"step\": " + std::to_string(step) + ", \"run\": \"" + run + "\"}";
+  c.held.entry = msg::ShardEntry{step, shard, msg::SnapshotId{run, world, 1, "c0", ManifestDigest(c.manifest)},
+                                 origin, 1, data.size()};
   c.held.crc32 = rt::Crc32(data);
-  c.manifest = "{\"step\": " + std::to_string(step) + "}";
   c.data = data;
   return c;
+}
+Handoff H(int64_t step, uint32_t rank, uint32_t world, uint32_t crc32) {
+  return Handoff{step, rank, crc32, msg::SnapshotId{"ab", world, 1, "c0", ""}};
 }
 
 TEST_CASE("snapshot store: a private directory, removed with the store", "[snapshots]") {
@@ -43,45 +49,57 @@ TEST_CASE("snapshot store: a private directory, removed with the store", "[snaps
   CHECK_FALSE(std::filesystem::exists(dir));
 }
 
-TEST_CASE("snapshot store: a worker's handoff becomes a held shard in its step directory", "[snapshots]") {
+TEST_CASE("snapshot store: a worker's handoff becomes a held shard in its save's directory", "[snapshots]") {
   TempDir parent;
   auto store = std::move(SnapshotStore::Create(parent.path())).value();
   const std::string in = store->incoming_dir() + "/";
-  const Handoff h{50, 1, 2, rt::Crc32("shard-one-bytes")};
+  const Handoff h = H(50, 1, 2, rt::Crc32("shard-one-bytes"));
+  const std::string set = ManifestDigest("{manifest}");
   WriteFile(in + HandoffName(h, kHandoffShard), "shard-one-bytes");
   WriteFile(in + HandoffName(h, kHandoffManifest), "{manifest}");
   auto held = store->Adopt(HandoffName(h, kHandoffManifest), 7);
   REQUIRE(held.ok());
   CHECK(held->entry.step == 50);
   CHECK(held->entry.shard == 1);
-  CHECK(held->entry.world == 2);
+  CHECK(held->entry.id == msg::SnapshotId{"ab", 2, 1, "c0", set});
   CHECK(held->entry.origin == 7);
   CHECK(held->entry.bytes == 15);
   CHECK(held->crc32 == rt::Crc32("shard-one-bytes"));
-  CHECK(ReadFile(store->dir() + "/step_00000050/shard_1.bin") == "shard-one-bytes");
-  CHECK(ReadFile(store->dir() + "/step_00000050/manifest.json") == "{manifest}");
+  CHECK(ReadFile(store->dir() + "/step_00000050." + set + "/shard_1.bin") == "shard-one-bytes");
+  CHECK(ReadFile(store->dir() + "/step_00000050." + set + "/manifest.json") == "{manifest}");
   CHECK_FALSE(std::filesystem::exists(in + HandoffName(h, kHandoffShard)));
-  CHECK(store->Has(50, 1));
-  CHECK_FALSE(store->Has(50, 0));
-  auto file = store->Open(50, 1);
+  CHECK(store->Has(50, set, 1));
+  CHECK_FALSE(store->Has(50, set, 0));
+  CHECK_FALSE(store->Has(50, ManifestDigest("{another save}"), 1));
+  auto file = store->Open(50, set, 1);
   REQUIRE(file.ok());
   auto back = ReadVerified(*file);
   REQUIRE(back.ok());
   CHECK(back->data == "shard-one-bytes");
   CHECK(back->manifest == "{manifest}");
   // A manifest without its shard is refused, not held.
-  const Handoff lone{60, 0, 2, 0};
+  const Handoff lone = H(60, 0, 2, 0);
   WriteFile(in + HandoffName(lone, kHandoffManifest), "{m}");
   auto refused = store->Adopt(HandoffName(lone, kHandoffManifest), 7);
   CHECK(refused.status().code() == Status::Code::kInvalidArgument);
   CHECK_THAT(refused.status().message(), Catch::Contains("no shard file"));
   // Adopted already: NotFound, which the keeper passes over quietly.
   CHECK(store->Adopt(HandoffName(h, kHandoffManifest), 7).status().code() == Status::Code::kNotFound);
-  CHECK_FALSE(store->Has(60, 0));
-  CHECK(store->Open(60, 0).status().code() == Status::Code::kNotFound);
+  CHECK(store->Open(60, ManifestDigest("{m}"), 0).status().code() == Status::Code::kNotFound);
 }
 
-TEST_CASE("snapshot store: a put of another size than its entry is refused", "[snapshots]") {
+TEST_CASE("snapshot store: two saves of one step never share a directory", "[snapshots]") {
+  TempDir parent;
+  auto store = std::move(SnapshotStore::Create(parent.path())).value();
+  ShardCopy a = Copy(10, 0, 2, 0, "world-2-bytes", "aa"), b = Copy(10, 0, 1, 0, "world-1", "bb");
+  REQUIRE(store->Put(a).ok());
+  REQUIRE(store->Put(b).ok());
+  CHECK(ReadVerified(store->Open(10, a.held.entry.id.set, 0).value())->data == "world-2-bytes");
+  CHECK(ReadVerified(store->Open(10, b.held.entry.id.set, 0).value())->data == "world-1");
+  CHECK(store->Entries().size() == 2);
+}
+
+TEST_CASE("snapshot store: a put of another size, or with another save's manifest, is refused", "[snapshots]") {
   TempDir parent;
   auto store = std::move(SnapshotStore::Create(parent.path())).value();
   ShardCopy c = Copy(10, 0, 1, 2, "abc");
@@ -89,29 +107,34 @@ TEST_CASE("snapshot store: a put of another size than its entry is refused", "[s
   Status st = store->Put(c);
   CHECK_FALSE(st.ok());
   CHECK_THAT(st.message(), Catch::Contains("shard 0 of step 10: 4 bytes, expected 3"));
-  CHECK_FALSE(store->Has(10, 0));
+  ShardCopy other = Copy(10, 0, 1, 2, "abc");
+  other.manifest = "{\"step\": 10, \"another\": \"save\"}";
+  CHECK(store->Put(other).message() ==
+        "shard 0 of step 10: not the manifest of set " + other.held.entry.id.set);
+  CHECK(store->Entries().empty());
   REQUIRE(store->Put(Copy(10, 0, 1, 2, "abc")).ok());
-  CHECK(store->Has(10, 0));
+  CHECK(store->Has(10, Copy(10, 0, 1, 2, "abc").held.entry.id.set, 0));
 }
 
-TEST_CASE("snapshot store: prune keeps the newest steps, DropAbove abandons newer ones", "[snapshots]") {
+TEST_CASE("snapshot store: prune keeps this run's newest steps and no other run's are pruned; DropIf drops saves",
+          "[snapshots]") {
   TempDir parent;
   auto store = std::move(SnapshotStore::Create(parent.path())).value();
   for (int64_t step : {10, 20, 30, 40})
     for (uint32_t shard : {0u, 1u}) REQUIRE(store->Put(Copy(step, shard, 2, shard, "x" + std::to_string(step))).ok());
-  auto gone = store->Prune(2);
+  const ShardCopy earlier = Copy(5, 0, 1, 0, "old", "cc");
+  REQUIRE(store->Put(earlier).ok());
+  auto gone = store->Prune(2, "ab");
   CHECK(gone.size() == 4);
-  CHECK_FALSE(store->Has(10, 0));
-  CHECK_FALSE(store->Has(20, 1));
-  CHECK(store->Has(30, 0));
-  CHECK_FALSE(std::filesystem::exists(store->dir() + "/step_00000010"));
-  auto dropped = store->DropAbove(30);
+  CHECK_FALSE(store->Has(10, Copy(10, 0, 2, 0, "").held.entry.id.set, 0));
+  CHECK(store->Has(30, Copy(30, 0, 2, 0, "").held.entry.id.set, 0));
+  CHECK(store->Has(5, earlier.held.entry.id.set, 0));  // run cc's: not this run's to prune
+  CHECK_FALSE(std::filesystem::exists(store->dir() + "/" + SnapshotStepDirName(10, Copy(10, 0, 2, 0, "").held.entry.id.set)));
+  auto dropped = store->DropIf([](int64_t step, const msg::SnapshotId& id) { return id.run == "ab" && step > 30; });
   REQUIRE(dropped.size() == 2);
   CHECK(dropped[0].step == 40);
-  CHECK(store->Has(30, 1));
-  CHECK_FALSE(store->Has(40, 0));
-  CHECK(store->Entries().size() == 2);
-  CHECK(store->DropAbove(-1).size() == 2);
+  CHECK(store->Entries().size() == 3);
+  CHECK(store->DropIf([](int64_t, const msg::SnapshotId&) { return true; }).size() == 3);
   CHECK(store->Entries().empty());
 }
 

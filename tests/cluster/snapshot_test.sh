@@ -73,10 +73,11 @@ run() {
     >"$work/$1.out" 2>&1 &
   pid=$!
 }
-# Waits (30 s at most) for host i's own shard of `step` on its disk.
+# Waits (30 s at most) for host i's own shard of `step` on its disk (in the
+# directory of its save, step_<step>.<set>).
 wait_snapshot() {
-  local f="$work/ckpt-${ADDR[$1]}/step_$(printf %08d "$2")/shard_$3.held"
-  for _ in $(seq 1500); do [ -e "$f" ] && return 0; sleep 0.02; done
+  local f="$work/ckpt-${ADDR[$1]}/step_$(printf %08d "$2").*/shard_$3.held"
+  for _ in $(seq 1500); do compgen -G "$f" >/dev/null && return 0; sleep 0.02; done
   fail "no $f within 30 s"; return 1
 }
 finish() {  # NAME: waits for dslaunch, prints its output
@@ -140,7 +141,7 @@ finish standby
 s=$(resumed_step standby)
 grep -q "restart 1/2: generation 1 on 3 nodes, world size 3" "$work/standby.out" || fail "standby: did not step in"
 for r in 0 1 2; do
-  [ -e "$work/ckpt-${ADDR[3]}/step_$(printf %08d "${s:-0}")/shard_$r.bin" ] ||
+  compgen -G "$work/ckpt-${ADDR[3]}/step_$(printf %08d "${s:-0}").*/shard_$r.bin" >/dev/null ||
     fail "standby: shard $r of step ${s:-?} did not reach the standby's disk"
 done
 

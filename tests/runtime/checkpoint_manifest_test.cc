@@ -9,7 +9,7 @@ using namespace ds::rt;
 namespace {
 
 const std::string kGood = R"({
-  "format": 1,
+  "format": 2,
   "step": 7,
   "applied_steps": 6,
   "epoch": 1,
@@ -19,6 +19,7 @@ const std::string kGood = R"({
   "scaler_hysteresis": 2,
   "scaler_iter": 3,
   "scaler_last_overflow": -1,
+  "run_id": "6b0735a0c0ffee00",
   "world_size": 2,
   "zero_stage": 1,
   "config_hash": "0badf00d",
@@ -53,9 +54,20 @@ TEST_CASE("manifest: a good one parses whole", "[checkpoint]") {
   CHECK(m->meta.rng[3] == 18446744073709551615ULL);
   CHECK(m->meta.scaler.last_overflow_iter == -1);
   CHECK(m->meta.world_size == 2);
+  CHECK(m->meta.run_id == "6b0735a0c0ffee00");
+  CHECK(m->meta.config_hash == "0badf00d");
   REQUIRE(m->shards.size() == 2);
   CHECK(m->shards[0].crc32 == 4294967295u);
   CHECK(m->shards[1].file == "shard_1.bin");
+}
+
+TEST_CASE("manifest: format 1 (an older dstrain's) parses, its config hash not comparable and no run id",
+          "[checkpoint]") {
+  auto m = ParseManifest(With("  \"run_id\": \"6b0735a0c0ffee00\",\n", "").replace(0, 16, "{\n  \"format\": 1,"));
+  REQUIRE(m.ok());
+  CHECK(m->meta.run_id == "");
+  CHECK(m->meta.config_hash == "");  // a crc32 of the whole config text there
+  CHECK(m->meta.step == 7);
 }
 
 TEST_CASE("manifest: a string where a number belongs", "[checkpoint]") {
@@ -78,8 +90,14 @@ TEST_CASE("manifest: a missing key", "[checkpoint]") {
 }
 
 TEST_CASE("manifest: values out of range or of the wrong shape", "[checkpoint]") {
-  CHECK(ErrorOf(With("\"format\": 1", "\"format\": 2")) ==
-        "manifest.json: 'format' is 2, this dstrain reads format 1");
+  CHECK(ErrorOf(With("\"format\": 2", "\"format\": 3")) ==
+        "manifest.json: 'format' is 3, this dstrain reads formats 1 and 2");
+  CHECK(ErrorOf(With("\"6b0735a0c0ffee00\"", "\"../x\"")) ==
+        "manifest.json: 'run_id': expected 1 to 32 hex digits, got '../x'");
+  CHECK(ErrorOf(With("\"0badf00d\"", "\"0bad f00d\"")) ==
+        "manifest.json: 'config_hash': expected hex digits or \"\", got '0bad f00d'");
+  CHECK(ErrorOf(With("\"0badf00d\"", "\"\"")) == "(ok)");  // not recorded: loads on its shape, with a warning
+  CHECK(ErrorOf(With("  \"run_id\": \"6b0735a0c0ffee00\",\n", "")) == "manifest.json: 'run_id' is missing");
   CHECK(ErrorOf(With("\"world_size\": 2", "\"world_size\": 0")) ==
         "manifest.json: 'world_size': expected an integer 1..1048576, got '0'");
   CHECK(ErrorOf(With("\"world_size\": 2", "\"world_size\": 3")) ==
@@ -98,7 +116,7 @@ TEST_CASE("manifest: values out of range or of the wrong shape", "[checkpoint]")
 
 TEST_CASE("manifest: truncated", "[checkpoint]") {
   CHECK(ErrorOf(kGood.substr(0, kGood.find("\"world_size\""))) ==
-        "manifest.json:12:1: YAML syntax error: end of map flow not found");
+        "manifest.json:13:1: YAML syntax error: end of map flow not found");
   CHECK(ErrorOf(kGood.substr(0, kGood.find("\"bytes\""))) ==
-        "manifest.json:18:1: YAML syntax error: end of map flow not found");
+        "manifest.json:19:1: YAML syntax error: end of map flow not found");
 }

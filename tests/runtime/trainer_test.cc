@@ -1,13 +1,15 @@
 // The training loop end to end on a small synthetic problem with forked Gloo
 // ranks: a checkpoint saved by 3 ranks at ZeRO stage 2 resumes on 2 ranks at
 // stage 3 and continues the uninterrupted loss curve; newer corrupt or
-// partial checkpoints are skipped; training learns.
+// partial checkpoints are skipped; ranks that would resume different
+// checkpoints refuse to train; training learns.
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 
 #include <catch2/catch.hpp>
 
+#include "common/snapshot_handoff.h"
 #include "runtime/checkpoint.h"
 #include "runtime/trainer.h"
 #include "tests/runtime/multiproc.h"
@@ -43,7 +45,6 @@ std::vector<float> RunJob(MultiProc& mp, int world, int stage, int max_steps,
     auto cfg = ParseTrainerConfig(Config(stage, max_steps), o);
     if (!cfg.ok()) { std::fprintf(stderr, "%s\n", cfg.status().message().c_str()); return 1; }
     TrainerRuntime rt;
-    rt.config_text = Config(stage, max_steps);
     rt.checkpoint_dir = ckpt_dir;
     rt.quiet = true;
     auto r = Train(*cfg, c, rt);
@@ -94,6 +95,39 @@ TEST_CASE("3 ranks at stage 2 resume on 2 ranks at stage 3 with the same loss cu
   // The final checkpoint of the resumed run exists; keep: 3 prunes older ones.
   auto list = ListCheckpoints(ckpt);
   CHECK(fs::path(list.back()).filename() == "step_00000020");
+}
+
+TEST_CASE("ranks that would resume different checkpoints never train on the mixture", "[trainer]") {
+  // Rank 0's directory holds a checkpoint of step 10, rank 1's none: a
+  // "shared" directory that is not shared.
+  MultiProc mp;
+  const std::string a = mp.dir() + "/a", b = mp.dir() + "/b";
+  RunJob(mp, 1, 1, 10, a, "one");
+  REQUIRE(ListCheckpoints(a).size() == 1);
+  std::ifstream manifest(a + "/step_00000010/manifest.json");
+  const std::string set = ds::ManifestDigest(std::string(std::istreambuf_iterator<char>(manifest), {}));
+  auto codes = mp.Run(2, [&](Communicator& c) {
+    TrainerConfigOptions o;
+    o.world_size = c.size();
+    auto cfg = ParseTrainerConfig(Config(1, 20), o);
+    if (!cfg.ok()) return 1;
+    TrainerRuntime rt;
+    rt.checkpoint_dir = c.rank() == 0 ? a : b;
+    rt.quiet = true;
+    auto r = Train(*cfg, c, rt);
+    if (r.ok()) return 0;
+    std::ofstream(mp.dir() + "/error" + std::to_string(c.rank())) << r.status().message();
+    return 3;
+  });
+  CHECK(codes == std::vector<int>{3, 3});
+  const std::string expected = "ranks resumed different checkpoints: rank 0 step 10 (save " + set +
+                               "), rank 1 a fresh start: refusing to train on a mixture (is the checkpoint directory "
+                               "the same one on every node?)";
+  for (int rank : {0, 1}) {
+    std::ifstream in(mp.dir() + "/error" + std::to_string(rank));
+    CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == expected);
+  }
+  CHECK(ListCheckpoints(b).empty());  // nothing was trained, nothing saved
 }
 
 TEST_CASE("training learns the synthetic task", "[trainer]") {

@@ -23,6 +23,7 @@ Frame MakeFrame(wire::MsgType type, const Bytes& payload) {
 FakeCluster::FakeCluster(const std::string& hostfile, const JobSpec& job, CoordinatorOptions options)
     : plan_(PlanFor(hostfile, job)), record_(nullptr, clock_) {
   options.job_id = "job";
+  if (options.run_id.empty()) options.run_id = "feed0001";
   options.secret = "secret";
   options.argv = {"/bin/true"};
   options.heartbeat_interval = job.elastic.heartbeat_interval;

@@ -3,6 +3,9 @@
 // (Replicate targets in ring order, Fetch with the chosen holders), the step
 // the workers resume from, a failed gather falling back, and the summary.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <functional>
 
 #include "tests/launcher/coordinator/fake_cluster.h"
 
@@ -24,8 +27,13 @@ JobSpec SnapshotJob(const std::string& dir = "/ckpt/{host}") {
 
 const char* kThreeHosts = "w0 slots=1\nw1 slots=1\nw2 slots=1\n";
 
+// A fake digest per (step, world, run): one save.
+std::string Set(int64_t step, uint32_t world, const std::string& run = "feed0001") {
+  return fmt::format("{:016x}", std::hash<std::string>()(fmt::format("{} {} {}", step, world, run)));
+}
+// A shard of this run's (FakeCluster's run id) save of `step` at `world`.
 msg::ShardEntry E(int64_t step, uint32_t shard, uint32_t world, uint32_t origin) {
-  return msg::ShardEntry{step, shard, world, origin, 1, 64};
+  return msg::ShardEntry{step, shard, msg::SnapshotId{"feed0001", world, 0, "c0", Set(step, world)}, origin, 1, 64};
 }
 void Holds(FakeCluster& c, int node, std::vector<msg::ShardEntry> added) {
   msg::SnapshotHeld m;
@@ -44,7 +52,7 @@ void FetchAll(FakeCluster& c) {
   for (size_t i = 0; i < c.candidates(); ++i) {
     auto f = c.Last<msg::Fetch>(static_cast<int>(i), MsgType::kFetch);
     if (!f || static_cast<int>(f->generation) != c.control().generation() || c.link(static_cast<int>(i)).closed()) continue;
-    c.Send(static_cast<int>(i), MsgType::kFetched, msg::Fetched{f->generation, f->step, 128, 900, ""}.Encode());
+    c.Send(static_cast<int>(i), MsgType::kFetched, msg::Fetched{f->generation, f->step, f->id.set, 128, 900, ""}.Encode());
   }
 }
 std::string Env(const msg::Assign& a, const std::string& key) {
@@ -97,6 +105,9 @@ TEST_CASE("job control snapshots: setup per node, then a gather before the first
   auto a = c.Last<msg::Assign>(1, MsgType::kAssign);
   REQUIRE(a);
   CHECK(Env(*a, "DSLAUNCH_RESUME_STEP") == "-1");
+  CHECK(Env(*a, "DSLAUNCH_RESUME_SET") == "");
+  CHECK(Env(*a, "DSLAUNCH_RUN_ID") == "feed0001");
+  CHECK(c.Last<msg::SnapshotSetup>(0, MsgType::kSnapshotSetup)->run_id == "feed0001");
 }
 
 TEST_CASE("job control snapshots: a lost node's shard comes from its buddy's replica", "[jobcontrol][snapshots]") {
@@ -118,6 +129,7 @@ TEST_CASE("job control snapshots: a lost node's shard comes from its buddy's rep
     REQUIRE(f);
     CHECK(f->generation == 1);
     CHECK(f->step == 400);
+    CHECK(f->id == E(400, 0, 3, 0).id);
     REQUIRE(f->sources.size() == 3);
     CHECK(f->sources[2].node == 0);
     CHECK(f->sources[2].peer_addr == "10.0.0.1:5000");
@@ -132,6 +144,8 @@ TEST_CASE("job control snapshots: a lost node's shard comes from its buddy's rep
   REQUIRE(a);
   CHECK(a->generation == 1);
   CHECK(Env(*a, "DSLAUNCH_RESUME_STEP") == "400");
+  CHECK(Env(*a, "DSLAUNCH_RESUME_SET") == Set(400, 3));
+  CHECK(Env(*a, "DSLAUNCH_RUN_ID") == "feed0001");
 }
 
 TEST_CASE("job control snapshots: a step that cannot be gathered gives way to an older one", "[jobcontrol][snapshots]") {
@@ -141,15 +155,50 @@ TEST_CASE("job control snapshots: a step that cannot be gathered gives way to an
   for (int node = 0; node < 2; ++node) Ready(c, node);
   auto f = c.Last<msg::Fetch>(1, MsgType::kFetch);
   REQUIRE(f->step == 200);
-  c.Send(1, MsgType::kFetched, msg::Fetched{0, 200, 0, 0, "fetching shard 0 of step 200 from 10.0.0.1:5000: corrupt"}.Encode());
+  c.Send(1, MsgType::kFetched, msg::Fetched{0, 200, Set(200, 2), 0, 0, "fetching shard 0 of step 200 from 10.0.0.1:5000: corrupt"}.Encode());
   CHECK(HasNotice(c, "w1 could not gather step 200: fetching shard 0 of step 200 from 10.0.0.1:5000: corrupt; trying an older step"));
   f = c.Last<msg::Fetch>(1, MsgType::kFetch);
   CHECK(f->step == 100);
   // The late answer for the abandoned step changes nothing.
-  c.Send(0, MsgType::kFetched, msg::Fetched{0, 200, 0, 0, ""}.Encode());
+  c.Send(0, MsgType::kFetched, msg::Fetched{0, 200, Set(200, 2), 0, 0, ""}.Encode());
   CHECK(c.control().state() == CoordState::kGathering);
   FetchAll(c);
   CHECK(c.control().state() == CoordState::kReserving);
+}
+
+TEST_CASE("job control snapshots: earlier runs' saves, one save of a step failing to gather, another of it taken",
+          "[jobcontrol][snapshots]") {
+  FakeCluster c("w0 slots=1\nw1 slots=1\n", SnapshotJob());
+  c.RegisterAll();
+  // Two earlier runs saved step 300 whole (on w0's disk); the later one's
+  // id sorts after. A third save, of an earlier step, is incomplete.
+  auto disk = [](int64_t step, uint32_t shard, const std::string& run) {
+    return msg::ShardEntry{step, shard, msg::SnapshotId{run, 2, 0, "c0", Set(step, 2, run)}, shard, 2, 64};
+  };
+  Holds(c, 0, {disk(300, 0, "fe000000"), disk(300, 1, "fe000000"), disk(300, 0, "feed0000"), disk(300, 1, "feed0000"),
+               disk(50, 0, "fe000000")});
+  for (int node = 0; node < 2; ++node) Ready(c, node);
+  CHECK(HasNotice(c, "resuming from step 300 of an earlier run (feed0000, 2 ranks at ZeRO stage 0): 2 shards from "
+                     "w0's disk"));
+  CHECK(HasNotice(c, "keeping 2 saved steps of 1 earlier run in the nodes' checkpoint directories: this run never "
+                     "prunes or overwrites them"));
+  auto f = c.Last<msg::Fetch>(1, MsgType::kFetch);
+  REQUIRE(f);
+  CHECK(f->id.run == "feed0000");
+  c.Send(1, MsgType::kFetched, msg::Fetched{0, 300, Set(300, 2, "feed0000"), 0, 0, "corrupt"}.Encode());
+  f = c.Last<msg::Fetch>(1, MsgType::kFetch);
+  CHECK(f->step == 300);  // the other save of the same step
+  CHECK(f->id.run == "fe000000");
+  // The late answer for the abandoned save of step 300 changes nothing.
+  c.Send(0, MsgType::kFetched, msg::Fetched{0, 300, Set(300, 2, "feed0000"), 0, 0, ""}.Encode());
+  CHECK(c.control().state() == CoordState::kGathering);
+  FetchAll(c);
+  CHECK(c.control().state() == CoordState::kReserving);
+  int kept = 0;
+  for (const auto& n : c.notices()) kept += n.rfind("keeping ", 0) == 0;
+  CHECK(kept == 1);  // said once
+  c.Reserve();
+  CHECK(Env(*c.Last<msg::Assign>(0, MsgType::kAssign), "DSLAUNCH_RESUME_SET") == Set(300, 2, "fe000000"));
 }
 
 TEST_CASE("job control snapshots: a node that cannot keep snapshots ends the job naming it", "[jobcontrol][snapshots]") {
