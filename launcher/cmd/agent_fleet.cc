@@ -43,7 +43,14 @@ void AgentFleet::Spawn(std::vector<AgentSpec> specs, std::function<void(Started)
   if (spawn_thread_.joinable()) spawn_thread_.join();
   spawn_done_ = std::move(done);
   spawn_thread_ = std::thread([this, specs = std::move(specs), alive = std::weak_ptr<void>(alive_)] {
-    Started started = spawner_.Start(specs);
+    Started started;
+    try {
+      started = spawner_.Start(specs);
+    } catch (const std::exception& e) {  // never past this thread: every start fails, naming why
+      started.clear();
+      for (const AgentSpec& s : specs)
+        started.emplace_back(Status::Internal(fmt::format("{}: starting its agent failed: {}", s.host, e.what())));
+    }
     {
       std::lock_guard<std::mutex> lock(spawn_mu_);
       spawned_ = std::move(started);

@@ -8,6 +8,7 @@
 #include <signal.h>
 
 #include <future>
+#include <stdexcept>
 
 #include "launcher/cmd/agent_fleet.h"
 #include "launcher/config/hostfile.h"
@@ -149,6 +150,18 @@ TEST_CASE("agent fleet: an agent that exits before registering aborts the job", 
   CHECK(f.record.first_failure()->what == "dsagent exited with status 3 before registering");
   CHECK(f.record.ExitCode() == 1);
   CHECK(f.spawner.Terminated(0));
+}
+
+TEST_CASE("agent fleet: a spawner that throws fails the job naming the host and why; the exception stays on its thread",
+          "[fleet]") {
+  Fleet f;
+  f.spawner.BeforeStart([] { throw std::runtime_error("out of threads"); });
+  f.StartAndWait();
+  CHECK(f.coord->state() == CoordState::kDone);
+  REQUIRE(f.record.first_failure());
+  CHECK(f.record.first_failure()->host == "w0");
+  CHECK(f.record.first_failure()->what == "w0: starting its agent failed: out of threads");
+  CHECK(f.record.ExitCode() == 1);
 }
 
 TEST_CASE("agent fleet: a lost node's agent does not hold the drain, and is still terminated", "[fleet]") {
