@@ -40,7 +40,7 @@ Result<msg::Register> GatherNodeFacts(int node_index, const std::string& host, c
   r.gpus = static_cast<uint32_t>(VisibleGpus());
   r.pid = static_cast<int32_t>(::getpid());
   for (const char* k : {"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES",
-                       "TORCH_NCCL_ASYNC_ERROR_HANDLING"})
+                       "TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING"})
     if (auto v = GetAnyEnv(k)) r.env.emplace_back(k, *v);
   return r;
 }

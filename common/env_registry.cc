@@ -76,6 +76,7 @@ const std::vector<EnvParam> kParams = {
     {"TORCHELASTIC_USE_AGENT_STORE", T::kString, "False", W, "torchrun: False, the store is not at MASTER_ADDR:MASTER_PORT"},
     {"TORCHELASTIC_ERROR_FILE", T::kString, "", W, "torchrun: where @record writes this worker's exception (set by the agent; read when it fails)"},
     {"TORCH_NCCL_ASYNC_ERROR_HANDLING", T::kString, "1", W, "torchrun's default (unless the user set it)"},
+    {"NCCL_ASYNC_ERROR_HANDLING", T::kString, "1", W, "the same, by the name torch before 2.2 reads (unless the user set it)"},
     {"CROSS_RANK", T::kInt, "0", W, "DeepSpeed: node rank"},
     {"CROSS_SIZE", T::kInt, "1", W, "DeepSpeed: number of nodes"},
     {"LOCAL_SIZE", T::kInt, "1", W, "DeepSpeed: workers on this node"},

@@ -310,6 +310,19 @@ Status ApplyRaw(const RawOptions& raw, const std::vector<std::string>& given, Cl
                               "only in the per-node form, with --node_rank");
   }
   DS_RETURN_IF_ERROR(ApplyElasticBounds(raw, given, o));
+  // torchrun's multi-node recipe (the same command on every node, ranks
+  // given at join) would otherwise make one separate job per node.
+  if (!raw.rdzv_endpoint.empty() && o.node_rank < 0 && !o.no_ssh &&
+      (o.selection.num_nodes > 1 || o.elastic_max_nodes > 1))
+    return Status::InvalidArgument(fmt::format(
+        "--rdzv-endpoint {} with {} and no --node_rank: dslaunch does not give nodes their rank as they join "
+        "(torchrun's c10d rendezvous) yet, and each node would run a separate job; run the same command on every "
+        "node with --node_rank R (0 on the node at {}) and a fixed --nnodes N (docs/per-node.md), or launch all "
+        "nodes from one machine with --hostfile",
+        Shown(raw.rdzv_endpoint),
+        o.elastic_max_nodes > 0 ? fmt::format("--nnodes {}:{}", o.elastic_min_nodes, o.elastic_max_nodes)
+                                : fmt::format("--nnodes {}", o.selection.num_nodes),
+        Shown(raw.rdzv_endpoint.substr(0, raw.rdzv_endpoint.rfind(':')))));
   if (!raw.num_gpus.empty()) DS_RETURN_IF_ERROR(ApplyNprocPerNode(raw.num_gpus, given, o));
   std::vector<std::string> launcher_args;
   if (!raw.launcher_args.empty()) {

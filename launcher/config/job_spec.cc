@@ -35,7 +35,7 @@ const std::vector<std::string> kHostKeyPolicies = {"yes", "accept-new", "no"};
 // Worker-contract variables a user may still set in env: (their value wins).
 const std::set<std::string> kUserSettable = {"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME",
                                              "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS",
-                                             "TORCH_NCCL_ASYNC_ERROR_HANDLING"};
+                                             "TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING"};
 
 // Reads one job file. Every error goes through At(), which prefixes
 // "path:line:col: " from the node's position.

@@ -146,7 +146,8 @@ void SetInterfaceVariables(EnvBuilder& env, const JobSpec& job, const NodePlan& 
 }
 
 // CUDA_VISIBLE_DEVICES from the node's slots; OMP_NUM_THREADS and
-// TORCH_NCCL_ASYNC_ERROR_HANDLING (torchrun's default) unless set.
+// TORCH_NCCL_ASYNC_ERROR_HANDLING and its older name NCCL_ASYNC_ERROR_HANDLING
+// (torchrun's default) unless set.
 void SetResourceVariables(EnvBuilder& env, const LaunchPlan& plan, const NodePlan& node, const GenerationInfo& gen,
                           const EnvList& inherited) {
   if (plan.use_gpus) {
@@ -157,8 +158,9 @@ void SetResourceVariables(EnvBuilder& env, const LaunchPlan& plan, const NodePla
   if (!UserSetEnv(plan.job, node, inherited, "OMP_NUM_THREADS")) {
     env.Set("OMP_NUM_THREADS", std::max(1, gen.cpus_on_node / std::max(1, node.num_workers())));
   }
-  if (!UserSetEnv(plan.job, node, inherited, "TORCH_NCCL_ASYNC_ERROR_HANDLING"))
-    env.Set("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
+  // The same switch under both names: torch before 2.2 reads only the old one.
+  for (const char* name : {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING"})
+    if (!UserSetEnv(plan.job, node, inherited, name)) env.Set(name, "1");
 }
 
 // dslaunch's own contract.

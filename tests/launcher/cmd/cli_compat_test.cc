@@ -173,6 +173,21 @@ TEST_CASE("cli compat: torchrun's flags that do not apply are accepted with one 
   CHECK(Parse({"x.yaml"}).notices.empty());
 }
 
+// Run on two machines it made two one-node jobs that both exited 0 (issue 33).
+TEST_CASE("cli compat: torchrun's multi-node recipe without --node_rank is an error, never separate jobs") {
+  CHECK(ErrorOf({"--nnodes", "2", "--nproc_per_node", "8", "--rdzv-backend", "c10d", "--rdzv-endpoint",
+                 "node0:29400", "train.py"}) ==
+        "--rdzv-endpoint node0:29400 with --nnodes 2 and no --node_rank: dslaunch does not give nodes their rank as "
+        "they join (torchrun's c10d rendezvous) yet, and each node would run a separate job; run the same command on "
+        "every node with --node_rank R (0 on the node at node0) and a fixed --nnodes N (docs/per-node.md), or launch "
+        "all nodes from one machine with --hostfile");
+  CHECK(ErrorOf({"--nnodes", "1:4", "--rdzv_endpoint", "h:1", "train.py"}).starts_with(
+      "--rdzv-endpoint h:1 with --nnodes 1:4 and no --node_rank"));
+  CHECK(Parse({"--nnodes", "1", "--rdzv-endpoint", "h:29400", "x.yaml"}).notices.size() == 1);  // one node: one job
+  CHECK(Parse({"--nnodes", "2", "--node_rank", "1", "--rdzv-endpoint", "h:29400", "x.yaml"}).rdzv_endpoint ==
+        "h:29400");
+}
+
 TEST_CASE("cli compat: --local-ranks-filter") {
   CHECK(Parse({"--local-ranks-filter", "2,0,2", "x.yaml"}).local_ranks_filter == std::vector<int>{0, 2});
   CHECK(Parse({"--local_ranks_filter=1", "x.yaml"}).local_ranks_filter == std::vector<int>{1});

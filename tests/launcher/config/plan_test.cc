@@ -349,6 +349,10 @@ TEST_CASE("plan: torchrun's whole worker contract") {
   p->job.env = {{"TORCH_NCCL_ASYNC_ERROR_HANDLING", "3"}};
   CHECK(Get(WorkerEnv(*p, 1, 0, gen, {}), "TORCH_NCCL_ASYNC_ERROR_HANDLING") == "3");
   CHECK(IsUserSettableEnv("TORCH_NCCL_ASYNC_ERROR_HANDLING"));
+  // The older name too (torch < 2.2 reads only it), set and overridden the same way.
+  CHECK(Get(WorkerEnv(*p, 1, 0, gen, {}), "NCCL_ASYNC_ERROR_HANDLING") == "1");
+  CHECK(Get(WorkerEnv(*p, 1, 0, gen, {{"NCCL_ASYNC_ERROR_HANDLING", "0"}}), "NCCL_ASYNC_ERROR_HANDLING") == "<unset>");
+  CHECK(IsUserSettableEnv("NCCL_ASYNC_ERROR_HANDLING"));
   for (const char* owned : {"ROLE_NAME", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT",
                             "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE"})
     CHECK_FALSE(IsUserSettableEnv(owned));
