@@ -103,7 +103,12 @@ std::string FormatSummary(const JobRecord& record, int world_size, bool color) {
            Restarts(record) + snapshots;
   }
   const Failure& f = *record.first_failure();
-  std::string out = fmt::format("{}dslaunch: job failed{}; first failure at {}\n", red, reset, FormatTime(f.time));
+  // A user's Ctrl-C (or a scheduler's SIGTERM) is a stop, not a failure of the job.
+  const bool stopped = f.rank < 0 && f.signal != 0;
+  std::string out = stopped ? fmt::format("{}dslaunch: stopped by {}{} at {}\n", red, SignalName(f.signal), reset,
+                                          FormatTime(f.time))
+                            : fmt::format("{}dslaunch: job failed{}; first failure at {}\n", red, reset,
+                                          FormatTime(f.time));
   if (f.rank >= 0) {
     out += "  " + DescribeFailure(f) + "\n";
     out += ErrorReport(f);

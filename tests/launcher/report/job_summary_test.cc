@@ -42,6 +42,18 @@ TEST_CASE("summary: success and non-worker failures", "[summary]") {
   CHECK(SignalName(63) == "SIG63");
 }
 
+TEST_CASE("summary: Ctrl-C is a stop, not a failed job", "[summary]") {
+  JobRecord stopped;
+  Failure f;
+  f.signal = 2;
+  stopped.RecordFailure(f);
+  const std::string s = FormatSummary(stopped, 4, false);
+  CHECK(s.rfind("dslaunch: stopped by SIGINT at ", 0) == 0);
+  CHECK(s.find("job failed") == std::string::npos);
+  CHECK(s.find("  dslaunch received SIGINT; every worker was stopped\n") != std::string::npos);
+  CHECK(s.find("dslaunch: exit code 130\n") != std::string::npos);
+}
+
 TEST_CASE("summary: elastic restarts keep their causes; the last generation decides", "[summary]") {
   JobRecord rec;
   rec.OnAssigned(0, 0, "w0");
