@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "common/env_registry.h"
 #include "common/strings.h"
@@ -170,6 +171,28 @@ std::string CliHelpText() {
   return app.help();
 }
 
+namespace {
+
+// "-hostfile" for "--hostfile": CLI11 reads it as -h (help, exit 0) or as a
+// short flag with a value ("-master_port" as -m "aster_port"). Looks at the
+// option tokens only (`tokens` stops before the job's command).
+Status SingleDashLongOption(const std::vector<std::string>& tokens, const CLI::App& app) {
+  for (const std::string& t : tokens) {
+    if (t == "--") break;
+    if (t.size() < 3 || t[0] != '-' || t[1] == '-') continue;
+    const std::string name = t.substr(1, t.find('=') - 1);
+    for (const CLI::Option* opt : app.get_options()) {
+      const auto& names = opt->get_lnames();
+      if (std::find(names.begin(), names.end(), name) != names.end())
+        return Status::InvalidArgument(
+            fmt::format("'{}': a long option takes two dashes: --{} (see dslaunch --help)", Printable(t), name));
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 Result<CliOptions> ParseCli(const std::vector<std::string>& args, bool require_job) {
   CliOptions o;
   DS_ASSIGN_OR_RETURN(o.connect_timeout, EnvDuration("DSLAUNCH_CONNECT_TIMEOUT"));
@@ -187,17 +210,23 @@ Result<CliOptions> ParseCli(const std::vector<std::string>& args, bool require_j
   try {
     app.parse(rev);
   } catch (const CLI::CallForHelp&) {
+    DS_RETURN_IF_ERROR(SingleDashLongOption(args, app));  // "-hostfile" is not -h
     o.help = true;
     o.help_text = app.help();
     return o;
   } catch (const CLI::ParseError& e) {
+    DS_RETURN_IF_ERROR(SingleDashLongOption(args, app));
     std::string msg = e.what();
     return Status::InvalidArgument(msg + " (see dslaunch --help)");
   }
-  if (o.version) return o;
-
   const std::vector<std::string> rest = app.remaining();
   const std::vector<std::string> given(args.begin(), args.end() - static_cast<std::ptrdiff_t>(rest.size()));
+  // The option tokens, and the first one CLI11 left: "-master_port" comes
+  // back as -m's value or as "-aster_port" there; a script name has no dash.
+  const size_t first_left = std::min(args.size(), given.size() + 1);
+  DS_RETURN_IF_ERROR(SingleDashLongOption({args.begin(), args.begin() + static_cast<std::ptrdiff_t>(first_left)}, app));
+  if (o.version) return o;
+
   DS_RETURN_IF_ERROR(cli::ApplyRaw(raw, given, o));
   DS_RETURN_IF_ERROR(TakePositionals(rest, require_job, o));
   DS_RETURN_IF_ERROR(AppendDeepSpeedFlags(o));

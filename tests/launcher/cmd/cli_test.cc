@@ -52,6 +52,21 @@ TEST_CASE("cli: -- command") {
   CHECK(ErrorOf({"--"}) == "expected a command after '--'");
 }
 
+// "-hostfile h train.py" printed the help and exited 0, running nothing;
+// "-master_port 1" said "unknown option '-aster_port'" (issue 33 item 7).
+TEST_CASE("cli: a long option with one dash is an error naming the right spelling") {
+  CHECK(ErrorOf({"-hostfile", "myhosts", "train.py"}) ==
+        "'-hostfile': a long option takes two dashes: --hostfile (see dslaunch --help)");
+  CHECK(ErrorOf({"-master_port", "1", "train.py"}) ==
+        "'-master_port': a long option takes two dashes: --master_port (see dslaunch --help)");
+  CHECK(ErrorOf({"-include=w0", "train.py"}) ==
+        "'-include=w0': a long option takes two dashes: --include (see dslaunch --help)");
+  // The job's own arguments are its business; short options stay short.
+  CHECK(Parse({"train.py", "-hostfile", "x"}).command == Argv{"train.py", "-hostfile", "x"});
+  CHECK(Parse({"-i", "w0", "train.py"}).selection.include == "w0");
+  CHECK(Parse({"-h"}).help);
+}
+
 TEST_CASE("cli: every launch option") {
   CliOptions o = Parse({"--launcher", "ssh", "--master_addr", "10.0.0.1", "--master_port", "29500", "--log-dir",
                         "logs", "--ssh_port", "2222", "--fanout", "8", "--connect-timeout", "500ms",
