@@ -1,6 +1,7 @@
 #include "common/env_registry.h"
 
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <iostream>
 
@@ -81,7 +82,7 @@ const std::vector<EnvParam> kParams = {
     {"CROSS_SIZE", T::kInt, "1", W, "DeepSpeed: number of nodes"},
     {"LOCAL_SIZE", T::kInt, "1", W, "DeepSpeed: workers on this node"},
     {"MASTER_ADDR", T::kString, "127.0.0.1", W, "address of node rank 0 reachable from every node"},
-    {"MASTER_PORT", T::kInt, "29500", W, "port reserved on node rank 0 for this generation"},
+    {"MASTER_PORT", T::kInt, "free", W, "a free port reserved on node rank 0 for each generation (network.master_port fixes it)"},
     {"NCCL_SOCKET_IFNAME", T::kString, "", W, "interface that routes to MASTER_ADDR (unless the user set it)"},
     {"GLOO_SOCKET_IFNAME", T::kString, "", W, "interface that routes to MASTER_ADDR (unless the user set it)"},
     {"CUDA_VISIBLE_DEVICES", T::kString, "", W, "GPUs assigned to this worker"},
@@ -191,20 +192,33 @@ std::vector<std::pair<std::string, std::string>> ProcessEnvironment() {
 }
 
 std::string FormatEnvTable() {
+  // Columns as wide as their widest cell, so every row lines up.
+  auto current = [](const EnvParam& p) {
+    auto cur = GetAnyEnv(p.name);
+    std::string shown = cur ? *cur : "-";
+    if (shown.size() > 14) shown = shown.substr(0, 11) + "...";
+    if (std::strcmp(p.name, "DSLAUNCH_STORE_TOKEN") == 0 && cur) shown = "(hidden)";
+    return shown;
+  };
+  auto def = [](const EnvParam& p) { return std::string(*p.default_value ? p.default_value : "-"); };
+  size_t name_w = 4, type_w = 4, def_w = 7, cur_w = 7;
+  for (const auto& p : kParams) {
+    name_w = std::max(name_w, std::strlen(p.name));
+    type_w = std::max(type_w, std::strlen(TypeName(p.type)));
+    def_w = std::max(def_w, def(p).size());
+    cur_w = std::max(cur_w, current(p).size());
+  }
+  auto row = [&](const std::string& n, const std::string& t, const std::string& d, const std::string& c,
+                 const std::string& h) {
+    return fmt::format("  {:<{}} {:<{}} {:<{}} {:<{}} {}\n", n, name_w, t, type_w, d, def_w, c, cur_w, h);
+  };
   std::string out;
   for (EnvScope scope : {EnvScope::kSetting, EnvScope::kWorkerContract}) {
     out += scope == EnvScope::kSetting ? "Settings (read by dslaunch, dsagent, dstrain):\n"
                                        : "\nWorker contract (set by dslaunch for every worker):\n";
-    out += fmt::format("  {:<28} {:<9} {:<10} {:<14} {}\n", "NAME", "TYPE", "DEFAULT", "CURRENT", "HELP");
-    for (const auto& p : kParams) {
-      if (p.scope != scope) continue;
-      auto cur = GetAnyEnv(p.name);
-      std::string shown = cur ? *cur : "-";
-      if (shown.size() > 14) shown = shown.substr(0, 11) + "...";
-      if (std::strcmp(p.name, "DSLAUNCH_STORE_TOKEN") == 0 && cur) shown = "(hidden)";
-      out += fmt::format("  {:<28} {:<9} {:<10} {:<14} {}\n", p.name, TypeName(p.type),
-                         *p.default_value ? p.default_value : "-", shown, p.help);
-    }
+    out += row("NAME", "TYPE", "DEFAULT", "CURRENT", "HELP");
+    for (const auto& p : kParams)
+      if (p.scope == scope) out += row(p.name, TypeName(p.type), def(p), current(p), p.help);
   }
   return out;
 }

@@ -33,4 +33,13 @@ TEST_CASE("the env table lists settings and the worker contract") {
   CHECK(t.find("DSLAUNCH_LOG ") != std::string::npos);
   CHECK(t.find("MASTER_PORT") != std::string::npos);
   CHECK(t.find("Worker contract") != std::string::npos);
+  // Aligned: every row's TYPE column starts where the header's does, however long the name.
+  const size_t type_col = t.find("TYPE");
+  for (const std::string name : {"DSLAUNCH_SSH_STRICT_HOST_KEY_CHECKING", "DSLAUNCH_LOG", "MASTER_PORT"}) {
+    const size_t at = t.find("\n  " + name + " ");
+    REQUIRE(at != std::string::npos);
+    const size_t line = at + 1;
+    CHECK(t.find_first_not_of(' ', line + 2 + name.size()) - line == type_col - (t.rfind('\n', type_col) + 1));
+  }
+  CHECK(t.find("MASTER_PORT") < t.find("free"));  // its real default, not 29500
 }
