@@ -162,6 +162,7 @@ Result<Launch> PrepareLaunch(const LaunchPlan& plan_in, const CliOptions& cli, c
   // (Over SSH only: under Slurm the allocation's nodes are up by definition.)
   const bool over_ssh = l.launcher == "ssh" || l.launcher == "pdsh" || l.launcher == "openmpi" || l.launcher == "mpich";
   if (over_ssh && ElasticStartAllowed(l.plan)) DS_RETURN_IF_ERROR(NarrowToReachable(l.plan, l.ssh));
+  else if (over_ssh) DS_RETURN_IF_ERROR(CheckNodesResolve(Candidates(l.plan), l.ssh));  // every one named, not the first
   DS_RETURN_IF_ERROR(MakeRoomForDescriptors(l.plan));
   for (const std::string& w : CheckpointWarnings(l.plan.job.checkpoint, static_cast<int>(l.plan.nodes.size())))
     std::cerr << "dslaunch: warning: " << w << "\n";

@@ -25,5 +25,11 @@ bool ElasticStartAllowed(const LaunchPlan& plan);
 // errors start with the host and keep ssh's reason ("n2: connection refused").
 std::vector<Status> ProbeNodes(const std::vector<NodePlan>& nodes, const SshOptions& options);
 
+// Every node's address (the hostfile's addr=, else its ssh HostName), looked
+// up at most options.fanout at once. OK, or InvalidArgument naming every
+// node that does not resolve with the resolver's reason: "2 hosts do not
+// resolve: n3 (Name or service not known), n7 (...)".
+Status CheckNodesResolve(const std::vector<NodePlan>& nodes, const SshOptions& options);
+
 
 }  // namespace ds

@@ -38,6 +38,10 @@ expect 0 "command: python3 -u train.py --deepspeed_config ds.json" -- \
   run -H "$src/hostfiles/example" -i 'worker-0:0,2@worker-1' --dry-run train.py --deepspeed_config ds.json
 expect 0 "MASTER_PORT=29501" -- --master_port 29501 --dry-run -- true
 expect 2 "hostfile $tmp/missing: No such file or directory" -- -H "$tmp/missing" --dry-run -- true
+# Every host that does not resolve is named, not only the first (nothing is started).
+printf 'nohost-a.invalid slots=1\nnohost-b.invalid slots=1\n' >"$tmp/unresolved"
+expect 2 "2 hosts do not resolve: nohost-a.invalid (" -- --hostfile "$tmp/unresolved" -- true
+expect 2 ", nohost-b.invalid (" -- --hostfile "$tmp/unresolved" -- true
 printf 'w0 slots=4\nw1 slot=4\n' >"$tmp/hf"
 expect 2 "$tmp/hf:2: expected 'slots=N', got 'slot=4' (did you mean 'slots'?)" -- -H "$tmp/hf" --dry-run -- true
 expect 2 "   ^" -- -H "$tmp/hf" --dry-run -- true
