@@ -358,7 +358,11 @@ void AgentSession::OnAssign(const msg::Assign& m) {
                          << error_file.status().message();
     WorkerLaunch launch;
     launch.argv = m.argv;
-    if (m.local_rank_arg) launch.argv.push_back(fmt::format("--local_rank={}", w.local_rank));  // DeepSpeed's spelling
+    if (m.local_rank_arg) {  // DeepSpeed's spelling and place: right after the script, before the user's arguments
+      const bool inside = m.local_rank_at >= 0 && static_cast<size_t>(m.local_rank_at) <= launch.argv.size();
+      launch.argv.insert(inside ? launch.argv.begin() + m.local_rank_at : launch.argv.end(),
+                         fmt::format("--local_rank={}", w.local_rank));
+    }
     if (i < cores.size()) launch.cpus = cores[i];
     const int omp = m.omp_from_binding && !launch.cpus.empty() ? static_cast<int>(launch.cpus.size()) : 0;
     launch.env = WorkerEnvironment(w, ifname, s, omp);

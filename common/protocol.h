@@ -68,7 +68,8 @@ struct Assign {
   uint32_t stop_grace_ms = static_cast<uint32_t>(kDefaultStopGrace * 1000);  // SIGTERM -> SIGKILL
   uint32_t hang_timeout_ms = static_cast<uint32_t>(kDefaultHangTimeout * 1000);  // 0 = off
   std::vector<WorkerSpec> workers;
-  uint8_t local_rank_arg = 0;     // append --local_rank=<local rank> to each worker's argv
+  uint8_t local_rank_arg = 0;     // add --local_rank=<local rank> to each worker's argv ...
+  int32_t local_rank_at = -1;     // ... before argv[local_rank_at] (DeepSpeed: right after the script); -1 = at the end
   uint8_t bind_cores = 0;         // pin local rank r of n to the r-th of n slices of the cores
   std::string core_list;          // the cores to share out ("0-3,8-11"); "" = the agent's allowed CPUs
   uint8_t omp_from_binding = 0;   // with bind_cores: OMP_NUM_THREADS = the slice's size (nobody set it)

@@ -25,9 +25,14 @@ std::string Join(const std::vector<int>& v) {
 
 std::string CommandLine(const JobSpec& job) {
   if (job.command.empty()) return "dstrain (the built-in trainer, configured by the job's trainer: section)";
+  std::vector<std::string> argv;
+  for (const auto& a : job.command) argv.push_back(ShellQuote(a));
+  if (job.local_rank_arg) {  // where the agent puts it (agent_session.cc)
+    const bool inside = job.local_rank_at >= 0 && static_cast<size_t>(job.local_rank_at) <= argv.size();
+    argv.insert(inside ? argv.begin() + job.local_rank_at : argv.end(), "--local_rank=(LOCAL_RANK)");
+  }
   std::string out;
-  for (const auto& a : job.command) out += (out.empty() ? "" : " ") + ShellQuote(a);
-  if (job.local_rank_arg) out += " --local_rank=(LOCAL_RANK)";
+  for (const auto& a : argv) out += (out.empty() ? "" : " ") + a;
   return out;
 }
 

@@ -376,6 +376,7 @@ JobSpec JobSpecFromCommand(const std::vector<std::string>& argv, const ScriptLau
   } else if (argv[0].size() > 3 && argv[0].ends_with(".py")) {
     job.command = {how.python, "-u"};
   }
+  if (!argv.empty()) job.local_rank_at = static_cast<int>(job.command.size()) + 1;  // after the script or module
   job.command.insert(job.command.end(), argv.begin(), argv.end());
   return job;
 }

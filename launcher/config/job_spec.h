@@ -68,8 +68,10 @@ struct JobSpec {
   SshJobOptions ssh;
 
   // DeepSpeed / torchrun compatibility (docs/coming-from.md).
-  bool local_rank_arg = false;             // append --local_rank=N to each worker's argv (DeepSpeed's
+  bool local_rank_arg = false;             // add --local_rank=N to each worker's argv (DeepSpeed's
                                            //   script form; off for torchrun-style runs)
+  int local_rank_at = -1;                  // where in `command` it goes: right after the script, as
+                                           //   DeepSpeed puts it; -1 = at the end (a job file's command)
   bool bind_cores = false;                 // pin each local rank to its share of the cores
   std::string core_list;                   // the cores to share out, e.g. "0-3,8-11"; "" = every core
                                            //   the agent may run on

@@ -21,6 +21,7 @@ msg::Assign BuildAssign(const LaunchPlan& plan, int node_index, const msg::Regis
   a.hang_timeout_ms = ToMillis32(ctx.hang_timeout);
   // DeepSpeed's per-worker behaviour, carried out by the agent.
   a.local_rank_arg = plan.job.local_rank_arg ? 1 : 0;
+  a.local_rank_at = plan.job.local_rank_at;
   a.bind_cores = plan.job.bind_cores ? 1 : 0;
   a.core_list = plan.job.bind_cores ? plan.job.core_list : "";
   a.omp_from_binding = plan.job.bind_cores && !UserSetEnv(plan.job, node, facts.env, "OMP_NUM_THREADS") ? 1 : 0;

@@ -18,6 +18,7 @@ Assign SampleAssign() {
   a.bind_cores = 1;
   a.core_list = "0-3,8-11";
   a.omp_from_binding = 1;
+  a.local_rank_at = 3;
   return a;
 }
 
@@ -28,6 +29,7 @@ TEST_CASE("protocol: Assign carries local_rank_arg, bind_cores, core_list and om
   CHECK(m->bind_cores == 1);
   CHECK(m->core_list == "0-3,8-11");
   CHECK(m->omp_from_binding == 1);
+  CHECK(m->local_rank_at == 3);
   REQUIRE(m->workers.size() == 2);
   CHECK(m->workers[1].local_rank == 1);
   Assign plain;
@@ -36,6 +38,7 @@ TEST_CASE("protocol: Assign carries local_rank_arg, bind_cores, core_list and om
   CHECK(p->local_rank_arg == 0);
   CHECK(p->bind_cores == 0);
   CHECK(p->core_list.empty());
+  CHECK(p->local_rank_at == -1);
 }
 
 TEST_CASE("protocol: WorkerExited carries the worker's error message and trace byte for byte", "[protocol]") {

@@ -4,7 +4,7 @@
 #   1. torch.distributed.is_torchelastic_launched() is true, ROLE_NAME is
 #      "default", torchrun's variables are there, and a Gloo group forms
 #      through env:// (MASTER_ADDR/MASTER_PORT) and all-reduces;
-#   2. DeepSpeed's form (PYTHON_EXEC, --deepspeed) passes --local_rank=N,
+#   2. DeepSpeed's form (PYTHON_EXEC, --deepspeed) passes --local_rank=N (right after the script),
 #      torchrun's -m form does not;
 #   3. a rank that raises inside @record (with its stderr closed) makes
 #      dslaunch exit 1 with the exception's message and its frames in the
@@ -49,15 +49,15 @@ grep -q "ValueError: learning rate 3.5 is too large on rank 1" <<<"$summary" ||
 grep -q "in check_learning_rate" <<<"$summary" || fail "the summary does not show the raising frame"
 grep -q 'raise ValueError' <<<"$summary" || fail "the summary does not show the raising line"
 
-echo "== DeepSpeed's script form: PYTHON_EXEC runs train.py, which gets --local_rank=N after its own arguments"
+echo "== DeepSpeed's script form: PYTHON_EXEC runs train.py, which gets --local_rank=N right after the script, as DeepSpeed's launcher puts it"
 out=$(PYTHON_EXEC=$PY timeout 120 "$DSLAUNCH" --hostfile "$H" --num_nodes 2 --num_gpus 1 \
   record_error.py --lr 0.1 --deepspeed --deepspeed_config ds.json 2>&1)
 rc=$?
 echo "$out"
 [ $rc -eq 0 ] || fail "the DeepSpeed-form run exited $rc"
 for r in 0 1; do
-  grep -q "rank=$r .* args=--lr 0.1 --deepspeed --deepspeed_config ds.json --local_rank=0$" <<<"$out" ||
-    fail "rank $r: expected --local_rank=0 after the script's arguments"
+  grep -q "rank=$r .* args=--local_rank=0 --lr 0.1 --deepspeed --deepspeed_config ds.json$" <<<"$out" ||
+    fail "rank $r: expected --local_rank=0 right after the script, before its arguments"
 done
 echo "== torchrun's form (-m): no --local_rank"
 out=$(PYTHON_EXEC=$PY timeout 120 "$DSLAUNCH" --hostfile "$H" --num_nodes 2 --num_gpus 1 -m record_error --x 1 2>&1)

@@ -64,6 +64,11 @@ TEST_CASE("dry run: which hostfile, --local_rank and core binding") {
   std::string out = FormatDryRun(plan, {.hostfile_source = "DSLAUNCH_DEFAULT_HOSTFILE"});
   CHECK(out.find("\n  hostfile: hf (DSLAUNCH_DEFAULT_HOSTFILE, no --hostfile given)\n") != std::string::npos);
   CHECK(out.find("  command: python3 -u train.py --local_rank=(LOCAL_RANK)\n") != std::string::npos);
+  // DeepSpeed's place: right after the script, before the user's arguments.
+  plan.job.command = {"python3", "-u", "train.py", "--deepspeed", "--lr", "1"};
+  plan.job.local_rank_at = 3;
+  CHECK(FormatDryRun(plan, {}).find("  command: python3 -u train.py --local_rank=(LOCAL_RANK) --deepspeed --lr 1\n") !=
+        std::string::npos);
   CHECK(out.find("  bind cores: each local rank to its share of cores 0-3\n") != std::string::npos);
   CHECK(FormatDryRun(plan, {.hostfile_source = "--hostfile"}).find("\n  hostfile: hf\n") != std::string::npos);
   plan.hostfile_path.clear();

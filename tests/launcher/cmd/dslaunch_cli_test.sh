@@ -34,7 +34,7 @@ expect 0 "Subcommands:" -- --help
 expect 0 "--nproc_per_node" -- --help
 expect 0 "DSLAUNCH_CONNECT_TIMEOUT" -- env
 expect 0 "node 2: 127.0.0.3" -- --hostfile "$src/hostfiles/local" --dry-run "$src/examples/train.yaml"
-expect 0 "command: python3 -u train.py --deepspeed_config ds.json" -- \
+expect 0 "command: python3 -u train.py --local_rank=(LOCAL_RANK) --deepspeed_config ds.json" -- \
   run -H "$src/hostfiles/example" -i 'worker-0:0,2@worker-1' --dry-run train.py --deepspeed_config ds.json
 expect 0 "MASTER_PORT=29501" -- --master_port 29501 --dry-run -- true
 expect 2 "hostfile $tmp/missing: No such file or directory" -- -H "$tmp/missing" --dry-run -- true
@@ -108,7 +108,7 @@ expect 0 "launcher pdsh" -- --launcher PDSH --dry-run -- true
 # torchrun flags that do not apply: accepted, one notice line on stderr.
 expect 0 "dslaunch: ignoring --tee 3 (every rank's lines reach this terminal" -- --tee 3 --dry-run -- true
 # DeepSpeed's script form shows the --local_rank the agent appends; torchrun's -m does not.
-expect 0 "command: python3 -u train.py --deepspeed --local_rank=(LOCAL_RANK)" -- --dry-run train.py --deepspeed
+expect 0 "command: python3 -u train.py --local_rank=(LOCAL_RANK) --deepspeed" -- --dry-run train.py --deepspeed
 expect 0 "command: python3 -u -m pkg.train --deepspeed" -- --dry-run -m pkg.train --deepspeed
 # DSLAUNCH_DEFAULT_HOSTFILE (DeepSpeed's /job/hostfile) when it exists; OpenMPI's max_slots= noticed.
 printf '127.0.0.1 slots=1 max_slots=4\n127.0.0.2 slots=1\n' >"$tmp/default_hf"

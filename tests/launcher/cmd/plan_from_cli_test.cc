@@ -42,6 +42,8 @@ TEST_CASE("JobFromCli: DeepSpeed's script form gets --local_rank, torchrun's for
   CHECK(Job({"train.py", "--deepspeed_config=ds.json"}).local_rank_arg);
   CHECK(Job({"--deepspeed", "train.py"}).local_rank_arg);  // the flag before the script is appended to it
   CHECK(Job({"--deepspeed_config", "ds.json", "train.py"}).local_rank_arg);
+  // Where it goes: right after the script (DeepSpeed's launcher: script, --local_rank=N, then the user's arguments).
+  CHECK(Job({"train.py", "--deepspeed", "--lr", "1"}).local_rank_at == 3);  // python3 -u train.py | ...
   CHECK_FALSE(Job({"train.py", "--lr", "1"}).local_rank_arg);  // no DeepSpeed flag: torchrun-style
   CHECK_FALSE(Job({"--no_local_rank", "train.py", "--deepspeed"}).local_rank_arg);
   CHECK_FALSE(Job({"-m", "pkg.train", "--deepspeed"}).local_rank_arg);
