@@ -109,11 +109,15 @@ inline double MaxRelDiff(const std::vector<float>& got, const std::vector<float>
   return m;
 }
 
-// The index of the first element out of tolerance, or -1.
-inline long FirstMismatch(const std::vector<float>& got, const std::vector<float>& want, double rel) {
+// The index of the first element out of tolerance (Near), or -1. A sum
+// (a GEMM, a column sum) passes `abs` = rel times the magnitude of its
+// terms: its rounding error is relative to the terms, not to a result that
+// cancels to near 0.
+inline long FirstMismatch(const std::vector<float>& got, const std::vector<float>& want, double rel,
+                          double abs = kNearAbs) {
   if (got.size() != want.size()) return 0;
   for (size_t i = 0; i < got.size(); ++i)
-    if (!Near(got[i], want[i], rel)) return static_cast<long>(i);
+    if (!Near(got[i], want[i], rel, abs)) return static_cast<long>(i);
   return -1;
 }
 
