@@ -94,6 +94,7 @@ constexpr double kNearAbs = 4.0 / (1 << 23);
 inline bool Near(double got, double want, double rel, double abs = kNearAbs) {
   if (std::isnan(want) || std::isnan(got)) return std::isnan(want) && std::isnan(got);
   if (got == want) return true;
+  if (std::isinf(want) || std::isinf(got)) return false;  // else inf <= rel * inf passes
   return std::fabs(got - want) <= rel * std::fabs(want) + abs;
 }
 
