@@ -189,6 +189,10 @@ int TrainAndReport(const TrainerConfig& config, Communicator& comm, const Traine
   if (!result.ok()) return Fail(kExitConfig, result.status().message());
   if (comm.rank() == 0) {
     std::printf("train throughput: %.1f samples/s\n", result->samples_per_sec);
+    if (result->steady_steps > 0)  // bench/gpu/gpu_bench reads this line
+      std::printf("train steady state: %.6f ms/step over %lld steps after %lld warm-up steps\n",
+                  1e3 * result->steady_seconds / static_cast<double>(result->steady_steps),
+                  static_cast<long long>(result->steady_steps), static_cast<long long>(kSteadyWarmupSteps));
     std::printf("test accuracy: %.4f\n", result->test_accuracy);
     if (result->saves > 0)
       std::printf("%s: %lld, training stood still %.2f ms each (%.1f samples/s counting them)\n",

@@ -214,8 +214,12 @@ void Trainer::Report(const StepResult& sr, double lr, double step_seconds) {
     window_[0] = window_[1] = 0;
   }
   if (runtime_.heartbeat) runtime_.heartbeat->Beat(step_);
-  train_seconds_ += step_seconds +
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds = step_seconds + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  train_seconds_ += seconds;
+  if (++steps_here_ > kSteadyWarmupSteps) {
+    ++result_.steady_steps;
+    result_.steady_seconds += seconds;
+  }
   const double sps = train_seconds_ > 0 ? samples_here_ / train_seconds_ : 0;
   if (talk_ && (report || runtime_.tty)) progress_->Step(epoch_, step_, loss_, sps);
   if (metrics_ && report)

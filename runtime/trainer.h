@@ -57,6 +57,9 @@ struct TrainerRuntime {
   std::string device = "cpu";
 };
 
+// Steps of a run left out of TrainResult's steady-state time.
+inline constexpr int64_t kSteadyWarmupSteps = 10;
+
 struct TrainResult {
   double test_accuracy = 0;        // after the last step (global over ranks)
   int64_t steps = 0;               // loop steps done in total (incl. resumed ones)
@@ -65,6 +68,12 @@ struct TrainResult {
   int64_t saves = 0;               // checkpoints (or snapshot handoffs) written by this run
   double save_seconds = 0;         // time training stood still for them
   double samples_per_sec_with_saves = 0;  // samples_per_sec counting that time too
+  // The steady state: the steps of this run after its first
+  // kSteadyWarmupSteps (start-up, data upload, cuBLAS's first calls, the
+  // pool's first allocations), each timed as samples_per_sec's are, in one
+  // process (bench/gpu/gpu_bench). steady_steps = 0: the run was not longer.
+  int64_t steady_steps = 0;
+  double steady_seconds = 0;
   std::vector<double> losses;      // global mean training loss of each steps_per_print window
   std::vector<double> epoch_accuracy;
   MemoryReport memory;
@@ -128,6 +137,7 @@ class Trainer {
   double loss_ = 0;            // global mean loss of the last window
   double train_seconds_ = 0;   // in training steps only (no evaluation, no checkpoints)
   int64_t samples_here_ = 0;
+  int64_t steps_here_ = 0;     // steps of this run (not resumed ones), for the steady state
   int64_t last_saved_ = -1;
   ShardState snapshot_shard_;      // reused by every snapshot: no page faults after the first
   std::string snapshot_bytes_;

@@ -1,5 +1,5 @@
 // dstrain as a program: exit codes and messages for usage and config errors,
-// a 2-rank standalone run through a file store, and a SIGKILLed rank making
+// a 2-rank standalone run through a file store (with its steady-state line), and a SIGKILLed rank making
 // its peer exit with code 3 (communication failure) instead of hanging.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -159,6 +159,11 @@ TEST_CASE("dstrain trains on 2 ranks through a file store", "[dstrain]") {
   CHECK(Wait(ranks[1]) == 0);
   const std::string out = Read(ranks[0].out_path);
   CHECK(out.find("test accuracy: ") != std::string::npos);
+  // 1000 training samples (the rest is the test split) in batches of 32:
+  // 31 steps, the last 21 after the warm-up
+  // (what bench/gpu/gpu_bench reads as dstrain's steady state).
+  CHECK(out.find(" ms/step over 21 steps after 10 warm-up steps\n") != std::string::npos);
+  CHECK(out.find("train steady state: ") != std::string::npos);
   CHECK(Read(ranks[1].out_path).find("test accuracy") == std::string::npos);  // rank 0 only
 }
 

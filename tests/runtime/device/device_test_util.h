@@ -82,11 +82,26 @@ inline double Tolerance(Precision fmt) {
   return 2e-6;
 }
 
-inline bool Near(double got, double want, double rel) {
-  return std::fabs(got - want) <= rel * std::max(1.0, std::fabs(want));
+// The absolute part of Near's bound: four fp32 ulps of 1, the error of one
+// fp32 op that cancels O(1) inputs (z + b near 0, GELU's tail where
+// 1 + erf(x) is small and erff differs by an ulp between the sides).
+constexpr double kNearAbs = 4.0 / (1 << 23);
+
+// |got - want| <= rel * |want| + abs: relative at every magnitude, below 1
+// too (issue 34 item 6: it was rel * max(1, |want|), so a 0.01 could be off
+// by 100% in bf16 and pass), with an absolute floor for results near 0.
+// NaN is near only NaN; an infinity only itself.
+inline bool Near(double got, double want, double rel, double abs = kNearAbs) {
+  if (std::isnan(want) || std::isnan(got)) return std::isnan(want) && std::isnan(got);
+  if (got == want) return true;
+  if (std::isinf(want) || std::isinf(got)) return false;  // else inf <= rel * inf passes
+  return std::fabs(got - want) <= rel * std::fabs(want) + abs;
 }
 
-// max |got - want| / max(1, |want|)
+// max |got - want| / max(1, |want|): for trained weights only, where Adam's
+// normalized steps turn summation-order differences at a near-zero gradient
+// into whole steps of size lr whatever the weight's magnitude (not Near's
+// per-op bound).
 inline double MaxRelDiff(const std::vector<float>& got, const std::vector<float>& want) {
   if (got.size() != want.size()) return HUGE_VAL;
   double m = 0;
@@ -95,11 +110,15 @@ inline double MaxRelDiff(const std::vector<float>& got, const std::vector<float>
   return m;
 }
 
-// The index of the first element out of tolerance, or -1.
-inline long FirstMismatch(const std::vector<float>& got, const std::vector<float>& want, double rel) {
+// The index of the first element out of tolerance (Near), or -1. A sum
+// (a GEMM, a column sum) passes `abs` = rel times the magnitude of its
+// terms: its rounding error is relative to the terms, not to a result that
+// cancels to near 0.
+inline long FirstMismatch(const std::vector<float>& got, const std::vector<float>& want, double rel,
+                          double abs = kNearAbs) {
   if (got.size() != want.size()) return 0;
   for (size_t i = 0; i < got.size(); ++i)
-    if (!Near(got[i], want[i], rel)) return static_cast<long>(i);
+    if (!Near(got[i], want[i], rel, abs)) return static_cast<long>(i);
   return -1;
 }
 

@@ -111,8 +111,9 @@ TEST_CASE("device: bias gradient, column sums, assigned and accumulated", "[gpu]
         for (int r = 0; r < rows; ++r) s += dz[static_cast<size_t>(r) * cols + c];
         want[c] = static_cast<float>(s);
       }
-      // Sums of 1001 terms: fp32 accumulation error on top of the format's.
-      CHECK(FirstMismatch(Get(db), Quantized(want, fmt), Tolerance(fmt) + 1e-4) == -1);
+      // Sums of 1001 terms: fp32 accumulation error on top of the format's,
+      // relative to the O(1) terms where a column cancels to near 0.
+      CHECK(FirstMismatch(Get(db), Quantized(want, fmt), Tolerance(fmt) + 1e-4, Tolerance(fmt) + 1e-4) == -1);
     }
   }
 }
@@ -282,7 +283,73 @@ TEST_CASE("device: gradient sum of squares over segments, deterministic, inf and
   }
 }
 
-TEST_CASE("device: a failed CUDA call throws with file:line, the call and CUDA's message", "[gpu]") {
+// The launch grid is clamped at 2^16 blocks of 256 threads (kernels.cu,
+// Blocks): 2^24 threads. With n = 2^24 + 3 every elementwise kernel's
+// grid-stride loop takes a second pass for the last 3 elements, with a
+// 64-bit index. A kernel that sized its grid without the clamp, stopped
+// after one pass, or used a 32-bit stride would leave those 3 elements (or
+// others) unwritten or write past n; the sentinel after n catches the
+// latter. Each op is compared with the CPU's bit for bit over all n.
+// The first index where a and b differ (bit for bit; NaN only as NaN), or
+// -1: a failure names one element instead of printing 2^24 of them.
+long FirstDifference(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return static_cast<long>(std::min(a.size(), b.size()));
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) return static_cast<long>(i);
+  return -1;
+}
+
+TEST_CASE("device: elementwise kernels at n = 2^24 + 3 (the grid clamp and the loop's second pass)", "[gpu]") {
+  const size_t n = (size_t{1} << 24) + 3;
+  const float kSentinel = 12288.0f;  // exact in every format
+  std::vector<float> x = Random(n, 40);
+  x.push_back(kSentinel);  // x[n]: never touched by an op over n elements
+  const std::vector<float> y = Random(n + 1, 41);
+
+  SECTION("Scale") {
+    DeviceBuffer<float> d = Upload(x);
+    Scale(d.data(), -0.5f, n, nullptr);
+    std::vector<float> got = Download(d), want = x;
+    for (size_t i = 0; i < n; ++i) want[i] = x[i] * -0.5f;
+    CHECK(got[n] == kSentinel);
+    for (size_t i = n - 3; i < n; ++i) CHECK(got[i] == want[i]);  // the second pass
+    CHECK(FirstDifference(got, want) == -1);
+  }
+  SECTION("Cast fp32 -> bf16 and back") {
+    testing::Stored in = Put(x, Precision::kFp32), out = Put(std::vector<float>(n + 1, kSentinel), Precision::kBf16);
+    Cast(in.data(), Precision::kFp32, out.data(), Precision::kBf16, n, nullptr);
+    std::vector<float> got = Get(out), want = Quantized(x, Precision::kBf16);
+    CHECK(got[n] == kSentinel);
+    want[n] = kSentinel;
+    for (size_t i = n - 3; i < n; ++i) CHECK(got[i] == want[i]);
+    CHECK(FirstDifference(got, want) == -1);
+  }
+  SECTION("Accumulate fp16 += fp32") {
+    const std::vector<float> dst = Quantized(x, Precision::kFp16);
+    testing::Stored d = Put(dst, Precision::kFp16), s = Put(y, Precision::kFp32);
+    Accumulate(d.data(), Precision::kFp16, s.data(), Precision::kFp32, n, nullptr);
+    std::vector<float> want(n + 1);
+    for (size_t i = 0; i < n; ++i) want[i] = dst[i] + y[i];
+    want = Quantized(want, Precision::kFp16);
+    want[n] = dst[n];
+    std::vector<float> got = Get(d);
+    for (size_t i = n - 3; i <= n; ++i) CHECK(got[i] == want[i]);
+    CHECK(FirstDifference(got, want) == -1);
+  }
+  SECTION("ReLU backward, bf16") {
+    const std::vector<float> d = Quantized(x, Precision::kBf16), a = Quantized(y, Precision::kBf16);
+    testing::Stored dd = Put(d, Precision::kBf16), da = Put(a, Precision::kBf16);
+    ActivationBackward(dd.data(), da.data(), n, Precision::kBf16, Activation::kRelu, nullptr);
+    std::vector<float> want(n + 1);
+    for (size_t i = 0; i < n; ++i) want[i] = ew::ReluBackward(a[i], d[i]);
+    want[n] = d[n];
+    std::vector<float> got = Get(dd);
+    for (size_t i = n - 3; i <= n; ++i) CHECK(got[i] == want[i]);
+    CHECK(FirstDifference(got, want) == -1);
+  }
+}
+
+TEST_CASE("device: a failed CUDA call throws with file:line, the call and CUDA's message", "[gpu][unsanitized]") {
   void* p = nullptr;
   try {
     DS_CUDA(cudaMalloc(&p, size_t{1} << 62));

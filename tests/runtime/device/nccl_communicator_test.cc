@@ -95,7 +95,7 @@ void Busy(cudaStream_t s, std::chrono::milliseconds* d) {
       d));
 }
 
-TEST_CASE("device: a launch check reads only its own launch's error, not a stale one", "[gpu]") {
+TEST_CASE("device: a launch check reads only its own launch's error, not a stale one", "[gpu][unsanitized]") {
   CHECK(cudaSetDevice(-1) == cudaErrorInvalidDevice);  // recorded as the thread's last error
   Stream s;
   auto v = testing::Upload(std::vector<float>{1, 2, 3});
@@ -122,7 +122,7 @@ TEST_CASE("device: waiting for a stream leaves no cudaErrorNotReady for the next
 }
 
 TEST_CASE("device: a host collective on a stuck stream ends at the deadline, the host never blocks in CUDA",
-          "[gpu]") {
+          "[gpu][unsanitized]") {
   auto comm = OneRank(300ms);
   std::vector<float> x(1 << 16, 1.f);
   Gate gate(comm->stream());  // what the allreduce queues cannot run
@@ -182,7 +182,7 @@ TEST_CASE(kFaultCase, "[.fault]") {
   CHECK_THROWS_AS(comm->Barrier(), CommError);
 }
 
-TEST_CASE("device: a kernel's fault while waiting is a DeviceError and aborts the communicator", "[gpu]") {
+TEST_CASE("device: a kernel's fault while waiting is a DeviceError and aborts the communicator", "[gpu][unsanitized]") {
   // In a child: the fault is sticky, it ends this process's CUDA context.
   // This executable, or scripts/gpu-bundle's wrapper for it (there
   // /proc/self/exe is the carried loader).
@@ -226,7 +226,7 @@ std::vector<std::string> TwoRanks(std::chrono::milliseconds timeout, Body body) 
   return outcome;
 }
 
-TEST_CASE("device: a dead peer ends a host collective at the deadline (two GPUs)", "[gpu]") {
+TEST_CASE("device: a dead peer ends a host collective at the deadline (two GPUs)", "[gpu][unsanitized]") {
   if (GpuCount() < 2) {
     WARN("one GPU: the two-rank case needs two");
     return;
