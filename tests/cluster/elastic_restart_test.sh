@@ -85,7 +85,26 @@ run_case() {  # $1 = kill | partition
   if [ "$how" = partition ]; then
     grep -q "no heartbeat for 2s" "$work/out" || fail "partition: not detected by the heartbeat timeout"
     ip link set "dsl${name}v2a" up
+    link_back_for_node 2
   fi
+}
+
+# After a partition node $1's neighbour entries for the others are FAILED, and
+# its next connect can fail with "No route to host" (a worker of the next case
+# did, and used up the restart budget): flush them and wait until node $1
+# reaches every other node's sshd again.
+link_back_for_node() {
+  local n=$1 i
+  ip -n "${NS[$n]}" neigh flush all
+  for i in "${!ADDR[@]}"; do
+    [ "$i" = "$n" ] && continue
+    for _ in $(seq 250); do
+      ip netns exec "${NS[$n]}" timeout 1 bash -c "exec 3<>/dev/tcp/${ADDR[$i]}/22" 2>/dev/null && break
+      sleep 0.04
+    done
+    ip netns exec "${NS[$n]}" timeout 1 bash -c "exec 3<>/dev/tcp/${ADDR[$i]}/22" 2>/dev/null ||
+      fail "node $n cannot reach ${ADDR[$i]} after its link came back"
+  done
 }
 
 run_case partition
