@@ -21,11 +21,11 @@
 #include "agent/port_hold.h"
 #include "common/cpu_binding.h"
 #include "common/env_registry.h"
-#include "common/hmac_auth.h"
 #include "common/log.h"
 #include "common/netif.h"
-#include "common/step_heartbeat.h"
 #include "common/strings.h"
+#include "wire/hmac_auth.h"
+#include "wire/step_heartbeat.h"
 
 namespace ds {
 

@@ -32,10 +32,10 @@
 #include "agent/outbox.h"
 #include "agent/snapshot_keeper.h"
 #include "agent/worker_process.h"
-#include "common/client_conn.h"
 #include "common/clock.h"
 #include "common/defaults.h"
-#include "common/protocol.h"
+#include "wire/client_conn.h"
+#include "wire/protocol.h"
 
 namespace ds {
 

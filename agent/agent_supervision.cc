@@ -9,9 +9,9 @@
 
 #include "agent/agent_session.h"
 #include "agent/descendants.h"
-#include "common/hmac_auth.h"
 #include "common/log.h"
-#include "common/step_heartbeat.h"
+#include "wire/hmac_auth.h"
+#include "wire/step_heartbeat.h"
 
 namespace ds {
 

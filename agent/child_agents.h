@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "agent/worker_process.h"
-#include "common/protocol.h"
+#include "wire/protocol.h"
 
 namespace ds {
 

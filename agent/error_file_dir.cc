@@ -11,10 +11,10 @@
 
 #include <fmt/format.h>
 
-#include "common/client_conn.h"
 #include "common/env_registry.h"
 #include "common/log.h"
 #include "common/process_dirs.h"
+#include "wire/client_conn.h"
 
 namespace ds {
 

@@ -11,9 +11,9 @@
 #include <cstddef>
 #include <deque>
 
-#include "common/frame_io.h"
 #include "common/status.h"
-#include "common/wire_format.h"
+#include "wire/frame_io.h"
+#include "wire/wire_format.h"
 
 namespace ds {
 

@@ -23,7 +23,7 @@
 
 #include "agent/shard_sink.h"
 #include "agent/snapshot_store.h"
-#include "common/client_conn.h"
+#include "wire/client_conn.h"
 
 namespace ds {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "common/client_conn.h"
+#include "wire/client_conn.h"
 
 namespace ds {
 

@@ -4,7 +4,7 @@
 #include <set>
 
 #include "common/log.h"
-#include "common/snapshot_handoff.h"
+#include "wire/snapshot_handoff.h"
 
 namespace ds {
 

@@ -1,7 +1,7 @@
 // ShardIndex: the (step, set, shard) -> HeldShard map of one place the agent
 // keeps shards in (its memory directory, its node's checkpoint directory),
 // each save of a step in <root>/step_<NNNNNNNN>.<set>/ (one directory per
-// save: common/snapshot_handoff.h), with the save-wise removals both need.
+// save: wire/snapshot_handoff.h), with the save-wise removals both need.
 // The set pins the rest of a save's identity (it digests the manifest,
 // which records run, world, stage and config). It only ever drops whole
 // saves, and only keeps the map: its owner removes the save directories
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "common/dir.h"
-#include "common/protocol.h"
+#include "wire/protocol.h"
 
 namespace ds {
 

@@ -6,9 +6,9 @@
 
 #include <fmt/format.h>
 
+#include "checkpoint_format/checkpoint_files.h"
 #include "common/log.h"
-#include "common/snapshot_handoff.h"
-#include "runtime/checkpoint_files.h"
+#include "wire/snapshot_handoff.h"
 
 namespace ds {
 namespace {
@@ -35,7 +35,7 @@ bool ParseRecord(const std::string& text, const std::string& dir_name, HeldShard
 
 std::vector<HeldShard> SnapshotDisk::Scan() {
   index_.Clear();
-  auto root = rt::OpenCheckpointDir(dir());
+  auto root = ckpt::OpenCheckpointDir(dir());
   if (!root.ok()) {
     if (root.status().code() != Status::Code::kNotFound) DS_LOG(Warn, Ckpt) << "snapshots: " << root.status().message();
     return {};
@@ -47,7 +47,7 @@ std::vector<HeldShard> SnapshotDisk::Scan() {
   }
   for (const std::string& name : *steps) {
     if (name.rfind("step_", 0) != 0) continue;
-    auto step_dir = rt::OpenStepDir(*root, name);
+    auto step_dir = ckpt::OpenStepDir(*root, name);
     auto files = step_dir.ok() ? step_dir->List() : Result<std::vector<std::string>>(step_dir.status());
     if (!files.ok()) {
       DS_LOG(Warn, Ckpt) << "snapshots: skipping " << files.status().message();
@@ -86,33 +86,33 @@ std::vector<HeldShard> SnapshotDisk::Scan() {
 Status SnapshotDisk::Persist(const ShardFile& src) {
   const msg::ShardEntry& e = src.held.entry;
   DS_RETURN_IF_ERROR(CheckManifest(src.held, src.manifest));
-  DS_ASSIGN_OR_RETURN(Dir root, rt::MakeCheckpointDir(dir()));
-  DS_ASSIGN_OR_RETURN(Dir step, rt::MakeStepDir(root, SnapshotStepDirName(e.step, e.id.set)));
+  DS_ASSIGN_OR_RETURN(Dir root, ckpt::MakeCheckpointDir(dir()));
+  DS_ASSIGN_OR_RETURN(Dir step, ckpt::MakeStepDir(root, SnapshotStepDirName(e.step, e.id.set)));
   DS_RETURN_IF_ERROR(
-      step.CopyFile(fmt::format("shard_{}.bin", e.shard), src.fd.get(), e.bytes, rt::kCheckpointFileMode));
+      step.CopyFile(fmt::format("shard_{}.bin", e.shard), src.fd.get(), e.bytes, ckpt::kCheckpointFileMode));
   HeldShard h = src.held;
   h.entry.tier = 2;
   if (!step.Lstat("snapshot.json"))
-    DS_RETURN_IF_ERROR(step.WriteFile("snapshot.json", src.manifest, rt::kCheckpointFileMode));
-  DS_RETURN_IF_ERROR(step.WriteFile(fmt::format("shard_{}.held", e.shard), Record(h), rt::kCheckpointFileMode));
+    DS_RETURN_IF_ERROR(step.WriteFile("snapshot.json", src.manifest, ckpt::kCheckpointFileMode));
+  DS_RETURN_IF_ERROR(step.WriteFile(fmt::format("shard_{}.held", e.shard), Record(h), ckpt::kCheckpointFileMode));
   index_.Put(h);
   if (index_.CountAt(e.step, e.id.set) == e.id.world && !step.Lstat("manifest.json"))
-    DS_RETURN_IF_ERROR(step.WriteFile("manifest.json", src.manifest, rt::kCheckpointFileMode));
+    DS_RETURN_IF_ERROR(step.WriteFile("manifest.json", src.manifest, ckpt::kCheckpointFileMode));
   return Status::OK();
 }
 
 Result<ShardFile> SnapshotDisk::Open(int64_t step, const std::string& set, uint32_t shard) const {
   const std::optional<HeldShard> held = index_.Find(step, set, shard);
   if (!held) return Status::NotFound(fmt::format("shard {} of step {} (set {}) is not on disk here", shard, step, set));
-  DS_ASSIGN_OR_RETURN(Dir root, rt::OpenCheckpointDir(dir()));
-  DS_ASSIGN_OR_RETURN(Dir step_dir, rt::OpenStepDir(root, SnapshotStepDirName(step, set)));
+  DS_ASSIGN_OR_RETURN(Dir root, ckpt::OpenCheckpointDir(dir()));
+  DS_ASSIGN_OR_RETURN(Dir step_dir, ckpt::OpenStepDir(root, SnapshotStepDirName(step, set)));
   DS_ASSIGN_OR_RETURN(std::string manifest, step_dir.ReadFile("snapshot.json"));
   return OpenShardFile(step_dir, fmt::format("shard_{}.bin", shard), *held, std::move(manifest));
 }
 
 std::vector<msg::ShardEntry> SnapshotDisk::RemoveSteps(std::vector<msg::ShardEntry> gone) {
   if (gone.empty()) return gone;
-  auto root = rt::OpenCheckpointDir(dir());
+  auto root = ckpt::OpenCheckpointDir(dir());
   if (root.ok())
     RemoveStepDirs(*root, gone);
   else

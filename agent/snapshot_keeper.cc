@@ -12,8 +12,8 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "common/snapshot_handoff.h"
 #include "common/strings.h"
+#include "wire/snapshot_handoff.h"
 
 namespace ds {
 namespace {

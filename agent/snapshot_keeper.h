@@ -9,7 +9,7 @@
 //     Replicate) and fetches (Fetch), in order;
 //   - the shard server (PeerServer) other agents send replicas to and fetch
 //     from.
-// Shards are held per save (step and set, common/snapshot_handoff.h); the
+// Shards are held per save (step and set, wire/snapshot_handoff.h); the
 // keeper prunes and drops only this run's saves (SnapshotSetup.run_id), so
 // what earlier runs left on the node's disk is kept, reported and offered,
 // never overwritten. Every change of what the node holds becomes a
@@ -35,7 +35,7 @@
 #include "agent/peer_link.h"
 #include "agent/snapshot_disk.h"
 #include "agent/snapshot_store.h"
-#include "common/protocol.h"
+#include "wire/protocol.h"
 
 namespace ds {
 

@@ -17,11 +17,11 @@
 
 #include <fmt/format.h>
 
-#include "common/hmac_auth.h"
+#include "checkpoint_format/checkpoint_files.h"
+#include "checkpoint_format/checkpoint_format.h"
 #include "common/process_dirs.h"
-#include "common/snapshot_handoff.h"
-#include "runtime/checkpoint_files.h"
-#include "runtime/checkpoint_format.h"
+#include "wire/hmac_auth.h"
+#include "wire/snapshot_handoff.h"
 
 namespace ds {
 namespace fs = std::filesystem;
@@ -126,7 +126,7 @@ Result<ShardCopy> ReadVerified(const ShardFile& f) {
                                                    f.held.entry.step, n < 0 ? std::strerror(errno) : "ended early"));
     done += static_cast<size_t>(n);
   }
-  if (rt::Crc32(c.data) != f.held.crc32)
+  if (ckpt::Crc32(c.data) != f.held.crc32)
     return Status::InvalidArgument(fmt::format("shard {} of step {}: crc32 mismatch (corrupt)", f.held.entry.shard,
                                                f.held.entry.step));
   DS_RETURN_IF_ERROR(CheckManifest(f.held, f.manifest));
@@ -173,7 +173,7 @@ SnapshotStore::~SnapshotStore() {
 
 Status SnapshotStore::Hold(const Dir& step, const HeldShard& h, const std::string& manifest) {
   if (!step.Lstat("manifest.json"))
-    DS_RETURN_IF_ERROR(step.WriteFile("manifest.json", manifest, rt::kCheckpointFileMode));
+    DS_RETURN_IF_ERROR(step.WriteFile("manifest.json", manifest, ckpt::kCheckpointFileMode));
   index_.Put(h);
   return Status::OK();
 }
@@ -192,7 +192,7 @@ Result<HeldShard> SnapshotStore::Adopt(const std::string& manifest_name, uint32_
   held.entry.id.set = ManifestDigest(manifest);
   held.crc32 = h->crc32;
   std::lock_guard<std::mutex> lock(mu_);
-  DS_ASSIGN_OR_RETURN(Dir step, rt::MakeStepDir(dir_, SnapshotStepDirName(h->step, held.entry.id.set)));
+  DS_ASSIGN_OR_RETURN(Dir step, ckpt::MakeStepDir(dir_, SnapshotStepDirName(h->step, held.entry.id.set)));
   DS_RETURN_IF_ERROR(step.MoveFrom(incoming_, shard_name, ShardFileName(h->rank)));
   (void)incoming_.Unlink(manifest_name);
   DS_RETURN_IF_ERROR(Hold(step, held, manifest));
@@ -206,8 +206,8 @@ Status SnapshotStore::Put(const ShardCopy& copy) {
   DS_RETURN_IF_ERROR(CheckManifest(copy.held, copy.manifest));
   const msg::ShardEntry& e = copy.held.entry;
   std::lock_guard<std::mutex> lock(mu_);
-  DS_ASSIGN_OR_RETURN(Dir step, rt::MakeStepDir(dir_, SnapshotStepDirName(e.step, e.id.set)));
-  DS_RETURN_IF_ERROR(step.WriteFile(ShardFileName(e.shard), copy.data, rt::kCheckpointFileMode));
+  DS_ASSIGN_OR_RETURN(Dir step, ckpt::MakeStepDir(dir_, SnapshotStepDirName(e.step, e.id.set)));
+  DS_RETURN_IF_ERROR(step.WriteFile(ShardFileName(e.shard), copy.data, ckpt::kCheckpointFileMode));
   HeldShard h = copy.held;
   h.entry.tier = 1;
   return Hold(step, h, copy.manifest);
@@ -217,7 +217,7 @@ Result<std::unique_ptr<ShardSink>> SnapshotStore::Receive(const HeldShard& held,
   DS_RETURN_IF_ERROR(CheckManifest(held, manifest));  // before any byte: the shard is of the save it names
   const std::string name = "shard." + RandomHex(6);
   UniqueFd fd(::openat(receiving_.fd(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                       rt::kCheckpointFileMode));
+                       ckpt::kCheckpointFileMode));
   if (fd.get() < 0) return Status::IOError(fmt::format("{}: {}", receiving_.PathOf(name), std::strerror(errno)));
   const int raw = fd.get();
   auto sink = std::make_unique<Receiving>(this, held, std::move(manifest), name, std::move(fd));  // removes it if refused
@@ -230,7 +230,7 @@ Result<std::unique_ptr<ShardSink>> SnapshotStore::Receive(const HeldShard& held,
 
 Status SnapshotStore::Keep(const std::string& name, const HeldShard& h, const std::string& manifest) {
   std::lock_guard<std::mutex> lock(mu_);
-  DS_ASSIGN_OR_RETURN(Dir step, rt::MakeStepDir(dir_, SnapshotStepDirName(h.entry.step, h.entry.id.set)));
+  DS_ASSIGN_OR_RETURN(Dir step, ckpt::MakeStepDir(dir_, SnapshotStepDirName(h.entry.step, h.entry.id.set)));
   DS_RETURN_IF_ERROR(step.MoveFrom(receiving_, name, ShardFileName(h.entry.shard)));
   HeldShard held = h;
   held.entry.tier = 1;
@@ -240,7 +240,7 @@ Status SnapshotStore::Keep(const std::string& name, const HeldShard& h, const st
 Result<ShardFile> SnapshotStore::Open(int64_t step, const std::string& set, uint32_t shard) const {
   const std::optional<HeldShard> h = index_.Find(step, set, shard);
   if (!h) return Status::NotFound(fmt::format("shard {} of step {} (set {}) is not held here", shard, step, set));
-  DS_ASSIGN_OR_RETURN(Dir step_dir, rt::OpenStepDir(dir_, SnapshotStepDirName(step, set)));
+  DS_ASSIGN_OR_RETURN(Dir step_dir, ckpt::OpenStepDir(dir_, SnapshotStepDirName(step, set)));
   DS_ASSIGN_OR_RETURN(std::string manifest, step_dir.ReadFile("manifest.json"));
   return OpenShardFile(step_dir, ShardFileName(shard), *h, std::move(manifest));
 }

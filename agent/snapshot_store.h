@@ -2,7 +2,7 @@
 // private tmpfs directory (mode 0700, /dev/shm when it exists) that the
 // agent owns for the whole job, so they outlive every worker:
 //
-//   <dir>/incoming/...                             workers' handoffs (common/snapshot_handoff.h)
+//   <dir>/incoming/...                             workers' handoffs (wire/snapshot_handoff.h)
 //   <dir>/receiving/shard.XXXXXX                   shards arriving from peers (Receive)
 //   <dir>/step_<NNNNNNNN>.<set>/shard_<r>.bin      held shards of one save
 //   <dir>/step_<NNNNNNNN>.<set>/manifest.json      its manifest (set = its digest)
@@ -27,10 +27,10 @@
 
 #include "agent/shard_index.h"
 #include "agent/shard_sink.h"
-#include "common/client_conn.h"
 #include "common/dir.h"
-#include "common/protocol.h"
 #include "common/status.h"
+#include "wire/client_conn.h"
+#include "wire/protocol.h"
 
 namespace ds {
 

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "common/client_conn.h"
-#include "common/frame_io.h"
 #include "common/status.h"
+#include "wire/client_conn.h"
+#include "wire/frame_io.h"
 
 namespace ds {
 

@@ -14,8 +14,8 @@
 
 #include <fmt/format.h>
 
-#include "common/client_conn.h"
 #include "common/strings.h"
+#include "common/unique_fd.h"
 
 namespace ds {
 

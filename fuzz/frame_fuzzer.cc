@@ -1,13 +1,13 @@
-// libFuzzer target: the wire protocol's decoders (common/frame_io.h,
-// common/protocol.h). Input: a byte stream cut into frames exactly as a
+// libFuzzer target: the wire protocol's decoders (wire/frame_io.h,
+// wire/protocol.h). Input: a byte stream cut into frames exactly as a
 // reader would (header validated before the payload is taken); every payload
 // is also decoded as every message type. Must never crash, over-read or
 // allocate from a lying length (ASan).
 #include <cstddef>
 #include <cstdint>
 
-#include "common/frame_io.h"
-#include "common/protocol.h"
+#include "wire/frame_io.h"
+#include "wire/protocol.h"
 
 namespace {
 

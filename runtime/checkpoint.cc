@@ -6,9 +6,9 @@
 
 #include <fmt/format.h>
 
+#include "checkpoint_format/checkpoint_files.h"
+#include "checkpoint_format/checkpoint_format.h"
 #include "common/log.h"
-#include "runtime/checkpoint_files.h"
-#include "runtime/checkpoint_format.h"
 
 namespace ds::rt {
 namespace fs = std::filesystem;
@@ -51,8 +51,8 @@ std::string EncodeShard(int rank, const ShardState& shard) {
 
 void EncodeShardInto(int rank, const ShardState& shard, std::string* out) {
   std::string& data = *out;
-  data.assign(kShardMagic, 8);
-  Put<uint32_t>(data, kShardVersion);
+  data.assign(ckpt::kShardMagic, 8);
+  Put<uint32_t>(data, ckpt::kShardVersion);
   Put<uint32_t>(data, static_cast<uint32_t>(rank));
   Put<uint32_t>(data, static_cast<uint32_t>(shard.segments.size()));
   Put<uint32_t>(data, static_cast<uint32_t>(shard.state.size()));
@@ -69,7 +69,7 @@ std::vector<double> ShareShardInfo(bool ok, const std::string& data, Communicato
   const int rank = comm.rank();
   info[3 * rank] = ok ? 0 : 1;
   info[3 * rank + 1] = static_cast<double>(data.size());
-  info[3 * rank + 2] = static_cast<double>(Crc32(data));
+  info[3 * rank + 2] = static_cast<double>(ckpt::Crc32(data));
   comm.AllReduceSum(info.data(), info.size());
   return info;
 }
@@ -84,7 +84,7 @@ std::vector<std::string> CompleteSteps(const Dir& ckpt) {
   if (!names.ok()) return out;
   for (const std::string& name : *names) {  // sorted: zero-padded step numbers sort by step
     if (name.rfind("step_", 0) != 0) continue;
-    auto step = OpenStepDir(ckpt, name);
+    auto step = ckpt::OpenStepDir(ckpt, name);
     if (step.ok() && step->Lstat("manifest.json")) out.push_back(name);
   }
   return out;
@@ -106,7 +106,7 @@ void Prune(const Dir& ckpt, int keep) {
   if (complete.empty() || !names.ok()) return;
   for (const std::string& name : *names) {
     if (name.rfind("step_", 0) != 0 || name >= complete.back()) continue;
-    auto step = OpenStepDir(ckpt, name);
+    auto step = ckpt::OpenStepDir(ckpt, name);
     if (step.ok() && !step->Lstat("manifest.json")) Remove(ckpt, name);
   }
 }
@@ -116,11 +116,11 @@ void Prune(const Dir& ckpt, int keep) {
 std::string ModelConfigHash(const MlpConfig& model, OptimizerType optimizer) {
   const char* act = model.activation == Activation::kGelu ? "gelu" : "relu";
   const char* opt = optimizer == OptimizerType::kSgd ? "sgd" : optimizer == OptimizerType::kAdam ? "adam" : "adamw";
-  return fmt::format("{:08x}", Crc32(fmt::format("model {} {}; optimizer {}", fmt::join(model.sizes, ","), act, opt)));
+  return fmt::format("{:08x}", ckpt::Crc32(fmt::format("model {} {}; optimizer {}", fmt::join(model.sizes, ","), act, opt)));
 }
 
 std::vector<std::string> ListCheckpoints(const std::string& dir) {
-  auto ckpt = OpenCheckpointDir(dir);
+  auto ckpt = ckpt::OpenCheckpointDir(dir);
   if (!ckpt.ok()) return {};
   std::vector<std::string> out;
   for (const std::string& name : CompleteSteps(*ckpt)) out.push_back(ckpt->PathOf(name));
@@ -130,13 +130,13 @@ std::vector<std::string> ListCheckpoints(const std::string& dir) {
 Status SaveCheckpoint(const std::string& dir, const CheckpointMeta& meta, const ShardState& shard,
                       Communicator& comm, int keep) {
   const int rank = comm.rank(), world = comm.size();
-  const fs::path step_dir = fs::path(dir) / StepDirName(meta.step);
-  Result<Dir> ckpt = MakeCheckpointDir(dir);
-  Result<Dir> step = ckpt.ok() ? MakeStepDir(*ckpt, StepDirName(meta.step)) : Result<Dir>(ckpt.status());
+  const fs::path step_dir = fs::path(dir) / ckpt::StepDirName(meta.step);
+  Result<Dir> ckpt = ckpt::MakeCheckpointDir(dir);
+  Result<Dir> step = ckpt.ok() ? ckpt::MakeStepDir(*ckpt, ckpt::StepDirName(meta.step)) : Result<Dir>(ckpt.status());
   Status st = step.status();
 
   const std::string data = EncodeShard(rank, shard);
-  if (st.ok()) st = step->WriteFile(fmt::format("shard_{}.bin", rank), data, kCheckpointFileMode);
+  if (st.ok()) st = step->WriteFile(fmt::format("shard_{}.bin", rank), data, ckpt::kCheckpointFileMode);
   if (!st.ok()) DS_LOG(Warn, Ckpt) << st.message();
 
   // Everyone learns every shard's outcome, size and checksum.
@@ -152,7 +152,7 @@ Status SaveCheckpoint(const std::string& dir, const CheckpointMeta& meta, const 
   if (rank == 0) {
     CheckpointMeta m = meta;
     m.world_size = world;
-    ms = step->WriteFile("manifest.json", ManifestJson(m, info), kCheckpointFileMode);
+    ms = step->WriteFile("manifest.json", ManifestJson(m, info), ckpt::kCheckpointFileMode);
     if (!ms.ok()) {
       DS_LOG(Warn, Ckpt) << ms.message();
       failed = 1;

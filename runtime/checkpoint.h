@@ -47,7 +47,7 @@ struct CheckpointMeta {
 struct LoadedCheckpoint {
   CheckpointMeta meta;
   std::string path;                        // the step_ directory
-  std::string set;                         // its manifest's digest (common/snapshot_handoff.h)
+  std::string set;                         // its manifest's digest (wire/snapshot_handoff.h)
   std::vector<float> master;               // num_params floats
   std::vector<std::vector<float>> state;   // state_slots x num_params
 };

@@ -6,12 +6,12 @@
 
 #include <fmt/format.h>
 
+#include "checkpoint_format/checkpoint_files.h"
+#include "checkpoint_format/checkpoint_format.h"
 #include "common/log.h"
-#include "common/snapshot_handoff.h"
 #include "runtime/checkpoint.h"
-#include "runtime/checkpoint_files.h"
-#include "runtime/checkpoint_format.h"
 #include "runtime/checkpoint_manifest.h"
+#include "wire/snapshot_handoff.h"
 
 namespace ds::rt {
 namespace fs = std::filesystem;
@@ -51,8 +51,8 @@ Status ScatterShard(const std::string& file, const std::string& data, uint64_t n
   Cursor in(data);
   char magic[8];
   uint32_t version, rank, nseg, slots;
-  if (!in.Take(magic, 8) || std::memcmp(magic, kShardMagic, 8) != 0 || !in.Take(&version, 4) ||
-      version != kShardVersion || !in.Take(&rank, 4) || !in.Take(&nseg, 4) ||
+  if (!in.Take(magic, 8) || std::memcmp(magic, ckpt::kShardMagic, 8) != 0 || !in.Take(&version, 4) ||
+      version != ckpt::kShardVersion || !in.Take(&rank, 4) || !in.Take(&nseg, 4) ||
       !in.Take(&slots, 4) || static_cast<int>(slots) != state_slots)
     return Status::InvalidArgument(file + ": bad header");
   std::vector<std::pair<uint64_t, uint64_t>> segs(nseg);
@@ -81,7 +81,7 @@ Status LoadShard(const Dir& dir, const ManifestShard& s, uint64_t num_params,
   if (data->size() != s.bytes)
     return Status::InvalidArgument(
         fmt::format("{}: {} bytes, manifest says {}", file, data->size(), s.bytes));
-  if (Crc32(*data) != s.crc32)
+  if (ckpt::Crc32(*data) != s.crc32)
     return Status::InvalidArgument(file + ": crc32 mismatch (corrupt)");
   return ScatterShard(file, *data, num_params, state_slots, out, covered);
 }
@@ -115,21 +115,21 @@ Result<LoadedCheckpoint> LoadStep(const Dir& dir, uint64_t num_params, int state
 Result<LoadedCheckpoint> LoadCheckpointDir(const std::string& step_dir, uint64_t num_params, int state_slots) {
   // Both the directory holding it and the step directory are opened and checked.
   const fs::path path = fs::path(step_dir).lexically_normal();
-  DS_ASSIGN_OR_RETURN(Dir parent, OpenCheckpointDir(path.has_parent_path() ? path.parent_path().string() : "."));
-  DS_ASSIGN_OR_RETURN(Dir step, OpenStepDir(parent, path.filename().string()));
+  DS_ASSIGN_OR_RETURN(Dir parent, ckpt::OpenCheckpointDir(path.has_parent_path() ? path.parent_path().string() : "."));
+  DS_ASSIGN_OR_RETURN(Dir step, ckpt::OpenStepDir(parent, path.filename().string()));
   return LoadStep(step, num_params, state_slots);
 }
 
 Result<std::optional<LoadedCheckpoint>> LoadNewestCheckpoint(const std::string& dir,
                                                              uint64_t num_params, int state_slots) {
-  auto ckpt = OpenCheckpointDir(dir);
+  auto ckpt = ckpt::OpenCheckpointDir(dir);
   if (ckpt.status().code() == Status::Code::kNotFound) return std::optional<LoadedCheckpoint>();
   if (!ckpt.ok()) return ckpt.status();
   auto names = ckpt->List();
   if (!names.ok()) return names.status();
   for (auto name = names->rbegin(); name != names->rend(); ++name) {  // newest first
     if (name->rfind("step_", 0) != 0) continue;
-    auto step = OpenStepDir(*ckpt, *name);
+    auto step = ckpt::OpenStepDir(*ckpt, *name);
     auto loaded = step.ok() ? LoadStep(*step, num_params, state_slots) : Result<LoadedCheckpoint>(step.status());
     if (loaded.ok()) return std::optional<LoadedCheckpoint>(std::move(loaded).value());
     DS_LOG(Warn, Ckpt) << "skipping checkpoint " << ckpt->PathOf(*name) << ": " << loaded.status().message();

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
-#include "common/snapshot_handoff.h"
+#include "wire/snapshot_handoff.h"
 
 namespace ds::rt {
 namespace {

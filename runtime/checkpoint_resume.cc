@@ -4,11 +4,11 @@
 
 #include <fmt/format.h>
 
+#include "checkpoint_format/checkpoint_files.h"
 #include "common/log.h"
-#include "common/snapshot_handoff.h"
-#include "runtime/checkpoint_files.h"
 #include "runtime/checkpoint_manifest.h"
 #include "runtime/checkpoint_snapshot.h"
+#include "wire/snapshot_handoff.h"
 
 namespace ds::rt {
 namespace fs = std::filesystem;
@@ -35,10 +35,10 @@ Result<ResumeChoice> FromSnapshot(const ResumeRequest& r) {
 // unknown one, written by an older dstrain): this run prunes and may
 // overwrite what the directory holds.
 Status CheckDirConfig(const std::string& dir, const std::string& config_hash) {
-  auto ckpt = OpenCheckpointDir(dir);
+  auto ckpt = ckpt::OpenCheckpointDir(dir);
   if (!ckpt.ok()) return Status::OK();  // LoadNewestCheckpoint says why
   for (const std::string& step_dir : ListCheckpoints(dir)) {
-    auto step = OpenStepDir(*ckpt, fs::path(step_dir).filename().string());
+    auto step = ckpt::OpenStepDir(*ckpt, fs::path(step_dir).filename().string());
     auto text = step.ok() ? step->ReadFile("manifest.json") : Result<std::string>(step.status());
     if (!text.ok()) continue;  // LoadNewestCheckpoint says why it skips it
     auto manifest = ParseManifest(*text);

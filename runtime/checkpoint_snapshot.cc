@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
+#include "checkpoint_format/checkpoint_files.h"
 #include "common/dir.h"
-#include "common/snapshot_handoff.h"
-#include "runtime/checkpoint_files.h"
 #include "runtime/checkpoint_manifest.h"
+#include "wire/snapshot_handoff.h"
 
 namespace ds::rt {
 
@@ -32,8 +32,8 @@ Status WriteSnapshotHandoff(const std::string& snapshot_dir, const CheckpointMet
   Result<Dir> in = Dir::Open(snapshot_dir, "snapshot directory");
   if (in.ok()) in = in->OpenDir("incoming", "snapshot directory");
   if (!in.ok()) return in.status().Prefixed("snapshot");
-  DS_RETURN_IF_ERROR(in->WriteFile(HandoffName(h, kHandoffShard), data, kCheckpointFileMode).Prefixed("snapshot"));
-  return in->WriteFile(HandoffName(h, kHandoffManifest), ManifestJson(meta, info), kCheckpointFileMode)
+  DS_RETURN_IF_ERROR(in->WriteFile(HandoffName(h, kHandoffShard), data, ckpt::kCheckpointFileMode).Prefixed("snapshot"));
+  return in->WriteFile(HandoffName(h, kHandoffManifest), ManifestJson(meta, info), ckpt::kCheckpointFileMode)
       .Prefixed("snapshot");
 }
 
@@ -48,8 +48,8 @@ std::string Where(const std::string& dir, int64_t step) {
 
 Result<CheckpointMeta> ReadSnapshotMeta(const std::string& snapshot_dir, int64_t step, const std::string& set) {
   const std::string dir = SaveDir(snapshot_dir, step, set);
-  Result<Dir> parent = OpenCheckpointDir(snapshot_dir);
-  Result<Dir> save = parent.ok() ? OpenStepDir(*parent, SnapshotStepDirName(step, set)) : parent.status();
+  Result<Dir> parent = ckpt::OpenCheckpointDir(snapshot_dir);
+  Result<Dir> save = parent.ok() ? ckpt::OpenStepDir(*parent, SnapshotStepDirName(step, set)) : parent.status();
   Result<std::string> text = save.ok() ? save->ReadFile("manifest.json") : save.status();
   if (!text.ok()) return text.status().Prefixed(Where(dir, step));
   if (ManifestDigest(*text) != set)

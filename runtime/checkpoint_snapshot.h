@@ -16,7 +16,7 @@
 
 namespace ds::rt {
 
-// Writes the handoff (common/snapshot_handoff.h): the shard, then the
+// Writes the handoff (wire/snapshot_handoff.h): the shard, then the
 // manifest, whose arrival tells the agent. Collective. IOError naming the
 // file when it cannot. `buffer` holds the encoded shard; pass the same one
 // every time. meta.run_id must be a run id (1 to 32 hex digits).

@@ -34,11 +34,11 @@
 #include "common/env_registry.h"
 #include "common/files.h"
 #include "common/log.h"
-#include "common/step_heartbeat.h"
 #include "runtime/comm/gloo_communicator.h"
 #include "runtime/comm/gloo_store.h"
 #include "runtime/device_plugin.h"
 #include "runtime/trainer.h"
+#include "wire/step_heartbeat.h"
 
 namespace {
 

@@ -7,12 +7,12 @@
 #include <fmt/format.h>
 
 #include "common/log.h"
-#include "common/step_heartbeat.h"
 #include "runtime/checkpoint.h"
 #include "runtime/checkpoint_resume.h"
 #include "runtime/checkpoint_snapshot.h"
 #include "runtime/evaluation.h"
 #include "runtime/model/scheduler.h"
+#include "wire/step_heartbeat.h"
 
 namespace ds::rt {
 namespace {

@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/fd_limit.h"
-#include "common/hmac_auth.h"
 #include "sim/sim_fleet.h"
+#include "wire/hmac_auth.h"
 
 namespace ds::sim {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "common/hmac_auth.h"
+#include "wire/hmac_auth.h"
 
 namespace ds::sim {
 

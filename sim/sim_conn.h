@@ -14,8 +14,8 @@
 #include <string>
 
 #include "common/asio.h"
-#include "common/frame_io.h"
-#include "common/protocol.h"
+#include "wire/frame_io.h"
+#include "wire/protocol.h"
 
 namespace ds::sim {
 

@@ -6,9 +6,9 @@
 
 #include <fmt/format.h>
 
-#include "common/client_conn.h"
 #include "common/strings.h"
 #include "sim/sim_store.h"
+#include "wire/client_conn.h"
 
 namespace ds::sim {
 namespace {

@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "common/protocol.h"
 #include "sim/sim_conn.h"
+#include "wire/protocol.h"
 
 namespace ds::sim {
 namespace {

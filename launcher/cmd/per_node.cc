@@ -12,13 +12,13 @@
 
 #include "common/duration.h"
 #include "common/files.h"
-#include "common/hmac_auth.h"
 #include "common/netif.h"
 #include "common/strings.h"
 #include "common/subprocess.h"
 #include "launcher/cmd/loopback_secret.h"
 #include "launcher/cmd/plan_from_cli.h"
 #include "launcher/cmd/spawner_choice.h"
+#include "wire/hmac_auth.h"
 
 namespace ds {
 namespace {

@@ -13,7 +13,7 @@
 // With shared: true and replicas: 0 nothing changes from plain checkpoints
 // (the workers write `dir` themselves). Otherwise snapshots are on: workers
 // hand their shards to their agent, which keeps them in memory, writes them
-// to the node's `dir` and replicates them (docs/usage.md, runtime/checkpoint_format.md).
+// to the node's `dir` and replicates them (docs/usage.md, checkpoint_format/checkpoint_format.md).
 #pragma once
 
 #include <optional>

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "common/frame_io.h"
+#include "wire/frame_io.h"
 
 namespace ds {
 

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "common/defaults.h"
-#include "common/protocol.h"
 #include "launcher/config/plan.h"
+#include "wire/protocol.h"
 
 namespace ds {
 

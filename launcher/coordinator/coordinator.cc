@@ -7,9 +7,9 @@
 
 #include <fmt/format.h>
 
-#include "common/hmac_auth.h"
 #include "common/log.h"
 #include "common/strings.h"
+#include "wire/hmac_auth.h"
 
 namespace ds {
 

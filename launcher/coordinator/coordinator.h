@@ -1,6 +1,6 @@
 // Coordinator: the job's control plane inside dslaunch, on one Boost.Asio
 // io_context (single thread): it listens, authenticates every connection
-// (HMAC challenge-response, common/wire_format.md), serves the key/value
+// (HMAC challenge-response, wire/wire_format.md), serves the key/value
 // store to workers, and hands agents to JobControl (job_control.h), the state
 // machine that drives generations, stops and restarts. This class is the
 // network edge only: sockets, handshakes, the store session, and the Asio
@@ -29,7 +29,6 @@
 #include <vector>
 
 #include "common/asio.h"
-#include "common/protocol.h"
 #include "launcher/config/plan.h"
 #include "launcher/coordinator/deadline_timer.h"
 #include "launcher/coordinator/frame_conn.h"
@@ -38,6 +37,7 @@
 #include "launcher/coordinator/reject_log.h"
 #include "launcher/coordinator/store_service.h"
 #include "launcher/report/job_record.h"
+#include "wire/protocol.h"
 
 namespace ds {
 

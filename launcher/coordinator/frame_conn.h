@@ -14,8 +14,8 @@
 #include <string>
 
 #include "common/asio.h"
-#include "common/frame_io.h"
 #include "launcher/coordinator/agent_link.h"
+#include "wire/frame_io.h"
 
 namespace ds {
 

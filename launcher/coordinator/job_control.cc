@@ -7,10 +7,10 @@
 
 #include <fmt/format.h>
 
-#include "common/hmac_auth.h"
 #include "common/log.h"
 #include "common/strings.h"
 #include "launcher/coordinator/assign_builder.h"
+#include "wire/hmac_auth.h"
 
 namespace ds {
 

@@ -48,13 +48,13 @@
 
 #include "common/clock.h"
 #include "common/defaults.h"
-#include "common/protocol.h"
 #include "launcher/config/plan.h"
 #include "launcher/coordinator/agent_link.h"
 #include "launcher/coordinator/deadline_timer.h"
 #include "launcher/coordinator/kv_store.h"
 #include "launcher/coordinator/snapshot_index.h"
 #include "launcher/report/job_record.h"
+#include "wire/protocol.h"
 
 namespace ds {
 

@@ -5,10 +5,10 @@
 
 #include <fmt/format.h>
 
-#include "common/hmac_auth.h"
 #include "common/log.h"
 #include "common/strings.h"
 #include "launcher/coordinator/job_control.h"
+#include "wire/hmac_auth.h"
 
 namespace ds {
 

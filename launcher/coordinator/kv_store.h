@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "common/frame_io.h"
 #include "common/status.h"
+#include "wire/frame_io.h"
 
 namespace ds {
 

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/protocol.h"
+#include "wire/protocol.h"
 
 namespace ds {
 

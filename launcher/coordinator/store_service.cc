@@ -4,7 +4,7 @@
 
 #include "common/log.h"
 #include "common/strings.h"
-#include "common/protocol.h"
+#include "wire/protocol.h"
 
 namespace ds {
 namespace {

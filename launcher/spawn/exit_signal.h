@@ -5,8 +5,8 @@
 // functions are safe from any thread.
 #pragma once
 
-#include "common/client_conn.h"
 #include "common/status.h"
+#include "common/unique_fd.h"
 
 namespace ds {
 

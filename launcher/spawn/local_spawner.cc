@@ -11,8 +11,8 @@
 
 #include <fmt/format.h>
 
-#include "common/client_conn.h"
 #include "common/subprocess.h"
+#include "common/unique_fd.h"
 #include "launcher/spawn/exit_signal.h"
 
 namespace ds {

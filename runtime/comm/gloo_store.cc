@@ -6,8 +6,8 @@
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/prefix_store.h>
 
-#include "common/store_client.h"
 #include "runtime/comm/communicator.h"
+#include "wire/store_client.h"
 
 namespace ds::rt {
 namespace {

@@ -15,10 +15,10 @@
 #include <utility>
 
 #include "agent/peer_link.h"
-#include "common/snapshot_handoff.h"
-#include "runtime/checkpoint_format.h"
+#include "checkpoint_format/checkpoint_format.h"
 #include "tests/test_util/files.h"
 #include "tests/test_util/temp_dir.h"
+#include "wire/snapshot_handoff.h"
 
 namespace ds::testing {
 
@@ -30,7 +30,7 @@ inline const std::string kSet = ManifestDigest("{m}");
 inline ShardCopy Copy(int64_t step, uint32_t shard, const std::string& data) {
   ShardCopy c;
   c.held.entry = msg::ShardEntry{step, shard, msg::SnapshotId{"ab", 4, 0, "c0", kSet}, 1, 1, data.size()};
-  c.held.crc32 = rt::Crc32(data);
+  c.held.crc32 = ckpt::Crc32(data);
   c.manifest = "{m}";
   c.data = data;
   return c;

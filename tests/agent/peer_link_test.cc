@@ -11,7 +11,7 @@
 
 #include <new>
 
-#include "runtime/checkpoint_format.h"
+#include "checkpoint_format/checkpoint_format.h"
 #include "tests/agent/peer_link_fixture.h"
 
 namespace ds {

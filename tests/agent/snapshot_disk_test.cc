@@ -12,11 +12,11 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
-#include "common/snapshot_handoff.h"
-#include "runtime/checkpoint_format.h"
+#include "checkpoint_format/checkpoint_format.h"
 #include "tests/test_util/files.h"
 #include "tests/test_util/other_user.h"
 #include "tests/test_util/temp_dir.h"
+#include "wire/snapshot_handoff.h"
 
 namespace ds {
 namespace {
@@ -42,7 +42,7 @@ ShardFile Copy(int64_t step, uint32_t shard, uint32_t world, const std::string& 
   WriteFile(src / name, data);
   HeldShard held{msg::ShardEntry{step, shard, msg::SnapshotId{run, world, 1, "c0", SetOf(step, run)}, shard, 1,
                                  data.size()},
-                 rt::Crc32(data)};
+                 ckpt::Crc32(data)};
   auto f = OpenShardFile(Dir::Open(src.path(), "test directory").value(), name, held, Manifest(step, run));
   REQUIRE(f.ok());
   return std::move(f).value();
@@ -56,7 +56,7 @@ TEST_CASE("snapshot disk: a step gets manifest.json only when every shard is on 
   CHECK(ReadFile(step + "/shard_0.bin") == "zero");
   CHECK(ReadFile(step + "/snapshot.json") == Manifest(100, "ab"));
   CHECK(ReadFile(step + "/shard_0.held") ==
-        "held 2 100 0 2 1 c0 ab " + SetOf(100) + " 0 4 " + std::to_string(rt::Crc32("zero")) + "\n");
+        "held 2 100 0 2 1 c0 ab " + SetOf(100) + " 0 4 " + std::to_string(ckpt::Crc32("zero")) + "\n");
   CHECK_FALSE(fs::exists(step + "/manifest.json"));
   REQUIRE(disk.Persist(Copy(100, 1, 2, "one")).ok());
   CHECK(ReadFile(step + "/manifest.json") == Manifest(100, "ab"));

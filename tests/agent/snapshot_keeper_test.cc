@@ -11,10 +11,10 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
-#include "common/snapshot_handoff.h"
-#include "runtime/checkpoint_format.h"
+#include "checkpoint_format/checkpoint_format.h"
 #include "tests/test_util/files.h"
 #include "tests/test_util/temp_dir.h"
+#include "wire/snapshot_handoff.h"
 
 namespace ds {
 namespace {
@@ -68,7 +68,7 @@ struct Node {
   // manifest. Returns the save's identity.
   msg::SnapshotId HandOff(int64_t step, uint32_t rank, uint32_t world, const std::string& data) {
     const std::string in = keeper->memory_dir() + "/incoming/";
-    const Handoff h{step, rank, rt::Crc32(data), msg::SnapshotId{run, world, 1, "c0", ""}};
+    const Handoff h{step, rank, ckpt::Crc32(data), msg::SnapshotId{run, world, 1, "c0", ""}};
     const std::string manifest = Manifest(step, run, world);
     WriteFile(in + HandoffName(h, kHandoffShard), data);
     WriteFile(in + HandoffName(h, kHandoffManifest) + ".tmp", manifest);

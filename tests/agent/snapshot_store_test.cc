@@ -9,10 +9,10 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
+#include "checkpoint_format/checkpoint_format.h"
 #include "tests/test_util/files.h"
 #include "tests/test_util/temp_dir.h"
-#include "common/snapshot_handoff.h"
-#include "runtime/checkpoint_format.h"
+#include "wire/snapshot_handoff.h"
 
 namespace ds {
 namespace {
@@ -26,7 +26,7 @@ ShardCopy Copy(int64_t step, uint32_t shard, uint32_t world, uint32_t origin, co
   c.manifest = "{\"step\": " + std::to_string(step) + ", \"run\": \"" + run + "\"}";
   c.held.entry = msg::ShardEntry{step, shard, msg::SnapshotId{run, world, 1, "c0", ManifestDigest(c.manifest)},
                                  origin, 1, data.size()};
-  c.held.crc32 = rt::Crc32(data);
+  c.held.crc32 = ckpt::Crc32(data);
   c.data = data;
   return c;
 }
@@ -53,7 +53,7 @@ TEST_CASE("snapshot store: a worker's handoff becomes a held shard in its save's
   TempDir parent;
   auto store = std::move(SnapshotStore::Create(parent.path())).value();
   const std::string in = store->incoming_dir() + "/";
-  const Handoff h = H(50, 1, 2, rt::Crc32("shard-one-bytes"));
+  const Handoff h = H(50, 1, 2, ckpt::Crc32("shard-one-bytes"));
   const std::string set = ManifestDigest("{manifest}");
   WriteFile(in + HandoffName(h, kHandoffShard), "shard-one-bytes");
   WriteFile(in + HandoffName(h, kHandoffManifest), "{manifest}");
@@ -64,7 +64,7 @@ TEST_CASE("snapshot store: a worker's handoff becomes a held shard in its save's
   CHECK(held->entry.id == msg::SnapshotId{"ab", 2, 1, "c0", set});
   CHECK(held->entry.origin == 7);
   CHECK(held->entry.bytes == 15);
-  CHECK(held->crc32 == rt::Crc32("shard-one-bytes"));
+  CHECK(held->crc32 == ckpt::Crc32("shard-one-bytes"));
   CHECK(ReadFile(store->dir() + "/step_00000050." + set + "/shard_1.bin") == "shard-one-bytes");
   CHECK(ReadFile(store->dir() + "/step_00000050." + set + "/manifest.json") == "{manifest}");
   CHECK_FALSE(std::filesystem::exists(in + HandoffName(h, kHandoffShard)));

@@ -1,4 +1,4 @@
-// Step heartbeats are authenticated (common/step_heartbeat.h): a process
+// Step heartbeats are authenticated (wire/step_heartbeat.h): a process
 // that can reach an agent's UDP heartbeat port but does not hold the
 // worker's DSLAUNCH_HEARTBEAT_TOKEN can neither arm a healthy worker's hang
 // check nor keep a hung worker alive. Real jobs; the forger is this test.
@@ -11,8 +11,8 @@
 #include <cstring>
 #include <thread>
 
-#include "common/step_heartbeat.h"
 #include "proc_harness.h"
+#include "wire/step_heartbeat.h"
 
 namespace ds::testing {
 namespace {

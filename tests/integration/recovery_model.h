@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint_format/checkpoint_format.h"
 #include "runtime/checkpoint.h"
-#include "runtime/checkpoint_format.h"
 #include "runtime/zero_partition.h"
 #include "tests/test_util/files.h"
 
@@ -56,7 +56,7 @@ struct Saved {
 };
 
 inline uint32_t CrcOf(const std::vector<float>& v, const rt::Segment& s) {
-  return rt::Crc32(std::string(reinterpret_cast<const char*>(v.data() + s.flat_offset), s.len * sizeof(float)));
+  return ckpt::Crc32(std::string(reinterpret_cast<const char*>(v.data() + s.flat_offset), s.len * sizeof(float)));
 }
 
 // Every regular file under `dir`, with its bytes.

@@ -23,9 +23,8 @@
 #include <map>
 #include <random>
 
-#include "common/snapshot_handoff.h"
+#include "checkpoint_format/checkpoint_format.h"
 #include "runtime/checkpoint.h"
-#include "runtime/checkpoint_format.h"
 #include "runtime/checkpoint_manifest.h"
 #include "runtime/checkpoint_resume.h"
 #include "runtime/checkpoint_snapshot.h"
@@ -34,6 +33,7 @@
 #include "tests/integration/recovery_model.h"
 #include "tests/test_util/files.h"
 #include "tests/test_util/temp_dir.h"
+#include "wire/snapshot_handoff.h"
 
 namespace ds::testing {
 namespace {
@@ -201,7 +201,7 @@ class Sequence {
       }
       data[rank] = rt::EncodeShard(rank, shard);
       info[3 * rank + 1] = static_cast<double>(data[rank].size());
-      info[3 * rank + 2] = static_cast<double>(rt::Crc32(data[rank]));
+      info[3 * rank + 2] = static_cast<double>(ckpt::Crc32(data[rank]));
     }
     rt::CheckpointMeta meta;
     meta.step = step_;
@@ -308,7 +308,7 @@ class Sequence {
     auto manifest = rt::ParseManifest(ReadFile((p.parent_path() / "snapshot.json").string()));
     const size_t shard = std::stoul(name.substr(6));
     return manifest.ok() && shard < manifest->shards.size() &&
-           manifest->shards[shard].crc32 == rt::Crc32(ReadFile(path));
+           manifest->shards[shard].crc32 == ckpt::Crc32(ReadFile(path));
   }
 
   std::mt19937_64 rng_;

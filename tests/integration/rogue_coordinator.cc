@@ -20,9 +20,9 @@
 
 #include <fmt/format.h>
 
-#include "common/frame_io.h"
-#include "common/hmac_auth.h"
-#include "common/protocol.h"
+#include "wire/frame_io.h"
+#include "wire/hmac_auth.h"
+#include "wire/protocol.h"
 
 namespace ds {
 namespace {

@@ -1,6 +1,6 @@
 // Another local user against dstrain's checkpoints, for real: as root, with
 // the other user's moves made by `setpriv` as nobody:nogroup in a 0777
-// directory (runtime/checkpoint_files.h, common/dir.h). A symlink planted at
+// directory (checkpoint_format/checkpoint_files.h, common/dir.h). A symlink planted at
 // a temporary name is never written through; a checkpoint or step directory
 // planted as a symlink (to another job's checkpoint of ours) or made by
 // another user is refused for save and never loaded, and nothing behind it

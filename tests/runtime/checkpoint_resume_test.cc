@@ -9,11 +9,11 @@
 
 #include <catch2/catch.hpp>
 
-#include "common/snapshot_handoff.h"
 #include "runtime/checkpoint_resume.h"
 #include "runtime/checkpoint_snapshot.h"
 #include "tests/test_util/files.h"
 #include "tests/test_util/temp_dir.h"
+#include "wire/snapshot_handoff.h"
 
 namespace ds::rt {
 namespace {

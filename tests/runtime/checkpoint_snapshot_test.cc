@@ -8,11 +8,11 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "common/snapshot_handoff.h"
-#include "runtime/checkpoint_format.h"
+#include "checkpoint_format/checkpoint_format.h"
 #include "runtime/checkpoint_snapshot.h"
 #include "tests/test_util/files.h"
 #include "tests/test_util/temp_dir.h"
+#include "wire/snapshot_handoff.h"
 
 namespace ds::rt {
 namespace {
@@ -54,13 +54,13 @@ TEST_CASE("snapshot: the handoff is the shard file and the manifest, named for t
   std::string buffer;
   REQUIRE(SaveSnapshot(dir.path(), Meta(300), Shard(1), comm, &buffer).ok());
   const std::string shard = EncodeShard(0, Shard(1));
-  const Handoff h{300, 0, Crc32(shard), msg::SnapshotId{"6b0735a0c0ffee00", 1, 0, "0badf00d", ""}};
+  const Handoff h{300, 0, ckpt::Crc32(shard), msg::SnapshotId{"6b0735a0c0ffee00", 1, 0, "0badf00d", ""}};
   CHECK(HandoffName(h, kHandoffShard) == "00000300.0.1.0.0badf00d.6b0735a0c0ffee00." +
-                                            fmt::format("{:08x}", Crc32(shard)) + ".shard");
+                                            fmt::format("{:08x}", ckpt::Crc32(shard)) + ".shard");
   CHECK(ReadFile(dir / ("incoming/" + HandoffName(h, kHandoffShard))) == shard);
   const std::string manifest = ReadFile(dir / ("incoming/" + HandoffName(h, kHandoffManifest)));
   CHECK_THAT(manifest, Catch::Contains("\"step\": 300"));
-  CHECK_THAT(manifest, Catch::Contains(std::to_string(Crc32(shard))));
+  CHECK_THAT(manifest, Catch::Contains(std::to_string(ckpt::Crc32(shard))));
   CHECK_THAT(manifest, Catch::Contains("\"run_id\": \"6b0735a0c0ffee00\""));
   // The buffer is reused by the next one.
   REQUIRE(SaveSnapshot(dir.path(), Meta(350), Shard(2), comm, &buffer).ok());
@@ -90,7 +90,7 @@ TEST_CASE("snapshot: the save the agent assembled loads exactly; a missing, corr
   REQUIRE(SaveSnapshot(dir.path(), Meta(300), Shard(1), comm, &buffer).ok());
   // What the agent does with the handoff (agent/snapshot_store.cc):
   // step_N.<set>/shard_r.bin + manifest.json, set = the manifest's digest.
-  const Handoff h{300, 0, Crc32(buffer), msg::SnapshotId{"6b0735a0c0ffee00", 1, 0, "0badf00d", ""}};
+  const Handoff h{300, 0, ckpt::Crc32(buffer), msg::SnapshotId{"6b0735a0c0ffee00", 1, 0, "0badf00d", ""}};
   const std::string set = ManifestDigest(ReadFile(dir / ("incoming/" + HandoffName(h, kHandoffManifest))));
   const std::string step = dir / SnapshotStepDirName(300, set);
   fs::create_directory(step);

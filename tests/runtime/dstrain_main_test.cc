@@ -18,9 +18,9 @@
 
 #include <catch2/catch.hpp>
 
+#include "common/cpu_binding.h"  // VisibleGpus
 #include "tests/runtime/dstrain_process.h"
 #include "tests/test_util/temp_dir.h"
-#include "common/cpu_binding.h"  // VisibleGpus
 
 using ds::testing::TempDir;
 using ds::rt::testing::Proc;
@@ -31,7 +31,7 @@ using ds::rt::testing::Wait;
 namespace {
 
 // Receives dstrain's step heartbeats: one UDP datagram per finished step,
-// rank and step as two big-endian int64 (common/step_heartbeat.cc), sent to
+// rank and step as two big-endian int64 (wire/step_heartbeat.cc), sent to
 // DSLAUNCH_HEARTBEAT_ADDR.
 class BeatListener {
  public:

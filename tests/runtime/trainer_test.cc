@@ -9,10 +9,10 @@
 
 #include <catch2/catch.hpp>
 
-#include "common/snapshot_handoff.h"
 #include "runtime/checkpoint.h"
 #include "runtime/trainer.h"
 #include "tests/runtime/multiproc.h"
+#include "wire/snapshot_handoff.h"
 
 using namespace ds::rt;
 using ds::rt::testing::MultiProc;

@@ -18,26 +18,29 @@ import sys
 # docs/architecture.md.
 ALLOWED = {
     "dscommon": set(),
+    "dswire": {"dscommon"},
+    "dsckptformat": {"dscommon"},
     # launcher/
     "dsconfig": {"dscommon", "dstrain_config"},
     "dsreport": {"dscommon"},
-    "dscoordinator": {"dsconfig", "dsreport", "dscommon"},
+    "dscoordinator": {"dsconfig", "dsreport", "dswire", "dscommon"},
     "dsspawn": {"dscommon"},
     "dsspawn_ssh": {"dsspawn", "dsconfig", "dscommon"},
     "dsspawn_slurm": {"dsspawn", "dsconfig", "dscommon"},
     "dscluster": {"dscommon"},
-    "dscmd": {"dscluster", "dscoordinator", "dsspawn_ssh", "dsspawn_slurm", "dsspawn", "dsreport", "dsconfig", "dscommon"},
+    "dsfleet": {"dscoordinator", "dsspawn", "dsreport", "dswire", "dscommon"},
+    "dscmd": {"dsfleet", "dscluster", "dscoordinator", "dsspawn_ssh", "dsspawn_slurm", "dsspawn", "dsreport", "dsconfig",
+              "dswire", "dscommon"},
     "dslaunch": {"dscmd", "dsagent", "dstrain", "dstrain_cuda"},  # the last three: built with it, started or loaded by its workers
     # agent/
-    "dsagent_lib": {"dsckptfiles", "dscommon"},
-    "dsckptfiles": {"dscommon"},
+    "dsagent_lib": {"dsckptformat", "dswire", "dscommon"},
     "dsagent": {"dsagent_lib"},
     # runtime/
     "dsnumeric": {"dscommon"},
     "dstrain_config": {"dscommon"},
     "dsmodel": {"dstrain_config", "dsnumeric", "dscommon"},
-    "dscomm": {"dsnumeric", "dscommon"},
-    "dstrain_lib": {"dsckptfiles", "dscomm", "dsmodel", "dstrain_config", "dsnumeric", "dscommon"},
+    "dscomm": {"dsnumeric", "dswire", "dscommon"},
+    "dstrain_lib": {"dsckptformat", "dscomm", "dsmodel", "dstrain_config", "dsnumeric", "dswire", "dscommon"},
     "dstrain": {"dstrain_lib"},
     # runtime/device/ (CUDA builds only): object files, the plugin dstrain
     # loads (resolving the rest against dstrain), a benchmark tool
@@ -45,9 +48,17 @@ ALLOWED = {
     "dstrain_cuda": {"dsdevice", "dstrain"},
     "gpu_gemm_floor": {"dsdevice", "dstrain_lib"},
     # sim/: simulated agents against the real coordinator (a tool, not shipped)
-    "dssim_lib": {"dscoordinator", "dsconfig", "dscommon"},
+    "dssim_lib": {"dscoordinator", "dsconfig", "dswire", "dscommon"},
     "dssim": {"dssim_lib"},
 }
+
+# The agent must never depend on the trainer, not even through a header-only
+# include (the CMake graph cannot see those): no target of the agent reaches a
+# trainer library, and no file in these folders includes one of those folders.
+AGENT_TARGETS = {"dsagent", "dsagent_lib"}
+TRAINER_TARGETS = {"dstrain", "dstrain_lib", "dscomm", "dsmodel", "dstrain_config", "dsnumeric", "dsdevice",
+                   "dstrain_cuda"}
+NO_INCLUDE = {"agent": "runtime/"}
 
 # Targets that exist only in some builds (the GPU path: cmake/cuda.cmake).
 OPTIONAL = {"dsdevice", "dstrain_cuda", "gpu_gemm_floor"}
@@ -91,6 +102,31 @@ def find_cycle(graph):
     return None
 
 
+def reachable(graph, start):
+    seen, todo = set(), [start]
+    while todo:
+        for nxt in graph.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def forbidden_includes(source):
+    """'file:line includes X' for every include NO_INCLUDE forbids."""
+    found = []
+    for folder, banned in NO_INCLUDE.items():
+        for root, _, files in os.walk(os.path.join(source, folder)):
+            for name in sorted(files):
+                path = os.path.join(root, name)
+                with open(path, errors="replace") as f:
+                    for n, line in enumerate(f, 1):
+                        m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+                        if m and m.group(1).startswith(banned):
+                            found.append(f"{os.path.relpath(path, source)}:{n} includes {m.group(1)}")
+    return found
+
+
 def main():
     source, scratch = sys.argv[1], sys.argv[2]
     shutil.rmtree(scratch, ignore_errors=True)
@@ -114,6 +150,10 @@ def main():
     for src in sorted(graph):
         for dst in sorted(graph[src] - ALLOWED[src]):
             problems.append(f"{src} links {dst}, which its layer may not use")
+    for src in sorted(AGENT_TARGETS & set(graph)):
+        for dst in sorted(reachable(graph, src) & TRAINER_TARGETS):
+            problems.append(f"{src} reaches the trainer's {dst}: the agent must not depend on the trainer")
+    problems += [f"{inc}: the agent must not depend on the trainer" for inc in forbidden_includes(source)]
     for p in problems:
         print("library graph: " + p)
     if not problems:

@@ -10,10 +10,10 @@
 
 #include <libssh/libssh.h>
 
-#include "common/client_conn.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/strings.h"
+#include "common/unique_fd.h"
 #include "launcher/spawn/exit_signal.h"
 #include "launcher/spawn/parallel_for.h"
 #include "launcher/spawn/ssh/remote_command.h"

@@ -18,11 +18,11 @@
 #include <sstream>
 #include <thread>
 
-#include "common/client_conn.h"
-#include "common/hmac_auth.h"
-#include "common/store_client.h"
 #include "launcher/config/hostfile.h"
 #include "launcher/config/selection.h"
+#include "wire/client_conn.h"
+#include "wire/hmac_auth.h"
+#include "wire/store_client.h"
 
 namespace ds {
 namespace {

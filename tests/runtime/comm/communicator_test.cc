@@ -233,8 +233,8 @@ TEST_CASE("a stopped (hung) peer makes the others time out with CommError", "[co
 
 #include <gloo/rendezvous/prefix_store.h>
 
-#include "common/store_client.h"
 #include "runtime/comm/gloo_store.h"
+#include "wire/store_client.h"
 
 namespace {
 

@@ -1,0 +1,281 @@
+#include "launcher/fleet/agent_fleet.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "common/duration.h"
+#include "common/strings.h"
+#include "launcher/report/exit_status.h"
+#include "wire/hmac_auth.h"
+
+namespace ds {
+
+namespace {
+constexpr double kFirstRejoinDelay = 2.0;  // seconds after the loss
+constexpr double kMaxRejoinDelay = 30.0;
+}  // namespace
+
+AgentFleet::AgentFleet(asio::io_context& io, Coordinator& coord, Spawner& spawner, std::vector<AgentSpec> specs,
+                       std::function<void(const std::string&)> notice, TokenFor derived_token, FleetTree tree)
+    : io_(io), coord_(coord), spawner_(spawner), specs_(std::move(specs)), notice_(std::move(notice)),
+      derived_token_(std::move(derived_token)),
+      members_(specs_.size()),
+      rejoin_timer_(io), drain_timer_(io), tree_options_(std::move(tree)), tree_timer_(io) {
+  if (tree_options_.width > 0)
+    tree_ = std::make_unique<LaunchTree>(static_cast<int>(specs_.size()), tree_options_.width,
+                                         tree_options_.handoff_timeout);
+}
+
+AgentFleet::~AgentFleet() {
+  // Agents a spawner call delivered after the io loop stopped: their
+  // handles terminate them as they go.
+  if (spawn_thread_.joinable()) spawn_thread_.join();
+  spawned_.clear();
+}
+
+void AgentFleet::Spawn(std::vector<AgentSpec> specs, std::function<void(Started)> done) {
+  spawner_busy_ = true;  // the spawner is one thread's at a time
+  if (spawn_thread_.joinable()) spawn_thread_.join();
+  spawn_done_ = std::move(done);
+  spawn_thread_ = std::thread([this, specs = std::move(specs), alive = std::weak_ptr<void>(alive_)] {
+    Started started;
+    try {
+      started = spawner_.Start(specs);
+    } catch (const std::exception& e) {  // never past this thread: every start fails, naming why
+      started.clear();
+      for (const AgentSpec& s : specs)
+        started.emplace_back(Status::Internal(fmt::format("{}: starting its agent failed: {}", s.host, e.what())));
+    }
+    {
+      std::lock_guard<std::mutex> lock(spawn_mu_);
+      spawned_ = std::move(started);
+    }
+    asio::post(io_, [this, alive] {
+      if (!alive.lock()) return;
+      Started results;
+      {
+        std::lock_guard<std::mutex> lock(spawn_mu_);
+        results.swap(spawned_);
+      }
+      spawner_busy_ = false;
+      std::exchange(spawn_done_, nullptr)(std::move(results));
+      SpawnerFree();
+    });
+  });
+}
+
+std::string AgentFleet::Enroll(int node) {
+  return coord_.EnrollAgent(node, derived_token_ ? derived_token_(node) : "");  // the secret stays here
+}
+
+void AgentFleet::Start() {
+  std::vector<int> nodes;
+  // One token per node, except where one tool run starts them all with one
+  // stdin (srun, mpirun, pdsh): then one token registers each node once.
+  const std::string shared = spawner_.SharesPayload() && !derived_token_ ? RandomHex(32) : "";
+  for (AgentSpec& s : specs_) {
+    nodes.push_back(s.node_index);
+    s.stdin_payload = shared.empty() ? Enroll(s.node_index) : coord_.EnrollAgent(s.node_index, shared);
+  }
+  std::vector<int> first = tree_ ? tree_->Roots() : nodes;
+  std::vector<AgentSpec> specs;
+  for (int n : first) specs.push_back(specs_[n]);
+  Spawn(std::move(specs), [this, first](Started started) {
+    started_ = true;
+    AdoptAll(first, std::move(started));
+  });
+}
+
+// A start that failed aborts the job, naming the host and the reason.
+void AgentFleet::AdoptAll(const std::vector<int>& nodes, Started started) {
+  for (size_t i = 0; i < started.size(); ++i) {
+    const int node = nodes[i];
+    if (!started[i].ok()) {
+      coord_.Abort(specs_[node].host, started[i].status().message(), kExitFailure);
+      continue;
+    }
+    Adopt(node, std::move(started[i]).value());
+  }
+}
+
+void AgentFleet::Adopt(int node, std::unique_ptr<AgentHandle> handle) {
+  Member& m = members_[node];
+  if (m.handle) m.handle->Terminate();  // a lost agent, or one that never registered
+  m.handle = std::move(handle);
+  m.lost = false;
+  ++m.incarnation;
+  if (draining_) return m.handle->Terminate();  // the job ended while it was being started
+  Watch(node);
+}
+
+void AgentFleet::SpawnerFree() {
+  if (draining_ || spawner_busy_) return;
+  if (direct_queue_.empty()) return ArmRejoinTimer();
+  std::vector<int> nodes;
+  nodes.swap(direct_queue_);
+  std::vector<AgentSpec> specs;
+  for (int n : nodes) specs.push_back(specs_[n]);
+  Spawn(std::move(specs), [this, nodes](Started started) { AdoptAll(nodes, std::move(started)); });
+}
+
+// Waits (once) for the agent's exit fd to become readable. The watch is on a
+// duplicate: the handle keeps its own fd.
+void AgentFleet::Watch(int node) {
+  Member& m = members_[node];
+  m.exit_watch.reset();
+  const int fd = ::fcntl(m.handle->exit_fd(), F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) return;  // cannot watch it: the coordinator still sees its link close
+  m.exit_watch = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
+  m.exit_watch->async_wait(asio::posix::stream_descriptor::wait_read,
+                           [this, node, inc = m.incarnation](boost::system::error_code ec) {
+                             if (!ec && inc == members_[node].incarnation) OnExited(node);
+                           });
+}
+
+void AgentFleet::OnExited(int node) {
+  if (draining_) {
+    if (!AnyRunning()) TerminateAllAndStop();
+    return;
+  }
+  // A registered agent's end reaches the coordinator as a closed link.
+  if (coord_.state() == CoordState::kDone || coord_.control().NodeRegistered(node)) return;
+  coord_.Abort(specs_[node].host,
+               fmt::format("dsagent exited with status {} before registering", members_[node].handle->ExitStatus()),
+               kExitFailure);
+}
+
+void AgentFleet::Registered(int node) {
+  if (!tree_ || draining_) return;
+  msg::StartAgents start;
+  for (int child : tree_->OnRegistered(node, RealClock().Now()))
+    start.agents.push_back({static_cast<uint32_t>(child), specs_[child].host,
+                            tree_options_.command(specs_[child], node), specs_[child].stdin_payload});
+  if (start.agents.empty()) return;
+  coord_.StartAgents(node, start);
+  ArmTreeTimer();
+}
+
+void AgentFleet::AgentEnded(int parent, const msg::AgentEnded& ended) {
+  const int child = static_cast<int>(ended.node);
+  if (!tree_ || draining_ || !tree_->OnStartEnded(parent, child)) return;
+  const std::string status =
+      ended.signal ? fmt::format("signal {}", ended.signal) : fmt::format("status {}", ended.exit_code);
+  StartDirect(child, fmt::format("{} could not start it ({}{}{})", specs_[parent].host, status,
+                                 ended.reason.empty() ? "" : ": ", Printable(ended.reason)));
+}
+
+// Every unregistered node of the subtree gets a new token (the ones its
+// former parent was given may be out there in a command still running: spent
+// now); the child's goes on its stdin, the others' to their new parents.
+void AgentFleet::StartDirect(int node, const std::string& why) {
+  notice_(fmt::format("{}: {}; starting it from here", specs_[node].host, why));
+  for (int n : tree_->Subtree(node))
+    if (!coord_.control().NodeRegistered(n)) specs_[n].stdin_payload = Enroll(n);
+  direct_queue_.push_back(node);
+  SpawnerFree();
+}
+
+void AgentFleet::ArmTreeTimer() {
+  auto next = tree_->NextDeadline();
+  if (!next) return;
+  tree_timer_.expires_at(*next);
+  tree_timer_.async_wait([this](boost::system::error_code ec) {
+    if (ec || draining_) return;
+    for (int node : tree_->Overdue(RealClock().Now()))
+      StartDirect(node, fmt::format("not registered {} after its parent was told to start it",
+                                    FormatDuration(std::chrono::duration<double>(tree_options_.handoff_timeout).count())));
+    ArmTreeTimer();
+  });
+}
+
+void AgentFleet::Rejoin(int node) {
+  if (draining_ || next_try_.count(node)) return;
+  backoff_s_[node] = kFirstRejoinDelay;
+  next_try_[node] = RealClock().Now() + Seconds(kFirstRejoinDelay);
+  ArmRejoinTimer();
+}
+
+void AgentFleet::ArmRejoinTimer() {
+  if (next_try_.empty() || spawner_busy_) return;
+  auto first = std::min_element(next_try_.begin(), next_try_.end(),
+                                [](const auto& a, const auto& b) { return a.second < b.second; });
+  rejoin_timer_.expires_at(first->second);
+  rejoin_timer_.async_wait([this](boost::system::error_code ec) {
+    if (!ec) TryRejoins();
+  });
+}
+
+// One attempt at a time: the first node that is due and still lost.
+void AgentFleet::TryRejoins() {
+  if (draining_ || spawner_busy_) return;
+  const std::vector<int> lost = coord_.control().LostNodes();
+  const auto now = RealClock().Now();
+  for (auto it = next_try_.begin(); it != next_try_.end();) {
+    const int node = it->first;
+    if (std::find(lost.begin(), lost.end(), node) == lost.end()) {  // rejoined meanwhile
+      it = next_try_.erase(it);
+      continue;
+    }
+    if (now < it->second) {
+      ++it;
+      continue;
+    }
+    backoff_s_[node] = std::min(2 * backoff_s_[node], kMaxRejoinDelay);
+    it->second = now + Seconds(backoff_s_[node]);
+    AgentSpec spec = specs_[node];
+    spec.stdin_payload = Enroll(node);  // the first token is spent
+    Spawn({spec}, [this, node](Started started) { Rejoined(node, std::move(started[0])); });
+    return;
+  }
+  ArmRejoinTimer();
+}
+
+void AgentFleet::Rejoined(int node, Result<std::unique_ptr<AgentHandle>> started) {
+  if (!started.ok()) {
+    notice_(fmt::format("{} is still lost: {}; next try in {}s", specs_[node].host, started.status().message(),
+                        backoff_s_[node]));
+    return;
+  }
+  Adopt(node, std::move(started).value());
+  // Registered or not, the node starts over: if it is still lost in 2 s,
+  // the next attempt replaces this agent.
+  backoff_s_[node] = kFirstRejoinDelay;
+  next_try_[node] = RealClock().Now() + Seconds(kFirstRejoinDelay);
+}
+
+bool AgentFleet::AnyRunning() const {
+  return std::any_of(members_.begin(), members_.end(),
+                     [](const Member& m) { return m.handle && !m.lost && m.handle->Running(); });
+}
+
+void AgentFleet::MarkLost(int node) {
+  members_[node].lost = true;
+  if (derived_token_) Enroll(node);  // its node may start a new agent
+}
+
+void AgentFleet::Drain(Clock::duration grace) {
+  draining_ = true;
+  rejoin_timer_.cancel();
+  tree_timer_.cancel();
+  if (!AnyRunning()) return TerminateAllAndStop();
+  drain_timer_.expires_after(grace);
+  drain_timer_.async_wait([this](boost::system::error_code ec) {
+    if (!ec) TerminateAllAndStop();
+  });
+}
+
+void AgentFleet::TerminateAllAndStop() {
+  drain_timer_.cancel();
+  for (Member& m : members_) {
+    m.exit_watch.reset();
+    if (m.handle) m.handle->Terminate();
+  }
+  io_.stop();
+}
+
+}  // namespace ds

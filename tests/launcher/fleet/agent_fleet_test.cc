@@ -1,0 +1,250 @@
+// AgentFleet against the FakeSpawner and a coordinator that never listens:
+// agents that cannot start or that end before registering fail the job,
+// naming the host; each start hands the agents a fresh token, never the job
+// secret; at the end the fleet terminates agents that do not exit by
+// themselves and stops the io_context. The spawner runs on a thread of its
+// own while the io loop goes on. In-process only: no sockets.
+#include <catch2/catch.hpp>
+#include <signal.h>
+
+#include <future>
+#include <stdexcept>
+
+#include "launcher/config/hostfile.h"
+#include "launcher/config/selection.h"
+#include "launcher/fleet/agent_fleet.h"
+#include "tests/launcher/spawn/fake_spawner.h"
+
+namespace ds {
+namespace {
+
+struct Fleet {
+  explicit Fleet(int hosts = 2, FleetTree tree = {}) {
+    std::string text;
+    for (int i = 0; i < hosts; ++i) text += "w" + std::to_string(i) + " slots=1\n";
+    Hostfile hf = ParseHostfile(text, "hostfile").value();
+    plan = MakePlan(SelectHosts(hf, SelectionOptions{}).value(), JobSpec{}, /*use_gpus=*/false).value();
+    CoordinatorOptions o;
+    o.job_id = "job";
+    o.secret = "the-job-secret";
+    o.argv = {"/bin/true"};
+    coord = std::make_unique<Coordinator>(io, plan, o, record);
+    std::vector<AgentSpec> specs;
+    for (int i = 0; i < hosts; ++i) {
+      AgentSpec s;
+      s.host = "w" + std::to_string(i);
+      s.node_index = i;
+      s.argv = {"dsagent"};
+      specs.push_back(s);
+    }
+    fleet = std::make_unique<AgentFleet>(io, *coord, spawner, specs,
+                                         [this](const std::string& text) { notices.push_back(text); }, nullptr,
+                                         std::move(tree));
+    coord->OnDone([this] { fleet->Drain(std::chrono::milliseconds(50)); });
+    coord->Start();
+  }
+  // Start() returns before the spawner does: runs the io_context until the
+  // handles are back (bounded: never hangs).
+  void StartAndWait() {
+    fleet->Start();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!fleet->started() && std::chrono::steady_clock::now() < deadline)
+      io.run_one_for(std::chrono::milliseconds(100));
+    REQUIRE(fleet->started());
+  }
+  // Runs the io_context until the spawner has started `n` agents in all
+  // (bounded: never hangs).
+  void RunUntilStarted(size_t n) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (spawner.started().size() < n && std::chrono::steady_clock::now() < deadline)
+      io.run_one_for(std::chrono::milliseconds(20));
+  }
+  // Runs the io_context until the fleet stops it (bounded: never hangs).
+  void RunToEnd() { io.run_for(std::chrono::seconds(10)); }
+
+  asio::io_context io;
+  LaunchPlan plan;
+  JobRecord record;
+  FakeSpawner spawner;
+  std::unique_ptr<Coordinator> coord;
+  std::unique_ptr<AgentFleet> fleet;
+  std::vector<std::string> notices;
+};
+
+TEST_CASE("agent fleet: every agent gets a fresh token of its own node on stdin, never the job secret", "[fleet]") {
+  Fleet f;
+  f.StartAndWait();
+  REQUIRE(f.spawner.started().size() == 2);
+  const std::string token = f.spawner.started()[0].stdin_payload;
+  CHECK(token.size() == 64);
+  CHECK(token != "the-job-secret");
+  CHECK(f.spawner.started()[1].stdin_payload.size() == 64);
+  CHECK(f.spawner.started()[1].stdin_payload != token);  // one node's key never opens another's
+  CHECK(f.coord->state() == CoordState::kWaitingForAgents);
+}
+
+TEST_CASE("agent fleet: a step launcher's agents share one fresh token (one stdin for the whole run)", "[fleet]") {
+  Fleet f;
+  f.spawner.ShareOnePayload();
+  f.StartAndWait();
+  REQUIRE(f.spawner.started().size() == 2);
+  CHECK(f.spawner.started()[0].stdin_payload.size() == 64);
+  CHECK(f.spawner.started()[1].stdin_payload == f.spawner.started()[0].stdin_payload);
+}
+
+TEST_CASE("agent fleet: Start returns while the spawner still works; the io loop goes on meanwhile",
+          "[fleet]") {
+  Fleet f;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  f.spawner.BeforeStart([released] { released.wait(); });
+  f.fleet->Start();  // returns although the spawner is held
+  bool ran = false;
+  asio::post(f.io, [&ran] { ran = true; });
+  f.io.poll();
+  CHECK(ran);  // the coordinator's loop serves while agents are being started
+  CHECK_FALSE(f.fleet->started());
+  release.set_value();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!f.fleet->started() && std::chrono::steady_clock::now() < deadline)
+    f.io.run_one_for(std::chrono::milliseconds(100));
+  CHECK(f.fleet->started());
+  CHECK(f.spawner.started().size() == 2);
+}
+
+TEST_CASE("agent fleet: agents that start after the job ended are terminated", "[fleet]") {
+  Fleet f;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  f.spawner.BeforeStart([released] { released.wait(); });
+  f.fleet->Start();
+  f.coord->RequestStop(SIGINT);  // the job ends (Ctrl-C) before any agent is started
+  f.RunToEnd();                  // nothing running yet: the drain stops the loop at once
+  CHECK(f.io.stopped());
+  release.set_value();
+  f.fleet.reset();               // joins the start thread; the late handles terminate their agents
+  CHECK(f.spawner.Terminated(0));
+  CHECK(f.spawner.Terminated(1));
+}
+
+TEST_CASE("agent fleet: a host whose agent cannot start aborts the job, naming it", "[fleet]") {
+  Fleet f;
+  f.spawner.FailHost("w1", Status::Unavailable("w1: connection refused"));
+  f.StartAndWait();
+  CHECK(f.coord->state() == CoordState::kDone);
+  REQUIRE(f.record.first_failure());
+  CHECK(f.record.first_failure()->host == "w1");
+  CHECK(f.record.first_failure()->what == "w1: connection refused");
+  f.RunToEnd();  // the drain terminates w0's agent, which does not exit by itself
+  CHECK(f.spawner.Terminated(0));
+}
+
+TEST_CASE("agent fleet: an agent that exits before registering aborts the job", "[fleet]") {
+  Fleet f;
+  f.StartAndWait();
+  f.spawner.End(1, 3);
+  f.RunToEnd();
+  CHECK(f.coord->state() == CoordState::kDone);
+  REQUIRE(f.record.first_failure());
+  CHECK(f.record.first_failure()->host == "w1");
+  CHECK(f.record.first_failure()->what == "dsagent exited with status 3 before registering");
+  CHECK(f.record.ExitCode() == 1);
+  CHECK(f.spawner.Terminated(0));
+}
+
+TEST_CASE("agent fleet: a spawner that throws fails the job naming the host and why; the exception stays on its thread",
+          "[fleet]") {
+  Fleet f;
+  f.spawner.BeforeStart([] { throw std::runtime_error("out of threads"); });
+  f.StartAndWait();
+  CHECK(f.coord->state() == CoordState::kDone);
+  REQUIRE(f.record.first_failure());
+  CHECK(f.record.first_failure()->host == "w0");
+  CHECK(f.record.first_failure()->what == "w0: starting its agent failed: out of threads");
+  CHECK(f.record.ExitCode() == 1);
+}
+
+TEST_CASE("agent fleet: a lost node's agent does not hold the drain, and is still terminated", "[fleet]") {
+  Fleet f;
+  f.StartAndWait();
+  f.fleet->MarkLost(1);  // its handle still says running (a step launcher that has not noticed)
+  f.spawner.End(0, 0);
+  f.fleet->Drain(std::chrono::hours(1));
+  f.io.run_for(std::chrono::seconds(10));
+  CHECK(f.io.stopped());  // at once, not after the hour
+  CHECK(f.spawner.Terminated(1));
+}
+
+FleetTree Tree(int width, std::chrono::milliseconds handoff) {
+  FleetTree t;
+  t.width = width;
+  t.handoff_timeout = handoff;
+  t.command = [](const AgentSpec& child, int parent) {
+    return std::vector<std::string>{"ssh", child.host, "dsagent --tree-parent " + std::to_string(parent)};
+  };
+  return t;
+}
+
+std::vector<std::string> Hosts(const std::vector<AgentSpec>& specs) {
+  std::vector<std::string> out;
+  for (const AgentSpec& s : specs) out.push_back(s.host);
+  return out;
+}
+
+TEST_CASE("agent fleet, tree: the spawner starts only the roots", "[fleet][tree]") {
+  Fleet f(7, Tree(2, std::chrono::hours(1)));
+  f.StartAndWait();
+  CHECK(Hosts(f.spawner.started()) == std::vector<std::string>{"w0", "w1"});
+  f.fleet->Registered(0);  // hands w2 and w3 to w0's agent: nothing more for the spawner
+  f.io.poll();
+  CHECK(f.spawner.started().size() == 2);
+  CHECK(f.notices.empty());
+}
+
+TEST_CASE("agent fleet, tree: a child its parent could not start is started from here, with a token of its own",
+          "[fleet][tree]") {
+  Fleet f(7, Tree(2, std::chrono::hours(1)));
+  f.StartAndWait();
+  const std::string first_token = f.spawner.started()[0].stdin_payload;
+  f.fleet->Registered(0);
+  f.fleet->AgentEnded(1, msg::AgentEnded{2, 255, 0, "not yours"});  // not w1's child: ignored
+  f.fleet->AgentEnded(0, msg::AgentEnded{2, 255, 0, "ssh: connect to host w2 port 22: Connection refused"});
+  f.fleet->AgentEnded(0, msg::AgentEnded{2, 255, 0, "again"});      // already the launcher's
+  f.RunUntilStarted(3);
+  f.io.poll();
+  REQUIRE(Hosts(f.spawner.started()) == std::vector<std::string>{"w0", "w1", "w2"});
+  const std::string token = f.spawner.started()[2].stdin_payload;
+  CHECK(token.size() == 64);
+  CHECK(token != first_token);
+  REQUIRE(f.notices.size() == 1);
+  CHECK(f.notices[0] == "w2: w0 could not start it (status 255: ssh: connect to host w2 port 22: Connection "
+                        "refused); starting it from here");
+  CHECK(f.coord->state() == CoordState::kWaitingForAgents);  // a retry, not a failure
+}
+
+TEST_CASE("agent fleet, tree: children not registered by the hand-off deadline are started from here",
+          "[fleet][tree]") {
+  Fleet f(7, Tree(2, std::chrono::milliseconds(50)));
+  f.StartAndWait();
+  f.fleet->Registered(1);  // w1's agent never starts w4 and w5 (hung, or its ssh does)
+  f.RunUntilStarted(4);
+  CHECK(Hosts(f.spawner.started()) == std::vector<std::string>{"w0", "w1", "w4", "w5"});
+  REQUIRE(f.notices.size() == 2);
+  CHECK(f.notices[0] == "w4: not registered 50ms after its parent was told to start it; starting it from here");
+}
+
+TEST_CASE("agent fleet, tree: a child the launcher cannot start either fails the job, naming it", "[fleet][tree]") {
+  Fleet f(7, Tree(2, std::chrono::hours(1)));
+  f.StartAndWait();
+  f.spawner.FailHost("w3", Status::Unavailable("w3: connection refused"));
+  f.fleet->Registered(0);
+  f.fleet->AgentEnded(0, msg::AgentEnded{3, 255, 0, "ssh: connect to host w3 port 22: Connection refused"});
+  f.RunToEnd();
+  CHECK(f.coord->state() == CoordState::kDone);
+  REQUIRE(f.record.first_failure());
+  CHECK(f.record.first_failure()->host == "w3");
+  CHECK(f.record.first_failure()->what == "w3: connection refused");
+}
+
+}  // namespace
+}  // namespace ds

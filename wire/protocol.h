@@ -1,0 +1,215 @@
+// The messages of the dslaunch protocol (types in wire_format.h, prose in
+// wire_format.md) as plain structs with Encode()/Decode(). Decode fails with
+// InvalidArgument("truncated <Msg> payload" / "... trailing bytes") on any
+// payload that does not match exactly. Value types, thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/defaults.h"
+#include "wire/frame_io.h"
+
+namespace ds::msg {
+
+#define DS_MESSAGE(Name)            \
+  Bytes Encode() const;             \
+  static Result<Name> Decode(const Bytes& payload)
+
+struct Hello {
+  wire::Role role = wire::Role::kAgent;
+  std::string name;        // host name (agent) or a client label (store)
+  std::string job_id;
+  uint32_t node_index = 0;
+  DS_MESSAGE(Hello);
+};
+struct Challenge { Bytes nonce; DS_MESSAGE(Challenge); };
+struct Auth { Bytes mac; DS_MESSAGE(Auth); };
+struct AuthOk { Bytes mac; DS_MESSAGE(AuthOk); };
+struct Error {
+  uint32_t code = 0;       // wire::ErrorCode
+  std::string message;
+  DS_MESSAGE(Error);
+};
+
+// Node facts, sent once after the handshake.
+struct Register {
+  uint32_t node_index = 0;
+  std::string host;            // as written in the hostfile (--host)
+  std::string hostname;        // gethostname()
+  std::string addr;            // the agent's address that routes to the coordinator
+  std::string ifname;          // the interface holding `addr`
+  std::vector<std::string> addrs;  // every non-loopback IPv4/IPv6 address
+  uint32_t cpus = 0;
+  uint32_t gpus = 0;           // /dev/nvidia[0-9]* visible
+  int32_t pid = 0;
+  std::string heartbeat_addr;  // host:port of the agent's UDP step-heartbeat socket
+  KeyValues env;               // the agent's values of variables WorkerEnv must not override
+  DS_MESSAGE(Register);
+};
+struct Reserve { uint32_t generation = 0; uint32_t port = 0; DS_MESSAGE(Reserve); };  // port 0 = any
+struct Reserved {
+  uint32_t generation = 0;
+  uint32_t port = 0;
+  std::string error;           // "" on success
+  DS_MESSAGE(Reserved);
+};
+struct WorkerSpec {
+  int32_t rank = 0;
+  int32_t local_rank = 0;
+  KeyValues env;               // added to (and overriding) the agent's environment
+};
+struct Assign {
+  uint32_t generation = 0;
+  std::vector<std::string> argv;  // the worker command, exec'd directly (no shell)
+  std::string working_dir;        // "" = the agent's
+  std::string master_addr;        // for the interface lookup (NCCL/GLOO_SOCKET_IFNAME)
+  uint32_t stop_grace_ms = static_cast<uint32_t>(kDefaultStopGrace * 1000);  // SIGTERM -> SIGKILL
+  uint32_t hang_timeout_ms = static_cast<uint32_t>(kDefaultHangTimeout * 1000);  // 0 = off
+  std::vector<WorkerSpec> workers;
+  uint8_t local_rank_arg = 0;     // add --local_rank=<local rank> to each worker's argv ...
+  int32_t local_rank_at = -1;     // ... before argv[local_rank_at] (DeepSpeed: right after the script); -1 = at the end
+  uint8_t bind_cores = 0;         // pin local rank r of n to the r-th of n slices of the cores
+  std::string core_list;          // the cores to share out ("0-3,8-11"); "" = the agent's allowed CPUs
+  uint8_t omp_from_binding = 0;   // with bind_cores: OMP_NUM_THREADS = the slice's size (nobody set it)
+  DS_MESSAGE(Assign);
+};
+struct WorkerStarted { uint32_t generation = 0; int32_t rank = 0; int32_t pid = 0; DS_MESSAGE(WorkerStarted); };
+struct Output {
+  uint32_t generation = 0;
+  int32_t rank = 0;
+  uint8_t stream = 1;          // 1 stdout, 2 stderr
+  std::string line;            // without the newline
+  DS_MESSAGE(Output);
+};
+struct WorkerExited {
+  uint32_t generation = 0;
+  int32_t rank = 0;
+  int32_t pid = 0;
+  int32_t exit_code = 0;       // valid when signal == 0
+  int32_t signal = 0;          // the terminating signal, 0 if it exited
+  uint8_t hung = 0;            // killed by the agent for a stalled step heartbeat
+  uint8_t spawn_failed = 0;    // exec failed (exit_code 127)
+  // From the worker's TORCHELASTIC_ERROR_FILE (common/torch_error_file.h),
+  // when it failed and wrote one; "" otherwise.
+  std::string error_message;   // at most kMaxErrorMessage bytes (the head)
+  std::string error_trace;     // at most kMaxErrorTrace bytes (the traceback's tail)
+  DS_MESSAGE(WorkerExited);
+};
+// Snapshots (issue 14; wire_format.md "Snapshots"): agent-owned copies of
+// the workers' checkpoint shards, replicated between agents.
+struct SnapshotSetup {            // coord -> agent, once after Register
+  std::string dir;                // this node's checkpoint directory ("" = none)
+  uint32_t keep = 2;              // newest steps of this run kept (memory and disk)
+  std::string peer_key;           // HMAC key of agent <-> agent connections
+  std::string run_id;             // this run's (DSLAUNCH_RUN_ID): it prunes only its own steps
+  DS_MESSAGE(SnapshotSetup);
+};
+struct SnapshotReady {            // agent -> coord: answer to SnapshotSetup
+  std::string peer_addr;          // host:port of the agent's shard server
+  std::string memory_dir;         // the per-job memory directory (DSLAUNCH_SNAPSHOT_DIR)
+  std::string error;              // "" on success (then snapshots are off on this node)
+  DS_MESSAGE(SnapshotReady);
+};
+// What one save of a step is (checkpoint_format.md "Run identity"): shards
+// load together only when all of this is equal. `set` pins the save byte
+// for byte: the digest of the step's manifest, which lists every shard's
+// size and crc32. Valid values: wire/snapshot_handoff.h.
+struct SnapshotId {
+  std::string run;                // the run that saved it (DSLAUNCH_RUN_ID, hex)
+  uint32_t world = 0;             // the ranks that saved it: shards 0..world-1
+  uint8_t zero_stage = 0;
+  std::string config;             // the model/optimizer config hash (manifest config_hash)
+  std::string set;                // ManifestDigest of the step's manifest.json
+  auto operator<=>(const SnapshotId&) const = default;
+};
+struct ShardEntry {
+  int64_t step = 0;
+  uint32_t shard = 0;             // the rank that wrote it
+  SnapshotId id;                  // the save it belongs to
+  uint32_t origin = 0;            // node index whose worker wrote it
+  uint8_t tier = 1;               // 1 memory, 2 the node's disk only
+  uint64_t bytes = 0;
+};
+struct SnapshotCounters {         // an agent's totals since it started
+  uint64_t handoffs = 0;          // shards its workers handed over
+  uint64_t handoff_bytes = 0;
+  uint64_t sent_bytes = 0;        // replicas sent to peers
+  uint64_t sent_micros = 0;       // time spent sending them
+  uint64_t persisted_bytes = 0;   // written to the node's disk
+  uint64_t persist_micros = 0;
+};
+struct SnapshotHeld {             // agent -> coord: shards it now holds / dropped
+  std::vector<ShardEntry> added;
+  std::vector<ShardEntry> removed;
+  SnapshotCounters counters;
+  DS_MESSAGE(SnapshotHeld);
+};
+struct ShardSource { uint32_t shard = 0; uint32_t node = 0; std::string peer_addr; };
+struct Fetch {                    // coord -> agent: hold every shard of `step` before the generation
+  uint32_t generation = 0;
+  int64_t step = 0;                  // -1: start fresh (`id` empty)
+  SnapshotId id;                     // the save of `step` to gather, and no other
+  std::vector<ShardSource> sources;  // where each shard this agent lacks is
+  DS_MESSAGE(Fetch);
+};
+struct Fetched {                  // agent -> coord
+  uint32_t generation = 0;
+  int64_t step = 0;
+  std::string set;                // Fetch.id.set ("" for a fresh start)
+  uint64_t bytes = 0;             // fetched from peers
+  uint32_t micros = 0;            // time it took
+  std::string error;              // "" on success
+  DS_MESSAGE(Fetched);
+};
+struct ReplicaPeer { uint32_t node = 0; std::string peer_addr; };
+struct Replicate {                // coord -> agent, per generation: copy new shards to these nodes
+  uint32_t generation = 0;
+  std::vector<ReplicaPeer> targets;
+  DS_MESSAGE(Replicate);
+};
+// Agent <-> agent (role kPeer, key SnapshotSetup.peer_key): one request per connection.
+struct ShardPut {                 // then the shard's bytes in ShardData frames
+  ShardEntry entry;
+  uint32_t crc32 = 0;
+  std::string manifest;           // the step's manifest.json
+  DS_MESSAGE(ShardPut);
+};
+struct ShardData { Bytes data; DS_MESSAGE(ShardData); };
+struct ShardGet { int64_t step = 0; std::string set; uint32_t shard = 0; DS_MESSAGE(ShardGet); };
+// The launch tree (--fanout-tree; wire_format.md "Launch tree").
+struct AgentCommand {
+  uint32_t node = 0;              // the node whose agent this starts
+  std::string host;               // its hostfile name (for messages)
+  std::vector<std::string> argv;  // run as is (an ssh command line); `token` goes on its stdin
+  std::string token;              // that node's own agent token (one per node, never the parent's)
+};
+struct StartAgents {              // coord -> a registered agent
+  std::vector<AgentCommand> agents;
+  DS_MESSAGE(StartAgents);
+};
+struct AgentEnded {               // agent -> coord: one of those commands ended
+  uint32_t node = 0;
+  int32_t exit_code = 0;          // valid when signal == 0 (ssh: 255 = ssh's own failure)
+  int32_t signal = 0;
+  std::string reason;             // its last stderr lines, at most kMaxAgentEndedReason bytes
+  DS_MESSAGE(AgentEnded);
+};
+inline constexpr size_t kMaxAgentEndedReason = 1024;
+struct Stop { uint32_t generation = 0; DS_MESSAGE(Stop); };
+struct Stopped { uint32_t generation = 0; DS_MESSAGE(Stopped); };
+struct Ping { DS_MESSAGE(Ping); };
+struct Shutdown { DS_MESSAGE(Shutdown); };
+
+struct StoreSet { std::string key; Bytes value; DS_MESSAGE(StoreSet); };
+struct StoreGet { std::string key; uint32_t timeout_ms = 0; DS_MESSAGE(StoreGet); };
+struct StoreAdd { std::string key; int64_t delta = 0; DS_MESSAGE(StoreAdd); };
+struct StoreWait { std::vector<std::string> keys; uint32_t timeout_ms = 0; DS_MESSAGE(StoreWait); };
+struct StoreOk { DS_MESSAGE(StoreOk); };
+struct StoreValue { Bytes value; DS_MESSAGE(StoreValue); };
+struct StoreInt { int64_t value = 0; DS_MESSAGE(StoreInt); };
+
+#undef DS_MESSAGE
+
+}  // namespace ds::msg

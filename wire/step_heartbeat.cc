@@ -1,0 +1,73 @@
+// StepHeartbeat over UDP: one datagram "rank step token" (two big-endian i64
+// and the worker's token) per Beat(), sent non-blocking to
+// DSLAUNCH_HEARTBEAT_ADDR. Errors are ignored by design (step_heartbeat.h).
+#include "wire/step_heartbeat.h"
+
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/env_registry.h"
+#include "wire/client_conn.h"
+#include "wire/frame_io.h"
+
+namespace ds {
+
+std::string EncodeStepBeat(const StepBeat& beat) {
+  Bytes b = PayloadWriter().I64(beat.rank).I64(beat.step).Take();
+  return std::string(b.begin(), b.end()) + beat.token;
+}
+
+std::optional<StepBeat> DecodeStepBeat(const uint8_t* data, size_t size) {
+  if (size != kStepBeatSize) return std::nullopt;
+  Bytes b(data, data + 16);
+  PayloadReader r(b);
+  StepBeat beat;
+  beat.rank = r.I64();
+  beat.step = r.I64();
+  beat.token.assign(reinterpret_cast<const char*>(data) + 16, kStepBeatTokenChars);
+  return beat;
+}
+
+namespace {
+
+class NoopHeartbeat final : public StepHeartbeat {
+ public:
+  void Beat(int64_t) override {}
+};
+
+class UdpHeartbeat final : public StepHeartbeat {
+ public:
+  UdpHeartbeat(UniqueFd fd, int64_t rank, std::string token)
+      : fd_(std::move(fd)), rank_(rank), token_(std::move(token)) {}
+  void Beat(int64_t step) override {
+    std::string b = EncodeStepBeat({rank_, step, token_});
+    (void)::send(fd_.get(), b.data(), b.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  }
+
+ private:
+  UniqueFd fd_;
+  int64_t rank_;
+  std::string token_;
+};
+
+}  // namespace
+
+std::unique_ptr<StepHeartbeat> StepHeartbeat::FromEnv() {
+  std::string addr = EnvString("DSLAUNCH_HEARTBEAT_ADDR");
+  auto hp = addr.empty() ? Result<std::pair<std::string, int>>(Status::NotFound("")) : SplitHostPort(addr);
+  if (!hp.ok()) return std::make_unique<NoopHeartbeat>();
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_DGRAM;
+  hints.ai_flags = AI_NUMERICHOST;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(hp->first.c_str(), std::to_string(hp->second).c_str(), &hints, &res) != 0)
+    return std::make_unique<NoopHeartbeat>();
+  UniqueFd fd(::socket(res->ai_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  bool ok = fd.get() >= 0 && ::connect(fd.get(), res->ai_addr, res->ai_addrlen) == 0;
+  freeaddrinfo(res);
+  if (!ok) return std::make_unique<NoopHeartbeat>();
+  return std::make_unique<UdpHeartbeat>(std::move(fd), EnvInt("RANK"), EnvString("DSLAUNCH_HEARTBEAT_TOKEN"));
+}
+
+}  // namespace ds
