@@ -19,6 +19,7 @@
 
 #include "checkpoint_format/checkpoint_files.h"
 #include "checkpoint_format/checkpoint_format.h"
+#include "common/env_registry.h"
 #include "common/process_dirs.h"
 #include "wire/hmac_auth.h"
 #include "wire/snapshot_handoff.h"
@@ -144,7 +145,8 @@ Result<std::unique_ptr<SnapshotStore>> SnapshotStore::Create(const std::string& 
   if (base.empty()) {
     std::error_code ec;
     if (fs::is_directory("/dev/shm", ec) && ::access("/dev/shm", W_OK) == 0) base = "/dev/shm";
-    else base = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
+    else base = GetAnyEnv("TMPDIR").value_or("");
+    if (base.empty()) base = "/tmp";
   }
   DS_ASSIGN_OR_RETURN(std::string path, MakeProcessDir(base, "dsagent-snapshots."));
   // Made by mkdtemp (0700); opened and checked like the node's directory.

@@ -181,7 +181,7 @@ Result<double> EnvDuration(const char* name) {
   return *s;
 }
 
-std::vector<std::pair<std::string, std::string>> ProcessEnvironment() {
+KeyValues ProcessEnvironment() {
   std::vector<std::pair<std::string, std::string>> out;
   for (char** e = environ; e && *e; ++e) {
     const char* eq = std::strchr(*e, '=');

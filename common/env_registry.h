@@ -16,6 +16,10 @@
 
 namespace ds {
 
+// Environment variables (or any name=value pairs) in order: what a process's
+// environment, a job's worker environment and an Assign's env all are.
+using KeyValues = std::vector<std::pair<std::string, std::string>>;
+
 enum class EnvType { kString, kInt, kBool, kSeconds };
 
 // Who sets a variable: the user (a setting), or dslaunch for its workers (the
@@ -56,7 +60,7 @@ std::optional<std::string> EnvRaw(const char* name);
 // Any variable, registered or not (used to snapshot the environment for child
 // processes and to read user-provided names such as $HOME).
 std::optional<std::string> GetAnyEnv(const std::string& name);
-std::vector<std::pair<std::string, std::string>> ProcessEnvironment();
+KeyValues ProcessEnvironment();
 
 // The table as `dslaunch env` prints it, with current values.
 std::string FormatEnvTable();

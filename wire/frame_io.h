@@ -11,13 +11,13 @@
 #include <utility>
 #include <vector>
 
+#include "common/env_registry.h"
 #include "common/status.h"
 #include "wire/wire_format.h"
 
 namespace ds {
 
 using Bytes = std::vector<uint8_t>;
-using KeyValues = std::vector<std::pair<std::string, std::string>>;
 
 struct Frame {
   wire::MsgType type = wire::MsgType::kError;

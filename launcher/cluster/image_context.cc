@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <set>
 
+#include "common/env_registry.h"
 #include "common/files.h"
 #include "common/strings.h"
 
@@ -52,8 +53,8 @@ std::vector<std::string> LibrariesToBundle(const std::string& ldd_output) {
 }
 
 Result<std::string> DockerFilesDir() {
-  const char* env = std::getenv("DSLAUNCH_DOCKER_DIR");
-  const std::string dir = env != nullptr && *env != '\0' ? env : DSLAUNCH_SOURCE_DOCKER_DIR;
+  std::string dir = EnvString("DSLAUNCH_DOCKER_DIR");
+  if (dir.empty()) dir = DSLAUNCH_SOURCE_DOCKER_DIR;
   if (fs::exists(fs::path(dir) / "Dockerfile")) return dir;
   return Status::NotFound("no Dockerfile in " + dir + "; set DSLAUNCH_DOCKER_DIR to the repository's docker/ folder");
 }

@@ -14,7 +14,7 @@ namespace ds {
 
 struct DryRunOptions {
   std::string launcher = "auto";  // shown in the header line
-  EnvList inherited;              // the environment workers would inherit (decides "user set")
+  KeyValues inherited;              // the environment workers would inherit (decides "user set")
   std::string hostfile_source;    // where plan.hostfile_path came from, e.g. "--hostfile" or
                                   //   "DSLAUNCH_DEFAULT_HOSTFILE" (PlanNotes); "" = not said
 };

@@ -23,7 +23,7 @@
 namespace ds {
 namespace {
 
-std::optional<std::string> Get(const EnvPairs& env, const std::string& name) {
+std::optional<std::string> Get(const KeyValues& env, const std::string& name) {
   for (const auto& [k, v] : env)
     if (k == name && !v.empty()) return v;
   return std::nullopt;
@@ -57,7 +57,7 @@ Result<std::string> ReadSecretFile(const std::string& path) {
   return secret;
 }
 
-Result<std::optional<PerNodeLaunch>> ResolvePerNode(const CliOptions& cli, const EnvPairs& env) {
+Result<std::optional<PerNodeLaunch>> ResolvePerNode(const CliOptions& cli, const KeyValues& env) {
   PerNodeLaunch p;
   if (cli.node_rank >= 0 || cli.no_ssh) {
     p.source = cli.node_rank >= 0 ? "--node_rank" : "--no_ssh";

@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/env_registry.h"
 #include "common/status.h"
 #include "launcher/cmd/cli.h"
 
@@ -60,12 +61,10 @@ std::string PerNodeAgentToken(const PerNodeLaunch& p, int node);
 // never every interface. InvalidArgument when the name does not resolve.
 Result<std::string> PerNodeListenAddress(const PerNodeLaunch& p);
 
-using EnvPairs = std::vector<std::pair<std::string, std::string>>;
-
 // nullopt when neither the command line nor `env` asks for the per-node
 // form. Reads DSLAUNCH_SECRET_FILE (from `env`) with ReadSecretFile. Errors
 // name the flag or variable and what was expected.
-Result<std::optional<PerNodeLaunch>> ResolvePerNode(const CliOptions& cli, const EnvPairs& env);
+Result<std::optional<PerNodeLaunch>> ResolvePerNode(const CliOptions& cli, const KeyValues& env);
 
 // Node rank R > 0: reads the secret node 0 publishes when it is kLoopback
 // (waiting for it), then becomes this node's dsagent (exec, same pid), which joins

@@ -9,21 +9,21 @@
 namespace ds {
 namespace {
 
-const std::string* Find(const EnvPairs& env, const std::string& name) {
+const std::string* Find(const KeyValues& env, const std::string& name) {
   for (const auto& kv : env)
     if (kv.first == name) return &kv.second;
   return nullptr;
 }
 
-std::string HomeOf(const EnvPairs& launcher_env) {
+std::string HomeOf(const KeyValues& launcher_env) {
   const std::string* home = Find(launcher_env, "HOME");
   return home == nullptr ? "" : *home;
 }
 
 }  // namespace
 
-EnvPairs ForwardedEnv(const EnvPairs& launcher_env, const std::vector<std::string>& prefixes) {
-  EnvPairs out;
+KeyValues ForwardedEnv(const KeyValues& launcher_env, const std::vector<std::string>& prefixes) {
+  KeyValues out;
   for (const auto& [k, v] : launcher_env) {
     bool match = false;
     for (const auto& p : prefixes) match = match || StartsWith(k, p);
@@ -32,7 +32,7 @@ EnvPairs ForwardedEnv(const EnvPairs& launcher_env, const std::vector<std::strin
   return out;
 }
 
-void MergeEnv(EnvPairs& into, const EnvPairs& more) {
+void MergeEnv(KeyValues& into, const KeyValues& more) {
   for (const auto& [k, v] : more) {
     bool found = false;
     for (auto& kv : into)
@@ -53,8 +53,8 @@ std::string AbsoluteWorkingDir(const std::string& working_dir, const std::string
   return cwd == "/" ? "/" + rel : cwd + "/" + rel;
 }
 
-Status ResolveJobEnv(JobSpec& job, const EnvPairs& launcher_env) {
-  EnvPairs env = ForwardedEnv(launcher_env, job.forward_env);
+Status ResolveJobEnv(JobSpec& job, const KeyValues& launcher_env) {
+  KeyValues env = ForwardedEnv(launcher_env, job.forward_env);
   const std::string* inherited_path = Find(env, "PYTHONPATH");
   std::string pythonpath = job.working_dir;
   if (inherited_path != nullptr && !inherited_path->empty()) pythonpath += ":" + *inherited_path;

@@ -16,21 +16,20 @@
 #include <utility>
 #include <vector>
 
+#include "common/env_registry.h"
 #include "common/status.h"
 #include "launcher/config/job_spec.h"
 
 namespace ds {
 
-using EnvPairs = std::vector<std::pair<std::string, std::string>>;
-
 // The entries of `launcher_env` whose names start with one of `prefixes`
 // (and that a worker may be given: never dslaunch's own variables), in
 // their original order.
-EnvPairs ForwardedEnv(const EnvPairs& launcher_env, const std::vector<std::string>& prefixes);
+KeyValues ForwardedEnv(const KeyValues& launcher_env, const std::vector<std::string>& prefixes);
 
 // Adds `more` to `into`: a name already there takes the new value in its
 // old position, so every name appears once and later sources win.
-void MergeEnv(EnvPairs& into, const EnvPairs& more);
+void MergeEnv(KeyValues& into, const KeyValues& more);
 
 // `job.working_dir` made absolute against `cwd` ("" = `cwd` itself).
 std::string AbsoluteWorkingDir(const std::string& working_dir, const std::string& cwd);
@@ -39,6 +38,6 @@ std::string AbsoluteWorkingDir(const std::string& working_dir, const std::string
 // `job.working_dir` must already be absolute; $HOME, PYTHONPATH and
 // DS_ENV_FILE are read from `launcher_env`. Errors are the env files'
 // (path:line), or DS_ENV_FILE naming a file that is not there.
-Status ResolveJobEnv(JobSpec& job, const EnvPairs& launcher_env);
+Status ResolveJobEnv(JobSpec& job, const KeyValues& launcher_env);
 
 }  // namespace ds

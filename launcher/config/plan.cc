@@ -23,13 +23,13 @@ class EnvBuilder {
     env_.emplace_back(name, value);
   }
   void Set(const std::string& name, int value) { Set(name, std::to_string(value)); }
-  EnvList Take() { return std::move(env_); }
+  KeyValues Take() { return std::move(env_); }
 
  private:
-  EnvList env_;
+  KeyValues env_;
 };
 
-const std::string* Find(const EnvList& env, const std::string& name) {
+const std::string* Find(const KeyValues& env, const std::string& name) {
   for (const auto& kv : env)
     if (kv.first == name) return &kv.second;
   return nullptr;
@@ -133,7 +133,7 @@ bool IsInterfaceVariable(const std::string& k) { return k == "NCCL_SOCKET_IFNAME
 
 // Network interface, per variable (the order plan.h documents).
 void SetInterfaceVariables(EnvBuilder& env, const JobSpec& job, const NodePlan& node, const GenerationInfo& gen,
-                           const EnvList& inherited) {
+                           const KeyValues& inherited) {
   for (const char* var : {"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"}) {
     const std::string* v = nullptr;
     if (!job.network.interface.empty()) v = &job.network.interface;
@@ -149,7 +149,7 @@ void SetInterfaceVariables(EnvBuilder& env, const JobSpec& job, const NodePlan& 
 // TORCH_NCCL_ASYNC_ERROR_HANDLING and its older name NCCL_ASYNC_ERROR_HANDLING
 // (torchrun's default) unless set.
 void SetResourceVariables(EnvBuilder& env, const LaunchPlan& plan, const NodePlan& node, const GenerationInfo& gen,
-                          const EnvList& inherited) {
+                          const KeyValues& inherited) {
   if (plan.use_gpus) {
     std::string devices;
     for (int s : node.slots) devices += (devices.empty() ? "" : ",") + std::to_string(s);
@@ -180,12 +180,12 @@ void SetDslaunchVariables(EnvBuilder& env, const JobSpec& job, const NodePlan& n
 
 }  // namespace
 
-bool UserSetEnv(const JobSpec& job, const NodePlan& node, const EnvList& inherited, const std::string& name) {
+bool UserSetEnv(const JobSpec& job, const NodePlan& node, const KeyValues& inherited, const std::string& name) {
   return Find(job.env, name) != nullptr || FindHostEnv(node.host, name) != nullptr || Find(inherited, name) != nullptr;
 }
 
-EnvList WorkerEnv(const LaunchPlan& plan, int node_index, int local_rank, const GenerationInfo& gen,
-                  const EnvList& inherited) {
+KeyValues WorkerEnv(const LaunchPlan& plan, int node_index, int local_rank, const GenerationInfo& gen,
+                  const KeyValues& inherited) {
   DS_CHECK(node_index >= 0 && node_index < static_cast<int>(plan.nodes.size()));
   const NodePlan& node = plan.nodes[node_index];
   DS_CHECK(local_rank >= 0 && local_rank < node.num_workers());

@@ -8,13 +8,12 @@
 #include <utility>
 #include <vector>
 
+#include "common/env_registry.h"
 #include "common/status.h"
 #include "launcher/config/job_spec.h"
 #include "launcher/config/selection.h"
 
 namespace ds {
-
-using EnvList = std::vector<std::pair<std::string, std::string>>;
 
 struct NodePlan {
   HostEntry host;          // hostfile entry (name, ssh_port, user, per-host env)
@@ -89,9 +88,9 @@ Result<LaunchPlan> PlanOnNodes(const LaunchPlan& plan, const std::vector<bool>& 
 // Whether the user chose `name` for workers of `node`: in the job's env:
 // (with the env files and forwarded variables), the host's hostfile keys,
 // or `inherited` (the environment the worker would otherwise inherit).
-bool UserSetEnv(const JobSpec& job, const NodePlan& node, const EnvList& inherited, const std::string& name);
+bool UserSetEnv(const JobSpec& job, const NodePlan& node, const KeyValues& inherited, const std::string& name);
 
-EnvList WorkerEnv(const LaunchPlan& plan, int node_index, int local_rank,
-                  const GenerationInfo& gen, const EnvList& inherited);
+KeyValues WorkerEnv(const LaunchPlan& plan, int node_index, int local_rank,
+                  const GenerationInfo& gen, const KeyValues& inherited);
 
 }  // namespace ds

@@ -59,6 +59,10 @@ AGENT_TARGETS = {"dsagent", "dsagent_lib"}
 TRAINER_TARGETS = {"dstrain", "dstrain_lib", "dscomm", "dsmodel", "dstrain_config", "dsnumeric", "dsdevice",
                    "dstrain_cuda"}
 NO_INCLUDE = {"agent": "runtime/"}
+# common/env_registry.cc is the only file that reads the environment
+# (common/env_registry.h): every variable is declared there with its help.
+SOURCE_FOLDERS = ["common", "wire", "checkpoint_format", "launcher", "agent", "runtime", "sim"]
+ENV_READER = os.path.join("common", "env_registry.cc")
 
 # Targets that exist only in some builds (the GPU path: cmake/cuda.cmake).
 OPTIONAL = {"dsdevice", "dstrain_cuda", "gpu_gemm_floor"}
@@ -112,18 +116,32 @@ def reachable(graph, start):
     return seen
 
 
+def source_lines(source, folder):
+    """(relative path, line number, line) of every C++ source in `folder`."""
+    for root, _, files in os.walk(os.path.join(source, folder)):
+        for name in sorted(files):
+            if not name.endswith((".cc", ".h", ".cu")):
+                continue
+            path = os.path.join(root, name)
+            with open(path, errors="replace") as f:
+                for n, line in enumerate(f, 1):
+                    yield os.path.relpath(path, source), n, line
+
+
+def raw_getenv_calls(source):
+    return [f"{path}:{n} calls getenv; read the environment through common/env_registry.h"
+            for folder in SOURCE_FOLDERS for path, n, line in source_lines(source, folder)
+            if path != ENV_READER and re.search(r"\bgetenv\s*\(", line.split("//")[0])]
+
+
 def forbidden_includes(source):
     """'file:line includes X' for every include NO_INCLUDE forbids."""
     found = []
     for folder, banned in NO_INCLUDE.items():
-        for root, _, files in os.walk(os.path.join(source, folder)):
-            for name in sorted(files):
-                path = os.path.join(root, name)
-                with open(path, errors="replace") as f:
-                    for n, line in enumerate(f, 1):
-                        m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
-                        if m and m.group(1).startswith(banned):
-                            found.append(f"{os.path.relpath(path, source)}:{n} includes {m.group(1)}")
+        for path, n, line in source_lines(source, folder):
+            m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+            if m and m.group(1).startswith(banned):
+                found.append(f"{path}:{n} includes {m.group(1)}")
     return found
 
 
@@ -154,6 +172,7 @@ def main():
         for dst in sorted(reachable(graph, src) & TRAINER_TARGETS):
             problems.append(f"{src} reaches the trainer's {dst}: the agent must not depend on the trainer")
     problems += [f"{inc}: the agent must not depend on the trainer" for inc in forbidden_includes(source)]
+    problems += raw_getenv_calls(source)
     for p in problems:
         print("library graph: " + p)
     if not problems:

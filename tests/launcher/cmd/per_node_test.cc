@@ -82,7 +82,7 @@ TEST_CASE("per node: without a secret file, loopback makes a random secret, --in
 }
 
 TEST_CASE("per node: Kubeflow's variables ask for it; a dslaunch worker's do not", "[unit]") {
-  const EnvPairs pet = {{"PET_NNODES", "4"}, {"PET_NODE_RANK", "3"}, {"PET_MASTER_ADDR", "127.0.0.1"},
+  const KeyValues pet = {{"PET_NNODES", "4"}, {"PET_NODE_RANK", "3"}, {"PET_MASTER_ADDR", "127.0.0.1"},
                         {"PET_MASTER_PORT", "23456"}};
   auto p = ResolvePerNode(CliOptions{}, pet);
   REQUIRE(p.ok());
@@ -91,7 +91,7 @@ TEST_CASE("per node: Kubeflow's variables ask for it; a dslaunch worker's do not
   CHECK((*p)->node_rank == 3);
   CHECK((*p)->port == 23456);
   CHECK((*p)->source == "PET_NNODES/PET_NODE_RANK");
-  EnvPairs plain = {{"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "23456"}, {"WORLD_SIZE", "2"}, {"RANK", "1"}};
+  KeyValues plain = {{"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "23456"}, {"WORLD_SIZE", "2"}, {"RANK", "1"}};
   auto ambient = ResolvePerNode(CliOptions{}, plain);
   CHECK((*ambient)->node_rank == 1);
   CHECK((*ambient)->notice ==

@@ -25,7 +25,7 @@ std::string ErrorOf(const std::string& text) {
   REQUIRE_FALSE(r.ok());
   return r.status().message();
 }
-std::string Env(const EnvList& env, const std::string& key) {
+std::string Env(const KeyValues& env, const std::string& key) {
   for (const auto& [k, v] : env)
     if (k == key) return v;
   return "<unset>";

@@ -12,28 +12,28 @@ using testing::TempDir;
 using testing::WriteFile;
 
 TEST_CASE("job env: DeepSpeed's prefixes are forwarded, nothing else, dslaunch's own never") {
-  EnvPairs launcher = {{"NCCL_DEBUG", "INFO"},       {"PYTHONHASHSEED", "0"}, {"HOME", "/root"},
+  KeyValues launcher = {{"NCCL_DEBUG", "INFO"},       {"PYTHONHASHSEED", "0"}, {"HOME", "/root"},
                        {"UCX_TLS", "rc"},            {"MV2_X", "1"},          {"FI_PROVIDER", "efa"},
                        {"FILE", "not FI_"},          {"MLFLOW_URI", "u"},     {"NCCLX", "prefix match"},
                        {"PATH", "/bin"},             {"MY_NCCL", "middle"}};
-  EnvPairs got = ForwardedEnv(launcher, DefaultForwardEnv());
-  EnvPairs want = {{"NCCL_DEBUG", "INFO"}, {"PYTHONHASHSEED", "0"}, {"UCX_TLS", "rc"},     {"MV2_X", "1"},
+  KeyValues got = ForwardedEnv(launcher, DefaultForwardEnv());
+  KeyValues want = {{"NCCL_DEBUG", "INFO"}, {"PYTHONHASHSEED", "0"}, {"UCX_TLS", "rc"},     {"MV2_X", "1"},
                    {"FI_PROVIDER", "efa"}, {"MLFLOW_URI", "u"},     {"NCCLX", "prefix match"}};
   CHECK(got == want);
   CHECK(ForwardedEnv(launcher, {}).empty());
   CHECK(ForwardedEnv({{"DSLAUNCH_JOB_ID", "x"}, {"DSLAUNCH_LOG", "INFO"}}, {"DSLAUNCH_"}) ==
-        EnvPairs{{"DSLAUNCH_LOG", "INFO"}});
+        KeyValues{{"DSLAUNCH_LOG", "INFO"}});
 }
 
 TEST_CASE("job env: values are forwarded byte for byte") {
   const std::string odd = "a b\t'\"$HOME `x` \\ \n\xff";
-  CHECK(ForwardedEnv({{"NCCL_ODD", odd}}, {"NCCL"}) == EnvPairs{{"NCCL_ODD", odd}});
+  CHECK(ForwardedEnv({{"NCCL_ODD", odd}}, {"NCCL"}) == KeyValues{{"NCCL_ODD", odd}});
 }
 
 TEST_CASE("job env: MergeEnv keeps one entry per name, later wins in place") {
-  EnvPairs env = {{"A", "1"}, {"B", "2"}};
+  KeyValues env = {{"A", "1"}, {"B", "2"}};
   MergeEnv(env, {{"B", "3"}, {"C", "4"}, {"A", "5"}});
-  CHECK(env == EnvPairs{{"A", "5"}, {"B", "3"}, {"C", "4"}});
+  CHECK(env == KeyValues{{"A", "5"}, {"B", "3"}, {"C", "4"}});
 }
 
 TEST_CASE("job env: the working directory is made absolute against the launcher's") {
@@ -54,9 +54,9 @@ TEST_CASE("job env: sources in DeepSpeed's order, then ours, then env:") {
   JobSpec job;
   job.working_dir = wd.path();
   job.env = {{"E", "job"}, {"NCCL_DEBUG", "WARN"}};
-  EnvPairs launcher = {{"HOME", home.path()}, {"NCCL_DEBUG", "INFO"}, {"PYTHONPATH", "/lib/py"}, {"A", "launcher"}};
+  KeyValues launcher = {{"HOME", home.path()}, {"NCCL_DEBUG", "INFO"}, {"PYTHONPATH", "/lib/py"}, {"A", "launcher"}};
   REQUIRE(ResolveJobEnv(job, launcher).ok());
-  EnvPairs want = {{"NCCL_DEBUG", "WARN"},
+  KeyValues want = {{"NCCL_DEBUG", "WARN"},
                    {"PYTHONPATH", wd.path() + ":/lib/py"},
                    {"A", "home-ds"},
                    {"B", "wd-ds"},
@@ -71,10 +71,10 @@ TEST_CASE("job env: PYTHONPATH is the working directory alone when the launcher 
   JobSpec job;
   job.working_dir = wd.path();
   REQUIRE(ResolveJobEnv(job, {}).ok());
-  CHECK(job.env == EnvPairs{{"PYTHONPATH", wd.path()}});
+  CHECK(job.env == KeyValues{{"PYTHONPATH", wd.path()}});
   job.env = {{"PYTHONPATH", "/mine"}};  // the user's own value wins
   REQUIRE(ResolveJobEnv(job, {{"PYTHONPATH", "/lib"}}).ok());
-  CHECK(job.env == EnvPairs{{"PYTHONPATH", "/mine"}});
+  CHECK(job.env == KeyValues{{"PYTHONPATH", "/mine"}});
 }
 
 TEST_CASE("job env: DS_ENV_FILE names another file, relative (home, then wd) or absolute") {
@@ -87,10 +87,10 @@ TEST_CASE("job env: DS_ENV_FILE names another file, relative (home, then wd) or 
   job.working_dir = wd.path();
   job.forward_env = {};
   REQUIRE(ResolveJobEnv(job, {{"HOME", home.path()}, {"DS_ENV_FILE", "my.env"}}).ok());
-  CHECK(job.env == EnvPairs{{"PYTHONPATH", wd.path()}, {"X", "home"}, {"Y", "wd"}});
+  CHECK(job.env == KeyValues{{"PYTHONPATH", wd.path()}, {"X", "home"}, {"Y", "wd"}});
   job.env.clear();
   REQUIRE(ResolveJobEnv(job, {{"HOME", home.path()}, {"DS_ENV_FILE", elsewhere / "abs.env"}}).ok());
-  CHECK(job.env == EnvPairs{{"PYTHONPATH", wd.path()}, {"X", "abs"}});
+  CHECK(job.env == KeyValues{{"PYTHONPATH", wd.path()}, {"X", "abs"}});
   job.env.clear();
   Status missing = ResolveJobEnv(job, {{"HOME", home.path()}, {"DS_ENV_FILE", "nope.env"}});
   CHECK(missing.message() == "DS_ENV_FILE names 'nope.env', but there is no " + home.path() + "/nope.env or " +

@@ -32,7 +32,7 @@ LaunchPlan ElasticPlan(const std::string& hostfile, int min_nodes, bool min_set,
 
 const char* kThree = "n0 slots=2\nn1 slots=2\nn2 slots=2\n";
 
-std::string Get(const EnvList& env, const std::string& name) {
+std::string Get(const KeyValues& env, const std::string& name) {
   int n = 0;
   std::string value = "<unset>";
   for (const auto& kv : env)
@@ -64,7 +64,7 @@ TEST_CASE("plan: uneven slot counts") {
   gen.master_addr = "10.0.0.1";
   gen.master_port = 29555;
   gen.cpus_on_node = 8;
-  EnvList e = WorkerEnv(*plan, 2, 1, gen, {});
+  KeyValues e = WorkerEnv(*plan, 2, 1, gen, {});
   CHECK(Get(e, "RANK") == "5");
   CHECK(Get(e, "LOCAL_RANK") == "1");
   CHECK(Get(e, "WORLD_SIZE") == "6");
@@ -94,7 +94,7 @@ TEST_CASE("plan: env is deterministic and ranks are a permutation") {
   std::vector<int> seen(plan->world_size, 0);
   for (int n = 0; n < 3; ++n)
     for (int l = 0; l < plan->nodes[n].num_workers(); ++l) {
-      EnvList e = WorkerEnv(*plan, n, l, {}, {});
+      KeyValues e = WorkerEnv(*plan, n, l, {}, {});
       CHECK(e == WorkerEnv(*plan, n, l, {}, {}));
       ++seen.at(std::stoi(Get(e, "RANK")));
     }
@@ -192,7 +192,7 @@ TEST_CASE("plan: OMP_NUM_THREADS unless the user set it") {
 TEST_CASE("plan: socket interface precedence") {
   GenerationInfo gen;
   gen.socket_ifname = "detected0";
-  const EnvList inherited = {{"NCCL_SOCKET_IFNAME", "inherited0"}};
+  const KeyValues inherited = {{"NCCL_SOCKET_IFNAME", "inherited0"}};
   // Detected only.
   auto p = MakePlan(Hosts("a slots=1\n"), Job(), false);
   CHECK(Get(WorkerEnv(*p, 0, 0, gen, {}), "NCCL_SOCKET_IFNAME") == "detected0");
@@ -200,7 +200,7 @@ TEST_CASE("plan: socket interface precedence") {
   // Omitted when nothing is known.
   CHECK(Get(WorkerEnv(*p, 0, 0, {}, {}), "GLOO_SOCKET_IFNAME") == "<unset>");
   // Inherited beats detected, per variable.
-  EnvList e = WorkerEnv(*p, 0, 0, gen, inherited);
+  KeyValues e = WorkerEnv(*p, 0, 0, gen, inherited);
   CHECK(Get(e, "NCCL_SOCKET_IFNAME") == "inherited0");
   CHECK(Get(e, "GLOO_SOCKET_IFNAME") == "detected0");
   // Job env beats inherited.
@@ -231,7 +231,7 @@ TEST_CASE("plan: DSLAUNCH_* from the generation and the job; user env last") {
   gen.store_addr = "10.0.0.1:4000";
   gen.store_token = "tok";
   gen.heartbeat_addr = "127.0.0.1:5000";
-  EnvList e = WorkerEnv(*p, 0, 0, gen, {});
+  KeyValues e = WorkerEnv(*p, 0, 0, gen, {});
   CHECK(Get(e, "DSLAUNCH_GENERATION") == "3");
   CHECK(Get(e, "DSLAUNCH_RESTART_COUNT") == "2");
   CHECK(Get(e, "DSLAUNCH_STORE_ADDR") == "10.0.0.1:4000");
@@ -260,7 +260,7 @@ TEST_CASE("PlanOnNodes: a middle host down, ranks dense in hostfile order", "[un
   CHECK(r->nodes[1].first_rank == 2);
   CHECK(r->hostfile_path == "hf");
   GenerationInfo gen;
-  EnvList env = WorkerEnv(*r, 1, 1, gen, {});
+  KeyValues env = WorkerEnv(*r, 1, 1, gen, {});
   auto get = [&](const std::string& k) {
     for (const auto& kv : env)
       if (kv.first == k) return kv.second;
@@ -336,7 +336,7 @@ TEST_CASE("plan: torchrun's whole worker contract") {
   GenerationInfo gen;
   gen.job_id = "job-42";
   gen.restart_count = 2;
-  EnvList env = WorkerEnv(*p, 1, 0, gen, {});
+  KeyValues env = WorkerEnv(*p, 1, 0, gen, {});
   CHECK(Get(env, "ROLE_NAME") == "default");
   CHECK(Get(env, "TORCHELASTIC_RUN_ID") == "job-42");
   CHECK(Get(env, "TORCHELASTIC_RESTART_COUNT") == "2");
