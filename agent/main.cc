@@ -65,6 +65,7 @@
 #include <vector>
 
 #include "agent/agent.h"
+#include "common/version.h"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);

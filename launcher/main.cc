@@ -7,14 +7,15 @@
 #include <vector>
 
 #include "common/env_registry.h"
+#include "common/version.h"
 #include "launcher/cmd/cli.h"
 #include "launcher/cmd/cluster_cli.h"
 #include "launcher/cmd/dry_run.h"
-#include "launcher/report/exit_status.h"
-#include "launcher/cmd/preflight.h"
 #include "launcher/cmd/per_node.h"
 #include "launcher/cmd/plan_from_cli.h"
+#include "launcher/cmd/preflight.h"
 #include "launcher/cmd/run.h"
+#include "launcher/report/exit_status.h"
 
 namespace ds {
 namespace {

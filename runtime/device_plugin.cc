@@ -41,7 +41,10 @@ std::string ExecutableDir() {
 
 DevicePlugin* Load(std::string* why) {
   const std::string dir = ExecutableDir();
-  for (const std::string& path : {dir + "/../lib/" + kDevicePluginFile, dir + "/" + kDevicePluginFile}) {
+  // Installed (cmake --install, the .deb): <prefix>/lib/dslaunch/; a
+  // `dslaunch cluster` image: /opt/dslaunch/lib/; the build tree: beside it.
+  for (const std::string& path : {dir + "/../lib/dslaunch/" + kDevicePluginFile, dir + "/../lib/" + kDevicePluginFile,
+                                   dir + "/" + kDevicePluginFile}) {
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) continue;
     // RTLD_NOW: a missing symbol or library is an error here, not a crash later.

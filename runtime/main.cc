@@ -34,6 +34,7 @@
 #include "common/env_registry.h"
 #include "common/files.h"
 #include "common/log.h"
+#include "common/version.h"
 #include "runtime/comm/gloo_communicator.h"
 #include "runtime/comm/gloo_store.h"
 #include "runtime/device_plugin.h"
@@ -214,6 +215,7 @@ int TrainAndReport(const TrainerConfig& config, Communicator& comm, const Traine
 
 int main(int argc, char** argv) {
   CLI::App app{"dstrain: data-parallel / ZeRO trainer (run by dslaunch, or standalone)"};
+  app.set_version_flag("--version", "dstrain " DSLAUNCH_VERSION);
   std::string config_file;
   app.add_option("--config", config_file, "trainer config YAML (default: $DSLAUNCH_TRAINER_CONFIG)");
   bool quiet = false;

@@ -54,7 +54,14 @@ std::vector<std::string> LibrariesToBundle(const std::string& ldd_output) {
 
 Result<std::string> DockerFilesDir() {
   std::string dir = EnvString("DSLAUNCH_DOCKER_DIR");
-  if (dir.empty()) dir = DSLAUNCH_SOURCE_DOCKER_DIR;
+  if (dir.empty()) {
+    // Installed: <prefix>/share/dslaunch/docker beside <prefix>/bin/dslaunch;
+    // else the source tree this dslaunch was built from.
+    std::error_code ec;
+    const fs::path installed = fs::read_symlink("/proc/self/exe", ec).parent_path() / "../share/dslaunch/docker";
+    dir = !ec && fs::exists(installed / "Dockerfile", ec) ? installed.lexically_normal().string()
+                                                           : std::string(DSLAUNCH_SOURCE_DOCKER_DIR);
+  }
   if (fs::exists(fs::path(dir) / "Dockerfile")) return dir;
   return Status::NotFound("no Dockerfile in " + dir + "; set DSLAUNCH_DOCKER_DIR to the repository's docker/ folder");
 }
@@ -99,8 +106,10 @@ Status MakeImageContext(CommandRunner& runner, const std::string& docker_dir, co
   // dstrain's GPU plugin, where it was built: dstrain loads it only where a
   // GPU may be used, so a CPU base image carries it unused and a CUDA base
   // (with the NVIDIA container toolkit) trains on the GPU.
+  // Beside dstrain in a build tree, in <prefix>/lib/dslaunch/ when installed.
   for (const std::string& b : binaries) {
-    const fs::path plugin = fs::path(b).parent_path() / "libdstrain_cuda.so";
+    fs::path plugin = fs::path(b).parent_path() / "libdstrain_cuda.so";
+    if (!fs::exists(plugin)) plugin = fs::path(b).parent_path() / "../lib/dslaunch/libdstrain_cuda.so";
     if (fs::path(b).filename() != "dstrain" || !fs::exists(plugin)) continue;
     DS_RETURN_IF_ERROR(CopyInto(plugin.string(), lib, data));
     DS_ASSIGN_OR_RETURN(std::string ldd, CaptureOk(runner, {"ldd", plugin.string()}));

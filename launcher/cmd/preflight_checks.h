@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/version.h"
 #include "launcher/config/hostfile.h"
 #include "launcher/spawn/ssh/ssh_session.h"
 

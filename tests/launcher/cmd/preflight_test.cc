@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/strings.h"
+#include "common/version.h"
 #include "tests/launcher/spawn/ssh/cluster_env.h"
 
 namespace ds {
