@@ -1,0 +1,55 @@
+#!/bin/bash
+# `dslaunch completion bash` driven in a real bash, as the shell does on Tab:
+# COMP_WORDS/COMP_CWORD set, the registered function called, COMPREPLY read.
+#   completion_test.sh DSLAUNCH
+set -uo pipefail
+DSLAUNCH=$(readlink -f "$1")
+work=$(mktemp -d /tmp/dsl-completion.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+"$DSLAUNCH" completion bash >"$work/dslaunch.bash" || { echo "FAIL: dslaunch completion bash exited $?"; exit 1; }
+mkdir -p "$work/dir" && touch "$work/job.yaml" "$work/train.py" "$work/notes.txt" "$work/hosts"
+cd "$work"
+# complete WORD... : what Tab offers for the last word, sorted, one line.
+complete_words() {
+  bash --norc --noprofile -c '
+    source ./dslaunch.bash || exit 9
+    spec=$(complete -p dslaunch) || exit 8
+    COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+    fn=${spec#*-F }; fn=${fn%% *}
+    "$fn"
+    printf "%s\n" "${COMPREPLY[@]}" | sort | paste -sd" "' bash "$@"
+}
+expect() {  # expect "WANTED WORDS" WORD...
+  local want=$1; shift
+  local got; got=$(complete_words "$@")
+  [ "$got" = "$want" ] || fail "dslaunch ${*:2}<Tab>: got '$got', expected '$want'"
+}
+has() {  # has WORD WORD...: the completions of the last word include WORD
+  local want=$1; shift
+  complete_words "$@" | tr ' ' '\n' | grep -qx -- "$want" || fail "dslaunch ${*:2}<Tab> does not offer $want"
+}
+has --hostfile dslaunch --host
+has -H dslaunch -
+has --nproc_per_node dslaunch --nproc
+has --nproc-per-node dslaunch --nproc
+has --master_port dslaunch --master_p
+has check dslaunch ""
+has cluster dslaunch c
+expect "auto local mpich openmpi pdsh slurm ssh" dslaunch --launcher ""
+expect "dir hosts job.yaml notes.txt train.py" dslaunch --hostfile ""
+expect "dir job.yaml train.py" dslaunch --hostfile hosts ""
+expect "down run status up" dslaunch cluster ""
+has --nodes dslaunch cluster up --no
+has --keep-image dslaunch cluster down --keep
+expect "" dslaunch --nproc_per_node ""
+expect "dir hosts job.yaml notes.txt train.py" dslaunch -- ./prog ""
+# Every option the parser declares is offered: the --help text's long options.
+"$DSLAUNCH" --help | grep -oE -- '--[a-zA-Z][a-zA-Z0-9_-]+' | sort -u >"$work/help-options"
+offered=$(complete_words dslaunch -)
+while read -r opt; do
+  grep -qw -- "$opt" <<<"$offered" || fail "--help names $opt but Tab does not offer it"
+done <"$work/help-options"
+[ $fails -eq 0 ] && echo "completion: all checks passed"
+exit $((fails > 0))
