@@ -67,10 +67,13 @@ bool JobRecord::OnExited(int rank, int pid, int exit_code, int signal, bool hung
   w.end_seq = ++seq_;
   w.end_time = std::chrono::system_clock::now();
   bool failed = exit_code != 0 || signal != 0 || hung;
-  // After the first failure the generation is being stopped: SIGTERM, then SIGKILL after the grace.
-  w.stopped = failed && first_failure_ && !hung && (signal == SIGTERM || signal == SIGKILL);
-  if (w.ExitedOk()) ++num_exited_ok_;
   if (failed && !error.message.empty()) w.error = BoundForWire(std::move(error));
+  // After the first failure the generation is being stopped: SIGTERM, then
+  // SIGKILL after the grace. A rank that had already raised (a traceback, an
+  // error file) failed on its own even when the stop ended it.
+  w.stopped = failed && first_failure_ && !hung && (signal == SIGTERM || signal == SIGKILL) &&
+              w.traceback_seq == 0 && w.error.message.empty();
+  if (w.ExitedOk()) ++num_exited_ok_;
   if (failed && !first_failure_) {
     first_failure_ = FailureOf(w);
     first_failure_time = clock_.Now();

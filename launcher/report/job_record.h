@@ -42,7 +42,8 @@ struct WorkerRecord {
   std::chrono::system_clock::time_point traceback_time;
   uint64_t end_seq = 0;        // its exit
   std::chrono::system_clock::time_point end_time;
-  bool stopped = false;        // ended by SIGTERM/SIGKILL after the generation's first failure: the stop's doing
+  bool stopped = false;        // ended by SIGTERM/SIGKILL after the generation's first failure, without a
+                               //   traceback or an error file before: the stop's doing
   bool ExitedOk() const { return exited && exit_code == 0 && signal == 0 && !hung; }
   // It failed by itself: a non-zero exit, a signal other than the stop's, or hung.
   bool FailedOnItsOwn() const { return exited && !ExitedOk() && !stopped; }

@@ -90,11 +90,17 @@ TEST_CASE("root cause: one failed rank needs no note; an error file's message de
   CHECK(files.RootCause()->error.message == "ValueError: boom");
 }
 
-TEST_CASE("root cause: a hung rank killed by its agent is a failure, not the stop's doing", "[summary]") {
+TEST_CASE("root cause: a hung rank, or one that had raised, is a failure even when the stop ends it", "[summary]") {
   JobRecord rec = FourRanks();
+  Raise(rec, 3, "ValueError: raised, then the stop's SIGTERM during its teardown");
   CHECK(rec.OnExited(0, 100, 1, 0, false));
   CHECK(rec.OnExited(1, 101, 0, SIGKILL, true));
-  CHECK(ChooseRootCause(rec).failed.size() == 2);
+  CHECK(rec.OnExited(2, 102, 0, SIGTERM, false));
+  CHECK(rec.OnExited(3, 103, 0, SIGTERM, false));
+  const RootCauseChoice c = ChooseRootCause(rec);
+  CHECK(c.failed.size() == 3);
+  CHECK(c.stopped == 1);
+  CHECK(c.cause.rank == 3);  // its traceback came before rank 0's exit
 }
 
 }  // namespace
