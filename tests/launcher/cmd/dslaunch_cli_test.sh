@@ -131,8 +131,13 @@ printf '127.0.0.1 slots=1 max_slots=4\n127.0.0.2 slots=1\n' >"$tmp/default_hf"
   expect 0 "dslaunch: $tmp/default_hf:1: ignoring max_slots=4 (OpenMPI's limit" -- --dry-run -- true
   expect 0 "hostfile: none, this machine" -- --launcher local --dry-run -- true
   exit $fail ) || fail=1
-# dslaunch check reads the same default hostfile.
-expect 2 "check: expected --hostfile FILE (the hosts to check); $tmp/no-default-hostfile (DSLAUNCH_DEFAULT_HOSTFILE) does not exist" -- check
+# dslaunch check checks what the run would use (issue 33 item 6): without a
+# hostfile this machine, a hostfile whose jobs run locally here without ssh,
+# and --launcher as given; it reads the same default hostfile.
+expect 0 "localhost  local, no ssh" -- check
+expect 0 "127.0.0.3  local, no ssh" -- check --hostfile "$src/hostfiles/local"
+expect 2 "--launcher local: host 'h1' (hostfile line 1) is not this machine" -- check -H "$tmp/hostfile.remote" --launcher local
+expect 1 "127.0.0.2: " -- check --hostfile "$src/hostfiles/local" --launcher ssh --connect-timeout 2s
 printf 'w0 slots=x\n' >"$tmp/bad_default_hf"
 ( export DSLAUNCH_DEFAULT_HOSTFILE="$tmp/bad_default_hf"
   expect 2 "$tmp/bad_default_hf:1:" -- check
