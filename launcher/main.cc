@@ -25,6 +25,7 @@ using Args = std::vector<std::string>;
 int CmdRun(const Args& args);
 int CmdEnv(const Args& args);
 int CmdCheck(const Args& args);
+int CmdCluster(const Args& args);
 
 struct Subcommand {
   const char* name;
@@ -38,7 +39,7 @@ constexpr Subcommand kSubcommands[] = {
     {"env", "print every DSLAUNCH_* variable and the worker contract: type, default, current value, help", CmdEnv},
     {"check", "preflight: reach every host of the hostfile and check it can run dsagent", CmdCheck},
     {"cluster", "up|down|status|run: a training cluster of Docker containers on an overlay network",
-     RunClusterCommand},
+     CmdCluster},
 };
 
 // Prints "dslaunch: error: <message>"; returns `code`.
@@ -144,6 +145,8 @@ int CmdCheck(const Args& args) {
   }
   return ExitCode(RunPreflight(*cli));
 }
+
+int CmdCluster(const Args& args) { return ExitCode(RunClusterCommand(args)); }
 
 }  // namespace
 }  // namespace ds

@@ -146,6 +146,9 @@ expect 2 "-i: unknown host 'w9'" -- -H "$src/hostfiles/local" -i w9 --dry-run --
 expect 2 "--include: unknown host 'w9'" -- -H "$src/hostfiles/local" --include w9 --dry-run -- true
 expect 2 "unknown option '--bogus'" -- --bogus -- true
 expect 0 "usage: dslaunch check" -- check --help
+# Subcommands return their errors; only main.cc prints them and picks the exit code.
+expect 2 "dslaunch: error: cluster: unknown verb 'bogus': expected up, down, status or run" -- cluster bogus
+expect 2 "dslaunch: error: cluster up: --nodes: Value 0 not in range 1 to 1000" -- cluster up --nodes 0
 expect 2 "expected a job file" --
 expect 2 "env: unexpected argument 'x'" -- env x
 # Too few file descriptors for 100 agents, and the hard limit cannot be
