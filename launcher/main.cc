@@ -1,6 +1,6 @@
 // dslaunch: the command line. Reads top to bottom: the subcommand table, then
 // one handler per subcommand, then main(), which picks the handler. Only this
-// file turns a Status into an exit code (launcher/exit_status.h).
+// file turns a Status into an exit code (launcher/report/exit_status.h).
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -10,7 +10,9 @@
 #include "common/version.h"
 #include "launcher/cmd/cli.h"
 #include "launcher/cmd/cluster_cli.h"
+#include "launcher/cmd/completion.h"
 #include "launcher/cmd/dry_run.h"
+#include "launcher/cmd/launch_choice.h"
 #include "launcher/cmd/per_node.h"
 #include "launcher/cmd/plan_from_cli.h"
 #include "launcher/cmd/preflight.h"
@@ -25,6 +27,8 @@ using Args = std::vector<std::string>;
 int CmdRun(const Args& args);
 int CmdEnv(const Args& args);
 int CmdCheck(const Args& args);
+int CmdCluster(const Args& args);
+int CmdCompletion(const Args& args);
 
 struct Subcommand {
   const char* name;
@@ -38,7 +42,8 @@ constexpr Subcommand kSubcommands[] = {
     {"env", "print every DSLAUNCH_* variable and the worker contract: type, default, current value, help", CmdEnv},
     {"check", "preflight: reach every host of the hostfile and check it can run dsagent", CmdCheck},
     {"cluster", "up|down|status|run: a training cluster of Docker containers on an overlay network",
-     RunClusterCommand},
+     CmdCluster},
+    {"completion", "bash: print the shell completion script (the package installs it)", CmdCompletion},
 };
 
 // Prints "dslaunch: error: <message>"; returns `code`.
@@ -69,6 +74,16 @@ std::string HelpText() {
   return out;
 }
 
+const char* kCheckHelp =
+    "usage: dslaunch check [--hostfile FILE] [--launcher NAME] [-i/-e SPEC] [--num_nodes N] [options] [job.yaml]\n"
+    "  checks every host the same command line would run on, the way the run would start its agents:\n"
+    "  over ssh (--launcher ssh, pdsh, openmpi, mpich) it reaches each host and checks dsagent, the working\n"
+    "  directory, slots against GPUs or cores, the interface to the master, the master port and the clock;\n"
+    "  hosts that run locally (every host this machine, or --launcher local) are checked here, without ssh.\n"
+    "  Without --hostfile: DSLAUNCH_DEFAULT_HOSTFILE when it exists, else this machine, as for a run.\n"
+    "  The job file, when given, brings its ssh:, network: and working_dir. Every option of `dslaunch --help`\n"
+    "  is accepted. Exit status: 0 every host ready, 1 one is not, 2 bad input.\n";
+
 int CmdRun(const Args& args) {
   Result<CliOptions> cli = ParseCli(args);
   if (!cli.ok()) return Usage(cli.status());
@@ -96,8 +111,12 @@ int CmdRun(const Args& args) {
   if (!plan.ok()) return Usage(plan.status());
   for (const std::string& line : notes.notices) std::cerr << "dslaunch: " << line << "\n";
   if (cli->dry_run) {
+    // The run's own decisions and refusals (launch_choice.h), so a dry run
+    // that passes is a run that starts.
+    Result<LaunchChoice> choice = ChooseLaunch(*plan, *cli, pn);
+    if (!choice.ok()) return Usage(choice.status());
     DryRunOptions opts;
-    opts.launcher = cli->launcher;
+    opts.launcher = choice->launcher == cli->launcher ? cli->launcher : choice->launcher + " (" + cli->launcher + ")";
     opts.hostfile_source = notes.hostfile_source;
     opts.inherited = ProcessEnvironment();
     std::cout << FormatDryRun(*plan, opts);
@@ -125,10 +144,36 @@ int CmdCheck(const Args& args) {
   Result<CliOptions> cli = ParseCli(args, /*require_job=*/false);
   if (!cli.ok()) return Usage(cli.status());
   if (cli->help) {
-    std::cout << HelpText();
+    std::cout << kCheckHelp;
     return kExitSuccess;
   }
   return ExitCode(RunPreflight(*cli));
+}
+
+int CmdCluster(const Args& args) { return ExitCode(RunClusterCommand(args)); }
+
+int CmdCompletion(const Args& args) {
+  if (args.size() == 1 && (args[0] == "-h" || args[0] == "--help")) {
+    std::cout << "usage: dslaunch completion bash\n  prints the bash completion script; load it with\n"
+                 "  source <(dslaunch completion bash), or install it (the package does) as\n"
+                 "  /usr/share/bash-completion/completions/dslaunch\n";
+    return kExitSuccess;
+  }
+  if (args.size() != 1 || args[0] != "bash")
+    return Usage(Status::InvalidArgument("completion: expected `dslaunch completion bash`" +
+                                         std::string(args.empty() ? "" : ", got '" + args[0] + "'")));
+  WithClusterCompletion([](const CompletionCommand& cluster) {
+    std::vector<CompletionCommand> subcommands;
+    for (const Subcommand& s : kSubcommands) {
+      CompletionCommand c{s.name};  // run and check: the main options
+      if (c.word == "cluster") c = cluster;
+      if (c.word == "env") c.no_options = true;
+      if (c.word == "completion") c.words = {{"bash", nullptr, {}, true}};
+      subcommands.push_back(c);
+    }
+    std::cout << CliBashCompletion(subcommands);
+  });
+  return kExitSuccess;
 }
 
 }  // namespace

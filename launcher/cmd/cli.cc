@@ -4,10 +4,13 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "common/env_registry.h"
 #include "common/strings.h"
 #include "launcher/cmd/cli_compat.h"
+#include "launcher/cmd/completion.h"
+#include "launcher/cmd/option_words.h"
 #include "launcher/config/hostfile.h"
 
 namespace ds {
@@ -71,7 +74,7 @@ void DeclareOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
   const char* launch = "Launch";
   app.add_option("--launcher", raw.launcher,
                  "how agents start: auto (default), local, ssh, pdsh, slurm (srun) or openmpi (mpirun), in any case")
-      ->type_name("NAME")
+      ->type_name("{" + fmt::format("{}", fmt::join(cli::LauncherNames(), ",")) + "}")
       ->group(launch);
   app.add_option("--master_addr,--master-addr", o.master_addr, "MASTER_ADDR for the workers (default: node rank 0)")
       ->type_name("ADDR")
@@ -163,6 +166,14 @@ Status AppendDeepSpeedFlags(CliOptions& o) {
 
 }  // namespace
 
+std::string CliBashCompletion(const std::vector<CompletionCommand>& subcommands) {
+  CliOptions o;
+  RawOptions raw;
+  CLI::App app{kUsage, "dslaunch"};
+  DeclareOptions(app, o, raw);
+  return BashCompletion("dslaunch", app, subcommands);
+}
+
 std::string CliHelpText() {
   CliOptions o;
   RawOptions raw;
@@ -173,22 +184,16 @@ std::string CliHelpText() {
 
 namespace {
 
-// "-hostfile" for "--hostfile": CLI11 reads it as -h (help, exit 0) or as a
-// short flag with a value ("-master_port" as -m "aster_port"). Looks at the
-// option tokens only (`tokens` stops before the job's command).
-Status SingleDashLongOption(const std::vector<std::string>& tokens, const CLI::App& app) {
-  for (const std::string& t : tokens) {
-    if (t == "--") break;
-    if (t.size() < 3 || t[0] != '-' || t[1] == '-') continue;
-    const std::string name = t.substr(1, t.find('=') - 1);
-    for (const CLI::Option* opt : app.get_options()) {
-      const auto& names = opt->get_lnames();
-      if (std::find(names.begin(), names.end(), name) != names.end())
-        return Status::InvalidArgument(
-            fmt::format("'{}': a long option takes two dashes: --{} (see dslaunch --help)", Printable(t), name));
-    }
+// CLI11's own messages name an option by its first name ("--num_gpus" for
+// "--nproc-per-node"): put back the word as typed.
+std::string AsTyped(std::string msg, const CLI::App& app, const std::vector<cli::TypedOption>& typed) {
+  for (const cli::TypedOption& t : typed) {
+    const CLI::Option* opt = app.get_option_no_throw(t.name);
+    if (opt == nullptr || opt->get_name() == t.typed) continue;
+    if (const size_t at = msg.find(opt->get_name()); at != std::string::npos)
+      msg.replace(at, opt->get_name().size(), t.typed);
   }
-  return Status::OK();
+  return msg;
 }
 
 }  // namespace
@@ -206,28 +211,21 @@ Result<CliOptions> ParseCli(const std::vector<std::string>& args, bool require_j
 
   CLI::App app{kUsage, "dslaunch"};
   DeclareOptions(app, o, raw);
-  std::vector<std::string> rev(args.rbegin(), args.rend());  // CLI11 takes argv reversed
+  DS_ASSIGN_OR_RETURN(cli::OptionWords words, cli::ResolveOptionWords(args, app, "dslaunch --help"));
+  std::vector<std::string> rev(words.args.rbegin(), words.args.rend());  // CLI11 takes argv reversed
   try {
     app.parse(rev);
   } catch (const CLI::CallForHelp&) {
-    DS_RETURN_IF_ERROR(SingleDashLongOption(args, app));  // "-hostfile" is not -h
     o.help = true;
     o.help_text = app.help();
     return o;
   } catch (const CLI::ParseError& e) {
-    DS_RETURN_IF_ERROR(SingleDashLongOption(args, app));
-    std::string msg = e.what();
-    return Status::InvalidArgument(msg + " (see dslaunch --help)");
+    return Status::InvalidArgument(AsTyped(e.what(), app, words.options) + " (see dslaunch --help)");
   }
   const std::vector<std::string> rest = app.remaining();
-  const std::vector<std::string> given(args.begin(), args.end() - static_cast<std::ptrdiff_t>(rest.size()));
-  // The option tokens, and the first one CLI11 left: "-master_port" comes
-  // back as -m's value or as "-aster_port" there; a script name has no dash.
-  const size_t first_left = std::min(args.size(), given.size() + 1);
-  DS_RETURN_IF_ERROR(SingleDashLongOption({args.begin(), args.begin() + static_cast<std::ptrdiff_t>(first_left)}, app));
   if (o.version) return o;
 
-  DS_RETURN_IF_ERROR(cli::ApplyRaw(raw, given, o));
+  DS_RETURN_IF_ERROR(cli::ApplyRaw(raw, words.options, o));
   DS_RETURN_IF_ERROR(TakePositionals(rest, require_job, o));
   DS_RETURN_IF_ERROR(AppendDeepSpeedFlags(o));
   return o;

@@ -47,7 +47,6 @@ struct CliOptions {
   SelectionOptions selection;        // --include/-i, --exclude/-e, --num_nodes N, --num_gpus N
   std::string nproc_mode;            // --nproc_per_node auto|gpu|cpu; "" = a number (selection.num_gpus)
                                      //   or not given. With a hostfile all three mean each host's slots=
-  std::string nproc_flag = "--nproc_per_node";  // the spelling given, for messages
   int elastic_min_nodes = -1;        // --nnodes MIN:MAX / --min_elastic_nodes; -1 = the job file's
   int elastic_max_nodes = -1;        // --nnodes MIN:MAX / --max_elastic_nodes; -1 = the job file's
   bool elastic_training = false;     // --elastic_training: max_restarts 100 unless set elsewhere
@@ -76,6 +75,7 @@ struct CliOptions {
   std::optional<int> ssh_port;       // --ssh_port: default for hosts without ssh_port=
   int fanout = 32;                   // --fanout: agents started in parallel at most
   int fanout_tree = 0;               // --fanout-tree K: agents start K agents each (0 = off)
+  std::string fanout_tree_flag = "--fanout-tree";  // its spelling as typed, for the launch's messages
   double connect_timeout = kDefaultConnectTimeout;  // --connect-timeout seconds (default DSLAUNCH_CONNECT_TIMEOUT)
   bool connect_timeout_set = false;  // --connect-timeout was given (it then wins over the job file's ssh:)
   std::string agent_path;            // --agent-path: dsagent on the nodes (default DSLAUNCH_AGENT_PATH,
@@ -106,5 +106,10 @@ Result<CliOptions> ParseCli(const std::vector<std::string>& args, bool require_j
 
 // The --help text (usage, options, subcommands are appended by main.cc).
 std::string CliHelpText();
+
+// `dslaunch completion bash`: the script for these options and `subcommands`
+// (launcher/cmd/completion.h).
+struct CompletionCommand;
+std::string CliBashCompletion(const std::vector<CompletionCommand>& subcommands);
 
 }  // namespace ds

@@ -42,35 +42,46 @@ const std::map<std::string, std::string> kUnsupportedLaunchers = {
     {"impi", "Intel MPI's mpirun is not supported yet"},
     {"jsrun", "jsrun is not supported yet"},
 };
-const std::vector<std::string> kLaunchers = {"auto", "local", "ssh", "pdsh", "slurm", "openmpi", "mpich"};
 
-Status ApplyLauncher(const std::string& text, const std::vector<std::string>& launcher_args, CliOptions& o) {
+}  // namespace
+
+const std::vector<std::string>& LauncherNames() {
+  static const std::vector<std::string> names = {"auto", "local", "ssh", "pdsh", "slurm", "openmpi", "mpich"};
+  return names;
+}
+
+namespace {
+
+Status ApplyLauncher(const std::string& text, const std::vector<std::string>& launcher_args,
+                     const std::vector<TypedOption>& given, CliOptions& o) {
+  const std::string flag = Spelled(given, {"--launcher"});
   const std::string l = Lower(text);
-  if (std::find(kLaunchers.begin(), kLaunchers.end(), l) != kLaunchers.end()) {
+  if (std::find(LauncherNames().begin(), LauncherNames().end(), l) != LauncherNames().end()) {
     o.launcher = l;
   } else if (auto it = kUnsupportedLaunchers.find(l); it != kUnsupportedLaunchers.end()) {
     return Status::InvalidArgument(fmt::format(
-        "--launcher {}: not supported ({}); use --launcher ssh (the default for remote hosts), pdsh, slurm, "
+        "{} {}: not supported ({}); use --launcher ssh (the default for remote hosts), pdsh, slurm, "
         "openmpi or mpich",
-        Shown(text), it->second));
+        flag, Shown(text), it->second));
   } else {
-    return Status::InvalidArgument("--launcher: expected auto, local, ssh, pdsh, slurm, openmpi or mpich, got '" +
-                                   Shown(text) + "'" + DidYouMeanHint(l, kLaunchers));
+    return Status::InvalidArgument(flag + ": expected auto, local, ssh, pdsh, slurm, openmpi or mpich, got '" +
+                                   Shown(text) + "'" + DidYouMeanHint(l, LauncherNames()));
   }
   if (!launcher_args.empty() && (o.launcher == "ssh" || o.launcher == "local"))
     return Status::InvalidArgument(fmt::format(
-        "--launcher_args: applies to --launcher pdsh, slurm, openmpi and mpich only; for --launcher {} set the job "
+        "{}: applies to --launcher pdsh, slurm, openmpi and mpich only; for --launcher {} set the job "
         "file's ssh: section (port, connect_timeout, strict_host_key_checking) or an ssh config file "
         "(DSLAUNCH_SSH_CONFIG)",
-        o.launcher));
+        Spelled(given, {"--launcher_args", "--launcher-args"}), o.launcher));
   o.launcher_args = launcher_args;
   return Status::OK();
 }
 
 // --nproc_per_node N | auto | gpu | cpu (also --num_gpus, --num_accelerators).
-Status ApplyNprocPerNode(const std::string& text, const std::vector<std::string>& given, CliOptions& o) {
-  o.nproc_flag = Spelled(given, {"--nproc_per_node", "--nproc-per-node", "--num_gpus", "--num-gpus",
-                                 "--num_accelerators", "--num-accelerators"});
+Status ApplyNprocPerNode(const std::string& text, const std::vector<TypedOption>& given, CliOptions& o) {
+  const std::string flag = Spelled(given, {"--nproc_per_node", "--nproc-per-node", "--num_gpus", "--num-gpus",
+                                          "--num_accelerators", "--num-accelerators"});
+  o.selection.num_gpus_flag = flag;
   const std::string l = Lower(text);
   if (l == "auto" || l == "gpu" || l == "cpu") {
     o.nproc_mode = l;
@@ -79,15 +90,16 @@ Status ApplyNprocPerNode(const std::string& text, const std::vector<std::string>
   auto n = ParseInt(text);
   if (!n || *n < 1 || *n > kMaxSlotsPerHost)
     return Status::InvalidArgument(fmt::format("{}: expected an integer between 1 and {}, or auto, gpu or cpu, got '{}'",
-                                               o.nproc_flag, kMaxSlotsPerHost, Shown(text)));
+                                               flag, kMaxSlotsPerHost, Shown(text)));
   o.selection.num_gpus = static_cast<int>(*n);
   return Status::OK();
 }
 
 // --nnodes N (the first N hosts, DeepSpeed's --num_nodes) or MIN:MAX
 // (torchrun's elastic bounds).
-Status ApplyNumNodes(const std::string& text, const std::vector<std::string>& given, CliOptions& o) {
+Status ApplyNumNodes(const std::string& text, const std::vector<TypedOption>& given, CliOptions& o) {
   const std::string flag = Spelled(given, {"--num_nodes", "--num-nodes", "--nnodes"});
+  o.selection.num_nodes_flag = flag;
   const size_t colon = text.find(':');
   const std::string range = fmt::format("N or MIN:MAX with integers between 1 and {}", kMaxWorldSize);
   auto bound = [&](const std::string& part) -> Result<int> {
@@ -109,7 +121,7 @@ Status ApplyNumNodes(const std::string& text, const std::vector<std::string>& gi
 }
 
 // DeepSpeed's --min_elastic_nodes / --max_elastic_nodes.
-Status ApplyElasticBounds(const RawOptions& raw, const std::vector<std::string>& given, CliOptions& o) {
+Status ApplyElasticBounds(const RawOptions& raw, const std::vector<TypedOption>& given, CliOptions& o) {
   if (raw.min_elastic_nodes.empty() && raw.max_elastic_nodes.empty()) return Status::OK();
   if (o.elastic_min_nodes > 0)
     return Status::InvalidArgument("--nnodes MIN:MAX and --min_elastic_nodes/--max_elastic_nodes set the same "
@@ -129,7 +141,7 @@ Status ApplyElasticBounds(const RawOptions& raw, const std::vector<std::string>&
 }
 
 // --local-ranks-filter 0,2
-Status ApplyLocalRanksFilter(const std::string& text, const std::vector<std::string>& given, CliOptions& o) {
+Status ApplyLocalRanksFilter(const std::string& text, const std::vector<TypedOption>& given, CliOptions& o) {
   const std::string flag = Spelled(given, {"--local-ranks-filter", "--local_ranks_filter"});
   std::vector<int> ranks;
   for (const std::string& part : Split(text, ',')) {
@@ -147,134 +159,160 @@ Status ApplyLocalRanksFilter(const std::string& text, const std::vector<std::str
 }
 
 // --enable_each_rank_log DIR is --log-dir DIR.
-Status ApplyEachRankLog(const std::string& dir, CliOptions& o) {
+Status ApplyEachRankLog(const std::string& dir, const std::vector<TypedOption>& given, CliOptions& o) {
   if (dir.empty()) return Status::OK();
   if (!o.log_dir.empty() && o.log_dir != dir)
-    return Status::InvalidArgument("--enable_each_rank_log " + dir + " and --log-dir " + o.log_dir +
-                                   ": give one of them (both mean one log file per rank)");
+    return Status::InvalidArgument(fmt::format(
+        "{} {} and {} {}: give one of them (both mean one log file per rank)",
+        Spelled(given, {"--enable_each_rank_log", "--enable-each-rank-log"}), dir,
+        Spelled(given, {"--log-dir", "--log_dir"}), o.log_dir));
   o.log_dir = dir;
   return Status::OK();
 }
 
 // Declares one torchrun flag that takes a value and is accepted and ignored.
-void Ignored(CLI::App& app, const std::string& names, const std::string& shown, const std::string& why,
-             RawOptions& raw, const char* group) {
+void Ignored(CLI::App& app, const std::string& names, const std::string& why, RawOptions& raw, const char* group) {
   app.add_option_function<std::string>(
-         names, [&raw, shown, why](const std::string& v) { raw.ignored.emplace_back(shown + " " + v, why); },
+         names, [&raw, names, why](const std::string& v) { raw.ignored.push_back({names, v, why}); },
          "accepted, ignored: " + why)
       ->type_name("X")
       ->group(group);
 }
 
-}  // namespace
+constexpr const char* kGroup = "DeepSpeed / torchrun compatibility";
 
-std::string Spelled(const std::vector<std::string>& given, std::initializer_list<const char*> names) {
-  std::string found = *names.begin();
-  for (const std::string& a : given)
-    for (const char* n : names)
-      if (a == n || StartsWith(a, std::string(n) + "=")) found = n;
-  return found;
-}
+// The option tables below stay one declaration per option, grouped by the
+// tool they come from (DeepSpeed's launcher, torchrun's, the per-node form,
+// the accepted-and-ignored ones), so each reads as a table.
 
-void DeclareCompatOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
-  const char* g = "DeepSpeed / torchrun compatibility";
+// How the command is run (DeepSpeed's and torchrun's names).
+void DeclareCommandForm(CLI::App& app, CliOptions& o) {
   app.add_flag("-m,--module", o.module,
                "torchrun's form: the first argument is a module, run as python3 -u -m MODULE (PYTHON_EXEC picks "
                "the interpreter); no --local_rank")
-      ->group(g);
-  app.add_flag("--no-python,--no_python", o.no_python, "run the script or program directly, even a .py")->group(g);
+      ->group(kGroup);
+  app.add_flag("--no-python,--no_python", o.no_python, "run the script or program directly, even a .py")
+      ->group(kGroup);
   app.add_flag("--no_local_rank,--no-local-rank", o.no_local_rank,
                "never append --local_rank=N to the script's arguments")
-      ->group(g);
+      ->group(kGroup);
+}
+
+// DeepSpeed's launcher: elastic bounds, pid file, per-rank logs, binding, its launchers' arguments.
+void DeclareDeepSpeedOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
   app.add_option("--min_elastic_nodes,--min-elastic-nodes", raw.min_elastic_nodes,
                  "elastic.min_nodes: fewer nodes left ends the job (like --nnodes MIN:MAX)")
-      ->type_name("N")
-      ->group(g);
+      ->type_name("N")->group(kGroup);
   app.add_option("--max_elastic_nodes,--max-elastic-nodes", raw.max_elastic_nodes,
                  "elastic.max_nodes: hosts beyond it wait as standbys")
-      ->type_name("N")
-      ->group(g);
+      ->type_name("N")->group(kGroup);
   app.add_flag("--elastic_training,--elastic-training", o.elastic_training,
                "restart on failure up to 100 times (DeepSpeed's elastic agent) unless --max_restarts or the job "
                "file's elastic.max_restarts says otherwise")
-      ->group(g);
+      ->group(kGroup);
   app.add_flag("--save_pid,--save-pid", o.save_pid,
                "write dslaunch's pid to /tmp/<pid>.deepspeed while the job runs (never overwrites a file)")
-      ->group(g);
+      ->group(kGroup);
   app.add_option("--enable_each_rank_log,--enable-each-rank-log", raw.each_rank_log,
                  "one log file per rank, like --log-dir (files named rank<N>.log; the terminal still "
                  "shows every line)")
-      ->type_name("DIR")
-      ->group(g);
+      ->type_name("DIR")->group(kGroup);
   app.add_flag("--bind_cores_to_rank,--bind-cores-to-rank", o.bind_cores,
                "pin each local rank to its share of the node's cores")
-      ->group(g);
+      ->group(kGroup);
   app.add_option("--bind_core_list,--bind-core-list", o.bind_core_list,
                  "the cores to share out, e.g. 0-3,8-11 (implies --bind_cores_to_rank)")
-      ->type_name("LIST")
-      ->group(g);
+      ->type_name("LIST")->group(kGroup);
   app.add_option("--launcher_args,--launcher-args", raw.launcher_args,
                  "extra pdsh arguments in one quoted word (split like a shell would, never run by one); "
                  "--launcher pdsh only")
-      ->type_name("\"ARGS\"")
-      ->group(g);
+      ->type_name("\"ARGS\"")->group(kGroup);
   app.add_flag("--force_multi,--force-multi", o.force_multi,
                "start agents over ssh even when every host is this machine (--launcher auto)")
-      ->group(g);
+      ->group(kGroup);
   app.add_flag("--no_ssh_check,--no-ssh-check")
       ->description("accepted, ignored: hosts are checked while connecting")
-      ->group(g);
+      ->group(kGroup);
   app.add_option("--local-ranks-filter,--local_ranks_filter", raw.local_ranks_filter,
                  "only these local ranks' lines reach the terminal (log files keep every line)")
-      ->type_name("0,2")
-      ->group(g);
+      ->type_name("0,2")->group(kGroup);
+}
 
-  const std::string output = "every rank's lines reach this terminal prefixed host:rank; --log-dir DIR writes a "
-                             "file per rank";
-  const std::string rdzv = "dslaunch runs its own rendezvous: the coordinator and its store";
-  Ignored(app, "-r,--redirects", "--redirects", output, raw, g);
-  Ignored(app, "-t,--tee", "--tee", output, raw, g);
-  Ignored(app, "--monitor-interval,--monitor_interval", "--monitor-interval",
-          "dslaunch is told when a worker exits, it does not poll", raw, g);
-  Ignored(app, "--rdzv-backend,--rdzv_backend", "--rdzv-backend", rdzv, raw, g);
-  Ignored(app, "--rdzv-id,--rdzv_id", "--rdzv-id", rdzv, raw, g);
-  Ignored(app, "--rdzv-conf,--rdzv_conf", "--rdzv-conf", rdzv, raw, g);
+// The per-node form: every node runs the same command (torchrun's way, DeepSpeed's --no_ssh).
+void DeclarePerNodeOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
   app.add_option("--rdzv-endpoint,--rdzv_endpoint", raw.rdzv_endpoint,
                  "with --node_rank (the per-node form): node 0's dslaunch, HOST:PORT (like --master_addr "
                  "and --master_port); otherwise ignored")
-      ->type_name("HOST:PORT")
-      ->group(g);
+      ->type_name("HOST:PORT")->group(kGroup);
   app.add_option("--node_rank,--node-rank", raw.node_rank,
                  "the per-node form: this node's rank; every node runs the same command, node 0 runs the "
                  "job (docs/per-node.md)")
-      ->type_name("R")
-      ->group(g);
-  app.add_flag("--no_ssh,--no-ssh", o.no_ssh, "the per-node form (DeepSpeed's name): needs --node_rank")->group(g);
+      ->type_name("R")->group(kGroup);
+  app.add_flag("--no_ssh,--no-ssh", o.no_ssh, "the per-node form (DeepSpeed's name): needs --node_rank")
+      ->group(kGroup);
   app.add_flag("--insecure", o.insecure,
                "the per-node form without DSLAUNCH_SECRET_FILE on a non-loopback address: anyone who can "
                "reach node 0 can join")
-      ->group(g);
-  Ignored(app, "--role", "--role", "every worker of a dslaunch job has the same role", raw, g);
-  Ignored(app, "--start-method,--start_method", "--start-method",
-          "workers are always separate processes started by the node's agent", raw, g);
+      ->group(kGroup);
+}
+
+// torchrun's flags that do not apply: accepted, one notice line.
+void DeclareIgnoredOptions(CLI::App& app, RawOptions& raw) {
+  const std::string output = "every rank's lines reach this terminal prefixed host:rank; --log-dir DIR writes a "
+                             "file per rank";
+  const std::string rdzv = "dslaunch runs its own rendezvous: the coordinator and its store";
+  Ignored(app, "-r,--redirects", output, raw, kGroup);
+  Ignored(app, "-t,--tee", output, raw, kGroup);
+  Ignored(app, "--monitor-interval,--monitor_interval", "dslaunch is told when a worker exits, it does not poll",
+          raw, kGroup);
+  Ignored(app, "--rdzv-backend,--rdzv_backend", rdzv, raw, kGroup);
+  Ignored(app, "--rdzv-id,--rdzv_id", rdzv, raw, kGroup);
+  Ignored(app, "--rdzv-conf,--rdzv_conf", rdzv, raw, kGroup);
+  Ignored(app, "--role", "every worker of a dslaunch job has the same role", raw, kGroup);
+  Ignored(app, "--start-method,--start_method", "workers are always separate processes started by the node's agent",
+          raw, kGroup);
   app.add_flag_function(
          "--standalone",
          [&raw](int64_t) {
-           raw.ignored.emplace_back("--standalone",
-                                    "without a hostfile the job already runs on this machine with its own rendezvous");
+           raw.ignored.push_back({"--standalone", "",
+                                  "without a hostfile the job already runs on this machine with its own rendezvous"});
          },
          "accepted, ignored: without a hostfile the job runs on this machine anyway")
-      ->group(g);
+      ->group(kGroup);
 }
 
-Status ApplyRaw(const RawOptions& raw, const std::vector<std::string>& given, CliOptions& o) {
+// One line: "ignoring --redirects 1, --tee 3 (why); --role x (why)", each flag as typed.
+std::string IgnoredNotice(const std::vector<RawOptions::Ignored>& ignored, const std::vector<TypedOption>& given) {
+  std::string line = "ignoring ";
+  for (size_t i = 0; i < ignored.size(); ++i) {
+    const RawOptions::Ignored& ig = ignored[i];
+    line += Spelled(given, Split(ig.names, ',')) + (ig.value.empty() ? "" : " " + ig.value);
+    const bool last_with_why = i + 1 == ignored.size() || ignored[i + 1].why != ig.why;
+    line += last_with_why ? " (" + ig.why + ")" + (i + 1 < ignored.size() ? "; " : "") : ", ";
+  }
+  return line;
+}
+
+}  // namespace
+
+void DeclareCompatOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
+  DeclareCommandForm(app, o);
+  DeclareDeepSpeedOptions(app, o, raw);
+  DeclarePerNodeOptions(app, o, raw);
+  DeclareIgnoredOptions(app, raw);
+}
+
+Status ApplyRaw(const RawOptions& raw, const std::vector<TypedOption>& given, CliOptions& o) {
+  o.selection.include_flag = Spelled(given, {"--include", "-i"});
+  o.selection.exclude_flag = Spelled(given, {"--exclude", "-e"});
   if (!raw.connect_timeout.empty()) {
+    const std::string flag = Spelled(given, {"--connect-timeout", "--connect_timeout"});
     auto s = ParseSeconds(raw.connect_timeout);
     if (!s || *s <= 0)
-      return Status::InvalidArgument("--connect-timeout: expected a duration such as 10s or 500ms, got '" +
+      return Status::InvalidArgument(flag + ": expected a duration such as 10s or 500ms, got '" +
                                      Shown(raw.connect_timeout) + "'");
     if (!InRange(*s, kConnectTimeoutRange))
-      return Status::InvalidArgument("--connect-timeout: expected " + RangeText(kConnectTimeoutRange) + ", got '" +
+      return Status::InvalidArgument(flag + ": expected " + RangeText(kConnectTimeoutRange) + ", got '" +
                                      Shown(raw.connect_timeout) + "'");
     o.connect_timeout = *s;
     o.connect_timeout_set = true;
@@ -283,11 +321,11 @@ Status ApplyRaw(const RawOptions& raw, const std::vector<std::string>& given, Cl
     DS_ASSIGN_OR_RETURN(o.ssh_port, IntOption(Spelled(given, {"--ssh_port", "--ssh-port"}), raw.ssh_port, 1, 65535));
   }
   if (!raw.fanout.empty()) {
-    DS_ASSIGN_OR_RETURN(o.fanout, IntOption("--fanout", raw.fanout, 1, kMaxWorldSize));
+    DS_ASSIGN_OR_RETURN(o.fanout, IntOption(Spelled(given, {"--fanout"}), raw.fanout, 1, kMaxWorldSize));
   }
   if (!raw.fanout_tree.empty()) {
-    DS_ASSIGN_OR_RETURN(o.fanout_tree, IntOption(Spelled(given, {"--fanout-tree", "--fanout_tree"}), raw.fanout_tree,
-                                                 2, 1024));
+    o.fanout_tree_flag = Spelled(given, {"--fanout-tree", "--fanout_tree"});
+    DS_ASSIGN_OR_RETURN(o.fanout_tree, IntOption(o.fanout_tree_flag, raw.fanout_tree, 2, 1024));
   }
   if (!raw.master_port.empty()) {
     DS_ASSIGN_OR_RETURN(o.master_port, IntOption(Spelled(given, {"--master_port", "--master-port"}), raw.master_port,
@@ -302,12 +340,12 @@ Status ApplyRaw(const RawOptions& raw, const std::vector<std::string>& given, Cl
     DS_ASSIGN_OR_RETURN(o.node_rank, IntOption(Spelled(given, {"--node_rank", "--node-rank"}), raw.node_rank, 0,
                                                kMaxWorldSize - 1));
   }
-  std::vector<std::pair<std::string, std::string>> ignored = raw.ignored;
+  std::vector<RawOptions::Ignored> ignored = raw.ignored;
   if (!raw.rdzv_endpoint.empty()) {
     if (o.node_rank >= 0 || o.no_ssh) o.rdzv_endpoint = raw.rdzv_endpoint;
-    else ignored.emplace_back("--rdzv-endpoint " + Shown(raw.rdzv_endpoint),
-                              "dslaunch runs its own rendezvous: the coordinator and its store; it names node 0 "
-                              "only in the per-node form, with --node_rank");
+    else ignored.push_back({"--rdzv-endpoint,--rdzv_endpoint", Shown(raw.rdzv_endpoint),
+                            "dslaunch runs its own rendezvous: the coordinator and its store; it names node 0 "
+                            "only in the per-node form, with --node_rank"});
   }
   DS_RETURN_IF_ERROR(ApplyElasticBounds(raw, given, o));
   // torchrun's multi-node recipe (the same command on every node, ranks
@@ -326,24 +364,16 @@ Status ApplyRaw(const RawOptions& raw, const std::vector<std::string>& given, Cl
   if (!raw.num_gpus.empty()) DS_RETURN_IF_ERROR(ApplyNprocPerNode(raw.num_gpus, given, o));
   std::vector<std::string> launcher_args;
   if (!raw.launcher_args.empty()) {
-    DS_ASSIGN_OR_RETURN(launcher_args, ShellSplit(raw.launcher_args, "--launcher_args"));
+    DS_ASSIGN_OR_RETURN(launcher_args,
+                        ShellSplit(raw.launcher_args, Spelled(given, {"--launcher_args", "--launcher-args"})));
   }
-  DS_RETURN_IF_ERROR(ApplyLauncher(raw.launcher, launcher_args, o));
+  DS_RETURN_IF_ERROR(ApplyLauncher(raw.launcher, launcher_args, given, o));
   if (!raw.local_ranks_filter.empty()) DS_RETURN_IF_ERROR(ApplyLocalRanksFilter(raw.local_ranks_filter, given, o));
-  DS_RETURN_IF_ERROR(ApplyEachRankLog(raw.each_rank_log, o));
+  DS_RETURN_IF_ERROR(ApplyEachRankLog(raw.each_rank_log, given, o));
   if (!o.bind_core_list.empty()) o.bind_cores = true;
   if (o.module && o.no_python)
     return Status::InvalidArgument("-m/--module and --no-python: give one of them (a module always runs under python)");
-  if (!ignored.empty()) {  // one line: "ignoring --redirects 1, --tee 3 (why); --role x (why)"
-    std::string line = "ignoring ";
-    for (size_t i = 0; i < ignored.size(); ++i) {
-      const auto& [flag, why] = ignored[i];
-      line += flag;
-      const bool last_with_why = i + 1 == ignored.size() || ignored[i + 1].second != why;
-      line += last_with_why ? " (" + why + ")" + (i + 1 < ignored.size() ? "; " : "") : ", ";
-    }
-    o.notices.push_back(line);
-  }
+  if (!ignored.empty()) o.notices.push_back(IgnoredNotice(ignored, given));
   return Status::OK();
 }
 

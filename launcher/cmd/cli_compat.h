@@ -6,7 +6,6 @@
 // with one notice. Not a public interface (CliOptions is); pure.
 #pragma once
 
-#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +14,7 @@
 
 #include "common/status.h"
 #include "launcher/cmd/cli.h"
+#include "launcher/cmd/option_words.h"
 
 namespace ds::cli {
 
@@ -36,20 +36,25 @@ struct RawOptions {
   std::string each_rank_log;      // --enable_each_rank_log DIR
   std::string node_rank;          // --node_rank R (the per-node launch form)
   std::string rdzv_endpoint;      // --rdzv-endpoint HOST:PORT
-  std::vector<std::pair<std::string, std::string>> ignored;  // {"--tee 3", why}, one per ignored flag given
+  // One per ignored flag given: {its declared names, its value ("" for a flag), why}; the notice
+  // names it as typed.
+  struct Ignored {
+    std::string names, value, why;
+  };
+  std::vector<Ignored> ignored;
 };
 
 // Declares DeepSpeed's and torchrun's own flags on `app` (group "DeepSpeed /
 // torchrun compatibility").
 void DeclareCompatOptions(CLI::App& app, CliOptions& o, RawOptions& raw);
 
+// --launcher's values: auto, local, ssh, pdsh, slurm, openmpi, mpich.
+const std::vector<std::string>& LauncherNames();
+
 // Checks and converts every RawOptions field into `o`. `given` are the
 // option words as typed (for the spelling named in messages). Errors are
-// InvalidArgument naming the option, the accepted values and the value given.
-Status ApplyRaw(const RawOptions& raw, const std::vector<std::string>& given, CliOptions& o);
-
-// The last of `names` that `given` uses ("--nnodes" or "--nnodes=2"); the
-// first name when none is there.
-std::string Spelled(const std::vector<std::string>& given, std::initializer_list<const char*> names);
+// InvalidArgument naming the option as typed, the accepted values and the
+// value given.
+Status ApplyRaw(const RawOptions& raw, const std::vector<TypedOption>& given, CliOptions& o);
 
 }  // namespace ds::cli

@@ -3,8 +3,10 @@
 #include <iostream>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "launcher/cluster/cluster.h"
+#include "launcher/cmd/completion.h"
 #include "launcher/report/exit_status.h"
 
 namespace ds {
@@ -20,13 +22,9 @@ const char* kClusterHelp =
     "The default NAME is dslaunch. Run `dslaunch cluster up --help` for up's options; docker/README.md walks\n"
     "through a cluster on several hosts.\n";
 
-int Fail(const Status& st) {
-  std::cerr << "dslaunch cluster: error: " << st.message() << "\n";
-  return st.code() == Status::Code::kInvalidArgument ? kExitUsage : kExitFailure;
-}
-
-// Parses `args` into `app`; returns -1 to go on, else the exit code.
-int Parse(CLI::App& app, const std::vector<std::string>& args) {
+// Parses `args` into `app`: -1 to go on, kExitSuccess after printing the
+// help, or InvalidArgument naming the verb.
+Result<int> Parse(CLI::App& app, const std::vector<std::string>& args) {
   std::vector<std::string> rev(args.rbegin(), args.rend());
   try {
     app.parse(rev);
@@ -34,23 +32,25 @@ int Parse(CLI::App& app, const std::vector<std::string>& args) {
     std::cout << app.help();
     return kExitSuccess;
   } catch (const CLI::ParseError& e) {
-    std::cerr << "dslaunch cluster " << app.get_name() << ": error: " << e.what() << "\n";
-    return kExitUsage;
+    return Status::InvalidArgument(fmt::format("cluster {}: {}", app.get_name(), e.what()));
   }
   return -1;
 }
 
-int Up(const std::vector<std::string>& args) {
-  ClusterUpOptions o;
-  CLI::App app{"dslaunch cluster up: make (or repair) a cluster of Docker containers on an overlay network", "up"};
+
+// Each verb's options, declared on `app` and bound to `o` (parsing and
+// completion both use them).
+void DeclareUp(CLI::App& app, ClusterUpOptions& o) {
   app.add_option("--name", o.name, "cluster name (default dslaunch)");
   app.add_option("--nodes", o.nodes, "node containers on this host (default 2, or as the cluster has)")->check(CLI::Range(1, 1000));
   app.add_option("--slots", o.slots, "slots= of each node in the hostfile (default 1)")->check(CLI::Range(1, 1024));
   app.add_flag("--gpus", o.gpus, "give each node every GPU of the host (NVIDIA container toolkit; CUDA base image)");
   app.add_option("--base-image", o.base_image, "BASE_IMAGE of docker/Dockerfile (default dslaunch-base:bookworm when "
                  "present, else debian:bookworm; with --gpus a CUDA devel image)");
-  app.add_option("--workspace", o.workspace, "host folder mounted at its own path in every container (default: here)");
-  app.add_option("--data", o.data, "host folder mounted read-only at its own path (default /usr/share/datasets)");
+  app.add_option("--workspace", o.workspace, "host folder mounted at its own path in every container (default: here)")
+      ->type_name("DIR");
+  app.add_option("--data", o.data, "host folder mounted read-only at its own path (default /usr/share/datasets)")
+      ->type_name("DIR");
   app.add_option("--shm-size", o.shm_size, "/dev/shm of each node (default 8g)");
   app.add_option("--checkpoint-volume", o.checkpoint_volume, "volume at /checkpoints (default NAME-checkpoints; an "
                  "existing one is used and never removed)");
@@ -63,41 +63,55 @@ int Up(const std::vector<std::string>& args) {
   app.add_option("--first-node", o.first_node, "with --join: the number of this host's first node")
       ->check(CLI::Range(2, 100000));
   app.add_option("--ssh-wait", o.ssh_wait_s, "seconds to wait for every node to answer SSH (default 120)")->check(CLI::Range(1.0, 3600.0));
-  if (int rc = Parse(app, args); rc >= 0) return rc;
-  std::unique_ptr<CommandRunner> runner = MakeProcessRunner();
-  Status st = ClusterUp(o, *runner, std::cout);
-  if (!st.ok()) {
-    int rc = Fail(st);
-    std::cerr << "  (what was made is recorded: `dslaunch cluster down --name " << o.name << "` removes it)\n";
-    return rc;
-  }
-  return kExitSuccess;
 }
 
-int Down(const std::vector<std::string>& args) {
-  ClusterDownOptions o;
-  CLI::App app{"dslaunch cluster down: remove exactly what `dslaunch cluster up` made", "down"};
+void DeclareDown(CLI::App& app, ClusterDownOptions& o) {
   app.add_option("--name", o.name, "cluster name (default dslaunch)");
   app.add_flag("--keep-image", o.keep_image, "keep the built image (a later up starts sooner)");
   app.add_flag("--keep-checkpoints", o.keep_checkpoints, "keep the checkpoint volume (a later up uses it)");
-  if (int rc = Parse(app, args); rc >= 0) return rc;
-  std::unique_ptr<CommandRunner> runner = MakeProcessRunner();
-  Status st = ClusterDown(o, *runner, std::cout);
-  return st.ok() ? kExitSuccess : Fail(st);
 }
 
-int StatusVerb(const std::vector<std::string>& args) {
-  std::string name = "dslaunch";
-  CLI::App app{"dslaunch cluster status: the containers, then `dslaunch check` from the controller", "status"};
-  app.add_option("--name", name, "cluster name (default dslaunch)");
-  if (int rc = Parse(app, args); rc >= 0) return rc;
+const char* kUpAbout = "dslaunch cluster up: make (or repair) a cluster of Docker containers on an overlay network";
+const char* kDownAbout = "dslaunch cluster down: remove exactly what `dslaunch cluster up` made";
+const char* kStatusAbout = "dslaunch cluster status: the containers, then `dslaunch check` from the controller";
+
+Result<int> Up(const std::vector<std::string>& args) {
+  ClusterUpOptions o;
+  CLI::App app{kUpAbout, "up"};
+  DeclareUp(app, o);
+  DS_ASSIGN_OR_RETURN(const int parsed, Parse(app, args));
+  if (parsed >= 0) return parsed;
   std::unique_ptr<CommandRunner> runner = MakeProcessRunner();
-  Result<int> rc = ClusterStatus(name, *runner, std::cout);
-  return rc.ok() ? *rc : Fail(rc.status());
+  Status st = ClusterUp(o, *runner, std::cout);
+  if (!st.ok())
+    return st.Prefixed(
+        fmt::format("cluster up (what was made is recorded: `dslaunch cluster down --name {}` removes it)", o.name));
+  return kExitSuccess;
+}
+
+Result<int> Down(const std::vector<std::string>& args) {
+  ClusterDownOptions o;
+  CLI::App app{kDownAbout, "down"};
+  DeclareDown(app, o);
+  DS_ASSIGN_OR_RETURN(const int parsed, Parse(app, args));
+  if (parsed >= 0) return parsed;
+  std::unique_ptr<CommandRunner> runner = MakeProcessRunner();
+  DS_RETURN_IF_ERROR(ClusterDown(o, *runner, std::cout).Prefixed("cluster down"));
+  return kExitSuccess;
+}
+
+Result<int> StatusVerb(const std::vector<std::string>& args) {
+  std::string name = "dslaunch";
+  CLI::App app{kStatusAbout, "status"};
+  app.add_option("--name", name, "cluster name (default dslaunch)");
+  DS_ASSIGN_OR_RETURN(const int parsed, Parse(app, args));
+  if (parsed >= 0) return parsed;
+  std::unique_ptr<CommandRunner> runner = MakeProcessRunner();
+  return ClusterStatus(name, *runner, std::cout);
 }
 
 // run: only a leading --name is ours; everything else is dslaunch's.
-int Run(std::vector<std::string> args) {
+Result<int> Run(std::vector<std::string> args) {
   std::string name = "dslaunch";
   if (!args.empty() && (args[0] == "-h" || args[0] == "--help")) {
     std::cout << "usage: dslaunch cluster run [--name NAME] [dslaunch options] job.yaml\n"
@@ -109,18 +123,17 @@ int Run(std::vector<std::string> args) {
     name = args[0].substr(7);
     args.erase(args.begin());
   } else if (!args.empty() && args[0] == "--name") {
-    if (args.size() < 2) return Fail(Status::InvalidArgument("run: --name needs a value"));
+    if (args.size() < 2) return Status::InvalidArgument("cluster run: --name needs a value");
     name = args[1];
     args.erase(args.begin(), args.begin() + 2);
   }
-  if (args.empty()) return Fail(Status::InvalidArgument("run: expected a job (dslaunch cluster run job.yaml)"));
-  Result<int> rc = ClusterRun(name, args);
-  return rc.ok() ? *rc : Fail(rc.status());
+  if (args.empty()) return Status::InvalidArgument("cluster run: expected a job (dslaunch cluster run job.yaml)");
+  return ClusterRun(name, args);
 }
 
 }  // namespace
 
-int RunClusterCommand(const std::vector<std::string>& args) {
+Result<int> RunClusterCommand(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "-h" || args[0] == "--help") {
     std::cout << kClusterHelp;
     return args.empty() ? kExitUsage : kExitSuccess;
@@ -130,7 +143,22 @@ int RunClusterCommand(const std::vector<std::string>& args) {
   if (args[0] == "down") return Down(rest);
   if (args[0] == "status") return StatusVerb(rest);
   if (args[0] == "run") return Run(rest);
-  return Fail(Status::InvalidArgument("unknown verb '" + args[0] + "': expected up, down, status or run"));
+  return Status::InvalidArgument("cluster: unknown verb '" + args[0] + "': expected up, down, status or run");
+}
+
+void WithClusterCompletion(const std::function<void(const CompletionCommand&)>& use) {
+  ClusterUpOptions up_options;
+  ClusterDownOptions down_options;
+  std::string name;
+  CLI::App up{kUpAbout, "up"}, down{kDownAbout, "down"}, status{kStatusAbout, "status"};
+  DeclareUp(up, up_options);
+  DeclareDown(down, down_options);
+  status.add_option("--name", name, "cluster name (default dslaunch)");
+  CompletionCommand cluster{"cluster"};
+  cluster.no_options = true;
+  // `cluster run` takes dslaunch's own options (no app: the main one).
+  cluster.words = {{"up", &up}, {"down", &down}, {"status", &status}, {"run"}};
+  use(cluster);
 }
 
 }  // namespace ds

@@ -11,9 +11,9 @@ namespace {
 
 // How an option's value completes: "" = it takes none.
 std::string ValueAction(const CLI::Option& opt) {
-  if (opt.get_type_size_max() == 0) return "";
+  if (opt.get_expected_max() == 0 || opt.get_type_size_max() == 0) return "";  // a flag
   const std::string type = opt.get_type_name();
-  if (type.find("FILE") != std::string::npos) return "compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- \"$cur\"))";
+  if (type.find("FILE") != std::string::npos || type.find("PATH") != std::string::npos) return "compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- \"$cur\"))";
   if (type.find("DIR") != std::string::npos) return "compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- \"$cur\"))";
   if (type.size() > 2 && type.front() == '{' && type.back() == '}') {
     std::string words = type.substr(1, type.size() - 2);
@@ -81,11 +81,15 @@ std::string BashCompletion(const std::string& program, const CLI::App& main_app,
       "  done < <(compgen -f -- \"$1\")\n"
       "}}\n",
       program);
+  const CLI::App none;   // a subcommand without options: -h/--help only
+  auto app_of = [&](const CompletionCommand& c) -> const CLI::App& {
+    return c.no_options ? none : c.app ? *c.app : main_app;
+  };
   std::string dispatch;  // the subcommand path -> its completer
   int n = 0;
   for (const CompletionCommand& c : subcommands) {
     const std::string sub_fn = fmt::format("{}_{}", fn, n++);
-    out += Completer(sub_fn, c.app ? *c.app : main_app, c.words);
+    out += Completer(sub_fn, app_of(c), c.words);
     dispatch += fmt::format("      {}) ", c.word);
     if (c.words.empty()) {
       dispatch += fmt::format("{} \"$cur\" \"$prev\" $((i == COMP_CWORD)); return;;\n", sub_fn);
@@ -95,7 +99,7 @@ std::string BashCompletion(const std::string& program, const CLI::App& main_app,
     std::string inner;
     for (const CompletionCommand& w : c.words) {
       const std::string w_fn = fmt::format("{}_{}", fn, n++);
-      out += Completer(w_fn, w.app ? *w.app : main_app, {});
+      out += Completer(w_fn, app_of(w), {});
       inner += fmt::format(" {}) {} \"$cur\" \"$prev\" 0; return;;", w.word, w_fn);
     }
     dispatch += fmt::format(

@@ -3,8 +3,8 @@
 // spellings, and nothing else. `dslaunch completion bash` prints the script;
 // the package installs it as share/bash-completion/completions/dslaunch.
 // What a value completes to comes from the option's type name: a name with
-// FILE completes file names, DIR directories, "{a,b,c}" those words; any
-// other value (a number, a host list) completes nothing. Words that are not
+// FILE completes file names, DIR directories, "{a,b,c}" those words,
+// PATH file names too; other values (a number, a host list) nothing. Words that are not
 // an option's value complete to the subcommands (first word only), then to
 // job files (*.yaml, *.yml), scripts (*.py) and directories.
 // Pure; returns text.
@@ -25,6 +25,7 @@ struct CompletionCommand {
   std::string word;
   const CLI::App* app = nullptr;
   std::vector<CompletionCommand> words;
+  bool no_options = false;  // takes no option at all (e.g. `env`): only -h/--help
 };
 
 // The bash script for `program`: a function _<program> registered with

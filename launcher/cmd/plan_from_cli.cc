@@ -70,7 +70,7 @@ Result<Hostfile> LocalHosts(const CliOptions& cli, const MachineFacts& local, co
   Hostfile hf = LocalHostfile(local.cpus, local.gpus);
   int& slots = hf.hosts[0].slots;  // GPUs if any, else cores: what auto means
   if (cli.nproc_mode == "gpu" && local.gpus == 0)
-    return Status::InvalidArgument(cli.nproc_flag + " gpu: no GPU visible on this machine "
+    return Status::InvalidArgument(cli.selection.num_gpus_flag + " gpu: no GPU visible on this machine "
                                    "(/proc/driver/nvidia/gpus lists none); use cpu, auto or a number");
   if (cli.nproc_mode == "cpu") {
     slots = local.cpus;
@@ -80,7 +80,7 @@ Result<Hostfile> LocalHosts(const CliOptions& cli, const MachineFacts& local, co
   if (cli.selection.num_gpus > kMaxLocalWorkers)
     return Status::InvalidArgument(fmt::format(
         "{}: expected an integer between 1 and {} without a hostfile (workers on this machine), got '{}'",
-        cli.nproc_flag, kMaxLocalWorkers, cli.selection.num_gpus));
+        cli.selection.num_gpus_flag, kMaxLocalWorkers, cli.selection.num_gpus));
   if (local.gpus == 0) slots = std::max({slots, cli.selection.num_gpus, job.procs_per_node});
   return hf;
 }

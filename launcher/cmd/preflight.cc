@@ -10,58 +10,17 @@
 #include <optional>
 
 #include <fmt/format.h>
-#include <libssh/libssh.h>
 
 #include "launcher/report/exit_status.h"
 #include "launcher/cmd/plan_from_cli.h"
 #include "launcher/cmd/spawner_choice.h"
 #include "launcher/spawn/parallel_for.h"
+#include "launcher/spawn/ssh/ssh_probe.h"
 #include "launcher/config/job_env.h"
 #include "launcher/config/selection.h"
 
 namespace ds {
 namespace {
-
-double Now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-// Remote clock minus local clock, and the uncertainty (half the best round
-// trip): a remote loop answers each line with its time, so the cost of
-// starting a command does not count.
-Result<std::pair<double, double>> ClockSkew(SshSession& s) {
-  ssh_channel ch = ssh_channel_new(s.raw());
-  if (ch == nullptr) return Status::IOError(s.host() + ": cannot open a channel");
-  struct Closer {
-    ssh_channel c;
-    ~Closer() { ssh_channel_close(c); ssh_channel_free(c); }
-  } closer{ch};
-  if (ssh_channel_open_session(ch) != SSH_OK ||
-      ssh_channel_request_exec(ch, "while read x; do date +%s.%N; done") != SSH_OK)
-    return Status::IOError(s.host() + ": cannot run date");
-  double best_rtt = 1e9, best_skew = NAN;
-  for (int i = 0; i < 3; ++i) {
-    double t0 = Now();
-    if (ssh_channel_write(ch, "x\n", 2) != 2) break;
-    std::string line;
-    char buf[64];
-    while (line.find('\n') == std::string::npos) {
-      int n = ssh_channel_read_timeout(ch, buf, sizeof(buf), 0, 5000);
-      if (n <= 0) break;
-      line.append(buf, n);
-    }
-    double t1 = Now();
-    double remote = std::strtod(line.c_str(), nullptr);
-    if (remote <= 0) break;
-    if (t1 - t0 < best_rtt) {
-      best_rtt = t1 - t0;
-      best_skew = remote - (t0 + t1) / 2;
-    }
-  }
-  ssh_channel_send_eof(ch);
-  if (!std::isfinite(best_skew)) return Status::IOError(s.host() + ": cannot read the clock");
-  return std::make_pair(best_skew, best_rtt / 2);
-}
 
 }  // namespace
 
@@ -85,7 +44,7 @@ std::vector<PreflightRow> ProbeAllHosts(const Hostfile& hf, const PreflightOptio
       rows[i] = UnreachableRow(h, r.status());
       return;
     }
-    auto skew = ClockSkew(*sessions[i]);
+    auto skew = MeasureClockSkew(*sessions[i]);
     if (skew.ok()) r->out += fmt::format("time={}\n", skew->first);
     rows[i] = EvaluateProbe(h, sessions[i]->peer_address(), r->out, skew.ok() ? skew->first : NAN,
                             skew.ok() ? skew->second : 0, o);
@@ -95,13 +54,29 @@ std::vector<PreflightRow> ProbeAllHosts(const Hostfile& hf, const PreflightOptio
   return out;
 }
 
-// The hosts of the hostfile, narrowed by --include/--exclude/--num_nodes as
-// they would be for a run.
+// This machine's probe, run here: what `check` asks of hosts whose agents
+// would run locally (no ssh, no clock to compare).
+PreflightRow ProbeLocally(const HostEntry& h, const PreflightOptions& o, bool is_first) {
+  const std::string master = o.master_addr.empty() ? "127.0.0.1" : o.master_addr;
+  auto out = RunCommandForOutput({"/bin/sh", "-c", ProbeScript(o, master, is_first)});
+  if (!out.ok()) return UnreachableRow(h, out.status());
+  PreflightRow row = EvaluateProbe(h, "", *out + "time=0\n", 0.0, 0.0, o);  // this machine's own clock
+  row.ssh = {true, "local, no ssh"};
+  row.clock = {true, "this one"};
+  return row;
+}
+
+// The hosts a run would use: the hostfile's (--hostfile, else
+// DSLAUNCH_DEFAULT_HOSTFILE when it exists), narrowed by
+// --include/--exclude/--num_nodes, or without one this machine.
 Result<Hostfile> SelectedHosts(const CliOptions& cli) {
   const std::string path = HostfilePath(cli);
-  if (path.empty())
-    return Status::InvalidArgument("check: expected --hostfile FILE (the hosts to check); " + cli.default_hostfile +
-                                   " (DSLAUNCH_DEFAULT_HOSTFILE) does not exist");
+  if (path.empty()) {
+    const MachineFacts local = DetectLocalMachine();
+    Hostfile here;
+    here.hosts.push_back(HostEntry{.name = "localhost", .slots = local.gpus > 0 ? local.gpus : local.cpus});
+    return here;
+  }
   auto hf = LoadHostfile(path);
   if (!hf.ok()) return Status::InvalidArgument(hf.status().message());
   DS_ASSIGN_OR_RETURN(std::vector<SelectedHost> selected, SelectHosts(*hf, cli.selection));
@@ -112,6 +87,17 @@ Result<Hostfile> SelectedHosts(const CliOptions& cli) {
     chosen.hosts.back().slots = static_cast<int>(s.slots.size());
   }
   return chosen;
+}
+
+// How a run would start the agents on `hosts` (ResolveLauncher, and the
+// spawner's refusals such as --launcher local with a remote host).
+Result<std::string> LauncherFor(const Hostfile& hosts, const CliOptions& cli) {
+  LaunchPlan plan;
+  plan.hostfile_path = hosts.path;
+  for (const HostEntry& h : hosts.hosts) plan.nodes.push_back(NodePlan{.host = h});
+  const std::string launcher = ResolveLauncher(cli.launcher, plan, cli.force_multi);
+  DS_RETURN_IF_ERROR(CheckSpawner(launcher, plan, cli.launcher_args));
+  return launcher;
 }
 
 Result<int> RunPreflight(const CliOptions& cli) {
@@ -130,7 +116,13 @@ Result<int> RunPreflight(const CliOptions& cli) {
   o.working_dir = AbsoluteWorkingDir(job->working_dir, std::filesystem::current_path(ec).string());
   o.master_addr = job->network.master_addr;
   o.master_port = job->network.master_port;
-  std::vector<PreflightRow> rows = ProbeAllHosts(hosts, o);
+  DS_ASSIGN_OR_RETURN(const std::string launcher, LauncherFor(hosts, cli));
+  std::vector<PreflightRow> rows;
+  if (launcher == "local") {
+    for (size_t i = 0; i < hosts.hosts.size(); ++i) rows.push_back(ProbeLocally(hosts.hosts[i], o, i == 0));
+  } else {  // ssh, pdsh, openmpi, mpich and slurm all need the hosts to answer ssh for this check
+    rows = ProbeAllHosts(hosts, o);
+  }
   std::cout << FormatPreflightTable(rows);
   const bool all_ready = std::all_of(rows.begin(), rows.end(), [](const PreflightRow& r) { return r.ok(); });
   return all_ready ? kExitSuccess : kExitFailure;

@@ -1,5 +1,8 @@
-// `dslaunch check --hostfile h`: preflight of every host, in parallel (the
-// ssh fan-out), printed as one table. Per host: ssh reachable (else ssh's own
+// `dslaunch check`: preflight of every host the same command line would run
+// on (the hostfile, else this machine), printed as one table, checked the way
+// the run would start its agents: over ssh in parallel (the fan-out) for
+// --launcher ssh/pdsh/openmpi/mpich (and slurm, whose nodes it also reaches
+// by ssh), here without ssh when the agents would run locally. Per host: ssh reachable (else ssh's own
 // reason), dsagent present and its version, the working directory, slots vs
 // GPUs (count and model from nvidia-smi when the node has it) or else CPUs,
 // the interface and address that reach the master, the master port free (when
@@ -21,7 +24,8 @@ std::vector<PreflightRow> ProbeAllHosts(const Hostfile& hosts, const PreflightOp
 
 // The `dslaunch check` subcommand: prints the table; returns 0 when every
 // host is ready, 1 when one is not. InvalidArgument for a missing or bad
-// hostfile, selection or job file.
+// hostfile, selection, job file, or a launcher the hosts cannot use
+// (--launcher local with a remote host).
 Result<int> RunPreflight(const CliOptions& cli);
 
 }  // namespace ds

@@ -20,6 +20,7 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "common/netif.h"
+#include "launcher/cmd/launch_choice.h"
 #include "launcher/cmd/loopback_secret.h"
 #include "launcher/cmd/pid_file.h"
 #include "launcher/cmd/spawner_choice.h"
@@ -140,23 +141,10 @@ Status MakeRoomForDescriptors(const LaunchPlan& plan) {
 Result<Launch> PrepareLaunch(const LaunchPlan& plan_in, const CliOptions& cli, const PerNodeLaunch* per_node) {
   Launch l{plan_in};
   l.per_node = per_node;
-  if (l.plan.nodes.empty()) return Status::InvalidArgument("the plan has no nodes");
-  std::vector<std::string> argv =
-      WorkerArgv(l.plan.job, SiblingBinary("dstrain", "runtime", EnvString("DSLAUNCH_DSTRAIN_PATH")));
-  if (argv.empty()) return Status::InvalidArgument("nothing to run (no command and no trainer: section)");
-  l.launcher = per_node ? "per-node" : ResolveLauncher(cli.launcher, l.plan, cli.force_multi);
-  if (cli.fanout_tree > 0 && l.launcher != "ssh")
-    return Status::InvalidArgument(fmt::format(
-        "--fanout-tree: the nodes start each other's agents over ssh, which needs --launcher ssh, and this job "
-        "starts its agents with {}", l.launcher));
-  if (cli.fanout_tree > 0 && cli.ship_agent)
-    return Status::InvalidArgument(
-        "--fanout-tree with --ship-agent: the nodes start each other's agents from the dsagent path on their own "
-        "disks; install dsagent there (or use --agent-path), or drop --fanout-tree");
-  auto ssh = SshOptionsForJob(l.plan.job, cli);
-  if (!ssh.ok() && l.launcher != "local" && !per_node) return Status::InvalidArgument(ssh.status().message());
-  if (ssh.ok()) l.ssh = *ssh;
-  else l.ssh.connect_timeout = cli.connect_timeout;  // all that local agents use
+  DS_ASSIGN_OR_RETURN(LaunchChoice choice, ChooseLaunch(l.plan, cli, per_node));  // what the dry run checks too
+  l.launcher = choice.launcher;
+  l.ssh = choice.ssh;
+  std::vector<std::string> argv = std::move(choice.argv);
   // Elastic start: decide the hosts before the coordinator (which holds the
   // plan and waits for every node of it) and before any agent exists.
   // (Over SSH only: under Slurm the allocation's nodes are up by definition.)

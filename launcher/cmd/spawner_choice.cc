@@ -48,21 +48,32 @@ std::string ResolveLauncher(const std::string& launcher, const LaunchPlan& plan,
   return "local";
 }
 
-Result<std::unique_ptr<Spawner>> MakeSpawner(const std::string& launcher, const LaunchPlan& plan,
-                                             const SshOptions& ssh, double stop_grace,
-                                             const std::vector<std::string>& launcher_args) {
-  std::string which = ResolveLauncher(launcher, plan);
+Status CheckSpawner(const std::string& launcher, const LaunchPlan& plan,
+                    const std::vector<std::string>& launcher_args) {
+  const std::string which = ResolveLauncher(launcher, plan);
   if (!launcher_args.empty() && which != "pdsh" && which != "slurm" && which != "openmpi" && which != "mpich")
     return Status::InvalidArgument(fmt::format(
         "--launcher_args: applies to --launcher pdsh, slurm, openmpi and mpich only, and this job starts its agents "
         "with {}; for ssh set the job file's ssh: section (port, connect_timeout, strict_host_key_checking) or an "
         "ssh config file (DSLAUNCH_SSH_CONFIG)",
         which));
-  if (which == "local") {
+  if (which == "local")
     for (const auto& n : plan.nodes)
       if (!IsLocalHost(n.host.name))
         return Status::InvalidArgument(fmt::format(
             "--launcher local: host '{}' (hostfile line {}) is not this machine", n.host.name, n.host.line));
+  const std::vector<std::string> known = {"local", "ssh", "pdsh", "slurm", "openmpi", "mpich"};
+  if (std::find(known.begin(), known.end(), which) == known.end())
+    return Status::InvalidArgument(fmt::format("--launcher {}: not available in this build", which));
+  return Status::OK();
+}
+
+Result<std::unique_ptr<Spawner>> MakeSpawner(const std::string& launcher, const LaunchPlan& plan,
+                                             const SshOptions& ssh, double stop_grace,
+                                             const std::vector<std::string>& launcher_args) {
+  DS_RETURN_IF_ERROR(CheckSpawner(launcher, plan, launcher_args));
+  const std::string which = ResolveLauncher(launcher, plan);
+  if (which == "local") {
     LocalSpawnerOptions o;
     o.stop_grace = stop_grace;
     return std::unique_ptr<Spawner>(std::make_unique<LocalSpawner>(o));
@@ -82,14 +93,11 @@ Result<std::unique_ptr<Spawner>> MakeSpawner(const std::string& launcher, const 
     mo.extra_args = launcher_args;
     return std::unique_ptr<Spawner>(std::make_unique<MpirunSpawner>(mo));
   }
-  if (which == "ssh" || which == "pdsh") {
-    if (which == "ssh") return MakeSshSpawner(ssh);
-    PdshOptions po;
-    po.ssh = ssh;
-    po.extra_args = launcher_args;
-    return MakePdshSpawner(po);
-  }
-  return Status::InvalidArgument(fmt::format("--launcher {}: not available in this build", which));
+  if (which == "ssh") return MakeSshSpawner(ssh);
+  PdshOptions po;  // CheckSpawner left only pdsh
+  po.ssh = ssh;
+  po.extra_args = launcher_args;
+  return MakePdshSpawner(po);
 }
 
 Result<SshOptions> SshOptionsForJob(const JobSpec& job, const CliOptions& cli) {

@@ -40,12 +40,18 @@ std::vector<std::string> AgentArgv(const CliOptions& cli, const std::string& coo
 // name as given.
 std::string ResolveLauncher(const std::string& launcher, const LaunchPlan& plan, bool force_multi = false);
 
+// What MakeSpawner refuses, without making one (the dry run asks too):
+// InvalidArgument for a launcher this build cannot provide, --launcher local
+// with a host that is not this machine, or launcher_args for a launcher that
+// takes none.
+Status CheckSpawner(const std::string& launcher, const LaunchPlan& plan,
+                    const std::vector<std::string>& launcher_args);
+
 // The spawner for `launcher` ("local", "ssh", "pdsh", "slurm";
 // ResolveLauncher's answer). `ssh` is used by the ssh and pdsh spawners,
 // `stop_grace` (seconds) by the local and slurm ones, `launcher_args`
-// (--launcher_args, already split) by pdsh and slurm only. InvalidArgument
-// for a launcher this build cannot provide, --launcher local with a host that
-// is not this machine, or launcher_args for another launcher.
+// (--launcher_args, already split) by pdsh and slurm only. CheckSpawner's
+// errors.
 Result<std::unique_ptr<Spawner>> MakeSpawner(const std::string& launcher, const LaunchPlan& plan,
                                              const SshOptions& ssh, double stop_grace,
                                              const std::vector<std::string>& launcher_args = {});

@@ -110,11 +110,12 @@ std::vector<int> AllSlots(const HostEntry& h) {
 
 Result<std::vector<SelectedHost>> SelectHosts(const Hostfile& hostfile, const SelectionOptions& opts) {
   if (!opts.include.empty() && !opts.exclude.empty())
-    return Status::InvalidArgument("--include and --exclude cannot be used together; use one of them");
+    return Status::InvalidArgument(opts.include_flag + " and " + opts.exclude_flag +
+                                   " cannot be used together; use one of them");
 
   std::vector<SelectedHost> selected;
   if (!opts.include.empty()) {
-    DS_ASSIGN_OR_RETURN(Filter inc, ParseFilter(opts.include, hostfile, "--include"));
+    DS_ASSIGN_OR_RETURN(Filter inc, ParseFilter(opts.include, hostfile, opts.include_flag));
     for (const auto& h : hostfile.hosts) {  // hostfile order, not --include order
       auto it = inc.find(h.name);
       if (it == inc.end()) continue;
@@ -125,7 +126,7 @@ Result<std::vector<SelectedHost>> SelectHosts(const Hostfile& hostfile, const Se
   } else {
     Filter exc;
     if (!opts.exclude.empty()) {
-      DS_ASSIGN_OR_RETURN(exc, ParseFilter(opts.exclude, hostfile, "--exclude"));
+      DS_ASSIGN_OR_RETURN(exc, ParseFilter(opts.exclude, hostfile, opts.exclude_flag));
     }
     for (const auto& h : hostfile.hosts) {
       auto it = exc.find(h.name);
@@ -135,23 +136,25 @@ Result<std::vector<SelectedHost>> SelectHosts(const Hostfile& hostfile, const Se
       if (!slots.empty()) selected.push_back({h, std::move(slots)});
     }
     if (selected.empty())
-      return Status::InvalidArgument("--exclude '" + opts.exclude + "' leaves no hosts");
+      return Status::InvalidArgument(opts.exclude_flag + " '" + opts.exclude + "' leaves no hosts");
   }
 
   if (opts.num_nodes != -1) {
     if (opts.num_nodes < 1)
-      return Status::InvalidArgument("--num_nodes: expected a positive number, got " + std::to_string(opts.num_nodes));
+      return Status::InvalidArgument(opts.num_nodes_flag + ": expected a positive number, got " +
+                                     std::to_string(opts.num_nodes));
     if (opts.num_nodes > static_cast<int>(selected.size()))
-      return Status::InvalidArgument("--num_nodes " + std::to_string(opts.num_nodes) + ": only " +
+      return Status::InvalidArgument(opts.num_nodes_flag + " " + std::to_string(opts.num_nodes) + ": only " +
                                      std::to_string(selected.size()) + " host(s) selected");
     selected.resize(opts.num_nodes);
   }
   if (opts.num_gpus != -1) {
     if (opts.num_gpus < 1)
-      return Status::InvalidArgument("--num_gpus: expected a positive number, got " + std::to_string(opts.num_gpus));
+      return Status::InvalidArgument(opts.num_gpus_flag + ": expected a positive number, got " +
+                                     std::to_string(opts.num_gpus));
     for (auto& s : selected) {
       if (opts.num_gpus > static_cast<int>(s.slots.size()))
-        return Status::InvalidArgument("--num_gpus " + std::to_string(opts.num_gpus) + ": host '" +
+        return Status::InvalidArgument(opts.num_gpus_flag + " " + std::to_string(opts.num_gpus) + ": host '" +
                                        s.host.name + "' has only " + std::to_string(s.slots.size()) +
                                        " selected slot(s)");
       s.slots.resize(opts.num_gpus);

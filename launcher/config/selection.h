@@ -24,6 +24,11 @@ struct SelectionOptions {
   std::string exclude;   // "" = none
   int num_nodes = -1;    // -1 = all; else the first N hosts (after include/exclude)
   int num_gpus = -1;     // -1 = all; else the first N slots of each host (alias --nproc_per_node)
+  // The options as the user typed them, for messages ("--nproc-per-node 8: host ...").
+  std::string include_flag = "--include";
+  std::string exclude_flag = "--exclude";
+  std::string num_nodes_flag = "--num_nodes";
+  std::string num_gpus_flag = "--num_gpus";
 };
 
 // A selected host and the slot indices (0-based, ascending) it contributes.

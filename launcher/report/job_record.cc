@@ -1,6 +1,24 @@
 #include "launcher/report/job_record.h"
 
+#include <signal.h>
+
+#include "launcher/report/root_cause.h"
+
 namespace ds {
+
+Failure FailureOf(const WorkerRecord& w) {
+  Failure f;
+  f.time = w.end_time;
+  f.host = w.host;
+  f.rank = w.rank;
+  f.pid = w.pid;
+  f.exit_code = w.exit_code;
+  f.signal = w.signal;
+  f.hung = w.hung;
+  f.error = w.error;
+  f.last_lines = w.last_lines;
+  return f;
+}
 
 void JobRecord::OnAssigned(int rank, int node, const std::string& host) {
   // A node's workers are assigned in local-rank order (assign_builder), so
@@ -27,6 +45,10 @@ void JobRecord::OnStarted(int rank, int pid) {
 void JobRecord::OnOutput(int rank, int stream, const std::string& line) {
   auto it = workers_.find(rank);
   if (it == workers_.end()) return;
+  if (stream == 2 && it->second.traceback_seq == 0 && line.find("Traceback (most recent call last):") != std::string::npos) {
+    it->second.traceback_seq = ++seq_;
+    it->second.traceback_time = std::chrono::system_clock::now();
+  }
   auto& lines = it->second.last_lines;
   lines.push_back(line);
   if (lines.size() > kLastLines) lines.pop_front();
@@ -42,21 +64,18 @@ bool JobRecord::OnExited(int rank, int pid, int exit_code, int signal, bool hung
   w.exit_code = exit_code;
   w.signal = signal;
   w.hung = hung;
+  w.end_seq = ++seq_;
+  w.end_time = std::chrono::system_clock::now();
   bool failed = exit_code != 0 || signal != 0 || hung;
-  if (w.ExitedOk()) ++num_exited_ok_;
   if (failed && !error.message.empty()) w.error = BoundForWire(std::move(error));
+  // After the first failure the generation is being stopped: SIGTERM, then
+  // SIGKILL after the grace. A rank that had already raised (a traceback, an
+  // error file) failed on its own even when the stop ended it.
+  w.stopped = failed && first_failure_ && !hung && (signal == SIGTERM || signal == SIGKILL) &&
+              w.traceback_seq == 0 && w.error.message.empty();
+  if (w.ExitedOk()) ++num_exited_ok_;
   if (failed && !first_failure_) {
-    Failure f;
-    f.time = std::chrono::system_clock::now();
-    f.host = w.host;
-    f.rank = rank;
-    f.pid = w.pid;
-    f.exit_code = exit_code;
-    f.signal = signal;
-    f.hung = hung;
-    f.error = w.error;
-    f.last_lines = w.last_lines;
-    first_failure_ = std::move(f);
+    first_failure_ = FailureOf(w);
     first_failure_time = clock_.Now();
   }
   return failed;
@@ -68,8 +87,18 @@ void JobRecord::RecordFailure(Failure f) {
   first_failure_time = clock_.Now();
 }
 
+std::optional<Failure> JobRecord::RootCause() const {
+  if (!first_failure_ || first_failure_->rank < 0) return first_failure_;  // an agent lost, a signal: not a rank's
+  return ChooseRootCause(*this).cause;
+}
+
+int JobRecord::ExitCode() const {
+  const std::optional<Failure> cause = RootCause();
+  return cause ? cause->ProcessExitCode() : 0;
+}
+
 void JobRecord::NewGeneration(int generation) {
-  if (first_failure_) restart_causes_.push_back(std::move(*first_failure_));
+  if (first_failure_) restart_causes_.push_back(*RootCause());
   first_failure_.reset();
   workers_.clear();
   assigned_on_node_.clear();

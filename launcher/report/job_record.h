@@ -1,13 +1,17 @@
 // JobRecord: what the launcher knows about every worker of the current
-// generation (host, pid, exit), the last 20 output lines per rank, and the
-// generation's FIRST failure, which decides dslaunch's exit code (worker's
-// code, or 128+signal) and the summary. An elastic restart moves that
-// failure to restart_causes() and starts over with a new set of workers.
+// generation (host, pid, exit and when it ended, the first traceback line on
+// its stderr, whether it failed on its own or was ended by the stop), the
+// last 20 output lines per rank, and the generation's first failure as it
+// arrived, which stops the generation. The root cause (root_cause.h) is
+// chosen from all of it and decides dslaunch's exit code (the worker's code,
+// or 128+signal) and the summary. An elastic restart moves the root cause
+// to restart_causes() and starts over with a new set of workers.
 // Output lines are forwarded to the LogMux.
 // Not thread-safe: the coordinator's io thread only.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <optional>
@@ -32,7 +36,17 @@ struct WorkerRecord {
   bool hung = false;
   TorchError error;    // from its TORCHELASTIC_ERROR_FILE; message "" = none
   std::deque<std::string> last_lines;  // newest last, at most kLastLines
+  // When things reached dslaunch: `seq` orders every event of the record
+  // (the order dslaunch saw them), the time is the wall clock's then.
+  uint64_t traceback_seq = 0;  // its first "Traceback (most recent call last):" on stderr; 0 = none
+  std::chrono::system_clock::time_point traceback_time;
+  uint64_t end_seq = 0;        // its exit
+  std::chrono::system_clock::time_point end_time;
+  bool stopped = false;        // ended by SIGTERM/SIGKILL after the generation's first failure, without a
+                               //   traceback or an error file before: the stop's doing
   bool ExitedOk() const { return exited && exit_code == 0 && signal == 0 && !hung; }
+  // It failed by itself: a non-zero exit, a signal other than the stop's, or hung.
+  bool FailedOnItsOwn() const { return exited && !ExitedOk() && !stopped; }
 };
 
 struct Failure {
@@ -46,6 +60,7 @@ struct Failure {
   std::string what;     // for non-worker failures: "agent lost: connection closed"
   TorchError error;     // the worker's own report (TORCHELASTIC_ERROR_FILE); message "" = none
   std::deque<std::string> last_lines;
+  std::string cause_note;  // how the root cause was chosen among several failed ranks ("" = the only one)
   // dslaunch's exit code for this failure.
   int ProcessExitCode() const { return signal != 0 ? 128 + signal : exit_code; }
 };
@@ -67,17 +82,21 @@ class JobRecord {
   void RecordFailure(Failure f);
 
   // An elastic restart into `generation`: forgets the workers, keeps the
-  // failure that caused it as a restart cause (the next generation starts
-  // clean) and marks the per-rank log files.
+  // root cause of its failure as a restart cause (the next generation
+  // starts clean) and marks the per-rank log files.
   void NewGeneration(int generation);
 
+  // The first failure as it arrived (what stopped the generation).
   const std::optional<Failure>& first_failure() const { return first_failure_; }
+  // The failure the summary and the exit code name: among the ranks that
+  // failed on their own, root_cause.h's choice; else first_failure().
+  std::optional<Failure> RootCause() const;
   const std::vector<Failure>& restart_causes() const { return restart_causes_; }
   const std::map<int, WorkerRecord>& workers() const { return workers_; }
   int num_started() const { return num_started_; }
   bool AllExitedOk() const;
-  // 0 when nothing failed, else the first failure's ProcessExitCode().
-  int ExitCode() const { return first_failure_ ? first_failure_->ProcessExitCode() : 0; }
+  // 0 when nothing failed, else the root cause's ProcessExitCode().
+  int ExitCode() const;
 
   // Clock readings (the record's clock) for the restart notice and the benchmark.
   Clock::time_point all_started_time;
@@ -95,6 +114,10 @@ class JobRecord {
   std::vector<Failure> restart_causes_;
   int num_started_ = 0;
   int num_exited_ok_ = 0;  // workers of this generation that exited 0 (O(1) AllExitedOk)
+  uint64_t seq_ = 0;       // the last event's number (WorkerRecord's *_seq)
 };
+
+// A worker's failure as the summary describes it.
+Failure FailureOf(const WorkerRecord& w);
 
 }  // namespace ds

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "common/strings.h"
+#include "launcher/report/root_cause.h"
 
 namespace ds {
 
@@ -79,6 +80,29 @@ std::string ErrorReport(const Failure& f) {
   return out;
 }
 
+constexpr size_t kListedRanks = 64;  // failed ranks listed one per line; the rest counted
+
+// Every rank that failed on its own, the root cause first, then in the order
+// their failures reached dslaunch; and how many the stop ended.
+std::string FailedRanks(const JobRecord& record) {
+  const RootCauseChoice choice = ChooseRootCause(record);
+  std::string out;
+  if (choice.failed.size() > 1) {
+    out += fmt::format("  {} ranks failed:\n", choice.failed.size());
+    for (size_t i = 0; i < choice.failed.size() && i < kListedRanks; ++i) {
+      const WorkerRecord& w = *choice.failed[i];
+      out += fmt::format("    {} at {}{}{}\n", DescribeFailure(FailureOf(w)), FormatTime(w.end_time),
+                         w.traceback_seq != 0 ? ", traceback from " + FormatTime(w.traceback_time) : "",
+                         IsCollateralError(w) ? " (a lost connection)" : "");
+    }
+    if (choice.failed.size() > kListedRanks)
+      out += fmt::format("    and {} more (their log lines have them)\n", choice.failed.size() - kListedRanks);
+  }
+  if (choice.stopped > 0)
+    out += fmt::format("  {} other rank{} stopped by dslaunch\n", choice.stopped, choice.stopped == 1 ? " was" : "s were");
+  return out;
+}
+
 // One line per elastic restart, with the failure that caused it.
 std::string Restarts(const JobRecord& record) {
   std::string out;
@@ -102,7 +126,7 @@ std::string FormatSummary(const JobRecord& record, int world_size, bool color) {
                        restarts, restarts == 1 ? "" : "s") +
            Restarts(record) + snapshots;
   }
-  const Failure& f = *record.first_failure();
+  const Failure f = *record.RootCause();
   // A user's Ctrl-C (or a scheduler's SIGTERM) is a stop, not a failure of the job.
   const bool stopped = f.rank < 0 && f.signal != 0;
   std::string out = stopped ? fmt::format("{}dslaunch: stopped by {}{} at {}\n", red, SignalName(f.signal), reset,
@@ -111,6 +135,7 @@ std::string FormatSummary(const JobRecord& record, int world_size, bool color) {
                                           FormatTime(f.time));
   if (f.rank >= 0) {
     out += "  " + DescribeFailure(f) + "\n";
+    if (!f.cause_note.empty()) out += fmt::format("  root cause: rank {} ({})\n", f.rank, f.cause_note);
     out += ErrorReport(f);
     if (f.last_lines.empty()) {
       out += fmt::format("  rank {} printed nothing\n", f.rank);
@@ -123,6 +148,7 @@ std::string FormatSummary(const JobRecord& record, int world_size, bool color) {
   } else {
     out += "  " + DescribeFailure(f) + "\n";
   }
+  if (f.rank >= 0) out += FailedRanks(record);
   if (restarts > 0)
     out += fmt::format("  that was generation {}; before it:\n", restarts) + Restarts(record);
   out += snapshots;

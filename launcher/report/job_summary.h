@@ -1,7 +1,9 @@
-// The job summary dslaunch prints at the end: on failure, the first failure
-// of the last generation (time, host, rank, pid, exit code or signal name,
-// the error it recorded in TORCHELASTIC_ERROR_FILE with the innermost frames
-// of its traceback, its last lines) and the exit code; on success one line; then one line per
+// The job summary dslaunch prints at the end: on failure, the root cause of
+// the last generation (root_cause.h: time, host, rank, pid, exit code or
+// signal name, how it was chosen among several failed ranks, the error it
+// recorded in TORCHELASTIC_ERROR_FILE with the innermost frames of its
+// traceback, its last lines), then every rank that failed on its own with
+// its exit and the time it ended, how many the stop ended, and the exit code; on success one line; then one line per
 // elastic restart with the failure that caused it. Pure formatting.
 #pragma once
 

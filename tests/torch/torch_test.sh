@@ -8,7 +8,10 @@
 #      torchrun's -m form does not;
 #   3. a rank that raises inside @record (with its stderr closed) makes
 #      dslaunch exit 1 with the exception's message and its frames in the
-#      summary, read from TORCHELASTIC_ERROR_FILE.
+#      summary, read from TORCHELASTIC_ERROR_FILE;
+#   4. a rank that raises (no @record) while another dies of the closed Gloo
+#      connection: the summary names the rank that raised, every run (3 runs),
+#      and lists both failed ranks.
 #   torch_test.sh DSLAUNCH
 set -uo pipefail
 DSLAUNCH=$1
@@ -23,7 +26,7 @@ trap 'rm -rf "$work"' EXIT
 fails=0
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 cd "$work"
-cp "$here/record_error.py" .
+cp "$here/record_error.py" "$here/collateral.py" .
 H="$root/hostfiles/local"
 
 echo "== torchrun's contract: is_torchelastic_launched, ROLE_NAME, a Gloo group over env://"
@@ -65,6 +68,20 @@ rc=$?
 echo "$out"
 [ $rc -eq 0 ] || fail "the -m run exited $rc"
 [ "$(grep -c 'args=--x 1$' <<<"$out")" -eq 2 ] || fail "-m: expected both ranks with exactly their own arguments"
+
+echo "== rank 3 raises, rank 2 dies of the closed connection: rank 3 is the cause, every time"
+for run in 1 2 3; do
+  out=$(timeout 120 "$DSLAUNCH" --hostfile "$H" --num_nodes 2 --num_gpus 2 -- "$PY" -u collateral.py 2>&1)
+  rc=$?
+  summary=$(sed -n '/job failed/,$p' <<<"$out")
+  echo "$summary"
+  [ $rc -eq 1 ] || fail "run $run: expected exit 1 from rank 3, got $rc"
+  [[ "$(sed -n 2p <<<"$summary")" =~ ^\ \ host\ 127\.0\.0\.2,\ rank\ 3,\ pid\ [0-9]+:\ exited\ with\ code\ 1$ ]] ||
+    fail "run $run: the summary does not name rank 3 first"
+  grep -q "ValueError: rank 3 raises: the root cause" <<<"$summary" || fail "run $run: rank 3's exception is not shown"
+  grep -q "rank 2, pid [0-9]*: exited with code 1 at .* (a lost connection)" <<<"$summary" ||
+    fail "run $run: rank 2 is not listed as a failed rank with its lost connection"
+done
 
 [ $fails -eq 0 ] && echo "torch_test: all checks passed"
 exit $((fails > 0))

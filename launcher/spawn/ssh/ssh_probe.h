@@ -1,3 +1,6 @@
+// What the launcher asks of hosts over SSH before it starts agents, the
+// libssh side of `dslaunch check` included (MeasureClockSkew), so that no
+// code outside launcher/spawn/ssh/ speaks libssh.
 // Elastic start: "by default the job does not start when any host
 // fails preflight; with an elastic min_nodes it starts on the reachable ones".
 // RunJob probes the plan's nodes over SSH *before* it builds the coordinator
@@ -8,6 +11,7 @@
 // Thread-safe: no shared state.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -31,5 +35,10 @@ std::vector<Status> ProbeNodes(const std::vector<NodePlan>& nodes, const SshOpti
 // resolve: n3 (Name or service not known), n7 (...)".
 Status CheckNodesResolve(const std::vector<NodePlan>& nodes, const SshOptions& options);
 
+// Remote clock minus local clock over an open session, and its uncertainty
+// (half the best of 3 round trips), in seconds: a remote loop answers each
+// line with its time, so the cost of starting a command does not count.
+// IOError naming the host when the channel or `date` fails.
+Result<std::pair<double, double>> MeasureClockSkew(SshSession& session);
 
 }  // namespace ds

@@ -21,7 +21,7 @@ TEST_CASE("cli compat: --nproc_per_node N, auto, gpu, cpu in every spelling") {
     CliOptions o = Parse({flag, "3", "x.yaml"});
     CHECK(o.selection.num_gpus == 3);
     CHECK(o.nproc_mode.empty());
-    CHECK(o.nproc_flag == flag);
+    CHECK(o.selection.num_gpus_flag == flag);
   }
   CHECK(Parse({"--nproc-per-node=auto", "x.yaml"}).nproc_mode == "auto");
   CHECK(Parse({"--nproc_per_node", "GPU", "x.yaml"}).nproc_mode == "gpu");
@@ -155,21 +155,22 @@ TEST_CASE("cli compat: --launcher_args is split like a shell, for pdsh, slurm an
         "--launcher_args: unterminated ' quote in '-R 'x'");
 }
 
+// The notice names each flag as typed (-r, --rdzv_id), not by its first name.
 TEST_CASE("cli compat: torchrun's flags that do not apply are accepted with one notice line") {
   CliOptions o = Parse({"--tee", "3", "-r", "1", "--monitor-interval", "5", "--rdzv-backend", "c10d", "--rdzv_id",
                         "7", "--rdzv-conf", "a=b", "--rdzv-endpoint", "h:29400", "--standalone", "--role", "trainer",
                         "--start_method", "spawn", "x.yaml"});
   REQUIRE(o.notices.size() == 1);
   CHECK(o.notices[0] ==
-        "ignoring --redirects 1, --tee 3 (every rank's lines reach this terminal prefixed host:rank; --log-dir DIR "
+        "ignoring -r 1, --tee 3 (every rank's lines reach this terminal prefixed host:rank; --log-dir DIR "
         "writes a file per rank); --monitor-interval 5 (dslaunch is told when a worker exits, it does not poll); "
-        "--rdzv-backend c10d, --rdzv-id 7, --rdzv-conf a=b (dslaunch runs its own rendezvous: the coordinator and "
-        "its store); --role trainer (every worker of a dslaunch job has the same role); --start-method spawn "
+        "--rdzv-backend c10d, --rdzv_id 7, --rdzv-conf a=b (dslaunch runs its own rendezvous: the coordinator and "
+        "its store); --role trainer (every worker of a dslaunch job has the same role); --start_method spawn "
         "(workers are always separate processes started by the node's agent); --standalone (without a hostfile the "
         "job already runs on this machine with its own rendezvous); --rdzv-endpoint h:29400 (dslaunch runs its own "
         "rendezvous: the coordinator and its store; it names node 0 only in the per-node form, with --node_rank)");
   CHECK(Parse({"--monitor_interval", "1", "x.yaml"}).notices ==
-        Argv{"ignoring --monitor-interval 1 (dslaunch is told when a worker exits, it does not poll)"});
+        Argv{"ignoring --monitor_interval 1 (dslaunch is told when a worker exits, it does not poll)"});
   CHECK(Parse({"x.yaml"}).notices.empty());
 }
 

@@ -67,6 +67,46 @@ TEST_CASE("cli: a long option with one dash is an error naming the right spellin
   CHECK(Parse({"-h"}).help);
 }
 
+// Issue 33 item 7: argparse's manners, which torchrun's and DeepSpeed's
+// users rely on.
+TEST_CASE("cli: an unambiguous prefix of a long option is that option") {
+  CliOptions o = Parse({"--nproc", "2", "--host", "hf", "--dry", "--master_p=29501", "x.yaml"});
+  CHECK(o.selection.num_gpus == 2);
+  CHECK(o.hostfile == "hf");
+  CHECK(o.dry_run);
+  CHECK(o.master_port == 29501);
+  CHECK(Parse({"--nnod", "2", "x.yaml"}).selection.num_nodes == 2);
+  // Errors quote the prefix as typed, not the option's first name.
+  CHECK(ErrorOf({"--nproc", "0", "x.yaml"}) ==
+        "--nproc: expected an integer between 1 and 1048576, or auto, gpu or cpu, got '0'");
+  CHECK(ErrorOf({"--conn", "0", "x.yaml"}) == "--conn: expected a duration such as 10s or 500ms, got '0'");
+  // The job's own arguments are never expanded.
+  CHECK(Parse({"train.py", "--nproc", "2"}).command == Argv{"train.py", "--nproc", "2"});
+}
+
+TEST_CASE("cli: an ambiguous prefix is an error listing the candidates") {
+  CHECK(ErrorOf({"--num", "2", "x.yaml"}) ==
+        "'--num' could be --num_nodes or --num_gpus: write more of it (see dslaunch --help)");
+  CHECK(ErrorOf({"--fan", "2", "x.yaml"}) ==
+        "'--fan' could be --fanout or --fanout-tree: write more of it (see dslaunch --help)");
+  CHECK(ErrorOf({"--master", "x", "x.yaml"}) ==
+        "'--master' could be --master_addr or --master_port: write more of it (see dslaunch --help)");
+}
+
+TEST_CASE("cli: an unknown option gets 'did you mean'") {
+  CHECK(ErrorOf({"--hostfle", "hf", "x.yaml"}) ==
+        "unknown option '--hostfle' (did you mean --hostfile?) (see dslaunch --help)");
+  CHECK(ErrorOf({"--nprocs_per_node=2", "x.yaml"}) ==
+        "unknown option '--nprocs_per_node' (did you mean --nproc_per_node?) (see dslaunch --help)");
+  CHECK(ErrorOf({"-q", "x.yaml"}) == "unknown option '-q' (see dslaunch --help)");
+}
+
+TEST_CASE("cli: an option without its value names the option as typed") {
+  CHECK(ErrorOf({"--nproc-per-node"}) == "--nproc-per-node: expected a value (N|auto|gpu|cpu) after it "
+                                         "(see dslaunch --help)");
+  CHECK(ErrorOf({"-H"}) == "-H: expected a value (FILE) after it (see dslaunch --help)");
+}
+
 TEST_CASE("cli: every launch option") {
   CliOptions o = Parse({"--launcher", "ssh", "--master_addr", "10.0.0.1", "--master_port", "29500", "--log-dir",
                         "logs", "--ssh_port", "2222", "--fanout", "8", "--connect-timeout", "500ms",

@@ -9,12 +9,11 @@ trap 'rm -rf "$work"' EXIT
 fails=0
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 "$DSLAUNCH" completion bash >"$work/dslaunch.bash" || { echo "FAIL: dslaunch completion bash exited $?"; exit 1; }
-mkdir -p "$work/dir" && touch "$work/job.yaml" "$work/train.py" "$work/notes.txt" "$work/hosts"
-cd "$work"
+mkdir -p "$work/here/dir" && cd "$work/here" && touch job.yaml train.py notes.txt hosts
 # complete WORD... : what Tab offers for the last word, sorted, one line.
 complete_words() {
   bash --norc --noprofile -c '
-    source ./dslaunch.bash || exit 9
+    source ../dslaunch.bash || exit 9
     spec=$(complete -p dslaunch) || exit 8
     COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
     fn=${spec#*-F }; fn=${fn%% *}
@@ -44,9 +43,12 @@ expect "down run status up" dslaunch cluster ""
 has --nodes dslaunch cluster up --no
 has --keep-image dslaunch cluster down --keep
 expect "" dslaunch --nproc_per_node ""
+expect "dir job.yaml train.py" dslaunch --dry-run ""
 expect "dir hosts job.yaml notes.txt train.py" dslaunch -- ./prog ""
-# Every option the parser declares is offered: the --help text's long options.
-"$DSLAUNCH" --help | grep -oE -- '--[a-zA-Z][a-zA-Z0-9_-]+' | sort -u >"$work/help-options"
+# Every option the parser declares is offered: the long options of --help's
+# option lines ("  -H,--hostfile FILE   ...").
+"$DSLAUNCH" --help | grep -E '^  -' | awk '{print $1}' | tr ',' '\n' | grep -- '^--' | sort -u >"$work/help-options"
+[ -s "$work/help-options" ] || fail "no option lines in dslaunch --help"
 offered=$(complete_words dslaunch -)
 while read -r opt; do
   grep -qw -- "$opt" <<<"$offered" || fail "--help names $opt but Tab does not offer it"

@@ -96,6 +96,19 @@ expect 2 "--fanout-tree: the nodes start each other's agents over ssh, which nee
 printf 'h1 slots=1\n' >"$tmp/hostfile.remote"
 expect 2 "--fanout-tree with --ship-agent: the nodes start each other's agents from the dsagent path on their own disks" -- \
   -H "$tmp/hostfile.remote" --fanout-tree 2 --ship-agent -- true
+# --dry-run refuses what the run refuses (issue 33 item 7): it passed these and the run failed.
+expect 2 "--fanout-tree: the nodes start each other's agents over ssh, which needs --launcher ssh, and this job starts its agents with local" -- \
+  --hostfile "$src/hostfiles/local" --fanout-tree 16 --dry-run -- true
+expect 2 "--fanout-tree with --ship-agent" -- -H "$tmp/hostfile.remote" --fanout-tree 2 --ship-agent --dry-run -- true
+expect 2 "--launcher local: host 'h1' (hostfile line 1) is not this machine" -- \
+  -H "$tmp/hostfile.remote" --launcher local --dry-run -- true
+expect 0 "launcher ssh (auto)" -- -H "$tmp/hostfile.remote" --dry-run -- true
+# Command-line manners: a one-dash long option never prints the help and exits 0;
+# prefixes as argparse takes them; did you mean.
+expect 2 "'-hostfile': a long option takes two dashes: --hostfile" -- -hostfile myhosts train.py
+expect 0 "node 2: 127.0.0.3" -- --host "$src/hostfiles/local" --dry -- true
+expect 2 "'--n' could be --num_nodes, --num_gpus" -- --n 2 -- true
+expect 2 "unknown option '--hostfle' (did you mean --hostfile?)" -- --hostfle x -- true
 expect 2 "--nproc_per_node: expected an integer between 1 and 4096 without a hostfile (workers on this machine), got '100000'" -- \
   --nproc_per_node 100000 --dry-run -- true
 expect 2 "--nnodes: MIN (3) is more than MAX (2) in '3:2'" -- --nnodes 3:2 --dry-run -- true
@@ -118,14 +131,24 @@ printf '127.0.0.1 slots=1 max_slots=4\n127.0.0.2 slots=1\n' >"$tmp/default_hf"
   expect 0 "dslaunch: $tmp/default_hf:1: ignoring max_slots=4 (OpenMPI's limit" -- --dry-run -- true
   expect 0 "hostfile: none, this machine" -- --launcher local --dry-run -- true
   exit $fail ) || fail=1
-# dslaunch check reads the same default hostfile.
-expect 2 "check: expected --hostfile FILE (the hosts to check); $tmp/no-default-hostfile (DSLAUNCH_DEFAULT_HOSTFILE) does not exist" -- check
+# dslaunch check checks what the run would use (issue 33 item 6): without a
+# hostfile this machine, a hostfile whose jobs run locally here without ssh,
+# and --launcher as given; it reads the same default hostfile.
+expect 0 "localhost  local, no ssh" -- check
+expect 0 "127.0.0.3  local, no ssh" -- check --hostfile "$src/hostfiles/local"
+expect 2 "--launcher local: host 'h1' (hostfile line 1) is not this machine" -- check -H "$tmp/hostfile.remote" --launcher local
+expect 1 "127.0.0.2: " -- check --hostfile "$src/hostfiles/local" --launcher ssh --connect-timeout 2s
 printf 'w0 slots=x\n' >"$tmp/bad_default_hf"
 ( export DSLAUNCH_DEFAULT_HOSTFILE="$tmp/bad_default_hf"
   expect 2 "$tmp/bad_default_hf:1:" -- check
   exit $fail ) || fail=1
-expect 2 "--include: unknown host 'w9'" -- -H "$src/hostfiles/local" -i w9 --dry-run -- true
+expect 2 "-i: unknown host 'w9'" -- -H "$src/hostfiles/local" -i w9 --dry-run -- true
+expect 2 "--include: unknown host 'w9'" -- -H "$src/hostfiles/local" --include w9 --dry-run -- true
 expect 2 "unknown option '--bogus'" -- --bogus -- true
+expect 0 "usage: dslaunch check" -- check --help
+# Subcommands return their errors; only main.cc prints them and picks the exit code.
+expect 2 "dslaunch: error: cluster: unknown verb 'bogus': expected up, down, status or run" -- cluster bogus
+expect 2 "dslaunch: error: cluster up: --nodes: Value 0 not in range 1 to 1000" -- cluster up --nodes 0
 expect 2 "expected a job file" --
 expect 2 "env: unexpected argument 'x'" -- env x
 # Too few file descriptors for 100 agents, and the hard limit cannot be

@@ -184,5 +184,18 @@ TEST_CASE("spawner choice: --force_multi and --launcher_args") {
   CHECK(MakeSpawner("local", local, SshOptions{}, 1.0).ok());
 }
 
+// `--nproc-per-node 8` was reported as `--num_gpus 8` (issue 33 item 7):
+// the selection's errors name the options as typed.
+TEST_CASE("PlanFromCli: selection errors quote the option as typed") {
+  testing::TempDir dir;
+  const std::string hf = dir / "hf";
+  testing::WriteFile(hf, "w0 slots=4\nw1 slots=4\n");
+  CHECK(PlanError(Parse({"-H", hf, "--nproc-per-node", "8", "--", "true"})) ==
+        "--nproc-per-node 8: host 'w0' has only 4 selected slot(s)");
+  CHECK(PlanError(Parse({"-H", hf, "--nproc", "8", "--", "true"})) == "--nproc 8: host 'w0' has only 4 selected slot(s)");
+  CHECK(PlanError(Parse({"-H", hf, "--nnodes", "3", "--", "true"})) == "--nnodes 3: only 2 host(s) selected");
+  CHECK(PlanError(Parse({"-H", hf, "-i", "w9", "--", "true"})).rfind("-i: unknown host 'w9'", 0) == 0);
+}
+
 }  // namespace
 }  // namespace ds
