@@ -103,13 +103,15 @@ void AgentFleet::AdoptAll(const std::vector<int>& nodes, Started started) {
   }
 }
 
+// The handle it replaces (a lost agent, or one that never registered) is
+// ended by the reaper: over SSH that can take seconds on a dark session.
 void AgentFleet::Adopt(int node, std::unique_ptr<AgentHandle> handle) {
   Member& m = members_[node];
-  if (m.handle) m.handle->Terminate();  // a lost agent, or one that never registered
-  m.handle = std::move(handle);
+  reaper_.Reap(std::move(m.handle));
   m.lost = false;
   ++m.incarnation;
-  if (draining_) return m.handle->Terminate();  // the job ended while it was being started
+  if (draining_) return reaper_.Reap(std::move(handle));  // the job ended while it was being started
+  m.handle = std::move(handle);
   Watch(node);
 }
 
@@ -269,11 +271,12 @@ void AgentFleet::Drain(Clock::duration grace) {
   });
 }
 
+// The reaper ends what is left; the fleet's destructor waits for it.
 void AgentFleet::TerminateAllAndStop() {
   drain_timer_.cancel();
   for (Member& m : members_) {
     m.exit_watch.reset();
-    if (m.handle) m.handle->Terminate();
+    reaper_.Reap(std::move(m.handle));
   }
   io_.stop();
 }

@@ -5,7 +5,9 @@
 // 2 s later, then 4, 8, ... up to 30 s apart until one registers; at the
 // end it gives the agents a grace period to exit on their own, terminates the
 // rest and stops the io_context. Every spawner call runs on a thread of its
-// own (an SSH connect may take connect_timeout), one at a time.
+// own (an SSH connect may take connect_timeout), one at a time, and every
+// handle the fleet is done with is ended by its HandleReaper: nothing here
+// waits on a peer on the io thread (the coordinator's).
 // With a launch tree (FleetTree, --fanout-tree) the spawner starts only the
 // tree's roots; each registered agent is told to start its children
 // (StartAgents), and a child its parent could not start, or that has not
@@ -26,6 +28,7 @@
 #include "common/asio.h"
 #include "common/clock.h"
 #include "launcher/coordinator/coordinator.h"
+#include "launcher/fleet/handle_reaper.h"
 #include "launcher/fleet/launch_tree.h"
 #include "launcher/spawn/spawner.h"
 
@@ -50,7 +53,7 @@ class AgentFleet {
   using TokenFor = std::function<std::string(int node)>;
   AgentFleet(asio::io_context& io, Coordinator& coord, Spawner& spawner, std::vector<AgentSpec> specs,
              std::function<void(const std::string&)> notice, TokenFor derived_token = nullptr, FleetTree tree = {});
-  ~AgentFleet();  // joins a spawner call still running
+  ~AgentFleet();  // joins a spawner call still running; waits until the reaper has ended every handle
 
   // Starts every agent (in parallel, through the spawner) with a fresh agent
   // token of its node on its stdin (Coordinator::EnrollAgent; the job secret stays in
@@ -77,7 +80,7 @@ class AgentFleet {
 
  private:
   struct Member {
-    std::unique_ptr<AgentHandle> handle;  // null if it failed to start
+    std::unique_ptr<AgentHandle> handle;  // null if it failed to start, or once handed to the reaper
     std::unique_ptr<asio::posix::stream_descriptor> exit_watch;
     int incarnation = 0;  // bumps when a rejoin replaces the handle
     bool lost = false;    // MarkLost, until a rejoin replaces the handle
@@ -106,6 +109,7 @@ class AgentFleet {
   bool AnyRunning() const;
   void TerminateAllAndStop();
 
+  HandleReaper reaper_;  // destroyed last: it waits for the handles it was given
   asio::io_context& io_;
   Coordinator& coord_;
   Spawner& spawner_;

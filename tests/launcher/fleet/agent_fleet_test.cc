@@ -59,8 +59,12 @@ struct Fleet {
     while (spawner.started().size() < n && std::chrono::steady_clock::now() < deadline)
       io.run_one_for(std::chrono::milliseconds(20));
   }
-  // Runs the io_context until the fleet stops it (bounded: never hangs).
-  void RunToEnd() { io.run_for(std::chrono::seconds(10)); }
+  // Runs the io_context until the fleet stops it (bounded: never hangs), then
+  // destroys the fleet, which waits until its reaper has ended every handle.
+  void RunToEnd() {
+    io.run_for(std::chrono::seconds(10));
+    fleet.reset();
+  }
 
   asio::io_context io;
   LaunchPlan plan;
@@ -119,7 +123,7 @@ TEST_CASE("agent fleet: agents that start after the job ended are terminated", "
   f.spawner.BeforeStart([released] { released.wait(); });
   f.fleet->Start();
   f.coord->RequestStop(SIGINT);  // the job ends (Ctrl-C) before any agent is started
-  f.RunToEnd();                  // nothing running yet: the drain stops the loop at once
+  f.io.run_for(std::chrono::seconds(10));  // nothing running yet: the drain stops the loop at once
   CHECK(f.io.stopped());
   release.set_value();
   f.fleet.reset();               // joins the start thread; the late handles terminate their agents
@@ -170,7 +174,7 @@ TEST_CASE("agent fleet: a lost node's agent does not hold the drain, and is stil
   f.fleet->MarkLost(1);  // its handle still says running (a step launcher that has not noticed)
   f.spawner.End(0, 0);
   f.fleet->Drain(std::chrono::hours(1));
-  f.io.run_for(std::chrono::seconds(10));
+  f.RunToEnd();
   CHECK(f.io.stopped());  // at once, not after the hour
   CHECK(f.spawner.Terminated(1));
 }
