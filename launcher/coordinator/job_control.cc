@@ -37,19 +37,13 @@ JobControl::~JobControl() {
     if (a.link) a.link->Close("coordinator destroyed");
 }
 
-void JobControl::Start(const std::string& store_addr) {
+void JobControl::Start(const std::string& store_addr, FleetEvents& fleet) {
   store_addr_ = store_addr;
+  fleet_ = &fleet;
   start_time_ = clock_.Now();
   next_sweep_ = start_time_ + sweep_period_;
   next_ping_ = start_time_ + Seconds(opt_.heartbeat_interval);
   Rearm();
-}
-
-std::vector<int> JobControl::LostNodes() const {
-  std::vector<int> out;
-  for (size_t i = 0; i < agents_.size(); ++i)
-    if (agents_[i].registered && agents_[i].lost) out.push_back(static_cast<int>(i));
-  return out;
 }
 
 Status JobControl::OnRegister(const msg::Register& facts, std::shared_ptr<AgentLink> link) {
@@ -69,7 +63,7 @@ Status JobControl::OnRegister(const msg::Register& facts, std::shared_ptr<AgentL
   a.stopped = true;
   a.last_seen = clock_.Now();
   if (snapshots_) SetUpSnapshots(node);
-  if (opt_.on_agent_registered) opt_.on_agent_registered(node);
+  fleet_->OnAgentRegistered(node);
   if (rejoin) {
     Notice(fmt::format("{} rejoined; it takes part from the next restart", candidates_[node].host.name));
   } else {
@@ -116,7 +110,7 @@ Status JobControl::OnAgentFrame(int node, const Frame& f) {
     }
     case wire::MsgType::kAgentEnded: {
       DS_ASSIGN_OR_RETURN(msg::AgentEnded m, msg::AgentEnded::Decode(f.payload));
-      if (opt_.on_agent_ended) opt_.on_agent_ended(node, m);
+      fleet_->OnAgentEnded(node, m);
       return Status::OK();
     }
     default:

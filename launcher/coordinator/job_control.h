@@ -51,6 +51,7 @@
 #include "launcher/config/plan.h"
 #include "launcher/coordinator/agent_link.h"
 #include "launcher/coordinator/deadline_timer.h"
+#include "launcher/coordinator/fleet_events.h"
 #include "launcher/coordinator/kv_store.h"
 #include "launcher/coordinator/snapshot_index.h"
 #include "launcher/report/job_record.h"
@@ -77,13 +78,6 @@ struct CoordinatorOptions {
   int master_port = 0;                // 0 = node 0's agent picks a free port
   // What the user must see (restarts); default: a diagnostic log line.
   std::function<void(const std::string&)> notice;
-  // A registered agent was lost (the launcher may start a new one there).
-  std::function<void(int node)> on_agent_lost;
-  // An agent registered (first time or rejoining): the launch tree tells it
-  // which agents to start (JobControl::StartAgents).
-  std::function<void(int node)> on_agent_registered;
-  // Agent `node` reports that the command starting another node's agent ended.
-  std::function<void(int node, const msg::AgentEnded&)> on_agent_ended;
 };
 
 enum class CoordState { kWaitingForAgents, kGathering, kReserving, kRunning, kStopping, kDone };
@@ -96,8 +90,10 @@ class JobControl {
   ~JobControl();  // closes every agent link
 
   // Begins the job: the register deadline and the heartbeats. `store_addr`
-  // ("host:port") is what workers get as DSLAUNCH_STORE_ADDR.
-  void Start(const std::string& store_addr);
+  // ("host:port") is what workers get as DSLAUNCH_STORE_ADDR; `fleet` (which
+  // must outlive it) hears from now on of agents registered, lost, and the
+  // launch tree's reports.
+  void Start(const std::string& store_addr, FleetEvents& fleet);
   // An authenticated agent's Register. Error (the caller refuses the link):
   // the node is not in the plan, or it is registered and may not rejoin.
   Status OnRegister(const msg::Register& facts, std::shared_ptr<AgentLink> link);
@@ -127,9 +123,6 @@ class JobControl {
     const Agent& a = agents_[node_index];
     return a.registered && !a.lost && a.connected();
   }
-  // Nodes (candidate indices) whose agent was lost: the launcher may start a
-  // new agent there, which rejoins (elastic.rejoin) and idles until a restart.
-  std::vector<int> LostNodes() const;
   // The current generation's world size, and restarts so far.
   int world_size() const { return gen_plan_.world_size; }
   int restarts() const { return restarts_; }
@@ -191,6 +184,8 @@ class JobControl {
   const Clock& clock_;
   DeadlineTimer& timer_;
   std::string store_addr_;
+  NoFleetEvents no_fleet_;
+  FleetEvents* fleet_ = &no_fleet_;   // Start()'s; before it, nobody hears
   CoordState state_ = CoordState::kWaitingForAgents;
   int generation_ = 0;
   int restarts_ = 0;

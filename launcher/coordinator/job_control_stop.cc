@@ -16,7 +16,7 @@ void JobControl::OnAgentClosed(int node, const std::string& reason) {
   if (a.link) a.link->Close(reason);
   snapshot_index_.Forget(node);
   if (state_ == CoordState::kDone) return;
-  if (opt_.on_agent_lost) opt_.on_agent_lost(node);
+  fleet_->OnAgentLost(node);
   if (state_ == CoordState::kStopping) {
     DS_LOG(Info, Coord) << "node " << node << " closed while stopping: " << reason;
     return MaybeFinishStopping();
@@ -156,7 +156,7 @@ void JobControl::CheckStopDeadline(Clock::time_point now) {
     a.lost = true;
     a.link->Close("did not confirm the stop in time");
     snapshot_index_.Forget(static_cast<int>(i));
-    if (opt_.on_agent_lost) opt_.on_agent_lost(static_cast<int>(i));
+    fleet_->OnAgentLost(static_cast<int>(i));
   }
   MaybeFinishStopping();
 }

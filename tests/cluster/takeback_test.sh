@@ -96,6 +96,8 @@ stamper=""
 cat out
 [ "$rc" -eq 0 ] || fail "dslaunch exited $rc"
 grep -q "all 2 workers exited 0, after 1 restart" out || fail "no success summary"
+[ "$(grep -c "${ADDR[2]} rejoined" out)" -eq 1 ] || fail "node 2 was not taken back exactly once"
+grep -q "already registered" out && fail "a new agent replaced the one that had taken node 2 back"
 grep -q "did not run for" out && fail "the coordinator stopped: $(grep 'did not run for' out)"
 # Per rank of generation 1: the largest lag and the largest gap between arrivals.
 report=$(awk '$3 == "tick" && $5 == 1 {
