@@ -285,6 +285,12 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, Termi
 
 }  // namespace
 
+bool SummaryInColor(const std::string& mode, bool stderr_is_tty) {
+  if (mode == "always") return true;
+  if (mode == "never") return false;
+  return stderr_is_tty;
+}
+
 Result<int> RunJob(const LaunchPlan& plan, const CliOptions& cli, const PerNodeLaunch* per_node) {
   // A closed stdout (`dslaunch ... | head`) must not kill the launcher and,
   // through the lost coordinator, the job: writes just fail.
@@ -312,8 +318,7 @@ Result<int> RunJob(const LaunchPlan& plan, const CliOptions& cli, const PerNodeL
   err.Flush();
   if (!world_size.ok()) return world_size.status();
   mux.Flush();
-  const bool color = ::isatty(STDERR_FILENO) && cli.color != "never";
-  std::cerr << FormatSummary(record, *world_size, color);
+  std::cerr << FormatSummary(record, *world_size, SummaryInColor(cli.color, ::isatty(STDERR_FILENO) != 0));
   return record.ExitCode();
 }
 
