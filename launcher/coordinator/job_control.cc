@@ -23,10 +23,9 @@ double MsSince(Clock::time_point since, Clock::time_point now) {
 JobControl::JobControl(const LaunchPlan& plan, CoordinatorOptions options, JobRecord& record, KvStore& store,
                        const Clock& clock, DeadlineTimer& timer)
     : plan_(plan), candidates_(Candidates(plan)), gen_plan_(plan), opt_(std::move(options)), record_(record),
-      store_(store), clock_(clock), timer_(timer), master_port_(opt_.master_port), agents_(candidates_.size()) {
+      store_(store), clock_(clock), timer_(timer), master_port_(opt_.master_port), agents_(candidates_.size()),
+      liveness_(candidates_.size(), Seconds(opt_.heartbeat_interval), Seconds(opt_.heartbeat_timeout)) {
   for (size_t i = 0; i < plan_.nodes.size(); ++i) gen_agents_.push_back(static_cast<int>(i));
-  sweep_period_ = std::clamp<Clock::duration>(Seconds(opt_.heartbeat_interval), std::chrono::milliseconds(1),
-                                              std::chrono::milliseconds(100));
   snapshots_ = plan_.job.checkpoint.Snapshots(static_cast<int>(plan_.nodes.size()));
   if (opt_.run_id.empty()) opt_.run_id = RandomHex(8);
 }
@@ -41,8 +40,7 @@ void JobControl::Start(const std::string& store_addr, FleetEvents& fleet) {
   store_addr_ = store_addr;
   fleet_ = &fleet;
   start_time_ = clock_.Now();
-  next_sweep_ = start_time_ + sweep_period_;
-  next_ping_ = start_time_ + Seconds(opt_.heartbeat_interval);
+  liveness_.Start(start_time_);
   Rearm();
 }
 
@@ -61,7 +59,7 @@ Status JobControl::OnRegister(const msg::Register& facts, std::shared_ptr<AgentL
   a.registered = true;
   a.lost = false;
   a.stopped = true;
-  a.last_seen = clock_.Now();
+  liveness_.Watch(node, clock_.Now());
   if (snapshots_) SetUpSnapshots(node);
   fleet_->OnAgentRegistered(node);
   if (rejoin) {
@@ -78,7 +76,7 @@ Status JobControl::OnRegister(const msg::Register& facts, std::shared_ptr<AgentL
 }
 
 Status JobControl::OnAgentFrame(int node, const Frame& f) {
-  agents_[node].last_seen = clock_.Now();
+  liveness_.Heard(node, clock_.Now());
   switch (f.type) {
     case wire::MsgType::kPing:
       return Status::OK();

@@ -29,12 +29,12 @@
 // Inputs are events (a registration, an agent's frame, a closed link, a
 // signal) and the one DeadlineTimer it keeps armed at its next deadline;
 // time comes from the injected Clock. Work per event is O(1) (a frame moves
-// its agent's last_seen; counters, not scans, say when all registered or all
-// stopped), so that thousands of agents cost little. Silence is found by one
-// sweep over the agents every 100 ms (or heartbeat_interval when shorter; an
-// agent is lost at most that long after heartbeat_timeout), which also sends
-// every agent its Ping once per heartbeat_interval. Agents are reached
-// through AgentLink.
+// its agent's last time in Liveness; counters, not scans, say when all
+// registered or all stopped), so that thousands of agents cost little. The
+// timer wakes for the register or stop limit, or for Liveness (liveness.h):
+// the Ping once per heartbeat_interval and the earliest silence deadline,
+// an agent being lost when heartbeat_timeout has passed, not a sweep later.
+// Agents are reached through AgentLink.
 // Tests drive it with fakes of all three, without sockets or sleeps.
 // Not thread-safe: call from one thread (the coordinator's io thread).
 #pragma once
@@ -53,6 +53,7 @@
 #include "launcher/coordinator/deadline_timer.h"
 #include "launcher/coordinator/fleet_events.h"
 #include "launcher/coordinator/kv_store.h"
+#include "launcher/coordinator/liveness.h"
 #include "launcher/coordinator/snapshot_index.h"
 #include "launcher/report/job_record.h"
 #include "wire/protocol.h"
@@ -137,7 +138,6 @@ class JobControl {
     bool snapshot_ready = false;       // answered SnapshotSetup
     std::string peer_addr;             // its shard server
     msg::SnapshotCounters counters;    // its latest totals
-    Clock::time_point last_seen;
     bool connected() const { return link && !link->closed(); }
   };
 
@@ -156,7 +156,8 @@ class JobControl {
   void Finish();
   void OnTimer();
   void CheckRegisterDeadline(Clock::time_point now);
-  void SweepHeartbeats(Clock::time_point now);
+  void CheckLiveness(Clock::time_point now);
+  void LoseAgent(int node, const std::string& reason);  // marks it lost, tells the fleet
   void CheckStopDeadline(Clock::time_point now);
   Clock::time_point StopDeadline() const;
   Clock::time_point NextDeadline() const;
@@ -197,9 +198,7 @@ class JobControl {
   std::vector<Agent> agents_;         // by node index
   size_t num_registered_ = 0;         // agents_ that registered (first time)
   size_t stop_cursor_ = 0;            // agents_ before it are stopped or gone (kStopping)
-  Clock::duration sweep_period_;     // between heartbeat sweeps
-  Clock::time_point next_sweep_;      // the heartbeat sweep
-  Clock::time_point next_ping_;       // the sweep at or after this sends the Pings
+  Liveness liveness_;                 // heartbeats: Pings and silence
   Clock::time_point start_time_;
   Clock::time_point stop_started_;
   std::function<void()> on_done_;

@@ -175,13 +175,13 @@ TEST_CASE("job control: below min_nodes there is no restart", "[jobcontrol]") {
   CHECK(c.record().ExitCode() == 1);
 }
 
-TEST_CASE("job control: a silent agent is lost at heartbeat_timeout, within one 100 ms sweep", "[jobcontrol]") {
+TEST_CASE("job control: a silent agent is lost at heartbeat_timeout, not a sweep later", "[jobcontrol]") {
   FakeCluster c(kThreeHosts, Elastic(1, 2));
   c.Run();
   c.Silence(2);
-  c.Advance(2.9);
+  c.Advance(2.999);
   CHECK(c.control().state() == CoordState::kRunning);
-  c.Advance(0.2);
+  c.Advance(0.001);
   CHECK(c.control().state() == CoordState::kStopping);
   CHECK(c.link(2).close_reason == "no heartbeat for 3s");
   c.ConfirmStops();
