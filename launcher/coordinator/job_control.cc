@@ -23,7 +23,8 @@ double MsSince(Clock::time_point since, Clock::time_point now) {
 JobControl::JobControl(const LaunchPlan& plan, CoordinatorOptions options, JobRecord& record, KvStore& store,
                        const Clock& clock, DeadlineTimer& timer)
     : plan_(plan), candidates_(Candidates(plan)), gen_plan_(plan), opt_(std::move(options)), record_(record),
-      store_(store), clock_(clock), timer_(timer), master_port_(opt_.master_port), agents_(candidates_.size()),
+      store_(store), clock_(clock), timer_(timer), policy_(plan, [this](const std::string& t) { Notice(t); }),
+      master_port_(opt_.master_port), agents_(candidates_.size()),
       liveness_(candidates_.size(), Seconds(opt_.heartbeat_interval), Seconds(opt_.heartbeat_timeout)) {
   for (size_t i = 0; i < plan_.nodes.size(); ++i) gen_agents_.push_back(static_cast<int>(i));
   snapshots_ = plan_.job.checkpoint.Snapshots(static_cast<int>(plan_.nodes.size()));
@@ -138,7 +139,7 @@ void JobControl::SendAssigns() {
   ctx.gen.job_id = opt_.job_id;
   ctx.gen.run_id = opt_.run_id;
   ctx.gen.generation = generation_;
-  ctx.gen.restart_count = restarts_;
+  ctx.gen.restart_count = policy_.restarts();
   ctx.gen.master_addr = !plan_.job.network.master_addr.empty() ? plan_.job.network.master_addr
                                                                : agents_[gen_agents_[0]].facts.addr;
   ctx.gen.master_port = master_port_;
@@ -169,7 +170,7 @@ void JobControl::OnWorkerStarted(const msg::WorkerStarted& m) {
   const auto now = clock_.Now();
   DS_LOG(Info, Coord) << "all " << gen_plan_.world_size << " workers running after " << MsSince(start_time_, now)
                       << " ms";
-  if (restarts_ > 0)
+  if (policy_.restarts() > 0)
     Notice(fmt::format("generation {}: all {} workers running, {:.3f} s after the failure", generation_,
                        gen_plan_.world_size, MsSince(failure_time_, now) / 1000));
 }

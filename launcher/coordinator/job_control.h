@@ -54,6 +54,7 @@
 #include "launcher/coordinator/fleet_events.h"
 #include "launcher/coordinator/kv_store.h"
 #include "launcher/coordinator/liveness.h"
+#include "launcher/coordinator/restart_policy.h"
 #include "launcher/coordinator/snapshot_index.h"
 #include "launcher/report/job_record.h"
 #include "wire/protocol.h"
@@ -126,7 +127,7 @@ class JobControl {
   }
   // The current generation's world size, and restarts so far.
   int world_size() const { return gen_plan_.world_size; }
-  int restarts() const { return restarts_; }
+  int restarts() const { return policy_.restarts(); }
 
  private:
   struct Agent {
@@ -169,10 +170,8 @@ class JobControl {
   void Gather();
   void OnFetched(int node, const msg::Fetched& m);
   std::string SnapshotSummary() const;
-  // job_control_restart.cc: the restart decision and the next generation.
+  // job_control_restart.cc: the next generation after RestartPolicy's yes.
   std::vector<bool> AliveAgents() const;  // by node: registered, not lost, connected
-  bool MayRestart();
-  void ApplyHostCooldowns(std::vector<bool>& keep);
   void Restart();
 
   const LaunchPlan& plan_;            // the job's plan
@@ -189,11 +188,9 @@ class JobControl {
   FleetEvents* fleet_ = &no_fleet_;   // Start()'s; before it, nobody hears
   CoordState state_ = CoordState::kWaitingForAgents;
   int generation_ = 0;
-  int restarts_ = 0;
+  RestartPolicy policy_;              // whether and where the job restarts
   bool restart_after_stop_ = false;   // the generation is stopping because of a failure
   Clock::time_point failure_time_;    // the one the last restart followed
-  std::map<std::string, int> host_failures_;  // worker failures per host since its last cooldown
-  std::map<std::string, Clock::time_point> cooldown_until_;
   int master_port_ = 0;
   std::vector<Agent> agents_;         // by node index
   size_t num_registered_ = 0;         // agents_ that registered (first time)

@@ -93,7 +93,7 @@ void JobControl::MaybeFinishStopping() {
     ++stop_cursor_;
   if (stop_cursor_ < agents_.size()) return;
   record_.all_stopped_time = clock_.Now();
-  if (restart_after_stop_ && MayRestart()) return Restart();
+  if (restart_after_stop_ && policy_.MayRestart(record_, AliveAgents())) return Restart();
   Finish();
 }
 
