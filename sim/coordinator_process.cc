@@ -75,7 +75,8 @@ void WriteAll(int fd, const std::string& s) {
   for (int i = 0; i < spec.nodes; ++i) coord.EnrollAgent(i, spec.agent_token);  // simulated agents share one
   coord.OnDone([&io] { io.stop(); });
   WriteAll(report_fd, fmt::format("port {}\n", coord.port()));
-  coord.Start();
+  NoFleetEvents fleet;  // the simulated agents are nobody's processes
+  coord.Start(fleet);
   io.run();
   WriteAll(report_fd, fmt::format("end {} {} {} {}\n", record.ExitCode(), coord.control().restarts(),
                                   coord.control().generation(), coord.control().world_size()));

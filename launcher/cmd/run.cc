@@ -203,37 +203,22 @@ FleetTree TreeFor(const Launch& l, const CliOptions& cli) {
 Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, TerminalWriter& err) {
   asio::io_context io;
   l.coord.notice = [&err](const std::string& text) { err.Write("dslaunch: " + text + "\n"); };
-  const ElasticOptions& el = l.plan.job.elastic;
-  AgentFleet* fleet_ptr = nullptr;
-  const bool rejoin = el.rejoin && el.max_restarts > 0;
-  l.coord.on_agent_lost = [&fleet_ptr, rejoin](int node) {
-    if (!fleet_ptr) return;
-    fleet_ptr->MarkLost(node);
-    if (rejoin) fleet_ptr->Rejoin(node);
-  };
-  l.coord.on_agent_registered = [&fleet_ptr](int node) {
-    if (fleet_ptr) fleet_ptr->Registered(node);
-  };
-  l.coord.on_agent_ended = [&fleet_ptr](int node, const msg::AgentEnded& ended) {
-    if (fleet_ptr) fleet_ptr->AgentEnded(node, ended);
-  };
   Coordinator coord(io, l.plan, l.coord, record);
   if (Status st = coord.Listen(); !st.ok()) return Status::Unavailable(st.message());
   // The per-node form on loopback: the secret is published only once this
   // process holds the rendezvous port, so nobody else's listener gets a key.
   std::unique_ptr<LoopbackSecret> published;
-  AgentFleet::TokenFor per_node_token;
+  const ElasticOptions& el = l.plan.job.elastic;
+  FleetOptions fleet_options{l.coord.notice, nullptr, TreeFor(l, cli), el.rejoin && el.max_restarts > 0};
   if (const PerNodeLaunch* pn = l.per_node) {
     if (pn->secret_from == PerNodeLaunch::Secret::kLoopback) {
       DS_ASSIGN_OR_RETURN(published, LoopbackSecret::Publish(fmt::format("{}:{}", pn->addr, pn->port), pn->secret));
       err.Write(fmt::format("dslaunch: no DSLAUNCH_SECRET_FILE: the other nodes (this user, this machine) read a "
                             "fresh job secret from {}\n", published->path()));
     }
-    per_node_token = [pn](int node) { return PerNodeAgentToken(*pn, node); };
+    fleet_options.derived_token = [pn](int node) { return PerNodeAgentToken(*pn, node); };
   }
-  AgentFleet fleet(io, coord, *l.spawner, AgentSpecs(l, cli, coord.address()), l.coord.notice,
-                   std::move(per_node_token), TreeFor(l, cli));
-  fleet_ptr = &fleet;
+  AgentFleet fleet(io, coord, *l.spawner, AgentSpecs(l, cli, coord.address()), std::move(fleet_options));
 
   asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
   std::function<void(const boost::system::error_code&, int)> on_signal = [&](const boost::system::error_code& ec,
@@ -280,13 +265,19 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, Termi
     lifeline.close(ignored);
     fleet.Drain(Seconds(l.coord.stop_grace + 3.0));
   });
-  coord.Start();
+  coord.Start(fleet);  // the coordinator tells the fleet of agents registered and lost
   fleet.Start();
   io.run();
   return coord.control().world_size();
 }
 
 }  // namespace
+
+bool SummaryInColor(const std::string& mode, bool stderr_is_tty) {
+  if (mode == "always") return true;
+  if (mode == "never") return false;
+  return stderr_is_tty;
+}
 
 Result<int> RunJob(const LaunchPlan& plan, const CliOptions& cli, const PerNodeLaunch* per_node) {
   // A closed stdout (`dslaunch ... | head`) must not kill the launcher and,
@@ -315,8 +306,7 @@ Result<int> RunJob(const LaunchPlan& plan, const CliOptions& cli, const PerNodeL
   err.Flush();
   if (!world_size.ok()) return world_size.status();
   mux.Flush();
-  const bool color = ::isatty(STDERR_FILENO) && cli.color != "never";
-  std::cerr << FormatSummary(record, *world_size, color);
+  std::cerr << FormatSummary(record, *world_size, SummaryInColor(cli.color, ::isatty(STDERR_FILENO) != 0));
   return record.ExitCode();
 }
 

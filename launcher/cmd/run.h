@@ -23,4 +23,9 @@ namespace ds {
 // (launcher/cmd/per_node.h).
 Result<int> RunJob(const LaunchPlan& plan, const CliOptions& cli, const PerNodeLaunch* per_node = nullptr);
 
+// Whether the summary, which goes to stderr, is in colour: DSLAUNCH_COLOR
+// (`mode`, CliOptions::color) "always" or "never" decides, "auto" colours
+// only a terminal (as the output's rank prefixes do on stdout).
+bool SummaryInColor(const std::string& mode, bool stderr_is_tty);
+
 }  // namespace ds

@@ -52,8 +52,10 @@ class Coordinator {
   // "host:port" agents and store clients connect to (after Listen).
   std::string address() const;
   int port() const;
-  // Begins the job: the register deadline and the heartbeats.
-  void Start() { control_.Start(address()); }
+  // Begins the job: the register deadline and the heartbeats; from now on
+  // `fleet` (which must outlive the coordinator) hears of agents registered
+  // and lost (FleetEvents).
+  void Start(FleetEvents& fleet) { control_.Start(address(), fleet); }
   // Stops the job because of a signal to dslaunch (exit code 128+sig).
   void RequestStop(int signal_number) { control_.RequestStop(signal_number); }
   // Ends the job now with a failure that is not a worker's (e.g. an agent

@@ -23,10 +23,10 @@ double MsSince(Clock::time_point since, Clock::time_point now) {
 JobControl::JobControl(const LaunchPlan& plan, CoordinatorOptions options, JobRecord& record, KvStore& store,
                        const Clock& clock, DeadlineTimer& timer)
     : plan_(plan), candidates_(Candidates(plan)), gen_plan_(plan), opt_(std::move(options)), record_(record),
-      store_(store), clock_(clock), timer_(timer), master_port_(opt_.master_port), agents_(candidates_.size()) {
+      store_(store), clock_(clock), timer_(timer), policy_(plan, [this](const std::string& t) { Notice(t); }),
+      master_port_(opt_.master_port), agents_(candidates_.size()),
+      liveness_(candidates_.size(), Seconds(opt_.heartbeat_interval), Seconds(opt_.heartbeat_timeout)) {
   for (size_t i = 0; i < plan_.nodes.size(); ++i) gen_agents_.push_back(static_cast<int>(i));
-  sweep_period_ = std::clamp<Clock::duration>(Seconds(opt_.heartbeat_interval), std::chrono::milliseconds(1),
-                                              std::chrono::milliseconds(100));
   snapshots_ = plan_.job.checkpoint.Snapshots(static_cast<int>(plan_.nodes.size()));
   if (opt_.run_id.empty()) opt_.run_id = RandomHex(8);
 }
@@ -37,19 +37,12 @@ JobControl::~JobControl() {
     if (a.link) a.link->Close("coordinator destroyed");
 }
 
-void JobControl::Start(const std::string& store_addr) {
+void JobControl::Start(const std::string& store_addr, FleetEvents& fleet) {
   store_addr_ = store_addr;
+  fleet_ = &fleet;
   start_time_ = clock_.Now();
-  next_sweep_ = start_time_ + sweep_period_;
-  next_ping_ = start_time_ + Seconds(opt_.heartbeat_interval);
+  liveness_.Start(start_time_);
   Rearm();
-}
-
-std::vector<int> JobControl::LostNodes() const {
-  std::vector<int> out;
-  for (size_t i = 0; i < agents_.size(); ++i)
-    if (agents_[i].registered && agents_[i].lost) out.push_back(static_cast<int>(i));
-  return out;
 }
 
 Status JobControl::OnRegister(const msg::Register& facts, std::shared_ptr<AgentLink> link) {
@@ -67,9 +60,9 @@ Status JobControl::OnRegister(const msg::Register& facts, std::shared_ptr<AgentL
   a.registered = true;
   a.lost = false;
   a.stopped = true;
-  a.last_seen = clock_.Now();
+  liveness_.Watch(node, clock_.Now());
   if (snapshots_) SetUpSnapshots(node);
-  if (opt_.on_agent_registered) opt_.on_agent_registered(node);
+  fleet_->OnAgentRegistered(node);
   if (rejoin) {
     Notice(fmt::format("{} rejoined; it takes part from the next restart", candidates_[node].host.name));
   } else {
@@ -84,7 +77,7 @@ Status JobControl::OnRegister(const msg::Register& facts, std::shared_ptr<AgentL
 }
 
 Status JobControl::OnAgentFrame(int node, const Frame& f) {
-  agents_[node].last_seen = clock_.Now();
+  liveness_.Heard(node, clock_.Now());
   switch (f.type) {
     case wire::MsgType::kPing:
       return Status::OK();
@@ -116,7 +109,7 @@ Status JobControl::OnAgentFrame(int node, const Frame& f) {
     }
     case wire::MsgType::kAgentEnded: {
       DS_ASSIGN_OR_RETURN(msg::AgentEnded m, msg::AgentEnded::Decode(f.payload));
-      if (opt_.on_agent_ended) opt_.on_agent_ended(node, m);
+      fleet_->OnAgentEnded(node, m);
       return Status::OK();
     }
     default:
@@ -146,7 +139,7 @@ void JobControl::SendAssigns() {
   ctx.gen.job_id = opt_.job_id;
   ctx.gen.run_id = opt_.run_id;
   ctx.gen.generation = generation_;
-  ctx.gen.restart_count = restarts_;
+  ctx.gen.restart_count = policy_.restarts();
   ctx.gen.master_addr = !plan_.job.network.master_addr.empty() ? plan_.job.network.master_addr
                                                                : agents_[gen_agents_[0]].facts.addr;
   ctx.gen.master_port = master_port_;
@@ -177,7 +170,7 @@ void JobControl::OnWorkerStarted(const msg::WorkerStarted& m) {
   const auto now = clock_.Now();
   DS_LOG(Info, Coord) << "all " << gen_plan_.world_size << " workers running after " << MsSince(start_time_, now)
                       << " ms";
-  if (restarts_ > 0)
+  if (policy_.restarts() > 0)
     Notice(fmt::format("generation {}: all {} workers running, {:.3f} s after the failure", generation_,
                        gen_plan_.world_size, MsSince(failure_time_, now) / 1000));
 }

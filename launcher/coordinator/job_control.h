@@ -29,12 +29,12 @@
 // Inputs are events (a registration, an agent's frame, a closed link, a
 // signal) and the one DeadlineTimer it keeps armed at its next deadline;
 // time comes from the injected Clock. Work per event is O(1) (a frame moves
-// its agent's last_seen; counters, not scans, say when all registered or all
-// stopped), so that thousands of agents cost little. Silence is found by one
-// sweep over the agents every 100 ms (or heartbeat_interval when shorter; an
-// agent is lost at most that long after heartbeat_timeout), which also sends
-// every agent its Ping once per heartbeat_interval. Agents are reached
-// through AgentLink.
+// its agent's last time in Liveness; counters, not scans, say when all
+// registered or all stopped), so that thousands of agents cost little. The
+// timer wakes for the register or stop limit, or for Liveness (liveness.h):
+// the Ping once per heartbeat_interval and the earliest silence deadline,
+// an agent being lost when heartbeat_timeout has passed, not a sweep later.
+// Agents are reached through AgentLink.
 // Tests drive it with fakes of all three, without sockets or sleeps.
 // Not thread-safe: call from one thread (the coordinator's io thread).
 #pragma once
@@ -51,7 +51,10 @@
 #include "launcher/config/plan.h"
 #include "launcher/coordinator/agent_link.h"
 #include "launcher/coordinator/deadline_timer.h"
+#include "launcher/coordinator/fleet_events.h"
 #include "launcher/coordinator/kv_store.h"
+#include "launcher/coordinator/liveness.h"
+#include "launcher/coordinator/restart_policy.h"
 #include "launcher/coordinator/snapshot_index.h"
 #include "launcher/report/job_record.h"
 #include "wire/protocol.h"
@@ -77,13 +80,6 @@ struct CoordinatorOptions {
   int master_port = 0;                // 0 = node 0's agent picks a free port
   // What the user must see (restarts); default: a diagnostic log line.
   std::function<void(const std::string&)> notice;
-  // A registered agent was lost (the launcher may start a new one there).
-  std::function<void(int node)> on_agent_lost;
-  // An agent registered (first time or rejoining): the launch tree tells it
-  // which agents to start (JobControl::StartAgents).
-  std::function<void(int node)> on_agent_registered;
-  // Agent `node` reports that the command starting another node's agent ended.
-  std::function<void(int node, const msg::AgentEnded&)> on_agent_ended;
 };
 
 enum class CoordState { kWaitingForAgents, kGathering, kReserving, kRunning, kStopping, kDone };
@@ -96,8 +92,10 @@ class JobControl {
   ~JobControl();  // closes every agent link
 
   // Begins the job: the register deadline and the heartbeats. `store_addr`
-  // ("host:port") is what workers get as DSLAUNCH_STORE_ADDR.
-  void Start(const std::string& store_addr);
+  // ("host:port") is what workers get as DSLAUNCH_STORE_ADDR; `fleet` (which
+  // must outlive it) hears from now on of agents registered, lost, and the
+  // launch tree's reports.
+  void Start(const std::string& store_addr, FleetEvents& fleet);
   // An authenticated agent's Register. Error (the caller refuses the link):
   // the node is not in the plan, or it is registered and may not rejoin.
   Status OnRegister(const msg::Register& facts, std::shared_ptr<AgentLink> link);
@@ -127,12 +125,9 @@ class JobControl {
     const Agent& a = agents_[node_index];
     return a.registered && !a.lost && a.connected();
   }
-  // Nodes (candidate indices) whose agent was lost: the launcher may start a
-  // new agent there, which rejoins (elastic.rejoin) and idles until a restart.
-  std::vector<int> LostNodes() const;
   // The current generation's world size, and restarts so far.
   int world_size() const { return gen_plan_.world_size; }
-  int restarts() const { return restarts_; }
+  int restarts() const { return policy_.restarts(); }
 
  private:
   struct Agent {
@@ -144,7 +139,6 @@ class JobControl {
     bool snapshot_ready = false;       // answered SnapshotSetup
     std::string peer_addr;             // its shard server
     msg::SnapshotCounters counters;    // its latest totals
-    Clock::time_point last_seen;
     bool connected() const { return link && !link->closed(); }
   };
 
@@ -163,7 +157,8 @@ class JobControl {
   void Finish();
   void OnTimer();
   void CheckRegisterDeadline(Clock::time_point now);
-  void SweepHeartbeats(Clock::time_point now);
+  void CheckLiveness(Clock::time_point now);
+  void LoseAgent(int node, const std::string& reason);  // marks it lost, tells the fleet
   void CheckStopDeadline(Clock::time_point now);
   Clock::time_point StopDeadline() const;
   Clock::time_point NextDeadline() const;
@@ -175,10 +170,8 @@ class JobControl {
   void Gather();
   void OnFetched(int node, const msg::Fetched& m);
   std::string SnapshotSummary() const;
-  // job_control_restart.cc: the restart decision and the next generation.
+  // job_control_restart.cc: the next generation after RestartPolicy's yes.
   std::vector<bool> AliveAgents() const;  // by node: registered, not lost, connected
-  bool MayRestart();
-  void ApplyHostCooldowns(std::vector<bool>& keep);
   void Restart();
 
   const LaunchPlan& plan_;            // the job's plan
@@ -191,20 +184,18 @@ class JobControl {
   const Clock& clock_;
   DeadlineTimer& timer_;
   std::string store_addr_;
+  NoFleetEvents no_fleet_;
+  FleetEvents* fleet_ = &no_fleet_;   // Start()'s; before it, nobody hears
   CoordState state_ = CoordState::kWaitingForAgents;
   int generation_ = 0;
-  int restarts_ = 0;
+  RestartPolicy policy_;              // whether and where the job restarts
   bool restart_after_stop_ = false;   // the generation is stopping because of a failure
   Clock::time_point failure_time_;    // the one the last restart followed
-  std::map<std::string, int> host_failures_;  // worker failures per host since its last cooldown
-  std::map<std::string, Clock::time_point> cooldown_until_;
   int master_port_ = 0;
   std::vector<Agent> agents_;         // by node index
   size_t num_registered_ = 0;         // agents_ that registered (first time)
   size_t stop_cursor_ = 0;            // agents_ before it are stopped or gone (kStopping)
-  Clock::duration sweep_period_;     // between heartbeat sweeps
-  Clock::time_point next_sweep_;      // the heartbeat sweep
-  Clock::time_point next_ping_;       // the sweep at or after this sends the Pings
+  Liveness liveness_;                 // heartbeats: Pings and silence
   Clock::time_point start_time_;
   Clock::time_point stop_started_;
   std::function<void()> on_done_;

@@ -10,13 +10,9 @@
 namespace ds {
 
 void JobControl::OnAgentClosed(int node, const std::string& reason) {
-  Agent& a = agents_[node];
-  if (a.lost) return;
-  a.lost = true;
-  if (a.link) a.link->Close(reason);
-  snapshot_index_.Forget(node);
+  if (agents_[node].lost) return;
+  LoseAgent(node, reason);
   if (state_ == CoordState::kDone) return;
-  if (opt_.on_agent_lost) opt_.on_agent_lost(node);
   if (state_ == CoordState::kStopping) {
     DS_LOG(Info, Coord) << "node " << node << " closed while stopping: " << reason;
     return MaybeFinishStopping();
@@ -26,6 +22,18 @@ void JobControl::OnAgentClosed(int node, const std::string& reason) {
     return;
   }
   Fail(candidates_[node].host.name, "agent lost: " + reason, 1, /*restartable=*/true);
+}
+
+// Lost for good (a rejoin registers a new agent): its link closed, its
+// snapshots forgotten, its heartbeats no longer judged; the fleet hears of it
+// while the job goes on.
+void JobControl::LoseAgent(int node, const std::string& reason) {
+  Agent& a = agents_[node];
+  a.lost = true;
+  if (a.link) a.link->Close(reason);
+  snapshot_index_.Forget(node);
+  liveness_.Unwatch(node);
+  if (state_ != CoordState::kDone) fleet_->OnAgentLost(node);
 }
 
 void JobControl::Abort(const std::string& host, const std::string& what, int exit_code) {
@@ -85,7 +93,7 @@ void JobControl::MaybeFinishStopping() {
     ++stop_cursor_;
   if (stop_cursor_ < agents_.size()) return;
   record_.all_stopped_time = clock_.Now();
-  if (restart_after_stop_ && MayRestart()) return Restart();
+  if (restart_after_stop_ && policy_.MayRestart(record_, AliveAgents())) return Restart();
   Finish();
 }
 
@@ -106,7 +114,7 @@ void JobControl::Finish() {
 void JobControl::OnTimer() {
   const auto now = clock_.Now();
   CheckRegisterDeadline(now);
-  if (now >= next_sweep_) SweepHeartbeats(now);
+  CheckLiveness(now);
   CheckStopDeadline(now);
   Rearm();
 }
@@ -119,30 +127,18 @@ void JobControl::CheckRegisterDeadline(Clock::time_point now) {
   Abort(missing, fmt::format("agent did not register within {}s", opt_.register_timeout), 1);
 }
 
-// One pass over the agents: one silent for heartbeat_timeout is lost; the
-// others get their Ping when heartbeat_interval has passed since the last.
-// A sweep more than an interval behind its time means this thread did not
-// run (an overloaded or paused machine): the agents' frames may be waiting
-// unread, so nobody is lost until a sweep runs on time, after they are read.
-void JobControl::SweepHeartbeats(Clock::time_point now) {
-  const bool on_time = now - next_sweep_ <= Seconds(opt_.heartbeat_interval);
-  if (!on_time)
-    DS_LOG(Warn, Coord) << "the coordinator did not run for "
-                        << std::chrono::duration<double>(now - next_sweep_).count()
+// What Liveness found due: agents silent for heartbeat_timeout are lost, the
+// others get their Ping when one is due (liveness.h).
+void JobControl::CheckLiveness(Clock::time_point now) {
+  const Liveness::Due due = liveness_.Wake(now);
+  if (due.late_s > 0)
+    DS_LOG(Warn, Coord) << "the coordinator did not run for " << due.late_s
                         << " s; agents' silence is judged again once it has read what they sent";
-  while (next_sweep_ <= now) next_sweep_ += sweep_period_;
-  const bool ping = now >= next_ping_;
-  if (ping) next_ping_ = now + Seconds(opt_.heartbeat_interval);
-  const Bytes ping_payload = msg::Ping{}.Encode();
-  for (size_t i = 0; i < agents_.size() && state_ != CoordState::kDone; ++i) {
-    Agent& a = agents_[i];
-    if (!a.registered || a.lost || !a.link) continue;
-    if (on_time && now >= a.last_seen + Seconds(opt_.heartbeat_timeout)) {
-      OnAgentClosed(static_cast<int>(i), fmt::format("no heartbeat for {}s", opt_.heartbeat_timeout));
-    } else if (ping) {
-      SendTo(static_cast<int>(i), wire::MsgType::kPing, ping_payload);
-    }
-  }
+  for (int node : due.silent)
+    if (state_ != CoordState::kDone) OnAgentClosed(node, fmt::format("no heartbeat for {}s", opt_.heartbeat_timeout));
+  if (state_ == CoordState::kDone) return;
+  const Bytes ping = msg::Ping{}.Encode();
+  for (int node : due.ping) SendTo(node, wire::MsgType::kPing, ping);
 }
 
 // An agent that cannot confirm its workers are dead is lost: it takes no part
@@ -153,10 +149,7 @@ void JobControl::CheckStopDeadline(Clock::time_point now) {
     Agent& a = agents_[i];
     if (a.stopped || a.lost || !a.connected()) continue;
     DS_LOG(Warn, Coord) << candidates_[i].host.name << ": did not confirm the stop in time";
-    a.lost = true;
-    a.link->Close("did not confirm the stop in time");
-    snapshot_index_.Forget(static_cast<int>(i));
-    if (opt_.on_agent_lost) opt_.on_agent_lost(static_cast<int>(i));
+    LoseAgent(static_cast<int>(i), "did not confirm the stop in time");
   }
   MaybeFinishStopping();
 }
@@ -166,7 +159,7 @@ Clock::time_point JobControl::StopDeadline() const {
 }
 
 Clock::time_point JobControl::NextDeadline() const {
-  auto next = next_sweep_;
+  auto next = liveness_.NextDeadline();
   if (state_ == CoordState::kWaitingForAgents) next = std::min(next, start_time_ + Seconds(opt_.register_timeout));
   if (state_ == CoordState::kStopping) next = std::min(next, StopDeadline());
   return next;

@@ -16,19 +16,15 @@
 namespace ds {
 
 namespace {
-constexpr double kFirstRejoinDelay = 2.0;  // seconds after the loss
-constexpr double kMaxRejoinDelay = 30.0;
+double SecondsOf(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 }  // namespace
 
 AgentFleet::AgentFleet(asio::io_context& io, Coordinator& coord, Spawner& spawner, std::vector<AgentSpec> specs,
-                       std::function<void(const std::string&)> notice, TokenFor derived_token, FleetTree tree)
-    : io_(io), coord_(coord), spawner_(spawner), specs_(std::move(specs)), notice_(std::move(notice)),
-      derived_token_(std::move(derived_token)),
-      members_(specs_.size()),
-      rejoin_timer_(io), drain_timer_(io), tree_options_(std::move(tree)), tree_timer_(io) {
-  if (tree_options_.width > 0)
-    tree_ = std::make_unique<LaunchTree>(static_cast<int>(specs_.size()), tree_options_.width,
-                                         tree_options_.handoff_timeout);
+                       FleetOptions options)
+    : io_(io), coord_(coord), spawner_(spawner), specs_(std::move(specs)), opt_(std::move(options)),
+      members_(specs_.size()), rejoin_timer_(io), drain_timer_(io), tree_timer_(io) {
+  if (opt_.tree.width > 0)
+    tree_ = std::make_unique<LaunchTree>(static_cast<int>(specs_.size()), opt_.tree.width, opt_.tree.handoff_timeout);
 }
 
 AgentFleet::~AgentFleet() {
@@ -70,14 +66,14 @@ void AgentFleet::Spawn(std::vector<AgentSpec> specs, std::function<void(Started)
 }
 
 std::string AgentFleet::Enroll(int node) {
-  return coord_.EnrollAgent(node, derived_token_ ? derived_token_(node) : "");  // the secret stays here
+  return coord_.EnrollAgent(node, opt_.derived_token ? opt_.derived_token(node) : "");  // the secret stays here
 }
 
 void AgentFleet::Start() {
   std::vector<int> nodes;
   // One token per node, except where one tool run starts them all with one
   // stdin (srun, mpirun, pdsh): then one token registers each node once.
-  const std::string shared = spawner_.SharesPayload() && !derived_token_ ? RandomHex(32) : "";
+  const std::string shared = spawner_.SharesPayload() && !opt_.derived_token ? RandomHex(32) : "";
   for (AgentSpec& s : specs_) {
     nodes.push_back(s.node_index);
     s.stdin_payload = shared.empty() ? Enroll(s.node_index) : coord_.EnrollAgent(s.node_index, shared);
@@ -103,13 +99,15 @@ void AgentFleet::AdoptAll(const std::vector<int>& nodes, Started started) {
   }
 }
 
+// The handle it replaces (a lost agent, or one that never registered) is
+// ended by the reaper: over SSH that can take seconds on a dark session.
 void AgentFleet::Adopt(int node, std::unique_ptr<AgentHandle> handle) {
   Member& m = members_[node];
-  if (m.handle) m.handle->Terminate();  // a lost agent, or one that never registered
-  m.handle = std::move(handle);
+  reaper_.Reap(std::move(m.handle));
   m.lost = false;
   ++m.incarnation;
-  if (draining_) return m.handle->Terminate();  // the job ended while it was being started
+  if (draining_) return reaper_.Reap(std::move(handle));  // the job ended while it was being started
+  m.handle = std::move(handle);
   Watch(node);
 }
 
@@ -143,24 +141,26 @@ void AgentFleet::OnExited(int node) {
     return;
   }
   // A registered agent's end reaches the coordinator as a closed link.
-  if (coord_.state() == CoordState::kDone || coord_.control().NodeRegistered(node)) return;
+  if (coord_.state() == CoordState::kDone || members_[node].registered) return;
   coord_.Abort(specs_[node].host,
                fmt::format("dsagent exited with status {} before registering", members_[node].handle->ExitStatus()),
                kExitFailure);
 }
 
-void AgentFleet::Registered(int node) {
+void AgentFleet::OnAgentRegistered(int node) {
+  members_[node].registered = true;
+  next_try_.erase(node);  // taken back, if it was lost
   if (!tree_ || draining_) return;
   msg::StartAgents start;
   for (int child : tree_->OnRegistered(node, RealClock().Now()))
     start.agents.push_back({static_cast<uint32_t>(child), specs_[child].host,
-                            tree_options_.command(specs_[child], node), specs_[child].stdin_payload});
+                            opt_.tree.command(specs_[child], node), specs_[child].stdin_payload});
   if (start.agents.empty()) return;
   coord_.StartAgents(node, start);
   ArmTreeTimer();
 }
 
-void AgentFleet::AgentEnded(int parent, const msg::AgentEnded& ended) {
+void AgentFleet::OnAgentEnded(int parent, const msg::AgentEnded& ended) {
   const int child = static_cast<int>(ended.node);
   if (!tree_ || draining_ || !tree_->OnStartEnded(parent, child)) return;
   const std::string status =
@@ -173,9 +173,9 @@ void AgentFleet::AgentEnded(int parent, const msg::AgentEnded& ended) {
 // former parent was given may be out there in a command still running: spent
 // now); the child's goes on its stdin, the others' to their new parents.
 void AgentFleet::StartDirect(int node, const std::string& why) {
-  notice_(fmt::format("{}: {}; starting it from here", specs_[node].host, why));
+  opt_.notice(fmt::format("{}: {}; starting it from here", specs_[node].host, why));
   for (int n : tree_->Subtree(node))
-    if (!coord_.control().NodeRegistered(n)) specs_[n].stdin_payload = Enroll(n);
+    if (!members_[n].registered) specs_[n].stdin_payload = Enroll(n);
   direct_queue_.push_back(node);
   SpawnerFree();
 }
@@ -188,15 +188,15 @@ void AgentFleet::ArmTreeTimer() {
     if (ec || draining_) return;
     for (int node : tree_->Overdue(RealClock().Now()))
       StartDirect(node, fmt::format("not registered {} after its parent was told to start it",
-                                    FormatDuration(std::chrono::duration<double>(tree_options_.handoff_timeout).count())));
+                                    FormatDuration(SecondsOf(opt_.tree.handoff_timeout))));
     ArmTreeTimer();
   });
 }
 
 void AgentFleet::Rejoin(int node) {
   if (draining_ || next_try_.count(node)) return;
-  backoff_s_[node] = kFirstRejoinDelay;
-  next_try_[node] = RealClock().Now() + Seconds(kFirstRejoinDelay);
+  backoff_[node] = opt_.first_rejoin_delay;
+  next_try_[node] = RealClock().Now() + opt_.first_rejoin_delay;
   ArmRejoinTimer();
 }
 
@@ -210,23 +210,15 @@ void AgentFleet::ArmRejoinTimer() {
   });
 }
 
-// One attempt at a time: the first node that is due and still lost.
+// One attempt at a time: the first node that is due (every node in
+// next_try_ is still lost: a registration takes it out).
 void AgentFleet::TryRejoins() {
   if (draining_ || spawner_busy_) return;
-  const std::vector<int> lost = coord_.control().LostNodes();
   const auto now = RealClock().Now();
-  for (auto it = next_try_.begin(); it != next_try_.end();) {
-    const int node = it->first;
-    if (std::find(lost.begin(), lost.end(), node) == lost.end()) {  // rejoined meanwhile
-      it = next_try_.erase(it);
-      continue;
-    }
-    if (now < it->second) {
-      ++it;
-      continue;
-    }
-    backoff_s_[node] = std::min(2 * backoff_s_[node], kMaxRejoinDelay);
-    it->second = now + Seconds(backoff_s_[node]);
+  for (auto& [node, when] : next_try_) {
+    if (now < when) continue;
+    backoff_[node] = std::min(2 * backoff_[node], opt_.max_rejoin_delay);
+    when = now + backoff_[node];
     AgentSpec spec = specs_[node];
     spec.stdin_payload = Enroll(node);  // the first token is spent
     Spawn({spec}, [this, node](Started started) { Rejoined(node, std::move(started[0])); });
@@ -236,16 +228,19 @@ void AgentFleet::TryRejoins() {
 }
 
 void AgentFleet::Rejoined(int node, Result<std::unique_ptr<AgentHandle>> started) {
+  const bool still_lost = next_try_.count(node) > 0;  // a registration meanwhile took it out
   if (!started.ok()) {
-    notice_(fmt::format("{} is still lost: {}; next try in {}s", specs_[node].host, started.status().message(),
-                        backoff_s_[node]));
+    if (still_lost)
+      opt_.notice(fmt::format("{} is still lost: {}; next try in {}", specs_[node].host, started.status().message(),
+                              FormatDuration(SecondsOf(backoff_[node]))));
     return;
   }
   Adopt(node, std::move(started).value());
-  // Registered or not, the node starts over: if it is still lost in 2 s,
-  // the next attempt replaces this agent.
-  backoff_s_[node] = kFirstRejoinDelay;
-  next_try_[node] = RealClock().Now() + Seconds(kFirstRejoinDelay);
+  // The node starts over: if this agent has not registered after the first
+  // delay, the next attempt replaces it.
+  if (!still_lost) return;
+  backoff_[node] = opt_.first_rejoin_delay;
+  next_try_[node] = RealClock().Now() + opt_.first_rejoin_delay;
 }
 
 bool AgentFleet::AnyRunning() const {
@@ -253,9 +248,10 @@ bool AgentFleet::AnyRunning() const {
                      [](const Member& m) { return m.handle && !m.lost && m.handle->Running(); });
 }
 
-void AgentFleet::MarkLost(int node) {
+void AgentFleet::OnAgentLost(int node) {
   members_[node].lost = true;
-  if (derived_token_) Enroll(node);  // its node may start a new agent
+  if (opt_.derived_token) Enroll(node);  // its node may start a new agent
+  if (opt_.rejoin) Rejoin(node);
 }
 
 void AgentFleet::Drain(Clock::duration grace) {
@@ -269,11 +265,12 @@ void AgentFleet::Drain(Clock::duration grace) {
   });
 }
 
+// The reaper ends what is left; the fleet's destructor waits for it.
 void AgentFleet::TerminateAllAndStop() {
   drain_timer_.cancel();
   for (Member& m : members_) {
     m.exit_watch.reset();
-    if (m.handle) m.handle->Terminate();
+    reaper_.Reap(std::move(m.handle));
   }
   io_.stop();
 }

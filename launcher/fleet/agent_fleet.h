@@ -5,7 +5,9 @@
 // 2 s later, then 4, 8, ... up to 30 s apart until one registers; at the
 // end it gives the agents a grace period to exit on their own, terminates the
 // rest and stops the io_context. Every spawner call runs on a thread of its
-// own (an SSH connect may take connect_timeout), one at a time.
+// own (an SSH connect may take connect_timeout), one at a time, and every
+// handle the fleet is done with is ended by its HandleReaper: nothing here
+// waits on a peer on the io thread (the coordinator's).
 // With a launch tree (FleetTree, --fanout-tree) the spawner starts only the
 // tree's roots; each registered agent is told to start its children
 // (StartAgents), and a child its parent could not start, or that has not
@@ -13,6 +15,10 @@
 // a token of its own: a parent hands each child the child's token, never its
 // own. Agents started by other agents have no handle here: their
 // coordinator link is their supervision.
+// The coordinator tells it of agents registered and lost through FleetEvents
+// (it is given the fleet at Coordinator::Start); the fleet calls the
+// Coordinator directly, and keeps what it learns (who registered, who is
+// lost) itself rather than asking the coordinator's state machine.
 // Not thread-safe: the io thread only (the spawner thread posts back to it).
 #pragma once
 
@@ -26,6 +32,8 @@
 #include "common/asio.h"
 #include "common/clock.h"
 #include "launcher/coordinator/coordinator.h"
+#include "launcher/coordinator/fleet_events.h"
+#include "launcher/fleet/handle_reaper.h"
 #include "launcher/fleet/launch_tree.h"
 #include "launcher/spawn/spawner.h"
 
@@ -40,17 +48,24 @@ struct FleetTree {
   std::function<std::vector<std::string>(const AgentSpec& child, int parent)> command;
 };
 
-class AgentFleet {
+struct FleetOptions {
+  std::function<void(const std::string&)> notice;  // shows the user a line (a rejoin attempt that failed)
+  // The per-node form's keys, derived from its secret per node: replaces the
+  // fresh random token of every start, and a lost node is enrolled with it
+  // again (its node starts its own new agent). Null = fresh random tokens.
+  std::function<std::string(int node)> derived_token;
+  FleetTree tree;                                  // --fanout-tree; width 0 = none
+  bool rejoin = false;                             // a lost node gets new agents (elastic.rejoin with restarts)
+  Clock::duration first_rejoin_delay = std::chrono::seconds(2);  // loss -> first try; doubles per try
+  Clock::duration max_rejoin_delay = std::chrono::seconds(30);   // ... up to this
+};
+
+class AgentFleet final : public FleetEvents {
  public:
-  // `coord` and `spawner` must outlive the fleet; `specs` are by node index;
-  // `notice` shows the user a line (a rejoin attempt that failed).
-  // `derived_token` (the per-node form's keys, derived from its secret per
-  // node) replaces the fresh random token of every start, and a lost node is
-  // enrolled with it again (its node starts its own new agent).
-  using TokenFor = std::function<std::string(int node)>;
+  // `coord` and `spawner` must outlive the fleet; `specs` are by node index.
   AgentFleet(asio::io_context& io, Coordinator& coord, Spawner& spawner, std::vector<AgentSpec> specs,
-             std::function<void(const std::string&)> notice, TokenFor derived_token = nullptr, FleetTree tree = {});
-  ~AgentFleet();  // joins a spawner call still running
+             FleetOptions options);
+  ~AgentFleet() override;  // joins a spawner call still running; waits until the reaper has ended every handle
 
   // Starts every agent (in parallel, through the spawner) with a fresh agent
   // token of its node on its stdin (Coordinator::EnrollAgent; the job secret stays in
@@ -62,25 +77,25 @@ class AgentFleet {
   void Start();
   // Start()'s spawner has returned and its handles are watched.
   bool started() const { return started_; }
-  // The coordinator lost `node`'s agent: its handle no longer holds the
-  // drain (a step launcher may report a dead node's task late or never).
-  void MarkLost(int node);
-  // The coordinator lost `node`'s agent: try a new one (elastic.rejoin).
-  void Rejoin(int node);
-  // Launch tree: `node` registered (it is told which agents to start), and
-  // `parent` reports that the command starting one of them ended.
-  void Registered(int node);
-  void AgentEnded(int parent, const msg::AgentEnded& ended);
+  // FleetEvents. A registered agent is told which agents to start (launch
+  // tree); a lost one no longer holds the drain (a step launcher may report
+  // a dead node's task late or never) and, with `rejoin`, gets new agents
+  // until one registers; a launch tree's child that its parent could not
+  // start is started from here.
+  void OnAgentRegistered(int node) override;
+  void OnAgentLost(int node) override;
+  void OnAgentEnded(int parent, const msg::AgentEnded& ended) override;
   // The job is over: wait up to `grace` for every agent to exit, terminate
   // what is left, then stop the io_context.
   void Drain(Clock::duration grace);
 
  private:
   struct Member {
-    std::unique_ptr<AgentHandle> handle;  // null if it failed to start
+    std::unique_ptr<AgentHandle> handle;  // null if it failed to start, or once handed to the reaper
     std::unique_ptr<asio::posix::stream_descriptor> exit_watch;
-    int incarnation = 0;  // bumps when a rejoin replaces the handle
-    bool lost = false;    // MarkLost, until a rejoin replaces the handle
+    int incarnation = 0;      // bumps when a rejoin replaces the handle
+    bool registered = false;  // its node's agent registered, once or more
+    bool lost = false;        // OnAgentLost, until a rejoin replaces the handle
   };
 
   using Started = std::vector<Result<std::unique_ptr<AgentHandle>>>;
@@ -97,6 +112,7 @@ class AgentFleet {
   // A new token for `node` (spending its older one); the key its next agent uses.
   std::string Enroll(int node);
   void OnExited(int node);
+  void Rejoin(int node);
   void ArmRejoinTimer();
   void TryRejoins();
   void Rejoined(int node, Result<std::unique_ptr<AgentHandle>> started);
@@ -106,16 +122,17 @@ class AgentFleet {
   bool AnyRunning() const;
   void TerminateAllAndStop();
 
+  HandleReaper reaper_;  // destroyed last: it waits for the handles it was given
   asio::io_context& io_;
   Coordinator& coord_;
   Spawner& spawner_;
   std::vector<AgentSpec> specs_;
-  std::function<void(const std::string&)> notice_;
-  TokenFor derived_token_;
+  FleetOptions opt_;
   std::vector<Member> members_;  // by node index
-  // elastic.rejoin: when each lost node is tried next, and its backoff.
+  // elastic.rejoin: when each lost node is tried next, and its backoff;
+  // a node leaves when a new agent of it registers.
   std::map<int, Clock::time_point> next_try_;
-  std::map<int, double> backoff_s_;
+  std::map<int, Clock::duration> backoff_;
   asio::steady_timer rejoin_timer_;
   std::thread spawn_thread_;     // the spawner call in progress, if any
   bool spawner_busy_ = false;
@@ -126,8 +143,7 @@ class AgentFleet {
   bool started_ = false;
   bool draining_ = false;
   asio::steady_timer drain_timer_;
-  FleetTree tree_options_;
-  std::unique_ptr<LaunchTree> tree_;   // with tree_options_.width
+  std::unique_ptr<LaunchTree> tree_;   // with opt_.tree.width
   std::vector<int> direct_queue_;      // tree nodes the spawner starts next
   asio::steady_timer tree_timer_;      // the next hand-off deadline
 };

@@ -51,7 +51,7 @@ struct Server {
     coord = std::make_unique<Coordinator>(io, plan, o, record);
     REQUIRE(coord->Listen().ok());
     token = coord->EnrollAgent(0);  // before the io thread runs: no race
-    if (start) coord->Start();
+    if (start) coord->Start(fleet);
     thread = std::thread([this] { io.run(); });
   }
   ~Server() {
@@ -74,6 +74,7 @@ struct Server {
   asio::executor_work_guard<asio::io_context::executor_type> guard = asio::make_work_guard(io);
   LaunchPlan plan = OneNodePlan();
   JobRecord record;
+  NoFleetEvents fleet;
   std::unique_ptr<Coordinator> coord;
   std::string token;  // node 0's agent token
   std::thread thread;

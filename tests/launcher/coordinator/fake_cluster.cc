@@ -29,14 +29,13 @@ FakeCluster::FakeCluster(const std::string& hostfile, const JobSpec& job, Coordi
   options.heartbeat_interval = job.elastic.heartbeat_interval;
   options.heartbeat_timeout = job.elastic.heartbeat_timeout;
   options.notice = [this](const std::string& text) { notices_.push_back(text); };
-  options.on_agent_lost = [this](int node) { lost_events_.push_back(node); };
   const size_t n = Candidates(plan_).size();
   links_.resize(n);
   silent_.assign(n, false);
   for (auto& l : links_) l = std::make_shared<FakeLink>();
   control_ = std::make_unique<JobControl>(plan_, options, record_, store_, clock_, timer_);
   control_->OnDone([this] { done_ = true; });
-  control_->Start("127.0.0.1:7000");
+  control_->Start("127.0.0.1:7000", fleet_);
 }
 
 void FakeCluster::Register(int node) {

@@ -66,6 +66,18 @@ class FakeLink final : public AgentLink {
   bool closed_ = false;
 };
 
+// Records what JobControl tells the fleet.
+class RecordingFleet final : public FleetEvents {
+ public:
+  void OnAgentRegistered(int node) override { registered.push_back(node); }
+  void OnAgentLost(int node) override { lost.push_back(node); }
+  void OnAgentEnded(int parent, const msg::AgentEnded& ended) override { ended_reports.emplace_back(parent, ended); }
+
+  std::vector<int> registered;
+  std::vector<int> lost;
+  std::vector<std::pair<int, msg::AgentEnded>> ended_reports;
+};
+
 class FakeCluster {
  public:
   // `hostfile` in the hostfile grammar; `job` supplies the elastic section.
@@ -118,7 +130,8 @@ class FakeCluster {
   const JobRecord& record() const { return record_; }
   FakeLink& link(int node) { return *links_[node]; }
   const std::vector<std::string>& notices() const { return notices_; }
-  const std::vector<int>& lost_events() const { return lost_events_; }
+  const std::vector<int>& lost_events() const { return fleet_.lost; }
+  const RecordingFleet& fleet() const { return fleet_; }
   bool done() const { return done_; }
   size_t candidates() const { return links_.size(); }
   FakeTimer& timer() { return timer_; }
@@ -132,7 +145,7 @@ class FakeCluster {
   std::vector<std::shared_ptr<FakeLink>> links_;  // by candidate index, replaced on re-register
   std::vector<bool> silent_;
   std::vector<std::string> notices_;
-  std::vector<int> lost_events_;
+  RecordingFleet fleet_;
   bool done_ = false;
   std::unique_ptr<JobControl> control_;
 };

@@ -9,6 +9,7 @@
 
 #include <future>
 #include <stdexcept>
+#include <thread>
 
 #include "launcher/config/hostfile.h"
 #include "launcher/config/selection.h"
@@ -19,7 +20,8 @@ namespace ds {
 namespace {
 
 struct Fleet {
-  explicit Fleet(int hosts = 2, FleetTree tree = {}) {
+  // `custom` (when given, outliving the fixture) starts the agents instead of `spawner`.
+  explicit Fleet(int hosts = 2, FleetTree tree = {}, Spawner* custom = nullptr) {
     std::string text;
     for (int i = 0; i < hosts; ++i) text += "w" + std::to_string(i) + " slots=1\n";
     Hostfile hf = ParseHostfile(text, "hostfile").value();
@@ -37,11 +39,14 @@ struct Fleet {
       s.argv = {"dsagent"};
       specs.push_back(s);
     }
-    fleet = std::make_unique<AgentFleet>(io, *coord, spawner, specs,
-                                         [this](const std::string& text) { notices.push_back(text); }, nullptr,
-                                         std::move(tree));
+    FleetOptions options;
+    options.notice = [this](const std::string& text) { notices.push_back(text); };
+    options.tree = std::move(tree);
+    options.rejoin = true;
+    options.first_rejoin_delay = std::chrono::milliseconds(1);
+    fleet = std::make_unique<AgentFleet>(io, *coord, custom ? *custom : spawner, specs, std::move(options));
     coord->OnDone([this] { fleet->Drain(std::chrono::milliseconds(50)); });
-    coord->Start();
+    coord->Start(*fleet);
   }
   // Start() returns before the spawner does: runs the io_context until the
   // handles are back (bounded: never hangs).
@@ -59,8 +64,12 @@ struct Fleet {
     while (spawner.started().size() < n && std::chrono::steady_clock::now() < deadline)
       io.run_one_for(std::chrono::milliseconds(20));
   }
-  // Runs the io_context until the fleet stops it (bounded: never hangs).
-  void RunToEnd() { io.run_for(std::chrono::seconds(10)); }
+  // Runs the io_context until the fleet stops it (bounded: never hangs), then
+  // destroys the fleet, which waits until its reaper has ended every handle.
+  void RunToEnd() {
+    io.run_for(std::chrono::seconds(10));
+    fleet.reset();
+  }
 
   asio::io_context io;
   LaunchPlan plan;
@@ -119,7 +128,7 @@ TEST_CASE("agent fleet: agents that start after the job ended are terminated", "
   f.spawner.BeforeStart([released] { released.wait(); });
   f.fleet->Start();
   f.coord->RequestStop(SIGINT);  // the job ends (Ctrl-C) before any agent is started
-  f.RunToEnd();                  // nothing running yet: the drain stops the loop at once
+  f.io.run_for(std::chrono::seconds(10));  // nothing running yet: the drain stops the loop at once
   CHECK(f.io.stopped());
   release.set_value();
   f.fleet.reset();               // joins the start thread; the late handles terminate their agents
@@ -167,12 +176,94 @@ TEST_CASE("agent fleet: a spawner that throws fails the job naming the host and 
 TEST_CASE("agent fleet: a lost node's agent does not hold the drain, and is still terminated", "[fleet]") {
   Fleet f;
   f.StartAndWait();
-  f.fleet->MarkLost(1);  // its handle still says running (a step launcher that has not noticed)
+  f.fleet->OnAgentLost(1);  // its handle still says running (a step launcher that has not noticed)
   f.spawner.End(0, 0);
   f.fleet->Drain(std::chrono::hours(1));
-  f.io.run_for(std::chrono::seconds(10));
+  f.RunToEnd();
   CHECK(f.io.stopped());  // at once, not after the hour
   CHECK(f.spawner.Terminated(1));
+}
+
+// Delegates to a FakeSpawner, except that the first agent it starts on
+// `held_host` ends only when released: its Terminate() blocks as an SSH
+// handle's does on a dark session. Called on `io_thread` (the test's, the
+// coordinator's in dslaunch) it returns at once instead, so that the test
+// fails rather than hangs; it records the thread it ran on either way.
+class HoldingSpawner final : public Spawner {
+ public:
+  explicit HoldingSpawner(std::string held_host) : held_host_(std::move(held_host)) {}
+  std::vector<Result<std::unique_ptr<AgentHandle>>> Start(const std::vector<AgentSpec>& specs) override {
+    auto out = inner.Start(specs);
+    for (size_t i = 0; i < specs.size(); ++i)
+      if (specs[i].host == held_host_ && out[i].ok() && !held_given_) {
+        held_given_ = true;
+        out[i] = std::unique_ptr<AgentHandle>(std::make_unique<Held>(std::move(out[i]).value(), *this));
+      }
+    return out;
+  }
+  // Ready once the held agent's Terminate() has begun.
+  std::shared_future<void> entered() const { return entered_future_; }
+  std::thread::id terminated_on() const { return terminated_on_; }  // after entered()
+  void Release() { release_.set_value(); }
+
+  FakeSpawner inner;
+
+ private:
+  class Held final : public AgentHandle {
+   public:
+    Held(std::unique_ptr<AgentHandle> h, HoldingSpawner& s) : h_(std::move(h)), s_(s) {}
+    ~Held() override { Terminate(); }
+    bool Running() override { return h_->Running(); }
+    void Terminate() override {
+      if (ended_) return;
+      ended_ = true;
+      s_.terminated_on_ = std::this_thread::get_id();
+      s_.entered_.set_value();
+      if (std::this_thread::get_id() != s_.io_thread_) s_.released_.wait();
+      h_->Terminate();
+    }
+    int ExitStatus() override { return h_->ExitStatus(); }
+    int exit_fd() const override { return h_->exit_fd(); }
+
+   private:
+    std::unique_ptr<AgentHandle> h_;
+    HoldingSpawner& s_;
+    bool ended_ = false;
+  };
+
+  std::string held_host_;
+  bool held_given_ = false;
+  std::thread::id io_thread_ = std::this_thread::get_id();
+  std::thread::id terminated_on_;
+  std::promise<void> entered_;
+  std::shared_future<void> entered_future_ = entered_.get_future().share();
+  std::promise<void> release_;
+  std::shared_future<void> released_ = release_.get_future().share();
+};
+
+TEST_CASE("agent fleet: taking a lost node back ends its old agent off the io thread, which goes on meanwhile",
+          "[fleet]") {
+  HoldingSpawner holding("w1");
+  Fleet f(2, {}, &holding);
+  f.StartAndWait();
+  f.fleet->OnAgentRegistered(0);
+  f.fleet->OnAgentRegistered(1);
+  f.fleet->OnAgentLost(1);  // with rejoin: a new agent for w1 after 1 ms replaces the old one
+  std::shared_future<void> entered = holding.entered();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (entered.wait_for(std::chrono::seconds(0)) != std::future_status::ready &&
+         std::chrono::steady_clock::now() < deadline)
+    f.io.run_one_for(std::chrono::milliseconds(20));
+  REQUIRE(entered.wait_for(std::chrono::seconds(0)) == std::future_status::ready);
+  CHECK(holding.inner.started().size() == 3);  // w0, w1, and w1's new agent
+  CHECK(holding.terminated_on() != std::this_thread::get_id());  // the reaper's thread, not the io thread
+  bool ran = false;
+  asio::post(f.io, [&ran] { ran = true; });
+  f.io.poll();
+  CHECK(ran);  // while the old agent's Terminate still blocks
+  holding.Release();
+  f.fleet.reset();  // waits for the reaper
+  CHECK(holding.inner.Terminated(1));
 }
 
 FleetTree Tree(int width, std::chrono::milliseconds handoff) {
@@ -195,7 +286,7 @@ TEST_CASE("agent fleet, tree: the spawner starts only the roots", "[fleet][tree]
   Fleet f(7, Tree(2, std::chrono::hours(1)));
   f.StartAndWait();
   CHECK(Hosts(f.spawner.started()) == std::vector<std::string>{"w0", "w1"});
-  f.fleet->Registered(0);  // hands w2 and w3 to w0's agent: nothing more for the spawner
+  f.fleet->OnAgentRegistered(0);  // hands w2 and w3 to w0's agent: nothing more for the spawner
   f.io.poll();
   CHECK(f.spawner.started().size() == 2);
   CHECK(f.notices.empty());
@@ -206,10 +297,10 @@ TEST_CASE("agent fleet, tree: a child its parent could not start is started from
   Fleet f(7, Tree(2, std::chrono::hours(1)));
   f.StartAndWait();
   const std::string first_token = f.spawner.started()[0].stdin_payload;
-  f.fleet->Registered(0);
-  f.fleet->AgentEnded(1, msg::AgentEnded{2, 255, 0, "not yours"});  // not w1's child: ignored
-  f.fleet->AgentEnded(0, msg::AgentEnded{2, 255, 0, "ssh: connect to host w2 port 22: Connection refused"});
-  f.fleet->AgentEnded(0, msg::AgentEnded{2, 255, 0, "again"});      // already the launcher's
+  f.fleet->OnAgentRegistered(0);
+  f.fleet->OnAgentEnded(1, msg::AgentEnded{2, 255, 0, "not yours"});  // not w1's child: ignored
+  f.fleet->OnAgentEnded(0, msg::AgentEnded{2, 255, 0, "ssh: connect to host w2 port 22: Connection refused"});
+  f.fleet->OnAgentEnded(0, msg::AgentEnded{2, 255, 0, "again"});      // already the launcher's
   f.RunUntilStarted(3);
   f.io.poll();
   REQUIRE(Hosts(f.spawner.started()) == std::vector<std::string>{"w0", "w1", "w2"});
@@ -226,7 +317,7 @@ TEST_CASE("agent fleet, tree: children not registered by the hand-off deadline a
           "[fleet][tree]") {
   Fleet f(7, Tree(2, std::chrono::milliseconds(50)));
   f.StartAndWait();
-  f.fleet->Registered(1);  // w1's agent never starts w4 and w5 (hung, or its ssh does)
+  f.fleet->OnAgentRegistered(1);  // w1's agent never starts w4 and w5 (hung, or its ssh does)
   f.RunUntilStarted(4);
   CHECK(Hosts(f.spawner.started()) == std::vector<std::string>{"w0", "w1", "w4", "w5"});
   REQUIRE(f.notices.size() == 2);
@@ -237,8 +328,8 @@ TEST_CASE("agent fleet, tree: a child the launcher cannot start either fails the
   Fleet f(7, Tree(2, std::chrono::hours(1)));
   f.StartAndWait();
   f.spawner.FailHost("w3", Status::Unavailable("w3: connection refused"));
-  f.fleet->Registered(0);
-  f.fleet->AgentEnded(0, msg::AgentEnded{3, 255, 0, "ssh: connect to host w3 port 22: Connection refused"});
+  f.fleet->OnAgentRegistered(0);
+  f.fleet->OnAgentEnded(0, msg::AgentEnded{3, 255, 0, "ssh: connect to host w3 port 22: Connection refused"});
   f.RunToEnd();
   CHECK(f.coord->state() == CoordState::kDone);
   REQUIRE(f.record.first_failure());

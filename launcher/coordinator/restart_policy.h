@@ -1,0 +1,55 @@
+// RestartPolicy: JobControl's restart decision, by its own name. After a
+// generation failed (a worker's failure, a hang, a lost agent) it says
+// whether the job restarts: never after a GPU failure of dstrain (a restart
+// would meet the same GPU), not once elastic.max_restarts (job-wide) are
+// used, not below elastic.min_nodes alive; and on which candidates the next
+// generation runs: the alive ones less the hosts in their cooldown
+// (elastic.max_host_failures worker failures, then elastic.host_cooldown out)
+// while min_nodes still holds, standbys stepping in (PlanOnNodes).
+// Every "not restarting" and "sits out" line goes to `notice`.
+// Not thread-safe: the coordinator's io thread; time is passed in.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "launcher/config/plan.h"
+#include "launcher/report/job_record.h"
+
+namespace ds {
+
+// The next generation: its plan, and the candidate (agent) index of each of its nodes.
+struct NextGeneration {
+  LaunchPlan plan;
+  std::vector<int> agents;
+};
+
+class RestartPolicy {
+ public:
+  // `plan` must outlive it.
+  RestartPolicy(const LaunchPlan& plan, std::function<void(const std::string&)> notice);
+
+  // Whether the failed generation `record` ended may be followed by
+  // another with the `alive` candidates (by index); says why not.
+  bool MayRestart(const JobRecord& record, const std::vector<bool>& alive);
+  // Counts the restart and plans the next generation on `alive` less the
+  // hosts in their cooldown at `now`. Error: PlanOnNodes' (cannot happen
+  // after MayRestart).
+  Result<NextGeneration> Restart(std::vector<bool> alive, const JobRecord& record, Clock::time_point now);
+  int restarts() const { return restarts_; }
+
+ private:
+  void ApplyHostCooldowns(std::vector<bool>& keep, const JobRecord& record, Clock::time_point now);
+
+  const LaunchPlan& plan_;
+  std::vector<NodePlan> candidates_;  // nodes, then standbys
+  std::function<void(const std::string&)> notice_;
+  int restarts_ = 0;
+  std::map<std::string, int> host_failures_;  // worker failures per host since its last cooldown
+  std::map<std::string, Clock::time_point> cooldown_until_;
+};
+
+}  // namespace ds
