@@ -25,6 +25,7 @@
 #include "common/defaults.h"
 #include "common/status.h"
 #include "launcher/config/selection.h"
+#include "launcher/report/stream_spec.h"
 
 namespace ds {
 
@@ -65,6 +66,9 @@ struct CliOptions {
   std::string master_addr;           // --master_addr; "" = node rank 0's routable address
   int master_port = 0;               // --master_port; 0 = reserved per generation at launch
   std::string log_dir;               // --log-dir / --enable_each_rank_log: per-rank log files; "" = none
+  StreamSpec redirects;              // -r/--redirects (torchrun's): these streams go to the per-rank files only
+  bool tee = false;                  // -t/--tee given: per-rank files (in a fresh directory without --log-dir)
+  std::string streams_flag;          // -r/-t as typed, for the notice naming that directory
   std::vector<int> local_ranks_filter;  // --local-ranks-filter 0,2: only these local ranks' lines reach
                                      //   the terminal (log files keep all); empty = every rank
   bool save_pid = false;             // --save_pid: /tmp/<pid>.deepspeed holds dslaunch's pid while it runs

@@ -140,6 +140,22 @@ Status ApplyElasticBounds(const RawOptions& raw, const std::vector<TypedOption>&
   return Status::OK();
 }
 
+// -r/--redirects and -t/--tee (torchrun's): which streams leave the
+// terminal, and per-rank files.
+Status ApplyStreams(const RawOptions& raw, const std::vector<TypedOption>& given, CliOptions& o) {
+  if (!raw.redirects.empty()) {
+    o.streams_flag = Spelled(given, {"-r", "--redirects"});
+    DS_ASSIGN_OR_RETURN(o.redirects, ParseStreamSpec(o.streams_flag, raw.redirects));
+  }
+  if (!raw.tee.empty()) {
+    const std::string flag = Spelled(given, {"-t", "--tee"});
+    DS_ASSIGN_OR_RETURN(StreamSpec tee, ParseStreamSpec(flag, raw.tee));
+    o.tee = tee.any();
+    if (o.tee && o.streams_flag.empty()) o.streams_flag = flag;
+  }
+  return Status::OK();
+}
+
 // --local-ranks-filter 0,2
 Status ApplyLocalRanksFilter(const std::string& text, const std::vector<TypedOption>& given, CliOptions& o) {
   const std::string flag = Spelled(given, {"--local-ranks-filter", "--local_ranks_filter"});
@@ -236,6 +252,14 @@ void DeclareDeepSpeedOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
   app.add_option("--local-ranks-filter,--local_ranks_filter", raw.local_ranks_filter,
                  "only these local ranks' lines reach the terminal (log files keep every line)")
       ->type_name("0,2")->group(kGroup);
+  app.add_option("-r,--redirects", raw.redirects,
+                 "these streams (1 stdout, 2 stderr, 3 both; or LOCAL_RANK:N,...) go to the per-rank files only, "
+                 "not the terminal; the files are in --log-dir, else a fresh directory that dslaunch names")
+      ->type_name("N|L:N,...")->group(kGroup);
+  app.add_option("-t,--tee", raw.tee,
+                 "per-rank files as well as the terminal (every stream of every rank: --log-dir, else a fresh "
+                 "directory that dslaunch names)")
+      ->type_name("N|L:N,...")->group(kGroup);
 }
 
 // The per-node form: every node runs the same command (torchrun's way, DeepSpeed's --no_ssh).
@@ -258,11 +282,7 @@ void DeclarePerNodeOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
 
 // torchrun's flags that do not apply: accepted, one notice line.
 void DeclareIgnoredOptions(CLI::App& app, RawOptions& raw) {
-  const std::string output = "every rank's lines reach this terminal prefixed host:rank; --log-dir DIR writes a "
-                             "file per rank";
   const std::string rdzv = "dslaunch runs its own rendezvous: the coordinator and its store";
-  Ignored(app, "-r,--redirects", output, raw, kGroup);
-  Ignored(app, "-t,--tee", output, raw, kGroup);
   Ignored(app, "--monitor-interval,--monitor_interval", "dslaunch is told when a worker exits, it does not poll",
           raw, kGroup);
   Ignored(app, "--rdzv-backend,--rdzv_backend", rdzv, raw, kGroup);
@@ -369,6 +389,7 @@ Status ApplyRaw(const RawOptions& raw, const std::vector<TypedOption>& given, Cl
   }
   DS_RETURN_IF_ERROR(ApplyLauncher(raw.launcher, launcher_args, given, o));
   if (!raw.local_ranks_filter.empty()) DS_RETURN_IF_ERROR(ApplyLocalRanksFilter(raw.local_ranks_filter, given, o));
+  DS_RETURN_IF_ERROR(ApplyStreams(raw, given, o));
   DS_RETURN_IF_ERROR(ApplyEachRankLog(raw.each_rank_log, given, o));
   if (!o.bind_core_list.empty()) o.bind_cores = true;
   if (o.module && o.no_python)

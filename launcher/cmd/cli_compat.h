@@ -33,6 +33,8 @@ struct RawOptions {
   std::string launcher = "auto";  // any case
   std::string launcher_args;
   std::string local_ranks_filter;
+  std::string redirects;          // -r/--redirects 0-3 or L:N,...
+  std::string tee;                // -t/--tee
   std::string each_rank_log;      // --enable_each_rank_log DIR
   std::string node_rank;          // --node_rank R (the per-node launch form)
   std::string rdzv_endpoint;      // --rdzv-endpoint HOST:PORT

@@ -2,11 +2,15 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <array>
+#include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -37,6 +41,17 @@
 
 namespace ds {
 namespace {
+
+// A new private directory (0700) for -r/-t without --log-dir, kept after the
+// job: $TMPDIR/dslaunch-logs-XXXXXX.
+Result<std::string> FreshLogDir() {
+  std::error_code ec;
+  std::string path = (std::filesystem::temp_directory_path(ec) / "dslaunch-logs-XXXXXX").string();
+  if (ec || ::mkdtemp(path.data()) == nullptr)
+    return Status::IOError("cannot make a directory for the per-rank files (" + path + "): " +
+                           (ec ? ec.message() : std::string(std::strerror(errno))));
+  return path;
+}
 
 constexpr size_t kStderrQueueBytes = 1 << 20;
 
@@ -291,9 +306,15 @@ Result<int> RunJob(const LaunchPlan& plan, const CliOptions& cli, const PerNodeL
     DS_ASSIGN_OR_RETURN(pid_file, PidFile::Create(PidFile::DefaultPath(), ::getpid()));
   }
   DS_ASSIGN_OR_RETURN(Launch l, PrepareLaunch(plan, cli, per_node));
-  const bool tty = ::isatty(STDOUT_FILENO) != 0;
-  LogMuxOptions mux_options{l.plan.job.log_dir, cli.color, stdout, tty};
+  LogMuxOptions mux_options{l.plan.job.log_dir, cli.color, stdout, ::isatty(STDOUT_FILENO) != 0};
+  mux_options.err_is_tty = ::isatty(STDERR_FILENO) != 0;
   mux_options.terminal_local_ranks = cli.local_ranks_filter;
+  mux_options.redirects = cli.redirects;
+  if (mux_options.log_dir.empty() && (cli.redirects.any() || cli.tee)) {
+    // torchrun's way: -r/-t without a log dir write into a fresh one.
+    DS_ASSIGN_OR_RETURN(mux_options.log_dir, FreshLogDir());
+    std::cerr << "dslaunch: " << cli.streams_flag << ": per-rank files in " << mux_options.log_dir << "\n";
+  }
   LogMux mux(std::move(mux_options));
   if (Status st = mux.Open(); !st.ok()) return Status::InvalidArgument(st.message());
   JobRecord record(&mux);

@@ -16,18 +16,21 @@ constexpr int kColors[] = {36, 33, 35, 32, 34, 31, 96, 93, 95, 92, 94, 91};
 }  // namespace
 
 LogMux::LogMux(LogMuxOptions options) : opt_(std::move(options)) {
-  if (opt_.color == "always") color_ = true;
-  else if (opt_.color == "never") color_ = false;
-  else color_ = opt_.out_is_tty;
-  terminal_ = std::make_unique<TerminalWriter>(
-      opt_.out, opt_.terminal_queue_bytes,
-      opt_.log_dir.empty() ? "--log-dir keeps every line" : "every line is in " + opt_.log_dir + "/rank<N>.log");
+  auto colored = [&](bool tty) { return opt_.color == "always" || (opt_.color != "never" && tty); };
+  color_ = colored(opt_.out_is_tty);
+  err_color_ = colored(opt_.err_is_tty);
+  const std::string kept =
+      opt_.log_dir.empty() ? "--log-dir keeps every line" : "every line is in " + opt_.log_dir + "/rank<N>.*.log";
+  out_ = std::make_unique<TerminalWriter>(opt_.out, opt_.terminal_queue_bytes, kept);
+  err_ = std::make_unique<TerminalWriter>(opt_.err, opt_.terminal_queue_bytes, kept);
 }
 
 LogMux::~LogMux() {
-  terminal_.reset();  // writes what is queued
+  out_.reset();  // writes what is queued
+  err_.reset();
   for (auto& [rank, r] : ranks_)
-    if (r.file) std::fclose(r.file);
+    for (FILE* f : r.file)
+      if (f) std::fclose(f);
 }
 
 Status LogMux::Open() {
@@ -41,41 +44,51 @@ Status LogMux::Open() {
 void LogMux::AddRank(int rank, const std::string& host, int local_rank) {
   RankOut& r = ranks_[rank];
   const auto& only = opt_.terminal_local_ranks;
-  r.on_terminal = only.empty() || local_rank < 0 || std::find(only.begin(), only.end(), local_rank) != only.end();
-  std::string plain = fmt::format("{}:{}", host, rank);
-  r.prefix = color_ ? fmt::format("\033[{}m{}\033[0m ", kColors[rank % std::size(kColors)], plain) : plain + " ";
-  if (!opt_.log_dir.empty() && r.file == nullptr) {
-    std::string path = fmt::format("{}/rank{}.log", opt_.log_dir, rank);
-    r.file = std::fopen(path.c_str(), "ae");  // e: O_CLOEXEC, no worker inherits a rank's log
-    if (r.file == nullptr)
+  const bool shown = only.empty() || local_rank < 0 || std::find(only.begin(), only.end(), local_rank) != only.end();
+  const int redirected = opt_.redirects.For(local_rank);
+  for (int s = 0; s < 2; ++s) r.on_terminal[s] = shown && (redirected & (1 << s)) == 0;
+  const std::string plain = fmt::format("{}:{}", host, rank);
+  const std::string colored = fmt::format("\033[{}m{}\033[0m ", kColors[rank % std::size(kColors)], plain);
+  r.prefix = color_ ? colored : plain + " ";
+  r.err_prefix = err_color_ ? colored : plain + " ";
+  if (opt_.log_dir.empty()) return;
+  for (int s = 0; s < 2; ++s) {
+    if (r.file[s] != nullptr) continue;
+    std::string path = fmt::format("{}/rank{}.{}.log", opt_.log_dir, rank, s == 0 ? "stdout" : "stderr");
+    r.file[s] = std::fopen(path.c_str(), "ae");  // e: O_CLOEXEC, no worker inherits a rank's log
+    if (r.file[s] == nullptr)
       std::fprintf(stderr, "dslaunch: warning: cannot open %s: %s\n", path.c_str(), std::strerror(errno));
   }
 }
 
 void LogMux::Line(int rank, int stream, const std::string& line) {
-  (void)stream;
   auto it = ranks_.find(rank);
   if (it == ranks_.end()) {
     AddRank(rank, "?");
     it = ranks_.find(rank);
   }
-  // Live, also through a pipe: the writer flushes after each batch.
-  if (it->second.on_terminal) terminal_->Write(it->second.prefix + line + "\n");
-  if (it->second.file) {
-    std::fwrite(line.data(), 1, line.size(), it->second.file);
-    std::fputc('\n', it->second.file);
+  const RankOut& r = it->second;
+  const int s = stream == 2 ? 1 : 0;
+  // Live, also through a pipe: the writers flush after each batch.
+  if (r.on_terminal[s]) (s == 0 ? out_ : err_)->Write((s == 0 ? r.prefix : r.err_prefix) + line + "\n");
+  if (FILE* f = r.file[s]) {
+    std::fwrite(line.data(), 1, line.size(), f);
+    std::fputc('\n', f);
   }
 }
 
 void LogMux::Marker(const std::string& line) {
   for (auto& [rank, r] : ranks_)
-    if (r.file) std::fprintf(r.file, "%s\n", line.c_str());
+    for (FILE* f : r.file)
+      if (f) std::fprintf(f, "%s\n", line.c_str());
 }
 
 void LogMux::Flush() {
-  terminal_->Flush();
+  out_->Flush();
+  err_->Flush();
   for (auto& [rank, r] : ranks_)
-    if (r.file) std::fflush(r.file);
+    for (FILE* f : r.file)
+      if (f) std::fflush(f);
 }
 
 }  // namespace ds

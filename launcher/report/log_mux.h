@@ -1,14 +1,17 @@
-// LogMux: every worker line goes to the launcher's stdout prefixed
-// "host:rank " (colored per rank on a TTY unless DSLAUNCH_COLOR=never; always
-// with DSLAUNCH_COLOR=always) and, with a log dir, to <dir>/rank<N>.log
-// (stdout and stderr interleaved in arrival order, no prefix). Lines are
-// written whole. The per-rank files are written on the caller's thread and
-// keep every line; stdout is written by a TerminalWriter thread, so a stalled
-// reader of stdout never blocks the caller: past terminal_queue_bytes waiting
-// for the reader, lines are dropped from stdout (counted, the gap marked by
-// one "dslaunch: N lines not shown here" line), never from the files.
-// With terminal_local_ranks (torchrun's --local-ranks-filter) only those
-// local ranks' lines reach stdout; the files still get every line.
+// LogMux: every worker line goes to the launcher's stdout (the worker's
+// stdout) or stderr (its stderr), prefixed "host:rank " (colored per rank on
+// a TTY unless DSLAUNCH_COLOR=never; always with DSLAUNCH_COLOR=always) and,
+// with a log dir, to <dir>/rank<N>.stdout.log and rank<N>.stderr.log (no
+// prefix), as torchrun keeps a worker's streams apart. Lines are written
+// whole. The per-rank files are written on the caller's thread and keep every
+// line; the terminal streams are written by TerminalWriter threads, so a
+// stalled reader never blocks the caller: past terminal_queue_bytes waiting
+// for the reader, lines are dropped from the terminal (counted, the gap
+// marked by one "dslaunch: N lines not shown here" line), never from the
+// files. With terminal_local_ranks (torchrun's --local-ranks-filter) only
+// those local ranks' lines reach the terminal; with `redirects` (torchrun's
+// -r) the streams it names go to the files only. The files still get every
+// line.
 // Not thread-safe: the coordinator's io thread only.
 #pragma once
 
@@ -19,6 +22,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "launcher/report/stream_spec.h"
 #include "launcher/report/terminal_writer.h"
 
 namespace ds {
@@ -26,10 +30,13 @@ namespace ds {
 struct LogMuxOptions {
   std::string log_dir;       // "" = no per-rank files
   std::string color = "auto";  // auto | always | never (DSLAUNCH_COLOR)
-  FILE* out = stdout;        // where prefixed lines go
+  FILE* out = stdout;        // where prefixed stdout lines go
   bool out_is_tty = false;   // decides "auto"
-  size_t terminal_queue_bytes = 8u << 20;  // stdout text waiting for a slow reader; more is dropped from stdout only
-  std::vector<int> terminal_local_ranks;  // only these local ranks' lines go to `out`; empty = every rank
+  size_t terminal_queue_bytes = 8u << 20;  // per stream: text waiting for a slow reader; more is dropped from it
+  std::vector<int> terminal_local_ranks;  // only these local ranks' lines reach the terminal; empty = every rank
+  FILE* err = stderr;        // where prefixed stderr lines go
+  bool err_is_tty = false;
+  StreamSpec redirects;      // these streams of these local ranks go to the files only (-r)
 };
 
 class LogMux {
@@ -42,7 +49,8 @@ class LogMux {
   // lines arrive; again at each generation); opens its file. local_rank -1
   // = unknown: shown on stdout whatever the filter.
   void AddRank(int rank, const std::string& host, int local_rank = -1);
-  // One line (without newline) of `rank`'s stdout (1) or stderr (2).
+  // One line (without newline) of `rank`'s stdout (1) or stderr (2; any
+  // other value is taken as stdout).
   void Line(int rank, int stream, const std::string& line);
   // A line of dslaunch's own in every per-rank file opened so far (not on
   // stdout), e.g. where a restarted generation begins.
@@ -50,20 +58,23 @@ class LogMux {
   // Waits until stdout has every queued line (for a stalled reader: until it
   // reads), and flushes the files.
   void Flush();
-  // Lines dropped from stdout because its reader fell behind.
-  uint64_t dropped_from_terminal() const { return terminal_->dropped(); }
+  // Lines dropped from the terminal because its reader fell behind.
+  uint64_t dropped_from_terminal() const { return out_->dropped() + err_->dropped(); }
   bool color() const { return color_; }
 
  private:
   struct RankOut {
-    std::string prefix;  // already colored
-    FILE* file = nullptr;
-    bool on_terminal = true;  // passes terminal_local_ranks
+    std::string prefix;      // already colored for stdout
+    std::string err_prefix;  // and for stderr
+    FILE* file[2] = {nullptr, nullptr};  // stdout, stderr
+    bool on_terminal[2] = {true, true};  // passes terminal_local_ranks and redirects
   };
   LogMuxOptions opt_;
   bool color_ = false;
+  bool err_color_ = false;
   std::map<int, RankOut> ranks_;
-  std::unique_ptr<TerminalWriter> terminal_;
+  std::unique_ptr<TerminalWriter> out_;
+  std::unique_ptr<TerminalWriter> err_;
 };
 
 }  // namespace ds

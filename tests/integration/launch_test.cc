@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <unistd.h>
 
+#include <filesystem>
 #include <map>
 #include <set>
 #include <sstream>
@@ -141,8 +142,45 @@ TEST_CASE("launch: per-rank log files under --log-dir", "[integration]") {
                   "echo out $RANK; echo err $RANK >&2"},
                  dir.path(), &c, seconds(60), JobEnv(dir));
   REQUIRE(code == 0);
-  CHECK(ReadFile(dir / "logs/rank0.log") == "out 0\nerr 0\n");
-  CHECK(ReadFile(dir / "logs/rank1.log") == "out 1\nerr 1\n");
+  CHECK(ReadFile(dir / "logs/rank0.stdout.log") == "out 0\n");
+  CHECK(ReadFile(dir / "logs/rank0.stderr.log") == "err 0\n");
+  CHECK(ReadFile(dir / "logs/rank1.stdout.log") == "out 1\n");
+  CHECK(ReadFile(dir / "logs/rank1.stderr.log") == "err 1\n");
+}
+
+// `2>/dev/null` hides workers' tracebacks, as it does under torchrun: a
+// worker's stdout reaches dslaunch's stdout, its stderr dslaunch's stderr.
+TEST_CASE("launch: a worker's stdout and stderr stay apart; -r keeps a stream off the terminal", "[integration]") {
+  TempDir dir;
+  std::string hostfile = HostfileFor(dir, 1, 2);
+  const std::vector<std::string> job = {"--", "/bin/sh", "-c", "echo out $RANK; echo err $RANK >&2"};
+  Child c;
+  std::vector<std::string> argv = {DslaunchPath(), "--hostfile", hostfile};
+  argv.insert(argv.end(), job.begin(), job.end());
+  REQUIRE(Run(argv, dir.path(), &c, seconds(60), JobEnv(dir)) == 0);
+  std::string out = ReadFile(c.out_path), err = ReadFile(c.err_path);
+  CHECK(out.find(":0 out 0\n") != std::string::npos);
+  CHECK(out.find("err") == std::string::npos);
+  CHECK(err.find(":1 err 1\n") != std::string::npos);
+  CHECK(err.find("out 1") == std::string::npos);
+
+  // -r 0:2: local rank 0's stderr only in its file, in a fresh directory named on stderr.
+  Child r;
+  argv = {DslaunchPath(), "--hostfile", hostfile, "-r", "0:2"};
+  argv.insert(argv.end(), job.begin(), job.end());
+  REQUIRE(Run(argv, dir.path(), &r, seconds(60), JobEnv(dir)) == 0);
+  out = ReadFile(r.out_path);
+  err = ReadFile(r.err_path);
+  INFO(err);
+  CHECK(err.find("err 0") == std::string::npos);
+  CHECK(err.find(":1 err 1\n") != std::string::npos);
+  const std::string named = "dslaunch: -r: per-rank files in ";
+  const size_t at = err.find(named);
+  REQUIRE(at != std::string::npos);
+  const std::string logs = err.substr(at + named.size(), err.find('\n', at) - at - named.size());
+  CHECK(ReadFile(logs + "/rank0.stderr.log") == "err 0\n");
+  CHECK(ReadFile(logs + "/rank0.stdout.log") == "out 0\n");
+  std::filesystem::remove_all(logs);
 }
 
 TEST_CASE("launch: a command that does not exist fails with 127 and says why", "[integration]") {

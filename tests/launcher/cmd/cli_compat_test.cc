@@ -155,15 +155,14 @@ TEST_CASE("cli compat: --launcher_args is split like a shell, for pdsh, slurm an
         "--launcher_args: unterminated ' quote in '-R 'x'");
 }
 
-// The notice names each flag as typed (-r, --rdzv_id), not by its first name.
+// The notice names each flag as typed (--rdzv_id), not by its first name.
 TEST_CASE("cli compat: torchrun's flags that do not apply are accepted with one notice line") {
-  CliOptions o = Parse({"--tee", "3", "-r", "1", "--monitor-interval", "5", "--rdzv-backend", "c10d", "--rdzv_id",
+  CliOptions o = Parse({"--monitor-interval", "5", "--rdzv-backend", "c10d", "--rdzv_id",
                         "7", "--rdzv-conf", "a=b", "--rdzv-endpoint", "h:29400", "--standalone", "--role", "trainer",
                         "--start_method", "spawn", "x.yaml"});
   REQUIRE(o.notices.size() == 1);
   CHECK(o.notices[0] ==
-        "ignoring -r 1, --tee 3 (every rank's lines reach this terminal prefixed host:rank; --log-dir DIR "
-        "writes a file per rank); --monitor-interval 5 (dslaunch is told when a worker exits, it does not poll); "
+        "ignoring --monitor-interval 5 (dslaunch is told when a worker exits, it does not poll); "
         "--rdzv-backend c10d, --rdzv_id 7, --rdzv-conf a=b (dslaunch runs its own rendezvous: the coordinator and "
         "its store); --role trainer (every worker of a dslaunch job has the same role); --start_method spawn "
         "(workers are always separate processes started by the node's agent); --standalone (without a hostfile the "
@@ -214,5 +213,26 @@ TEST_CASE("cli compat: --help says which form is which") {
     CHECK(h.find(s) != std::string::npos);
 }
 
+// torchrun's -r/--redirects and -t/--tee are implemented (they were ignored).
+TEST_CASE("cli compat: -r/--redirects and -t/--tee choose the streams, per local rank too") {
+  CliOptions o = Parse({"-r", "2", "x.yaml"});
+  CHECK(o.redirects.For(0) == 2);
+  CHECK(o.streams_flag == "-r");
+  CHECK_FALSE(o.tee);
+  CHECK(o.notices.empty());
+  o = Parse({"--redirects", "0:1,1:3", "--tee", "3", "x.yaml"});
+  CHECK(o.redirects.For(0) == 1);
+  CHECK(o.redirects.For(1) == 3);
+  CHECK(o.redirects.For(2) == 0);
+  CHECK(o.tee);
+  CHECK(Parse({"-t", "0", "x.yaml"}).tee == false);
+  CHECK(ErrorOf({"-r", "4", "x.yaml"}) ==
+        "-r 4: expected 0-3 (1 stdout, 2 stderr, 3 both) for every local rank, or LOCAL_RANK:N pairs such as 0:1,1:2");
+  CHECK(ErrorOf({"--tee", "0:1,x", "x.yaml"}) ==
+        "--tee 0:1,x: expected 0-3 (1 stdout, 2 stderr, 3 both) for every local rank, or LOCAL_RANK:N pairs such "
+        "as 0:1,1:2");
+}
+
 }  // namespace
 }  // namespace ds
+

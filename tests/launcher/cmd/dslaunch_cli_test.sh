@@ -119,7 +119,8 @@ expect 2 "--node_rank: node rank 3 is not below the node count 3" -- --nnodes 3 
 expect 2 "DSLAUNCH_SECRET_FILE" -- --nnodes 2 --node_rank 0 --master_addr 10.9.9.9 --dry-run -- true
 expect 0 "launcher pdsh" -- --launcher PDSH --dry-run -- true
 # torchrun flags that do not apply: accepted, one notice line on stderr.
-expect 0 "dslaunch: ignoring --tee 3 (every rank's lines reach this terminal" -- --tee 3 --dry-run -- true
+expect 0 "dslaunch: ignoring --monitor_interval 1 (dslaunch is told when a worker exits" -- --monitor_interval 1 --dry-run -- true
+expect 2 "--tee 9: expected 0-3 (1 stdout, 2 stderr, 3 both)" -- --tee 9 --dry-run -- true
 # DeepSpeed's script form shows the --local_rank the agent appends; torchrun's -m does not.
 expect 0 "command: python3 -u train.py --local_rank=(LOCAL_RANK) --deepspeed" -- --dry-run train.py --deepspeed
 expect 0 "command: python3 -u -m pkg.train --deepspeed" -- --dry-run -m pkg.train --deepspeed

@@ -22,7 +22,9 @@ TEST_CASE("log mux: per-rank files get the lines unprefixed, and dslaunch's mark
   const std::string& dir = tmp.path();
   FILE* out = std::tmpfile();
   {
-    LogMux mux({dir + "/logs", "never", out, false});
+    LogMuxOptions o{dir + "/logs", "never", out, false};
+    o.err = std::tmpfile();
+    LogMux mux(std::move(o));
     REQUIRE(mux.Open().ok());
     mux.AddRank(0, "w0");
     mux.AddRank(1, "w1");
@@ -30,15 +32,10 @@ TEST_CASE("log mux: per-rank files get the lines unprefixed, and dslaunch's mark
     mux.Marker("--- dslaunch: restarted, generation 1 ---");
     mux.Line(1, 2, "after");
   }
-  FILE* f = std::fopen((dir + "/logs/rank1.log").c_str(), "r");
-  REQUIRE(f);
-  CHECK(testing::ReadStream(f) == "before\n--- dslaunch: restarted, generation 1 ---\nafter\n");
-  std::fclose(f);
-  f = std::fopen((dir + "/logs/rank0.log").c_str(), "r");
-  REQUIRE(f);
-  CHECK(testing::ReadStream(f) == "--- dslaunch: restarted, generation 1 ---\n");
-  std::fclose(f);
-  CHECK(testing::ReadStream(out) == "w1:1 before\nw1:1 after\n");  // markers stay off stdout
+  CHECK(testing::ReadFile(dir + "/logs/rank1.stdout.log") == "before\n--- dslaunch: restarted, generation 1 ---\n");
+  CHECK(testing::ReadFile(dir + "/logs/rank1.stderr.log") == "--- dslaunch: restarted, generation 1 ---\nafter\n");
+  CHECK(testing::ReadFile(dir + "/logs/rank0.stdout.log") == "--- dslaunch: restarted, generation 1 ---\n");
+  CHECK(testing::ReadStream(out) == "w1:1 before\n");  // markers stay off the terminal; stderr has its own
   std::fclose(out);
 }
 
@@ -62,21 +59,52 @@ TEST_CASE("log mux: terminal_local_ranks keeps other local ranks off stdout, nev
   }
   CHECK(testing::ReadStream(out) == "w0:0 line 0\nw0:2 line 2\nw1:3 line 3\nw1:5 line 5\nw1:4 again 4\n");
   std::fclose(out);
-  FILE* f = std::fopen((dir + "/logs/rank1.log").c_str(), "r");
-  REQUIRE(f);
-  CHECK(testing::ReadStream(f) == "line 1\n");
-  std::fclose(f);
+  CHECK(testing::ReadFile(dir + "/logs/rank1.stdout.log") == "line 1\n");
 }
 
-TEST_CASE("log mux: plain prefix host:rank when not a TTY", "[logmux]") {
+TEST_CASE("log mux: plain prefix host:rank when not a TTY; a worker's stderr goes to stderr", "[logmux]") {
   FILE* f = std::tmpfile();
-  LogMux mux(LogMuxOptions{"", "auto", f, false});
+  FILE* e = std::tmpfile();
+  LogMuxOptions o{"", "auto", f, false};
+  o.err = e;
+  LogMux mux(std::move(o));
   mux.AddRank(3, "w1");
   mux.Line(3, 1, "hello");
   mux.Line(3, 2, "  spaced  ");
-  mux.Flush();  // stdout is written by the mux's writer thread
-  CHECK(testing::ReadStream(f) == "w1:3 hello\nw1:3   spaced  \n");
+  mux.Flush();  // the terminal is written by the mux's writer threads
+  CHECK(testing::ReadStream(f) == "w1:3 hello\n");
+  CHECK(testing::ReadStream(e) == "w1:3   spaced  \n");
   std::fclose(f);
+  std::fclose(e);
+}
+
+// torchrun's -r: the streams it names (for the local ranks it names) reach
+// only the files.
+TEST_CASE("log mux: redirects keep those streams of those local ranks off the terminal, in the files", "[logmux]") {
+  testing::TempDir tmp("logmux");
+  const std::string dir = tmp.path() + "/logs";
+  FILE* out = std::tmpfile();
+  FILE* err = std::tmpfile();
+  {
+    LogMuxOptions o{dir, "never", out, false};
+    o.err = err;
+    o.redirects.by_local_rank = {{0, 2}, {1, 3}};  // local rank 0: stderr; 1: both; 2: none
+    LogMux mux(std::move(o));
+    REQUIRE(mux.Open().ok());
+    for (int r = 0; r < 3; ++r) {
+      mux.AddRank(r, "w0", r);
+      mux.Line(r, 1, "out " + std::to_string(r));
+      mux.Line(r, 2, "err " + std::to_string(r));
+    }
+  }
+  CHECK(testing::ReadStream(out) == "w0:0 out 0\nw0:2 out 2\n");
+  CHECK(testing::ReadStream(err) == "w0:2 err 2\n");
+  for (int r = 0; r < 3; ++r) {
+    CHECK(testing::ReadFile(fmt::format("{}/rank{}.stdout.log", dir, r)) == fmt::format("out {}\n", r));
+    CHECK(testing::ReadFile(fmt::format("{}/rank{}.stderr.log", dir, r)) == fmt::format("err {}\n", r));
+  }
+  std::fclose(out);
+  std::fclose(err);
 }
 
 TEST_CASE("log mux: colored on a TTY unless DSLAUNCH_COLOR=never; always forces it", "[logmux]") {
@@ -130,14 +158,11 @@ TEST_CASE("log mux: a stalled reader of stdout never blocks Line(); the files ke
 
   std::string expected;
   for (int i = 0; i < kLines; ++i) expected += line(i) + "\n";
-  FILE* f = std::fopen((dir + "/rank0.log").c_str(), "r");
-  REQUIRE(f);
-  CHECK(testing::ReadStream(f) == expected);
-  std::fclose(f);
+  CHECK(testing::ReadFile(dir + "/rank0.stdout.log") == expected);
 
   CHECK(dropped > 0);
   const std::string notice = fmt::format(
-      "dslaunch: {} lines not shown here: the reader of stdout fell behind (every line is in {}/rank<N>.log)\n",
+      "dslaunch: {} lines not shown here: the reader of stdout fell behind (every line is in {}/rank<N>.*.log)\n",
       dropped, dir);
   CHECK(shown.find(notice) != std::string::npos);
   size_t worker_lines = 0;
