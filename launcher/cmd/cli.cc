@@ -83,7 +83,7 @@ void DeclareOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
                  "MASTER_PORT, 0-65535 (default 0: a free port per generation)")
       ->type_name("PORT")
       ->group(launch);
-  app.add_option("--log-dir,--log_dir", o.log_dir, "write one log file per rank into this directory")
+  app.add_option("--log-dir,--log_dir", o.log_dir, "per-rank log files in this directory: rank<N>.stdout.log, rank<N>.stderr.log")
       ->type_name("DIR")
       ->group(launch);
   app.add_option("--max_restarts,--max-restarts", raw.max_restarts,

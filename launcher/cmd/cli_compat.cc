@@ -179,7 +179,7 @@ Status ApplyEachRankLog(const std::string& dir, const std::vector<TypedOption>& 
   if (dir.empty()) return Status::OK();
   if (!o.log_dir.empty() && o.log_dir != dir)
     return Status::InvalidArgument(fmt::format(
-        "{} {} and {} {}: give one of them (both mean one log file per rank)",
+        "{} {} and {} {}: give one of them (both mean per-rank log files)",
         Spelled(given, {"--enable_each_rank_log", "--enable-each-rank-log"}), dir,
         Spelled(given, {"--log-dir", "--log_dir"}), o.log_dir));
   o.log_dir = dir;
@@ -230,8 +230,8 @@ void DeclareDeepSpeedOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
                "write dslaunch's pid to /tmp/<pid>.deepspeed while the job runs (never overwrites a file)")
       ->group(kGroup);
   app.add_option("--enable_each_rank_log,--enable-each-rank-log", raw.each_rank_log,
-                 "one log file per rank, like --log-dir (files named rank<N>.log; the terminal still "
-                 "shows every line)")
+                 "per-rank log files, like --log-dir (rank<N>.stdout.log and rank<N>.stderr.log; the terminal "
+                 "still shows every line)")
       ->type_name("DIR")->group(kGroup);
   app.add_flag("--bind_cores_to_rank,--bind-cores-to-rank", o.bind_cores,
                "pin each local rank to its share of the node's cores")

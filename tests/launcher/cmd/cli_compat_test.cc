@@ -123,7 +123,7 @@ TEST_CASE("cli compat: --save_pid, --enable_each_rank_log, binding, --force_mult
   CHECK(Parse({"--bind_core_list", "not-checked-here", "x.yaml"}).bind_core_list == "not-checked-here");
   CHECK(Parse({"--log-dir", "logs", "--enable-each-rank-log", "logs", "x.yaml"}).log_dir == "logs");
   CHECK(ErrorOf({"--log-dir", "a", "--enable_each_rank_log", "b", "x.yaml"}) ==
-        "--enable_each_rank_log b and --log-dir a: give one of them (both mean one log file per rank)");
+        "--enable_each_rank_log b and --log-dir a: give one of them (both mean per-rank log files)");
   CHECK_FALSE(Parse({"x.yaml"}).save_pid);
 }
 
