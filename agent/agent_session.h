@@ -25,7 +25,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/agent.h"
+#include "agent/agent_args.h"
+#include "agent/agent_exit.h"
 #include "agent/agent_control.h"
 #include "agent/child_agents.h"
 #include "agent/keeper_snapshots.h"

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "agent/agent.h"
+#include "agent/agent_args.h"
 #include "agent/core_binding.h"
 #include "agent/descendants.h"
 #include "agent/port_hold.h"
