@@ -1,88 +1,22 @@
-// dsagent's library: the command line (documented in main.cc), the secret
-// reader, and RunAgent, the agent's whole life: connect, authenticate,
-// register, obey Reserve/Assign/Stop/Shutdown, relay worker output and exits,
-// and kill every worker when the coordinator is lost. Single-threaded; one
-// RunAgent per process (it installs signal handlers).
+// RunAgent: dsagent's whole life as one node's agent: connect, authenticate,
+// register, then obey the coordinator through AgentControl (agent_control.h)
+// until it says Shutdown or is lost, and never leave a worker behind.
+// Threads: RunAgent's event loop runs on the calling thread, and everything
+// of the agent with it (AgentSession, AgentControl, the workers' pipes),
+// except the snapshot keeper (snapshot_keeper.h): its shard server and task
+// threads hand their results to the loop through a pipe, and an exception
+// on them is caught at the thread's edge and ends the agent with exit code
+// 7 (AgentExit::kInternalError), its workers stopped first. One RunAgent
+// per process: it installs the signal handlers.
 #pragma once
 
-#include <optional>
 #include <string>
-#include <utility>
-#include <vector>
 
-#include "common/defaults.h"
-#include "common/status.h"
+#include "agent/agent_args.h"
+#include "agent/agent_exit.h"
+#include "agent/agent_secret.h"
 
 namespace ds {
-
-struct AgentOptions {
-  std::string coordinator;          // --coordinator HOST:PORT (required)
-  int node_index = -1;              // --node-index N (required)
-  std::string job_id;               // --job-id ID (required)
-  std::string bind_addr;            // --bind ADDR; "" = the address that routes to the coordinator
-  std::string host;                 // --host NAME; "" = gethostname()
-  double heartbeat_interval = kDefaultHeartbeatInterval;  // --heartbeat-interval S: Ping period
-  double heartbeat_timeout = kDefaultHeartbeatTimeout;    // --heartbeat-timeout S: coordinator silent this long = lost
-  double connect_timeout = kDefaultConnectTimeout;      // --connect-timeout S: connect + handshake
-  double join_timeout = 0;          // --join-timeout S: retry an unreachable coordinator until then
-  // An agent a step launcher (srun, mpirun) started on several nodes with one
-  // command line: --step-nodes I=HOST,... lists them, --step-identity VAR
-  // names the variable that says which one this is (StepNode).
-  std::vector<std::pair<int, std::string>> step_nodes;
-  std::string step_identity;
-  std::string secret_file;          // --secret-file PATH: where the token may be instead (ReadAgentSecret)
-  bool secret_via_pmi = false;      // --secret-via-pmi: MPICH's mpiexec started us (ReadAgentKey)
-  // --tree-parent N: node N's agent started us (--fanout-tree); stdin, after
-  // the key, is its connection: its end before we registered stops us.
-  int tree_parent = -1;
-};
-
-// Which of `step_nodes` this agent is, from the value of its step identity
-// variable: a task rank (an integer: the position in the list; mpirun's
-// OMPI_COMM_WORLD_RANK, mpiexec's PMI_RANK) or a node name (Slurm's
-// SLURMD_NODENAME: the entry with that host). Sets node_index and host.
-// InvalidArgument names the variable and the value when neither matches.
-Status ResolveStepNode(AgentOptions& o, const std::optional<std::string>& identity);
-
-// A variable the step launcher set for the agent's own task (SLURM_PROCID,
-// SLURM_NTASKS, SLURM_STEP_*, OMPI_*, PMI_*, PMIX_*, ...): it describes the
-// one-task-per-node step, not the workers, and frameworks that read it
-// (Lightning's SLURMEnvironment, MPI_Init) would take the agent's rank for
-// the worker's. A step agent keeps these out of its workers' environment;
-// the job-level ones (SLURM_JOB_ID, SLURM_JOB_NODELIST, ...) stay.
-bool IsStepTaskVariable(const std::string& name);
-
-// Parses argv (without the program name). InvalidArgument names the flag:
-// "--node-index: expected a non-negative integer, got 'x'".
-Result<AgentOptions> ParseAgentArgs(const std::vector<std::string>& args);
-std::string AgentUsage();
-
-// Reads the job secret: the first line of `secret_file` when it is a regular
-// file of this user with no group or other permissions (MpirunSpawner leaves
-// one on mpirun's node, where Open MPI's --stdin all gives a process a stdin
-// that never ends), else of DSLAUNCH_SECRET_FD if set, else of stdin; the fd
-// is closed afterwards. Error when there is none.
-Result<std::string> ReadAgentSecret(const std::string& secret_file = "");
-
-// The agent's key as `o` says: ReadAgentSecret, or with --secret-via-pmi
-// rank 0 (PMI_RANK) reads it so and shares it with the other ranks through
-// the PMI key-value space on PMI_FD (agent/pmi_token.h).
-Result<std::string> ReadAgentKey(const AgentOptions& o);
-
-// dsagent's process exit codes (documented for users in main.cc). Only
-// main.cc and RunAgent turn them into the process's status.
-enum class AgentExit : int {
-  kShutdown = 0,          // the coordinator said Shutdown
-  kUsage = 2,             // bad command line or no secret
-  kConnectFailed = 3,     // could not connect or authenticate (or set up the event loop)
-  kLostCoordinator = 4,   // connection closed or heartbeats stopped; workers were killed first
-  kRefused = 5,           // the coordinator refused this agent's key (a wrong job secret)
-  kParentGone = 6,        // --tree-parent: the parent's connection ended before we registered
-  kInternalError = 7,     // a thread of the agent failed (named on stderr); workers were stopped first
-  kSignalBase = 128,      // 128+S after termination signal S; workers were stopped first
-};
-constexpr int ExitCode(AgentExit e) { return static_cast<int>(e); }
-constexpr int SignalExitCode(int sig) { return ExitCode(AgentExit::kSignalBase) + sig; }
 
 // Runs the agent; returns an AgentExit code (SignalExitCode(S) after signal S).
 int RunAgent(const AgentOptions& options, const std::string& secret);

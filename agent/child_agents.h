@@ -8,7 +8,8 @@
 // when a command ends, OnExited gives the AgentEnded to report, with its
 // last stderr lines as the reason. Each command runs as a WorkerProcess
 // (own process group, PR_SET_PDEATHSIG), so this agent's death closes their
-// connections. Not thread-safe: the agent's event loop only.
+// connections. It is the agent's LaunchTreeChildren (agent_seams.h). Not
+// thread-safe: the agent's event loop only.
 #pragma once
 
 #include <poll.h>
@@ -20,26 +21,27 @@
 #include <string>
 #include <vector>
 
+#include "agent/agent_seams.h"
 #include "agent/worker_process.h"
 #include "wire/protocol.h"
 
 namespace ds {
 
-class ChildAgents {
+class ChildAgents final : public LaunchTreeChildren {
  public:
   ChildAgents() = default;
-  ~ChildAgents();  // SIGKILLs the commands still running
+  ~ChildAgents() override;  // SIGKILLs the commands still running
 
   // Starts every command. One that cannot be started is returned as its
   // AgentEnded at once (exit code 127 and the reason).
-  std::vector<msg::AgentEnded> Start(const msg::StartAgents& m);
+  std::vector<msg::AgentEnded> Start(const msg::StartAgents& m) override;
   void AddPollFds(std::vector<pollfd>* fds) const;
   // Reads `fd` if it is one of the commands' pipes; false if it is not.
   bool OnReadable(int fd);
   // `pid` ended with wait status `status`: its AgentEnded, or nullopt when
   // it is not one of the commands.
   std::optional<msg::AgentEnded> OnExited(pid_t pid, int status);
-  size_t running() const { return children_.size(); }
+  size_t running() const override { return children_.size(); }
   std::set<pid_t> pids() const;
 
  private:

@@ -208,6 +208,7 @@ Result<ScenarioReport> RunScenario(const ScenarioOptions& o) {
   fc.token = spec.agent_token;
   fc.coordinator = asio::ip::tcp::endpoint(asio::ip::make_address_v4("127.0.0.1"), static_cast<uint16_t>(coord->port()));
   fc.heartbeat_interval = o.heartbeat_interval;
+  fc.heartbeat_timeout = o.heartbeat_timeout;
   {
     SimFleet fleet(io, fc);
     std::thread io_thread([&io] { io.run(); });

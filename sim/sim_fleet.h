@@ -1,10 +1,9 @@
-// SimFleet: thousands of simulated dsagents on one io_context, against one
-// real coordinator. Each agent authenticates with the fleet's token,
-// registers, heartbeats (every heartbeat_interval, staggered over the
-// interval as real agents are), answers Reserve, reports its workers started
-// on Assign, exited and stopped on Stop, and closes on Shutdown, without
-// spawning a process. Workers can run the store pattern of a NCCL/Gloo
-// bootstrap (sim_store.h) and exit 0. What the agents saw is counted per
+// SimFleet: thousands of dssim agents (sim_agent.h: each the real
+// AgentControl with fake workers) on one io_context, against one real
+// coordinator. The agents connect from loopback addresses spread so that
+// neither they nor the store clients run out of ephemeral ports; their
+// workers can run the store pattern of a NCCL/Gloo bootstrap (sim_store.h)
+// and exit 0 when the scenario says. What the agents saw is counted per
 // generation (ranks, world size, times) for the scenario (scenario.h) to
 // check and time.
 // Threads: the fleet runs on the io thread; the scenario thread calls the
@@ -21,12 +20,9 @@
 #include <vector>
 
 #include "common/asio.h"
-#include "sim/sim_conn.h"
+#include "sim/sim_agent.h"
 
 namespace ds::sim {
-
-using SimClock = std::chrono::steady_clock;
-using SimTime = SimClock::time_point;
 
 struct FleetConfig {
   int agents = 0;
@@ -34,6 +30,7 @@ struct FleetConfig {
   std::string token;                     // every node's agent token (EnrollAgents)
   asio::ip::tcp::endpoint coordinator;
   double heartbeat_interval = 1.0;
+  double heartbeat_timeout = 5.0;        // the agents' limit for a silent coordinator
 };
 
 // What the agents saw of one generation.
@@ -45,7 +42,7 @@ struct GenerationSeen {
   std::vector<int> rank_hits;       // by rank: workers that were given it
   int world_size = -1;              // WORLD_SIZE the workers got (-2: not the same everywhere)
   int workers = 0;
-  int stopped = 0;                  // agents that answered its Stop
+  int stopped = 0;                  // agents that answered its Stop (Stopped, once their workers ended)
   int store_done = 0, store_failed = 0;
   SimTime store_start{}, store_end{};
 };
@@ -55,7 +52,7 @@ struct FleetSeen {
   int connect_failures = 0;         // gave up: refused, reset or timed out before registering, every try
   int retries = 0;                  // connects tried again (a second after one failed)
   int shutdowns = 0;                // Shutdown received
-  int unexpected_ends = 0;          // closed by the coordinator without a Shutdown, not silenced/killed
+  int unexpected_ends = 0;          // left without a Shutdown (lost the coordinator), not silenced/killed
   std::vector<std::string> errors;  // the first few reasons of the above
   std::map<int, GenerationSeen> gens;
   std::map<int, SimTime> silenced;  // node -> when it last sent something (its last heartbeat)
@@ -65,10 +62,10 @@ struct FleetSeen {
   }
 };
 
-class SimFleet {
+class SimFleet final : private SimAgentObserver {
  public:
   SimFleet(asio::io_context& io, FleetConfig config);
-  ~SimFleet();
+  ~SimFleet() override;
 
   // Commands; each runs on the io thread.
   void ConnectAll();
@@ -76,7 +73,7 @@ class SimFleet {
   void Silence(int node);
   // The agent's connection closes at once (its process died).
   void Kill(int node);
-  // Every worker of generation `g` runs the bootstrap store pattern.
+  // Every worker of generation `g` runs the bootstrap store pattern, then beats once.
   void RunStore(int g);
   // Every worker of generation `g` exits 0.
   void FinishWorkers(int g);
@@ -87,23 +84,19 @@ class SimFleet {
   FleetSeen Seen() const;
 
  private:
-  struct Agent;
-  void Connect(Agent& a);
-  void OnReady(int node);
-  void OnFrame(int node, const Frame& f);
-  void OnAssign(Agent& a, const Frame& f);
-  void OnStop(Agent& a, const Frame& f);
-  void OnEnd(int node, const std::string& why);
-  void SendFrom(Agent& a, wire::MsgType type, const Bytes& payload);
-  void Tick();
-  void NoteError(const std::string& what);
+  // SimAgentObserver, on the io thread.
+  void Registered(int node) override;
+  void Received(int node, const Frame& f) override;
+  void Sent(int node, wire::MsgType type, const Bytes& payload) override;
+  void WorkersStarted(int node, const msg::Assign& m, bool again) override;
+  void Retried(int node) override;
+  void Left(int node, int exit_code, bool registered, const std::string& why) override;
+  void NoteError(const std::string& what);  // under mu_
 
   asio::io_context& io_;
   FleetConfig config_;
-  std::vector<std::unique_ptr<Agent>> agents_;
-  asio::steady_timer tick_;
-  int tick_count_ = 0;
-  int ticks_per_interval_ = 1;
+  std::vector<SimAgentConfig> agent_configs_;  // by node (its source address)
+  std::vector<std::unique_ptr<SimAgent>> agents_;
   mutable std::mutex mu_;
   std::condition_variable changed_;
   FleetSeen seen_;  // guarded by mu_

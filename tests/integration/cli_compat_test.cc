@@ -133,10 +133,10 @@ TEST_CASE("cli compat: --local-ranks-filter: only those local ranks reach the te
   CHECK(out.find("hello from 0") != std::string::npos);
   CHECK(out.find("hello from 2") != std::string::npos);
   CHECK(out.find("hello from 1") == std::string::npos);
-  CHECK(ReadFile(dir / "logs/rank1.log") == "hello from 1\n");
+  CHECK(ReadFile(dir / "logs/rank1.stdout.log") == "hello from 1\n");
 }
 
-TEST_CASE("cli compat: --enable_each_rank_log DIR writes one file per rank", "[integration]") {
+TEST_CASE("cli compat: --enable_each_rank_log DIR writes the files of each rank", "[integration]") {
   TempDir dir;
   Child c;
   int code = Run({DslaunchPath(), "--nproc_per_node", "2", "--enable_each_rank_log", "each", "--", "sh", "-c",
@@ -145,9 +145,9 @@ TEST_CASE("cli compat: --enable_each_rank_log DIR writes one file per rank", "[i
   INFO(ReadFile(c.out_path) << ReadFile(c.err_path));
   CHECK(code == 0);
   for (int r = 0; r < 2; ++r) {
-    std::string log = ReadFile(dir / ("each/rank" + std::to_string(r) + ".log"));
-    CHECK(log.find("rank " + std::to_string(r) + " out\n") != std::string::npos);
-    CHECK(log.find("rank " + std::to_string(r) + " err\n") != std::string::npos);
+    const std::string base = "each/rank" + std::to_string(r);
+    CHECK(ReadFile(dir / (base + ".stdout.log")) == "rank " + std::to_string(r) + " out\n");
+    CHECK(ReadFile(dir / (base + ".stderr.log")) == "rank " + std::to_string(r) + " err\n");
   }
 }
 
@@ -161,7 +161,7 @@ namespace {
 // reached it first, often a rank that died of the closed connection (issue
 // 33 item 3). Rank 1 prints a traceback and exits only after rank 0 has
 // exited with Gloo's collateral error, which rank 0 prints once dslaunch has
-// shown rank 1's traceback: rank 0's exit always arrives first.
+// shown rank 1's traceback (on its stderr): rank 0's exit always arrives first.
 TEST_CASE("cli compat: the summary names the rank that raised, and lists every failed rank", "[integration]") {
   TempDir dir;
   WriteFile(dir / "worker.sh",
@@ -169,7 +169,7 @@ TEST_CASE("cli compat: the summary names the rank that raised, and lists every f
             "1) trap '' TERM  # ends by itself, as a raising Python process does\n"
             "   echo 'Traceback (most recent call last):' >&2; echo 'ValueError: rank 1 raised' >&2\n"
             "   until [ -e r0.done ]; do sleep 0.01; done; exit 1;;\n"
-            "0) until grep -q 'ValueError: rank 1 raised' dslaunch.out; do sleep 0.01; done\n"
+            "0) until grep -q 'ValueError: rank 1 raised' dslaunch.err; do sleep 0.01; done\n"
             "   echo 'RuntimeError: [pair.cc:598] Connection closed by peer [127.0.0.1]:1' >&2\n"
             "   touch r0.done; exit 1;;\n"
             "*) exec sleep 60;;\n"

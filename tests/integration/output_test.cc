@@ -86,7 +86,7 @@ TEST_CASE("output: a stalled reader of stdout loses no agent; the log dir keeps 
     std::snprintf(line, sizeof(line), "%07d the worker prints a lot of output, fast\n", i);
     expected += line;
   }
-  CHECK(ReadFile(dir / "logs/rank0.log") == expected);
+  CHECK(ReadFile(dir / "logs/rank0.stdout.log") == expected);
   CHECK(shown.find("lines not shown here: the reader of stdout fell behind (every line is in") !=
         std::string::npos);
 }

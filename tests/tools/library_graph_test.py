@@ -47,8 +47,8 @@ ALLOWED = {
     "dsdevice": set(),
     "dstrain_cuda": {"dsdevice", "dstrain"},
     "gpu_gemm_floor": {"dsdevice", "dstrain_lib"},
-    # sim/: simulated agents against the real coordinator (a tool, not shipped)
-    "dssim_lib": {"dscoordinator", "dsconfig", "dswire", "dscommon"},
+    # sim/: the real agent logic (AgentControl) on simulated connections against the real coordinator (a tool, not shipped)
+    "dssim_lib": {"dsagent_lib", "dscoordinator", "dsconfig", "dswire", "dscommon"},  # the real AgentControl
     "dssim": {"dssim_lib"},
 }
 

@@ -1,0 +1,195 @@
+// AgentControl, first half: the coordinator's frames and starting a
+// generation (agent_control.h). Stopping, leaving and time are in
+// agent_control_stop.cc.
+#include "agent/agent_control.h"
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "agent/agent_exit.h"
+#include "common/log.h"
+#include "common/strings.h"
+#include "wire/hmac_auth.h"
+#include "wire/step_heartbeat.h"
+
+namespace ds {
+
+AgentControl::AgentControl(AgentControlOptions options, AgentSeams seams, const Clock& clock)
+    : opt_(std::move(options)), seams_(seams), clock_(clock) {
+  last_recv_ = last_ping_ = clock_.Now();
+}
+
+bool AgentControl::Enter(AgentPhase to) {
+  if (!PhaseTransitionAllowed(phase_, to)) {
+    DS_LOG(Debug, Agent) << "refused the move from " << PhaseName(phase_) << " to " << PhaseName(to);
+    return false;
+  }
+  phase_ = to;
+  return true;
+}
+
+void AgentControl::OnFrame(const Frame& f) {
+  // Lost: what was still buffered does not count; finished: the loop is over.
+  if (!seams_.link.open() || finished()) return;
+  last_recv_ = clock_.Now();
+  auto bad = [&](const Status& st) { Lost("bad message from the coordinator: " + st.message()); };
+  switch (f.type) {
+    case wire::MsgType::kPing:
+      return;
+    case wire::MsgType::kReserve: {
+      auto m = msg::Reserve::Decode(f.payload);
+      return m.ok() ? OnReserve(*m) : bad(m.status());
+    }
+    case wire::MsgType::kAssign: {
+      auto m = msg::Assign::Decode(f.payload);
+      return m.ok() ? OnAssign(*m) : bad(m.status());
+    }
+    case wire::MsgType::kStop: {
+      auto m = msg::Stop::Decode(f.payload);
+      return m.ok() ? OnStop(*m) : bad(m.status());
+    }
+    case wire::MsgType::kShutdown:
+      return OnShutdown();
+    case wire::MsgType::kSnapshotSetup: {
+      auto m = msg::SnapshotSetup::Decode(f.payload);
+      return m.ok() ? OnSnapshotSetup(*m) : bad(m.status());
+    }
+    case wire::MsgType::kReplicate: {
+      auto m = msg::Replicate::Decode(f.payload);
+      if (!m.ok()) return bad(m.status());
+      if (seams_.snapshots.on()) seams_.snapshots.SetTargets(*m);
+      return;
+    }
+    case wire::MsgType::kFetch: {
+      auto m = msg::Fetch::Decode(f.payload);
+      return m.ok() ? OnFetch(*m) : bad(m.status());
+    }
+    case wire::MsgType::kStartAgents: {
+      auto m = msg::StartAgents::Decode(f.payload);
+      if (!m.ok()) return bad(m.status());
+      for (const msg::AgentEnded& e : seams_.tree.Start(*m)) Send(wire::MsgType::kAgentEnded, e.Encode());
+      return;
+    }
+    default:
+      return Lost(fmt::format("unexpected message type {}", static_cast<int>(f.type)));
+  }
+}
+
+void AgentControl::OnReserve(const msg::Reserve& m) {
+  auto held = seams_.workers.HoldPort(m.port);
+  msg::Reserved r;
+  r.generation = m.generation;
+  if (held.ok()) r.port = *held;
+  else r.error = held.status().message();
+  Send(wire::MsgType::kReserved, r.Encode());
+}
+
+void AgentControl::OnAssign(const msg::Assign& m) {
+  if (!Enter(AgentPhase::kRunning)) return;  // leaving: no worker starts any more
+  slots_.clear();  // the previous generation's workers are all gone (the launcher SIGKILLs any left)
+  seams_.workers.KillLeftovers();  // and nothing of theirs is left to meet the new generation
+  generation_ = m.generation;
+  stop_grace_ = std::chrono::milliseconds(m.stop_grace_ms);
+  hang_timeout_ = std::chrono::milliseconds(m.hang_timeout_ms);
+  stop_owed_.reset();
+  kill_at_.reset();
+  std::vector<std::string> tokens;
+  for (size_t i = 0; i < m.workers.size(); ++i) tokens.push_back(RandomHex(kStepBeatTokenChars / 2));
+  const std::string snapshot_dir = seams_.snapshots.on() ? seams_.snapshots.memory_dir() : "";
+  std::vector<WorkerStart> started = seams_.workers.StartWorkers(m, tokens, snapshot_dir);
+  for (size_t i = 0; i < m.workers.size(); ++i) {
+    Slot s;
+    s.rank = m.workers[i].rank;
+    s.beat_token = tokens[i];
+    const WorkerStart w = i < started.size() ? started[i] : WorkerStart{-1, "dsagent: the worker was not started"};
+    if (w.pid < 0) {
+      FailToStart(std::move(s), w.error);
+      continue;
+    }
+    s.pid = w.pid;
+    s.running = true;
+    s.last_beat = clock_.Now();
+    Send(wire::MsgType::kWorkerStarted, msg::WorkerStarted{generation_, s.rank, s.pid}.Encode());
+    slots_.push_back(std::move(s));
+  }
+}
+
+void AgentControl::FailToStart(Slot s, const std::string& why) {
+  SendLine(s.rank, 2, why);
+  msg::WorkerExited e{generation_, s.rank, 0, 127, 0, 0, 1};
+  Send(wire::MsgType::kWorkerExited, e.Encode());
+  s.reported = true;
+  slots_.push_back(std::move(s));
+}
+
+void AgentControl::OnShutdown() {
+  // The agents this one started were told too: wait (bounded) for them to
+  // end, so that the launcher, waiting for this agent, waits for them.
+  if (seams_.tree.running() > 0)
+    linger_until_ = clock_.Now() + stop_grace_ + Seconds(opt_.heartbeat_timeout);
+  Quit(ExitCode(AgentExit::kShutdown), "shutdown");
+}
+
+void AgentControl::OnSnapshotSetup(const msg::SnapshotSetup& m) {
+  msg::SnapshotReady ready;
+  auto place = seams_.snapshots.Start(m);
+  if (place.ok()) {
+    ready.peer_addr = place->peer_addr;
+    ready.memory_dir = place->memory_dir;
+    DS_LOG(Info, Agent) << "snapshots in " << ready.memory_dir << ", shard server on " << ready.peer_addr;
+  } else {
+    ready.error = fmt::format("host {}: {}", opt_.host, place.status().message());
+  }
+  SendSnapshotMessages();  // what the node's disk holds, before Ready lets the coordinator decide
+  Send(wire::MsgType::kSnapshotReady, ready.Encode());
+}
+
+void AgentControl::OnFetch(const msg::Fetch& m) {
+  if (seams_.snapshots.on()) return seams_.snapshots.StartFetch(m);
+  Send(wire::MsgType::kFetched,
+       msg::Fetched{m.generation, m.step, m.id.set, 0, 0, "snapshots are off on this node"}.Encode());
+}
+
+void AgentControl::OnSnapshotEvents() { SendSnapshotMessages(); }
+
+void AgentControl::SendSnapshotMessages() {
+  if (!seams_.snapshots.on()) return;
+  for (auto& [type, payload] : seams_.snapshots.TakeOutgoing()) Send(type, payload);
+  const std::string failed = seams_.snapshots.failure();
+  if (failed.empty() || phase_ >= AgentPhase::kQuitting) return;
+  // A thread of the agent failed: its state is unknown, so the node leaves
+  // the job the clean way (workers stopped, a distinct exit code) and the
+  // coordinator carries on without it.
+  std::fprintf(stderr, "dsagent %s: snapshots: %s; stopping my workers and leaving the job\n", opt_.host.c_str(),
+               Printable(failed).c_str());
+  Quit(ExitCode(AgentExit::kInternalError), "snapshots: " + failed);
+}
+
+void AgentControl::OnWorkerLine(int rank, int stream, const std::string& line) { SendLine(rank, stream, line); }
+
+void AgentControl::SendLine(int rank, int stream, const std::string& line) {
+  Send(wire::MsgType::kOutput, msg::Output{generation_, rank, static_cast<uint8_t>(stream), line}.Encode());
+}
+
+void AgentControl::OnStepBeat(int64_t rank, const std::string& token) {
+  Slot* s = rank >= 0 && rank <= INT32_MAX ? Find(static_cast<int>(rank)) : nullptr;
+  // A beat counts only with that worker's own token (constant-time compare):
+  // anyone else who can reach the heartbeat port can neither arm a healthy
+  // worker's hang check nor keep a hung one alive.
+  if (!s || !s->running || s->beat_token.size() != kStepBeatTokenChars) return;
+  if (!MacEquals(Bytes(s->beat_token.begin(), s->beat_token.end()), Bytes(token.begin(), token.end()))) {
+    DS_LOG(Debug, Hb) << "ignored a step heartbeat for rank " << rank << " with a wrong token";
+    return;
+  }
+  s->beaten = true;
+  s->last_beat = clock_.Now();
+}
+
+AgentControl::Slot* AgentControl::Find(int rank) {
+  for (auto& s : slots_)
+    if (s.rank == rank) return &s;
+  return nullptr;
+}
+
+}  // namespace ds

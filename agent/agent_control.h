@@ -1,0 +1,132 @@
+// AgentControl: the agent's logic apart from any socket, process or real
+// time, the counterpart of the coordinator's JobControl. It obeys the
+// coordinator's frames (Reserve, Assign, Stop, Shutdown, the snapshot and
+// launch tree messages), relays its workers' output and ends, watches their
+// step heartbeats (a worker silent past the Assign's hang timeout is killed),
+// Pings the coordinator every heartbeat_interval and leaves when it is silent
+// past heartbeat_timeout, and stops every worker before it goes (SIGTERM,
+// SIGKILL after the stop grace; a second termination signal SIGKILLs at once).
+// Its life is one AgentPhase (agent_phase.h); every change goes through
+// Enter(), which refuses a move the phase table does not hold.
+//
+// Inputs are events (a frame, the link lost, a worker's line, beat or end, a
+// child agent's end, the snapshot keeper's news, a termination signal) and
+// OnTick() whenever NextDeadline() has passed; time comes from the injected
+// Clock. Outputs go through the seams (agent_seams.h). AgentSession feeds it
+// from real sockets and processes, dssim from simulated ones, the unit tests
+// from fakes and a FakeClock. Not thread-safe: one thread calls everything.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/agent_phase.h"
+#include "agent/agent_seams.h"
+#include "common/clock.h"
+#include "common/defaults.h"
+#include "wire/frame_io.h"
+
+namespace ds {
+
+struct AgentControlOptions {
+  std::string host;                                       // this node's name on stderr
+  double heartbeat_interval = kDefaultHeartbeatInterval;  // seconds between Pings to the coordinator
+  double heartbeat_timeout = kDefaultHeartbeatTimeout;    // the coordinator silent this long = lost
+};
+
+class AgentControl {
+ public:
+  using TimePoint = Clock::time_point;
+
+  // Starts in kIdle, registered: the heartbeat timers run from now.
+  // `seams` and `clock` must outlive it.
+  AgentControl(AgentControlOptions options, AgentSeams seams, const Clock& clock);
+
+  // A frame from the coordinator. One it cannot decode, or of a type the
+  // agent never gets, loses the coordinator (the link is closed).
+  void OnFrame(const Frame& f);
+  // The link broke (closed, reset, a write failed, a bad frame header).
+  void OnLinkLost(const std::string& reason);
+  // A line the current generation's `rank` wrote (stream 1 stdout, 2 stderr).
+  void OnWorkerLine(int rank, int stream, const std::string& line);
+  // A step heartbeat claiming `rank`: counts only with that worker's token.
+  void OnStepBeat(int64_t rank, const std::string& token);
+  // A worker of the current generation ended.
+  void OnWorkerExited(const WorkerExit& e);
+  // A launch tree command this agent started ended.
+  void OnChildEnded(const msg::AgentEnded& e);
+  // The snapshot keeper has messages or a failure (its events fd).
+  void OnSnapshotEvents();
+  // SIGTERM/SIGINT/SIGHUP: quit with 128+sig; a second one SIGKILLs the workers.
+  void OnTerminationSignal(int sig);
+  // Acts on every deadline that has passed (see NextDeadline).
+  void OnTick();
+
+  // When OnTick next has something to do: the next Ping, the coordinator's
+  // silence limit, the pending SIGKILL, the earliest worker hang, the end
+  // of kLingering. nullopt when only events can change anything.
+  std::optional<TimePoint> NextDeadline() const;
+  AgentPhase phase() const { return phase_; }
+  bool finished() const { return phase_ == AgentPhase::kFinished; }
+  int exit_code() const { return exit_code_; }  // an AgentExit / SignalExitCode, once leaving
+  uint32_t generation() const { return generation_; }
+
+ private:
+  using Duration = Clock::duration;
+  struct Slot {
+    int rank = 0;
+    pid_t pid = 0;
+    bool running = false;    // started and not yet ended
+    bool reported = false;   // WorkerExited sent
+    bool beaten = false;     // at least one step heartbeat
+    bool hung = false;       // killed for its silence
+    TimePoint last_beat;
+    std::string beat_token;  // DSLAUNCH_HEARTBEAT_TOKEN
+  };
+
+  // The only way the phase changes: false (and a log line) when the table
+  // refuses `to`.
+  bool Enter(AgentPhase to);
+  void Send(wire::MsgType type, const Bytes& payload) { seams_.link.Send(type, payload); }
+  void OnReserve(const msg::Reserve& m);
+  void OnAssign(const msg::Assign& m);
+  void OnStop(const msg::Stop& m);
+  void OnShutdown();
+  void OnSnapshotSetup(const msg::SnapshotSetup& m);
+  void OnFetch(const msg::Fetch& m);
+  void SendSnapshotMessages();
+  void SendLine(int rank, int stream, const std::string& line);
+  void FailToStart(Slot s, const std::string& why);
+  void BeginStop();
+  void SignalRunning(int sig);
+  void Lost(const std::string& reason);
+  void Quit(int exit_code, const std::string& why);
+  void CheckHangs(TimePoint now);
+  void CheckCoordinator(TimePoint now);
+  // After anything that can end a stop: acts when every worker has ended
+  // (Stopped, the last handoffs, the end).
+  void Settle();
+  void Leave();  // kQuitting, all ended: kLingering or kFinished
+  bool AllEnded() const;
+  bool Lingers(TimePoint now) const;
+  Slot* Find(int rank);
+
+  AgentControlOptions opt_;
+  AgentSeams seams_;
+  const Clock& clock_;
+  AgentPhase phase_ = AgentPhase::kIdle;
+  int exit_code_ = 0;
+  uint32_t generation_ = 0;
+  std::vector<Slot> slots_;
+  std::optional<uint32_t> stop_owed_;      // a Stop's generation awaiting its Stopped
+  Duration stop_grace_ = Seconds(kDefaultStopGrace);
+  Duration hang_timeout_ = Seconds(kDefaultHangTimeout);
+  std::optional<TimePoint> kill_at_;       // SIGKILL the remaining groups then
+  std::optional<TimePoint> linger_until_;  // after Shutdown: the launch tree's agents' limit
+  TimePoint last_recv_;
+  TimePoint last_ping_;
+};
+
+}  // namespace ds

@@ -1,0 +1,186 @@
+#include "agent/process_launcher.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "agent/agent_args.h"
+#include "agent/core_binding.h"
+#include "agent/descendants.h"
+#include "agent/port_hold.h"
+#include "common/cpu_binding.h"
+#include "common/env_registry.h"
+#include "common/log.h"
+#include "common/netif.h"
+
+namespace ds {
+
+ProcessLauncher::ProcessLauncher(std::string host, bool step_agent, const ChildAgents& tree)
+    : host_(std::move(host)), step_agent_(step_agent), tree_(tree) {}
+
+ProcessLauncher::~ProcessLauncher() {
+  for (auto& w : workers_)
+    if (w.proc && !w.proc->exited) w.proc->SignalGroup(SIGKILL);
+}
+
+Result<uint32_t> ProcessLauncher::HoldPort(uint32_t port) {
+  // The wildcard address: the hold then conflicts with a bind of the port on
+  // any local address, which is what the workers' later bind will need.
+  DS_ASSIGN_OR_RETURN(auto held, ds::HoldPort("0.0.0.0", static_cast<int>(port)));
+  held_port_ = std::move(held.first);
+  return static_cast<uint32_t>(held.second);
+}
+
+std::vector<WorkerStart> ProcessLauncher::StartWorkers(const msg::Assign& m, const std::vector<std::string>& beat_tokens,
+                                                       const std::string& snapshot_dir) {
+  workers_.clear();  // the previous generation's, all reaped (or SIGKILLed now)
+  std::string ifname;
+  if (!m.master_addr.empty()) {
+    auto route = RouteTo(m.master_addr);
+    if (route.ok()) ifname = route->ifname;
+  }
+  // The cores of each local rank, known before any fork (core_binding.h).
+  auto cores = PlanCores(m);
+  held_port_.Reset();  // release MASTER_PORT just before the workers start
+  std::vector<WorkerStart> out;
+  for (size_t i = 0; i < m.workers.size(); ++i) {
+    Worker w;
+    w.rank = m.workers[i].rank;
+    if (!cores.ok()) {
+      out.push_back({-1, fmt::format("dsagent: host {}: {}", host_, cores.status().message())});
+      continue;
+    }
+    auto error_file = error_files_.Prepare(m.generation, w.rank);
+    if (error_file.ok()) w.error_file = *error_file;
+    else
+      DS_LOG(Warn, Proc) << "rank " << w.rank << " runs without TORCHELASTIC_ERROR_FILE: "
+                         << error_file.status().message();
+    const std::vector<int> none;
+    auto proc = Launch(m, i, w, i < cores->size() ? (*cores)[i] : none, beat_tokens.at(i), snapshot_dir, ifname);
+    if (!proc.ok()) {
+      out.push_back({-1, "dsagent: " + proc.status().message()});
+      continue;
+    }
+    w.proc = std::move(proc).value();
+    out.push_back({w.proc->pid(), ""});
+    workers_.push_back(std::move(w));
+  }
+  return out;
+}
+
+Result<std::vector<std::vector<int>>> ProcessLauncher::PlanCores(const msg::Assign& m) const {
+  if (!m.bind_cores) return std::vector<std::vector<int>>{};
+  // Each rank's CUDA_VISIBLE_DEVICES as it will see it: the Assign's, else the one we inherited.
+  std::vector<std::optional<std::string>> visible;
+  for (const msg::WorkerSpec& w : m.workers) {
+    std::optional<std::string> v = EnvRaw("CUDA_VISIBLE_DEVICES");
+    for (const auto& [k, val] : w.env)
+      if (k == "CUDA_VISIBLE_DEVICES") v = val;
+    visible.push_back(std::move(v));
+  }
+  DS_ASSIGN_OR_RETURN(auto planned, PlanCoreBinding(m.core_list, static_cast<int>(m.workers.size()), AllowedCpus(),
+                                                    NumaNodeCpus(), LocalRankGpuNuma(GpuNumaNodes(), visible)));
+  if (!planned.note.empty()) DS_LOG(Info, Agent) << "bind_cores_to_rank: " << planned.note;
+  return std::move(planned.cores);
+}
+
+Result<std::unique_ptr<WorkerProcess>> ProcessLauncher::Launch(const msg::Assign& m, size_t i, const Worker& w,
+                                                               const std::vector<int>& cpus, const std::string& token,
+                                                               const std::string& snapshot_dir,
+                                                               const std::string& ifname) {
+  const msg::WorkerSpec& spec = m.workers[i];
+  WorkerLaunch launch;
+  launch.argv = m.argv;
+  if (m.local_rank_arg) {  // DeepSpeed's spelling and place: right after the script, before the user's arguments
+    const bool inside = m.local_rank_at >= 0 && static_cast<size_t>(m.local_rank_at) <= launch.argv.size();
+    launch.argv.insert(inside ? launch.argv.begin() + m.local_rank_at : launch.argv.end(),
+                       fmt::format("--local_rank={}", spec.local_rank));
+  }
+  launch.cpus = cpus;
+  const int omp = m.omp_from_binding && !launch.cpus.empty() ? static_cast<int>(launch.cpus.size()) : 0;
+  launch.env = Environment(spec, w, token, snapshot_dir, ifname, omp);
+  launch.working_dir = m.working_dir;
+  return WorkerProcess::Start(launch);
+}
+
+KeyValues ProcessLauncher::Environment(const msg::WorkerSpec& spec, const Worker& w, const std::string& token,
+                                       const std::string& snapshot_dir, const std::string& ifname,
+                                       int omp_threads) const {
+  KeyValues env;
+  std::map<std::string, size_t> index;
+  auto set = [&](const std::string& k, const std::string& v) {
+    auto it = index.find(k);
+    if (it != index.end()) env[it->second].second = v;
+    else { index[k] = env.size(); env.emplace_back(k, v); }
+  };
+  for (const auto& [k, v] : ProcessEnvironment())
+    if (k != "DSLAUNCH_SECRET_FD" && !(step_agent_ && IsStepTaskVariable(k))) set(k, v);
+  for (const auto& [k, v] : spec.env) set(k, v);
+  set("DSLAUNCH_HEARTBEAT_TOKEN", token);  // the agent's own, never the coordinator's or ours
+  if (!snapshot_dir.empty()) set("DSLAUNCH_SNAPSHOT_DIR", snapshot_dir);
+  if (!w.error_file.empty()) set("TORCHELASTIC_ERROR_FILE", w.error_file);
+  if (omp_threads > 0) set("OMP_NUM_THREADS", std::to_string(omp_threads));
+  // Nobody chose the interfaces: the one that routes to MASTER_ADDR here.
+  for (const char* k : {"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"})
+    if (!ifname.empty() && !index.count(k)) set(k, ifname);
+  // Ours or none: a path inherited from elsewhere is never the one we read.
+  if (w.error_file.empty())
+    std::erase_if(env, [](const auto& kv) { return kv.first == "TORCHELASTIC_ERROR_FILE"; });
+  return env;
+}
+
+void ProcessLauncher::SignalGroup(int rank, int sig) {
+  for (auto& w : workers_)
+    if (w.rank == rank && w.proc && !w.proc->exited) w.proc->SignalGroup(sig);
+}
+
+int ProcessLauncher::KillLeftovers() { return KillDescendants(tree_.pids()); }
+
+void ProcessLauncher::AddPollFds(std::vector<pollfd>* fds) const {
+  for (const auto& w : workers_) {
+    if (w.proc->stdout_fd() >= 0) fds->push_back({w.proc->stdout_fd(), POLLIN, 0});
+    if (w.proc->stderr_fd() >= 0) fds->push_back({w.proc->stderr_fd(), POLLIN, 0});
+  }
+}
+
+bool ProcessLauncher::OnReadable(int fd, const LineSink& sink) {
+  for (auto& w : workers_) {
+    if (fd != w.proc->stdout_fd() && fd != w.proc->stderr_fd()) continue;
+    // Bounded: one busy pipe cannot keep the loop from the others, the
+    // coordinator, signals and timers.
+    const int rank = w.rank;
+    w.proc->ReadPipe(fd, [&](int stream, const std::string& line) { sink(rank, stream, line); }, kPipeReadPerWake);
+    return true;
+  }
+  return false;
+}
+
+void ProcessLauncher::BeforeReap(pid_t pid) {
+  for (auto& w : workers_)
+    if (w.proc->pid() == pid) w.proc->SignalGroup(SIGKILL);
+}
+
+std::optional<WorkerExit> ProcessLauncher::OnReaped(pid_t pid, int status, const LineSink& sink) {
+  for (auto& w : workers_) {
+    if (w.proc->pid() != pid) continue;
+    w.proc->exited = true;
+    if (WIFSIGNALED(status)) w.proc->term_signal = WTERMSIG(status);
+    else w.proc->exit_code = WEXITSTATUS(status);
+    const int rank = w.rank;
+    w.proc->DrainAndClose([&](int stream, const std::string& line) { sink(rank, stream, line); });
+    WorkerExit e{rank, pid, w.proc->exit_code, w.proc->term_signal, std::nullopt};
+    if (!w.error_file.empty()) {
+      e.error = ReadWorkerErrorFile(w.error_file, ::geteuid());
+      ::unlink(w.error_file.c_str());  // read once; a restart's worker gets a fresh name anyway
+      if (e.error) e.error = BoundForWire(std::move(*e.error));
+    }
+    return e;
+  }
+  return std::nullopt;
+}
+
+}  // namespace ds

@@ -1,0 +1,83 @@
+// ProcessLauncher: the real WorkerLauncher (agent_seams.h). Each worker is a
+// WorkerProcess (own process group, /dev/null stdin, PR_SET_PDEATHSIG),
+// exec'd with an environment built here: the agent's own (less
+// DSLAUNCH_SECRET_FD and, for a step agent, the step launcher's task
+// variables), the Assign's, the agent's heartbeat token and snapshot
+// directory, a private TORCHELASTIC_ERROR_FILE, NCCL/GLOO_SOCKET_IFNAME (the
+// interface that routes to MASTER_ADDR, unless set) and, with
+// bind_cores_to_rank, the rank's cores. It holds MASTER_PORT for node rank
+// 0 between Reserve and the workers' start. For the event loop
+// (AgentSession) it gives the workers' pipes to poll and turns a reaped pid
+// into a WorkerExit. Not thread-safe: the agent's event loop only.
+#pragma once
+
+#include <poll.h>
+#include <sys/types.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/agent_seams.h"
+#include "agent/child_agents.h"
+#include "agent/error_file_dir.h"
+#include "agent/worker_process.h"
+
+namespace ds {
+
+class ProcessLauncher final : public WorkerLauncher {
+ public:
+  using LineSink = std::function<void(int rank, int stream, const std::string& line)>;
+
+  // `host` names this node in errors; `step_agent`: started by srun/mpirun
+  // (IsStepTaskVariable). `tree` (its commands are spared by
+  // KillLeftovers) must outlive the launcher.
+  ProcessLauncher(std::string host, bool step_agent, const ChildAgents& tree);
+  ~ProcessLauncher() override;  // SIGKILLs every group still running
+
+  Result<uint32_t> HoldPort(uint32_t port) override;
+  void ReleasePort() override { held_port_.Reset(); }
+  std::vector<WorkerStart> StartWorkers(const msg::Assign& m, const std::vector<std::string>& beat_tokens,
+                                        const std::string& snapshot_dir) override;
+  void SignalGroup(int rank, int sig) override;
+  int KillLeftovers() override;
+
+  // The running workers' stdout/stderr pipes.
+  void AddPollFds(std::vector<pollfd>* fds) const;
+  // Reads `fd` (bounded: kPipeReadPerWake) if it is a worker's pipe, its
+  // whole lines to `sink`; false when it is not one.
+  bool OnReadable(int fd, const LineSink& sink);
+  // `pid`, exited and not yet waited for: if it is a worker, SIGKILLs what
+  // it left in its group (while the leader is an unreaped zombie its pid
+  // cannot be reused, so this hits nobody else).
+  void BeforeReap(pid_t pid);
+  // `pid` was reaped with wait status `status`: if it is a worker, drains
+  // its pipes into `sink`, reads and removes its error file and returns how
+  // it ended; nullopt otherwise.
+  std::optional<WorkerExit> OnReaped(pid_t pid, int status, const LineSink& sink);
+
+ private:
+  struct Worker {
+    int rank = 0;
+    std::unique_ptr<WorkerProcess> proc;
+    std::string error_file;  // TORCHELASTIC_ERROR_FILE; "" = none
+  };
+  // The cores of each local rank (bind_cores_to_rank), or why they cannot be chosen.
+  Result<std::vector<std::vector<int>>> PlanCores(const msg::Assign& m) const;
+  Result<std::unique_ptr<WorkerProcess>> Launch(const msg::Assign& m, size_t i, const Worker& w,
+                                                const std::vector<int>& cpus, const std::string& token,
+                                                const std::string& snapshot_dir, const std::string& ifname);
+  KeyValues Environment(const msg::WorkerSpec& spec, const Worker& w, const std::string& token,
+                        const std::string& snapshot_dir, const std::string& ifname, int omp_threads) const;
+
+  std::string host_;
+  bool step_agent_ = false;
+  const ChildAgents& tree_;
+  ErrorFileDir error_files_;  // removed with the launcher
+  UniqueFd held_port_;
+  std::vector<Worker> workers_;  // the current generation's
+};
+
+}  // namespace ds
