@@ -27,8 +27,9 @@ JobControl::JobControl(const LaunchPlan& plan, CoordinatorOptions options, JobRe
       master_port_(opt_.master_port), agents_(candidates_.size()),
       liveness_(candidates_.size(), Seconds(opt_.heartbeat_interval), Seconds(opt_.heartbeat_timeout)) {
   for (size_t i = 0; i < plan_.nodes.size(); ++i) gen_agents_.push_back(static_cast<int>(i));
-  snapshots_ = plan_.job.checkpoint.Snapshots(static_cast<int>(plan_.nodes.size()));
   if (opt_.run_id.empty()) opt_.run_id = RandomHex(8);
+  if (plan_.job.checkpoint.Snapshots(static_cast<int>(plan_.nodes.size())))
+    gather_ = std::make_unique<SnapshotGather>(plan_, opt_.secret, opt_.job_id, opt_.run_id);
 }
 
 JobControl::~JobControl() {
@@ -61,7 +62,7 @@ Status JobControl::OnRegister(const msg::Register& facts, std::shared_ptr<AgentL
   a.lost = false;
   a.stopped = true;
   liveness_.Watch(node, clock_.Now());
-  if (snapshots_) SetUpSnapshots(node);
+  if (gather_) SendTo(node, wire::MsgType::kSnapshotSetup, gather_->Setup(node).Encode());
   fleet_->OnAgentRegistered(node);
   if (rejoin) {
     Notice(fmt::format("{} rejoined; it takes part from the next restart", candidates_[node].host.name));
@@ -151,10 +152,10 @@ void JobControl::SendAssigns() {
   for (size_t i = 0; i < gen_agents_.size(); ++i) {
     const int agent = gen_agents_[i];
     msg::Assign a = BuildAssign(gen_plan_, static_cast<int>(i), agents_[agent].facts, ctx);
-    if (snapshots_)
+    if (gather_)
       for (msg::WorkerSpec& w : a.workers) {
-        w.env.emplace_back("DSLAUNCH_RESUME_STEP", std::to_string(resume_step_));
-        w.env.emplace_back("DSLAUNCH_RESUME_SET", resume_id_.set);
+        w.env.emplace_back("DSLAUNCH_RESUME_STEP", std::to_string(gather_->resume_step()));
+        w.env.emplace_back("DSLAUNCH_RESUME_SET", gather_->resume_id().set);
       }
     for (const auto& w : a.workers) record_.OnAssigned(w.rank, agent, gen_plan_.nodes[i].host.name);
     agents_[agent].stopped = a.workers.empty();

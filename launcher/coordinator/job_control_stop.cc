@@ -31,7 +31,7 @@ void JobControl::LoseAgent(int node, const std::string& reason) {
   Agent& a = agents_[node];
   a.lost = true;
   if (a.link) a.link->Close(reason);
-  snapshot_index_.Forget(node);
+  if (gather_) gather_->Forget(node);
   liveness_.Unwatch(node);
   if (state_ != CoordState::kDone) fleet_->OnAgentLost(node);
 }
@@ -72,6 +72,7 @@ void JobControl::StopGeneration(const std::string& why, bool restartable) {
   if (state_ == CoordState::kStopping || state_ == CoordState::kDone) return;
   DS_LOG(Info, Coord) << "generation " << generation_ << ": stopping (" << why << ")";
   state_ = CoordState::kStopping;
+  if (gather_) gather_->Abandon();
   restart_after_stop_ = restartable;
   stop_started_ = clock_.Now();
   stop_cursor_ = 0;
@@ -101,7 +102,7 @@ void JobControl::Finish() {
   if (state_ == CoordState::kDone) return;
   state_ = CoordState::kDone;
   timer_.Cancel();
-  record_.snapshot_summary = SnapshotSummary();
+  if (gather_) record_.snapshot_summary = gather_->Summary();
   for (size_t i = 0; i < agents_.size(); ++i) {
     SendTo(static_cast<int>(i), wire::MsgType::kShutdown, msg::Shutdown{}.Encode());
     if (agents_[i].link) agents_[i].link->Close("job finished", /*flush=*/true);
