@@ -78,6 +78,10 @@ struct CoordinatorOptions {
   double stop_grace = kDefaultStopGrace;  // SIGTERM -> SIGKILL on the nodes
   double hang_timeout = kDefaultHangTimeout;  // 0 = off
   int master_port = 0;                // 0 = node 0's agent picks a free port
+  // The per-node form: the plan's host names are placeholders (node0,
+  // node1, ...), so a node is named by the host name its agent reports at
+  // Register (its ranks' output prefix, the summary, notices).
+  bool hosts_from_agents = false;
   // What the user must see (restarts); default: a diagnostic log line.
   std::function<void(const std::string&)> notice;
 };
@@ -171,6 +175,7 @@ class JobControl {
 
   const LaunchPlan& plan_;            // the job's plan
   std::vector<NodePlan> candidates_;  // its nodes, then its standbys: agents_ by index
+  std::vector<std::string> names_;    // by index, what the user knows each node as (hosts_from_agents)
   LaunchPlan gen_plan_;               // the current generation's plan
   std::vector<int> gen_agents_;       // gen_plan_ node i runs on agents_[gen_agents_[i]]
   CoordinatorOptions opt_;

@@ -43,7 +43,7 @@ void JobControl::OnGatherEvent(int node, const GatherEvent& e) {
     case GatherEvent::Kind::kNone:
       return;
     case GatherEvent::Kind::kSetupFailed:
-      return Abort(candidates_[node].host.name, e.what, 1);
+      return Abort(names_[node], e.what, 1);
     case GatherEvent::Kind::kRetry:
       Notice(e.what);
       return Gather();

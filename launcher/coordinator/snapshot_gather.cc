@@ -23,9 +23,9 @@ std::string PeerKey(const std::string& secret, const std::string& job_id) {
 double Mb(uint64_t bytes) { return static_cast<double>(bytes) / 1e6; }
 }  // namespace
 
-SnapshotGather::SnapshotGather(const LaunchPlan& plan, const std::string& secret, const std::string& job_id,
-                               std::string run_id)
-    : plan_(plan), candidates_(Candidates(plan)), peer_key_(PeerKey(secret, job_id)), run_id_(std::move(run_id)),
+SnapshotGather::SnapshotGather(const LaunchPlan& plan, const std::vector<std::string>& names,
+                               const std::string& secret, const std::string& job_id, std::string run_id)
+    : plan_(plan), candidates_(Candidates(plan)), names_(names), peer_key_(PeerKey(secret, job_id)), run_id_(std::move(run_id)),
       agents_(candidates_.size()) {}
 
 msg::SnapshotSetup SnapshotGather::Setup(int node) {
@@ -80,9 +80,7 @@ GatherEvent SnapshotGather::Begin(int generation, std::vector<int> agents) {
 Gathering SnapshotGather::Gather(const std::vector<bool>& alive, Clock::time_point now) {
   const RecoveryChoice choice = index_.Decide(alive, run_id_, bad_saves_);
   Gathering out;
-  std::vector<std::string> hosts;
-  for (const NodePlan& n : candidates_) hosts.push_back(n.host.name);
-  if (choice.step >= 0 || choice.newest >= 0 || generation_ > 0) out.notices.push_back(DescribeRecovery(choice, hosts));
+  if (choice.step >= 0 || choice.newest >= 0 || generation_ > 0) out.notices.push_back(DescribeRecovery(choice, names_));
   if (const std::string kept = DescribeKept(choice); !kept.empty() && !kept_said_) {
     out.notices.push_back(kept);
     kept_said_ = true;
@@ -114,7 +112,7 @@ GatherEvent SnapshotGather::OnFetched(int node, const msg::Fetched& m, Clock::ti
   if (phase_ != Phase::kFetching || static_cast<int>(m.generation) != generation_ || m.step != resume_step_ ||
       m.set != resume_id_.set || !fetching_.count(node))
     return {};  // stale: an earlier generation's or an abandoned save's
-  const std::string& host = candidates_[node].host.name;
+  const std::string& host = names_[node];
   if (!m.error.empty()) {
     bad_saves_.insert({m.step, m.set});
     return {GatherEvent::Kind::kRetry, fmt::format("{} could not gather step {}: {}; trying an older step", host,

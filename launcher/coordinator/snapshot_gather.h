@@ -52,9 +52,11 @@ struct Gathering {
 
 class SnapshotGather {
  public:
-  // `plan` must outlive it; agents are its Candidates() by index. The peer
-  // key is derived from `secret` and `job_id`, never the secret itself.
-  SnapshotGather(const LaunchPlan& plan, const std::string& secret, const std::string& job_id, std::string run_id);
+  // `plan` and `names` (what the user knows each candidate as, for the
+  // notices) must outlive it; agents are the plan's Candidates() by index.
+  // The peer key is derived from `secret` and `job_id`, never the secret itself.
+  SnapshotGather(const LaunchPlan& plan, const std::vector<std::string>& names, const std::string& secret,
+                 const std::string& job_id, std::string run_id);
 
   // What `node`'s agent is told when it registers (or rejoins): it is not
   // ready until it answers, and what it reported before is forgotten (it
@@ -98,7 +100,8 @@ class SnapshotGather {
   };
 
   const LaunchPlan& plan_;
-  std::vector<NodePlan> candidates_;  // agents_ by index
+  std::vector<NodePlan> candidates_;  // agents_ by index ({host} in their directories)
+  const std::vector<std::string>& names_;
   std::string peer_key_;
   std::string run_id_;
   std::vector<Agent> agents_;

@@ -44,7 +44,12 @@ msg::Fetched Ok(const msg::Fetch& f) { return {f.generation, f.step, f.id.set, 1
 
 struct Gather {
   explicit Gather(const std::string& hostfile, int max_nodes = 0)
-      : plan(PlanFor(hostfile, max_nodes)), gather(plan, "s3cret", "job1", kRun) {}
+      : plan(PlanFor(hostfile, max_nodes)), names(Names(plan)), gather(plan, names, "s3cret", "job1", kRun) {}
+  static std::vector<std::string> Names(const LaunchPlan& plan) {
+    std::vector<std::string> out;
+    for (const NodePlan& n : Candidates(plan)) out.push_back(n.host.name);
+    return out;
+  }
   // Every candidate is set up and ready.
   void AllReady() {
     for (size_t n = 0; n < Candidates(plan).size(); ++n) {
@@ -53,6 +58,7 @@ struct Gather {
     }
   }
   LaunchPlan plan;
+  std::vector<std::string> names;
   SnapshotGather gather;
 };
 
@@ -73,7 +79,7 @@ TEST_CASE("snapshot gather: each agent's setup names its directory and a key der
   CHECK(s0.peer_key.size() == 64);
   CHECK(s0.peer_key.find("s3cret") == std::string::npos);
   CHECK(s0.peer_key == s2.peer_key);
-  CHECK(s0.peer_key != SnapshotGather(g.plan, "s3cret", "job2", kRun).Setup(0).peer_key);
+  CHECK(s0.peer_key != SnapshotGather(g.plan, g.names, "s3cret", "job2", kRun).Setup(0).peer_key);
 }
 
 TEST_CASE("snapshot gather: ready once every agent of the generation answered its setup", "[snapshots][gather]") {
