@@ -124,6 +124,7 @@ Result<CoordinatorOptions> CoordinatorOptionsFor(const Launch& l, const CliOptio
     co.listen_port = l.per_node->port;
     co.advertise_host = l.per_node->addr;
     co.register_timeout = kPerNodeJoinTimeout;
+    co.hosts_from_agents = true;  // the plan's node0, node1, ... are placeholders
     return co;
   }
   if (l.launcher == "local") return co;

@@ -15,6 +15,11 @@
 namespace ds {
 
 namespace {
+std::vector<std::string> HostNames(const std::vector<NodePlan>& nodes) {
+  std::vector<std::string> names;
+  for (const NodePlan& n : nodes) names.push_back(n.host.name);
+  return names;
+}
 double MsSince(Clock::time_point since, Clock::time_point now) {
   return std::chrono::duration<double, std::milli>(now - since).count();
 }
@@ -22,13 +27,15 @@ double MsSince(Clock::time_point since, Clock::time_point now) {
 
 JobControl::JobControl(const LaunchPlan& plan, CoordinatorOptions options, JobRecord& record, KvStore& store,
                        const Clock& clock, DeadlineTimer& timer)
-    : plan_(plan), candidates_(Candidates(plan)), gen_plan_(plan), opt_(std::move(options)), record_(record),
-      store_(store), clock_(clock), timer_(timer), policy_(plan, [this](const std::string& t) { Notice(t); }),
+    : plan_(plan), candidates_(Candidates(plan)), names_(HostNames(candidates_)), gen_plan_(plan),
+      opt_(std::move(options)), record_(record), store_(store), clock_(clock), timer_(timer),
+      policy_(plan, names_, [this](const std::string& t) { Notice(t); }),
       master_port_(opt_.master_port), agents_(candidates_.size()),
       liveness_(candidates_.size(), Seconds(opt_.heartbeat_interval), Seconds(opt_.heartbeat_timeout)) {
   for (size_t i = 0; i < plan_.nodes.size(); ++i) gen_agents_.push_back(static_cast<int>(i));
-  snapshots_ = plan_.job.checkpoint.Snapshots(static_cast<int>(plan_.nodes.size()));
   if (opt_.run_id.empty()) opt_.run_id = RandomHex(8);
+  if (plan_.job.checkpoint.Snapshots(static_cast<int>(plan_.nodes.size())))
+    gather_ = std::make_unique<SnapshotGather>(plan_, names_, opt_.secret, opt_.job_id, opt_.run_id);
 }
 
 JobControl::~JobControl() {
@@ -56,15 +63,16 @@ Status JobControl::OnRegister(const msg::Register& facts, std::shared_ptr<AgentL
     return Status::InvalidArgument(fmt::format("node {} is already registered", node));
   a.link = std::move(link);
   a.facts = facts;
+  if (opt_.hosts_from_agents && !facts.hostname.empty()) names_[node] = Printable(facts.hostname);
   if (!a.registered) ++num_registered_;
   a.registered = true;
   a.lost = false;
   a.stopped = true;
   liveness_.Watch(node, clock_.Now());
-  if (snapshots_) SetUpSnapshots(node);
+  if (gather_) SendTo(node, wire::MsgType::kSnapshotSetup, gather_->Setup(node).Encode());
   fleet_->OnAgentRegistered(node);
   if (rejoin) {
-    Notice(fmt::format("{} rejoined; it takes part from the next restart", candidates_[node].host.name));
+    Notice(fmt::format("{} rejoined; it takes part from the next restart", names_[node]));
   } else {
     DS_LOG(Info, Coord) << "node " << node << " registered after " << MsSince(start_time_, clock_.Now()) << " ms ("
                         << Printable(facts.host) << ", " << Printable(facts.addr) << " via "
@@ -120,7 +128,7 @@ Status JobControl::OnAgentFrame(int node, const Frame& f) {
 void JobControl::StartGeneration() {
   state_ = CoordState::kReserving;
   DS_LOG(Info, Coord) << "generation " << generation_ << ": reserving MASTER_PORT on "
-                      << gen_plan_.nodes[0].host.name;
+                      << names_[gen_agents_[0]];
   SendTo(gen_agents_[0], wire::MsgType::kReserve,
          msg::Reserve{static_cast<uint32_t>(generation_), static_cast<uint32_t>(opt_.master_port)}.Encode());
 }
@@ -128,7 +136,7 @@ void JobControl::StartGeneration() {
 void JobControl::OnReserved(int node, const msg::Reserved& m) {
   if (node != gen_agents_[0] || state_ != CoordState::kReserving || static_cast<int>(m.generation) != generation_)
     return;  // stale
-  if (!m.error.empty()) return Abort(gen_plan_.nodes[0].host.name, "MASTER_PORT reservation failed: " + m.error, 1);
+  if (!m.error.empty()) return Abort(names_[gen_agents_[0]], "MASTER_PORT reservation failed: " + m.error, 1);
   master_port_ = static_cast<int>(m.port);
   SendAssigns();
 }
@@ -151,12 +159,12 @@ void JobControl::SendAssigns() {
   for (size_t i = 0; i < gen_agents_.size(); ++i) {
     const int agent = gen_agents_[i];
     msg::Assign a = BuildAssign(gen_plan_, static_cast<int>(i), agents_[agent].facts, ctx);
-    if (snapshots_)
+    if (gather_)
       for (msg::WorkerSpec& w : a.workers) {
-        w.env.emplace_back("DSLAUNCH_RESUME_STEP", std::to_string(resume_step_));
-        w.env.emplace_back("DSLAUNCH_RESUME_SET", resume_id_.set);
+        w.env.emplace_back("DSLAUNCH_RESUME_STEP", std::to_string(gather_->resume_step()));
+        w.env.emplace_back("DSLAUNCH_RESUME_SET", gather_->resume_id().set);
       }
-    for (const auto& w : a.workers) record_.OnAssigned(w.rank, agent, gen_plan_.nodes[i].host.name);
+    for (const auto& w : a.workers) record_.OnAssigned(w.rank, agent, names_[agent]);
     agents_[agent].stopped = a.workers.empty();
     SendTo(agent, wire::MsgType::kAssign, a.Encode());
   }

@@ -20,11 +20,10 @@
 //
 // With snapshots on (checkpoint.shared false or checkpoint.replicas > 0,
 // launcher/config/checkpoint_options.h) every agent gets a SnapshotSetup when
-// it registers, and each generation first gathers (kGathering): the
-// SnapshotIndex picks the newest step complete among the living nodes, every
-// agent of the generation is told where its replicas go (Replicate) and to
-// fetch that step's shards (Fetch), and the generation starts when all have
-// (a step that cannot be gathered is dropped for the next older one).
+// it registers, and each generation first gathers (kGathering): its
+// SnapshotGather (snapshot_gather.h) picks the newest step complete among the
+// living nodes and has every agent of the generation fetch it; the
+// generation starts when all have.
 //
 // Inputs are events (a registration, an agent's frame, a closed link, a
 // signal) and the one DeadlineTimer it keeps armed at its next deadline;
@@ -34,7 +33,8 @@
 // timer wakes for the register or stop limit, or for Liveness (liveness.h):
 // the Ping once per heartbeat_interval and the earliest silence deadline,
 // an agent being lost when heartbeat_timeout has passed, not a sweep later.
-// Agents are reached through AgentLink.
+// JobControl keeps the phases and composes the parts that have a name:
+// Liveness, RestartPolicy and SnapshotGather. Agents are reached through AgentLink.
 // Tests drive it with fakes of all three, without sockets or sleeps.
 // Not thread-safe: call from one thread (the coordinator's io thread).
 #pragma once
@@ -55,7 +55,7 @@
 #include "launcher/coordinator/kv_store.h"
 #include "launcher/coordinator/liveness.h"
 #include "launcher/coordinator/restart_policy.h"
-#include "launcher/coordinator/snapshot_index.h"
+#include "launcher/coordinator/snapshot_gather.h"
 #include "launcher/report/job_record.h"
 #include "wire/protocol.h"
 
@@ -78,6 +78,10 @@ struct CoordinatorOptions {
   double stop_grace = kDefaultStopGrace;  // SIGTERM -> SIGKILL on the nodes
   double hang_timeout = kDefaultHangTimeout;  // 0 = off
   int master_port = 0;                // 0 = node 0's agent picks a free port
+  // The per-node form: the plan's host names are placeholders (node0,
+  // node1, ...), so a node is named by the host name its agent reports at
+  // Register (its ranks' output prefix, the summary, notices).
+  bool hosts_from_agents = false;
   // What the user must see (restarts); default: a diagnostic log line.
   std::function<void(const std::string&)> notice;
 };
@@ -136,9 +140,6 @@ class JobControl {
     bool registered = false;
     bool lost = false;
     bool stopped = true;  // confirmed Stopped for the current generation
-    bool snapshot_ready = false;       // answered SnapshotSetup
-    std::string peer_addr;             // its shard server
-    msg::SnapshotCounters counters;    // its latest totals
     bool connected() const { return link && !link->closed(); }
   };
 
@@ -163,19 +164,18 @@ class JobControl {
   Clock::time_point StopDeadline() const;
   Clock::time_point NextDeadline() const;
   void Rearm();
-  // job_control_snapshot.cc: snapshots, and gathering a step before a generation.
-  void SetUpSnapshots(int node);
+  // job_control_snapshot.cc: acting on SnapshotGather.
   Status OnSnapshotFrame(int node, const Frame& f);
   void PrepareGeneration();  // gathers first when snapshots are on, then StartGeneration
-  void Gather();
-  void OnFetched(int node, const msg::Fetched& m);
-  std::string SnapshotSummary() const;
+  void OnGatherEvent(int node, const GatherEvent& e);
+  void Gather();             // sends what gather_ decided
   // job_control_restart.cc: the next generation after RestartPolicy's yes.
   std::vector<bool> AliveAgents() const;  // by node: registered, not lost, connected
   void Restart();
 
   const LaunchPlan& plan_;            // the job's plan
   std::vector<NodePlan> candidates_;  // its nodes, then its standbys: agents_ by index
+  std::vector<std::string> names_;    // by index, what the user knows each node as (hosts_from_agents)
   LaunchPlan gen_plan_;               // the current generation's plan
   std::vector<int> gen_agents_;       // gen_plan_ node i runs on agents_[gen_agents_[i]]
   CoordinatorOptions opt_;
@@ -199,15 +199,7 @@ class JobControl {
   Clock::time_point start_time_;
   Clock::time_point stop_started_;
   std::function<void()> on_done_;
-  // Snapshots (job_control_snapshot.cc).
-  bool snapshots_ = false;
-  SnapshotIndex snapshot_index_;
-  std::set<SnapshotIndex::Save> bad_saves_;  // saves that failed to gather
-  int64_t resume_step_ = -1;           // what this generation's workers load ...
-  msg::SnapshotId resume_id_;          // ... which save of it
-  bool kept_said_ = false;             // the line about earlier runs' saves was printed
-  std::set<int> fetching_;             // agents whose Fetched is owed
-  Clock::time_point gather_started_;
+  std::unique_ptr<SnapshotGather> gather_;  // null with snapshots off
 };
 
 }  // namespace ds

@@ -18,10 +18,10 @@ void JobControl::OnAgentClosed(int node, const std::string& reason) {
     return MaybeFinishStopping();
   }
   if (std::find(gen_agents_.begin(), gen_agents_.end(), node) == gen_agents_.end()) {
-    Notice(fmt::format("standby {} lost ({})", candidates_[node].host.name, reason));
+    Notice(fmt::format("standby {} lost ({})", names_[node], reason));
     return;
   }
-  Fail(candidates_[node].host.name, "agent lost: " + reason, 1, /*restartable=*/true);
+  Fail(names_[node], "agent lost: " + reason, 1, /*restartable=*/true);
 }
 
 // Lost for good (a rejoin registers a new agent): its link closed, its
@@ -31,7 +31,7 @@ void JobControl::LoseAgent(int node, const std::string& reason) {
   Agent& a = agents_[node];
   a.lost = true;
   if (a.link) a.link->Close(reason);
-  snapshot_index_.Forget(node);
+  if (gather_) gather_->Forget(node);
   liveness_.Unwatch(node);
   if (state_ != CoordState::kDone) fleet_->OnAgentLost(node);
 }
@@ -40,8 +40,10 @@ void JobControl::Abort(const std::string& host, const std::string& what, int exi
   Fail(host, what, exit_code, /*restartable=*/false);
 }
 
+// The user hears of the failure once: in the restart's notice or in the
+// summary (a warning here printed it a second time, e.g. a busy --master_port).
 void JobControl::Fail(const std::string& host, const std::string& what, int exit_code, bool restartable) {
-  DS_LOG(Warn, Coord) << host << ": " << what;
+  DS_LOG(Info, Coord) << host << ": " << what;
   Failure f;
   f.time = std::chrono::system_clock::now();
   f.host = host;
@@ -72,6 +74,7 @@ void JobControl::StopGeneration(const std::string& why, bool restartable) {
   if (state_ == CoordState::kStopping || state_ == CoordState::kDone) return;
   DS_LOG(Info, Coord) << "generation " << generation_ << ": stopping (" << why << ")";
   state_ = CoordState::kStopping;
+  if (gather_) gather_->Abandon();
   restart_after_stop_ = restartable;
   stop_started_ = clock_.Now();
   stop_cursor_ = 0;
@@ -101,7 +104,7 @@ void JobControl::Finish() {
   if (state_ == CoordState::kDone) return;
   state_ = CoordState::kDone;
   timer_.Cancel();
-  record_.snapshot_summary = SnapshotSummary();
+  if (gather_) record_.snapshot_summary = gather_->Summary();
   for (size_t i = 0; i < agents_.size(); ++i) {
     SendTo(static_cast<int>(i), wire::MsgType::kShutdown, msg::Shutdown{}.Encode());
     if (agents_[i].link) agents_[i].link->Close("job finished", /*flush=*/true);
@@ -123,7 +126,7 @@ void JobControl::CheckRegisterDeadline(Clock::time_point now) {
   if (state_ != CoordState::kWaitingForAgents || now < start_time_ + Seconds(opt_.register_timeout)) return;
   std::string missing;
   for (size_t i = 0; i < agents_.size(); ++i)
-    if (!agents_[i].registered) missing += (missing.empty() ? "" : ", ") + candidates_[i].host.name;
+    if (!agents_[i].registered) missing += (missing.empty() ? "" : ", ") + names_[i];
   Abort(missing, fmt::format("agent did not register within {}s", opt_.register_timeout), 1);
 }
 
@@ -148,7 +151,7 @@ void JobControl::CheckStopDeadline(Clock::time_point now) {
   for (size_t i = 0; i < agents_.size(); ++i) {
     Agent& a = agents_[i];
     if (a.stopped || a.lost || !a.connected()) continue;
-    DS_LOG(Warn, Coord) << candidates_[i].host.name << ": did not confirm the stop in time";
+    DS_LOG(Warn, Coord) << names_[i] << ": did not confirm the stop in time";
     LoseAgent(static_cast<int>(i), "did not confirm the stop in time");
   }
   MaybeFinishStopping();

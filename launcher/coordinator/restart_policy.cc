@@ -23,8 +23,9 @@ const WorkerRecord* GpuFailure(const JobSpec& job, const JobRecord& record) {
 
 }  // namespace
 
-RestartPolicy::RestartPolicy(const LaunchPlan& plan, std::function<void(const std::string&)> notice)
-    : plan_(plan), candidates_(Candidates(plan)), notice_(std::move(notice)) {}
+RestartPolicy::RestartPolicy(const LaunchPlan& plan, const std::vector<std::string>& names,
+                             std::function<void(const std::string&)> notice)
+    : plan_(plan), names_(names), notice_(std::move(notice)) {}
 
 bool RestartPolicy::MayRestart(const JobRecord& record, const std::vector<bool>& alive) {
   const ElasticOptions& el = plan_.job.elastic;
@@ -60,7 +61,7 @@ void RestartPolicy::ApplyHostCooldowns(std::vector<bool>& keep, const JobRecord&
     cooldown_until_[f->host] = now + Seconds(el.host_cooldown);
   }
   for (size_t i = 0; i < keep.size(); ++i) {
-    const std::string& host = candidates_[i].host.name;
+    const std::string& host = names_[i];
     auto it = cooldown_until_.find(host);
     if (!keep[i] || it == cooldown_until_.end() || now >= it->second) continue;
     const double left = std::chrono::duration<double>(it->second - now).count();

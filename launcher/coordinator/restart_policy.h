@@ -29,8 +29,10 @@ struct NextGeneration {
 
 class RestartPolicy {
  public:
-  // `plan` must outlive it.
-  RestartPolicy(const LaunchPlan& plan, std::function<void(const std::string&)> notice);
+  // `plan` and `names` (what the user knows each candidate as, by index; the
+  // record's worker hosts) must outlive it.
+  RestartPolicy(const LaunchPlan& plan, const std::vector<std::string>& names,
+                std::function<void(const std::string&)> notice);
 
   // Whether the failed generation `record` ended may be followed by
   // another with the `alive` candidates (by index); says why not.
@@ -45,7 +47,7 @@ class RestartPolicy {
   void ApplyHostCooldowns(std::vector<bool>& keep, const JobRecord& record, Clock::time_point now);
 
   const LaunchPlan& plan_;
-  std::vector<NodePlan> candidates_;  // nodes, then standbys
+  const std::vector<std::string>& names_;  // the candidates': nodes, then standbys
   std::function<void(const std::string&)> notice_;
   int restarts_ = 0;
   std::map<std::string, int> host_failures_;  // worker failures per host since its last cooldown

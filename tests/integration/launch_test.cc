@@ -321,8 +321,13 @@ TEST_CASE("launch: a --master_port already in use fails the launch and says so",
   std::string err = ReadFile(c.err_path);
   INFO(err);
   CHECK(code == 1);
-  CHECK(err.find("MASTER_PORT reservation failed: bind 0.0.0.0:" + port + ": Address already in use") !=
-        std::string::npos);
+  // Said once, by the summary (a warning line said it first, word for word).
+  const std::string said = "MASTER_PORT reservation failed: bind 0.0.0.0:" + port + ": Address already in use";
+  CHECK(err.find(said) != std::string::npos);
+  CHECK(err.find(said) == err.rfind(said));
+  const size_t failed = err.find("dslaunch: job failed; first failure at ");
+  CHECK(failed == 0);
+  CHECK(err.substr(err.find('\n') + 1) == "  host 127.0.0.1: " + said + "\ndslaunch: exit code 1\n");
 }
 
 }  // namespace

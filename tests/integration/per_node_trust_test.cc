@@ -3,8 +3,8 @@
 // loopback_secret.h): a rogue coordinator run as nobody on the rendezvous
 // port gets no node to run its command; node 0 listens on the address the
 // rendezvous names only; nodes started in either order join with the secret
-// node 0 publishes, which goes with node 0; a second node of one rank is
-// told so.
+// node 0 publishes, which goes with node 0, and their lines are labelled
+// with the host names the nodes report; a second node of one rank is told so.
 #include <arpa/inet.h>
 #include <catch2/catch.hpp>
 #include <netinet/in.h>
@@ -134,8 +134,13 @@ TEST_CASE("per node trust: nodes in either order join with node 0's secret; a se
   CHECK(WaitExit(n2.pid, seconds(30)) == 0);
   const std::string out = ReadFile(n0.out_path);
   INFO(out);
-  CHECK(out.find("R=1 W=3") != std::string::npos);
-  CHECK(out.find("R=2 W=3") != std::string::npos);
+  // Each line is labelled with the host name its node's agent reported (all
+  // three are this machine here), not the plan's placeholder (node1:1).
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  CHECK(out.find(std::string(host) + ":0 R=0 W=3") != std::string::npos);
+  CHECK(out.find(std::string(host) + ":1 R=1 W=3") != std::string::npos);
+  CHECK(out.find(std::string(host) + ":2 R=2 W=3") != std::string::npos);
   INFO(ReadFile(again.err_path));
   CHECK(again_rc == 3);
   CHECK(ReadFile(again.err_path).find("node 1 already joined this job (is its node rank given to two nodes?)") !=

@@ -44,6 +44,7 @@ void FakeCluster::Register(int node) {
   msg::Register r;
   r.node_index = static_cast<uint32_t>(node);
   r.host = Candidates(plan_)[node].host.name;
+  r.hostname = "machine-" + r.host;  // what gethostname() would say there
   r.addr = "10.0.0." + std::to_string(node + 1);
   r.ifname = "eth0";
   r.cpus = 4;

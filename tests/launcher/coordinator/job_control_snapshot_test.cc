@@ -201,6 +201,21 @@ TEST_CASE("job control snapshots: earlier runs' saves, one save of a step failin
   CHECK(Env(*c.Last<msg::Assign>(0, MsgType::kAssign), "DSLAUNCH_RESUME_SET") == Set(300, 2, "fe000000"));
 }
 
+TEST_CASE("job control snapshots: a standby's late setup does not start the gather over", "[jobcontrol][snapshots]") {
+  JobSpec job = SnapshotJob();
+  job.elastic.max_nodes = 2;  // w2 waits as a standby
+  FakeCluster c(kThreeHosts, job);
+  c.RegisterAll();
+  Ready(c, 0);
+  Ready(c, 1);
+  REQUIRE(c.Count(0, MsgType::kFetch) == 1);
+  Ready(c, 2);
+  CHECK(c.Count(0, MsgType::kFetch) == 1);
+  CHECK(c.Count(1, MsgType::kReplicate) == 1);
+  FetchAll(c);
+  CHECK(c.control().state() == CoordState::kReserving);
+}
+
 TEST_CASE("job control snapshots: a node that cannot keep snapshots ends the job naming it", "[jobcontrol][snapshots]") {
   FakeCluster c(kThreeHosts, SnapshotJob());
   c.RegisterAll();

@@ -352,4 +352,23 @@ TEST_CASE("job control: the fleet hears of registrations, losses and the launch 
   CHECK(c.fleet().lost == std::vector<int>{2});
 }
 
+TEST_CASE("job control: in the per-node form a node is named by the host name its agent reports", "[jobcontrol]") {
+  CoordinatorOptions per_node;
+  per_node.hosts_from_agents = true;
+  FakeCluster c("node0 slots=1\nnode1 slots=1\nnode2 slots=1\n", Elastic(1), per_node);
+  c.Run();
+  CHECK(c.record().workers().at(1).host == "machine-node1");
+  c.Drop(2);
+  REQUIRE(c.record().first_failure());
+  CHECK(c.record().first_failure()->host == "machine-node2");
+  c.ConfirmStops();
+  CHECK(HasNotice(c, "restart 1/1: generation 1 on 2 nodes, world size 2, after host machine-node2: agent lost"));
+}
+
+TEST_CASE("job control: elsewhere a node keeps its hostfile name", "[jobcontrol]") {
+  FakeCluster c(kThreeHosts, Elastic(0));
+  c.Run();
+  CHECK(c.record().workers().at(2).host == "w1");
+}
+
 }  // namespace ds::test

@@ -38,8 +38,15 @@ void FailRank(JobRecord& record, int rank, const std::string& host) {
 
 struct Policy {
   Policy(const std::string& hostfile, const ElasticOptions& el)
-      : plan(PlanFor(hostfile, el)), policy(plan, [this](const std::string& t) { notices.push_back(t); }) {}
+      : plan(PlanFor(hostfile, el)), names(Names(plan)),
+        policy(plan, names, [this](const std::string& t) { notices.push_back(t); }) {}
+  static std::vector<std::string> Names(const LaunchPlan& plan) {
+    std::vector<std::string> out;
+    for (const NodePlan& n : Candidates(plan)) out.push_back(n.host.name);
+    return out;
+  }
   LaunchPlan plan;
+  std::vector<std::string> names;
   std::vector<std::string> notices;
   RestartPolicy policy;
   JobRecord record;
