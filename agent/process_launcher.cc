@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
@@ -28,11 +29,53 @@ ProcessLauncher::~ProcessLauncher() {
 }
 
 Result<uint32_t> ProcessLauncher::HoldPort(uint32_t port) {
+  relay_.reset();  // the previous generation's: its port may be the one asked for
   // The wildcard address: the hold then conflicts with a bind of the port on
   // any local address, which is what the workers' later bind will need.
   DS_ASSIGN_OR_RETURN(auto held, ds::HoldPort("0.0.0.0", static_cast<int>(port)));
   held_port_ = std::move(held.first);
   return static_cast<uint32_t>(held.second);
+}
+
+void ProcessLauncher::ReleasePort() {
+  held_port_.Reset();
+  relay_.reset();
+}
+
+namespace {
+
+// DSLAUNCH_STORE_RELAY as the worker `spec` would see it: the Assign's
+// (job file env:, forwarded variables) over the agent's own.
+bool RelayWanted(const msg::WorkerSpec& spec) {
+  std::optional<std::string> v = EnvRaw("DSLAUNCH_STORE_RELAY");
+  for (const auto& [k, val] : spec.env)
+    if (k == "DSLAUNCH_STORE_RELAY") v = val;
+  return !v || !(*v == "0" || *v == "false" || *v == "no" || *v == "off");
+}
+
+}  // namespace
+
+int ProcessLauncher::StartRelay(const msg::Assign& m) {
+  relay_.reset();
+  if (held_port_.get() < 0) return 0;
+  auto rank0 = std::find_if(m.workers.begin(), m.workers.end(), [](const auto& w) { return w.rank == 0; });
+  if (rank0 == m.workers.end() || !RelayWanted(*rank0)) return 0;
+  // Rank 0's own port: held like MASTER_PORT, released just before it starts.
+  auto upstream = ds::HoldPort("0.0.0.0", 0);
+  if (!upstream.ok()) {
+    DS_LOG(Warn, Agent) << "no store relay: " << upstream.status().message();
+    return 0;
+  }
+  StoreRelayOptions o;
+  o.upstream_port = upstream->second;
+  auto relay = StoreRelay::Start(std::move(held_port_), o);
+  if (!relay.ok()) {
+    DS_LOG(Warn, Agent) << "no store relay: " << relay.status().message();
+    return 0;
+  }
+  relay_ = std::move(relay).value();
+  DS_LOG(Info, Agent) << "store relay: MASTER_PORT relayed to rank 0's store on port " << o.upstream_port;
+  return o.upstream_port;
 }
 
 std::vector<WorkerStart> ProcessLauncher::StartWorkers(const msg::Assign& m, const std::vector<std::string>& beat_tokens,
@@ -45,7 +88,8 @@ std::vector<WorkerStart> ProcessLauncher::StartWorkers(const msg::Assign& m, con
   }
   // The cores of each local rank, known before any fork (core_binding.h).
   auto cores = PlanCores(m);
-  held_port_.Reset();  // release MASTER_PORT just before the workers start
+  store_port_ = StartRelay(m);
+  held_port_.Reset();  // without the relay, release MASTER_PORT just before the workers start
   std::vector<WorkerStart> out;
   for (size_t i = 0; i < m.workers.size(); ++i) {
     Worker w;
@@ -124,6 +168,8 @@ KeyValues ProcessLauncher::Environment(const msg::WorkerSpec& spec, const Worker
   if (!snapshot_dir.empty()) set("DSLAUNCH_SNAPSHOT_DIR", snapshot_dir);
   if (!w.error_file.empty()) set("TORCHELASTIC_ERROR_FILE", w.error_file);
   if (omp_threads > 0) set("OMP_NUM_THREADS", std::to_string(omp_threads));
+  // Behind the relay, rank 0's store listens on a port of its own.
+  if (store_port_ > 0 && w.rank == 0) set("MASTER_PORT", std::to_string(store_port_));
   // Nobody chose the interfaces: the one that routes to MASTER_ADDR here.
   for (const char* k : {"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"})
     if (!ifname.empty() && !index.count(k)) set(k, ifname);

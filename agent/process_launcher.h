@@ -6,7 +6,10 @@
 // directory, a private TORCHELASTIC_ERROR_FILE, NCCL/GLOO_SOCKET_IFNAME (the
 // interface that routes to MASTER_ADDR, unless set) and, with
 // bind_cores_to_rank, the rank's cores. It holds MASTER_PORT for node rank
-// 0 between Reserve and the workers' start. For the event loop
+// 0 between Reserve and the workers' start; then, unless the job set
+// DSLAUNCH_STORE_RELAY=0, a StoreRelay (store_relay.h) keeps it listening
+// until Stop, the next Reserve or the end, and rank 0 gets a second free
+// port as its MASTER_PORT, where its own store listens. For the event loop
 // (AgentSession) it gives the workers' pipes to poll and turns a reaped pid
 // into a WorkerExit. Not thread-safe: the agent's event loop only.
 #pragma once
@@ -23,6 +26,7 @@
 #include "agent/agent_seams.h"
 #include "agent/child_agents.h"
 #include "agent/error_file_dir.h"
+#include "agent/store_relay.h"
 #include "agent/worker_process.h"
 
 namespace ds {
@@ -38,7 +42,8 @@ class ProcessLauncher final : public WorkerLauncher {
   ~ProcessLauncher() override;  // SIGKILLs every group still running
 
   Result<uint32_t> HoldPort(uint32_t port) override;
-  void ReleasePort() override { held_port_.Reset(); }
+  // Also ends the relay: every socket it holds closed.
+  void ReleasePort() override;
   std::vector<WorkerStart> StartWorkers(const msg::Assign& m, const std::vector<std::string>& beat_tokens,
                                         const std::string& snapshot_dir) override;
   void SignalGroup(int rank, int sig) override;
@@ -64,6 +69,10 @@ class ProcessLauncher final : public WorkerLauncher {
     std::unique_ptr<WorkerProcess> proc;
     std::string error_file;  // TORCHELASTIC_ERROR_FILE; "" = none
   };
+  // Turns the held MASTER_PORT into the relay; rank 0's own store port, or
+  // 0 when there is no relay (nothing held, no rank 0 here, opted out, or
+  // it could not start: logged, and the port is released as without it).
+  int StartRelay(const msg::Assign& m);
   // The cores of each local rank (bind_cores_to_rank), or why they cannot be chosen.
   Result<std::vector<std::vector<int>>> PlanCores(const msg::Assign& m) const;
   Result<std::unique_ptr<WorkerProcess>> Launch(const msg::Assign& m, size_t i, const Worker& w,
@@ -77,6 +86,8 @@ class ProcessLauncher final : public WorkerLauncher {
   const ChildAgents& tree_;
   ErrorFileDir error_files_;  // removed with the launcher
   UniqueFd held_port_;
+  std::unique_ptr<StoreRelay> relay_;  // on MASTER_PORT for the current generation
+  int store_port_ = 0;                  // rank 0's MASTER_PORT behind the relay; 0 = none
   std::vector<Worker> workers_;  // the current generation's
 };
 

@@ -52,6 +52,7 @@ TEST_CASE("launch: 3x2 local job, every rank once, consistent torchrun env, valu
   }
   REQUIRE(by_rank.size() == 6);
   std::set<std::string> masters;
+  std::string rank0_master;
   for (const auto& [rank, f] : by_rank) {
     CHECK(*ParseInt(f[3]) == rank % 2);   // LOCAL_RANK
     CHECK(*ParseInt(f[4]) == rank / 2);   // GROUP_RANK
@@ -59,11 +60,15 @@ TEST_CASE("launch: 3x2 local job, every rank once, consistent torchrun env, valu
     CHECK(f[6] == "2");                   // LOCAL_WORLD_SIZE
     CHECK(f[9] == "127.0.0." + std::to_string(rank / 2 + 1));
     CHECK(f[10] == "lo");
-    masters.insert(f[7] + ":" + f[8]);
+    // Rank 0's store listens on a port of its own behind the relay on MASTER_PORT.
+    if (rank == 0) rank0_master = f[7] + ":" + f[8];
+    else masters.insert(f[7] + ":" + f[8]);
     CHECK(!f[11].empty());
   }
   REQUIRE(masters.size() == 1);
   CHECK(masters.begin()->rfind("127.0.0.1:", 0) == 0);
+  CHECK(rank0_master.rfind("127.0.0.1:", 0) == 0);
+  CHECK(rank0_master != *masters.begin());
   for (int r = 0; r < 6; ++r) {
     CHECK(ReadFile(dir / ("tricky." + std::to_string(r))) == "it's \"quoted\"  $HOME  `x` \\ end");
     CHECK(ReadFile(dir / ("dot." + std::to_string(r))) == "line1\nline2 $NOT_EXPANDED 'single'");

@@ -6,7 +6,10 @@
 #      through env:// (MASTER_ADDR/MASTER_PORT) and all-reduces;
 #   2. DeepSpeed's form (PYTHON_EXEC, --deepspeed) passes --local_rank=N (right after the script),
 #      torchrun's -m form does not;
-#   3. a rank that raises inside @record (with its stderr closed) makes
+#   3. rank 1 reaches MASTER_PORT before rank 0 has made its store: node 0's
+#      agent relays it (store_probe.py: the connect is accepted, not refused),
+#      rank 0's MASTER_PORT is its own; DSLAUNCH_STORE_RELAY=0 turns that off;
+#   4. a rank that raises inside @record (with its stderr closed) makes
 #      dslaunch exit 1 with the exception's message and its frames in the
 #      summary, read from TORCHELASTIC_ERROR_FILE;
 #   4. a rank that raises (no @record) while another dies of the closed Gloo
@@ -26,7 +29,7 @@ trap 'rm -rf "$work"' EXIT
 fails=0
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 cd "$work"
-cp "$here/record_error.py" "$here/collateral.py" .
+cp "$here/record_error.py" "$here/collateral.py" "$here/store_probe.py" .
 H="$root/hostfiles/local"
 
 echo "== torchrun's contract: is_torchelastic_launched, ROLE_NAME, a Gloo group over env://"
@@ -39,6 +42,29 @@ for r in 0 1; do
     fail "rank $r: torchrun's variables missing"
   grep -q "rank=$r allreduce=3" <<<"$out" || fail "rank $r: the Gloo all-reduce did not give 3"
 done
+
+echo "== the store relay: rank 1 is accepted on MASTER_PORT before rank 0 has made its store"
+mkfifo "$work/probe.fifo"
+out=$(PROBE_FIFO=$work/probe.fifo timeout 120 "$DSLAUNCH" --hostfile "$H" --num_nodes 2 --num_gpus 1 -- \
+  "$PY" -u store_probe.py 2>&1)
+rc=$?
+echo "$out"
+[ $rc -eq 0 ] || fail "the store relay run exited $rc"
+grep -q "rank=1 store_probe=accepted" <<<"$out" || fail "rank 1's connect to MASTER_PORT was not accepted before rank 0's store existed"
+p0=$(sed -n 's/.*rank=0 master_port=\([0-9]*\).*/\1/p' <<<"$out")
+p1=$(sed -n 's/.*rank=1 master_port=\([0-9]*\).*/\1/p' <<<"$out")
+[ -n "$p0" ] && [ -n "$p1" ] && [ "$p0" != "$p1" ] || fail "rank 0's MASTER_PORT ($p0) should be its own, not the relay's ($p1)"
+for r in 0 1; do grep -q "rank=$r past_barrier" <<<"$out" || fail "rank $r did not pass the barrier"; done
+
+echo "== DSLAUNCH_STORE_RELAY=0: no relay, one MASTER_PORT, rank 0 listens on it itself"
+out=$(DSLAUNCH_STORE_RELAY=0 PROBE_FIFO=$work/probe.fifo timeout 120 "$DSLAUNCH" --hostfile "$H" --num_nodes 2 \
+  --num_gpus 1 -- "$PY" -u store_probe.py 2>&1)
+rc=$?
+echo "$out"
+[ $rc -eq 0 ] || fail "the run without the relay exited $rc"
+grep -q "rank=1 store_probe=refused" <<<"$out" || fail "without the relay, rank 1's early connect should be refused"
+[ "$(grep -o 'master_port=[0-9]*' <<<"$out" | sort -u | wc -l)" -eq 1 ] || fail "without the relay, every rank has one MASTER_PORT"
+for r in 0 1; do grep -q "rank=$r past_barrier" <<<"$out" || fail "rank $r did not pass the barrier (no relay)"; done
 
 echo "== a rank that raises inside @record: its exception is in the summary"
 out=$(FAIL_RANK=1 LR=3.5 timeout 120 "$DSLAUNCH" --hostfile "$H" --num_nodes 2 --num_gpus 1 -- \
