@@ -88,6 +88,7 @@ void AgentControl::OnReserve(const msg::Reserve& m) {
 void AgentControl::OnAssign(const msg::Assign& m) {
   if (!Enter(AgentPhase::kRunning)) return;  // leaving: no worker starts any more
   slots_.clear();  // the previous generation's workers are all gone (the launcher SIGKILLs any left)
+  progress_.Clear();
   seams_.workers.KillLeftovers();  // and nothing of theirs is left to meet the new generation
   generation_ = m.generation;
   stop_grace_ = std::chrono::milliseconds(m.stop_grace_ms);
@@ -166,7 +167,16 @@ void AgentControl::SendSnapshotMessages() {
   Quit(ExitCode(AgentExit::kInternalError), "snapshots: " + failed);
 }
 
-void AgentControl::OnWorkerLine(int rank, int stream, const std::string& line) { SendLine(rank, stream, line); }
+void AgentControl::OnWorkerLine(int rank, int stream, const std::string& line) {
+  const int plain = stream & ~msg::kOutputProgress;
+  if (plain == stream) progress_.Completed(rank, stream);
+  else if (!progress_.Offer(rank, plain, line, clock_.Now())) return;  // kept: sent when due (OnTick)
+  SendLine(rank, stream, line);
+}
+
+void AgentControl::SendDueProgress(TimePoint now) {
+  for (const auto& u : progress_.TakeDue(now)) SendLine(u.rank, u.stream | msg::kOutputProgress, u.text);
+}
 
 void AgentControl::SendLine(int rank, int stream, const std::string& line) {
   Send(wire::MsgType::kOutput, msg::Output{generation_, rank, static_cast<uint8_t>(stream), line}.Encode());

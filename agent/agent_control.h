@@ -24,6 +24,7 @@
 
 #include "agent/agent_phase.h"
 #include "agent/agent_seams.h"
+#include "agent/progress_throttle.h"
 #include "common/clock.h"
 #include "common/defaults.h"
 #include "wire/frame_io.h"
@@ -49,7 +50,9 @@ class AgentControl {
   void OnFrame(const Frame& f);
   // The link broke (closed, reset, a write failed, a bad frame header).
   void OnLinkLost(const std::string& reason);
-  // A line the current generation's `rank` wrote (stream 1 stdout, 2 stderr).
+  // A line the current generation's `rank` wrote (stream 1 stdout, 2 stderr),
+  // or with msg::kOutputProgress an update of its line in progress: sent at
+  // most once per kProgressInterval per stream, the newest when due.
   void OnWorkerLine(int rank, int stream, const std::string& line);
   // A step heartbeat claiming `rank`: counts only with that worker's token.
   void OnStepBeat(int64_t rank, const std::string& token);
@@ -65,8 +68,8 @@ class AgentControl {
   void OnTick();
 
   // When OnTick next has something to do: the next Ping, the coordinator's
-  // silence limit, the pending SIGKILL, the earliest worker hang, the end
-  // of kLingering. nullopt when only events can change anything.
+  // silence limit, the pending SIGKILL, the earliest worker hang, a kept
+  // progress update, the end of kLingering. nullopt when only events can change anything.
   std::optional<TimePoint> NextDeadline() const;
   AgentPhase phase() const { return phase_; }
   bool finished() const { return phase_ == AgentPhase::kFinished; }
@@ -98,6 +101,7 @@ class AgentControl {
   void OnFetch(const msg::Fetch& m);
   void SendSnapshotMessages();
   void SendLine(int rank, int stream, const std::string& line);
+  void SendDueProgress(TimePoint now);
   void FailToStart(Slot s, const std::string& why);
   void BeginStop();
   void SignalRunning(int sig);
@@ -120,6 +124,7 @@ class AgentControl {
   int exit_code_ = 0;
   uint32_t generation_ = 0;
   std::vector<Slot> slots_;
+  ProgressThrottle progress_;              // the workers' progress updates, rate-limited
   std::optional<uint32_t> stop_owed_;      // a Stop's generation awaiting its Stopped
   Duration stop_grace_ = Seconds(kDefaultStopGrace);
   Duration hang_timeout_ = Seconds(kDefaultHangTimeout);

@@ -138,6 +138,7 @@ void AgentControl::OnTick() {
     SignalRunning(SIGKILL);
   }
   if (phase_ == AgentPhase::kRunning) CheckHangs(now);
+  SendDueProgress(now);
   CheckCoordinator(now);
   Settle();
 }
@@ -173,6 +174,7 @@ std::optional<AgentControl::TimePoint> AgentControl::NextDeadline() const {
       if (s.running && s.beaten && !s.hung) consider(s.last_beat + hang_timeout_);
   }
   if (phase_ == AgentPhase::kLingering && linger_until_) consider(*linger_until_);
+  if (auto p = progress_.NextDeadline()) consider(*p);
   if (seams_.link.open()) {
     consider(last_recv_ + Seconds(opt_.heartbeat_timeout));
     consider(last_ping_ + Seconds(opt_.heartbeat_interval));

@@ -23,6 +23,7 @@ std::vector<msg::AgentEnded> ChildAgents::Start(const msg::StartAgents& m) {
     for (const auto& kv : ProcessEnvironment())
       if (kv.first != "DSLAUNCH_SECRET_FD") launch.env.push_back(kv);
     launch.stdin_line = a.token;
+    launch.raw_lines = true;  // every byte reaches the log, escaped: a '\r' hides nothing there
     auto proc = WorkerProcess::Start(launch);
     if (!proc.ok()) {
       failed.push_back({a.node, 127, 0, fmt::format("cannot start '{}': {}", a.argv.empty() ? "" : a.argv[0],

@@ -15,11 +15,10 @@
 
 #include "common/strings.h"
 #include "common/subprocess.h"
+#include "wire/protocol.h"
 
 namespace ds {
 namespace {
-
-constexpr size_t kMaxLine = 64 * 1024;  // longer lines are split
 
 // In the child: the parts of one message to its stderr, with write(2) only.
 void WriteToStderr(std::initializer_list<const char*> parts) {
@@ -103,6 +102,8 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const WorkerLaunch& 
     if (fd >= 0) ::close(fd);
   auto w = std::unique_ptr<WorkerProcess>(new WorkerProcess());
   w->pid_ = pid;
+  w->out_lines_ = OutputLines(!l.raw_lines);
+  w->err_lines_ = OutputLines(!l.raw_lines);
   w->in_.Reset(inp[1]);
   w->out_.Reset(outp[0]);
   w->err_.Reset(errp[0]);
@@ -119,9 +120,12 @@ void WorkerProcess::SignalGroup(int sig) {
 }
 
 void WorkerProcess::ReadPipe(int fd, const LineSink& sink, size_t max_bytes) {
-  bool is_out = fd == out_.get();
-  std::string& buf = is_out ? out_buf_ : err_buf_;
-  int stream = is_out ? 1 : 2;
+  const bool is_out = fd == out_.get();
+  OutputLines& lines = is_out ? out_lines_ : err_lines_;
+  const int stream = is_out ? 1 : 2;
+  const OutputLines::Sink emit = [&](const std::string& text, bool progress) {
+    sink(progress ? stream | msg::kOutputProgress : stream, text);
+  };
   char chunk[16384];
   size_t total = 0;
   while (total < max_bytes) {
@@ -129,17 +133,11 @@ void WorkerProcess::ReadPipe(int fd, const LineSink& sink, size_t max_bytes) {
     if (r < 0 && errno == EINTR) continue;
     if (r > 0) {
       total += static_cast<size_t>(r);
-      buf.append(chunk, static_cast<size_t>(r));
-      TakeLines(buf, [&](const std::string& line) { sink(stream, line); });
-      while (buf.size() > kMaxLine) {
-        sink(stream, buf.substr(0, kMaxLine));
-        buf.erase(0, kMaxLine);
-      }
+      lines.Append(std::string_view(chunk, static_cast<size_t>(r)), emit);
       continue;
     }
     if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {  // EOF or error
-      if (!buf.empty()) sink(stream, buf);
-      buf.clear();
+      lines.Finish(emit);
       (is_out ? out_ : err_).Reset();
     }
     return;
@@ -149,10 +147,8 @@ void WorkerProcess::ReadPipe(int fd, const LineSink& sink, size_t max_bytes) {
 void WorkerProcess::DrainAndClose(const LineSink& sink) {
   if (out_.get() >= 0) ReadPipe(out_.get(), sink, kPipeDrainLimit);
   if (err_.get() >= 0) ReadPipe(err_.get(), sink, kPipeDrainLimit);
-  for (auto* p : {&out_buf_, &err_buf_}) {
-    if (!p->empty()) sink(p == &out_buf_ ? 1 : 2, *p);
-    p->clear();
-  }
+  out_lines_.Finish([&](const std::string& text, bool) { sink(1, text); });
+  err_lines_.Finish([&](const std::string& text, bool) { sink(2, text); });
   out_.Reset();
   err_.Reset();
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/output_lines.h"
 #include "common/status.h"
 #include "wire/client_conn.h"
 #include "wire/frame_io.h"
@@ -32,10 +33,15 @@ struct WorkerLaunch {
   // Not empty: stdin is a pipe that holds this line (newline added), and
   // its write end stays open until the WorkerProcess is destroyed (EOF then).
   std::string stdin_line;
+  // true: output lines exactly as written ('\r' kept, no progress updates),
+  // for commands whose bytes are logged escaped (the launch tree's ssh).
+  bool raw_lines = false;
 };
 
 class WorkerProcess {
  public:
+  // `stream`: 1 stdout, 2 stderr, | msg::kOutputProgress for an update of
+  // the line in progress (its visible text).
   using LineSink = std::function<void(int stream, const std::string& line)>;
 
   // Forks and execs. An exec failure shows up as exit code 127 with the
@@ -47,8 +53,9 @@ class WorkerProcess {
   int stdout_fd() const { return out_.get(); }
   int stderr_fd() const { return err_.get(); }
   // Reads up to `max_bytes` of what is available on `fd` (one of the two
-  // pipes) and emits whole lines; at EOF emits the partial last line and
-  // closes the pipe. Leaves the rest for the next call (poll is
+  // pipes) and emits whole lines, collapsed, and progress updates of the line
+  // in progress (OutputLines; `stream` then carries msg::kOutputProgress); at
+  // EOF emits the partial last line and closes the pipe. Leaves the rest for the next call (poll is
   // level-triggered), so a fast writer cannot hold the caller.
   void ReadPipe(int fd, const LineSink& sink, size_t max_bytes = kPipeReadPerWake);
   // After the worker exited: reads each pipe until it would block (at most
@@ -67,7 +74,7 @@ class WorkerProcess {
   WorkerProcess() = default;
   pid_t pid_ = -1;
   UniqueFd in_, out_, err_;
-  std::string out_buf_, err_buf_;
+  OutputLines out_lines_, err_lines_;
 };
 
 }  // namespace ds

@@ -105,12 +105,19 @@ DS_DECODE_END(WorkerStarted)
 Bytes Output::Encode() const {
   return PayloadWriter().U32(generation).I32(rank).U8(stream).Str(line).Take();
 }
-DS_DECODE_BEGIN(Output)
+Result<Output> Output::Decode(const Bytes& payload) {
+  PayloadReader r(payload);
+  Output m;
   m.generation = r.U32();
   m.rank = r.I32();
   m.stream = r.U8();
   m.line = r.Str();
-DS_DECODE_END(Output)
+  DS_RETURN_IF_ERROR(r.Finish("Output"));
+  const int stream = m.stream & ~kOutputProgress;
+  if (stream != 1 && stream != 2)
+    return Status::InvalidArgument(fmt::format("Output payload: stream {} (expected 1 or 2, optionally | 0x80)", m.stream));
+  return m;
+}
 
 Bytes WorkerExited::Encode() const {
   return PayloadWriter().U32(generation).I32(rank).I32(pid).I32(exit_code).I32(signal).U8(hung)

@@ -76,11 +76,15 @@ struct Assign {
   DS_MESSAGE(Assign);
 };
 struct WorkerStarted { uint32_t generation = 0; int32_t rank = 0; int32_t pid = 0; DS_MESSAGE(WorkerStarted); };
+// Output.stream's flag: `line` is the visible text of the line in progress
+// (a carriage-return update), not a complete line. Valid streams are 1, 2,
+// and either with this flag; Decode refuses any other value.
+constexpr uint8_t kOutputProgress = 0x80;
 struct Output {
   uint32_t generation = 0;
   int32_t rank = 0;
-  uint8_t stream = 1;          // 1 stdout, 2 stderr
-  std::string line;            // without the newline
+  uint8_t stream = 1;          // 1 stdout, 2 stderr, optionally | kOutputProgress
+  std::string line;            // without the newline, '\r' updates collapsed
   DS_MESSAGE(Output);
 };
 struct WorkerExited {

@@ -101,7 +101,9 @@ Status JobControl::OnAgentFrame(int node, const Frame& f) {
     }
     case wire::MsgType::kOutput: {
       DS_ASSIGN_OR_RETURN(msg::Output m, msg::Output::Decode(f.payload));
-      record_.OnOutput(m.rank, m.stream, m.line);
+      const int stream = m.stream & ~msg::kOutputProgress;
+      if (stream != m.stream) record_.OnProgress(m.rank, stream, m.line);
+      else record_.OnOutput(m.rank, stream, m.line);
       return Status::OK();
     }
     case wire::MsgType::kWorkerExited: {

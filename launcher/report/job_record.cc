@@ -55,6 +55,10 @@ void JobRecord::OnOutput(int rank, int stream, const std::string& line) {
   if (mux_) mux_->Line(rank, stream, line);
 }
 
+void JobRecord::OnProgress(int rank, int stream, const std::string& text) {
+  if (mux_ && workers_.count(rank) != 0) mux_->Progress(rank, stream, text);
+}
+
 bool JobRecord::OnExited(int rank, int pid, int exit_code, int signal, bool hung, TorchError error) {
   auto it = workers_.find(rank);
   if (it == workers_.end() || it->second.exited) return false;

@@ -74,6 +74,9 @@ class JobRecord {
   void OnAssigned(int rank, int node, const std::string& host);
   void OnStarted(int rank, int pid);
   void OnOutput(int rank, int stream, const std::string& line);
+  // The visible text of `rank`'s line in progress (a '\r' update): shown
+  // (LogMux::Progress), never kept among the last lines.
+  void OnProgress(int rank, int stream, const std::string& text);
   // Records an exit; returns true when it is a failure (code != 0, signal,
   // hung). `error` is what the worker's error file said (bounded again here:
   // BoundForWire), kept only for a failure.

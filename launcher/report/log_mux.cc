@@ -26,6 +26,8 @@ LogMux::LogMux(LogMuxOptions options) : opt_(std::move(options)) {
 }
 
 LogMux::~LogMux() {
+  for (int s = 0; s < 2; ++s)
+    if (open_[s]) Writer(s).Write("\n");
   out_.reset();  // writes what is queued
   err_.reset();
   for (auto& [rank, r] : ranks_)
@@ -70,11 +72,34 @@ void LogMux::Line(int rank, int stream, const std::string& line) {
   const RankOut& r = it->second;
   const int s = stream == 2 ? 1 : 0;
   // Live, also through a pipe: the writers flush after each batch.
-  if (r.on_terminal[s]) (s == 0 ? out_ : err_)->Write((s == 0 ? r.prefix : r.err_prefix) + line + "\n");
+  if (r.on_terminal[s]) Writer(s).Write(CloseProgress(s, rank) + (s == 0 ? r.prefix : r.err_prefix) + line + "\n");
   if (FILE* f = r.file[s]) {
     std::fwrite(line.data(), 1, line.size(), f);
     std::fputc('\n', f);
   }
+}
+
+void LogMux::Progress(int rank, int stream, const std::string& text) {
+  auto it = ranks_.find(rank);
+  const int s = stream == 2 ? 1 : 0;
+  if (it == ranks_.end() || !Tty(s) || !it->second.on_terminal[s]) return;
+  const RankOut& r = it->second;
+  std::string draw = CloseProgress(s, rank);
+  if (draw.empty() || draw.back() == '\n') draw += "\r\033[K";
+  Writer(s).Write(draw + (s == 0 ? r.prefix : r.err_prefix) + text);
+  open_[s] = rank;
+}
+
+std::string LogMux::CloseProgress(int s, int rank) {
+  const int other = 1 - s;
+  if (open_[other] && Tty(s) && Tty(other)) {  // one terminal: end the other stream's line first
+    Writer(other).Write("\n");
+    open_[other].reset();
+  }
+  if (!open_[s]) return "";
+  const bool same = *open_[s] == rank;
+  open_[s].reset();
+  return same ? "\r\033[K" : "\n";
 }
 
 void LogMux::Marker(const std::string& line) {
@@ -84,6 +109,10 @@ void LogMux::Marker(const std::string& line) {
 }
 
 void LogMux::Flush() {
+  for (int s = 0; s < 2; ++s)
+    if (open_[s]) Writer(s).Write("\n");
+  open_[0].reset();
+  open_[1].reset();
   out_->Flush();
   err_->Flush();
   for (auto& [rank, r] : ranks_)

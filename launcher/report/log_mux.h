@@ -12,12 +12,20 @@
 // those local ranks' lines reach the terminal; with `redirects` (torchrun's
 // -r) the streams it names go to the files only. The files still get every
 // line.
+// A progress update (a worker's '\r' line in progress, LogMux::Progress) is
+// drawn in place on a terminal, "\r\033[K" + prefix + text with no newline;
+// the same rank's next update redraws it, its completed line replaces it, and
+// any other line first ends it with "\n", so a prefix is never erased and
+// two lines never mix. When stdout and stderr are both terminals they are
+// taken as one (an open line on one is ended before a line on the other).
+// Off a terminal, and in the files, updates are dropped: only completed lines.
 // Not thread-safe: the coordinator's io thread only.
 #pragma once
 
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,11 +60,14 @@ class LogMux {
   // One line (without newline) of `rank`'s stdout (1) or stderr (2; any
   // other value is taken as stdout).
   void Line(int rank, int stream, const std::string& line);
+  // The visible text of `rank`'s line in progress on `stream` (1, 2): drawn
+  // in place on a terminal, dropped elsewhere (see above).
+  void Progress(int rank, int stream, const std::string& text);
   // A line of dslaunch's own in every per-rank file opened so far (not on
   // stdout), e.g. where a restarted generation begins.
   void Marker(const std::string& line);
-  // Waits until stdout has every queued line (for a stalled reader: until it
-  // reads), and flushes the files.
+  // Ends an open progress line, waits until stdout has every queued line
+  // (for a stalled reader: until it reads), and flushes the files.
   void Flush();
   // Lines dropped from the terminal because its reader fell behind.
   uint64_t dropped_from_terminal() const { return out_->dropped() + err_->dropped(); }
@@ -69,10 +80,17 @@ class LogMux {
     FILE* file[2] = {nullptr, nullptr};  // stdout, stderr
     bool on_terminal[2] = {true, true};  // passes terminal_local_ranks and redirects
   };
+  bool Tty(int s) const { return s == 0 ? opt_.out_is_tty : opt_.err_is_tty; }
+  TerminalWriter& Writer(int s) { return s == 0 ? *out_ : *err_; }
+  // Before text on terminal stream `s` (0 stdout, 1 stderr) from `rank`:
+  // what ends or replaces an open progress line ("" when none is open).
+  std::string CloseProgress(int s, int rank);
+
   LogMuxOptions opt_;
   bool color_ = false;
   bool err_color_ = false;
   std::map<int, RankOut> ranks_;
+  std::optional<int> open_[2];  // the rank whose progress line is open on stdout, stderr
   std::unique_ptr<TerminalWriter> out_;
   std::unique_ptr<TerminalWriter> err_;
 };

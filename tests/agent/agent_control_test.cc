@@ -115,6 +115,35 @@ TEST_CASE("AgentControl: a clean exit carries no error text, a line keeps its ra
   CHECK(f.link.Types().back() == MsgType::kWorkerExited);  // the line went before its worker's end
 }
 
+TEST_CASE("AgentControl: progress updates go at most every 50 ms, the newest when due; a line drops a kept one") {
+  AgentFixture f;
+  f.Assign(1, {0, 1});
+  const int progress = 2 | msg::kOutputProgress;
+  f.control.OnWorkerLine(0, progress, " 1%");
+  f.control.OnWorkerLine(0, progress, " 2%");   // too soon: kept
+  f.control.OnWorkerLine(0, progress, " 3%");   // replaces it
+  f.control.OnWorkerLine(1, progress, "r1 1%");  // another rank: its own limit
+  auto sent = f.link.Of<msg::Output>(MsgType::kOutput);
+  REQUIRE(sent.size() == 2);
+  CHECK(sent[0].stream == progress);
+  CHECK(sent[0].line == " 1%");
+  CHECK(sent[1].line == "r1 1%");
+  REQUIRE(f.control.NextDeadline() == f.clock.Now() + 50ms);
+  f.Tick(50ms);
+  sent = f.link.Of<msg::Output>(MsgType::kOutput);
+  REQUIRE(sent.size() == 3);
+  CHECK(sent[2].rank == 0);
+  CHECK(sent[2].stream == progress);
+  CHECK(sent[2].line == " 3%");
+  f.control.OnWorkerLine(0, progress, " 4%");  // kept again
+  f.control.OnWorkerLine(0, 2, "100%");        // the completed line replaces it
+  f.Tick(1s);
+  sent = f.link.Of<msg::Output>(MsgType::kOutput);
+  REQUIRE(sent.size() == 4);
+  CHECK(sent[3].stream == 2);
+  CHECK(sent[3].line == "100%");
+}
+
 TEST_CASE("AgentControl: a bad or unexpected frame loses the coordinator") {
   AgentFixture f;
   f.Assign(0, {0});

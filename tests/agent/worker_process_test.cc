@@ -6,7 +6,12 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <poll.h>
+
+#include <chrono>
 #include <thread>
+
+#include "wire/protocol.h"
 
 namespace ds {
 namespace {
@@ -38,6 +43,48 @@ TEST_CASE("worker: lines from stdout and stderr, env values arrive intact", "[wo
   CHECK(c.lines[0] == std::make_pair(1, std::string("a \"b\" $c 'd'")));
   CHECK(c.lines[1] == std::make_pair(1, std::string("no newline")));
   CHECK(c.lines[2] == std::make_pair(2, std::string("err")));
+}
+
+TEST_CASE("worker: carriage-return updates arrive as progress, the finished line collapsed", "[worker]") {
+  WorkerLaunch l;
+  l.argv = {"/bin/sh", "-c", "printf '\\r 10%%' >&2; printf '\\r 20%%\\r100%%\\n' >&2; printf 'a\\rb\\r\\n'"};
+  l.env = {{"PATH", "/usr/bin:/bin"}};
+  auto w = WorkerProcess::Start(l);
+  REQUIRE(w.ok());
+  CHECK(WaitChild(**w) == 0);
+  Collected c;
+  (*w)->DrainAndClose(c.Sink());
+  std::vector<std::pair<int, std::string>> err;
+  for (const auto& [stream, line] : c.lines) {
+    if (stream == 1) CHECK(line == "b");
+    else err.emplace_back(stream, line);
+  }
+  REQUIRE_FALSE(err.empty());
+  // What reads the pipe at once depends on timing: updates may or may not
+  // be seen apart from the final line; the completed line always is.
+  CHECK(err.back() == std::make_pair(2, std::string("100%")));
+  for (size_t i = 0; i + 1 < err.size(); ++i) CHECK(err[i].first == (2 | msg::kOutputProgress));
+}
+
+TEST_CASE("worker: a line in progress with an update is reported live; killed, its text is the last line", "[worker]") {
+  WorkerLaunch l;
+  l.argv = {"/bin/sh", "-c", "printf '\\r 10%%\\r 20%%' >&2; exec sleep 60"};
+  l.env = {{"PATH", "/usr/bin:/bin"}};
+  auto w = WorkerProcess::Start(l);
+  REQUIRE(w.ok());
+  Collected c;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (c.lines.empty() && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{(*w)->stderr_fd(), POLLIN, 0};
+    if (::poll(&p, 1, 100) > 0) (*w)->ReadPipe((*w)->stderr_fd(), c.Sink());
+  }
+  REQUIRE(c.lines.size() == 1);
+  CHECK(c.lines[0] == std::make_pair(2 | msg::kOutputProgress, std::string(" 20%")));
+  (*w)->SignalGroup(SIGKILL);
+  CHECK(WaitChild(**w) == 128 + SIGKILL);
+  (*w)->DrainAndClose(c.Sink());
+  REQUIRE(c.lines.size() == 2);
+  CHECK(c.lines[1] == std::make_pair(2, std::string(" 20%")));
 }
 
 TEST_CASE("worker: stdin is /dev/null and the worker leads its own process group", "[worker]") {

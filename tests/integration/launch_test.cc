@@ -153,6 +153,26 @@ TEST_CASE("launch: per-rank log files under --log-dir", "[integration]") {
   CHECK(ReadFile(dir / "logs/rank1.stderr.log") == "err 1\n");
 }
 
+// tqdm's way: carriage-return updates, paced so that they reach dslaunch one
+// by one. Not a terminal (files here): only the finished line, prefixed, and
+// the per-rank files the same without a prefix.
+TEST_CASE("launch: carriage-return progress shows off a terminal as its final line, prefixed", "[integration]") {
+  TempDir dir;
+  std::string hostfile = HostfileFor(dir, 1, 1);
+  Child c;
+  REQUIRE(Run({DslaunchPath(), "--hostfile", hostfile, "--log-dir", dir / "logs", "--", "/bin/sh", "-c",
+               "for i in $(seq 1 30); do printf '\\r%d%%' $i; printf '\\r%d%%|##' $i >&2; sleep 0.01; done; "
+               "echo; echo >&2; echo done"},
+              dir.path(), &c, seconds(60), JobEnv(dir)) == 0);
+  CHECK(ReadFile(c.out_path) == "127.0.0.1:0 30%\n127.0.0.1:0 done\n");
+  const std::string err = ReadFile(c.err_path);
+  INFO(err);
+  CHECK(err.find("127.0.0.1:0 30%|##\n") != std::string::npos);
+  CHECK(err.find('\r') == std::string::npos);
+  CHECK(ReadFile(dir / "logs/rank0.stdout.log") == "30%\ndone\n");
+  CHECK(ReadFile(dir / "logs/rank0.stderr.log") == "30%|##\n");
+}
+
 // `2>/dev/null` hides workers' tracebacks, as it does under torchrun: a
 // worker's stdout reaches dslaunch's stdout, its stderr dslaunch's stderr.
 TEST_CASE("launch: a worker's stdout and stderr stay apart; -r keeps a stream off the terminal", "[integration]") {

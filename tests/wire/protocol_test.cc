@@ -56,6 +56,20 @@ TEST_CASE("protocol: WorkerExited carries the worker's error message and trace b
   CHECK(none->error_message.empty());
 }
 
+TEST_CASE("protocol: Output's stream is 1 or 2, optionally flagged as a progress update; nothing else", "[protocol]") {
+  for (uint8_t stream : {1, 2, 0x81, 0x82}) {
+    auto m = Output::Decode(Output{1, 3, stream, "\r-free text"}.Encode());
+    REQUIRE(m.ok());
+    CHECK(m->stream == stream);
+  }
+  for (uint8_t stream : {0, 3, 0x80, 0x83, 0x41, 0xff}) {
+    auto m = Output::Decode(Output{1, 3, stream, "x"}.Encode());
+    REQUIRE_FALSE(m.ok());
+    CHECK(m.status().message() ==
+          "Output payload: stream " + std::to_string(stream) + " (expected 1 or 2, optionally | 0x80)");
+  }
+}
+
 TEST_CASE("protocol: every truncation of the extended messages is refused, trailing bytes too", "[protocol]") {
   WorkerExited e{3, 7, 1234, 1, 0, 0, 0, "E: x", "trace"};
   auto cut = [](const Bytes& full, size_t n) { return Bytes(full.begin(), full.begin() + static_cast<ptrdiff_t>(n)); };

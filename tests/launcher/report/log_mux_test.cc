@@ -120,6 +120,80 @@ TEST_CASE("log mux: colored on a TTY unless DSLAUNCH_COLOR=never; always forces 
   CHECK(LogMux(LogMuxOptions{"", "always", stdout, false}).color());
 }
 
+// A worker's carriage-return updates (tqdm on stderr), drawn in place on a
+// terminal: the prefix stays, other lines never land inside the bar.
+TEST_CASE("log mux: progress updates redraw one line on a terminal; other lines end it; files get lines only", "[logmux]") {
+  testing::TempDir tmp("logmux");
+  const std::string dir = tmp.path() + "/logs";
+  FILE* out = std::tmpfile();
+  FILE* err = std::tmpfile();
+  {
+    LogMuxOptions o{dir, "never", out, false};
+    o.err = err;
+    o.err_is_tty = true;
+    LogMux mux(std::move(o));
+    REQUIRE(mux.Open().ok());
+    mux.AddRank(0, "w0");
+    mux.AddRank(1, "w0");
+    mux.Progress(0, 2, " 10%");
+    mux.Progress(0, 2, " 20%");    // redrawn in place
+    mux.Progress(1, 2, "r1 5%");   // another rank: the open line ends first
+    mux.Line(0, 2, "note");        // a line of another rank ends rank 1's bar
+    mux.Progress(0, 2, " 30%");
+    mux.Line(0, 2, "100%");        // its own completed line replaces it
+    mux.Line(0, 1, "on stdout");   // stdout is no terminal here: a stream of its own
+    mux.Progress(0, 1, "dropped");  // off a terminal: dropped
+    mux.Progress(1, 2, "left open");
+    mux.Flush();                   // ends the open line
+  }
+  CHECK(testing::ReadStream(err) ==
+        "\r\033[Kw0:0  10%"
+        "\r\033[Kw0:0  20%"
+        "\n\r\033[Kw0:1 r1 5%"
+        "\nw0:0 note\n"
+        "\r\033[Kw0:0  30%"
+        "\r\033[Kw0:0 100%\n"
+        "\r\033[Kw0:1 left open\n");
+  CHECK(testing::ReadStream(out) == "w0:0 on stdout\n");
+  CHECK(testing::ReadFile(dir + "/rank0.stderr.log") == "note\n100%\n");
+  CHECK(testing::ReadFile(dir + "/rank0.stdout.log") == "on stdout\n");
+  CHECK(testing::ReadFile(dir + "/rank1.stderr.log").empty());
+  std::fclose(out);
+  std::fclose(err);
+}
+
+TEST_CASE("log mux: off a terminal progress updates are dropped; stdout and stderr as one terminal share the open line", "[logmux]") {
+  FILE* out = std::tmpfile();
+  FILE* err = std::tmpfile();
+  {
+    LogMuxOptions o{"", "never", out, false};
+    o.err = err;
+    LogMux mux(std::move(o));
+    mux.AddRank(0, "w0");
+    mux.Progress(0, 2, "1%");
+    mux.Line(0, 2, "100%");
+  }
+  CHECK(testing::ReadStream(err) == "w0:0 100%\n");
+  CHECK(testing::ReadStream(out).empty());
+  std::rewind(out);
+  std::rewind(err);
+  FILE* out2 = std::tmpfile();
+  FILE* err2 = std::tmpfile();
+  {
+    LogMuxOptions o{"", "never", out2, true};
+    o.err = err2;
+    o.err_is_tty = true;
+    LogMux mux(std::move(o));
+    mux.AddRank(0, "w0");
+    mux.Progress(0, 2, "5%");
+    mux.Line(0, 1, "a line on stdout");  // the bar on stderr ends first
+    mux.Progress(0, 2, "6%");            // and starts on a line of its own
+  }                                      // closing ends it
+  CHECK(testing::ReadStream(err2) == "\r\033[Kw0:0 5%\n\r\033[Kw0:0 6%\n");
+  CHECK(testing::ReadStream(out2) == "w0:0 a line on stdout\n");
+  for (FILE* f : {out, err, out2, err2}) std::fclose(f);
+}
+
 // A real pipe nobody reads (`| less`, not scrolled): Line() must return at
 // once all the same (it runs on the coordinator's io thread), the file keeps
 // every line, and stdout shows one line where lines were dropped.
