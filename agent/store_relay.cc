@@ -20,6 +20,7 @@
 
 #include "agent/relay_link.h"
 #include "common/log.h"
+#include "common/netif.h"
 
 namespace ds {
 namespace {
@@ -186,6 +187,22 @@ void StoreRelay::Loop::Dial(Link& l, Clock::time_point now) {
 }
 
 void StoreRelay::Loop::OnDialResult(Link& l, int err, Clock::time_point now) {
+  if (err == 0 && !upstream_up_) {
+    // Rank 0's port was free between its hold and rank 0's bind: whoever
+    // listens there now must be this user (rank 0 runs as the agent does),
+    // never another local user who took the port to play the store.
+    const std::vector<uint32_t> owners = ListenerOwners(opt_.upstream_port);
+    const uint32_t me = static_cast<uint32_t>(::geteuid());
+    auto other = std::find_if(owners.begin(), owners.end(), [me](uint32_t u) { return u != me; });
+    if (owners.empty() || other != owners.end()) {
+      l.upstream.Reset();
+      l.state.Fail(fmt::format("127.0.0.1:{} is listened on by uid {}, not by rank 0 (uid {}): not relaying to it",
+                               opt_.upstream_port, other == owners.end() ? std::string("?") : std::to_string(*other),
+                               me));
+      DS_LOG(Warn, Agent) << "store relay: " << l.state.failure() << "; closed the connection from " << l.peer;
+      return;
+    }
+  }
   if (err == 0) {
     l.state.Connected();
     upstream_up_ = true;

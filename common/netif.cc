@@ -10,7 +10,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <memory>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -91,6 +93,27 @@ bool IsLocalHost(const std::string& host) {
   for (const auto& a : LocalAddresses(true))
     if (a == host) return true;
   return false;
+}
+
+std::vector<uint32_t> ListenerOwners(int port) {
+  // Lines: "sl local_address rem_address st tx_queue:rx_queue tr:tm->when
+  // retrnsmt uid ...", addresses as HEX_IP:HEX_PORT, st 0A = LISTEN.
+  std::vector<uint32_t> owners;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      std::istringstream f(line);
+      std::string sl, local, remote, st, queues, timer, retr;
+      uint32_t uid = 0;
+      if (!(f >> sl >> local >> remote >> st >> queues >> timer >> retr >> uid) || st != "0A") continue;
+      const size_t colon = local.rfind(':');
+      if (colon == std::string::npos) continue;
+      if (std::stoul(local.substr(colon + 1), nullptr, 16) == static_cast<unsigned long>(port)) owners.push_back(uid);
+    }
+  }
+  return owners;
 }
 
 }  // namespace ds

@@ -6,6 +6,7 @@
 
 #include <sys/socket.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -36,5 +37,9 @@ std::vector<std::string> LocalAddresses(bool with_loopback = false);
 // True for "localhost", 127.0.0.0/8, ::1, this machine's host name and any
 // of its own addresses.
 bool IsLocalHost(const std::string& host);
+
+// The owners (uids) of the TCP sockets listening on `port` on any local
+// address, IPv4 or IPv6 (/proc/net/tcp, tcp6); empty when none listens.
+std::vector<uint32_t> ListenerOwners(int port);
 
 }  // namespace ds

@@ -10,10 +10,13 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <grp.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <mutex>
@@ -244,6 +247,77 @@ TEST_CASE("store relay: stopping it closes every connection and frees MASTER_POR
   CHECK(ReadToEof(waiting.get()).empty());
   auto again = HoldPort("127.0.0.1", r.port);
   CHECK(again.ok());
+}
+
+// Rank 0's port is free between the agent's hold and rank 0's bind. Another
+// local user who listens there first must not become the store the other
+// ranks talk to: the relay checks who listens and closes the client instead.
+TEST_CASE("store relay: another user listening on rank 0's port is not relayed to, nothing reaches it", "[relay]") {
+  if (::geteuid() != 0) {
+    WARN("skipped: staging another user (nobody) needs root");
+    return;
+  }
+  int report[2], done[2];
+  REQUIRE(::pipe(report) == 0);
+  REQUIRE(::pipe(done) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {  // nobody: listens, counts the bytes it is sent until told to stop
+    ::close(report[0]);
+    ::close(done[1]);
+    if (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(2);
+    int l = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    if (::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || ::listen(l, 16) != 0) ::_exit(3);
+    ::getsockname(l, reinterpret_cast<sockaddr*>(&a), &len);
+    int port = ntohs(a.sin_port);
+    if (::write(report[1], &port, sizeof(port)) != sizeof(port)) ::_exit(4);
+    int64_t got = 0;
+    pollfd p[2] = {{l, POLLIN, 0}, {done[0], POLLIN, 0}};
+    while (::poll(p, 2, -1) > 0 && p[1].revents == 0) {
+      int c = ::accept(l, nullptr, nullptr);
+      char buf[4096];
+      ssize_t n;
+      pollfd cp{c, POLLIN, 0};
+      while (::poll(&cp, 1, 200) == 1 && (n = ::read(c, buf, sizeof(buf))) > 0) got += n;
+      ::close(c);
+    }
+    if (::write(report[1], &got, sizeof(got)) != sizeof(got)) ::_exit(5);
+    ::_exit(0);
+  }
+  ::close(report[1]);
+  ::close(done[0]);
+  int port = 0;
+  REQUIRE(::read(report[0], &port, sizeof(port)) == sizeof(port));
+  std::mutex mu;
+  std::vector<std::string> lines;
+  LogSetSink([&](std::string line) {
+    std::lock_guard<std::mutex> lock(mu);
+    lines.push_back(std::move(line));
+  });
+  Relay r = StartRelay(port, {});
+  UniqueFd client = Connect(r.port);
+  const std::string secret = "a rank's store traffic";
+  REQUIRE(::write(client.get(), secret.data(), secret.size()) == static_cast<ssize_t>(secret.size()));
+  CHECK(ReadToEof(client.get()).empty());  // closed by the relay
+  r.relay.reset();
+  LogSetSink(nullptr);
+  ::close(done[1]);
+  int64_t got = -1;
+  CHECK(::read(report[0], &got, sizeof(got)) == sizeof(got));
+  ::close(report[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  CHECK(got == 0);
+  const std::string want = "store relay: 127.0.0.1:" + std::to_string(port) +
+                           " is listened on by uid 65534, not by rank 0 (uid 0): not relaying to it";
+  bool found = false;
+  for (const auto& l : lines) found = found || l.find(want) != std::string::npos;
+  INFO(want);
+  CHECK(found);
 }
 
 }  // namespace
