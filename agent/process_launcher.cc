@@ -148,6 +148,9 @@ Result<std::unique_ptr<WorkerProcess>> ProcessLauncher::Launch(const msg::Assign
   const int omp = m.omp_from_binding && !launch.cpus.empty() ? static_cast<int>(launch.cpus.size()) : 0;
   launch.env = Environment(spec, w, token, snapshot_dir, ifname, omp);
   launch.working_dir = m.working_dir;
+  if (m.pty_columns > 0)
+    launch.pty = WorkerLaunch::PtySize{static_cast<uint16_t>(std::min<uint32_t>(m.pty_columns, UINT16_MAX)),
+                                       static_cast<uint16_t>(std::min<uint32_t>(m.pty_rows, UINT16_MAX))};
   return WorkerProcess::Start(launch);
 }
 

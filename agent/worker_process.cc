@@ -2,8 +2,11 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -55,6 +58,40 @@ void WriteToStderr(std::initializer_list<const char*> parts) {
   ::_exit(127);
 }
 
+// A pseudo-terminal pair as a pipe would be: ends[0] the master (the agent
+// reads), ends[1] the slave (the worker's stream); both close-on-exec. Raw
+// mode, so the worker's "\n" is not turned into "\r\n".
+Status OpenPty(const WorkerLaunch::PtySize& size, int ends[2]) {
+  auto fail = [&](const char* what) {
+    const int saved = errno;
+    for (int i : {0, 1})
+      if (ends[i] >= 0) ::close(ends[i]);
+    ends[0] = ends[1] = -1;
+    return Status::IOError(fmt::format("pseudo-terminal ({}): {}", what, std::strerror(saved)));
+  };
+  ends[0] = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (ends[0] < 0) return fail("posix_openpt");
+  char name[128];
+  if (::grantpt(ends[0]) != 0 || ::unlockpt(ends[0]) != 0 || ::ptsname_r(ends[0], name, sizeof(name)) != 0)
+    return fail("unlockpt");
+  ends[1] = ::open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (ends[1] < 0) return fail(name);
+  termios mode{};
+  if (::tcgetattr(ends[1], &mode) != 0) return fail("tcgetattr");
+  ::cfmakeraw(&mode);
+  const winsize window{size.rows, size.columns, 0, 0};
+  if (::tcsetattr(ends[1], TCSANOW, &mode) != 0 || ::ioctl(ends[0], TIOCSWINSZ, &window) != 0)
+    return fail("window size");
+  return Status::OK();
+}
+
+// The worker's stdout or stderr: a pipe, or a pseudo-terminal with --pty.
+Status OpenOutput(const WorkerLaunch& l, int ends[2]) {
+  if (l.pty) return OpenPty(*l.pty, ends);
+  if (::pipe2(ends, O_CLOEXEC) == 0) return Status::OK();
+  return Status::IOError(fmt::format("pipe: {}", std::strerror(errno)));
+}
+
 }  // namespace
 
 Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const WorkerLaunch& l) {
@@ -70,11 +107,13 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const WorkerLaunch& 
     for (int fd : {inp[0], inp[1], outp[0], outp[1], errp[0], errp[1]})
       if (fd >= 0) ::close(fd);
   };
-  if ((!l.stdin_line.empty() && ::pipe2(inp, O_CLOEXEC) != 0) || ::pipe2(outp, O_CLOEXEC) != 0 ||
-      ::pipe2(errp, O_CLOEXEC) != 0) {
-    const int saved = errno;
+  if (!l.stdin_line.empty() && ::pipe2(inp, O_CLOEXEC) != 0)
+    return Status::IOError(fmt::format("pipe: {}", std::strerror(errno)));
+  Status opened = OpenOutput(l, outp);
+  if (opened.ok()) opened = OpenOutput(l, errp);
+  if (!opened.ok()) {
     close_all();
-    return Status::IOError(fmt::format("pipe: {}", std::strerror(saved)));
+    return opened;
   }
   if (!l.stdin_line.empty()) {
     // One short line fits the pipe's buffer: this never blocks.
@@ -136,7 +175,9 @@ void WorkerProcess::ReadPipe(int fd, const LineSink& sink, size_t max_bytes) {
       lines.Append(std::string_view(chunk, static_cast<size_t>(r)), emit);
       continue;
     }
-    if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {  // EOF or error
+    // EOF, or an error: on a pseudo-terminal's master EIO once every holder
+    // of the slave closed it (what it wrote before is read first).
+    if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
       lines.Finish(emit);
       (is_out ? out_ : err_).Reset();
     }

@@ -1,15 +1,19 @@
 // WorkerProcess: one worker started by the agent, in its own process group
 // (pgid == pid), stdin from /dev/null (or a pipe holding one line, kept open
-// while the object lives: the launch tree's ssh commands), stdout/stderr on pipes the agent reads
-// line by line, PR_SET_PDEATHSIG(SIGKILL) as an extra guard should the agent
+// while the object lives: the launch tree's ssh commands), stdout/stderr on
+// pipes the agent reads line by line (or, with WorkerLaunch::pty, each on a
+// pseudo-terminal of its own: the worker sees two terminals, the streams stay
+// apart), PR_SET_PDEATHSIG(SIGKILL) as an extra guard should the agent
 // die, and optionally a CPU affinity set between fork and exec. The command is exec'd directly with an explicit environment: values
 // are data, never shell text. Stop = signal the whole group. Not thread-safe.
 #pragma once
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +40,15 @@ struct WorkerLaunch {
   // true: output lines exactly as written ('\r' kept, no progress updates),
   // for commands whose bytes are logged escaped (the launch tree's ssh).
   bool raw_lines = false;
+  // Set: stdout and stderr are each the slave of a pseudo-terminal of this
+  // size (raw mode: no "\r\n" translation, so the bytes are the worker's), so
+  // programs that colour or draw bars only on a terminal do so (--pty). Not a
+  // controlling terminal: the worker keeps its own process group, not a session.
+  struct PtySize {
+    uint16_t columns = 80;
+    uint16_t rows = 24;
+  };
+  std::optional<PtySize> pty;
 };
 
 class WorkerProcess {
@@ -53,9 +66,10 @@ class WorkerProcess {
   int stdout_fd() const { return out_.get(); }
   int stderr_fd() const { return err_.get(); }
   // Reads up to `max_bytes` of what is available on `fd` (one of the two
-  // pipes) and emits whole lines, collapsed, and progress updates of the line
-  // in progress (OutputLines; `stream` then carries msg::kOutputProgress); at
-  // EOF emits the partial last line and closes the pipe. Leaves the rest for the next call (poll is
+  // pipes, or pseudo-terminal masters: EIO there is the end) and emits whole
+  // lines, collapsed, and progress updates of the line in progress
+  // (OutputLines; `stream` then carries msg::kOutputProgress); at EOF emits
+  // the partial last line and closes the pipe. Leaves the rest for the next call (poll is
   // level-triggered), so a fast writer cannot hold the caller.
   void ReadPipe(int fd, const LineSink& sink, size_t max_bytes = kPipeReadPerWake);
   // After the worker exited: reads each pipe until it would block (at most

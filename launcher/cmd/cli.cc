@@ -90,6 +90,10 @@ void DeclareOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
                  "restart on the nodes left up to N times (overrides elastic.max_restarts)")
       ->type_name("N")
       ->group(launch);
+  app.add_flag("--pty", o.pty,
+               "give each worker's stdout and stderr a pseudo-terminal, so colours and progress bars show as in "
+               "a local run")
+      ->group(launch);
   app.add_flag("--dry-run,--dry_run", o.dry_run, "print the launch plan and start nothing")->group(launch);
   app.add_option("--ssh_port,--ssh-port", raw.ssh_port, "SSH port for hosts without ssh_port=")
       ->type_name("PORT")->group(launch);

@@ -67,6 +67,7 @@ struct CliOptions {
   int master_port = 0;               // --master_port; 0 = reserved per generation at launch
   std::string log_dir;               // --log-dir / --enable_each_rank_log: per-rank log files; "" = none
   StreamSpec redirects;              // -r/--redirects (torchrun's): these streams go to the per-rank files only
+  bool pty = false;                  // --pty: workers' stdout and stderr are pseudo-terminals
   bool tee = false;                  // -t/--tee given: per-rank files (in a fresh directory without --log-dir)
   std::string streams_flag;          // -r/-t as typed, for the notice naming that directory
   std::vector<int> local_ranks_filter;  // --local-ranks-filter 0,2: only these local ranks' lines reach

@@ -76,6 +76,7 @@ std::string FormatDryRun(const LaunchPlan& plan, const DryRunOptions& opts) {
   out += HostfileLine(plan, opts);
   if (!job.working_dir.empty()) out += "  working dir: " + job.working_dir + "\n";
   if (!job.log_dir.empty()) out += "  log dir: " + job.log_dir + "\n";
+  if (job.pty) out += "  pty: each worker's stdout and stderr are pseudo-terminals (TERM and size from this terminal)\n";
   if (!job.checkpoint.dir.empty()) out += "  checkpoint dir: " + job.checkpoint.dir + CheckpointMode(job.checkpoint, static_cast<int>(plan.nodes.size())) + "\n";
   if (job.bind_cores)
     out += "  bind cores: each local rank to its share of " +

@@ -27,6 +27,7 @@
 #include "launcher/cmd/launch_choice.h"
 #include "launcher/cmd/loopback_secret.h"
 #include "launcher/cmd/pid_file.h"
+#include "launcher/cmd/pty_window.h"
 #include "launcher/cmd/spawner_choice.h"
 #include "launcher/coordinator/assign_builder.h"
 #include "launcher/coordinator/coordinator.h"
@@ -307,6 +308,7 @@ Result<int> RunJob(const LaunchPlan& plan, const CliOptions& cli, const PerNodeL
     DS_ASSIGN_OR_RETURN(pid_file, PidFile::Create(PidFile::DefaultPath(), ::getpid()));
   }
   DS_ASSIGN_OR_RETURN(Launch l, PrepareLaunch(plan, cli, per_node));
+  if (l.plan.job.pty) l.plan.job.pty_window = PtyWindowHere(l.plan);
   LogMuxOptions mux_options{l.plan.job.log_dir, cli.color, stdout, ::isatty(STDOUT_FILENO) != 0};
   mux_options.err_is_tty = ::isatty(STDERR_FILENO) != 0;
   mux_options.terminal_local_ranks = cli.local_ranks_filter;

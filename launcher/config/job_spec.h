@@ -52,6 +52,14 @@ struct SshJobOptions {
 // one of these reach every worker on every node.
 inline std::vector<std::string> DefaultForwardEnv() { return {"NCCL", "PYTHON", "MV2", "UCX", "FI_", "MLFLOW"}; }
 
+// What a worker's pseudo-terminals look like (--pty): the launcher's
+// terminal less the widest "host:rank " prefix, and the launcher's TERM.
+struct PtyWindow {
+  int columns = 80;
+  int rows = 24;
+  std::string term = "xterm-256color";  // TERM for workers whose job and hosts did not set it
+};
+
 struct JobSpec {
   std::string path;                        // job file path, "" when built from the command line
   std::vector<std::string> command;        // argv of each worker; empty when `trainer` is set
@@ -62,6 +70,8 @@ struct JobSpec {
   std::string working_dir;                 // "" = the launcher's current directory (made absolute
                                            //   at plan time, so remote workers start there too)
   std::string log_dir;                     // per-rank log files; "" = none
+  bool pty = false;                        // each worker's stdout and stderr are pseudo-terminals
+  PtyWindow pty_window;                    //   of this size (set at launch from the launcher's terminal)
   CheckpointOptions checkpoint;            // checkpoint: / checkpoint_dir: (checkpoint_options.h)
   ElasticOptions elastic;
   NetworkOptions network;

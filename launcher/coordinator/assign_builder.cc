@@ -25,11 +25,18 @@ msg::Assign BuildAssign(const LaunchPlan& plan, int node_index, const msg::Regis
   a.bind_cores = plan.job.bind_cores ? 1 : 0;
   a.core_list = plan.job.bind_cores ? plan.job.core_list : "";
   a.omp_from_binding = plan.job.bind_cores && !UserSetEnv(plan.job, node, facts.env, "OMP_NUM_THREADS") ? 1 : 0;
+  if (plan.job.pty) {
+    a.pty_columns = static_cast<uint32_t>(plan.job.pty_window.columns);
+    a.pty_rows = static_cast<uint32_t>(plan.job.pty_window.rows);
+  }
+  // A terminal needs a TERM; over ssh the agent has none.
+  const bool set_term = plan.job.pty && !UserSetEnv(plan.job, node, facts.env, "TERM");
   for (int lr = 0; lr < node.num_workers(); ++lr) {
     msg::WorkerSpec w;
     w.rank = node.first_rank + lr;
     w.local_rank = lr;
     w.env = WorkerEnv(plan, node_index, lr, gen, facts.env);
+    if (set_term) w.env.emplace_back("TERM", plan.job.pty_window.term);
     a.workers.push_back(std::move(w));
   }
   return a;

@@ -87,6 +87,45 @@ TEST_CASE("worker: a line in progress with an update is reported live; killed, i
   CHECK(c.lines[1] == std::make_pair(2, std::string(" 20%")));
 }
 
+// --pty: stdout and stderr are terminals of the given size, each its own;
+// raw, so every line arrives as written ("\n", not "\r\n"); more than a
+// terminal buffers, and the last line without a newline, arrive whole after
+// the worker exits (the master's EIO is its end); the worker still leads its
+// own process group.
+TEST_CASE("worker: with a pty, stdout and stderr are raw terminals of their own", "[worker]") {
+  WorkerLaunch l;
+  l.argv = {"/bin/sh", "-c",
+            "stty size <&1; [ -t 2 ] && echo tty >&2; ps -o pgid= -p $$ | tr -d ' '; echo $$; "
+            "i=0; while [ $i -lt 3000 ]; do echo line$i; i=$((i+1)); done; printf tail"};
+  l.env = {{"PATH", "/usr/bin:/bin"}};
+  l.pty = WorkerLaunch::PtySize{100, 30};
+  auto w = WorkerProcess::Start(l);
+  REQUIRE(w.ok());
+  Collected c;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (((*w)->stdout_fd() >= 0 || (*w)->stderr_fd() >= 0) && std::chrono::steady_clock::now() < deadline) {
+    std::vector<pollfd> fds;
+    for (int fd : {(*w)->stdout_fd(), (*w)->stderr_fd()})
+      if (fd >= 0) fds.push_back({fd, POLLIN, 0});
+    if (::poll(fds.data(), fds.size(), 100) <= 0) continue;
+    for (const pollfd& p : fds)
+      if (p.revents != 0) (*w)->ReadPipe(p.fd, c.Sink());
+  }
+  CHECK(WaitChild(**w) == 0);
+  std::vector<std::string> out, err;
+  for (const auto& [stream, line] : c.lines) {
+    CHECK(line.find('\r') == std::string::npos);
+    (stream == 1 ? out : err).push_back(line);
+  }
+  CHECK(err == std::vector<std::string>{"tty"});
+  REQUIRE(out.size() == 3 + 3000 + 1);
+  CHECK(out[0] == "30 100");
+  CHECK(out[1] == out[2]);  // pgid == pid
+  CHECK(out[3] == "line0");
+  CHECK(out[3002] == "line2999");
+  CHECK(out[3003] == "tail");
+}
+
 TEST_CASE("worker: stdin is /dev/null and the worker leads its own process group", "[worker]") {
   WorkerLaunch l;
   l.argv = {"/bin/sh", "-c", "cat; ps -o pgid= -p $$ | tr -d ' '; echo $$"};

@@ -173,6 +173,40 @@ TEST_CASE("launch: carriage-return progress shows off a terminal as its final li
   CHECK(ReadFile(dir / "logs/rank0.stderr.log") == "30%|##\n");
 }
 
+// --pty: each worker's stdout and stderr are terminals of their own (the
+// streams stay apart), raw (no "\r\n"), sized from the launcher's terminal
+// (80 x 24 off one), with a TERM although the job set none; the ranks' lines
+// arrive whole, the last one without a newline included. Without --pty:
+// pipes.
+TEST_CASE("launch: --pty gives each worker's stdout and stderr a terminal of their own", "[integration]") {
+  TempDir dir;
+  std::string hostfile = HostfileFor(dir, 1, 2);
+  const std::string probe =
+      "if [ -t 1 ]; then echo \"out tty $(stty size <&2) $TERM\"; else echo out pipe; fi; "
+      "if [ -t 2 ]; then echo err tty >&2; else echo err pipe >&2; fi; printf 'last'";
+  auto env = JobEnv(dir);
+  env.emplace_back("TERM", "vt220");
+  Child c;
+  REQUIRE(Run({DslaunchPath(), "--hostfile", hostfile, "--pty", "--log-dir", dir / "logs", "--", "/bin/sh", "-c",
+               probe},
+              dir.path(), &c, seconds(60), env) == 0);
+  const std::string out = ReadFile(c.out_path), err = ReadFile(c.err_path);
+  INFO(out << err);
+  CHECK(out.find("127.0.0.1:0 out tty 24 80 vt220\n") != std::string::npos);
+  CHECK(out.find("127.0.0.1:1 out tty 24 80 vt220\n") != std::string::npos);
+  CHECK(out.find("127.0.0.1:1 last\n") != std::string::npos);
+  CHECK(err.find("127.0.0.1:0 err tty\n") != std::string::npos);
+  CHECK(out.find('\r') == std::string::npos);
+  CHECK(ReadFile(dir / "logs/rank0.stdout.log") == "out tty 24 80 vt220\nlast\n");
+  CHECK(ReadFile(dir / "logs/rank0.stderr.log") == "err tty\n");
+
+  Child p;
+  REQUIRE(Run({DslaunchPath(), "--hostfile", hostfile, "--", "/bin/sh", "-c", probe}, dir.path(), &p, seconds(60),
+              env) == 0);
+  CHECK(ReadFile(p.out_path).find("127.0.0.1:0 out pipe\n") != std::string::npos);
+  CHECK(ReadFile(p.err_path).find("127.0.0.1:0 err pipe\n") != std::string::npos);
+}
+
 // `2>/dev/null` hides workers' tracebacks, as it does under torchrun: a
 // worker's stdout reaches dslaunch's stdout, its stderr dslaunch's stderr.
 TEST_CASE("launch: a worker's stdout and stderr stay apart; -r keeps a stream off the terminal", "[integration]") {

@@ -19,10 +19,12 @@ Assign SampleAssign() {
   a.core_list = "0-3,8-11";
   a.omp_from_binding = 1;
   a.local_rank_at = 3;
+  a.pty_columns = 132;
+  a.pty_rows = 43;
   return a;
 }
 
-TEST_CASE("protocol: Assign carries local_rank_arg, bind_cores, core_list and omp_from_binding", "[protocol]") {
+TEST_CASE("protocol: Assign carries DeepSpeed's per-worker options and the pty size", "[protocol]") {
   auto m = Assign::Decode(SampleAssign().Encode());
   REQUIRE(m.ok());
   CHECK(m->local_rank_arg == 1);
@@ -30,6 +32,8 @@ TEST_CASE("protocol: Assign carries local_rank_arg, bind_cores, core_list and om
   CHECK(m->core_list == "0-3,8-11");
   CHECK(m->omp_from_binding == 1);
   CHECK(m->local_rank_at == 3);
+  CHECK(m->pty_columns == 132);
+  CHECK(m->pty_rows == 43);
   REQUIRE(m->workers.size() == 2);
   CHECK(m->workers[1].local_rank == 1);
   Assign plain;

@@ -104,6 +104,8 @@ TEST_CASE("JobFromCli: elastic bounds, --elastic_training and binding") {
   CHECK(l.core_list == "0-3,8-11");
   CHECK_FALSE(Job({"--", "true"}).bind_cores);
   CHECK(Job({"--enable_each_rank_log", "L", "--", "true"}).log_dir == "L");
+  CHECK(Job({"--pty", "--", "true"}).pty);
+  CHECK_FALSE(Job({"--", "true"}).pty);
 }
 
 TEST_CASE("PlanFromCli: --nproc_per_node auto, gpu, cpu and a number on this machine") {

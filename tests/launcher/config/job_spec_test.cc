@@ -358,5 +358,11 @@ TEST_CASE("job file: DeepSpeed/torchrun compatibility keys") {
   CHECK(ErrorOf("command: [x]\nlocal_rank_arg: 2\n") == "train.yaml:2:17: 'local_rank_arg': expected true or false");
 }
 
+TEST_CASE("job file: pty gives the workers terminals") {
+  CHECK_FALSE(Parse("command: [x]\n").pty);
+  CHECK(Parse("command: [x]\npty: true\n").pty);
+  CHECK(ErrorOf("command: [x]\npty: sometimes\n") == "train.yaml:2:6: 'pty': expected true or false");
+}
+
 }  // namespace
 }  // namespace ds
