@@ -13,6 +13,7 @@
 
 #include "launcher/report/exit_status.h"
 #include "launcher/cmd/plan_from_cli.h"
+#include "launcher/cmd/preflight_srun.h"
 #include "launcher/cmd/spawner_choice.h"
 #include "launcher/spawn/parallel_for.h"
 #include "launcher/spawn/ssh/ssh_probe.h"
@@ -66,18 +67,20 @@ PreflightRow ProbeLocally(const HostEntry& h, const PreflightOptions& o, bool is
   return row;
 }
 
-// The hosts a run would use: the hostfile's (--hostfile, else
-// DSLAUNCH_DEFAULT_HOSTFILE when it exists), narrowed by
-// --include/--exclude/--num_nodes, or without one this machine.
+// The hosts a run would use: the Slurm allocation's (as PlanFromCli decides),
+// else the hostfile's (--hostfile, else DSLAUNCH_DEFAULT_HOSTFILE when it
+// exists), narrowed by --include/--exclude/--num_nodes, or without one this
+// machine.
 Result<Hostfile> SelectedHosts(const CliOptions& cli) {
-  const std::string path = HostfilePath(cli);
+  const MachineFacts local = DetectLocalMachine();
+  const bool slurm = UseSlurmAllocation(cli, local);
+  const std::string path = slurm ? kSlurmNodelist : HostfilePath(cli);
   if (path.empty()) {
-    const MachineFacts local = DetectLocalMachine();
     Hostfile here;
     here.hosts.push_back(HostEntry{.name = "localhost", .slots = local.gpus > 0 ? local.gpus : local.cpus});
     return here;
   }
-  auto hf = LoadHostfile(path);
+  auto hf = slurm ? SlurmHostfile(SlurmEnvFrom(local.env), RunCommandForOutput) : LoadHostfile(path);
   if (!hf.ok()) return Status::InvalidArgument(hf.status().message());
   DS_ASSIGN_OR_RETURN(std::vector<SelectedHost> selected, SelectHosts(*hf, cli.selection));
   Hostfile chosen;
@@ -120,7 +123,9 @@ Result<int> RunPreflight(const CliOptions& cli) {
   std::vector<PreflightRow> rows;
   if (launcher == "local") {
     for (size_t i = 0; i < hosts.hosts.size(); ++i) rows.push_back(ProbeLocally(hosts.hosts[i], o, i == 0));
-  } else {  // ssh, pdsh, openmpi, mpich and slurm all need the hosts to answer ssh for this check
+  } else if (launcher == "slurm") {
+    rows = ProbeWithSrun(hosts, o, RunCommandForOutput);
+  } else {  // ssh, pdsh, openmpi and mpich all need the hosts to answer ssh for this check
     rows = ProbeAllHosts(hosts, o);
   }
   std::cout << FormatPreflightTable(rows);

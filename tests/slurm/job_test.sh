@@ -2,7 +2,8 @@
 # dslaunch under a real Slurm (scripts/slurm-cluster, 3 nodes): run inside
 # tests/slurm/with-slurm, which tears the cluster down.
 #   job_test.sh DSLAUNCH
-# Checks: an sbatch job with no hostfile runs one agent step over the
+# Checks: `dslaunch check` in an allocation probes its nodes through srun;
+# an sbatch job with no hostfile runs one agent step over the
 # allocation (the workers' env: nodes, slots from --ntasks-per-node, no
 # SLURM_PROCID of the agents' step); a failing rank's exit code through
 # salloc; a node whose slurmd and processes are killed mid-job is a lost
@@ -51,6 +52,15 @@ for r in 0 1 2 3 4 5; do
     fail "rank $r: expected node $node at $addr, no SLURM_PROCID, the job id: $line"
 done
 grep -q "all 6 workers exited 0" "$work/env.out" || fail "no summary line"
+
+echo "== check inside salloc: one srun step probes every node of the allocation, no ssh"
+timeout 120 "${ON0[@]}" salloc -N3 --ntasks-per-node=2 "$DSLAUNCH" check >"$work/check.out" 2>&1
+rc=$?
+[ $rc -eq 0 ] || { cat "$work/check.out"; fail "check in the allocation: expected exit 0, got $rc"; }
+grep -q "3 of 3 hosts ready" "$work/check.out" || { cat "$work/check.out"; fail "check did not find 3 ready hosts"; }
+for node in "${NODE[@]}"; do
+  grep -q "^$node  *srun, no ssh  .* ok  *2/2 cpus  *eth0" "$work/check.out" || { cat "$work/check.out"; fail "check: no srun row for $node"; }
+done
 
 echo "== salloc: a failing rank's exit code"
 timeout 120 "${ON0[@]}" salloc -N3 --ntasks-per-node=2 "$DSLAUNCH" -- sh -c '[ "$RANK" = 3 ] && exit 7; exec sleep 60' \
