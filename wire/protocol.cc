@@ -309,6 +309,9 @@ DS_DECODE_BEGIN(StartAgents)
   }
 DS_DECODE_END(StartAgents)
 
+Bytes Joined::Encode() const { return PayloadWriter().U32(node_index).U32(max_nodes).Take(); }
+DS_DECODE_BEGIN(Joined) m.node_index = r.U32(); m.max_nodes = r.U32(); DS_DECODE_END(Joined)
+
 Bytes AgentEnded::Encode() const { return PayloadWriter().U32(node).I32(exit_code).I32(signal).Str(reason).Take(); }
 DS_DECODE_BEGIN(AgentEnded) m.node = r.U32(); m.exit_code = r.I32(); m.signal = r.I32(); m.reason = r.Str(); DS_DECODE_END(AgentEnded)
 
