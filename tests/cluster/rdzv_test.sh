@@ -10,7 +10,9 @@
 # the next generation, a killed node leaves the job going on smaller, and
 # every node exits 0 at the end; an endpoint nobody serves is an error naming
 # it, in bounded time; a node with another secret is refused (exit 5) and a
-# host whose nodes never come fails naming who joined; nothing is left over.
+# host whose nodes never come fails naming who joined; two nodes on one
+# machine (loopback, no secret file): the first to bind hosts, the other
+# joins with the secret it publishes; nothing is left over.
 set -uo pipefail
 . "$(cd "$(dirname "$0")" && pwd)/netns_lib.sh"
 DSLAUNCH=$(readlink -f "$1")
@@ -101,6 +103,20 @@ wait "$p0"; rc=$?
 pids=()
 [ $rc -eq 1 ] && grep -q "1 of the 2 nodes needed joined within 4 s: .* (${ADDR[0]})" "$work/s0.out" ||
   { cat "$work/s0.out"; fail "lonely host: expected exit 1 naming who joined, got $rc"; }
+
+echo "== two nodes on one machine (loopback, no secret file): the first to bind hosts, the other joins"
+for k in 1 2; do
+  ip netns exec "${NS[0]}" "$DSLAUNCH" --nnodes 2 --nproc_per_node 1 --rdzv-endpoint "127.0.0.1:$PORT" -- \
+    sh -c 'echo "R=$RANK W=$WORLD_SIZE"' >"$work/l$k.out" 2>&1 &
+  pids+=($!)
+done
+rc=()
+for p in "${pids[@]}"; do wait "$p"; rc+=($?); done
+pids=()
+hosts=$(grep -l "this node hosts the rendezvous 127.0.0.1:$PORT" "$work"/l?.out)
+[ "${rc[*]}" = "0 0" ] && [ "$(echo "$hosts" | wc -w)" -eq 1 ] && grep -q "R=1 W=2" $hosts ||
+  { cat "$work"/l?.out; fail "loopback: exit codes ${rc[*]}, hosts: $hosts"; }
+[ "$(job_id "$work/l1.out")" = "$(job_id "$work/l2.out")" ] || fail "loopback: job ids differ"
 
 wait_for 30 no_leftovers || { leftovers >/dev/null; fail "processes left"; }
 [ $fails -eq 0 ] && echo "rdzv_test: all checks passed"
