@@ -141,8 +141,8 @@ Bytes Stopped::Encode() const { return PayloadWriter().U32(generation).Take(); }
 DS_DECODE_BEGIN(Stopped) m.generation = r.U32(); DS_DECODE_END(Stopped)
 Bytes Ping::Encode() const { return {}; }
 DS_DECODE_BEGIN(Ping) DS_DECODE_END(Ping)
-Bytes Shutdown::Encode() const { return {}; }
-DS_DECODE_BEGIN(Shutdown) DS_DECODE_END(Shutdown)
+Bytes Shutdown::Encode() const { return PayloadWriter().I32(exit_code).Take(); }
+DS_DECODE_BEGIN(Shutdown) m.exit_code = r.I32(); DS_DECODE_END(Shutdown)
 
 Bytes StoreSet::Encode() const { return PayloadWriter().Str(key).Blob(value).Take(); }
 DS_DECODE_BEGIN(StoreSet) m.key = r.Str(); m.value = r.Blob(); DS_DECODE_END(StoreSet)

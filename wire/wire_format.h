@@ -23,7 +23,8 @@ constexpr uint16_t kVersion = 7;  // 2: Assign and WorkerExited grew fields (iss
                                   // 4: the launch tree (issue 16); 5: a token per child agent, and
                                   // snapshot entries carry their save's identity (issue 26);
                                   // 6: Output's progress flag (issue 33);
-                                  // 7: role join and Joined: ranks given at join (issue 33)
+                                  // 7: role join and Joined: ranks given at join, Shutdown's
+                                  //    exit code (issue 33)
 constexpr size_t kHeaderSize = 12;
 constexpr uint32_t kMaxPayload = 16u * 1024 * 1024;  // larger frames are rejected unread
 // Before AuthOk a frame is a Hello or an Auth, nothing larger: Hello is

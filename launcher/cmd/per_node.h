@@ -83,8 +83,8 @@ Result<std::optional<PerNodeLaunch>> ResolvePerNode(const CliOptions& cli, const
 // Node rank R > 0: reads the secret node 0 publishes when it is kLoopback
 // and not read yet (waiting for it), then becomes this node's dsagent (exec, same pid), which joins
 // node 0 within kPerNodeJoinTimeout (node 0 may start later) and runs what
-// it is told; its exit status is this command's (agent/main.cc: 0 when the
-// job ended, 4 when node 0 was lost, 5 when node 0 refused the secret). The
+// it is told; its exit status is this command's (agent/main.cc: the job's
+// status when node 0 ended the job, 4 when node 0 was lost, 5 when node 0 refused the secret). The
 // job's heartbeat settings come from the job file, as on node 0. Returns
 // only when the agent cannot be started.
 Status ExecPerNodeAgent(const PerNodeLaunch& p, const CliOptions& cli);

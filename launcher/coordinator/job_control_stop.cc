@@ -106,8 +106,10 @@ void JobControl::Finish() {
   state_ = CoordState::kDone;
   timer_.Cancel();
   if (gather_) record_.snapshot_summary = gather_->Summary();
+  // The per-node form: every node's dslaunch (its agent) exits with the job's status.
+  const Bytes shutdown = msg::Shutdown{opt_.hosts_from_agents ? record_.ExitCode() : 0}.Encode();
   for (size_t i = 0; i < agents_.size(); ++i) {
-    SendTo(static_cast<int>(i), wire::MsgType::kShutdown, msg::Shutdown{}.Encode());
+    SendTo(static_cast<int>(i), wire::MsgType::kShutdown, shutdown);
     if (agents_[i].link) agents_[i].link->Close("job finished", /*flush=*/true);
   }
   if (on_done_) on_done_();

@@ -5,7 +5,8 @@
 # others get their rank as they join.
 #   rdzv_test.sh DSLAUNCH     (inside tests/cluster/with-cluster)
 # Checks: --nnodes 3 with the nodes started in random order forms one job
-# (every node prints the same job id, node 0 is the endpoint's node); --nnodes
+# (every node prints the same job id, node 0 is the endpoint's node); a failed
+# job ends every node's dslaunch with its exit status; --nnodes
 # 2:3: two nodes start after the last call, a third started late joins at
 # the next generation, a killed node leaves the job going on smaller, and
 # every node exits 0 at the end; an endpoint nobody serves is an error naming
@@ -57,6 +58,14 @@ id0=$(job_id "$work/f0.out")
 [ -n "$id0" ] && [ "$(job_id "$work/f1.out")" = "$id0" ] && [ "$(job_id "$work/f2.out")" = "$id0" ] ||
   fail "--nnodes 3: job ids differ: '$id0' '$(job_id "$work/f1.out")' '$(job_id "$work/f2.out")'"
 grep -q "this node hosts the rendezvous ${ADDR[0]}:$PORT as node 0" "$work/f0.out" || fail "the host did not say so"
+
+echo "== a failed job: every node exits with its status"
+node 1 "$work/secret" "$work/x1.out" --nnodes 2 -- sh -c 'if [ "$RANK" = 1 ]; then exit 3; fi; exec sleep 60'
+node 0 "$work/secret" "$work/x0.out" --nnodes 2 -- sh -c 'if [ "$RANK" = 1 ]; then exit 3; fi; exec sleep 60'
+rc=()
+for p in "${pids[@]}"; do wait "$p"; rc+=($?); done
+pids=()
+[ "${rc[*]}" = "3 3" ] || { cat "$work"/x?.out; fail "failed job: exit codes ${rc[*]}, expected 3 3"; }
 
 echo "== --nnodes 2:3: start after the last call, a late node joins, a killed one leaves"
 # Each worker marks generation-rank-worldsize, then waits for the test's go.
