@@ -23,6 +23,8 @@
 namespace ds {
 namespace {
 
+constexpr int kDefaultJoinPort = 29400;  // torchrun's c10d rendezvous port
+
 std::optional<std::string> Get(const KeyValues& env, const std::string& name) {
   for (const auto& [k, v] : env)
     if (k == name && !v.empty()) return v;
@@ -68,6 +70,8 @@ Status ResolveJoin(const CliOptions& cli, PerNodeLaunch& p) {
   p.min_nodes = cli.elastic_min_nodes > 0 ? cli.elastic_min_nodes : p.nnodes;
   p.conf = cli.rdzv_conf;
   DS_RETURN_IF_ERROR(Endpoint(cli, p));
+  if (!cli.rdzv_endpoint.empty() && cli.rdzv_endpoint.find(':') == std::string::npos)
+    p.port = kDefaultJoinPort;  // torchrun's c10d default, for --rdzv-endpoint HOST
   if (p.addr.empty())
     return Status::InvalidArgument(fmt::format("{}: expected HOST:PORT, got '{}'", p.source, cli.rdzv_endpoint));
   return Status::OK();

@@ -139,6 +139,9 @@ TEST_CASE("per node: ranks given at join: every node alike, one job id, a join k
   CHECK(j.port == 29400);
   CHECK(j.conf.last_call_timeout == 5);
   CHECK(j.source == "--rdzv-endpoint");
+  CliOptions no_port = c;
+  no_port.rdzv_endpoint = "10.0.0.1";  // torchrun's c10d port
+  CHECK((*ResolvePerNode(no_port, {{"DSLAUNCH_SECRET_FILE", secret}}))->port == 29400);
   // The --node_rank form at the same endpoint has the same id; --rdzv-id makes another job.
   CliOptions ranked;
   ranked.node_rank = 0;
