@@ -17,6 +17,9 @@
 // hosts in their cooldown (elastic.max_host_failures) sitting out unless
 // min_nodes needs them, the store cleared. A lost node's new agent may
 // register again (elastic.rejoin): it idles like a standby until a restart.
+// With ranks given at join and --nnodes MIN:MAX (options.start_nodes,
+// job_control_join.cc) the first generation may start on fewer nodes than
+// the plan's, and a node registering later restarts the job to take part.
 //
 // With snapshots on (checkpoint.shared false or checkpoint.replicas > 0,
 // launcher/config/checkpoint_options.h) every agent gets a SnapshotSetup when
