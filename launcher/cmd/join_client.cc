@@ -17,7 +17,7 @@ namespace {
 using std::chrono::steady_clock;
 
 constexpr auto kRetryEvery = std::chrono::seconds(1);
-constexpr auto kTryTimeout = std::chrono::seconds(5);  // one connect and handshake
+constexpr auto kTryTimeout = std::chrono::seconds(10);  // one try: connect, proofs, answer (a host may be starting)
 
 // One try: the rank, or why not. `retry` says whether another try may help
 // (nobody listening yet, a connection cut short).
@@ -35,7 +35,9 @@ Result<int> TryJoin(const PerNodeLaunch& p, const std::string& endpoint, bool* r
   DS_RETURN_IF_ERROR(st);
   auto f = ReadFrame(fd.get(), deadline, wire::kMaxHandshakeReply);
   if (Status e = ExpectFrame(f, wire::MsgType::kJoined, "join"); !e.ok()) {
-    *retry = !f.ok();  // a refusal after the proofs is the host's answer
+    // After the proofs: a full job (InvalidArgument) is final; the ranks
+    // left being promised to other joiners, or a cut connection, are not.
+    *retry = e.code() != Status::Code::kInvalidArgument;
     return e;
   }
   DS_ASSIGN_OR_RETURN(msg::Joined j, msg::Joined::Decode(f->payload));

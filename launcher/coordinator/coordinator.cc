@@ -280,7 +280,11 @@ void Coordinator::OnAuth(const std::shared_ptr<Pending>& p, const Frame& f) {
 // ends; its agent registers as that node with that node's own key.
 void Coordinator::OnJoin(const std::shared_ptr<Pending>& p) {
   auto rank = join_order_->Admit(RealClock().Now(), [this](int node) { return control_.NodeAlive(node); });
-  if (!rank.ok()) return Reject(p, wire::ErrorCode::kInvalid, rank.status().message());
+  if (!rank.ok())  // kTimeout: ask again (a lease may end); kInvalid: the job is full
+    return Reject(p,
+                  rank.status().code() == Status::Code::kUnavailable ? wire::ErrorCode::kTimeout
+                                                                     : wire::ErrorCode::kInvalid,
+                  rank.status().message());
   DS_LOG(Info, Coord) << Printable(p->hello.name) << " (" << p->conn->peer() << ") joined as node " << *rank;
   p->rejected = true;  // its close is expected, not a drop
   p->conn->Send(wire::MsgType::kJoined,

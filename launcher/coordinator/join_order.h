@@ -24,7 +24,10 @@ class JoinOrder {
 
   // The rank of a node joining at `now`: the lowest of 1..max_nodes-1 for
   // which `has_agent(rank)` is false and no lease runs; its lease starts
-  // now. Error when every rank has an agent or a lease: names how many.
+  // now. Errors: InvalidArgument when every rank has an agent (names how
+  // many); Unavailable when the ranks left are leased (a joiner that gave
+  // up before reading its rank leaves one): asking again after the lease
+  // may succeed.
   Result<int> Admit(Clock::time_point now, const std::function<bool(int rank)>& has_agent);
 
  private:

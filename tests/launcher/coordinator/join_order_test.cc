@@ -16,11 +16,17 @@ using std::chrono::seconds;
 TEST_CASE("join order: ranks in arrival order, the host is 0, a full job refuses the next", "[unit]") {
   JoinOrder order(3, seconds(30));
   const Clock::time_point t0{std::chrono::hours(1)};
-  auto none = [](int) { return false; };
-  CHECK(*order.Admit(t0, none) == 1);
-  CHECK(*order.Admit(t0, none) == 2);
-  auto full = order.Admit(t0, none);
-  REQUIRE_FALSE(full.ok());
+  std::set<int> agents;
+  auto has_agent = [&](int r) { return agents.count(r) > 0; };
+  CHECK(*order.Admit(t0, has_agent) == 1);
+  CHECK(*order.Admit(t0, has_agent) == 2);
+  // Both promised, not registered yet: ask again later.
+  auto promised = order.Admit(t0, has_agent);
+  CHECK(promised.status().code() == Status::Code::kUnavailable);
+  CHECK(promised.status().message() == "every rank left is promised to a node that is joining; asking again");
+  agents = {1, 2};
+  auto full = order.Admit(t0, has_agent);
+  CHECK(full.status().code() == Status::Code::kInvalidArgument);
   CHECK(full.status().message() ==
         "the job has all the nodes it takes (3 of 3, its --nnodes): no rank is left for this one");
 }
@@ -32,9 +38,9 @@ TEST_CASE("join order: a rank with an agent is skipped, a lease that ends frees 
   auto has_agent = [&](int r) { return agents.count(r) > 0; };
   CHECK(*order.Admit(t0, has_agent) == 2);
   CHECK(*order.Admit(t0, has_agent) == 3);
-  // Rank 2's joiner died before its agent registered; rank 3's registered.
+  // Rank 2's joiner died (or gave up) before its agent registered; rank 3's registered.
   agents.insert(3);
-  CHECK_FALSE(order.Admit(t0 + seconds(29), has_agent).ok());
+  CHECK(order.Admit(t0 + seconds(29), has_agent).status().code() == Status::Code::kUnavailable);
   CHECK(*order.Admit(t0 + seconds(30), has_agent) == 2);
   // Node 1 was lost (its agent is gone): its rank goes to the next joiner.
   agents.erase(1);
