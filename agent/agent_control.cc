@@ -49,8 +49,10 @@ void AgentControl::OnFrame(const Frame& f) {
       auto m = msg::Stop::Decode(f.payload);
       return m.ok() ? OnStop(*m) : bad(m.status());
     }
-    case wire::MsgType::kShutdown:
-      return OnShutdown();
+    case wire::MsgType::kShutdown: {
+      auto m = msg::Shutdown::Decode(f.payload);
+      return m.ok() ? OnShutdown(*m) : bad(m.status());
+    }
     case wire::MsgType::kSnapshotSetup: {
       auto m = msg::SnapshotSetup::Decode(f.payload);
       return m.ok() ? OnSnapshotSetup(*m) : bad(m.status());
@@ -124,12 +126,16 @@ void AgentControl::FailToStart(Slot s, const std::string& why) {
   slots_.push_back(std::move(s));
 }
 
-void AgentControl::OnShutdown() {
+void AgentControl::OnShutdown(const msg::Shutdown& m) {
   // The agents this one started were told too: wait (bounded) for them to
   // end, so that the launcher, waiting for this agent, waits for them.
   if (seams_.tree.running() > 0)
     linger_until_ = clock_.Now() + stop_grace_ + Seconds(opt_.heartbeat_timeout);
-  Quit(ExitCode(AgentExit::kShutdown), "shutdown");
+  // The job's status where the coordinator gives it (the per-node form), so
+  // that every node's dslaunch fails when the job did.
+  const int code = m.exit_code != 0 ? m.exit_code : ExitCode(AgentExit::kShutdown);
+  Quit(code, "shutdown");
+  shut_down_ = phase_ >= AgentPhase::kQuitting && exit_code_ == code;  // this Shutdown is why it leaves
 }
 
 void AgentControl::OnSnapshotSetup(const msg::SnapshotSetup& m) {

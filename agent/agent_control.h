@@ -96,7 +96,7 @@ class AgentControl {
   void OnReserve(const msg::Reserve& m);
   void OnAssign(const msg::Assign& m);
   void OnStop(const msg::Stop& m);
-  void OnShutdown();
+  void OnShutdown(const msg::Shutdown& m);
   void OnSnapshotSetup(const msg::SnapshotSetup& m);
   void OnFetch(const msg::Fetch& m);
   void SendSnapshotMessages();
@@ -122,6 +122,7 @@ class AgentControl {
   const Clock& clock_;
   AgentPhase phase_ = AgentPhase::kIdle;
   int exit_code_ = 0;
+  bool shut_down_ = false;  // the coordinator said Shutdown: its link closing next is expected
   uint32_t generation_ = 0;
   std::vector<Slot> slots_;
   ProgressThrottle progress_;              // the workers' progress updates, rate-limited

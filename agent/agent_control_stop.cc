@@ -72,8 +72,7 @@ void AgentControl::OnLinkLost(const std::string& reason) { Lost(reason); }
 void AgentControl::Lost(const std::string& reason) {
   if (!seams_.link.open()) return;
   seams_.link.Close();
-  if (phase_ >= AgentPhase::kQuitting && exit_code_ == ExitCode(AgentExit::kShutdown))
-    return;  // told to shut down: the close is expected
+  if (shut_down_) return;  // told to shut down: the close is expected
   std::fprintf(stderr, "dsagent %s: lost the coordinator (%s); killing my workers\n", opt_.host.c_str(),
                reason.c_str());
   Quit(ExitCode(AgentExit::kLostCoordinator), reason);

@@ -6,7 +6,7 @@
 namespace ds {
 
 enum class AgentExit : int {
-  kShutdown = 0,          // the coordinator said Shutdown
+  kShutdown = 0,          // the coordinator said Shutdown (with a job's status: that status)
   kUsage = 2,             // bad command line or no secret
   kConnectFailed = 3,     // could not connect or authenticate (or set up the event loop)
   kLostCoordinator = 4,   // connection closed or heartbeats stopped; workers were killed first

@@ -53,7 +53,8 @@
 // gives a process on mpirun's own node a stdin that never ends.
 //
 // Exit codes (ds::AgentExit in agent/agent_exit.h): 0 the coordinator said
-// Shutdown; 2 bad command line or no secret; 3 could not connect; 4 lost the
+// Shutdown (in the per-node form: the job's exit status, which Shutdown
+// carries); 2 bad command line or no secret; 3 could not connect; 4 lost the
 // coordinator (connection closed or heartbeats stopped; its workers were
 // killed first); 5 the coordinator refused the key (a wrong job secret);
 // 6 the tree parent's connection ended before this agent registered;

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "common/env_registry.h"
 #include "common/version.h"
 #include "launcher/cmd/cli.h"
@@ -13,9 +15,11 @@
 #include "launcher/cmd/completion.h"
 #include "launcher/cmd/dry_run.h"
 #include "launcher/cmd/launch_choice.h"
+#include "launcher/cmd/join_client.h"
 #include "launcher/cmd/per_node.h"
 #include "launcher/cmd/plan_from_cli.h"
 #include "launcher/cmd/preflight.h"
+#include "launcher/cmd/rendezvous_claim.h"
 #include "launcher/cmd/run.h"
 #include "launcher/report/exit_status.h"
 
@@ -45,6 +49,10 @@ constexpr Subcommand kSubcommands[] = {
      CmdCluster},
     {"completion", "bash: print the shell completion script (the package installs it)", CmdCompletion},
 };
+
+// A join-form node refused by the rendezvous's host (another secret or job),
+// as dsagent's exit when node 0 refuses its key.
+constexpr int kExitJoinRefused = 5;
 
 // Prints "dslaunch: error: <message>"; returns `code`.
 int Error(const Status& st, int code) {
@@ -99,13 +107,23 @@ int CmdRun(const Args& args) {
   const MachineFacts local = DetectLocalMachine();
   Result<std::optional<PerNodeLaunch>> per_node = ResolvePerNode(*cli, local.env);
   if (!per_node.ok()) return Usage(per_node.status());
-  const PerNodeLaunch* pn = *per_node ? &**per_node : nullptr;
+  PerNodeLaunch* pn = *per_node ? &**per_node : nullptr;
   if (pn && !pn->notice.empty()) std::cerr << "dslaunch: " << pn->notice << "\n";
   if (pn && pn->secret_from == PerNodeLaunch::Secret::kInsecure)
     std::cerr << "dslaunch: WARNING: --insecure: the per-node job at " << pn->addr << ":" << pn->port
               << " is keyed with a constant everyone knows: anyone who reaches that port can join and run workers, "
                  "and anyone who binds it first can make the other nodes run commands of theirs\n";
   if (pn && pn->node_rank > 0 && !cli->dry_run) return ExitCode(ExecPerNodeAgent(*pn, *cli));
+  if (pn && pn->join && !cli->dry_run) {  // torchrun's c10d rule: the node that binds the endpoint hosts
+    Result<UniqueFd> claim = ClaimRendezvous(*pn);
+    if (!claim.ok()) return ExitCode(claim.status());
+    if (claim->get() < 0) {
+      const Status st = JoinAndExecAgent(*pn, *cli);
+      return st.code() == Status::Code::kPermissionDenied ? Error(st, kExitJoinRefused) : ExitCode(st);
+    }
+    pn->node_rank = 0;
+    pn->listen_fd = claim->release();  // the coordinator's from now on
+  }
   PlanNotes notes;
   Result<LaunchPlan> plan = PlanFromCli(*cli, local, &notes, nullptr, pn ? pn->nnodes : 0);
   if (!plan.ok()) return Usage(plan.status());
@@ -122,7 +140,13 @@ int CmdRun(const Args& args) {
     std::cout << FormatDryRun(*plan, opts);
     return kExitSuccess;
   }
-  if (pn)
+  if (pn && pn->join)
+    std::cerr << "dslaunch: job " << pn->job_id << ": this node hosts the rendezvous " << pn->addr << ":" << pn->port
+              << " as node 0 (" << pn->source << "); the other nodes get their rank as they join, "
+              << (pn->min_nodes < pn->nnodes ? fmt::format("{} to {} nodes", pn->min_nodes, pn->nnodes)
+                                             : fmt::format("{} nodes", pn->nnodes))
+              << "\n";
+  else if (pn)
     std::cerr << "dslaunch: node 0 of " << pn->nnodes << " (" << pn->source << "): the other nodes join at " << pn->addr
               << ":" << pn->port << "\n";
   return ExitCode(RunJob(*plan, *cli, pn));

@@ -144,8 +144,8 @@ Bytes Stopped::Encode() const { return PayloadWriter().U32(generation).Take(); }
 DS_DECODE_BEGIN(Stopped) m.generation = r.U32(); DS_DECODE_END(Stopped)
 Bytes Ping::Encode() const { return {}; }
 DS_DECODE_BEGIN(Ping) DS_DECODE_END(Ping)
-Bytes Shutdown::Encode() const { return {}; }
-DS_DECODE_BEGIN(Shutdown) DS_DECODE_END(Shutdown)
+Bytes Shutdown::Encode() const { return PayloadWriter().I32(exit_code).Take(); }
+DS_DECODE_BEGIN(Shutdown) m.exit_code = r.I32(); DS_DECODE_END(Shutdown)
 
 Bytes StoreSet::Encode() const { return PayloadWriter().Str(key).Blob(value).Take(); }
 DS_DECODE_BEGIN(StoreSet) m.key = r.Str(); m.value = r.Blob(); DS_DECODE_END(StoreSet)
@@ -311,6 +311,9 @@ DS_DECODE_BEGIN(StartAgents)
     m.agents.push_back(std::move(a));
   }
 DS_DECODE_END(StartAgents)
+
+Bytes Joined::Encode() const { return PayloadWriter().U32(node_index).U32(max_nodes).Take(); }
+DS_DECODE_BEGIN(Joined) m.node_index = r.U32(); m.max_nodes = r.U32(); DS_DECODE_END(Joined)
 
 Bytes AgentEnded::Encode() const { return PayloadWriter().U32(node).I32(exit_code).I32(signal).Str(reason).Take(); }
 DS_DECODE_BEGIN(AgentEnded) m.node = r.U32(); m.exit_code = r.I32(); m.signal = r.I32(); m.reason = r.Str(); DS_DECODE_END(AgentEnded)

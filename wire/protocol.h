@@ -206,7 +206,16 @@ inline constexpr size_t kMaxAgentEndedReason = 1024;
 struct Stop { uint32_t generation = 0; DS_MESSAGE(Stop); };
 struct Stopped { uint32_t generation = 0; DS_MESSAGE(Stopped); };
 struct Ping { DS_MESSAGE(Ping); };
-struct Shutdown { DS_MESSAGE(Shutdown); };
+struct Shutdown {
+  int32_t exit_code = 0;          // the agent's exit status: the job's in the per-node form (every node
+                                  //   exits non-zero when the job failed), else 0
+  DS_MESSAGE(Shutdown);
+};
+struct Joined {                   // coord -> a joining node (role join): the rank it was given
+  uint32_t node_index = 0;        // its node rank: its agent registers as this node
+  uint32_t max_nodes = 0;         // the job's --nnodes (MAX of MIN:MAX)
+  DS_MESSAGE(Joined);
+};
 
 struct StoreSet { std::string key; Bytes value; DS_MESSAGE(StoreSet); };
 struct StoreGet { std::string key; uint32_t timeout_ms = 0; DS_MESSAGE(StoreGet); };

@@ -22,7 +22,10 @@ constexpr uint32_t kMagic = 0x44534C4E;            // "DSLN"
 constexpr uint16_t kVersion = 7;  // 2: Assign and WorkerExited grew fields (issue 11); 3: snapshots (issue 14);
                                   // 4: the launch tree (issue 16); 5: a token per child agent, and
                                   // snapshot entries carry their save's identity (issue 26);
-                                  // 6: Output's progress flag (issue 33); 7: Assign's pty size (issue 33)
+                                  // 6: Output's progress flag (issue 33);
+                                  // 7: Assign's pty size, role join and Joined (ranks given at join),
+                                  //    Shutdown's exit code (issue 33); Progress summaries (issue 28);
+                                  //    Assign's warm spares (issue 31); snapshot counters (issue 27)
 constexpr size_t kHeaderSize = 12;
 constexpr uint32_t kMaxPayload = 16u * 1024 * 1024;  // larger frames are rejected unread
 // Before AuthOk a frame is a Hello or an Auth, nothing larger: Hello is
@@ -38,7 +41,9 @@ constexpr size_t kNonceSize = 32;                    // challenge bytes
 constexpr size_t kMacSize = 32;                      // HMAC-SHA256
 
 // The role a client announces in Hello.
-enum class Role : uint8_t { kAgent = 1, kStore = 2, kPeer = 3 };
+// kJoin: a per-node dslaunch without a node rank asking the coordinator for
+// one (wire_format.md "Join"); it is answered with Joined or Error, then closed.
+enum class Role : uint8_t { kAgent = 1, kStore = 2, kPeer = 3, kJoin = 4 };
 
 enum class MsgType : uint16_t {
   // Handshake (both roles).
@@ -69,6 +74,8 @@ enum class MsgType : uint16_t {
   // The launch tree (--fanout-tree; wire_format.md "Launch tree").
   kStartAgents = 27,    // coord -> agent: start these nodes' agents (their commands)
   kAgentEnded = 28,     // agent: the command starting one of them ended (status, why)
+  // Join (role kJoin; wire_format.md "Join").
+  kJoined = 29,         // coord -> joining node: its node rank, then the coordinator closes
   // Agent <-> agent (role kPeer).
   kShardPut = 40,       // a shard's entry, crc32 and manifest; ShardData frames follow
   kShardData = 41,      // up to kMaxPayload bytes of a shard

@@ -24,6 +24,7 @@
 
 #include "common/defaults.h"
 #include "common/status.h"
+#include "launcher/cmd/rdzv_conf.h"
 #include "launcher/config/selection.h"
 #include "launcher/report/stream_spec.h"
 
@@ -62,6 +63,12 @@ struct CliOptions {
   int node_rank = -1;                // --node_rank/--node-rank R; -1 = not given
   bool no_ssh = false;               // --no_ssh/--no-ssh (DeepSpeed): the per-node form
   std::string rdzv_endpoint;         // --rdzv-endpoint HOST:PORT: node 0's dslaunch (per-node form)
+  // torchrun's c10d recipe: no --node_rank, --nnodes N or MIN:MAX > 1, and
+  // --rdzv-endpoint (or --master_addr with --rdzv-backend c10d): ranks are
+  // given as nodes join (per_node.h).
+  bool rdzv_join = false;
+  std::string rdzv_id;               // --rdzv-id (with rdzv_join): part of the job id
+  RendezvousConf rdzv_conf;          // --rdzv-conf (with rdzv_join): join_timeout, last_call_timeout, is_host
   bool insecure = false;             // --insecure: per-node form without DSLAUNCH_SECRET_FILE off loopback
   std::string master_addr;           // --master_addr; "" = node rank 0's routable address
   int master_port = 0;               // --master_port; 0 = reserved per generation at launch

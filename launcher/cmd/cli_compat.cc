@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -265,8 +266,9 @@ void DeclareDeepSpeedOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
 // The per-node form: every node runs the same command (torchrun's way, DeepSpeed's --no_ssh).
 void DeclarePerNodeOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
   app.add_option("--rdzv-endpoint,--rdzv_endpoint", raw.rdzv_endpoint,
-                 "with --node_rank (the per-node form): node 0's dslaunch, HOST:PORT (like --master_addr "
-                 "and --master_port); otherwise ignored")
+                 "the per-node form: the rendezvous, HOST:PORT; with --node_rank node 0's dslaunch, without it "
+                 "(--nnodes N or MIN:MAX) the node that can bind it hosts the job, the others join it and get "
+                 "their rank (docs/per-node.md); otherwise ignored")
       ->type_name("HOST:PORT")->group(kGroup);
   app.add_option("--node_rank,--node-rank", raw.node_rank,
                  "the per-node form: this node's rank; every node runs the same command, node 0 runs the "
@@ -311,6 +313,49 @@ std::string IgnoredNotice(const std::vector<RawOptions::Ignored>& ignored, const
     line += last_with_why ? " (" + ig.why + ")" + (i + 1 < ignored.size() ? "; " : "") : ", ";
   }
   return line;
+}
+
+// The value of ignored flag `names` when it was given (the last one), and
+// takes it out of `ignored`.
+std::optional<std::string> TakeIgnored(std::vector<RawOptions::Ignored>& ignored, const std::string& names) {
+  std::optional<std::string> value;
+  for (auto it = ignored.begin(); it != ignored.end();) {
+    if (it->names != names) {
+      ++it;
+      continue;
+    }
+    value = it->value;
+    it = ignored.erase(it);
+  }
+  return value;
+}
+
+// --rdzv-endpoint and torchrun's c10d recipe: without --node_rank and with
+// more than one node, every node runs the same command and gets its rank
+// when it joins (per_node.h); --rdzv-id and --rdzv-conf then mean what they
+// mean to torchrun. Otherwise --rdzv-endpoint names node 0 (--node_rank) or
+// is ignored with the other --rdzv-* flags.
+Status ApplyRendezvous(const RawOptions& raw, const std::vector<TypedOption>& given,
+                       std::vector<RawOptions::Ignored>& ignored, CliOptions& o) {
+  const bool ranked = o.node_rank >= 0 || o.no_ssh;
+  const bool many = o.selection.num_nodes > 1 || o.elastic_max_nodes > 1;
+  const bool c10d = std::any_of(ignored.begin(), ignored.end(), [](const RawOptions::Ignored& i) {
+    return i.names == "--rdzv-backend,--rdzv_backend" && i.value == "c10d";
+  });
+  o.rdzv_join = !ranked && many && (!raw.rdzv_endpoint.empty() || (c10d && !o.master_addr.empty()));
+  if (!raw.rdzv_endpoint.empty()) {
+    if (ranked || o.rdzv_join) o.rdzv_endpoint = raw.rdzv_endpoint;
+    else ignored.push_back({"--rdzv-endpoint,--rdzv_endpoint", Shown(raw.rdzv_endpoint),
+                            "dslaunch runs its own rendezvous: the coordinator and its store; it names node 0 "
+                            "in the per-node form only (--node_rank, or --nnodes above 1)"});
+  }
+  if (!o.rdzv_join) return Status::OK();
+  TakeIgnored(ignored, "--rdzv-backend,--rdzv_backend");
+  if (auto id = TakeIgnored(ignored, "--rdzv-id,--rdzv_id")) o.rdzv_id = *id;
+  if (auto conf = TakeIgnored(ignored, "--rdzv-conf,--rdzv_conf")) {
+    DS_ASSIGN_OR_RETURN(o.rdzv_conf, ParseRendezvousConf(Spelled(given, {"--rdzv-conf", "--rdzv_conf"}), *conf));
+  }
+  return Status::OK();
 }
 
 }  // namespace
@@ -360,27 +405,9 @@ Status ApplyRaw(const RawOptions& raw, const std::vector<TypedOption>& given, Cl
     DS_ASSIGN_OR_RETURN(o.node_rank, IntOption(Spelled(given, {"--node_rank", "--node-rank"}), raw.node_rank, 0,
                                                kMaxWorldSize - 1));
   }
-  std::vector<RawOptions::Ignored> ignored = raw.ignored;
-  if (!raw.rdzv_endpoint.empty()) {
-    if (o.node_rank >= 0 || o.no_ssh) o.rdzv_endpoint = raw.rdzv_endpoint;
-    else ignored.push_back({"--rdzv-endpoint,--rdzv_endpoint", Shown(raw.rdzv_endpoint),
-                            "dslaunch runs its own rendezvous: the coordinator and its store; it names node 0 "
-                            "only in the per-node form, with --node_rank"});
-  }
   DS_RETURN_IF_ERROR(ApplyElasticBounds(raw, given, o));
-  // torchrun's multi-node recipe (the same command on every node, ranks
-  // given at join) would otherwise make one separate job per node.
-  if (!raw.rdzv_endpoint.empty() && o.node_rank < 0 && !o.no_ssh &&
-      (o.selection.num_nodes > 1 || o.elastic_max_nodes > 1))
-    return Status::InvalidArgument(fmt::format(
-        "--rdzv-endpoint {} with {} and no --node_rank: dslaunch does not give nodes their rank as they join "
-        "(torchrun's c10d rendezvous) yet, and each node would run a separate job; run the same command on every "
-        "node with --node_rank R (0 on the node at {}) and a fixed --nnodes N (docs/per-node.md), or launch all "
-        "nodes from one machine with --hostfile",
-        Shown(raw.rdzv_endpoint),
-        o.elastic_max_nodes > 0 ? fmt::format("--nnodes {}:{}", o.elastic_min_nodes, o.elastic_max_nodes)
-                                : fmt::format("--nnodes {}", o.selection.num_nodes),
-        Shown(raw.rdzv_endpoint.substr(0, raw.rdzv_endpoint.rfind(':')))));
+  std::vector<RawOptions::Ignored> ignored = raw.ignored;
+  DS_RETURN_IF_ERROR(ApplyRendezvous(raw, given, ignored, o));
   if (!raw.num_gpus.empty()) DS_RETURN_IF_ERROR(ApplyNprocPerNode(raw.num_gpus, given, o));
   std::vector<std::string> launcher_args;
   if (!raw.launcher_args.empty()) {

@@ -23,6 +23,8 @@
 namespace ds {
 namespace {
 
+constexpr int kDefaultJoinPort = 29400;  // torchrun's c10d rendezvous port
+
 std::optional<std::string> Get(const KeyValues& env, const std::string& name) {
   for (const auto& [k, v] : env)
     if (k == name && !v.empty()) return v;
@@ -46,6 +48,35 @@ std::string Derive(const std::string& secret, const std::string& what) {
   return HexEncode(HmacSha256(secret, Bytes(s.begin(), s.end())));
 }
 
+// Node 0's address and the port from --rdzv-endpoint HOST:PORT, else
+// --master_addr/--master_port (port 29500 by default).
+Status Endpoint(const CliOptions& cli, PerNodeLaunch& p) {
+  p.addr = cli.master_addr;
+  p.port = cli.master_port > 0 ? cli.master_port : kDefaultRendezvousPort;
+  if (cli.rdzv_endpoint.empty()) return Status::OK();
+  const size_t colon = cli.rdzv_endpoint.rfind(':');
+  p.addr = cli.rdzv_endpoint.substr(0, colon);
+  if (colon == std::string::npos) return Status::OK();
+  DS_ASSIGN_OR_RETURN(p.port, Number("--rdzv-endpoint", cli.rdzv_endpoint.substr(colon + 1), 1, 65535));
+  return Status::OK();
+}
+
+// torchrun's c10d recipe: the same command on every node, ranks given at join.
+Status ResolveJoin(const CliOptions& cli, PerNodeLaunch& p) {
+  p.source = cli.rdzv_endpoint.empty() ? "--master_addr with --rdzv-backend c10d" : "--rdzv-endpoint";
+  p.join = true;
+  p.node_rank = -1;
+  p.nnodes = cli.elastic_max_nodes > 0 ? cli.elastic_max_nodes : cli.selection.num_nodes;
+  p.min_nodes = cli.elastic_min_nodes > 0 ? cli.elastic_min_nodes : p.nnodes;
+  p.conf = cli.rdzv_conf;
+  DS_RETURN_IF_ERROR(Endpoint(cli, p));
+  if (!cli.rdzv_endpoint.empty() && cli.rdzv_endpoint.find(':') == std::string::npos)
+    p.port = kDefaultJoinPort;  // torchrun's c10d default, for --rdzv-endpoint HOST
+  if (p.addr.empty())
+    return Status::InvalidArgument(fmt::format("{}: expected HOST:PORT, got '{}'", p.source, cli.rdzv_endpoint));
+  return Status::OK();
+}
+
 }  // namespace
 
 Result<std::string> ReadSecretFile(const std::string& path) {
@@ -59,7 +90,9 @@ Result<std::string> ReadSecretFile(const std::string& path) {
 
 Result<std::optional<PerNodeLaunch>> ResolvePerNode(const CliOptions& cli, const KeyValues& env) {
   PerNodeLaunch p;
-  if (cli.node_rank >= 0 || cli.no_ssh) {
+  if (cli.rdzv_join) {
+    DS_RETURN_IF_ERROR(ResolveJoin(cli, p));
+  } else if (cli.node_rank >= 0 || cli.no_ssh) {
     p.source = cli.node_rank >= 0 ? "--node_rank" : "--no_ssh";
     if (cli.node_rank < 0) return Status::InvalidArgument("--no_ssh: needs --node_rank R (this node's rank)");
     if (cli.elastic_max_nodes > 0)
@@ -68,15 +101,7 @@ Result<std::optional<PerNodeLaunch>> ResolvePerNode(const CliOptions& cli, const
       return Status::InvalidArgument("--node_rank: needs --nnodes N (how many nodes run this command)");
     p.nnodes = cli.selection.num_nodes;
     p.node_rank = cli.node_rank;
-    p.addr = cli.master_addr;
-    p.port = cli.master_port > 0 ? cli.master_port : kDefaultRendezvousPort;
-    if (!cli.rdzv_endpoint.empty()) {
-      const size_t colon = cli.rdzv_endpoint.rfind(':');
-      p.addr = cli.rdzv_endpoint.substr(0, colon);
-      if (colon != std::string::npos) {
-        DS_ASSIGN_OR_RETURN(p.port, Number("--rdzv-endpoint", cli.rdzv_endpoint.substr(colon + 1), 1, 65535));
-      }
-    }
+    DS_RETURN_IF_ERROR(Endpoint(cli, p));
     if (p.addr.empty())
       return Status::InvalidArgument("--node_rank: needs node 0's address (--master_addr or --rdzv-endpoint HOST:PORT)");
   } else if (Get(env, "PET_NODE_RANK") && Get(env, "PET_NNODES")) {
@@ -103,7 +128,7 @@ Result<std::optional<PerNodeLaunch>> ResolvePerNode(const CliOptions& cli, const
   } else {
     return std::optional<PerNodeLaunch>();
   }
-  if (p.node_rank >= p.nnodes)
+  if (!p.join && p.node_rank >= p.nnodes)
     return Status::InvalidArgument(fmt::format("{}: node rank {} is not below the node count {}", p.source,
                                                p.node_rank, p.nnodes));
   if (auto file = Get(env, "DSLAUNCH_SECRET_FILE")) {
@@ -113,7 +138,7 @@ Result<std::optional<PerNodeLaunch>> ResolvePerNode(const CliOptions& cli, const
     p.secret = "dslaunch per-node insecure";
   } else if (IsLoopback(p.addr)) {
     p.secret_from = PerNodeLaunch::Secret::kLoopback;
-    if (p.node_rank == 0) p.secret = RandomHex(32);
+    if (p.node_rank == 0 || p.join) p.secret = RandomHex(32);  // used if this node hosts
   } else {
     return Status::PermissionDenied(fmt::format(
         "the per-node form ({}) needs the job secret in DSLAUNCH_SECRET_FILE (the same file on every node, mode "
@@ -123,8 +148,13 @@ Result<std::optional<PerNodeLaunch>> ResolvePerNode(const CliOptions& cli, const
   const std::string endpoint = fmt::format("{}:{}", p.addr, p.port);
   // The id names the job (from the rendezvous only, so that a wrong secret
   // fails the key check and says so); the agents' key needs the secret.
-  p.job_id = Derive("dslaunch per-node job", endpoint).substr(0, 12);
+  p.job_id = Derive("dslaunch per-node job", cli.rdzv_id.empty() ? endpoint : endpoint + " " + cli.rdzv_id)
+                 .substr(0, 12);
   return std::optional<PerNodeLaunch>(std::move(p));
+}
+
+std::string PerNodeJoinToken(const PerNodeLaunch& p) {
+  return Derive(p.secret, fmt::format("dslaunch per-node join {}", p.job_id));
 }
 
 std::string PerNodeAgentToken(const PerNodeLaunch& p, int node) {
@@ -149,7 +179,7 @@ Status ExecPerNodeAgent(const PerNodeLaunch& p, const CliOptions& cli) {
   DS_ASSIGN_OR_RETURN(JobSpec job, JobFromCli(cli));
   const std::string endpoint = fmt::format("{}:{}", p.addr, p.port);
   PerNodeLaunch keyed = p;
-  if (p.secret_from == PerNodeLaunch::Secret::kLoopback) {
+  if (p.secret_from == PerNodeLaunch::Secret::kLoopback && p.secret.empty()) {
     DS_ASSIGN_OR_RETURN(keyed.secret, AwaitLoopbackSecret(endpoint, kPerNodeJoinTimeout, [&](const std::string& path) {
       std::fprintf(stderr, "dslaunch: node %d of %d: waiting for node 0 to publish the job secret in %s\n",
                    p.node_rank, p.nnodes, path.c_str());
@@ -160,7 +190,8 @@ Status ExecPerNodeAgent(const PerNodeLaunch& p, const CliOptions& cli) {
   std::vector<std::string> argv =
       AgentArgv(cli, endpoint, p.node_rank, p.job_id, host,
                 job.elastic.heartbeat_interval, job.elastic.heartbeat_timeout, cli.connect_timeout);
-  argv.insert(argv.end(), {"--join-timeout", fmt::format("{}ms", ToMillis(kPerNodeJoinTimeout))});
+  argv.insert(argv.end(), {"--join-timeout", fmt::format("{}ms", ToMillis(p.join ? p.conf.join_timeout
+                                                                                 : kPerNodeJoinTimeout))});
   // The key on a pipe the agent reads once (DSLAUNCH_SECRET_FD): never argv or the environment.
   int fds[2];
   if (::pipe(fds) != 0) return Status::IOError(std::string("pipe: ") + std::strerror(errno));

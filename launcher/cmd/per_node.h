@@ -7,6 +7,9 @@
 // Asked for by, highest first:
 //   --node_rank R (or --no_ssh) with --nnodes N and --master_addr/--master_port
 //     or --rdzv-endpoint HOST:PORT;
+//   no --node_rank, --nnodes N or MIN:MAX above 1 and --rdzv-endpoint
+//     HOST:PORT (or --master_addr/--master_port with --rdzv-backend c10d):
+//     torchrun's c10d recipe, ranks given at join (`join`);
 //   PET_NNODES, PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT (torchrun's
 //     variables, as Kubeflow's PyTorchJob sets them);
 //   MASTER_ADDR, MASTER_PORT, WORLD_SIZE (nodes), RANK (this node) when all
@@ -31,6 +34,7 @@
 #include "common/env_registry.h"
 #include "common/status.h"
 #include "launcher/cmd/cli.h"
+#include "launcher/cmd/rdzv_conf.h"
 
 namespace ds {
 
@@ -38,8 +42,15 @@ inline constexpr int kDefaultRendezvousPort = 29500;  // torchrun's and DeepSpee
 inline constexpr double kPerNodeJoinTimeout = 600.0;  // seconds for every node to join (torchrun's default)
 
 struct PerNodeLaunch {
-  int nnodes = 0;
-  int node_rank = 0;
+  int nnodes = 0;          // the node count; with join, MAX of --nnodes MIN:MAX
+  int node_rank = 0;       // -1 with join until this node hosts (0) or was given its rank
+  // Ranks given at join (torchrun's c10d recipe: --rdzv-endpoint and no
+  // --node_rank): the node that can bind the endpoint hosts the job as node
+  // 0 (rendezvous_claim.h); the others join it (join_client.h).
+  bool join = false;
+  int min_nodes = 0;       // with join: MIN of --nnodes MIN:MAX, else nnodes
+  RendezvousConf conf;     // with join: --rdzv-conf (join_timeout, last_call_timeout, is_host)
+  int listen_fd = -1;      // with join, on the host: the bound, listening endpoint (the coordinator takes it)
   std::string addr;        // node 0's rendezvous address
   int port = kDefaultRendezvousPort;
   std::string source;      // what asked for it: "--node_rank", "PET_* variables", ...
@@ -55,6 +66,9 @@ struct PerNodeLaunch {
 
 // Node `node`'s agent key: HMAC(secret, "dslaunch per-node agent <job id> <node>").
 std::string PerNodeAgentToken(const PerNodeLaunch& p, int node);
+// The join key a node without a rank proves to get one, and the host proves
+// back (mutual): HMAC(secret, "dslaunch per-node join <job id>").
+std::string PerNodeJoinToken(const PerNodeLaunch& p);
 
 // The address node 0's coordinator listens on: exactly the rendezvous
 // address ("localhost" -> 127.0.0.1; a name -> the address it resolves to),
@@ -67,10 +81,10 @@ Result<std::string> PerNodeListenAddress(const PerNodeLaunch& p);
 Result<std::optional<PerNodeLaunch>> ResolvePerNode(const CliOptions& cli, const KeyValues& env);
 
 // Node rank R > 0: reads the secret node 0 publishes when it is kLoopback
-// (waiting for it), then becomes this node's dsagent (exec, same pid), which joins
+// and not read yet (waiting for it), then becomes this node's dsagent (exec, same pid), which joins
 // node 0 within kPerNodeJoinTimeout (node 0 may start later) and runs what
-// it is told; its exit status is this command's (agent/main.cc: 0 when the
-// job ended, 4 when node 0 was lost, 5 when node 0 refused the secret). The
+// it is told; its exit status is this command's (agent/main.cc: the job's
+// status when node 0 ended the job, 4 when node 0 was lost, 5 when node 0 refused the secret). The
 // job's heartbeat settings come from the job file, as on node 0. Returns
 // only when the agent cannot be started.
 Status ExecPerNodeAgent(const PerNodeLaunch& p, const CliOptions& cli);

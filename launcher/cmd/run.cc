@@ -126,6 +126,15 @@ Result<CoordinatorOptions> CoordinatorOptionsFor(const Launch& l, const CliOptio
     co.advertise_host = l.per_node->addr;
     co.register_timeout = kPerNodeJoinTimeout;
     co.hosts_from_agents = true;  // the plan's node0, node1, ... are placeholders
+    if (const PerNodeLaunch& pn = *l.per_node; pn.join) {  // ranks given at join
+      co.join_key = PerNodeJoinToken(pn);
+      co.listen_fd = pn.listen_fd;
+      co.register_timeout = pn.conf.join_timeout;
+      if (pn.min_nodes < pn.nnodes) {
+        co.start_nodes = pn.min_nodes;
+        co.last_call = pn.conf.last_call_timeout;
+      }
+    }
     return co;
   }
   if (l.launcher == "local") return co;

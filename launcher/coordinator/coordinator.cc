@@ -1,6 +1,7 @@
 #include "launcher/coordinator/coordinator.h"
 
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -50,9 +51,11 @@ const char* ReasonOf(wire::ErrorCode code) {
 Coordinator::Coordinator(asio::io_context& io, const LaunchPlan& plan, CoordinatorOptions options,
                          JobRecord& record)
     : io_(io), opt_(options), acceptor_(io), accept_timer_(io), reject_log_(io, options.reject_log_interval),
-      timer_(io), store_service_(io, store_),
+      timer_(io), store_service_(io, store_), plan_nodes_(static_cast<int>(Candidates(plan).size())),
       control_(plan, std::move(options), record, store_, RealClock(), timer_) {
   control_.OnDone([this] { Finished(); });
+  if (!opt_.join_key.empty())
+    join_order_.emplace(plan_nodes_, Seconds(opt_.join_lease));
 }
 
 Coordinator::~Coordinator() {
@@ -66,6 +69,7 @@ Status Coordinator::Listen() {
   auto ip = asio::ip::make_address(opt_.listen_addr, ec);
   if (ec) return Status::InvalidArgument(fmt::format("listen address '{}': {}", opt_.listen_addr, ec.message()));
   asio::ip::tcp::endpoint ep(ip, static_cast<uint16_t>(opt_.listen_port));
+  if (opt_.listen_fd >= 0) return Adopt(ep);
   // Close-on-exec from birth (Asio's open() would not make it so): no
   // program dslaunch starts, nor any it starts, can hold the port.
   const int fd = ::socket(ep.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -80,6 +84,19 @@ Status Coordinator::Listen() {
   // default, SOMAXCONN, would cap a raised sysctl at 4,096): thousands of
   // agents arriving together wait there while 256 at a time authenticate.
   if (!ec) acceptor_.listen(kListenBacklog, ec);
+  if (ec) return Status::IOError(fmt::format("listen {}:{}: {}", opt_.listen_addr, opt_.listen_port, ec.message()));
+  Accept();
+  return Status::OK();
+}
+
+// The join form's host bound and listens already (launcher/cmd/rendezvous_claim.h).
+Status Coordinator::Adopt(const asio::ip::tcp::endpoint& ep) {
+  boost::system::error_code ec;
+  protocol_ = ep.protocol();
+  acceptor_.assign(ep.protocol(), opt_.listen_fd, ec);
+  if (ec) ::close(opt_.listen_fd);
+  opt_.listen_fd = -1;
+  if (!ec) acceptor_.non_blocking(true, ec);
   if (ec) return Status::IOError(fmt::format("listen {}:{}: {}", opt_.listen_addr, opt_.listen_port, ec.message()));
   Accept();
   return Status::OK();
@@ -219,7 +236,13 @@ void Coordinator::OnHello(const std::shared_ptr<Pending>& p, const Frame& f) {
   auto h = msg::Hello::Decode(f.payload);
   if (!h.ok()) return Reject(p, wire::ErrorCode::kProtocol, h.status().message());
   p->hello = *h;
-  if (h->role == wire::Role::kAgent) {
+  if (h->role == wire::Role::kJoin) {
+    if (!join_order_)
+      return Reject(p, wire::ErrorCode::kInvalid,
+                    "this job gives no node ranks at join: its nodes have fixed ranks (--node_rank)");
+    if (h->job_id != opt_.job_id) return Reject(p, wire::ErrorCode::kAuth, "unknown job id '" + h->job_id + "'");
+    p->key = opt_.join_key;
+  } else if (h->role == wire::Role::kAgent) {
     if (h->job_id != opt_.job_id) return Reject(p, wire::ErrorCode::kAuth, "unknown job id '" + h->job_id + "'");
     auto token = agent_tokens_.find(static_cast<int>(h->node_index));
     if (token == agent_tokens_.end() && control_.NodeAlive(h->node_index))
@@ -245,11 +268,28 @@ void Coordinator::OnAuth(const std::shared_ptr<Pending>& p, const Frame& f) {
   if (!a.ok()) return Reject(p, wire::ErrorCode::kProtocol, a.status().message());
   if (!MacEquals(a->mac, ClientProof(p->key, p->nonce)))
     return Reject(p, wire::ErrorCode::kAuth, "authentication failed (wrong secret or token)");
-  p->stage = p->hello.role == wire::Role::kAgent ? Pending::Stage::kAgent : Pending::Stage::kStore;
   p->timer.cancel();
   LeaveHandshake(*p);
-  p->conn->set_max_payload(wire::kMaxPayload);
   p->conn->Send(wire::MsgType::kAuthOk, msg::AuthOk{ServerProof(p->key, p->nonce)}.Encode());
+  if (p->hello.role == wire::Role::kJoin) return OnJoin(p);
+  p->stage = p->hello.role == wire::Role::kAgent ? Pending::Stage::kAgent : Pending::Stage::kStore;
+  p->conn->set_max_payload(wire::kMaxPayload);
+}
+
+// An authenticated joiner: its node rank (JoinOrder), then the connection
+// ends; its agent registers as that node with that node's own key.
+void Coordinator::OnJoin(const std::shared_ptr<Pending>& p) {
+  auto rank = join_order_->Admit(RealClock().Now(), [this](int node) { return control_.NodeAlive(node); });
+  if (!rank.ok())  // kTimeout: ask again (a lease may end); kInvalid: the job is full
+    return Reject(p,
+                  rank.status().code() == Status::Code::kUnavailable ? wire::ErrorCode::kTimeout
+                                                                     : wire::ErrorCode::kInvalid,
+                  rank.status().message());
+  DS_LOG(Info, Coord) << Printable(p->hello.name) << " (" << p->conn->peer() << ") joined as node " << *rank;
+  p->rejected = true;  // its close is expected, not a drop
+  p->conn->Send(wire::MsgType::kJoined,
+                msg::Joined{static_cast<uint32_t>(*rank), static_cast<uint32_t>(plan_nodes_)}.Encode());
+  p->conn->Close("joined", /*flush=*/true);
 }
 
 // An authenticated agent: its first frame is Register, then JobControl's.

@@ -12,6 +12,9 @@
 // handshake; counted). When accept fails for want of descriptors
 // (EMFILE, ENFILE, ENOBUFS, ENOMEM) it retries after a back-off of 100 ms,
 // doubling to 1 s, instead of at once; connections wait in the listen backlog.
+// In the per-node form's join (options.join_key), a client of role join that
+// proves the join key gets its node rank (JoinOrder) in a Joined frame and
+// is closed; it never becomes an agent on that connection.
 // Refusals are logged through RejectLog (rate-limited), peer strings Printable().
 // The listening socket and every accepted one are close-on-exec from birth
 // (socket/accept4 with SOCK_CLOEXEC, not Asio's open/accept), so no program
@@ -25,6 +28,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +37,7 @@
 #include "launcher/coordinator/deadline_timer.h"
 #include "launcher/coordinator/frame_conn.h"
 #include "launcher/coordinator/job_control.h"
+#include "launcher/coordinator/join_order.h"
 #include "launcher/coordinator/kv_store.h"
 #include "launcher/coordinator/reject_log.h"
 #include "launcher/coordinator/store_service.h"
@@ -92,6 +97,8 @@ class Coordinator {
   void OnHello(const std::shared_ptr<Pending>& p, const Frame& f);
   void OnAuth(const std::shared_ptr<Pending>& p, const Frame& f);
   void OnAgentFrame(const std::shared_ptr<Pending>& p, const Frame& f);
+  void OnJoin(const std::shared_ptr<Pending>& p);
+  Status Adopt(const asio::ip::tcp::endpoint& ep);
   void Reject(const std::shared_ptr<Pending>& p, wire::ErrorCode code, const std::string& why);
   void Drop(const std::shared_ptr<Pending>& p, const std::string& reason, const std::string& why);
   void Finished();
@@ -110,7 +117,9 @@ class Coordinator {
   AsioDeadlineTimer timer_;
   KvStore store_;
   StoreService store_service_;
+  int plan_nodes_;                           // nodes and standbys: the join form's --nnodes (MAX)
   JobControl control_;
+  std::optional<JoinOrder> join_order_;      // the join form's ranks (options.join_key set)
   std::function<void()> on_done_;
   std::map<int, std::string> agent_tokens_;  // by node: the token it may register with once
 };

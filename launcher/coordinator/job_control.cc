@@ -59,7 +59,10 @@ Status JobControl::OnRegister(const msg::Register& facts, std::shared_ptr<AgentL
   Agent& a = agents_[node];
   // A lost node may come back (elastic.rejoin): it idles until the next restart.
   const bool rejoin = a.registered && a.lost && state_ != CoordState::kDone && plan_.job.elastic.rejoin;
-  if (!rejoin && (a.registered || state_ != CoordState::kWaitingForAgents))
+  // A node joining a started --nnodes MIN:MAX job (never registered before).
+  const bool late = !a.registered && opt_.start_nodes > 0 && state_ != CoordState::kWaitingForAgents &&
+                    state_ != CoordState::kDone;
+  if (!rejoin && !late && (a.registered || state_ != CoordState::kWaitingForAgents))
     return Status::InvalidArgument(fmt::format("node {} is already registered", node));
   a.link = std::move(link);
   a.facts = facts;
@@ -71,14 +74,17 @@ Status JobControl::OnRegister(const msg::Register& facts, std::shared_ptr<AgentL
   liveness_.Watch(node, clock_.Now());
   if (gather_) SendTo(node, wire::MsgType::kSnapshotSetup, gather_->Setup(node).Encode());
   fleet_->OnAgentRegistered(node);
-  if (rejoin) {
-    Notice(fmt::format("{} rejoined; it takes part from the next restart", names_[node]));
+  if (rejoin || late) {
+    if (opt_.start_nodes > 0) Grow(node, rejoin ? "rejoined" : "joined");
+    else Notice(fmt::format("{} rejoined; it takes part from the next restart", names_[node]));
   } else {
     DS_LOG(Info, Coord) << "node " << node << " registered after " << MsSince(start_time_, clock_.Now()) << " ms ("
                         << Printable(facts.host) << ", " << Printable(facts.addr) << " via "
                         << Printable(facts.ifname) << ", " << facts.cpus
                         << " cpus)";
     if (num_registered_ == agents_.size()) PrepareGeneration();
+    else if (opt_.start_nodes > 0 && num_registered_ == static_cast<size_t>(opt_.start_nodes))
+      last_call_ = clock_.Now() + Seconds(opt_.last_call);
   }
   Rearm();
   return Status::OK();

@@ -17,6 +17,9 @@
 // hosts in their cooldown (elastic.max_host_failures) sitting out unless
 // min_nodes needs them, the store cleared. A lost node's new agent may
 // register again (elastic.rejoin): it idles like a standby until a restart.
+// With ranks given at join and --nnodes MIN:MAX (options.start_nodes,
+// job_control_join.cc) the first generation may start on fewer nodes than
+// the plan's, and a node registering later restarts the job to take part.
 //
 // With snapshots on (checkpoint.shared false or checkpoint.replicas > 0,
 // launcher/config/checkpoint_options.h) every agent gets a SnapshotSetup when
@@ -82,6 +85,18 @@ struct CoordinatorOptions {
   // node1, ...), so a node is named by the host name its agent reports at
   // Register (its ranks' output prefix, the summary, notices).
   bool hosts_from_agents = false;
+  // The per-node form's ranks given at join (launcher/cmd/per_node.h): a
+  // Hello of role join proven with join_key gets a node rank (JoinOrder),
+  // held join_lease seconds for its agent to register. "" = joins refused.
+  std::string join_key;
+  double join_lease = 30.0;
+  int listen_fd = -1;                 // >= 0: Listen() adopts this bound, listening socket (and owns it)
+  // --nnodes MIN:MAX joined: the first generation starts once start_nodes
+  // agents registered and last_call seconds passed since, or all did; 0 =
+  // when all did. A node that registers later (never before registered)
+  // restarts the running job to take part, within elastic.max_restarts.
+  int start_nodes = 0;
+  double last_call = 30.0;
   // What the user must see (restarts); default: a diagnostic log line.
   std::function<void(const std::string&)> notice;
 };
@@ -172,6 +187,10 @@ class JobControl {
   // job_control_restart.cc: the next generation after RestartPolicy's yes.
   std::vector<bool> AliveAgents() const;  // by node: registered, not lost, connected
   void Restart();
+  // job_control_join.cc: --nnodes MIN:MAX joined (options.start_nodes).
+  void CheckLastCall(Clock::time_point now);  // starts on the registered nodes once the window is over
+  void StartOnRegistered();                   // the first generation on the nodes registered so far
+  void Grow(int node, const char* how);       // `node` joined a started job: restart to take it in
 
   const LaunchPlan& plan_;            // the job's plan
   std::vector<NodePlan> candidates_;  // its nodes, then its standbys: agents_ by index
@@ -197,6 +216,8 @@ class JobControl {
   size_t stop_cursor_ = 0;            // agents_ before it are stopped or gone (kStopping)
   Liveness liveness_;                 // heartbeats: Pings and silence
   Clock::time_point start_time_;
+  Clock::time_point last_call_ = Clock::time_point::max();  // start_nodes registered: start at this time
+  std::string grow_cause_;            // the restart under way takes in a joined node: its notice's cause
   Clock::time_point stop_started_;
   std::function<void()> on_done_;
   std::unique_ptr<SnapshotGather> gather_;  // null with snapshots off

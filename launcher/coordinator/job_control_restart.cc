@@ -23,7 +23,10 @@ void JobControl::Restart() {
   gen_plan_ = std::move(next->plan);
   gen_agents_ = std::move(next->agents);
   ++generation_;
-  const std::string cause = record_.first_failure() ? DescribeFailure(*record_.first_failure()) : "?";
+  const std::string cause = !grow_cause_.empty()         ? grow_cause_
+                            : record_.first_failure() ? DescribeFailure(*record_.first_failure())
+                                                      : "?";
+  grow_cause_.clear();
   failure_time_ = record_.first_failure_time;
   record_.NewGeneration(generation_);
   store_.Clear();  // the last generation's rendezvous keys must not leak into this one

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "common/log.h"
+#include "common/strings.h"
 #include "launcher/coordinator/job_control.h"
 
 namespace ds {
@@ -105,8 +106,10 @@ void JobControl::Finish() {
   state_ = CoordState::kDone;
   timer_.Cancel();
   if (gather_) record_.snapshot_summary = gather_->Summary();
+  // The per-node form: every node's dslaunch (its agent) exits with the job's status.
+  const Bytes shutdown = msg::Shutdown{opt_.hosts_from_agents ? record_.ExitCode() : 0}.Encode();
   for (size_t i = 0; i < agents_.size(); ++i) {
-    SendTo(static_cast<int>(i), wire::MsgType::kShutdown, msg::Shutdown{}.Encode());
+    SendTo(static_cast<int>(i), wire::MsgType::kShutdown, shutdown);
     if (agents_[i].link) agents_[i].link->Close("job finished", /*flush=*/true);
   }
   if (on_done_) on_done_();
@@ -117,6 +120,7 @@ void JobControl::Finish() {
 void JobControl::OnTimer() {
   const auto now = clock_.Now();
   CheckRegisterDeadline(now);
+  CheckLastCall(now);
   CheckLiveness(now);
   CheckStopDeadline(now);
   Rearm();
@@ -124,10 +128,19 @@ void JobControl::OnTimer() {
 
 void JobControl::CheckRegisterDeadline(Clock::time_point now) {
   if (state_ != CoordState::kWaitingForAgents || now < start_time_ + Seconds(opt_.register_timeout)) return;
-  std::string missing;
-  for (size_t i = 0; i < agents_.size(); ++i)
+  if (opt_.start_nodes > 0 && num_registered_ >= static_cast<size_t>(opt_.start_nodes)) return StartOnRegistered();
+  std::string missing, joined;
+  for (size_t i = 0; i < agents_.size(); ++i) {
     if (!agents_[i].registered) missing += (missing.empty() ? "" : ", ") + names_[i];
-  Abort(missing, fmt::format("agent did not register within {}s", opt_.register_timeout), 1);
+    else joined += fmt::format("{}{} ({})", joined.empty() ? "" : ", ", names_[i], Printable(agents_[i].facts.addr));
+  }
+  if (!opt_.hosts_from_agents)
+    return Abort(missing, fmt::format("agent did not register within {}s", opt_.register_timeout), 1);
+  // The per-node form: the other nodes are known only once they joined.
+  const size_t need = opt_.start_nodes > 0 ? static_cast<size_t>(opt_.start_nodes) : agents_.size();
+  Abort("dslaunch", fmt::format("{} of the {} nodes needed joined within {} s: {}", num_registered_, need,
+                                opt_.register_timeout, joined.empty() ? "none" : joined),
+        1);
 }
 
 // What Liveness found due: agents silent for heartbeat_timeout are lost, the
@@ -163,7 +176,8 @@ Clock::time_point JobControl::StopDeadline() const {
 
 Clock::time_point JobControl::NextDeadline() const {
   auto next = liveness_.NextDeadline();
-  if (state_ == CoordState::kWaitingForAgents) next = std::min(next, start_time_ + Seconds(opt_.register_timeout));
+  if (state_ == CoordState::kWaitingForAgents)
+    next = std::min({next, start_time_ + Seconds(opt_.register_timeout), last_call_});
   if (state_ == CoordState::kStopping) next = std::min(next, StopDeadline());
   return next;
 }

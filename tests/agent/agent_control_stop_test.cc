@@ -234,6 +234,15 @@ TEST_CASE("AgentControl: no hang is judged while stopping") {
   CHECK(f.link.Count(MsgType::kOutput) == 0);
 }
 
+TEST_CASE("AgentControl: a Shutdown carrying the job's failed status (the per-node form) ends the agent with it") {
+  AgentFixture f;
+  f.Assign(0, {0});
+  f.Shutdown(3);
+  f.Exit(0, 0, SIGTERM);
+  CHECK(f.control.finished());
+  CHECK(f.control.exit_code() == 3);
+}
+
 TEST_CASE("AgentControl: moves the phase table refuses drop their event") {
   AgentFixture f;
   f.Assign(0, {0});

@@ -166,7 +166,7 @@ struct AgentFixture {
     Deliver(wire::MsgType::kAssign, a);
   }
   void Stop(uint32_t gen) { Deliver(wire::MsgType::kStop, msg::Stop{gen}); }
-  void Shutdown() { control.OnFrame(Frame{wire::MsgType::kShutdown, {}}); }
+  void Shutdown(int exit_code = 0) { control.OnFrame(Frame{wire::MsgType::kShutdown, msg::Shutdown{exit_code}.Encode()}); }
   void Exit(int rank, int code, int sig = 0) { control.OnWorkerExited(WorkerExit{rank, 1000 + rank, code, sig, {}}); }
   // Time passes by `d` and the control acts on what is due.
   void Tick(Clock::duration d) {

@@ -36,6 +36,18 @@ TEST_CASE("protocol: StartAgents and AgentEnded round-trip every field", "[proto
   CHECK(AgentEnded::Decode(AgentEnded{1, -1, 9, ""}.Encode())->signal == 9);
 }
 
+// The per-node form (wire_format.md "Join" and "Agent session").
+TEST_CASE("protocol: Joined and Shutdown round-trip every field; truncations refused", "[protocol]") {
+  auto j = Joined::Decode(Joined{7, 9}.Encode());
+  REQUIRE(j.ok());
+  CHECK(j->node_index == 7);
+  CHECK(j->max_nodes == 9);
+  CHECK(Shutdown::Decode(Shutdown{-3}.Encode())->exit_code == -3);
+  CHECK(Shutdown::Decode(Shutdown{}.Encode())->exit_code == 0);
+  CheckTruncations(Joined{1, 2});
+  CheckTruncations(Shutdown{130});
+}
+
 TEST_CASE("protocol: every truncation of a launch tree message is refused, trailing bytes too", "[protocol][tree]") {
   CheckTruncations(TwoAgents());
   CheckTruncations(AgentEnded{3, 1, 0, "why"});

@@ -167,25 +167,44 @@ TEST_CASE("cli compat: torchrun's flags that do not apply are accepted with one 
         "its store); --role trainer (every worker of a dslaunch job has the same role); --start_method spawn "
         "(workers are always separate processes started by the node's agent); --standalone (without a hostfile the "
         "job already runs on this machine with its own rendezvous); --rdzv-endpoint h:29400 (dslaunch runs its own "
-        "rendezvous: the coordinator and its store; it names node 0 only in the per-node form, with --node_rank)");
+        "rendezvous: the coordinator and its store; it names node 0 in the per-node form only (--node_rank, or "
+        "--nnodes above 1))");
   CHECK(Parse({"--monitor_interval", "1", "x.yaml"}).notices ==
         Argv{"ignoring --monitor_interval 1 (dslaunch is told when a worker exits, it does not poll)"});
   CHECK(Parse({"x.yaml"}).notices.empty());
 }
 
-// Run on two machines it made two one-node jobs that both exited 0 (issue 33).
-TEST_CASE("cli compat: torchrun's multi-node recipe without --node_rank is an error, never separate jobs") {
-  CHECK(ErrorOf({"--nnodes", "2", "--nproc_per_node", "8", "--rdzv-backend", "c10d", "--rdzv-endpoint",
-                 "node0:29400", "train.py"}) ==
-        "--rdzv-endpoint node0:29400 with --nnodes 2 and no --node_rank: dslaunch does not give nodes their rank as "
-        "they join (torchrun's c10d rendezvous) yet, and each node would run a separate job; run the same command on "
-        "every node with --node_rank R (0 on the node at node0) and a fixed --nnodes N (docs/per-node.md), or launch "
-        "all nodes from one machine with --hostfile");
-  CHECK(ErrorOf({"--nnodes", "1:4", "--rdzv_endpoint", "h:1", "train.py"}).starts_with(
-      "--rdzv-endpoint h:1 with --nnodes 1:4 and no --node_rank"));
-  CHECK(Parse({"--nnodes", "1", "--rdzv-endpoint", "h:29400", "x.yaml"}).notices.size() == 1);  // one node: one job
-  CHECK(Parse({"--nnodes", "2", "--node_rank", "1", "--rdzv-endpoint", "h:29400", "x.yaml"}).rdzv_endpoint ==
-        "h:29400");
+// Run on two machines it made two one-node jobs that both exited 0 (issue 33):
+// now every node runs the same command and gets its rank as it joins.
+TEST_CASE("cli compat: torchrun's multi-node recipe without --node_rank gives ranks at join") {
+  CliOptions c = Parse({"--nnodes", "2", "--nproc_per_node", "8", "--rdzv-backend", "c10d", "--rdzv-endpoint",
+                        "node0:29400", "--rdzv-id", "exp7", "--rdzv-conf", "join_timeout=60,last_call_timeout=5",
+                        "train.py"});
+  CHECK(c.rdzv_join);
+  CHECK(c.rdzv_endpoint == "node0:29400");
+  CHECK(c.rdzv_id == "exp7");
+  CHECK(c.rdzv_conf.join_timeout == 60.0);
+  CHECK(c.rdzv_conf.last_call_timeout == 5.0);
+  CHECK(c.notices.empty());  // --rdzv-backend, --rdzv-id and --rdzv-conf mean what they mean to torchrun
+  CliOptions e = Parse({"--nnodes", "1:4", "--rdzv_endpoint", "h:1", "train.py"});
+  CHECK(e.rdzv_join);
+  CHECK(e.elastic_min_nodes == 1);
+  CHECK(e.elastic_max_nodes == 4);
+  // torchrun's c10d with --master_addr/--master_port instead of an endpoint.
+  CHECK(Parse({"--nnodes", "2", "--rdzv_backend", "c10d", "--master_addr", "h", "train.py"}).rdzv_join);
+  CHECK_FALSE(Parse({"--nnodes", "2", "--master_addr", "h", "train.py"}).rdzv_join);  // static: no join
+  CHECK_FALSE(Parse({"--nnodes", "1", "--rdzv-endpoint", "h:29400", "x.yaml"}).rdzv_join);  // one node: one job
+  CHECK(Parse({"--nnodes", "1", "--rdzv-endpoint", "h:29400", "x.yaml"}).notices.size() == 1);
+  CliOptions ranked = Parse({"--nnodes", "2", "--node_rank", "1", "--rdzv-endpoint", "h:29400", "x.yaml"});
+  CHECK(ranked.rdzv_endpoint == "h:29400");
+  CHECK_FALSE(ranked.rdzv_join);
+  // Bad forms, named as typed.
+  CHECK(ErrorOf({"--nnodes", "4:1", "--rdzv-endpoint", "h:1", "train.py"}) ==
+        "--nnodes: MIN (4) is more than MAX (1) in '4:1'");
+  CHECK(ErrorOf({"--nnodes", "1:x", "--rdzv-endpoint", "h:1", "train.py"}) ==
+        "--nnodes: expected N or MIN:MAX with integers between 1 and 1048576, got '1:x'");
+  CHECK(ErrorOf({"--nnodes", "2", "--rdzv-endpoint", "h:1", "--rdzv_conf", "last_call=5", "train.py"}) ==
+        "--rdzv_conf: unknown key 'last_call' (dslaunch reads join_timeout, last_call_timeout and is_host)");
 }
 
 TEST_CASE("cli compat: --local-ranks-filter") {

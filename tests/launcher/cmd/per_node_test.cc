@@ -116,5 +116,66 @@ TEST_CASE("per node: errors name the flag or variable", "[unit]") {
         "PET_NNODES: expected an integer between 1 and 1048576, got 'x'");
 }
 
+TEST_CASE("per node: ranks given at join: every node alike, one job id, a join key apart from the agents'", "[unit]") {
+  testing::TempDir tmp("dsl-test-pernode");
+  const std::string secret = tmp.path() + "/secret";
+  testing::WriteFile(secret, "0123456789abcdef0123\n");
+  ::chmod(secret.c_str(), 0600);
+  CliOptions c;
+  c.rdzv_join = true;
+  c.elastic_min_nodes = 2;
+  c.elastic_max_nodes = 4;
+  c.rdzv_endpoint = "10.0.0.1:29400";
+  c.rdzv_conf.last_call_timeout = 5;
+  auto p = ResolvePerNode(c, {{"DSLAUNCH_SECRET_FILE", secret}});
+  REQUIRE(p.ok());
+  REQUIRE(p->has_value());
+  const PerNodeLaunch& j = **p;
+  CHECK(j.join);
+  CHECK(j.node_rank == -1);
+  CHECK(j.nnodes == 4);
+  CHECK(j.min_nodes == 2);
+  CHECK(j.addr == "10.0.0.1");
+  CHECK(j.port == 29400);
+  CHECK(j.conf.last_call_timeout == 5);
+  CHECK(j.source == "--rdzv-endpoint");
+  CliOptions no_port = c;
+  no_port.rdzv_endpoint = "10.0.0.1";  // torchrun's c10d port
+  CHECK((*ResolvePerNode(no_port, {{"DSLAUNCH_SECRET_FILE", secret}}))->port == 29400);
+  // The --node_rank form at the same endpoint has the same id; --rdzv-id makes another job.
+  CliOptions ranked;
+  ranked.node_rank = 0;
+  ranked.selection.num_nodes = 2;
+  ranked.rdzv_endpoint = c.rdzv_endpoint;
+  CHECK((*ResolvePerNode(ranked, {{"DSLAUNCH_SECRET_FILE", secret}}))->job_id == j.job_id);
+  c.rdzv_id = "exp7";
+  CHECK((*ResolvePerNode(c, {{"DSLAUNCH_SECRET_FILE", secret}}))->job_id != j.job_id);
+  // The join key: from the secret, not any node's agent key.
+  const std::string join = PerNodeJoinToken(j);
+  CHECK(join.size() == 64);
+  for (int node = 0; node < 4; ++node) CHECK(join != PerNodeAgentToken(j, node));
+  PerNodeLaunch other = j;
+  other.secret = "another-secret-of-16+";
+  CHECK(PerNodeJoinToken(other) != join);
+  // Fixed --nnodes N: MIN is N; --master_addr (with --rdzv-backend c10d) names the endpoint too.
+  CliOptions fixed;
+  fixed.rdzv_join = true;
+  fixed.selection.num_nodes = 3;
+  fixed.master_addr = "10.0.0.1";
+  auto f = ResolvePerNode(fixed, {{"DSLAUNCH_SECRET_FILE", secret}});
+  CHECK((*f)->nnodes == 3);
+  CHECK((*f)->min_nodes == 3);
+  CHECK((*f)->port == kDefaultRendezvousPort);
+  CHECK((*f)->source == "--master_addr with --rdzv-backend c10d");
+  // On loopback without a secret file every node has a fresh secret: the host's is published.
+  c.rdzv_endpoint = "127.0.0.1:29400";
+  CHECK((*ResolvePerNode(c, {}))->secret.size() == 64);
+  c.rdzv_endpoint = "10.0.0.1:29400";
+  CHECK(ResolvePerNode(c, {}).status().message() ==
+        "the per-node form (--rdzv-endpoint) needs the job secret in DSLAUNCH_SECRET_FILE (the same file on every "
+        "node, mode 0600) when node 0 (10.0.0.1) is not on loopback; --insecure lets anyone who reaches "
+        "10.0.0.1:29400 join");
+}
+
 }  // namespace
 }  // namespace ds

@@ -47,7 +47,9 @@ LaunchPlan OneNodePlan() {
 
 struct Server {
   explicit Server(double handshake_timeout = 5.0) : Server(TestOptions(handshake_timeout)) {}
-  explicit Server(CoordinatorOptions o, bool start = false) {
+  explicit Server(CoordinatorOptions o, bool start = false) { Init(o, start); }
+  Server(CoordinatorOptions o, LaunchPlan p) : plan(std::move(p)) { Init(o, false); }
+  void Init(const CoordinatorOptions& o, bool start) {
     coord = std::make_unique<Coordinator>(io, plan, o, record);
     REQUIRE(coord->Listen().ok());
     token = coord->EnrollAgent(0);  // before the io thread runs: no race
@@ -235,6 +237,43 @@ TEST_CASE("coordinator: an agent of another job is refused", "[coordinator]") {
   Status st = ClientHandshake(fd.get(), h, "topsecret", Clock::now() + milliseconds(5000));
   CHECK(st.code() == Status::Code::kPermissionDenied);
   CHECK(st.message() == "unknown job id 'other'");
+}
+
+// The per-node form's join (wire_format.md "Join"): the rank a node is given.
+Result<msg::Joined> Join(Server& s, const std::string& key, const std::string& job_id = "jobX") {
+  UniqueFd fd = s.Raw();
+  const auto deadline = Clock::now() + milliseconds(5000);
+  DS_RETURN_IF_ERROR(ClientHandshake(fd.get(), msg::Hello{wire::Role::kJoin, "joiner", job_id, 0}, key, deadline));
+  auto f = ReadFrame(fd.get(), deadline);
+  DS_RETURN_IF_ERROR(ExpectFrame(f, wire::MsgType::kJoined, "join"));
+  return msg::Joined::Decode(f->payload);
+}
+
+TEST_CASE("coordinator: a node proving the join key gets the next rank; a wrong key or job gets none",
+          "[coordinator]") {
+  CoordinatorOptions o = TestOptions();
+  o.join_key = "the-join-key";
+  Hostfile hf = ParseHostfile("127.0.0.1 slots=1\n127.0.0.2 slots=1\n127.0.0.3 slots=1\n", "hostfile").value();
+  Server s(o, MakePlan(SelectHosts(hf, SelectionOptions{}).value(), JobSpec{}, /*use_gpus=*/false).value());
+  CHECK(Join(s, "topsecret").status().message() == "authentication failed (wrong secret or token)");
+  CHECK(Join(s, "the-join-key", "other").status().message() == "unknown job id 'other'");
+  auto first = Join(s, "the-join-key");
+  REQUIRE(first.ok());
+  CHECK(first->node_index == 1);
+  CHECK(first->max_nodes == 3);
+  CHECK(Join(s, "the-join-key")->node_index == 2);
+  // Both ranks promised, neither agent registered yet: the joiner may ask again.
+  auto promised = Join(s, "the-join-key");
+  CHECK(promised.status().code() == Status::Code::kUnavailable);
+  CHECK(promised.status().message() == "every rank left is promised to a node that is joining; asking again");
+  s.CheckStillServing();
+}
+
+TEST_CASE("coordinator: a job with fixed ranks refuses a join", "[coordinator]") {
+  Server s;
+  auto j = Join(s, "topsecret");
+  CHECK(j.status().code() == Status::Code::kInvalidArgument);
+  CHECK(j.status().message() == "this job gives no node ranks at join: its nodes have fixed ranks (--node_rank)");
 }
 
 TEST_CASE("coordinator: a truncated frame is dropped", "[coordinator]") {

@@ -365,6 +365,25 @@ TEST_CASE("job control: in the per-node form a node is named by the host name it
   CHECK(HasNotice(c, "restart 1/1: generation 1 on 2 nodes, world size 2, after host machine-node2: agent lost"));
 }
 
+TEST_CASE("job control: in the per-node form every agent is told the job's exit status, elsewhere 0",
+          "[jobcontrol]") {
+  CoordinatorOptions per_node;
+  per_node.hosts_from_agents = true;
+  FakeCluster p("node0 slots=1\nnode1 slots=1\n", Elastic(0), per_node);
+  p.Run();
+  p.Exit(1, 3);
+  p.ConfirmStops();
+  REQUIRE(p.done());
+  CHECK(p.Last<msg::Shutdown>(0, MsgType::kShutdown)->exit_code == 3);
+  CHECK(p.Last<msg::Shutdown>(1, MsgType::kShutdown)->exit_code == 3);
+  FakeCluster c(kThreeHosts, Elastic(0));
+  c.Run();
+  c.Exit(1, 3);
+  c.ConfirmStops();
+  REQUIRE(c.done());
+  CHECK(c.Last<msg::Shutdown>(1, MsgType::kShutdown)->exit_code == 0);
+}
+
 TEST_CASE("job control: elsewhere a node keeps its hostfile name", "[jobcontrol]") {
   FakeCluster c(kThreeHosts, Elastic(0));
   c.Run();
