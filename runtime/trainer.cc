@@ -79,9 +79,8 @@ Result<TrainResult> Trainer::Run() {
   DS_RETURN_IF_ERROR(PlanSteps());
   DS_RETURN_IF_ERROR(OpenMetrics());
   progress_ = std::make_unique<Progress>(
-      runtime_.out, ProgressOptions{.tty = runtime_.tty, .interval = 1,
-                                    .total_steps = total_steps_, .start_step = step_,
-                                    .epochs = config_.epochs});
+      runtime_.out, ProgressOptions{.tty = runtime_.tty, .interval = 1, .total_steps = total_steps_,
+                                    .steps_per_epoch = steps_per_epoch_});
   PrintBanner();
   DS_RETURN_IF_ERROR(TrainEpochs());
   DS_RETURN_IF_ERROR(Finish());
@@ -221,7 +220,7 @@ void Trainer::Report(const StepResult& sr, double lr, double step_seconds) {
     result_.steady_seconds += seconds;
   }
   const double sps = train_seconds_ > 0 ? samples_here_ / train_seconds_ : 0;
-  if (talk_ && (report || runtime_.tty)) progress_->Step(epoch_, step_, loss_, sps);
+  if (talk_ && (report || runtime_.tty)) progress_->Step(step_, loss_, sps);
   if (metrics_ && report)
     metrics_->Log(step_, {{"train/loss", loss_}, {"train/lr", lr}, {"train/samples_per_sec", sps},
                           {"train/grad_norm", sr.grad_norm}, {"train/loss_scale", sr.loss_scale},
