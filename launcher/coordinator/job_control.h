@@ -54,6 +54,7 @@
 #include "launcher/coordinator/fleet_events.h"
 #include "launcher/coordinator/kv_store.h"
 #include "launcher/coordinator/liveness.h"
+#include "launcher/coordinator/rank_progress.h"
 #include "launcher/coordinator/restart_policy.h"
 #include "launcher/coordinator/snapshot_gather.h"
 #include "launcher/report/job_record.h"
@@ -132,6 +133,8 @@ class JobControl {
   // The current generation's world size, and restarts so far.
   int world_size() const { return gen_plan_.world_size; }
   int restarts() const { return policy_.restarts(); }
+  // Per rank, what the agents' progress summaries said this generation.
+  const RankProgressView& progress() const { return progress_; }
 
  private:
   struct Agent {
@@ -196,6 +199,7 @@ class JobControl {
   size_t num_registered_ = 0;         // agents_ that registered (first time)
   size_t stop_cursor_ = 0;            // agents_ before it are stopped or gone (kStopping)
   Liveness liveness_;                 // heartbeats: Pings and silence
+  RankProgressView progress_;         // the current generation's ranks, from the agents' summaries
   Clock::time_point start_time_;
   Clock::time_point stop_started_;
   std::function<void()> on_done_;
