@@ -135,6 +135,18 @@ class JobControl {
   int restarts() const { return policy_.restarts(); }
   // Per rank, what the agents' progress summaries said this generation.
   const RankProgressView& progress() const { return progress_; }
+  // For the job's views (job_view_builder.h): the candidates (plan nodes,
+  // then standbys) by index, what the user calls each, and its state.
+  const LaunchPlan& plan() const { return plan_; }
+  const CoordinatorOptions& options() const { return opt_; }
+  size_t num_candidates() const { return agents_.size(); }
+  const std::string& NodeName(size_t node) const { return names_[node]; }
+  bool NodeLost(size_t node) const { return agents_[node].lost; }
+  // Candidates running the current generation (gen plan node -> candidate).
+  const std::vector<int>& generation_nodes() const { return gen_agents_; }
+  // When `node`'s agent was last heard; only meaningful once it registered.
+  Clock::time_point LastHeard(size_t node) const { return liveness_.LastSeen(static_cast<int>(node)); }
+  Clock::time_point start_time() const { return start_time_; }
 
  private:
   struct Agent {
