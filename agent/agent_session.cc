@@ -169,7 +169,7 @@ void AgentSession::ReadHeartbeats() {
   while (true) {
     ssize_t n = ::recv(heartbeat_.get(), buf, sizeof(buf), MSG_DONTWAIT);
     if (n < 0) return;
-    if (auto beat = DecodeStepBeat(buf, static_cast<size_t>(n))) control_->OnStepBeat(beat->rank, beat->token);
+    if (auto beat = DecodeStepBeat(buf, static_cast<size_t>(n))) control_->OnStepBeat(*beat);
   }
 }
 

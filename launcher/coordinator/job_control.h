@@ -164,6 +164,7 @@ class JobControl {
   void SendAssigns();
   void OnWorkerStarted(const msg::WorkerStarted& m);
   void OnWorkerExited(const msg::WorkerExited& m);
+  void OnProgress(int node, const msg::Progress& m);
   void SendTo(int node, wire::MsgType type, const Bytes& payload);
   void Notice(const std::string& text);
   // job_control_stop.cc: failures, stopping, the end, deadlines.
