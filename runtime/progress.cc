@@ -8,7 +8,7 @@
 namespace ds::rt {
 
 Progress::Progress(std::FILE* out, const ProgressOptions& options, const Clock& clock)
-    : out_(out), options_(options), clock_(clock) {}
+    : out_(out), options_(options), clock_(clock), start_(clock.Now()) {}
 
 std::string Progress::FormatDuration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
@@ -21,9 +21,10 @@ std::string Progress::FormatDuration(double seconds) {
 double Progress::EtaSeconds(int64_t step) const {
   const int64_t total = std::max<int64_t>(options_.total_steps, step);
   if (step >= total) return 0;
-  const int64_t done = step - first_step_;
-  if (first_step_ < 0 || done <= 0) return NAN;
-  const double elapsed = std::chrono::duration<double>(clock_.Now() - first_at_).count();
+  const int64_t done = step - options_.start_step;
+  if (done <= 0) return NAN;
+  const double elapsed = std::chrono::duration<double>(clock_.Now() - start_).count();
+  if (elapsed <= 0) return NAN;
   return elapsed / done * (total - step);
 }
 
@@ -41,10 +42,6 @@ std::string Progress::Text(int64_t step, double loss, double samples_per_s) cons
 }
 
 void Progress::Step(int64_t step, double loss, double samples_per_s) {
-  if (first_step_ < 0) {
-    first_step_ = step;
-    first_at_ = clock_.Now();
-  }
   const int64_t total = std::max<int64_t>(options_.total_steps, step);
   const std::string text = Text(step, loss, samples_per_s);
   if (options_.tty) {

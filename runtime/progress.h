@@ -6,9 +6,9 @@
 //
 // Honest about how far the run is: steps of the run's real total, the epoch
 // count those steps span (not trainer.epochs, which max_steps alone sets to a
-// bound that never binds), and an ETA from this process's own pace: measured
-// from its first step, so neither the start-up nor the steps a resumed run
-// (a restart) inherited count as speed.
+// bound that never binds), and an ETA from this process's own pace: the
+// steps it made since it started (the Progress's construction), so the steps
+// a resumed run (a restart) inherited do not count as speed.
 // Not thread-safe; writes only to the given stream; borrows the clock.
 #pragma once
 
@@ -25,6 +25,7 @@ struct ProgressOptions {
   int64_t interval = 50;         // steps between plain lines (non-TTY)
   int64_t total_steps = 0;       // the run's last step: for the bar, the epochs and the ETA
   int64_t steps_per_epoch = 0;   // 0: no epoch in the line
+  int64_t start_step = 0;        // steps already done when this process started (a resumed run)
 };
 
 class Progress {
@@ -41,7 +42,7 @@ class Progress {
 
   // The text after the bar: "step 420/930 epoch 5/10 loss 0.4123 5234 samples/s ETA 1m42s".
   std::string Text(int64_t step, double loss, double samples_per_s) const;
-  // Seconds left at this process's pace; NaN before two steps of it.
+  // Seconds left at this process's pace; NaN before its first step (or any time).
   double EtaSeconds(int64_t step) const;
 
   // "1h02m", "3m05s", "42s"; "?" for NaN or negative.
@@ -51,8 +52,7 @@ class Progress {
   std::FILE* out_;
   ProgressOptions options_;
   const Clock& clock_;
-  int64_t first_step_ = -1;        // the first step this process reported
-  Clock::time_point first_at_{};   // and when
+  Clock::time_point start_;        // when this process's steps began
   bool bar_open_ = false;
 };
 

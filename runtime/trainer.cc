@@ -81,7 +81,7 @@ Result<TrainResult> Trainer::Run() {
   DS_RETURN_IF_ERROR(OpenMetrics());
   progress_ = std::make_unique<Progress>(
       runtime_.out, ProgressOptions{.tty = runtime_.tty, .interval = 1, .total_steps = total_steps_,
-                                    .steps_per_epoch = steps_per_epoch_});
+                                    .steps_per_epoch = steps_per_epoch_, .start_step = step_});
   PrintBanner();
   DS_RETURN_IF_ERROR(TrainEpochs());
   DS_RETURN_IF_ERROR(Finish());

@@ -1,12 +1,17 @@
 #include "launcher/coordinator/status_server.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -100,12 +105,36 @@ void StatusServer::Done() {
 
 Status StatusServer::Finish(const std::string& record) {
   Status st = WritePrivateFile(dir_, name_ + ".json", record);
+  PruneRecords(dir_, kKeepRecords);
   *alive_ = false;
   alive_ = std::make_shared<bool>(true);
   boost::system::error_code ignored;
   acceptor_.close(ignored);
   ::unlinkat(dir_.fd.get(), (name_ + ".sock").c_str(), 0);
   return st;
+}
+
+void PruneRecords(const PrivateDir& dir, size_t keep) {
+  const int fd = ::openat(dir.fd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR* d = fd >= 0 ? ::fdopendir(fd) : nullptr;
+  if (d == nullptr) {
+    if (fd >= 0) ::close(fd);
+    return;
+  }
+  std::vector<std::pair<timespec, std::string>> records;
+  while (dirent* e = ::readdir(d)) {
+    const std::string n = e->d_name;
+    struct stat st{};
+    if (n.size() > 5 && n.compare(n.size() - 5, 5, ".json") == 0 &&
+        ::fstatat(dir.fd.get(), n.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+      records.push_back({st.st_mtim, n});
+  }
+  ::closedir(d);
+  if (records.size() <= keep) return;
+  std::sort(records.begin(), records.end(), [](const auto& a, const auto& b) {
+    return a.first.tv_sec != b.first.tv_sec ? a.first.tv_sec > b.first.tv_sec : a.first.tv_nsec > b.first.tv_nsec;
+  });
+  for (size_t i = keep; i < records.size(); ++i) ::unlinkat(dir.fd.get(), records[i].second.c_str(), 0);
 }
 
 Status WritePrivateFile(const PrivateDir& dir, const std::string& name, const std::string& text) {

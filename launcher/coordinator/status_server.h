@@ -4,8 +4,8 @@
 // can reach it; each connection gets the job's view as JSON
 // (launcher/report/job_view_json.h) and is closed, nothing is read from it.
 // When the job ends, Finish() leaves the final view as the job record
-// `<job>-<pid>.json` (0600, written under a temporary name and renamed) and
-// removes the socket.
+// `<job>-<pid>.json` (0600, written under a temporary name and renamed),
+// removes the socket, and prunes the records to the newest kKeepRecords.
 // On the coordinator's io_context, never blocking it: a reply is written
 // asynchronously within kWriteTimeout (a client that does not read is cut
 // off), at most kMaxConnections at once (more wait in the backlog). The
@@ -27,6 +27,7 @@ class StatusServer {
  public:
   static constexpr std::chrono::seconds kWriteTimeout{5};
   static constexpr int kMaxConnections = 16;
+  static constexpr size_t kKeepRecords = 50;
 
   // `render` (called on the io thread per connection) returns the JSON.
   StatusServer(asio::io_context& io, std::function<std::string()> render);
@@ -53,6 +54,9 @@ class StatusServer {
   bool accepting_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
+
+// Removes all but the newest `keep` records (*.json) in `dir`.
+void PruneRecords(const PrivateDir& dir, size_t keep);
 
 // Writes `text` as `dir`/`name` (0600) through a temporary name and a rename.
 Status WritePrivateFile(const PrivateDir& dir, const std::string& name, const std::string& text);

@@ -17,7 +17,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <cstdio>
 #include <map>
@@ -223,6 +225,47 @@ TEST_CASE("dslaunch status finds the running job from another process, and its r
   }
   std::filesystem::remove(record);
   CHECK(Status(dir, {"--json", job}).first == 1);  // gone: "status: no job <job> in ..."
+}
+
+// dstrain on two nodes, training until stopped: once the agents' progress
+// summaries arrive, the plain progress line carries steps and samples/s, and
+// /metrics every rank's step, step time and samples/s.
+TEST_CASE("per-rank steps reach the progress line and /metrics from a real dstrain job", "[watch]") {
+  TempDir dir("watch");
+  WriteFile(dir / "job.yaml",
+            "env: {OMP_NUM_THREADS: '1', OPENBLAS_NUM_THREADS: '1'}\n"
+            "trainer:\n"
+            "  model: {layers: [16, 32, 4], activation: relu}\n"
+            "  data: {dataset: synthetic, samples: 1024, features: 16, classes: 4}\n"
+            "  max_steps: 100000000\n"
+            "  eval: {every_epoch: false}\n"
+            "  config:\n"
+            "    train_micro_batch_size_per_gpu: 8\n"
+            "    optimizer: {type: Adam, params: {lr: 0.001}}\n"
+            "    steps_per_print: 100000\n");
+  Child c = Spawn({DslaunchPath(), "--hostfile", HostfileFor(dir, 2, 1), "--metrics-port", "0", "--progress-interval",
+                   "0.2", "job.yaml"},
+                  dir.path(), JobEnv(dir));
+  REQUIRE(WaitForText(c.err_path, " samples/s\n", seconds(90)));
+  std::smatch m;
+  const std::string err = ReadFile(c.err_path);
+  INFO(err);
+  REQUIRE(std::regex_search(err, m, std::regex(R"(ranks 2/2 step [0-9]+( \(slowest r[01] [0-9]+\))? [0-9.e-]+s/step [0-9]+ samples/s\n)")));
+  REQUIRE(std::regex_search(err, m, std::regex(R"(metrics at http://127\.0\.0\.1:([0-9]+)/metrics)")));
+  std::string body = Curl(std::stoi(m[1]));
+  body.resize(body.size() - 4);
+  const auto s = Parse(body);
+  for (const char* family : {"dslaunch_rank_step{", "dslaunch_rank_step_seconds{", "dslaunch_rank_samples_per_second{"})
+    for (const char* rank : {"rank=\"0\",node=\"0\",host=\"127.0.0.1\"}", "rank=\"1\",node=\"1\",host=\"127.0.0.2\"}"}) {
+      auto it = std::find_if(s.begin(), s.end(), [&](const auto& kv) {
+        return kv.first.rfind(family, 0) == 0 && kv.first.find(rank) != std::string::npos;
+      });
+      INFO(family << rank);
+      REQUIRE(it != s.end());
+      CHECK(it->second > 0);
+    }
+  ::kill(c.pid, SIGTERM);
+  CHECK(WaitExit(c.pid, seconds(60)) == 128 + SIGTERM);
 }
 
 TEST_CASE("off a terminal a plain progress line appears every --progress-interval", "[watch]") {
