@@ -46,7 +46,8 @@ JobView BuildJobView(const JobControl& c, const JobRecord& record, Clock::time_p
   JobView v;
   v.job_id = c.options().job_id;
   v.state = StateName(c.state());
-  v.elapsed_seconds = std::max(0.0, SecondsBetween(c.start_time(), now));
+  // 0 until the job starts (before JobControl::Start its start time is unset).
+  v.elapsed_seconds = c.start_time() == Clock::time_point{} ? 0 : std::max(0.0, SecondsBetween(c.start_time(), now));
   v.generation = c.generation();
   v.restarts = c.restarts();
   v.max_restarts = c.plan().job.elastic.max_restarts;
