@@ -29,6 +29,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "common/unique_fd.h"
 #include "tests/integration/proc_harness.h"
 #include "tests/test_util/other_user.h"
 #include "tests/test_util/files.h"
@@ -38,6 +39,22 @@ namespace ds::testing {
 namespace {
 
 using std::chrono::seconds;
+
+// A failed REQUIRE leaves the test early: the job it started is stopped
+// (SIGTERM, SIGKILL after 30 s) and reaped, never left running.
+struct StopOnExit {
+  pid_t pid;
+  bool reaped = false;
+  int Wait() {
+    reaped = true;
+    return WaitExit(pid, seconds(60));
+  }
+  ~StopOnExit() {
+    if (reaped) return;
+    ::kill(pid, SIGTERM);
+    WaitExit(pid, seconds(30));
+  }
+};
 
 // Workers say "ready", then block until the test writes a line per rank.
 std::vector<std::string> WaitingJob(const TempDir& dir, std::vector<std::string> flags) {
@@ -112,6 +129,7 @@ bool ReadToEof(int fd, std::string* got, std::chrono::milliseconds limit) {
 TEST_CASE("--metrics-port serves the job's Prometheus metrics; hostile clients are cut off", "[watch]") {
   TempDir dir("watch");
   Child c = Spawn(WaitingJob(dir, {"--metrics-port", "0"}), dir.path(), JobEnv(dir));
+  StopOnExit running{c.pid};
   REQUIRE(WaitForText(c.err_path, "/metrics\n", seconds(60)));
   std::smatch m;
   const std::string err = ReadFile(c.err_path);
@@ -158,7 +176,7 @@ TEST_CASE("--metrics-port serves the job's Prometheus metrics; hostile clients a
   ::close(slow);
 
   Release(dir);
-  CHECK(WaitExit(c.pid, seconds(60)) == 0);
+  CHECK(running.Wait() == 0);
   CHECK(Curl(port).find("\n000") != std::string::npos);  // nothing listens after the job
 }
 
@@ -178,6 +196,7 @@ TEST_CASE("dslaunch status finds the running job from another process, and its r
   auto env = JobEnv(dir);
   env.push_back({"XDG_RUNTIME_DIR", ""});
   Child c = Spawn(WaitingJob(dir, {}), dir.path(), env);
+  StopOnExit running{c.pid};
   REQUIRE(WaitForText(c.out_path, "127.0.0.1:0 ready", seconds(60)));
   REQUIRE(WaitForText(c.out_path, "127.0.0.2:1 ready", seconds(60)));
   const std::string sock_tail = "-" + std::to_string(c.pid) + ".sock";
@@ -213,7 +232,7 @@ TEST_CASE("dslaunch status finds the running job from another process, and its r
   }
 
   Release(dir);
-  CHECK(WaitExit(c.pid, seconds(60)) == 0);
+  CHECK(running.Wait() == 0);
   CHECK_FALSE(std::filesystem::exists(sock));
   auto [code3, ended] = Status(dir, {job});
   CHECK(code3 == 0);
@@ -246,6 +265,7 @@ TEST_CASE("per-rank steps reach the progress line and /metrics from a real dstra
   Child c = Spawn({DslaunchPath(), "--hostfile", HostfileFor(dir, 2, 1), "--metrics-port", "0", "--progress-interval",
                    "0.2", "job.yaml"},
                   dir.path(), JobEnv(dir));
+  StopOnExit running{c.pid};
   REQUIRE(WaitForText(c.err_path, " samples/s\n", seconds(90)));
   std::smatch m;
   const std::string err = ReadFile(c.err_path);
@@ -265,15 +285,16 @@ TEST_CASE("per-rank steps reach the progress line and /metrics from a real dstra
       CHECK(it->second > 0);
     }
   ::kill(c.pid, SIGTERM);
-  CHECK(WaitExit(c.pid, seconds(60)) == 128 + SIGTERM);
+  CHECK(running.Wait() == 128 + SIGTERM);
 }
 
 TEST_CASE("off a terminal a plain progress line appears every --progress-interval", "[watch]") {
   TempDir dir("watch");
   Child c = Spawn(WaitingJob(dir, {"--progress-interval", "0.2"}), dir.path(), JobEnv(dir));
+  StopOnExit running{c.pid};
   CHECK(WaitForText(c.err_path, " gen 0 (restarts left 0) ranks 2/2\n", seconds(60)));
   Release(dir);
-  CHECK(WaitExit(c.pid, seconds(60)) == 0);
+  CHECK(running.Wait() == 0);
   CHECK(ReadFile(c.err_path).find("\033[") == std::string::npos);  // no terminal codes in a log
 }
 
@@ -310,16 +331,14 @@ TEST_CASE("on a terminal the status line stays at the bottom, below workers' lin
     }
     return shown.find(text) != std::string::npos;
   };
-  REQUIRE(read_until("ready"));
-  REQUIRE(read_until("ready\r\n"));
+  StopOnExit running{pid};
+  UniqueFd master_fd(master);
+  REQUIRE(read_until("127.0.0.1:0 ready\r\n"));
+  REQUIRE(read_until("127.0.0.2:1 ready\r\n"));
   CHECK(read_until(" ranks 2/2"));
   Release(dir);
   read_until("\x04never");  // to the end (EIO once dslaunch and its children are gone)
-  int status = 0;
-  REQUIRE(::waitpid(pid, &status, 0) == pid);
-  ::close(master);
-  CHECK(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(running.Wait() == 0);
   INFO(shown);
   // The status line is drawn in place, each worker line erases it first and
   // it comes back after the line; nothing is ever written after it on its row.
