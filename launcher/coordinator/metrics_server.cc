@@ -91,22 +91,23 @@ void MetricsServer::Read(const std::shared_ptr<Conn>& c) {
     if (!*alive) return;
     if (ec) return Done(c);
     c->head.append(c->buf, n);
-    if (c->head.find("\r\n\r\n") != std::string::npos || c->head.find("\n\n") != std::string::npos)
-      return Answer(c);
     if (c->head.size() > kMaxRequestBytes)
       return Reply(c, "431 Request Header Fields Too Large",
                    fmt::format("request head over {} bytes\n", kMaxRequestBytes));
+    if (c->head.find("\r\n\r\n") != std::string::npos || c->head.find("\n\n") != std::string::npos)
+      return Answer(c);
     Read(c);
   });
 }
 
+// The request line only: "METHOD PATH VERSION"; headers are ignored.
 void MetricsServer::Answer(const std::shared_ptr<Conn>& c) {
-  const size_t sp1 = c->head.find(' ');
-  const size_t sp2 = sp1 == std::string::npos ? sp1 : c->head.find(' ', sp1 + 1);
-  if (sp2 == std::string::npos || c->head.size() > kMaxRequestBytes + 4)
-    return Reply(c, "400 Bad Request", "expected 'GET /metrics HTTP/1.1'\n");
-  const std::string method = c->head.substr(0, sp1);
-  std::string path = c->head.substr(sp1 + 1, sp2 - sp1 - 1);
+  const std::string line = c->head.substr(0, c->head.find('\n'));
+  const size_t sp1 = line.find(' ');
+  const size_t sp2 = sp1 == std::string::npos ? sp1 : line.find(' ', sp1 + 1);
+  if (sp2 == std::string::npos) return Reply(c, "400 Bad Request", "expected 'GET /metrics HTTP/1.1'\n");
+  const std::string method = line.substr(0, sp1);
+  std::string path = line.substr(sp1 + 1, sp2 - sp1 - 1);
   path = path.substr(0, path.find('?'));
   if (method != "GET" && method != "HEAD") return Reply(c, "405 Method Not Allowed", "only GET\n");
   if (path != "/metrics") return Reply(c, "404 Not Found", "dslaunch serves /metrics only\n");

@@ -12,7 +12,8 @@ namespace ds {
 
 // The line, without newline: elapsed time, generation and restarts left,
 // ranks running / expected, the median step and the slowest rank's (when
-// ranks reported steps), the median step time and the job's samples/s (the
+// ranks reported steps; the slowest only when it lags by more than 1 % of
+// the median step and more than one step), the median step time and the job's samples/s (the
 // sum over ranks, when every reporting rank said).
 std::string StatusLineText(const JobView& view);
 

@@ -254,7 +254,7 @@ TEST_CASE("per-rank steps reach the progress line and /metrics from a real dstra
   WriteFile(dir / "job.yaml",
             "env: {OMP_NUM_THREADS: '1', OPENBLAS_NUM_THREADS: '1'}\n"
             "trainer:\n"
-            "  model: {layers: [16, 32, 4], activation: relu}\n"
+            "  model: {layers: [16, 256, 256, 4], activation: relu}\n"  // steps of well over a microsecond
             "  data: {dataset: synthetic, samples: 1024, features: 16, classes: 4}\n"
             "  max_steps: 100000000\n"
             "  eval: {every_epoch: false}\n"

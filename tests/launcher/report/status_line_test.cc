@@ -33,7 +33,11 @@ TEST_CASE("status line: the median step, the slowest rank behind it, step time a
   CHECK(StatusLineText(v) ==
         "dslaunch 3m05s gen 1 (restarts left 2) ranks 4/4 step 120 (slowest r2 118) 0.05s/step 400 samples/s");
   v.ranks[2] = {2, 1, "b", 121, 0.05, -1};  // one rank did not say: no sum that would be short
-  CHECK(StatusLineText(v) == "dslaunch 3m05s gen 1 (restarts left 2) ranks 4/4 step 121 (slowest r0 120) 0.05s/step");
+  CHECK(StatusLineText(v) == "dslaunch 3m05s gen 1 (restarts left 2) ranks 4/4 step 121 0.05s/step");  // one step behind: noise
+  for (RankView& r : v.ranks) r.step += 1000;  // 1121 vs 1120: within 1 %
+  CHECK(StatusLineText(v).find("slowest") == std::string::npos);
+  v.ranks[0].step = 1100;                       // 21 steps behind 1121: shown
+  CHECK(StatusLineText(v).find(" step 1121 (slowest r0 1100) ") != std::string::npos);
 }
 
 TEST_CASE("status line: elapsed time as a person writes it", "[status_line]") {
