@@ -91,6 +91,7 @@ void AgentControl::OnAssign(const msg::Assign& m) {
   if (!Enter(AgentPhase::kRunning)) return;  // leaving: no worker starts any more
   slots_.clear();  // the previous generation's workers are all gone (the launcher SIGKILLs any left)
   progress_.Clear();
+  summaries_.Clear();
   seams_.workers.KillLeftovers();  // and nothing of theirs is left to meet the new generation
   generation_ = m.generation;
   stop_grace_ = std::chrono::milliseconds(m.stop_grace_ms);
@@ -188,7 +189,9 @@ void AgentControl::SendLine(int rank, int stream, const std::string& line) {
   Send(wire::MsgType::kOutput, msg::Output{generation_, rank, static_cast<uint8_t>(stream), line}.Encode());
 }
 
-void AgentControl::OnStepBeat(int64_t rank, const std::string& token) {
+void AgentControl::OnStepBeat(const StepBeat& beat) {
+  const int64_t rank = beat.rank;
+  const std::string& token = beat.token;
   Slot* s = rank >= 0 && rank <= INT32_MAX ? Find(static_cast<int>(rank)) : nullptr;
   // A beat counts only with that worker's own token (constant-time compare):
   // anyone else who can reach the heartbeat port can neither arm a healthy
@@ -200,6 +203,7 @@ void AgentControl::OnStepBeat(int64_t rank, const std::string& token) {
   }
   s->beaten = true;
   s->last_beat = clock_.Now();
+  summaries_.OnBeat(s->rank, beat.step, beat.compute_micros, beat.samples, s->last_beat);
 }
 
 AgentControl::Slot* AgentControl::Find(int rank) {

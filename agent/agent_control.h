@@ -3,7 +3,8 @@
 // coordinator's frames (Reserve, Assign, Stop, Shutdown, the snapshot and
 // launch tree messages), relays its workers' output and ends, watches their
 // step heartbeats (a worker silent past the Assign's hang timeout is killed),
-// Pings the coordinator every heartbeat_interval and leaves when it is silent
+// Pings the coordinator every heartbeat_interval (with a summary of the
+// ranks that stepped since the last, msg::Progress) and leaves when it is silent
 // past heartbeat_timeout, and stops every worker before it goes (SIGTERM,
 // SIGKILL after the stop grace; a second termination signal SIGKILLs at once).
 // Its life is one AgentPhase (agent_phase.h); every change goes through
@@ -25,9 +26,11 @@
 #include "agent/agent_phase.h"
 #include "agent/agent_seams.h"
 #include "agent/progress_throttle.h"
+#include "agent/rank_summary.h"
 #include "common/clock.h"
 #include "common/defaults.h"
 #include "wire/frame_io.h"
+#include "wire/step_heartbeat.h"
 
 namespace ds {
 
@@ -54,8 +57,10 @@ class AgentControl {
   // or with msg::kOutputProgress an update of its line in progress: sent at
   // most once per kProgressInterval per stream, the newest when due.
   void OnWorkerLine(int rank, int stream, const std::string& line);
-  // A step heartbeat claiming `rank`: counts only with that worker's token.
-  void OnStepBeat(int64_t rank, const std::string& token);
+  // A step heartbeat claiming `beat.rank`: counts only with that worker's
+  // token; it feeds the hang check and the rank's progress summary, sent
+  // with the next Ping (msg::Progress, rank_summary.h).
+  void OnStepBeat(const StepBeat& beat);
   // A worker of the current generation ended.
   void OnWorkerExited(const WorkerExit& e);
   // A launch tree command this agent started ended.
@@ -126,6 +131,7 @@ class AgentControl {
   uint32_t generation_ = 0;
   std::vector<Slot> slots_;
   ProgressThrottle progress_;              // the workers' progress updates, rate-limited
+  RankSummaries summaries_;                // the workers' step beats, summarised for the coordinator
   std::optional<uint32_t> stop_owed_;      // a Stop's generation awaiting its Stopped
   Duration stop_grace_ = Seconds(kDefaultStopGrace);
   Duration hang_timeout_ = Seconds(kDefaultHangTimeout);

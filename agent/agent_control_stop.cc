@@ -159,6 +159,9 @@ void AgentControl::CheckCoordinator(TimePoint now) {
   if (now - last_ping_ >= Seconds(opt_.heartbeat_interval)) {
     last_ping_ = now;
     Send(wire::MsgType::kPing, msg::Ping{}.Encode());
+    if (phase_ != AgentPhase::kRunning) return;
+    msg::Progress p{generation_, summaries_.TakeChanged(now)};
+    if (!p.ranks.empty()) Send(wire::MsgType::kProgress, p.Encode());
   }
 }
 

@@ -165,11 +165,11 @@ void AgentSession::ReadCoordinator() {
 }
 
 void AgentSession::ReadHeartbeats() {
-  uint8_t buf[kStepBeatSize + 1];  // one more: an oversized datagram shows as too long
+  uint8_t buf[kStepBeatLongSize + 1];  // one more: an oversized datagram shows as too long
   while (true) {
     ssize_t n = ::recv(heartbeat_.get(), buf, sizeof(buf), MSG_DONTWAIT);
     if (n < 0) return;
-    if (auto beat = DecodeStepBeat(buf, static_cast<size_t>(n))) control_->OnStepBeat(beat->rank, beat->token);
+    if (auto beat = DecodeStepBeat(buf, static_cast<size_t>(n))) control_->OnStepBeat(*beat);
   }
 }
 

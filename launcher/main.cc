@@ -21,6 +21,7 @@
 #include "launcher/cmd/preflight.h"
 #include "launcher/cmd/rendezvous_claim.h"
 #include "launcher/cmd/run.h"
+#include "launcher/cmd/status_cmd.h"
 #include "launcher/report/exit_status.h"
 
 namespace ds {
@@ -33,6 +34,7 @@ int CmdEnv(const Args& args);
 int CmdCheck(const Args& args);
 int CmdCluster(const Args& args);
 int CmdCompletion(const Args& args);
+int CmdStatus(const Args& args);
 
 struct Subcommand {
   const char* name;
@@ -47,6 +49,7 @@ constexpr Subcommand kSubcommands[] = {
     {"check", "preflight: reach every host of the hostfile and check it can run dsagent", CmdCheck},
     {"cluster", "up|down|status|run: a training cluster of Docker containers on an overlay network",
      CmdCluster},
+    {"status", "[--json] [JOB]: this user's running jobs on this machine (or JOB's record after it ended)", CmdStatus},
     {"completion", "bash: print the shell completion script (the package installs it)", CmdCompletion},
 };
 
@@ -175,6 +178,8 @@ int CmdCheck(const Args& args) {
 }
 
 int CmdCluster(const Args& args) { return ExitCode(RunClusterCommand(args)); }
+
+int CmdStatus(const Args& args) { return ExitCode(RunStatus(args, std::cout)); }
 
 int CmdCompletion(const Args& args) {
   if (args.size() == 1 && (args[0] == "-h" || args[0] == "--help")) {

@@ -7,8 +7,8 @@
 
 namespace ds::rt {
 
-Progress::Progress(std::FILE* out, const ProgressOptions& options)
-    : out_(out), options_(options), start_(std::chrono::steady_clock::now()) {}
+Progress::Progress(std::FILE* out, const ProgressOptions& options, const Clock& clock)
+    : out_(out), options_(options), clock_(clock), start_(clock.Now()) {}
 
 std::string Progress::FormatDuration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
@@ -18,24 +18,40 @@ std::string Progress::FormatDuration(double seconds) {
   return fmt::format("{}s", s);
 }
 
-void Progress::Step(int64_t epoch, int64_t step, double loss, double samples_per_s) {
-  if (first_step_ < 0) first_step_ = options_.start_step;
-  const double elapsed =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  const int64_t done = step - first_step_;
+double Progress::EtaSeconds(int64_t step) const {
   const int64_t total = std::max<int64_t>(options_.total_steps, step);
-  const double eta = done > 0 ? elapsed / done * (total - step) : NAN;
-  const double frac = total > 0 ? double(step) / total : 0;
-  const std::string text =
-      fmt::format("step {}/{} loss {:.4f} {:.0f} samples/s ETA {}", step, total, loss,
-                  samples_per_s, FormatDuration(eta));
+  if (step >= total) return 0;
+  const int64_t done = step - options_.start_step;
+  if (done <= 0) return NAN;
+  const double elapsed = std::chrono::duration<double>(clock_.Now() - start_).count();
+  if (elapsed <= 0) return NAN;
+  return elapsed / done * (total - step);
+}
+
+std::string Progress::Text(int64_t step, double loss, double samples_per_s) const {
+  const int64_t total = std::max<int64_t>(options_.total_steps, step);
+  std::string epoch;
+  if (options_.steps_per_epoch > 0) {
+    const int64_t per = options_.steps_per_epoch;
+    const int64_t epochs = (total + per - 1) / per;
+    const int64_t current = std::min(epochs, std::max<int64_t>(1, (step + per - 1) / per));
+    epoch = fmt::format(" epoch {}/{}", current, epochs);
+  }
+  return fmt::format("step {}/{}{} loss {:.4f} {:.0f} samples/s ETA {}", step, total, epoch, loss,
+                     samples_per_s, FormatDuration(EtaSeconds(step)));
+}
+
+void Progress::Step(int64_t step, double loss, double samples_per_s) {
+  const int64_t total = std::max<int64_t>(options_.total_steps, step);
+  const std::string text = Text(step, loss, samples_per_s);
   if (options_.tty) {
+    const double frac = total > 0 ? double(step) / total : 0;
     const int width = 20, filled = static_cast<int>(frac * width);
-    fmt::print(out_, "\r\033[Kepoch {}/{} [{}{}] {:3.0f}% {}", epoch + 1, options_.epochs,
-               std::string(filled, '#'), std::string(width - filled, '-'), frac * 100, text);
+    fmt::print(out_, "\r\033[K[{}{}] {:3.0f}% {}", std::string(filled, '#'),
+               std::string(width - filled, '-'), frac * 100, text);
     bar_open_ = true;
   } else if (step % std::max<int64_t>(1, options_.interval) == 0 || step == total) {
-    fmt::print(out_, "epoch {}/{} {}\n", epoch + 1, options_.epochs, text);
+    fmt::print(out_, "{}\n", text);
   }
   std::fflush(out_);
 }

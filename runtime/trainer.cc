@@ -52,7 +52,8 @@ Trainer::Trainer(const TrainerConfig& config, Communicator& comm, const TrainerR
                  TrainTestData data)
     : config_(config),
       ds_(config.ds),
-      comm_(comm),
+      timed_(comm),
+      comm_(timed_),
       runtime_(runtime),
       talk_(comm.rank() == 0 && !runtime.quiet),
       data_(std::move(data)),
@@ -60,7 +61,7 @@ Trainer::Trainer(const TrainerConfig& config, Communicator& comm, const TrainerR
       optimizer_(MakeOptimizer(config.ds.optimizer)),
       zero_(ZeroOptionsOf(config.ds)),
       engine_(runtime.make_engine ? runtime.make_engine(model_, *optimizer_, zero_)
-                                  : std::make_unique<ZeroEngine>(model_, comm, *optimizer_, zero_)),
+                                  : std::make_unique<ZeroEngine>(model_, timed_, *optimizer_, zero_)),
       rng_(config.seed),
       sampler_({.dataset_size = data_.train.n, .rank = comm.rank(), .world_size = comm.size(),
                 .seed = config.seed, .shuffle = config.data.shuffle,
@@ -79,9 +80,8 @@ Result<TrainResult> Trainer::Run() {
   DS_RETURN_IF_ERROR(PlanSteps());
   DS_RETURN_IF_ERROR(OpenMetrics());
   progress_ = std::make_unique<Progress>(
-      runtime_.out, ProgressOptions{.tty = runtime_.tty, .interval = 1,
-                                    .total_steps = total_steps_, .start_step = step_,
-                                    .epochs = config_.epochs});
+      runtime_.out, ProgressOptions{.tty = runtime_.tty, .interval = 1, .total_steps = total_steps_,
+                                    .steps_per_epoch = steps_per_epoch_, .start_step = step_});
   PrintBanner();
   DS_RETURN_IF_ERROR(TrainEpochs());
   DS_RETURN_IF_ERROR(Finish());
@@ -176,9 +176,12 @@ Status Trainer::TrainEpochs() {
 }
 
 // One optimizer step over gas micro-batches of this rank's `indices` (step
-// k of the epoch's remainder), then the heartbeat and the report.
+// k of the epoch's remainder), then the heartbeat and the report. The step's
+// compute time is its wall time less its time in collectives, known only when
+// the engine's collectives go through timed_ (not a device plugin's own).
 void Trainer::TrainStep(const std::vector<int64_t>& indices, int64_t k) {
   const auto start = std::chrono::steady_clock::now();
+  const auto in_collectives = timed_.in_collectives();
   double sums[2] = {0, 0};  // loss sum, count
   AccumulateGradients(indices, k, sums);
   const double lr = LearningRate(ds_.scheduler, ds_.optimizer.lr, engine_->applied_steps());
@@ -189,7 +192,11 @@ void Trainer::TrainStep(const std::vector<int64_t>& indices, int64_t k) {
   evaluated_last_ = false;
   window_[0] += sums[0];
   window_[1] += sums[1];
-  Report(sr, lr, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  const auto wall = std::chrono::steady_clock::now() - start;
+  StepCost cost{-1, per_step_};
+  if (!runtime_.make_engine)
+    cost.compute_seconds = std::chrono::duration<double>(wall - (timed_.in_collectives() - in_collectives)).count();
+  Report(sr, lr, std::chrono::duration<double>(wall).count(), cost);
 }
 
 void Trainer::AccumulateGradients(const std::vector<int64_t>& indices, int64_t k, double sums[2]) {
@@ -204,7 +211,7 @@ void Trainer::AccumulateGradients(const std::vector<int64_t>& indices, int64_t k
 // After a step: the global loss (once per steps_per_print window: it costs a
 // latency-bound allreduce, as DeepSpeed's prints do; and at the end), the
 // heartbeat, progress and metrics. `step_seconds` so far excludes the report.
-void Trainer::Report(const StepResult& sr, double lr, double step_seconds) {
+void Trainer::Report(const StepResult& sr, double lr, double step_seconds, const StepCost& cost) {
   const auto start = std::chrono::steady_clock::now();
   const bool report = step_ % print_every_ == 0 || step_ == total_steps_;
   if (report) {
@@ -213,7 +220,7 @@ void Trainer::Report(const StepResult& sr, double lr, double step_seconds) {
     result_.losses.push_back(loss_);
     window_[0] = window_[1] = 0;
   }
-  if (runtime_.heartbeat) runtime_.heartbeat->Beat(step_);
+  if (runtime_.heartbeat) runtime_.heartbeat->Beat(step_, cost);
   const double seconds = step_seconds + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   train_seconds_ += seconds;
   if (++steps_here_ > kSteadyWarmupSteps) {
@@ -221,7 +228,7 @@ void Trainer::Report(const StepResult& sr, double lr, double step_seconds) {
     result_.steady_seconds += seconds;
   }
   const double sps = train_seconds_ > 0 ? samples_here_ / train_seconds_ : 0;
-  if (talk_ && (report || runtime_.tty)) progress_->Step(epoch_, step_, loss_, sps);
+  if (talk_ && (report || runtime_.tty)) progress_->Step(step_, loss_, sps);
   if (metrics_ && report)
     metrics_->Log(step_, {{"train/loss", loss_}, {"train/lr", lr}, {"train/samples_per_sec", sps},
                           {"train/grad_norm", sr.grad_norm}, {"train/loss_scale", sr.loss_scale},

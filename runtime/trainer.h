@@ -23,6 +23,7 @@
 #include "common/status.h"
 #include "runtime/checkpoint.h"
 #include "runtime/comm/communicator.h"
+#include "runtime/comm/timed_communicator.h"
 #include "runtime/config/trainer_config.h"
 #include "runtime/engine.h"
 #include "runtime/metrics.h"
@@ -33,9 +34,9 @@
 #include "runtime/progress.h"
 #include "runtime/train_data.h"
 #include "runtime/zero_engine.h"
+#include "wire/step_heartbeat.h"
 
 namespace ds {
-class StepHeartbeat;
 }
 
 namespace ds::rt {
@@ -101,14 +102,15 @@ class Trainer {
   Status TrainEpochs();                            // the loop over epochs and steps
   void TrainStep(const std::vector<int64_t>& indices, int64_t k);
   void AccumulateGradients(const std::vector<int64_t>& indices, int64_t k, double sums[2]);
-  void Report(const StepResult& step, double lr, double step_seconds);
+  void Report(const StepResult& step, double lr, double step_seconds, const StepCost& cost);
   void EvaluateEpoch(bool epoch_finished);
   Status Save(int64_t at_epoch, int64_t at_position);
   Status Finish();
 
   const TrainerConfig& config_;
   const DsConfig& ds_;
-  Communicator& comm_;
+  TimedCommunicator timed_;                 // every collective of this trainer, timed (the step's compute time)
+  Communicator& comm_;                      // timed_
   const TrainerRuntime& runtime_;
   const bool talk_;                         // rank 0 prints progress
   TrainTestData data_;

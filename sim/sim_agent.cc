@@ -11,9 +11,9 @@ SimAgent::SimAgent(asio::io_context& io, int node, const SimAgentConfig& config,
       workers_(
           io, [this](const msg::Assign& m, bool again) { observer_.WorkersStarted(node_, m, again); },
           [this](const WorkerExit& e) { OnWorkerExit(e); },
-          [this](int rank, const std::string& token) {
+          [this](const StepBeat& beat) {
             if (!control_ || frozen_) return;
-            control_->OnStepBeat(rank, token);
+            control_->OnStepBeat(beat);
             Settle();
           }),
       timer_(io) {}

@@ -23,6 +23,7 @@ std::vector<WorkerStart> SimWorkers::StartWorkers(const msg::Assign& m, const st
   ranks_.clear();
   running_.clear();
   tokens_ = beat_tokens;
+  steps_.assign(beat_tokens.size(), 0);
   std::vector<WorkerStart> out;
   for (const msg::WorkerSpec& w : m.workers) {
     ranks_.push_back(w.rank);
@@ -53,9 +54,9 @@ void SimWorkers::Finish(int gen) {
   for (int r : ranks) End(gen, r, 0, 0);
 }
 
-void SimWorkers::Beat(int rank) {
+void SimWorkers::Beat(int rank, int64_t compute_micros, int64_t samples) {
   for (size_t i = 0; i < ranks_.size(); ++i)
-    if (ranks_[i] == rank && running_.count(rank)) on_beat_(rank, tokens_[i]);
+    if (ranks_[i] == rank && running_.count(rank)) on_beat_(StepBeat{rank, ++steps_[i], tokens_[i], compute_micros, samples});
 }
 
 void SimWorkers::End(int gen, int rank, int code, int sig) {

@@ -4,8 +4,8 @@
 // environment) for the scenario's store step, and hands out a pid. A
 // signal ends the worker a moment later (posted to the io thread, never
 // inside the AgentControl's call), as a real worker dies on SIGTERM; the
-// scenario ends the rest (Finish: exit 0) and makes them beat (Beat: one
-// step). Each end goes to `on_exit`, given at construction. Holding
+// scenario ends the rest (Finish: exit 0) and makes them beat (Beat: the
+// next step, the long beat when it gives a compute time). Each end goes to `on_exit`, given at construction. Holding
 // MASTER_PORT holds nothing. Not thread-safe: the io thread only.
 #pragma once
 
@@ -16,6 +16,7 @@
 
 #include "agent/agent_seams.h"
 #include "common/asio.h"
+#include "wire/step_heartbeat.h"
 
 namespace ds::sim {
 
@@ -23,7 +24,7 @@ class SimWorkers final : public WorkerLauncher {
  public:
   using ExitFn = std::function<void(const WorkerExit&)>;
   using StartedFn = std::function<void(const msg::Assign&, bool again)>;
-  using BeatFn = std::function<void(int rank, const std::string& token)>;
+  using BeatFn = std::function<void(const StepBeat& beat)>;
 
   // on_started: an Assign's workers "started" (`again`: a second Assign of
   // the same generation); on_exit: one of them ended; on_beat: one beat.
@@ -39,8 +40,9 @@ class SimWorkers final : public WorkerLauncher {
 
   // Every running worker of generation `gen` exits 0.
   void Finish(int gen);
-  // `rank` (of the current generation, running) reports one step.
-  void Beat(int rank);
+  // `rank` (of the current generation, running) reports its next step, with
+  // `compute_micros` of compute and `samples` (-1: the short beat).
+  void Beat(int rank, int64_t compute_micros = -1, int64_t samples = -1);
 
   int generation() const { return generation_; }
   const std::set<int>& running() const { return running_; }
@@ -59,6 +61,7 @@ class SimWorkers final : public WorkerLauncher {
   int generation_ = -1;
   std::vector<int> ranks_;
   std::vector<std::string> tokens_;
+  std::vector<int64_t> steps_;  // by index of ranks_: the last step beaten
   std::set<int> running_;
   int world_ = -1;
   std::string store_token_;

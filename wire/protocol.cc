@@ -138,6 +138,26 @@ DS_DECODE_BEGIN(WorkerExited)
   m.error_trace = r.Str();
 DS_DECODE_END(WorkerExited)
 
+Bytes Progress::Encode() const {
+  PayloadWriter w;
+  w.U32(generation).U32(static_cast<uint32_t>(ranks.size()));
+  for (const auto& r : ranks) w.I32(r.rank).I64(r.step).I64(r.step_micros).I64(r.compute_micros).I64(r.samples_milli);
+  return w.Take();
+}
+DS_DECODE_BEGIN(Progress)
+  m.generation = r.U32();
+  uint32_t n = r.U32();
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    RankStat s;
+    s.rank = r.I32();
+    s.step = r.I64();
+    s.step_micros = r.I64();
+    s.compute_micros = r.I64();
+    s.samples_milli = r.I64();
+    if (r.ok()) m.ranks.push_back(s);
+  }
+DS_DECODE_END(Progress)
+
 Bytes Stop::Encode() const { return PayloadWriter().U32(generation).Take(); }
 DS_DECODE_BEGIN(Stop) m.generation = r.U32(); DS_DECODE_END(Stop)
 Bytes Stopped::Encode() const { return PayloadWriter().U32(generation).Take(); }

@@ -203,6 +203,20 @@ struct AgentEnded {               // agent -> coord: one of those commands ended
   DS_MESSAGE(AgentEnded);
 };
 inline constexpr size_t kMaxAgentEndedReason = 1024;
+// Progress summaries (issue 28; wire_format.md "Progress summaries"): agent
+// -> coord, sent with its Ping, for the ranks that stepped since the last one.
+struct RankStat {
+  int32_t rank = 0;
+  int64_t step = 0;               // the last step it reported
+  int64_t step_micros = 0;        // median step time over the agent's window; 0: unknown
+  int64_t compute_micros = -1;    // median compute time per step; -1: unknown
+  int64_t samples_milli = -1;     // samples per second x 1000; -1: unknown
+};
+struct Progress {
+  uint32_t generation = 0;
+  std::vector<RankStat> ranks;
+  DS_MESSAGE(Progress);
+};
 struct Stop { uint32_t generation = 0; DS_MESSAGE(Stop); };
 struct Stopped { uint32_t generation = 0; DS_MESSAGE(Stopped); };
 struct Ping { DS_MESSAGE(Ping); };

@@ -1,11 +1,13 @@
-// StepHeartbeat over UDP: one datagram "rank step token" (two big-endian i64
-// and the worker's token) per Beat(), sent non-blocking to
+// StepHeartbeat over UDP: one datagram "rank step token compute samples"
+// (big-endian i64s around the worker's token) per Beat(), sent non-blocking to
 // DSLAUNCH_HEARTBEAT_ADDR. Errors are ignored by design (step_heartbeat.h).
 #include "wire/step_heartbeat.h"
 
 #include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include "common/env_registry.h"
 #include "wire/client_conn.h"
@@ -15,17 +17,24 @@ namespace ds {
 
 std::string EncodeStepBeat(const StepBeat& beat) {
   Bytes b = PayloadWriter().I64(beat.rank).I64(beat.step).Take();
-  return std::string(b.begin(), b.end()) + beat.token;
+  Bytes cost = PayloadWriter().I64(beat.compute_micros).I64(beat.samples).Take();
+  return std::string(b.begin(), b.end()) + beat.token + std::string(cost.begin(), cost.end());
 }
 
 std::optional<StepBeat> DecodeStepBeat(const uint8_t* data, size_t size) {
-  if (size != kStepBeatSize) return std::nullopt;
+  if (size != kStepBeatSize && size != kStepBeatLongSize) return std::nullopt;
   Bytes b(data, data + 16);
   PayloadReader r(b);
   StepBeat beat;
   beat.rank = r.I64();
   beat.step = r.I64();
   beat.token.assign(reinterpret_cast<const char*>(data) + 16, kStepBeatTokenChars);
+  if (size == kStepBeatLongSize) {
+    Bytes c(data + kStepBeatSize, data + size);
+    PayloadReader cr(c);
+    beat.compute_micros = std::max<int64_t>(-1, cr.I64());
+    beat.samples = std::max<int64_t>(-1, cr.I64());
+  }
   return beat;
 }
 
@@ -33,15 +42,16 @@ namespace {
 
 class NoopHeartbeat final : public StepHeartbeat {
  public:
-  void Beat(int64_t) override {}
+  void Beat(int64_t, const StepCost&) override {}
 };
 
 class UdpHeartbeat final : public StepHeartbeat {
  public:
   UdpHeartbeat(UniqueFd fd, int64_t rank, std::string token)
       : fd_(std::move(fd)), rank_(rank), token_(std::move(token)) {}
-  void Beat(int64_t step) override {
-    std::string b = EncodeStepBeat({rank_, step, token_});
+  void Beat(int64_t step, const StepCost& cost) override {
+    const int64_t micros = cost.compute_seconds < 0 ? -1 : static_cast<int64_t>(cost.compute_seconds * 1e6);
+    std::string b = EncodeStepBeat({rank_, step, token_, micros, cost.samples < 0 ? -1 : cost.samples});
     (void)::send(fd_.get(), b.data(), b.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   }
 

@@ -17,21 +17,33 @@
 namespace ds {
 
 // The datagram (wire_format.md "Step heartbeats"): big-endian i64 rank, i64
-// step, then the token's kStepBeatTokenChars ASCII characters.
+// step, then the token's kStepBeatTokenChars ASCII characters (the short
+// form, what PyTorch scripts send per docs/usage.md); the long form adds i64
+// compute microseconds and i64 samples of that step (-1: unknown).
 constexpr size_t kStepBeatTokenChars = 32;  // 16 random bytes, hex
 constexpr size_t kStepBeatSize = 16 + kStepBeatTokenChars;
+constexpr size_t kStepBeatLongSize = kStepBeatSize + 16;
 
 struct StepBeat {
   int64_t rank = 0;
   int64_t step = 0;
   std::string token;
+  int64_t compute_micros = -1;  // the step's time in compute (between collectives); -1: unknown
+  int64_t samples = -1;         // samples this rank processed in the step; -1: unknown
 };
 
-// The datagram for `beat` (its token is sent as is, even when empty or of
-// the wrong length: the agent then ignores it).
+// The long-form datagram for `beat` (its token is sent as is, even when
+// empty or of the wrong length: the agent then ignores it).
 std::string EncodeStepBeat(const StepBeat& beat);
-// nullopt unless exactly kStepBeatSize bytes.
+// nullopt unless exactly kStepBeatSize (short form: compute and samples
+// unknown) or kStepBeatLongSize bytes.
 std::optional<StepBeat> DecodeStepBeat(const uint8_t* data, size_t size);
+
+// What a worker can say of a step besides its number.
+struct StepCost {
+  double compute_seconds = -1;  // <0: unknown
+  int64_t samples = -1;         // <0: unknown
+};
 
 class StepHeartbeat {
  public:
@@ -39,7 +51,8 @@ class StepHeartbeat {
   // object when the address is unset.
   static std::unique_ptr<StepHeartbeat> FromEnv();
   virtual ~StepHeartbeat() = default;
-  virtual void Beat(int64_t step) = 0;
+  void Beat(int64_t step) { Beat(step, StepCost{}); }
+  virtual void Beat(int64_t step, const StepCost& cost) = 0;
 };
 
 }  // namespace ds

@@ -76,6 +76,8 @@ enum class MsgType : uint16_t {
   kAgentEnded = 28,     // agent: the command starting one of them ended (status, why)
   // Join (role kJoin; wire_format.md "Join").
   kJoined = 29,         // coord -> joining node: its node rank, then the coordinator closes
+  // Progress (wire_format.md "Progress summaries"); 30-36 are the store's.
+  kProgress = 37,       // agent: per-rank step summaries, with its Ping
   // Agent <-> agent (role kPeer).
   kShardPut = 40,       // a shard's entry, crc32 and manifest; ShardData frames follow
   kShardData = 41,      // up to kMaxPayload bytes of a shard

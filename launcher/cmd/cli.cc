@@ -86,6 +86,15 @@ void DeclareOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
   app.add_option("--log-dir,--log_dir", o.log_dir, "per-rank log files in this directory: rank<N>.stdout.log, rank<N>.stderr.log")
       ->type_name("DIR")
       ->group(launch);
+  app.add_option("--metrics-port,--metrics_port", o.metrics_port,
+                 "serve Prometheus metrics at http://ADDR:P/metrics while the job runs (0: any free port)")
+      ->type_name("P")->check(CLI::Range(0, 65535))->group(launch);
+  app.add_option("--metrics-addr,--metrics_addr", o.metrics_addr,
+                 "the numeric address /metrics listens on (default 127.0.0.1: this machine only)")
+      ->type_name("ADDR")->group(launch);
+  app.add_option("--progress-interval,--progress_interval", o.progress_interval,
+                 "seconds between progress lines when stderr is no terminal (default 60; 0: none)")
+      ->type_name("S")->check(CLI::Range(0.0, 1e9))->group(launch);
   app.add_option("--max_restarts,--max-restarts", raw.max_restarts,
                  "restart on the nodes left up to N times (overrides elastic.max_restarts)")
       ->type_name("N")

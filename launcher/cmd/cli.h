@@ -82,6 +82,10 @@ struct CliOptions {
   bool save_pid = false;             // --save_pid: /tmp/<pid>.deepspeed holds dslaunch's pid while it runs
   bool bind_cores = false;           // --bind_cores_to_rank (or --bind_core_list)
   std::string bind_core_list;        // --bind_core_list LIST, e.g. "0-3,8-11" (checked by MakePlan)
+  int metrics_port = -1;             // --metrics-port P: Prometheus /metrics on P (0 = any); -1 = the job file's
+  std::string metrics_addr;          // --metrics-addr ADDR: where /metrics listens; "" = the job file's (loopback)
+  double progress_interval = -1;     // --progress-interval S: a progress line every S s when stderr is no
+                                     //   terminal (0 = none); -1 = the job file's (60)
   int max_restarts = -1;             // --max_restarts (torchrun's --max-restarts); -1 = job file's
   bool dry_run = false;              // --dry-run: print the plan, start nothing
   std::optional<int> ssh_port;       // --ssh_port: default for hosts without ssh_port=

@@ -128,6 +128,9 @@ Result<JobSpec> JobFromCli(const CliOptions& cli, bool require_job) {
   if (cli.master_port != 0) job.network.master_port = cli.master_port;
   if (!cli.log_dir.empty()) job.log_dir = cli.log_dir;
   if (cli.pty) job.pty = true;
+  if (cli.metrics_port >= 0) job.metrics_port = cli.metrics_port;
+  if (!cli.metrics_addr.empty()) job.metrics_addr = cli.metrics_addr;
+  if (cli.progress_interval >= 0) job.progress_interval = cli.progress_interval;
   DS_RETURN_IF_ERROR(MergeElastic(cli, job.elastic));
   if (cli.bind_cores) job.bind_cores = true;
   if (!cli.bind_core_list.empty()) job.core_list = cli.bind_core_list;  // checked by MakePlan

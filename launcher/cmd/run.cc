@@ -24,6 +24,7 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "common/netif.h"
+#include "launcher/cmd/job_watch.h"
 #include "launcher/cmd/launch_choice.h"
 #include "launcher/cmd/loopback_secret.h"
 #include "launcher/cmd/pid_file.h"
@@ -226,11 +227,25 @@ FleetTree TreeFor(const Launch& l, const CliOptions& cli) {
 }
 
 // Runs the prepared job to its end; returns the coordinator's world size.
-Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, TerminalWriter& err) {
+Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMux& mux, TerminalWriter& err) {
   asio::io_context io;
-  l.coord.notice = [&err](const std::string& text) { err.Write("dslaunch: " + text + "\n"); };
+  // While the io thread runs, dslaunch's own lines go through the LogMux too
+  // (below an open progress line, above the status line); a diagnostic from
+  // another thread is posted to it.
+  l.coord.notice = [&mux](const std::string& text) { mux.Notice("dslaunch: " + text); };
   Coordinator coord(io, l.plan, l.coord, record);
   if (Status st = coord.Listen(); !st.ok()) return Status::Unavailable(st.message());
+  JobWatch watch(io, coord, record, mux,
+                 {l.plan.job.progress_interval, l.plan.job.metrics_port, l.plan.job.metrics_addr});
+  if (Status st = watch.Start(); !st.ok()) return Status::Unavailable(st.message());
+  LogSetSink([&io, &mux](std::string line) {
+    if (!line.empty() && line.back() == '\n') line.pop_back();
+    asio::post(io, [&mux, line = std::move(line)] { mux.Notice(line); });
+  });
+  struct SinkBack {  // on every return: diagnostics to `err` again
+    TerminalWriter& err;
+    ~SinkBack() { LogSetSink([&w = err](std::string line) { w.Write(std::move(line)); }); }
+  } sink_back{err};
   // The per-node form on loopback: the secret is published only once this
   // process holds the rendezvous port, so nobody else's listener gets a key.
   std::unique_ptr<LoopbackSecret> published;
@@ -287,6 +302,7 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, Termi
   }
 
   coord.OnDone([&] {
+    watch.Stop();
     boost::system::error_code ignored;
     lifeline.close(ignored);
     fleet.Drain(Seconds(l.coord.stop_grace + 3.0));
@@ -294,6 +310,9 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, Termi
   coord.Start(fleet);  // the coordinator tells the fleet of agents registered and lost
   fleet.Start();
   io.run();
+  LogSetSink([&err](std::string line) { err.Write(std::move(line)); });
+  io.restart();
+  io.poll();  // the diagnostics posted while the loop ended
   return coord.control().world_size();
 }
 
@@ -320,6 +339,7 @@ Result<int> RunJob(const LaunchPlan& plan, const CliOptions& cli, const PerNodeL
   if (l.plan.job.pty) l.plan.job.pty_window = PtyWindowHere(l.plan);
   LogMuxOptions mux_options{l.plan.job.log_dir, cli.color, stdout, ::isatty(STDOUT_FILENO) != 0};
   mux_options.err_is_tty = ::isatty(STDERR_FILENO) != 0;
+  mux_options.status_line = true;  // on a terminal stderr (JobWatch)
   mux_options.terminal_local_ranks = cli.local_ranks_filter;
   mux_options.redirects = cli.redirects;
   if (mux_options.log_dir.empty() && (cli.redirects.any() || cli.tee)) {
@@ -334,7 +354,7 @@ Result<int> RunJob(const LaunchPlan& plan, const CliOptions& cli, const PerNodeL
   // a stalled terminal (Ctrl-S) must not block the event loop.
   TerminalWriter err(stderr, kStderrQueueBytes, "diagnostics only, the job goes on");
   LogSetSink([&err](std::string line) { err.Write(std::move(line)); });
-  Result<int> world_size = Supervise(l, cli, record, err);
+  Result<int> world_size = Supervise(l, cli, record, mux, err);
   LogSetSink(nullptr);
   err.Flush();
   if (!world_size.ok()) return world_size.status();

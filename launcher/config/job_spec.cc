@@ -22,7 +22,8 @@ namespace {
 const std::vector<std::string> kTopKeys = {"command", "trainer", "procs_per_node", "env",
                                            "working_dir", "log_dir", "checkpoint_dir", "checkpoint",
                                            "elastic", "network", "ssh", "local_rank_arg",
-                                           "bind_cores_to_rank", "bind_core_list", "forward_env", "pty"};
+                                           "bind_cores_to_rank", "bind_core_list", "forward_env", "pty",
+                                           "metrics_port", "metrics_addr", "progress_interval"};
 const std::vector<std::string> kElasticKeys = {"min_nodes", "max_nodes", "max_restarts",
                                                "heartbeat_interval", "heartbeat_timeout",
                                                "hang_timeout", "rejoin", "max_host_failures",
@@ -306,6 +307,9 @@ class JobFileReader {
       else if (k == "working_dir") { DS_ASSIGN_OR_RETURN(job.working_dir, Str(v, k)); }
       else if (k == "log_dir") { DS_ASSIGN_OR_RETURN(job.log_dir, Str(v, k)); }
       else if (k == "pty") { DS_ASSIGN_OR_RETURN(job.pty, Bool(v, k)); }
+      else if (k == "metrics_port") { DS_ASSIGN_OR_RETURN(job.metrics_port, Int(v, k, 0, 65535)); }
+      else if (k == "metrics_addr") { DS_ASSIGN_OR_RETURN(job.metrics_addr, Str(v, k)); }
+      else if (k == "progress_interval") { DS_ASSIGN_OR_RETURN(job.progress_interval, Seconds(v, k)); }
       else if (k == "checkpoint_dir") {
         if (!job.checkpoint.dir.empty())
           return At(kv.first, "'checkpoint_dir' and checkpoint: dir are both set; use one of them");

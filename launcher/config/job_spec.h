@@ -72,6 +72,9 @@ struct JobSpec {
   std::string log_dir;                     // per-rank log files; "" = none
   bool pty = false;                        // each worker's stdout and stderr are pseudo-terminals
   PtyWindow pty_window;                    //   of this size (set at launch from the launcher's terminal)
+  int metrics_port = -1;                   // Prometheus /metrics port (0 = any free one); -1 = none
+  std::string metrics_addr = "127.0.0.1";  // where /metrics listens (numeric)
+  double progress_interval = 60;           // seconds between progress lines off a terminal; 0 = none
   CheckpointOptions checkpoint;            // checkpoint: / checkpoint_dir: (checkpoint_options.h)
   ElasticOptions elastic;
   NetworkOptions network;

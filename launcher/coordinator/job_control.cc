@@ -123,6 +123,11 @@ Status JobControl::OnAgentFrame(int node, const Frame& f) {
       MaybeFinishStopping();
       return Status::OK();
     }
+    case wire::MsgType::kProgress: {
+      DS_ASSIGN_OR_RETURN(msg::Progress m, msg::Progress::Decode(f.payload));
+      if (static_cast<int>(m.generation) == generation_) OnProgress(node, m);
+      return Status::OK();
+    }
     case wire::MsgType::kAgentEnded: {
       DS_ASSIGN_OR_RETURN(msg::AgentEnded m, msg::AgentEnded::Decode(f.payload));
       fleet_->OnAgentEnded(node, m);
@@ -131,6 +136,22 @@ Status JobControl::OnAgentFrame(int node, const Frame& f) {
     default:
       return OnSnapshotFrame(node, f);
   }
+}
+
+// A summary from `node`'s agent: into the per-rank view, microseconds to seconds.
+void JobControl::OnProgress(int node, const msg::Progress& m) {
+  std::vector<RankProgress> ranks;
+  ranks.reserve(m.ranks.size());
+  for (const msg::RankStat& s : m.ranks) {
+    RankProgress r;
+    r.rank = s.rank;
+    r.step = s.step;
+    r.step_seconds = static_cast<double>(s.step_micros) / 1e6;
+    r.compute_seconds = s.compute_micros < 0 ? -1 : static_cast<double>(s.compute_micros) / 1e6;
+    r.samples_per_second = s.samples_milli < 0 ? -1 : static_cast<double>(s.samples_milli) / 1e3;
+    ranks.push_back(r);
+  }
+  progress_.Update(static_cast<uint32_t>(node), ranks, clock_.Now());
 }
 
 void JobControl::StartGeneration() {

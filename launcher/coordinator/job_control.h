@@ -57,6 +57,7 @@
 #include "launcher/coordinator/fleet_events.h"
 #include "launcher/coordinator/kv_store.h"
 #include "launcher/coordinator/liveness.h"
+#include "launcher/coordinator/rank_progress.h"
 #include "launcher/coordinator/restart_policy.h"
 #include "launcher/coordinator/snapshot_gather.h"
 #include "launcher/report/job_record.h"
@@ -147,6 +148,20 @@ class JobControl {
   // The current generation's world size, and restarts so far.
   int world_size() const { return gen_plan_.world_size; }
   int restarts() const { return policy_.restarts(); }
+  // Per rank, what the agents' progress summaries said this generation.
+  const RankProgressView& progress() const { return progress_; }
+  // For the job's views (job_view_builder.h): the candidates (plan nodes,
+  // then standbys) by index, what the user calls each, and its state.
+  const LaunchPlan& plan() const { return plan_; }
+  const CoordinatorOptions& options() const { return opt_; }
+  size_t num_candidates() const { return agents_.size(); }
+  const std::string& NodeName(size_t node) const { return names_[node]; }
+  bool NodeLost(size_t node) const { return agents_[node].lost; }
+  // Candidates running the current generation (gen plan node -> candidate).
+  const std::vector<int>& generation_nodes() const { return gen_agents_; }
+  // When `node`'s agent was last heard; only meaningful once it registered.
+  Clock::time_point LastHeard(size_t node) const { return liveness_.LastSeen(static_cast<int>(node)); }
+  Clock::time_point start_time() const { return start_time_; }
 
  private:
   struct Agent {
@@ -164,6 +179,7 @@ class JobControl {
   void SendAssigns();
   void OnWorkerStarted(const msg::WorkerStarted& m);
   void OnWorkerExited(const msg::WorkerExited& m);
+  void OnProgress(int node, const msg::Progress& m);
   void SendTo(int node, wire::MsgType type, const Bytes& payload);
   void Notice(const std::string& text);
   // job_control_stop.cc: failures, stopping, the end, deadlines.
@@ -215,6 +231,7 @@ class JobControl {
   size_t num_registered_ = 0;         // agents_ that registered (first time)
   size_t stop_cursor_ = 0;            // agents_ before it are stopped or gone (kStopping)
   Liveness liveness_;                 // heartbeats: Pings and silence
+  RankProgressView progress_;         // the current generation's ranks, from the agents' summaries
   Clock::time_point start_time_;
   Clock::time_point last_call_ = Clock::time_point::max();  // start_nodes registered: start at this time
   std::string grow_cause_;            // the restart under way takes in a joined node: its notice's cause

@@ -36,6 +36,8 @@ class Liveness {
   void Unwatch(int node);
   // A frame from `node` arrived.
   void Heard(int node, Clock::time_point now) { last_seen_[node] = now; }
+  // When `node` was last heard (or watched); the clock's epoch when never.
+  Clock::time_point LastSeen(int node) const { return last_seen_[node]; }
   // When Wake() next has something to do.
   Clock::time_point NextDeadline() const { return std::min(next_ping_, next_judge_); }
 

@@ -23,10 +23,12 @@ LogMux::LogMux(LogMuxOptions options) : opt_(std::move(options)) {
       opt_.log_dir.empty() ? "--log-dir keeps every line" : "every line is in " + opt_.log_dir + "/rank<N>.*.log";
   out_ = std::make_unique<TerminalWriter>(opt_.out, opt_.terminal_queue_bytes, kept);
   err_ = std::make_unique<TerminalWriter>(opt_.err, opt_.terminal_queue_bytes, kept);
+  status_mode_ = opt_.status_line && opt_.err_is_tty;
 }
 
 LogMux::~LogMux() {
-  for (int s = 0; s < 2; ++s)
+  if (status_mode_ && !status_.empty()) err_->Write("\r\033[K");
+  for (int s = 0; s < 2 && !status_mode_; ++s)
     if (open_[s]) Writer(s).Write("\n");
   out_.reset();  // writes what is queued
   err_.reset();
@@ -72,7 +74,7 @@ void LogMux::Line(int rank, int stream, const std::string& line) {
   const RankOut& r = it->second;
   const int s = stream == 2 ? 1 : 0;
   // Live, also through a pipe: the writers flush after each batch.
-  if (r.on_terminal[s]) Writer(s).Write(CloseProgress(s, rank) + (s == 0 ? r.prefix : r.err_prefix) + line + "\n");
+  if (r.on_terminal[s]) Emit(s, CloseProgress(s, rank) + (s == 0 ? r.prefix : r.err_prefix) + line + "\n");
   if (FILE* f = r.file[s]) {
     std::fwrite(line.data(), 1, line.size(), f);
     std::fputc('\n', f);
@@ -85,12 +87,39 @@ void LogMux::Progress(int rank, int stream, const std::string& text) {
   if (it == ranks_.end() || !Tty(s) || !it->second.on_terminal[s]) return;
   const RankOut& r = it->second;
   std::string draw = CloseProgress(s, rank);
-  if (draw.empty() || draw.back() == '\n') draw += "\r\033[K";
-  Writer(s).Write(draw + (s == 0 ? r.prefix : r.err_prefix) + text);
+  if (status_mode_) {  // a whole line above the status line
+    Emit(s, draw + (s == 0 ? r.prefix : r.err_prefix) + text + "\n");
+  } else {
+    if (draw.empty() || draw.back() == '\n') draw += "\r\033[K";
+    Writer(s).Write(draw + (s == 0 ? r.prefix : r.err_prefix) + text);
+  }
   open_[s] = rank;
 }
 
+void LogMux::Notice(const std::string& line) { Emit(1, CloseProgress(1, -1) + line + "\n"); }
+
+void LogMux::SetStatus(const std::string& text) {
+  if (!status_mode_ || text == status_) return;
+  status_ = text;
+  err_->Write("\r\033[K" + status_);
+}
+
+void LogMux::Emit(int s, std::string text) {
+  if (!status_mode_ || !Tty(s)) {
+    Writer(s).Write(std::move(text));
+    return;
+  }
+  err_->Write({{opt_.err, "\r\033[K"}, {s == 0 ? opt_.out : opt_.err, std::move(text)}, {opt_.err, status_}});
+}
+
 std::string LogMux::CloseProgress(int s, int rank) {
+  if (status_mode_) {  // open lines are whole lines; one is replaced only by its own rank's next
+    if (!Tty(s)) return "";
+    const bool same = open_[s] && *open_[s] == rank;
+    open_[0].reset();
+    open_[1].reset();
+    return same ? "\033[A\r\033[K" : "";
+  }
   const int other = 1 - s;
   if (open_[other] && Tty(s) && Tty(other)) {  // one terminal: end the other stream's line first
     Writer(other).Write("\n");
@@ -109,7 +138,9 @@ void LogMux::Marker(const std::string& line) {
 }
 
 void LogMux::Flush() {
-  for (int s = 0; s < 2; ++s)
+  if (status_mode_ && !status_.empty()) err_->Write("\r\033[K");
+  status_.clear();
+  for (int s = 0; s < 2 && !status_mode_; ++s)
     if (open_[s]) Writer(s).Write("\n");
   open_[0].reset();
   open_[1].reset();

@@ -19,6 +19,13 @@
 // two lines never mix. When stdout and stderr are both terminals they are
 // taken as one (an open line on one is ended before a line on the other).
 // Off a terminal, and in the files, updates are dropped: only completed lines.
+// With status_line and stderr a terminal, LogMux owns the bottom line of the
+// terminal: SetStatus() draws dslaunch's status line there, and every line
+// for the terminal (workers' on either stream, Notice()'s) erases it, is
+// written, and redraws it, as one unit through one writer (stdout's lines
+// too when stdout is the terminal as well, so nothing interleaves). A
+// progress update is then a whole line just above the status line, redrawn
+// by moving up one line ("\033[A\r\033[K").
 // Not thread-safe: the coordinator's io thread only.
 #pragma once
 
@@ -45,6 +52,7 @@ struct LogMuxOptions {
   FILE* err = stderr;        // where prefixed stderr lines go
   bool err_is_tty = false;
   StreamSpec redirects;      // these streams of these local ranks go to the files only (-r)
+  bool status_line = false;  // keep SetStatus()'s line at the bottom of stderr when err_is_tty
 };
 
 class LogMux {
@@ -66,7 +74,17 @@ class LogMux {
   // A line of dslaunch's own in every per-rank file opened so far (not on
   // stdout), e.g. where a restarted generation begins.
   void Marker(const std::string& line);
-  // Ends an open progress line, waits until stdout has every queued line
+  // A line of dslaunch's own (without newline) on stderr, as workers' lines
+  // go there: after an open progress line ends, below... never through the
+  // status line.
+  void Notice(const std::string& line);
+  // Draws `text` (one line, no newline) as the status line; nothing unless
+  // status_line and stderr is a terminal, or when it is the text drawn.
+  void SetStatus(const std::string& text);
+  // Whether SetStatus() draws anything.
+  bool status_shown() const { return status_mode_; }
+  // Ends an open progress line, erases the status line (drawn again by the
+  // next SetStatus with a new text), waits until stdout has every queued line
   // (for a stalled reader: until it reads), and flushes the files.
   void Flush();
   // Lines dropped from the terminal because its reader fell behind.
@@ -85,6 +103,9 @@ class LogMux {
   // Before text on terminal stream `s` (0 stdout, 1 stderr) from `rank`:
   // what ends or replaces an open progress line ("" when none is open).
   std::string CloseProgress(int s, int rank);
+  // Writes `text` (ending in a newline) for terminal stream `s`, around the
+  // status line when one is kept.
+  void Emit(int s, std::string text);
 
   LogMuxOptions opt_;
   bool color_ = false;
@@ -93,6 +114,8 @@ class LogMux {
   std::optional<int> open_[2];  // the rank whose progress line is open on stdout, stderr
   std::unique_ptr<TerminalWriter> out_;
   std::unique_ptr<TerminalWriter> err_;
+  bool status_mode_ = false;  // status_line on a terminal stderr
+  std::string status_;        // the status line drawn ("" = none)
 };
 
 }  // namespace ds

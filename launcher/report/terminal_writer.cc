@@ -17,17 +17,19 @@ TerminalWriter::~TerminalWriter() {
   thread_.join();
 }
 
-bool TerminalWriter::Write(std::string text) {
+bool TerminalWriter::Write(std::vector<Chunk> chunks) {
+  size_t size = 0;
+  for (const Chunk& c : chunks) size += c.text.size();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (bytes_ + text.size() > max_bytes_) {
+    if (bytes_ + size > max_bytes_) {
       ++dropped_;
       ++gap_;
       return false;
     }
     QueueGapNoticeLocked();
-    bytes_ += text.size();
-    queue_.push_back(std::move(text));
+    bytes_ += size;
+    for (Chunk& c : chunks) queue_.push_back(std::move(c));
   }
   wake_.notify_one();
   return true;
@@ -39,7 +41,7 @@ void TerminalWriter::QueueGapNoticeLocked() {
                                    gap_, where_kept_);
   gap_ = 0;
   bytes_ += notice.size();
-  queue_.push_back(std::move(notice));
+  queue_.push_back(Chunk{out_, std::move(notice)});
 }
 
 void TerminalWriter::Flush() {
@@ -61,16 +63,20 @@ void TerminalWriter::Run() {
   while (true) {
     wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stop_, nothing left
-    std::deque<std::string> batch;
+    std::deque<Chunk> batch;
     batch.swap(queue_);
     writing_ = true;
     lock.unlock();
     size_t n = 0;
-    for (const std::string& s : batch) {
-      std::fwrite(s.data(), 1, s.size(), out_);  // errors (EPIPE: reader gone) just lose the text
-      n += s.size();
+    FILE* last = out_;
+    for (const Chunk& c : batch) {
+      if (c.to != last) std::fflush(last);  // in order across FILEs
+      last = c.to;
+      std::fwrite(c.text.data(), 1, c.text.size(), c.to);  // errors (EPIPE: reader gone) just lose the text
+      n += c.text.size();
     }
-    std::fflush(out_);
+    std::fflush(last);
+    if (last != out_) std::fflush(out_);
     lock.lock();
     bytes_ -= n;
     writing_ = false;

@@ -7,8 +7,10 @@
 // the relay instead is not possible without blocking heartbeats: an agent's
 // Output lines and its Pings share one connection.) The per-rank log files
 // (LogMux, --log-dir) are written elsewhere and keep every line.
+// A write may also name another FILE (LogMux's status line: stdout and
+// stderr on one terminal go through one writer, so their order holds).
 // Thread-safe: Write and Flush from any thread; only the writer thread
-// touches `out` once constructed.
+// touches `out` (and the FILEs writes name) once constructed.
 #pragma once
 
 #include <condition_variable>
@@ -18,6 +20,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace ds {
 
@@ -31,7 +34,13 @@ class TerminalWriter {
 
   // Queues `text` (whole lines with their newlines). Returns false when the
   // queue is full and `text` was dropped (counted in dropped()).
-  bool Write(std::string text);
+  bool Write(std::string text) { return Write({Chunk{out_, std::move(text)}}); }
+  // Queues the chunks in order, all or none (the budget counts them together).
+  struct Chunk {
+    FILE* to;
+    std::string text;
+  };
+  bool Write(std::vector<Chunk> chunks);
   // Returns once every line queued so far is written and `out` flushed.
   void Flush();
   // Lines dropped from the terminal so far.
@@ -47,7 +56,7 @@ class TerminalWriter {
   mutable std::mutex mu_;
   std::condition_variable wake_;  // lines queued, or stop
   std::condition_variable idle_;  // the queue drained
-  std::deque<std::string> queue_;
+  std::deque<Chunk> queue_;
   size_t bytes_ = 0;              // queued + being written
   bool writing_ = false;
   bool stop_ = false;

@@ -202,7 +202,7 @@ TEST_CASE("AgentControl: after Shutdown the launch tree's agents get stop grace 
 TEST_CASE("AgentControl: a worker whose step beats stop for hang_timeout is killed and reported hung") {
   AgentFixture f;
   f.Assign(0, {0, 1}, /*hang_ms=*/1500);
-  f.control.OnStepBeat(0, f.workers.tokens[0]);
+  f.control.OnStepBeat({0, 1, f.workers.tokens[0]});
   f.Tick(1499ms);
   f.control.OnFrame(Frame{MsgType::kPing, {}});
   CHECK(f.workers.signals.empty());
@@ -227,7 +227,7 @@ TEST_CASE("AgentControl: a worker whose step beats stop for hang_timeout is kill
 TEST_CASE("AgentControl: no hang is judged while stopping") {
   AgentFixture f;
   f.Assign(0, {0}, /*hang_ms=*/500);
-  f.control.OnStepBeat(0, f.workers.tokens[0]);
+  f.control.OnStepBeat({0, 1, f.workers.tokens[0]});
   f.Stop(0);
   f.Tick(600ms);
   CHECK(f.workers.SignalsTo(0) == std::vector<int>{SIGTERM});

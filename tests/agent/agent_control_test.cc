@@ -227,11 +227,53 @@ TEST_CASE("AgentControl: a step beat counts only with the worker's own token") {
   AgentFixture f;
   f.Assign(0, {0}, /*hang_ms=*/500);
   const auto idle = f.control.NextDeadline();
-  f.control.OnStepBeat(0, std::string(kStepBeatTokenChars, 'x'));  // someone else's guess
-  f.control.OnStepBeat(1LL << 32, f.workers.tokens[0]);              // a rank that wraps to 0 is not 0
+  f.control.OnStepBeat({0, 1, std::string(kStepBeatTokenChars, 'x')});  // someone else's guess
+  f.control.OnStepBeat({1LL << 32, 1, f.workers.tokens[0]});            // a rank that wraps to 0 is not 0
   CHECK(f.control.NextDeadline() == idle);                          // no hang check armed
-  f.control.OnStepBeat(0, f.workers.tokens[0]);
+  f.control.OnStepBeat({0, 1, f.workers.tokens[0]});
   CHECK(f.control.NextDeadline() == f.clock.Now() + 500ms);  // before the next Ping (1 s)
+}
+
+TEST_CASE("AgentControl: the ranks that stepped ride with the next Ping as one Progress summary") {
+  AgentFixture f;
+  f.Assign(4, {6, 7});
+  f.Tick(1s);
+  CHECK(f.link.Count(MsgType::kProgress) == 0);  // nobody stepped: a bare Ping
+  f.control.OnStepBeat({6, 10, f.workers.tokens[0], 80000, 32});
+  f.control.OnStepBeat({6, 12, f.workers.tokens[0], 90000, 32});  // two steps after 0 s: unknown time
+  f.Tick(100ms);
+  f.control.OnStepBeat({6, 13, f.workers.tokens[0], 90000, 32});
+  f.control.OnStepBeat({7, 1, std::string(kStepBeatTokenChars, 'x')});  // not rank 7's token: not summarised
+  CHECK(f.link.Count(MsgType::kProgress) == 0);  // nothing per step
+  f.Tick(900ms);
+  auto progress = f.link.Of<msg::Progress>(MsgType::kProgress);
+  REQUIRE(progress.size() == 1);
+  CHECK(progress[0].generation == 4);
+  REQUIRE(progress[0].ranks.size() == 1);
+  const msg::RankStat& s = progress[0].ranks[0];
+  CHECK(s.rank == 6);
+  CHECK(s.step == 13);
+  CHECK(s.step_micros == 100000);     // the median of 0 s per step and 0.1 s: the upper one
+  CHECK(s.compute_micros == 90000);
+  CHECK(s.samples_milli == 320000);   // 32 samples per 0.1 s step
+  f.Tick(1s);
+  CHECK(f.link.Count(MsgType::kProgress) == 1);  // no news: no summary
+}
+
+TEST_CASE("AgentControl: a new generation's summary forgets the last one's steps") {
+  AgentFixture f;
+  f.Assign(0, {0});
+  f.control.OnStepBeat({0, 50, f.workers.tokens[0]});
+  f.Exit(0, 1);
+  f.Stop(0);
+  f.Assign(1, {0});
+  f.control.OnStepBeat({0, 3, f.workers.tokens[0]});  // resumed from an older snapshot
+  f.Tick(1s);
+  auto progress = f.link.Of<msg::Progress>(MsgType::kProgress);
+  REQUIRE(progress.size() == 1);
+  CHECK(progress[0].generation == 1);
+  REQUIRE(progress[0].ranks.size() == 1);
+  CHECK(progress[0].ranks[0].step == 3);
 }
 
 }  // namespace

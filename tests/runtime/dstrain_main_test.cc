@@ -167,6 +167,21 @@ TEST_CASE("dstrain trains on 2 ranks through a file store", "[dstrain]") {
   CHECK(Read(ranks[1].out_path).find("test accuracy") == std::string::npos);  // rank 0 only
 }
 
+TEST_CASE("with only max_steps the progress says steps of the total and the real epochs", "[dstrain]") {
+  TempDir d;
+  std::string cfg = kSmall;
+  cfg.replace(cfg.find("epochs: 1"), 9, "max_steps: 40");  // 1000 samples / 32: 31 steps per epoch
+  auto p = Start({std::string("DSLAUNCH_TRAINER_CONFIG=") + cfg, "RANK=0", "WORLD_SIZE=1",
+                  "OPENBLAS_NUM_THREADS=1"},
+                 {}, d.path() + "/out");
+  CHECK(Wait(p) == 0);
+  const std::string out = Read(p.out_path);
+  INFO(out);
+  CHECK(out.find("step 40/40 epoch 2/2 loss ") != std::string::npos);
+  CHECK(out.find("/40 epoch") != std::string::npos);
+  CHECK(out.find("epoch 1/40") == std::string::npos);
+}
+
 TEST_CASE("a SIGKILLed rank makes its peer exit 3 within the timeout", "[dstrain]") {
   using namespace std::chrono;
   TempDir d;

@@ -90,6 +90,19 @@ TEST_CASE("job file: defaults") {
   CHECK(j.network.master_port == 0);
 }
 
+TEST_CASE("job file: metrics_port, metrics_addr and progress_interval (seeing the job)") {
+  JobSpec d = Parse("command: [true]\n");
+  CHECK(d.metrics_port == -1);
+  CHECK(d.metrics_addr == "127.0.0.1");
+  CHECK(d.progress_interval == 60);
+  JobSpec j = Parse("command: [true]\nmetrics_port: 9100\nmetrics_addr: 0.0.0.0\nprogress_interval: 5m\n");
+  CHECK(j.metrics_port == 9100);
+  CHECK(j.metrics_addr == "0.0.0.0");
+  CHECK(j.progress_interval == 300);
+  CHECK(ErrorOf("command: [true]\nmetrics_port: 70000\n").find(
+            "'metrics_port': expected an integer between 0 and 65535, got '70000'") != std::string::npos);
+}
+
 TEST_CASE("job file: a command string runs through the shell") {
   CHECK(Parse("command: echo $RANK\n").command == std::vector<std::string>{"/bin/sh", "-c", "echo $RANK"});
 }

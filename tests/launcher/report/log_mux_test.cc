@@ -194,6 +194,53 @@ TEST_CASE("log mux: off a terminal progress updates are dropped; stdout and stde
   for (FILE* f : {out, err, out2, err2}) std::fclose(f);
 }
 
+// The status line owns the bottom of the terminal: every line erases it, is
+// written, and redraws it, in one writer's order; a progress update is a
+// whole line above it, redrawn by moving up one line.
+TEST_CASE("log mux: the status line stays at the bottom; lines and progress go above it", "[logmux]") {
+  FILE* err = std::tmpfile();
+  {
+    LogMuxOptions o{"", "never", err, true};  // stdout and stderr: one terminal
+    o.err = err;
+    o.err_is_tty = true;
+    o.status_line = true;
+    LogMux mux(std::move(o));
+    REQUIRE(mux.status_shown());
+    mux.AddRank(0, "w0");
+    mux.SetStatus("gen 0 ranks 1/1");
+    mux.SetStatus("gen 0 ranks 1/1");  // the same text: not drawn again
+    mux.Line(0, 1, "hello");            // stdout, the same terminal
+    mux.Progress(0, 2, "10%");
+    mux.Progress(0, 2, "20%");          // its own line, redrawn above the status line
+    mux.Notice("dslaunch: a notice");   // below the bar, which stays as it was
+    mux.Flush();                        // erases the status line (the summary follows)
+  }
+  CHECK(testing::ReadStream(err) ==
+        "\r\033[Kgen 0 ranks 1/1"
+        "\r\033[Kw0:0 hello\ngen 0 ranks 1/1"
+        "\r\033[Kw0:0 10%\ngen 0 ranks 1/1"
+        "\r\033[K\033[A\r\033[Kw0:0 20%\ngen 0 ranks 1/1"
+        "\r\033[Kdslaunch: a notice\ngen 0 ranks 1/1"
+        "\r\033[K");
+  std::fclose(err);
+}
+
+TEST_CASE("log mux: no status line off a terminal; notices end an open progress line", "[logmux]") {
+  FILE* err = std::tmpfile();
+  {
+    LogMuxOptions o{"", "never", stdout, false};
+    o.err = err;
+    o.status_line = true;  // asked for, but stderr is no terminal
+    LogMux mux(std::move(o));
+    CHECK_FALSE(mux.status_shown());
+    mux.SetStatus("gen 0");
+    mux.AddRank(0, "w0");
+    mux.Notice("dslaunch: restarted");
+  }
+  CHECK(testing::ReadStream(err) == "dslaunch: restarted\n");
+  std::fclose(err);
+}
+
 // A real pipe nobody reads (`| less`, not scrolled): Line() must return at
 // once all the same (it runs on the coordinator's io thread), the file keeps
 // every line, and stdout shows one line where lines were dropped.

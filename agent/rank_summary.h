@@ -1,0 +1,61 @@
+// RankSummaries: what the agent keeps of its workers' step beats so that the
+// coordinator learns each rank's progress without a message per step: per
+// rank the last step and, over a sliding window of recent steps, the median
+// step time (between consecutive beats, on the agent's clock, per step
+// advanced), the median compute time and samples per second (when the worker
+// sends the long beat, wire/step_heartbeat.h). AgentControl sends what
+// changed with each Ping (msg::Progress). Pure logic on given times; not
+// thread-safe (the agent's one thread).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <vector>
+
+#include "wire/protocol.h"
+
+namespace ds {
+
+class RankSummaries {
+ public:
+  using TimePoint = std::chrono::steady_clock::time_point;
+  using Duration = std::chrono::steady_clock::duration;
+
+  // Steps older than `window` drop out of the medians (the newest one stays).
+  static constexpr Duration kDefaultWindow = std::chrono::seconds(2);
+  static constexpr size_t kMaxSteps = 64;  // per rank, whatever the window
+
+  explicit RankSummaries(Duration window = kDefaultWindow) : window_(window) {}
+
+  // A new generation: every rank forgotten.
+  void Clear() { ranks_.clear(); }
+  // A beat of `rank` (already authenticated) at `now`: its step, the step's
+  // compute microseconds and samples (-1: unknown). A step not above the
+  // last one only refreshes nothing (a resent or reordered datagram).
+  void OnBeat(int rank, int64_t step, int64_t compute_micros, int64_t samples, TimePoint now);
+  // The ranks that beat since the last call, summarised over the window
+  // ending at `now`, in rank order; empty when none did.
+  std::vector<msg::RankStat> TakeChanged(TimePoint now);
+
+ private:
+  struct Interval {
+    TimePoint at;              // when the step ended
+    double step_seconds;       // per step advanced
+    double compute_seconds;    // <0 unknown
+    double samples;            // <0 unknown
+  };
+  struct Rank {
+    int64_t step = -1;
+    TimePoint last;
+    bool changed = false;
+    std::deque<Interval> recent;  // oldest first
+  };
+  msg::RankStat Summarise(int rank, Rank& r, TimePoint now) const;
+
+  Duration window_;
+  std::map<int, Rank> ranks_;
+};
+
+}  // namespace ds

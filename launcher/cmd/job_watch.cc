@@ -1,0 +1,87 @@
+#include "launcher/cmd/job_watch.h"
+
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "launcher/coordinator/job_view_builder.h"
+#include "launcher/report/job_view_json.h"
+#include "launcher/report/metrics_text.h"
+#include "launcher/report/status_line.h"
+
+namespace ds {
+
+int TerminalColumns() {
+  winsize ws{};
+  if (::ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) != 0) return 0;
+  return ws.ws_col;
+}
+
+JobWatch::JobWatch(asio::io_context& io, const Coordinator& coord, const JobRecord& record, LogMux& mux,
+                   JobWatchOptions options)
+    : io_(io), coord_(coord), record_(record), mux_(mux), opt_(std::move(options)), timer_(io) {}
+
+Status JobWatch::Start() {
+  if (opt_.metrics_port >= 0) {
+    server_ = std::make_unique<MetricsServer>(
+        io_, MetricsServerOptions{.addr = opt_.metrics_addr, .port = opt_.metrics_port},
+        [this] { return MetricsText(View()); });
+    DS_RETURN_IF_ERROR(server_->Listen());
+    const bool v6 = opt_.metrics_addr.find(':') != std::string::npos;
+    mux_.Notice(v6 ? fmt::format("dslaunch: metrics at http://[{}]:{}/metrics", opt_.metrics_addr, server_->port())
+                   : fmt::format("dslaunch: metrics at http://{}:{}/metrics", opt_.metrics_addr, server_->port()));
+  }
+  Result<PrivateDir> dir = OpenPrivateDir();
+  status_ = std::make_unique<StatusServer>(io_, [this] { return JobViewJson(View()); });
+  Status st = dir.ok() ? status_->Listen(std::move(dir).value(), fmt::format("{}-{}", coord_.control().options().job_id, ::getpid()))
+                       : dir.status();
+  if (!st.ok()) {
+    mux_.Notice("dslaunch: warning: no status socket, `dslaunch status` will not find this job: " + st.message());
+    status_.reset();
+  }
+  Tick();
+  return Status::OK();
+}
+
+void JobWatch::Stop() {
+  stopped_ = true;
+  timer_.cancel();
+  if (server_) server_->Close();
+  if (!status_) return;
+  JobView last = View();
+  last.exit_code = record_.ExitCode();
+  if (Status st = status_->Finish(JobViewJson(last)); !st.ok())
+    mux_.Notice("dslaunch: warning: no job record for `dslaunch status`: " + st.message());
+  status_.reset();
+}
+
+JobView JobWatch::View() const {
+  JobView v = BuildJobView(coord_.control(), record_, RealClock().Now());
+  v.pid = ::getpid();
+  return v;
+}
+
+std::string JobWatch::StatusText() const { return StatusLineText(View()); }
+
+// On a terminal: redraw (LogMux skips an unchanged text); elsewhere a plain
+// line per progress_interval, the first one interval after the start.
+void JobWatch::Tick() {
+  const bool terminal = mux_.status_shown();
+  if (terminal) {
+    std::string text = StatusText();
+    const int columns = TerminalColumns();
+    if (columns > 1 && text.size() >= static_cast<size_t>(columns)) text.resize(columns - 1);  // never wraps
+    mux_.SetStatus(text);
+  } else if (!(opt_.progress_interval > 0)) {
+    return;
+  }
+  timer_.expires_after(terminal ? Clock::duration(kStatusPeriod) : Seconds(opt_.progress_interval));
+  timer_.async_wait([this](boost::system::error_code ec) {
+    if (ec || stopped_) return;
+    if (!mux_.status_shown()) mux_.Notice(StatusText());
+    Tick();
+  });
+}
+
+}  // namespace ds

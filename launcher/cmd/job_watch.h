@@ -1,0 +1,66 @@
+// JobWatch: what lets a person see a running job, on the coordinator's
+// io_context: the status line at the bottom of a terminal stderr (LogMux
+// draws it; redrawn every kStatusPeriod with the job's JobView, only when the
+// text changed), a plain "dslaunch: ..." progress line every
+// progress_interval seconds when stderr is no terminal (0 = never), and
+// `--metrics-port`'s /metrics (MetricsServer), and the job's status socket
+// for `dslaunch status` (StatusServer, in the user's private directory;
+// without one, a warning and no socket). It borrows everything; the io thread
+// only. Stop() ends its timer, closes the servers and leaves the job record
+// (the job is over), so io.run() can return.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "common/asio.h"
+#include "common/status.h"
+#include "launcher/coordinator/coordinator.h"
+#include "launcher/coordinator/metrics_server.h"
+#include "launcher/coordinator/status_server.h"
+#include "launcher/report/job_record.h"
+#include "launcher/report/job_view.h"
+#include "launcher/report/log_mux.h"
+
+namespace ds {
+
+struct JobWatchOptions {
+  double progress_interval = 60;   // seconds between plain progress lines off a terminal; 0 = none
+  int metrics_port = -1;           // -1 = no /metrics; 0 = any free port
+  std::string metrics_addr = "127.0.0.1";
+};
+
+class JobWatch {
+ public:
+  static constexpr std::chrono::milliseconds kStatusPeriod{250};
+
+  JobWatch(asio::io_context& io, const Coordinator& coord, const JobRecord& record, LogMux& mux,
+           JobWatchOptions options);
+  // Listens for /metrics (when asked) and starts the timer. Error: the
+  // metrics port cannot be bound (named as typed).
+  Status Start();
+  void Stop();
+  // The /metrics port (after Start; 0 when none).
+  int metrics_port() const { return server_ ? server_->port() : 0; }
+
+ private:
+  void Tick();
+  JobView View() const;
+  std::string StatusText() const;
+
+  asio::io_context& io_;
+  const Coordinator& coord_;
+  const JobRecord& record_;
+  LogMux& mux_;
+  JobWatchOptions opt_;
+  asio::steady_timer timer_;
+  std::unique_ptr<MetricsServer> server_;
+  std::unique_ptr<StatusServer> status_;
+  bool stopped_ = false;
+};
+
+// The terminal's width in columns (stderr), 0 when unknown.
+int TerminalColumns();
+
+}  // namespace ds

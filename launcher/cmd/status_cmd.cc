@@ -1,0 +1,155 @@
+#include "launcher/cmd/status_cmd.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "common/private_dir.h"
+#include "common/unique_fd.h"
+#include "launcher/report/job_view_json.h"
+#include "launcher/report/status_line.h"
+
+namespace ds {
+namespace {
+
+constexpr int kReadTimeoutMs = 5000;
+constexpr size_t kMaxReply = 16 << 20;
+
+struct Found {
+  std::string name;   // <job>-<pid>
+  bool live = false;  // a .sock (else a .json record)
+  time_t mtime = 0;
+};
+
+std::vector<Found> List(const PrivateDir& dir) {
+  std::vector<Found> out;
+  UniqueFd fd(::openat(dir.fd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  DIR* d = fd.get() >= 0 ? ::fdopendir(fd.release()) : nullptr;
+  if (d == nullptr) return out;
+  while (dirent* e = ::readdir(d)) {
+    const std::string n = e->d_name;
+    for (const char* ext : {".sock", ".json"}) {
+      const size_t len = std::strlen(ext);
+      if (n.size() <= len || n.compare(n.size() - len, len, ext) != 0) continue;
+      struct stat st{};
+      ::fstatat(dir.fd.get(), n.c_str(), &st, AT_SYMLINK_NOFOLLOW);
+      out.push_back({n.substr(0, n.size() - len), ext[1] == 's', st.st_mtime});
+    }
+  }
+  ::closedir(d);
+  return out;
+}
+
+// The view a live job's socket answers. Error: refused (a job that died
+// without its record), unreadable, not a view.
+Result<JobView> Ask(const PrivateDir& dir, const std::string& name) {
+  const std::string path = dir.path + "/" + name + ".sock";
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(a.sun_path)) return Status::InvalidArgument(path + ": path too long");
+  std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0)
+    return Status::Unavailable(fmt::format("{}: {}", path, std::strerror(errno)));
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    pollfd p{fd.get(), POLLIN, 0};
+    if (::poll(&p, 1, kReadTimeoutMs) <= 0) return Status::Unavailable(path + ": no answer within 5 s");
+    const ssize_t n = ::read(fd.get(), buf, sizeof(buf));
+    if (n < 0) return Status::Unavailable(fmt::format("{}: {}", path, std::strerror(errno)));
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > kMaxReply) return Status::Unavailable(path + ": answer too large");
+  }
+  return ParseJobViewJson(text);
+}
+
+Result<JobView> ReadRecord(const PrivateDir& dir, const std::string& name) {
+  UniqueFd fd(::openat(dir.fd.get(), (name + ".json").c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (fd.get() < 0) return Status::NotFound(fmt::format("{}/{}.json: {}", dir.path, name, std::strerror(errno)));
+  std::string text;
+  char buf[65536];
+  ssize_t n;
+  while ((n = ::read(fd.get(), buf, sizeof(buf))) > 0 && text.size() < kMaxReply) text.append(buf, n);
+  return ParseJobViewJson(text);
+}
+
+std::string Print(const JobView& v, bool json) { return json ? JobViewJson(v) : StatusTable(v); }
+
+}  // namespace
+
+std::string StatusTable(const JobView& v) {
+  std::string out = fmt::format("job {} (dslaunch pid {}): {}\n", v.job_id, v.pid,
+                                v.exit_code >= 0 ? fmt::format("ended, exit code {}", v.exit_code) : v.state);
+  out += StatusLineText(v) + "\n";
+  out += fmt::format("{:<5} {:<24} {:<8} {}\n", "NODE", "HOST", "STATE", "HEARD");
+  for (const NodeView& n : v.nodes)
+    out += fmt::format("{:<5} {:<24} {:<8} {}\n", n.node, n.host, n.state,
+                       n.heard_seconds_ago < 0 ? "-" : fmt::format("{:.1f}s ago", n.heard_seconds_ago));
+  if (v.ranks.empty()) return out;
+  out += fmt::format("{:<5} {:<5} {:<24} {:>10} {:>10} {:>10}\n", "RANK", "NODE", "HOST", "STEP", "STEP_TIME",
+                     "SAMPLES/S");
+  for (const RankView& r : v.ranks)
+    out += fmt::format("{:<5} {:<5} {:<24} {:>10} {:>10} {:>10}\n", r.rank, r.node, r.host,
+                       r.step < 0 ? "-" : std::to_string(r.step),
+                       r.step_seconds > 0 ? fmt::format("{:.3g}s", r.step_seconds) : "-",
+                       r.samples_per_second >= 0 ? fmt::format("{:.0f}", r.samples_per_second) : "-");
+  return out;
+}
+
+Result<int> RunStatus(const std::vector<std::string>& args, std::ostream& out) {
+  bool json = false;
+  std::string job;
+  for (const std::string& a : args) {
+    if (a == "--json") json = true;
+    else if (a == "-h" || a == "--help") {
+      out << "usage: dslaunch status [--json] [JOB]\n";
+      return 0;
+    } else if (!a.empty() && a[0] != '-' && job.empty()) job = a;
+    else return Status::InvalidArgument(fmt::format("status: unexpected '{}': usage: dslaunch status [--json] [JOB]", a));
+  }
+  DS_ASSIGN_OR_RETURN(PrivateDir dir, OpenPrivateDir());
+  std::vector<Found> found = List(dir);
+  std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.mtime > b.mtime; });
+  int shown = 0;
+  for (const Found& f : found) {  // live jobs (with JOB: that one, live or from its record)
+    if (!job.empty() && f.name.rfind(job, 0) != 0) continue;
+    if (f.live) {
+      Result<JobView> v = Ask(dir, f.name);
+      if (!v.ok()) continue;  // a job killed before it could leave a record
+      out << Print(*v, json);
+      ++shown;
+    } else if (!job.empty() && std::none_of(found.begin(), found.end(), [&](const Found& g) {
+                 return g.live && g.name == f.name;
+               })) {
+      DS_ASSIGN_OR_RETURN(JobView v, ReadRecord(dir, f.name));
+      out << Print(v, json);
+      ++shown;
+    }
+  }
+  if (shown > 0) return 0;
+  if (job.empty())
+    for (const Found& f : found)
+      if (!f.live) {  // nothing running: the newest record
+        DS_ASSIGN_OR_RETURN(JobView v, ReadRecord(dir, f.name));
+        out << Print(v, json);
+        return 0;
+      }
+  return Status::NotFound(job.empty() ? fmt::format("status: no job of yours in {} (a running job has a socket "
+                                                    "there, an ended one its record)", dir.path)
+                                      : fmt::format("status: no job {} in {}", job, dir.path));
+}
+
+}  // namespace ds

@@ -1,0 +1,24 @@
+// `dslaunch status [--json] [JOB]`: the running jobs of this user on this
+// machine, found through their status sockets in the user's private
+// directory (launcher/coordinator/status_server.h), each as a table per node
+// and per rank; with JOB (a job id, or its start) that job, running or ended
+// (from the record it left). Without JOB and nothing running: the newest
+// record. Prints to `out`; returns 0. Errors: bad arguments
+// (InvalidArgument), no private directory, nothing found (NotFound).
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "launcher/report/job_view.h"
+
+namespace ds {
+
+Result<int> RunStatus(const std::vector<std::string>& args, std::ostream& out);
+
+// The human table of one job's view.
+std::string StatusTable(const JobView& view);
+
+}  // namespace ds

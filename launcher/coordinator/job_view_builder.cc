@@ -1,0 +1,65 @@
+#include "launcher/coordinator/job_view_builder.h"
+
+#include <algorithm>
+
+namespace ds {
+namespace {
+
+double SecondsBetween(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+void AddNodes(const JobControl& c, Clock::time_point now, JobView& v) {
+  const std::vector<int>& running = c.generation_nodes();
+  for (size_t i = 0; i < c.num_candidates(); ++i) {
+    NodeView n;
+    n.node = static_cast<uint32_t>(i);
+    n.host = c.NodeName(i);
+    const bool registered = c.NodeRegistered(static_cast<int>(i));
+    if (c.NodeLost(i)) n.state = "lost", ++v.nodes_lost;
+    else if (!registered) n.state = "waiting";
+    else if (std::find(running.begin(), running.end(), static_cast<int>(i)) != running.end()) n.state = "running";
+    else n.state = "idle";
+    if (registered && !c.NodeLost(i)) {
+      ++v.agents_registered;
+      n.heard_seconds_ago = std::max(0.0, SecondsBetween(c.LastHeard(i), now));
+    }
+    v.nodes.push_back(std::move(n));
+  }
+}
+
+}  // namespace
+
+const char* StateName(CoordState s) {
+  switch (s) {
+    case CoordState::kWaitingForAgents: return "waiting";
+    case CoordState::kGathering: return "gathering";
+    case CoordState::kReserving: return "reserving";
+    case CoordState::kRunning: return "running";
+    case CoordState::kStopping: return "stopping";
+    case CoordState::kDone: return "done";
+  }
+  return "?";
+}
+
+JobView BuildJobView(const JobControl& c, const JobRecord& record, Clock::time_point now) {
+  JobView v;
+  v.job_id = c.options().job_id;
+  v.state = StateName(c.state());
+  // 0 until the job starts (before JobControl::Start its start time is unset).
+  v.elapsed_seconds = c.start_time() == Clock::time_point{} ? 0 : std::max(0.0, SecondsBetween(c.start_time(), now));
+  v.generation = c.generation();
+  v.restarts = c.restarts();
+  v.max_restarts = c.plan().job.elastic.max_restarts;
+  v.world_size = c.world_size();
+  for (const auto& [rank, w] : record.workers()) v.ranks_running += w.started && !w.exited ? 1 : 0;
+  AddNodes(c, now, v);
+  for (const RankProgress& p : c.progress().Ranks()) {
+    RankView r{p.rank, p.node, "", p.step, p.step_seconds, p.samples_per_second};
+    if (p.node < c.num_candidates()) r.host = c.NodeName(p.node);
+    v.ranks.push_back(std::move(r));
+  }
+  return v;
+}
+
+}  // namespace ds

@@ -1,0 +1,138 @@
+#include "launcher/coordinator/metrics_server.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace ds {
+
+struct MetricsServer::Conn {
+  explicit Conn(asio::io_context& io) : sock(io), timer(io) {}
+  asio::ip::tcp::socket sock;
+  asio::steady_timer timer;
+  std::string head;            // what arrived so far
+  std::string reply;           // being written
+  char buf[1024];
+};
+
+MetricsServer::MetricsServer(asio::io_context& io, MetricsServerOptions options, std::function<std::string()> render)
+    : io_(io), opt_(std::move(options)), render_(std::move(render)), acceptor_(io) {}
+
+MetricsServer::~MetricsServer() { Close(); }
+
+Status MetricsServer::Listen() {
+  const std::string where = fmt::format("--metrics-port {} on {}", opt_.port, opt_.addr);
+  boost::system::error_code ec;
+  auto ip = asio::ip::make_address(opt_.addr, ec);
+  if (ec) return Status::InvalidArgument(fmt::format("--metrics-addr '{}': expected a numeric address ({})",
+                                                     opt_.addr, ec.message()));
+  asio::ip::tcp::endpoint ep(ip, static_cast<uint16_t>(opt_.port));
+  protocol_ = ep.protocol();
+  const int fd = ::socket(ep.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::IOError(fmt::format("{}: {}", where, std::strerror(errno)));
+  acceptor_.assign(ep.protocol(), fd, ec);
+  if (ec) ::close(fd);
+  if (!ec) acceptor_.non_blocking(true, ec);
+  if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(ep, ec);
+  if (!ec) acceptor_.listen(64, ec);
+  if (ec) {
+    acceptor_.close(ec);
+    return Status::IOError(fmt::format("{}: {}", where, ec.message()));
+  }
+  port_ = acceptor_.local_endpoint(ec).port();
+  Accept();
+  return Status::OK();
+}
+
+void MetricsServer::Close() {
+  *alive_ = false;
+  alive_ = std::make_shared<bool>(true);
+  boost::system::error_code ignored;
+  acceptor_.close(ignored);
+}
+
+// At most max_connections open: past it, stop waiting on the acceptor; the
+// next Done() resumes.
+void MetricsServer::Accept() {
+  if (accepting_ || open_ >= opt_.max_connections || !acceptor_.is_open()) return;
+  accepting_ = true;
+  acceptor_.async_wait(asio::socket_base::wait_read, [this, alive = alive_](boost::system::error_code ec) {
+    if (!*alive) return;
+    accepting_ = false;
+    if (ec || !acceptor_.is_open()) return;
+    const int fd = ::accept4(acceptor_.native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd >= 0) {
+      auto c = std::make_shared<Conn>(io_);
+      c->sock.assign(protocol_, fd, ec);
+      if (ec) {
+        ::close(fd);
+      } else {
+        ++open_;
+        c->timer.expires_after(opt_.request_timeout);
+        c->timer.async_wait([c](boost::system::error_code e) {
+          if (e) return;
+          boost::system::error_code ignored;
+          c->sock.close(ignored);  // the read (or write) in flight ends with an error: Done
+        });
+        Read(c);
+      }
+    }
+    Accept();
+  });
+}
+
+void MetricsServer::Read(const std::shared_ptr<Conn>& c) {
+  c->sock.async_read_some(asio::buffer(c->buf), [this, c, alive = alive_](boost::system::error_code ec, size_t n) {
+    if (!*alive) return;
+    if (ec) return Done(c);
+    c->head.append(c->buf, n);
+    if (c->head.size() > kMaxRequestBytes)
+      return Reply(c, "431 Request Header Fields Too Large",
+                   fmt::format("request head over {} bytes\n", kMaxRequestBytes));
+    if (c->head.find("\r\n\r\n") != std::string::npos || c->head.find("\n\n") != std::string::npos)
+      return Answer(c);
+    Read(c);
+  });
+}
+
+// The request line only: "METHOD PATH VERSION"; headers are ignored.
+void MetricsServer::Answer(const std::shared_ptr<Conn>& c) {
+  const std::string line = c->head.substr(0, c->head.find('\n'));
+  const size_t sp1 = line.find(' ');
+  const size_t sp2 = sp1 == std::string::npos ? sp1 : line.find(' ', sp1 + 1);
+  if (sp2 == std::string::npos) return Reply(c, "400 Bad Request", "expected 'GET /metrics HTTP/1.1'\n");
+  const std::string method = line.substr(0, sp1);
+  std::string path = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  path = path.substr(0, path.find('?'));
+  if (method != "GET" && method != "HEAD") return Reply(c, "405 Method Not Allowed", "only GET\n");
+  if (path != "/metrics") return Reply(c, "404 Not Found", "dslaunch serves /metrics only\n");
+  ++scrapes_;
+  Reply(c, "200 OK", method == "HEAD" ? "" : render_(), "text/plain; version=0.0.4; charset=utf-8");
+}
+
+void MetricsServer::Reply(const std::shared_ptr<Conn>& c, const std::string& status, const std::string& body,
+                          const std::string& type) {
+  c->reply = fmt::format("HTTP/1.1 {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
+                         status, type, body.size(), body);
+  asio::async_write(c->sock, asio::buffer(c->reply), [this, c, alive = alive_](boost::system::error_code, size_t) {
+    if (!*alive) return;
+    boost::system::error_code ignored;
+    c->sock.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+    Done(c);
+  });
+}
+
+void MetricsServer::Done(const std::shared_ptr<Conn>& c) {
+  boost::system::error_code ignored;
+  c->timer.cancel();
+  c->sock.close(ignored);
+  --open_;
+  Accept();
+}
+
+}  // namespace ds

@@ -1,0 +1,47 @@
+// JobView: one picture of a running job as the user sees it, plain data.
+// The coordinator fills it (launcher/coordinator/job_view_builder.h) from
+// JobControl and its per-rank progress; the status line (status_line.h) and
+// the Prometheus exposition (metrics_text.h) are rendered from it, so the
+// three never disagree. Copyable value; no I/O, no clock of its own.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ds {
+
+struct NodeView {
+  uint32_t node = 0;               // node index (candidates: the plan's nodes, then its standbys)
+  std::string host;                // as the user knows it
+  std::string state;               // "running" | "idle" (registered, not in this generation) | "waiting" | "lost"
+  double heard_seconds_ago = -1;   // since its agent's last frame; <0: never heard
+};
+
+struct RankView {
+  int32_t rank = 0;
+  uint32_t node = 0;
+  std::string host;
+  int64_t step = -1;               // -1: none reported this generation
+  double step_seconds = 0;         // median; 0: unknown
+  double samples_per_second = -1;  // <0: unknown
+};
+
+struct JobView {
+  std::string job_id;
+  std::string state;               // JobControl's phase: "waiting", "gathering", "reserving", "running", "stopping", "done"
+  double elapsed_seconds = 0;      // since dslaunch started the job
+  int generation = 0;
+  int restarts = 0;                // job-wide, so far
+  int max_restarts = 0;            // elastic.max_restarts
+  int world_size = 0;              // this generation's
+  int ranks_running = 0;           // workers started and not exited, this generation
+  int agents_registered = 0;
+  int nodes_lost = 0;              // agents lost so far (a rejoined node counts again when lost again)
+  std::vector<NodeView> nodes;     // every candidate, by node index
+  std::vector<RankView> ranks;     // sorted by rank; only ranks heard of this generation
+  int exit_code = -1;              // dslaunch's exit code once the job ended (the job record); -1: running
+  int64_t pid = 0;                 // dslaunch's process id
+};
+
+}  // namespace ds

@@ -1,0 +1,65 @@
+// RankSummaries on made-up times: the step time per step advanced, medians
+// over the window (old steps drop out, the newest stays), compute and
+// samples unknown from short beats, resent or reordered beats ignored, only
+// ranks that stepped reported, once.
+#include <catch2/catch.hpp>
+
+#include "agent/rank_summary.h"
+
+namespace ds {
+namespace {
+
+using namespace std::chrono_literals;
+const RankSummaries::TimePoint kT0{std::chrono::hours(1)};
+
+TEST_CASE("rank summary: median step time per step advanced, compute and samples/s", "[rank_summary]") {
+  RankSummaries s;
+  s.OnBeat(2, 1, 50000, 16, kT0);
+  s.OnBeat(2, 2, 60000, 16, kT0 + 100ms);
+  s.OnBeat(2, 4, 70000, 16, kT0 + 300ms);   // two steps in 200 ms: 100 ms each
+  s.OnBeat(2, 5, 400000, 16, kT0 + 800ms);  // one slow step
+  auto out = s.TakeChanged(kT0 + 800ms);
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].rank == 2);
+  CHECK(out[0].step == 5);
+  CHECK(out[0].step_micros == 100000);
+  CHECK(out[0].compute_micros == 70000);
+  CHECK(out[0].samples_milli == 160000);
+}
+
+TEST_CASE("rank summary: steps older than the window drop out, the newest stays", "[rank_summary]") {
+  RankSummaries s(2s);
+  s.OnBeat(0, 1, -1, -1, kT0);
+  for (int i = 2; i <= 6; ++i) s.OnBeat(0, i, -1, -1, kT0 + (i - 1) * 100ms);  // 100 ms steps
+  s.OnBeat(0, 7, -1, -1, kT0 + 3s);                                            // a 2.5 s step
+  auto out = s.TakeChanged(kT0 + 3s);
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].step_micros == 2500000);  // the 100 ms steps ended more than 2 s ago
+  CHECK(out[0].compute_micros == -1);    // short beats: unknown
+  CHECK(out[0].samples_milli == -1);
+}
+
+TEST_CASE("rank summary: resent beats are ignored; only ranks that stepped are reported, once", "[rank_summary]") {
+  RankSummaries s;
+  s.OnBeat(1, 10, -1, -1, kT0);
+  s.OnBeat(3, 10, -1, -1, kT0);
+  CHECK(s.TakeChanged(kT0).size() == 2);
+  CHECK(s.TakeChanged(kT0).empty());
+  s.OnBeat(3, 10, -1, -1, kT0 + 1s);  // the same step again
+  s.OnBeat(3, 9, -1, -1, kT0 + 1s);   // an older one, reordered
+  CHECK(s.TakeChanged(kT0 + 1s).empty());
+  s.OnBeat(3, 11, -1, -1, kT0 + 2s);
+  auto out = s.TakeChanged(kT0 + 2s);
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].rank == 3);
+  CHECK(out[0].step_micros == 2000000);  // 10 -> 11 over 2 s (the ignored beats moved nothing)
+  s.Clear();
+  s.OnBeat(3, 1, -1, -1, kT0 + 3s);
+  out = s.TakeChanged(kT0 + 3s);
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].step == 1);
+  CHECK(out[0].step_micros == 0);  // one beat: no step time yet
+}
+
+}  // namespace
+}  // namespace ds

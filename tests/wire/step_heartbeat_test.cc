@@ -1,0 +1,65 @@
+// The step beat datagram (wire/step_heartbeat.h, wire_format.md "Step
+// heartbeats"): the short 48-byte form PyTorch scripts send per
+// docs/usage.md still decodes (compute and samples unknown), the long form
+// carries both, every other length is refused.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+#include "wire/step_heartbeat.h"
+
+namespace ds {
+namespace {
+
+const std::string kToken(kStepBeatTokenChars, 'a');
+
+std::optional<StepBeat> Decode(const std::string& b) {
+  return DecodeStepBeat(reinterpret_cast<const uint8_t*>(b.data()), b.size());
+}
+
+// What docs/usage.md's PyTorch recipe sends: struct.pack(">qq", rank, step) + token.
+std::string ShortForm(int64_t rank, int64_t step) {
+  std::string b(16, '\0');
+  for (int i = 0; i < 8; ++i) {
+    b[7 - i] = static_cast<char>((rank >> (8 * i)) & 0xff);
+    b[15 - i] = static_cast<char>((step >> (8 * i)) & 0xff);
+  }
+  return b + kToken;
+}
+
+TEST_CASE("step beat: the short form decodes with compute and samples unknown", "[step_heartbeat]") {
+  auto beat = Decode(ShortForm(3, 1201));
+  REQUIRE(beat);
+  CHECK(beat->rank == 3);
+  CHECK(beat->step == 1201);
+  CHECK(beat->token == kToken);
+  CHECK(beat->compute_micros == -1);
+  CHECK(beat->samples == -1);
+}
+
+TEST_CASE("step beat: the long form round-trips compute and samples", "[step_heartbeat]") {
+  const std::string b = EncodeStepBeat({5, 77, kToken, 123456, 64});
+  CHECK(b.size() == kStepBeatLongSize);
+  CHECK(b.compare(0, kStepBeatSize, ShortForm(5, 77)) == 0);  // the short form is its prefix
+  auto beat = Decode(b);
+  REQUIRE(beat);
+  CHECK(beat->step == 77);
+  CHECK(beat->compute_micros == 123456);
+  CHECK(beat->samples == 64);
+  auto unknown = Decode(EncodeStepBeat({5, 78, kToken, -1, -9}));
+  REQUIRE(unknown);
+  CHECK(unknown->compute_micros == -1);
+  CHECK(unknown->samples == -1);  // any negative means unknown
+}
+
+TEST_CASE("step beat: any other length is refused", "[step_heartbeat]") {
+  const std::string b = EncodeStepBeat({5, 77, kToken, 1, 1});
+  for (size_t n = 0; n <= b.size() + 1; ++n) {
+    if (n == kStepBeatSize || n == kStepBeatLongSize) continue;
+    std::string cut = n <= b.size() ? b.substr(0, n) : b + "x";
+    CHECK_FALSE(Decode(cut));
+  }
+}
+
+}  // namespace
+}  // namespace ds
