@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/inotify.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -22,6 +23,13 @@ uint64_t MicrosSince(SteadyClock::time_point t0) {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - t0).count());
 }
 constexpr double kTransferTimeout = 60.0;  // seconds per shard sent or fetched
+// This process's CPU time so far, every thread's, user and system.
+uint64_t ProcessCpuMicros() {
+  rusage ru {};
+  ::getrusage(RUSAGE_SELF, &ru);
+  auto us = [](const timeval& t) { return static_cast<uint64_t>(t.tv_sec) * 1000000 + static_cast<uint64_t>(t.tv_usec); };
+  return us(ru.ru_utime) + us(ru.ru_stime);
+}
 }  // namespace
 
 Result<std::unique_ptr<SnapshotKeeper>> SnapshotKeeper::Start(const Identity& me, const msg::SnapshotSetup& setup,
@@ -142,6 +150,7 @@ void SnapshotKeeper::Report(std::vector<msg::ShardEntry> added, std::vector<msg:
   m.removed = std::move(removed);
   {
     std::lock_guard<std::mutex> lock(mu_);
+    counters_.cpu_micros = ProcessCpuMicros();
     m.counters = counters_;
   }
   PushOutgoing(wire::MsgType::kSnapshotHeld, m.Encode());
@@ -182,6 +191,9 @@ void SnapshotKeeper::OnInotify() {
       }
     }
   }
+  // Every handoff there is adopted before any is persisted or replicated, so
+  // of several steps of one shard only the newest is (the rest are skipped).
+  std::vector<msg::ShardEntry> adopted;
   for (const std::string& name : names) {
     if (!ParseHandoffManifest(name)) continue;  // the .shard, or a temporary name
     auto held = store_->Adopt(name, me_.node);
@@ -196,9 +208,10 @@ void SnapshotKeeper::OnInotify() {
       counters_.handoff_bytes += held->entry.bytes;
     }
     Report({held->entry}, PruneAll());
-    const msg::ShardEntry e = held->entry;
-    Post([this, e] { PersistAndReplicate(e.step, e.id.set, e.shard, /*replicate=*/true); });
+    adopted.push_back(held->entry);
   }
+  for (const msg::ShardEntry& e : adopted)
+    Post([this, e] { PersistAndReplicate(e.step, e.id.set, e.shard, /*replicate=*/true); });
 }
 
 void SnapshotKeeper::SetTargets(const msg::Replicate& m) {
@@ -209,6 +222,11 @@ void SnapshotKeeper::SetTargets(const msg::Replicate& m) {
 void SnapshotKeeper::PersistAndReplicate(int64_t step, const std::string& set, uint32_t shard, bool replicate) {
   auto file = store_->Open(step, set, shard);
   if (!file.ok()) return;  // pruned meanwhile
+  if (store_->HasNewer(file->held.entry)) {  // fell behind: the newer step's task does the work
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counters_.skipped;
+    return;
+  }
   if (disk_ && !disk_->Has(step, set, shard)) {
     const auto t0 = SteadyClock::now();
     Status st = disk_->Persist(*file);

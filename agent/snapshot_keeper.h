@@ -6,7 +6,9 @@
 //   - the node's checkpoint directory (SnapshotDisk), written in the
 //     background;
 //   - a task thread that persists, replicates (to the nodes of the current
-//     Replicate) and fetches (Fetch), in order;
+//     Replicate) and fetches (Fetch), in order; a shard superseded by a
+//     later step of it before its turn is skipped (held in memory only,
+//     counted), so a keeper that falls behind sends only the newest;
 //   - the shard server (PeerServer) other agents send replicas to and fetch
 //     from.
 // Shards are held per save (step and set, wire/snapshot_handoff.h); the

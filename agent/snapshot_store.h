@@ -93,6 +93,7 @@ class SnapshotStore {
   // The shard's file with its manifest; NotFound when not held.
   Result<ShardFile> Open(int64_t step, const std::string& set, uint32_t shard) const;
   bool Has(int64_t step, const std::string& set, uint32_t shard) const { return index_.Has(step, set, shard); }
+  bool HasNewer(const msg::ShardEntry& e) const { return index_.HasNewer(e); }  // ShardIndex::HasNewer
   std::vector<HeldShard> Entries() const { return index_.All(); }
   // Drops run `run`'s steps older than its newest `keep`; returns what went.
   std::vector<msg::ShardEntry> Prune(int keep, const std::string& run);

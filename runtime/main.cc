@@ -184,6 +184,13 @@ std::unique_ptr<Communicator> Connect(const TrainerConfig& config, RendezvousSto
   return GlooCommunicator::Connect(*store.store, place.rank, place.world, go);
 }
 
+// The q-quantile of `v` (nearest rank); 0 for none.
+double Quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
+}
+
 // Trains and, on rank 0, prints the results. Throws CommError.
 int TrainAndReport(const TrainerConfig& config, Communicator& comm, const TrainerRuntime& rt) {
   auto result = Train(config, comm, rt);
@@ -196,10 +203,10 @@ int TrainAndReport(const TrainerConfig& config, Communicator& comm, const Traine
                   static_cast<long long>(result->steady_steps), static_cast<long long>(kSteadyWarmupSteps));
     std::printf("test accuracy: %.4f\n", result->test_accuracy);
     if (result->saves > 0)
-      std::printf("%s: %lld, training stood still %.2f ms each (%.1f samples/s counting them)\n",
+      std::printf("%s: %lld, training stood still %.2f ms each (median %.2f, p90 %.2f; %.1f samples/s counting them)\n",
                   rt.snapshot_dir.empty() ? "checkpoints" : "snapshots handed to the agent",
                   static_cast<long long>(result->saves), 1e3 * result->save_seconds / static_cast<double>(result->saves),
-                  result->samples_per_sec_with_saves);
+                  Quantile(result->save_ms, 0.5), Quantile(result->save_ms, 0.9), result->samples_per_sec_with_saves);
     std::fflush(stdout);
   }
   try {

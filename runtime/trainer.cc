@@ -9,7 +9,6 @@
 #include "common/log.h"
 #include "runtime/checkpoint.h"
 #include "runtime/checkpoint_resume.h"
-#include "runtime/checkpoint_snapshot.h"
 #include "runtime/evaluation.h"
 #include "runtime/model/scheduler.h"
 #include "wire/step_heartbeat.h"
@@ -158,6 +157,7 @@ Status Trainer::TrainEpochs() {
     int64_t k = 0;
     for (; k < steps_now && step_ < total_steps_; ++k) {
       TrainStep(indices, k);
+      DS_RETURN_IF_ERROR(CompleteSnapshot());
       if (every > 0 && step_ % every == 0) {
         const bool epoch_done = k + 1 == steps_now;
         DS_RETURN_IF_ERROR(Save(epoch_done ? epoch_ + 1 : epoch_, epoch_done ? 0 : position_));
@@ -259,14 +259,28 @@ Status Trainer::Save(int64_t at_epoch, int64_t at_position) {
   meta.state_slots = optimizer_->state_slots();
   const auto start = std::chrono::steady_clock::now();
   Status st;
-  if (!runtime_.snapshot_dir.empty()) {
-    engine_->ExportShardInto(&snapshot_shard_);
-    st = SaveSnapshot(runtime_.snapshot_dir, meta, snapshot_shard_, comm_, &snapshot_bytes_);
+  if (!runtime_.snapshot_dir.empty()) {  // the rank copies its shard; the rest is off its path
+    DS_RETURN_IF_ERROR(CompleteSnapshot());
+    if (!snapshots_) snapshots_ = std::make_unique<SnapshotWriter>(runtime_.snapshot_dir);
+    engine_->ExportShardInto(snapshots_->spare());
+    st = snapshots_->Begin(meta, comm_);
   } else {
     st = SaveCheckpoint(runtime_.checkpoint_dir, meta, engine_->ExportShard(), comm_, config_.checkpoint.keep);
+    result_.save_ms.push_back(1e3 * std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   ++result_.saves;
   result_.save_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return st;
+}
+
+// A snapshot begun at the previous step is handed to the agent now (every
+// rank is here at the same step); its stall is the Begin's plus this.
+Status Trainer::CompleteSnapshot() {
+  if (!snapshots_ || !snapshots_->pending()) return Status::OK();
+  const auto start = std::chrono::steady_clock::now();
+  Status st = snapshots_->Complete(comm_);
+  result_.save_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result_.save_ms.push_back(snapshots_->stalls_ms().back());
   return st;
 }
 
@@ -278,6 +292,7 @@ Status Trainer::Finish() {
     result_.test_accuracy = EvaluateGlobal(*engine_, data_.test, comm_).accuracy;
   if (last_saved_ != step_ && step_ > 0 && step_ != result_.resumed_from_step)
     DS_RETURN_IF_ERROR(Save(epoch_, position_));
+  DS_RETURN_IF_ERROR(CompleteSnapshot());
   result_.steps = step_;
   result_.samples_per_sec = train_seconds_ > 0 ? samples_here_ / train_seconds_ : 0;
   const double with_saves = train_seconds_ + result_.save_seconds;

@@ -22,6 +22,7 @@
 
 #include "common/status.h"
 #include "runtime/checkpoint.h"
+#include "runtime/checkpoint_snapshot_writer.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/config/trainer_config.h"
 #include "runtime/engine.h"
@@ -67,6 +68,7 @@ struct TrainResult {
   double samples_per_sec = 0;      // average over this run
   int64_t saves = 0;               // checkpoints (or snapshot handoffs) written by this run
   double save_seconds = 0;         // time training stood still for them
+  std::vector<double> save_ms;     // that time per save (snapshots: their Begin plus Complete)
   double samples_per_sec_with_saves = 0;  // samples_per_sec counting that time too
   // The steady state: the steps of this run after its first
   // kSteadyWarmupSteps (start-up, data upload, cuBLAS's first calls, the
@@ -104,6 +106,7 @@ class Trainer {
   void Report(const StepResult& step, double lr, double step_seconds);
   void EvaluateEpoch(bool epoch_finished);
   Status Save(int64_t at_epoch, int64_t at_position);
+  Status CompleteSnapshot();                       // the step after a snapshot's Begin (collective)
   Status Finish();
 
   const TrainerConfig& config_;
@@ -139,8 +142,7 @@ class Trainer {
   int64_t samples_here_ = 0;
   int64_t steps_here_ = 0;     // steps of this run (not resumed ones), for the steady state
   int64_t last_saved_ = -1;
-  ShardState snapshot_shard_;      // reused by every snapshot: no page faults after the first
-  std::string snapshot_bytes_;
+  std::unique_ptr<SnapshotWriter> snapshots_;  // with DSLAUNCH_SNAPSHOT_DIR, from the first save on
   bool evaluated_last_ = false;
 };
 
