@@ -165,7 +165,9 @@ std::vector<std::pair<wire::MsgType, Bytes>> SnapshotKeeper::TakeOutgoing() {
 }
 
 std::vector<msg::ShardEntry> SnapshotKeeper::PruneAll() {
-  std::vector<msg::ShardEntry> gone = store_->Prune(keep_, run_);
+  std::vector<msg::ShardEntry> gone = store_->Prune(keep_, run_, me_.node);
+  // Handed to the workers after the tasks queued now, which may still read them.
+  if (!gone.empty()) Post([this] { store_->ReleaseSpares(); });
   if (disk_) {
     auto d = disk_->Prune(keep_, run_);
     gone.insert(gone.end(), d.begin(), d.end());

@@ -1,6 +1,7 @@
 #include "runtime/checkpoint_snapshot_writer.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -186,17 +187,36 @@ SnapshotWriter::Written SnapshotWriter::Write(int rank, const CheckpointMeta& me
   w.crc32 = Crc32Of(pieces);
   const std::string name = HandoffName(HandoffOf(meta, rank, w.crc32), kHandoffShard);
   const std::string path = incoming_->PathOf(name);
-  // A file of that name is a leftover of this same save (same step, rank and
-  // bytes) that was never handed over: replaced.
-  (void)incoming_->Unlink(name);
-  UniqueFd fd(::openat(incoming_->fd(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                       ckpt::kCheckpointFileMode));
+  UniqueFd fd = OpenSpare(rank, name, w.bytes);
+  if (fd.get() < 0) {
+    // A file of that name is a leftover of this same save (same step, rank
+    // and bytes) that was never handed over: replaced.
+    (void)incoming_->Unlink(name);
+    fd.Reset(::openat(incoming_->fd(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                      ckpt::kCheckpointFileMode));
+  }
   if (fd.get() < 0) {
     w.status = Status::IOError(fmt::format("snapshot: {}: {}", path, std::strerror(errno)));
     return w;
   }
   w.status = WriteAll(fd.get(), pieces, path).Prefixed("snapshot");
   return w;
+}
+
+UniqueFd SnapshotWriter::OpenSpare(int rank, const std::string& name, uint64_t bytes) {
+  // The agent's incoming/spare.<rank> (agent/snapshot_store.h): a pruned
+  // shard's file whose memory is ours to overwrite, renamed to the handoff
+  // first so the agent can neither hand it out again nor replace it meanwhile.
+  const std::string spare = fmt::format("spare.{}", rank);
+  if (::renameat(incoming_->fd(), spare.c_str(), incoming_->fd(), name.c_str()) != 0) return UniqueFd();
+  UniqueFd fd(::openat(incoming_->fd(), name.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st {};
+  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
+      (static_cast<uint64_t>(st.st_size) != bytes && ::ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0)) {
+    (void)incoming_->Unlink(name);  // not one to write into: a fresh file takes its place
+    return UniqueFd();
+  }
+  return fd;
 }
 
 }  // namespace ds::rt

@@ -4,8 +4,11 @@
 //                parameters as they are after step S: consistent); a helper
 //                thread takes it from there, computes its crc32 over the
 //                header and the float arrays in place (no encoded copy) and
-//                writes it with one pwritev as the handoff's .shard file in
-//                the agent's incoming/ (wire/snapshot_handoff.h);
+//                writes it with one writev as the handoff's .shard file in
+//                the agent's incoming/ (wire/snapshot_handoff.h), into
+//                the file of a pruned shard the agent left for this rank
+//                (incoming/spare.<rank>: memory already allocated) when
+//                there is one;
 //   Complete()   at the end of the next step (every rank at the same step,
 //                so it may be collective): waits for the helper (it has had
 //                a whole step), shares every rank's [failed, bytes, crc32]
@@ -69,6 +72,8 @@ class SnapshotWriter {
   };
   void HelperLoop();
   Written Write(int rank, const CheckpointMeta& meta);  // helper thread: crc32, then the .shard file
+  // incoming/spare.<rank> renamed to `name` and open for writing `bytes`; an invalid fd when there is none.
+  UniqueFd OpenSpare(int rank, const std::string& name, uint64_t bytes);
 
   const std::string snapshot_dir_;
   std::optional<Dir> incoming_;        // opened at the first Begin

@@ -2,8 +2,11 @@
 // Begin leaves nothing for the agent to adopt (no manifest) until Complete;
 // what Complete hands over is byte for byte SaveSnapshot's handoff (so the
 // set, the run identity and the agent's checks are unchanged); saves one
-// after another reuse the buffer; a shard that cannot be written is Complete's
+// after another reuse the buffer; the agent's spare file for the rank is
+// written into (its memory reused); a shard that cannot be written is Complete's
 // error naming the file, and nothing is handed over.
+#include <sys/stat.h>
+
 #include <filesystem>
 
 #include <catch2/catch.hpp>
@@ -97,6 +100,26 @@ TEST_CASE("snapshot writer: saves one after another, each its own step's bytes",
   CHECK(w.stalls_ms().size() == 3);
 }
 
+TEST_CASE("snapshot writer: the agent's spare for the rank is written into, not a fresh file", "[snapshots]") {
+  TempDir dir;
+  fs::create_directory(dir / "incoming");
+  testing::WriteFile(dir / "incoming/spare.0", std::string(4096, 'z'));  // a pruned shard, larger
+  struct stat spare {};
+  REQUIRE(::stat((dir / "incoming/spare.0").c_str(), &spare) == 0);
+  LocalCommunicator comm;
+  SnapshotWriter w(dir.path());
+  *w.spare() = Shard(1);
+  REQUIRE(w.Begin(Meta(300), comm).ok());
+  REQUIRE(w.Complete(comm).ok());
+  const std::string shard = dir / ("incoming/" + Name(300, Shard(1), kHandoffShard));
+  struct stat written {};
+  REQUIRE(::stat(shard.c_str(), &written) == 0);
+  CHECK(written.st_ino == spare.st_ino);
+  CHECK(ReadFile(shard) == EncodeShard(0, Shard(1)));  // its size is the shard's
+  CHECK_FALSE(fs::exists(dir / "incoming/spare.0"));
+  CHECK(Entries(dir / "incoming") == 2);
+}
+
 TEST_CASE("snapshot writer: a shard that cannot be written is Complete's error, and nothing is handed over",
           "[snapshots]") {
   TempDir dir;
@@ -122,7 +145,7 @@ TEST_CASE("snapshot writer: a run id is required; a missing agent directory is n
   CHECK_FALSE(w.pending());
   const Status st = w.Begin(Meta(300), comm);
   CHECK(st.message().rfind("snapshot: ", 0) == 0);
-  CHECK_THAT(st.message(), Catch::Contains((dir / "incoming").string()));
+  CHECK_THAT(st.message(), Catch::Contains(dir / "incoming"));
   CHECK_FALSE(w.pending());
 }
 
