@@ -7,7 +7,6 @@
 #include <zlib.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -19,11 +18,6 @@
 
 namespace ds::rt {
 namespace {
-
-using SteadyClock = std::chrono::steady_clock;
-double MsSince(SteadyClock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(SteadyClock::now() - t0).count();
-}
 
 // The shard file's pieces in order (checkpoint.h EncodeShardHeaderInto).
 std::vector<iovec> Pieces(const std::string& header, const ShardState& shard) {
@@ -78,8 +72,8 @@ Handoff HandoffOf(const CheckpointMeta& meta, int rank, uint32_t crc32) {
 
 }  // namespace
 
-SnapshotWriter::SnapshotWriter(std::string snapshot_dir)
-    : snapshot_dir_(std::move(snapshot_dir)), helper_([this] { HelperLoop(); }) {}
+SnapshotWriter::SnapshotWriter(std::string snapshot_dir, Communicator& comm)
+    : snapshot_dir_(std::move(snapshot_dir)), comm_(comm), helper_([this] { HelperLoop(); }) {}
 
 SnapshotWriter::~SnapshotWriter() {
   {
@@ -96,12 +90,11 @@ ShardState* SnapshotWriter::spare() {
   return &shard_;
 }
 
-Status SnapshotWriter::Begin(const CheckpointMeta& meta, const Communicator& comm) {
+Status SnapshotWriter::Begin(const CheckpointMeta& meta) {
   DS_CHECK(!pending_);
-  const auto t0 = SteadyClock::now();
   CheckpointMeta m = meta;
-  m.world_size = comm.size();
-  if (const std::string problem = SnapshotIdProblem(HandoffOf(m, comm.rank(), 0).id, /*set_required=*/false);
+  m.world_size = comm_.size();
+  if (const std::string problem = SnapshotIdProblem(HandoffOf(m, comm_.rank(), 0).id, /*set_required=*/false);
       !problem.empty())
     return Status::InvalidArgument("snapshot: " + problem);
   if (!incoming_) {  // the agent's private directory, opened and checked like a checkpoint directory
@@ -113,69 +106,62 @@ Status SnapshotWriter::Begin(const CheckpointMeta& meta, const Communicator& com
   {
     std::lock_guard<std::mutex> lock(mu_);
     job_ = true;
-    job_rank_ = comm.rank();
     job_meta_ = m;
     done_.reset();
   }
-  pending_ = m;
+  pending_ = true;
   cv_.notify_all();
-  pending_ms_ = MsSince(t0);
   return Status::OK();
 }
 
-Status SnapshotWriter::Complete(Communicator& comm) {
+Status SnapshotWriter::Complete() {
   if (!pending_) return Status::OK();
-  const auto t0 = SteadyClock::now();
-  const CheckpointMeta meta = *std::exchange(pending_, std::nullopt);
-  Written w;
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return done_.has_value(); });
-    w = std::move(*done_);
-    done_.reset();
-  }
-  const int rank = comm.rank(), world = comm.size();
-  std::vector<double> info(3 * world, 0.0);
-  info[3 * rank] = w.status.ok() ? 0 : 1;
-  info[3 * rank + 1] = static_cast<double>(w.bytes);
-  info[3 * rank + 2] = static_cast<double>(w.crc32);
-  comm.AllReduceSum(info.data(), info.size());
-  Status st = w.status;
-  for (int r = 0; st.ok() && r < world; ++r)
-    if (info[3 * r] != 0)
-      st = Status::IOError(fmt::format("snapshot of step {}: rank {} could not write its shard", meta.step, r));
-  if (st.ok())
-    st = incoming_->WriteFile(HandoffName(HandoffOf(meta, rank, w.crc32), kHandoffManifest), ManifestJson(meta, info),
-                              ckpt::kCheckpointFileMode)
-             .Prefixed("snapshot");
-  stalls_ms_.push_back(pending_ms_ + MsSince(t0));
-  return st;
+  pending_ = false;
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return done_.has_value(); });
+  return *std::exchange(done_, std::nullopt);
 }
 
 void SnapshotWriter::HelperLoop() {
   for (;;) {
-    int rank = 0;
     CheckpointMeta meta;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return stopping_ || (job_ && !done_); });
       if (stopping_) return;
-      rank = job_rank_;
       meta = job_meta_;
     }
-    Written w;
+    Status st;
     try {  // the thread's edge: nothing escapes it
-      w = Write(rank, meta);
-    } catch (const std::exception& e) {
-      w.status = Status::IOError(fmt::format("snapshot: writing the shard stopped: {}", e.what()));
+      st = Save(meta);
+    } catch (const std::exception& e) {  // CommError: the snapshot communicator is unusable
+      st = Status::IOError(fmt::format("snapshot of step {}: {}", meta.step, e.what()));
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
-      done_ = std::move(w);
+      done_ = std::move(st);
       job_ = false;
     }
     cv_.notify_all();
   }
+}
+
+Status SnapshotWriter::Save(const CheckpointMeta& meta) {
+  const Written w = Write(comm_.rank(), meta);
+  const int rank = comm_.rank(), world = comm_.size();
+  std::vector<double> info(3 * world, 0.0);  // every rank's [failed, bytes, crc32], as ShareShardInfo
+  info[3 * rank] = w.status.ok() ? 0 : 1;
+  info[3 * rank + 1] = static_cast<double>(w.bytes);
+  info[3 * rank + 2] = static_cast<double>(w.crc32);
+  comm_.AllReduceSum(info.data(), info.size());
+  DS_RETURN_IF_ERROR(w.status);
+  for (int r = 0; r < world; ++r)
+    if (info[3 * r] != 0)
+      return Status::IOError(fmt::format("snapshot of step {}: rank {} could not write its shard", meta.step, r));
+  return incoming_
+      ->WriteFile(HandoffName(HandoffOf(meta, rank, w.crc32), kHandoffManifest), ManifestJson(meta, info),
+                  ckpt::kCheckpointFileMode)
+      .Prefixed("snapshot");
 }
 
 SnapshotWriter::Written SnapshotWriter::Write(int rank, const CheckpointMeta& meta) {

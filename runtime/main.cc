@@ -35,6 +35,8 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "common/version.h"
+#include <gloo/rendezvous/prefix_store.h>
+
 #include "runtime/comm/gloo_communicator.h"
 #include "runtime/comm/gloo_store.h"
 #include "runtime/device_plugin.h"
@@ -184,6 +186,19 @@ std::unique_ptr<Communicator> Connect(const TrainerConfig& config, RendezvousSto
   return GlooCommunicator::Connect(*store.store, place.rank, place.world, go);
 }
 
+// The snapshot helper's own communicator (runtime/checkpoint_snapshot_writer.h):
+// Gloo over TCP whatever the training backend, through `store` under
+// "snapshots", so its one small allreduce per save never waits for the
+// training thread's collectives. Throws CommError.
+std::unique_ptr<Communicator> ConnectSnapshots(RendezvousStore& store, const Place& place) {
+  gloo::rendezvous::PrefixStore snapshots("snapshots", *store.store);
+  GlooOptions go;
+  go.iface = EnvString("GLOO_SOCKET_IFNAME");
+  go.master_addr = EnvString("MASTER_ADDR");
+  go.timeout = CollectiveTimeout();
+  return GlooCommunicator::Connect(snapshots, place.rank, place.world, go);
+}
+
 // The q-quantile of `v` (nearest rank); 0 for none.
 double Quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
@@ -263,13 +278,17 @@ int main(int argc, char** argv) {
     LocalCommunicator alone;
     Communicator* comm = &alone;
     Result<RendezvousStore> store = RendezvousStore{};  // outlives the communicator
-    std::unique_ptr<Communicator> connected;
+    std::unique_ptr<Communicator> connected, snapshots;
     if (place->world > 1) {
       if (Status st = CheckBackend(config, plugin, no_plugin); !st.ok()) return Fail(kExitConfig, st.message());
       store = OpenStore();
       if (!store.ok()) return Fail(kExitUsage, store.status().message());
       connected = Connect(config, *store, *place, plugin, device.index);
       comm = connected.get();
+      if (!rt.snapshot_dir.empty()) {
+        snapshots = ConnectSnapshots(*store, *place);
+        rt.snapshot_comm = snapshots.get();
+      }
     }
     if (device.cuda) {
       bool hybrid = false;

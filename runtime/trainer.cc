@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "common/check.h"
 #include "common/log.h"
 #include "runtime/checkpoint.h"
 #include "runtime/checkpoint_resume.h"
@@ -157,7 +158,6 @@ Status Trainer::TrainEpochs() {
     int64_t k = 0;
     for (; k < steps_now && step_ < total_steps_; ++k) {
       TrainStep(indices, k);
-      DS_RETURN_IF_ERROR(CompleteSnapshot());
       if (every > 0 && step_ % every == 0) {
         const bool epoch_done = k + 1 == steps_now;
         DS_RETURN_IF_ERROR(Save(epoch_done ? epoch_ + 1 : epoch_, epoch_done ? 0 : position_));
@@ -259,28 +259,35 @@ Status Trainer::Save(int64_t at_epoch, int64_t at_position) {
   meta.state_slots = optimizer_->state_slots();
   const auto start = std::chrono::steady_clock::now();
   Status st;
-  if (!runtime_.snapshot_dir.empty()) {  // the rank copies its shard; the rest is off its path
-    DS_RETURN_IF_ERROR(CompleteSnapshot());
-    if (!snapshots_) snapshots_ = std::make_unique<SnapshotWriter>(runtime_.snapshot_dir);
-    engine_->ExportShardInto(snapshots_->spare());
-    st = snapshots_->Begin(meta, comm_);
+  if (!runtime_.snapshot_dir.empty()) {  // the rank copies its shard; its helper does the rest
+    if (!snapshots_) {
+      DS_CHECK_MSG(runtime_.snapshot_comm != nullptr || comm_.size() == 1, "snapshots need runtime.snapshot_comm");
+      snapshots_ = std::make_unique<SnapshotWriter>(
+          runtime_.snapshot_dir, runtime_.snapshot_comm != nullptr ? *runtime_.snapshot_comm : alone_);
+    }
+    st = snapshots_->Complete();  // the previous save (its helper has had a whole interval)
+    if (st.ok()) {
+      engine_->ExportShardInto(snapshots_->spare());
+      st = snapshots_->Begin(meta);
+    }
   } else {
     st = SaveCheckpoint(runtime_.checkpoint_dir, meta, engine_->ExportShard(), comm_, config_.checkpoint.keep);
-    result_.save_ms.push_back(1e3 * std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ++result_.saves;
-  result_.save_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result_.save_seconds += seconds;
+  result_.save_ms.push_back(1e3 * seconds);
   return st;
 }
 
-// A snapshot begun at the previous step is handed to the agent now (every
-// rank is here at the same step); its stall is the Begin's plus this.
+// The last snapshot handed over; the wait counts as its save's.
 Status Trainer::CompleteSnapshot() {
   if (!snapshots_ || !snapshots_->pending()) return Status::OK();
   const auto start = std::chrono::steady_clock::now();
-  Status st = snapshots_->Complete(comm_);
-  result_.save_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  result_.save_ms.push_back(snapshots_->stalls_ms().back());
+  Status st = snapshots_->Complete();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result_.save_seconds += seconds;
+  result_.save_ms.back() += 1e3 * seconds;
   return st;
 }
 
