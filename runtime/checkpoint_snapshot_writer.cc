@@ -1,6 +1,7 @@
 #include "runtime/checkpoint_snapshot_writer.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -123,6 +124,10 @@ Status SnapshotWriter::Complete() {
 }
 
 void SnapshotWriter::HelperLoop() {
+  // Below the training threads (nice 10, like the agent's background work):
+  // with no core to spare, a cycle the helper takes from a rank stalls every
+  // rank at the next collective; the helper has until the next save.
+  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
   for (;;) {
     CheckpointMeta meta;
     {
