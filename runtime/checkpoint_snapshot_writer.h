@@ -17,8 +17,8 @@
 // identity, the manifest digest (the set) and everything the agent checks
 // stay as they were. One save at a time: spare() and Begin only while none
 // is pending (checked). Used by one thread (the trainer's); the helper
-// thread is internal, runs at nice 10 (below the training threads) and lets
-// no exception escape (a CommError becomes the save's IOError).
+// thread is internal and lets no exception escape (a CommError becomes the
+// save's IOError).
 #pragma once
 
 #include <condition_variable>
