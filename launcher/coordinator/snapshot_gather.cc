@@ -144,8 +144,8 @@ std::string SnapshotGather::Summary() const {
     return micros == 0 ? std::string("-") : fmt::format("{:.0f} MB/s", Mb(bytes) / (static_cast<double>(micros) / 1e6));
   };
   return fmt::format("snapshots: {} shards handed to the agents ({:.1f} MB); replicated {:.1f} MB ({}); "
-                     "written to the nodes' disks {:.1f} MB ({}); {} skipped (a newer step came first: "
-                     "kept in memory only); agents' CPU {:.2f} s",
+                     "written to the nodes' disks {:.1f} MB ({}); {} skipped (superseded, or over the "
+                     "agents' CPU budget: kept in memory only); agents' CPU {:.2f} s",
                      t.handoffs, Mb(t.handoff_bytes), Mb(t.sent_bytes), rate(t.sent_bytes, t.sent_micros),
                      Mb(t.persisted_bytes), rate(t.persisted_bytes, t.persist_micros), t.skipped,
                      static_cast<double>(t.cpu_micros) / 1e6);

@@ -247,8 +247,8 @@ TEST_CASE("snapshot gather: the summary adds up the agents' latest totals", "[sn
   g.gather.OnHeld(0, m);  // totals, not increments
   g.gather.OnHeld(1, m);
   CHECK(g.gather.Summary() == "snapshots: 4 shards handed to the agents (4.0 MB); replicated 4.0 MB (200 MB/s); "
-                              "written to the nodes' disks 0.0 MB (-); 2 skipped (a newer step came first: kept "
-                              "in memory only); agents' CPU 0.50 s");
+                              "written to the nodes' disks 0.0 MB (-); 2 skipped (superseded, or over the agents' "
+                              "CPU budget: kept in memory only); agents' CPU 0.50 s");
 }
 
 }  // namespace ds
