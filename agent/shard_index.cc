@@ -32,6 +32,15 @@ std::vector<HeldShard> ShardIndex::All() const {
   return out;
 }
 
+bool ShardIndex::HasNewer(const msg::ShardEntry& e) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [key, h] : held_) {
+    const msg::ShardEntry& n = h.entry;
+    if (n.step > e.step && n.shard == e.shard && n.origin == e.origin && n.id.run == e.id.run) return true;
+  }
+  return false;
+}
+
 uint32_t ShardIndex::CountAt(int64_t step, const std::string& set) const {
   std::lock_guard<std::mutex> lock(mu_);
   uint32_t n = 0;

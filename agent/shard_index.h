@@ -39,6 +39,9 @@ class ShardIndex {
   bool Has(int64_t step, const std::string& set, uint32_t shard) const { return Find(step, set, shard).has_value(); }
   std::vector<HeldShard> All() const;
   uint32_t CountAt(int64_t step, const std::string& set) const;  // shards of that save held
+  // Whether a later step of `e`'s run holds the same shard from the same
+  // origin: `e` is superseded (the agent neither persists nor replicates it).
+  bool HasNewer(const msg::ShardEntry& e) const;
   void Clear();
   // Drop whole saves and return what went (the owner removes their
   // directories: RemoveStepDirs): those `doomed` picks ...

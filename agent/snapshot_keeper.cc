@@ -2,11 +2,14 @@
 
 #include <fcntl.h>
 #include <sys/inotify.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -22,6 +25,26 @@ uint64_t MicrosSince(SteadyClock::time_point t0) {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - t0).count());
 }
 constexpr double kTransferTimeout = 60.0;  // seconds per shard sent or fetched
+// What persisting and replicating may cost while the job trains: this share
+// of one core on average since the keeper started, plus a burst of CPU
+// seconds ahead of it. On a node whose ranks keep every core busy each
+// cycle the agent takes is a rank's; a shard whose turn comes when the work
+// is over budget is skipped (held in memory only, counted), and Drain
+// writes each of the node's newest shards to disk at the end regardless.
+constexpr double kBackgroundCpuShare = 0.02;
+constexpr double kBackgroundBurstSeconds = 0.05;
+double ThreadCpuSeconds() {
+  timespec ts {};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+// This process's CPU time so far, every thread's, user and system.
+uint64_t ProcessCpuMicros() {
+  rusage ru {};
+  ::getrusage(RUSAGE_SELF, &ru);
+  auto us = [](const timeval& t) { return static_cast<uint64_t>(t.tv_sec) * 1000000 + static_cast<uint64_t>(t.tv_usec); };
+  return us(ru.ru_utime) + us(ru.ru_stime);
+}
 }  // namespace
 
 Result<std::unique_ptr<SnapshotKeeper>> SnapshotKeeper::Start(const Identity& me, const msg::SnapshotSetup& setup,
@@ -33,6 +56,7 @@ Result<std::unique_ptr<SnapshotKeeper>> SnapshotKeeper::Start(const Identity& me
   if (!IsRunId(setup.run_id))
     return Status::InvalidArgument("snapshots: run id '" + Printable(setup.run_id) + "' is not 1 to 32 hex digits");
   k->run_ = setup.run_id;
+  k->started_ = SteadyClock::now();
   DS_ASSIGN_OR_RETURN(k->store_, SnapshotStore::Create(memory_parent));
   if (!setup.dir.empty()) k->disk_ = std::make_unique<SnapshotDisk>(setup.dir);
   int p[2];
@@ -108,8 +132,13 @@ void SnapshotKeeper::TaskLoop() {
 }
 
 void SnapshotKeeper::Drain() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    draining_ = true;  // what is left only goes to disk: the peers are shutting down too
+    tasks_.push_back([this] { PersistNewest(); });  // what the budget skipped reaches the disk
+  }
+  cv_.notify_all();
   std::unique_lock<std::mutex> lock(mu_);
-  draining_ = true;  // what is left only goes to disk: the peers are shutting down too
   cv_.wait(lock, [&] { return tasks_.empty() && !busy_; });
 }
 
@@ -142,6 +171,7 @@ void SnapshotKeeper::Report(std::vector<msg::ShardEntry> added, std::vector<msg:
   m.removed = std::move(removed);
   {
     std::lock_guard<std::mutex> lock(mu_);
+    counters_.cpu_micros = ProcessCpuMicros();
     m.counters = counters_;
   }
   PushOutgoing(wire::MsgType::kSnapshotHeld, m.Encode());
@@ -156,7 +186,9 @@ std::vector<std::pair<wire::MsgType, Bytes>> SnapshotKeeper::TakeOutgoing() {
 }
 
 std::vector<msg::ShardEntry> SnapshotKeeper::PruneAll() {
-  std::vector<msg::ShardEntry> gone = store_->Prune(keep_, run_);
+  std::vector<msg::ShardEntry> gone = store_->Prune(keep_, run_, me_.node);
+  // Handed to the workers after the tasks queued now, which may still read them.
+  if (!gone.empty()) Post([this] { store_->ReleaseSpares(); });
   if (disk_) {
     auto d = disk_->Prune(keep_, run_);
     gone.insert(gone.end(), d.begin(), d.end());
@@ -182,6 +214,9 @@ void SnapshotKeeper::OnInotify() {
       }
     }
   }
+  // Every handoff there is adopted before any is persisted or replicated, so
+  // of several steps of one shard only the newest is (the rest are skipped).
+  std::vector<msg::ShardEntry> adopted;
   for (const std::string& name : names) {
     if (!ParseHandoffManifest(name)) continue;  // the .shard, or a temporary name
     auto held = store_->Adopt(name, me_.node);
@@ -196,9 +231,10 @@ void SnapshotKeeper::OnInotify() {
       counters_.handoff_bytes += held->entry.bytes;
     }
     Report({held->entry}, PruneAll());
-    const msg::ShardEntry e = held->entry;
-    Post([this, e] { PersistAndReplicate(e.step, e.id.set, e.shard, /*replicate=*/true); });
+    adopted.push_back(held->entry);
   }
+  for (const msg::ShardEntry& e : adopted)
+    Post([this, e] { PersistAndReplicate(e.step, e.id.set, e.shard, /*replicate=*/true); });
 }
 
 void SnapshotKeeper::SetTargets(const msg::Replicate& m) {
@@ -209,13 +245,50 @@ void SnapshotKeeper::SetTargets(const msg::Replicate& m) {
 void SnapshotKeeper::PersistAndReplicate(int64_t step, const std::string& set, uint32_t shard, bool replicate) {
   auto file = store_->Open(step, set, shard);
   if (!file.ok()) return;  // pruned meanwhile
+  const double elapsed = std::chrono::duration<double>(SteadyClock::now() - started_).count();
+  const bool over_budget = background_cpu_ > kBackgroundCpuShare * elapsed + kBackgroundBurstSeconds;
+  if (store_->HasNewer(file->held.entry) || (over_budget && !draining())) {
+    std::lock_guard<std::mutex> lock(mu_);  // the newer step's task, or Drain, does the work
+    ++counters_.skipped;
+    return;
+  }
+  const double cpu0 = ThreadCpuSeconds();
+  PersistAndSend(*file, replicate);
+  background_cpu_ += ThreadCpuSeconds() - cpu0;
+}
+
+bool SnapshotKeeper::draining() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return draining_;
+}
+
+void SnapshotKeeper::PersistNewest() {
+  if (!disk_) return;
+  std::map<uint32_t, msg::ShardEntry> newest;  // this node's own shards of this run, by shard
+  for (const HeldShard& h : store_->Entries()) {
+    const msg::ShardEntry& e = h.entry;
+    if (e.origin != me_.node || e.id.run != run_) continue;
+    auto it = newest.find(e.shard);
+    if (it == newest.end() || it->second.step < e.step) newest[e.shard] = e;
+  }
+  for (const auto& [shard, e] : newest) {
+    if (disk_->Has(e.step, e.id.set, e.shard)) continue;
+    auto file = store_->Open(e.step, e.id.set, e.shard);
+    if (file.ok()) PersistAndSend(*file, /*replicate=*/false);
+  }
+}
+
+void SnapshotKeeper::PersistAndSend(const ShardFile& f, bool replicate) {
+  const int64_t step = f.held.entry.step;
+  const std::string& set = f.held.entry.id.set;
+  const uint32_t shard = f.held.entry.shard;
   if (disk_ && !disk_->Has(step, set, shard)) {
     const auto t0 = SteadyClock::now();
-    Status st = disk_->Persist(*file);
+    Status st = disk_->Persist(f);
     if (!st.ok()) {
       DS_LOG(Warn, Ckpt) << "snapshots: " << st.message();
     } else {
-      msg::ShardEntry e = file->held.entry;
+      msg::ShardEntry e = f.held.entry;
       e.tier = 2;
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -233,13 +306,13 @@ void SnapshotKeeper::PersistAndReplicate(int64_t step, const std::string& set, u
   }
   for (const msg::ReplicaPeer& t : targets) {
     const auto t0 = SteadyClock::now();
-    Status st = SendShard(t.peer_addr, peer_, *file, SteadyClock::now() + Seconds(kTransferTimeout));
+    Status st = SendShard(t.peer_addr, peer_, f, SteadyClock::now() + Seconds(kTransferTimeout));
     if (!st.ok()) {
       DS_LOG(Warn, Ckpt) << "snapshots: " << st.message();
       continue;
     }
     std::lock_guard<std::mutex> lock(mu_);
-    counters_.sent_bytes += file->held.entry.bytes;
+    counters_.sent_bytes += f.held.entry.bytes;
     counters_.sent_micros += MicrosSince(t0);
   }
   if (!targets.empty()) Report({}, {});  // the coordinator's totals follow

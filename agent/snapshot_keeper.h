@@ -6,7 +6,9 @@
 //   - the node's checkpoint directory (SnapshotDisk), written in the
 //     background;
 //   - a task thread that persists, replicates (to the nodes of the current
-//     Replicate) and fetches (Fetch), in order;
+//     Replicate) and fetches (Fetch), in order; a shard superseded by a
+//     later step of it before its turn is skipped (held in memory only,
+//     counted), so a keeper that falls behind sends only the newest;
 //   - the shard server (PeerServer) other agents send replicas to and fetch
 //     from.
 // Shards are held per save (step and set, wire/snapshot_handoff.h); the
@@ -22,6 +24,7 @@
 // rest is internal.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -86,7 +89,12 @@ class SnapshotKeeper : private ShardService {
   Result<std::unique_ptr<ShardSink>> Receive(const HeldShard& held, const std::string& manifest) override;
   void Received(const HeldShard& held) override;
   void ServerFailed(const std::string& what) override { Fail(what); }
-  void PersistAndReplicate(int64_t step, const std::string& set, uint32_t shard, bool replicate);  // task thread
+  // Task thread: a shard's turn to be persisted (and replicated), unless a
+  // newer step of it is held or the work is over its CPU budget (skipped).
+  void PersistAndReplicate(int64_t step, const std::string& set, uint32_t shard, bool replicate);
+  void PersistAndSend(const ShardFile& file, bool replicate);  // task thread: the work itself
+  void PersistNewest();                                        // task thread, at Drain
+  bool draining();
   void Fetch(const msg::Fetch& m);              // task thread
   Result<HeldShard> LoadFromDisk(int64_t step, const std::string& set, uint32_t shard);  // task thread: the node's disk to memory
   std::vector<msg::ShardEntry> PruneAll();
@@ -95,6 +103,8 @@ class SnapshotKeeper : private ShardService {
   PeerIdentity peer_;
   std::string run_;                     // this run's id: the saves it prunes and drops
   int keep_ = 2;
+  std::chrono::steady_clock::time_point started_;
+  double background_cpu_ = 0;           // task thread: CPU seconds spent persisting and replicating
   std::unique_ptr<SnapshotStore> store_;
   std::unique_ptr<SnapshotDisk> disk_;  // null when the job has no checkpoint dir
   std::unique_ptr<PeerServer> server_;

@@ -247,11 +247,25 @@ Result<ShardFile> SnapshotStore::Open(int64_t step, const std::string& set, uint
   return OpenShardFile(step_dir, ShardFileName(shard), *h, std::move(manifest));
 }
 
-std::vector<msg::ShardEntry> SnapshotStore::Prune(int keep, const std::string& run) {
+std::vector<msg::ShardEntry> SnapshotStore::Prune(int keep, const std::string& run,
+                                                  std::optional<uint32_t> spares_of) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<msg::ShardEntry> gone = index_.Prune(keep, run);
+  for (const msg::ShardEntry& e : gone) {
+    if (!spares_of || e.origin != *spares_of) continue;
+    auto step = ckpt::OpenStepDir(dir_, SnapshotStepDirName(e.step, e.id.set));
+    if (step.ok()) (void)receiving_.MoveFrom(*step, ShardFileName(e.shard), fmt::format("spare.{}", e.shard));
+  }
   RemoveStepDirs(dir_, gone);
   return gone;
+}
+
+void SnapshotStore::ReleaseSpares() {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto names = receiving_.List();
+  if (!names.ok()) return;
+  for (const std::string& name : *names)
+    if (name.rfind("spare.", 0) == 0) (void)incoming_.MoveFrom(receiving_, name, name);
 }
 
 std::vector<msg::ShardEntry> SnapshotStore::DropIf(const ShardIndex::SavePredicate& doomed) {

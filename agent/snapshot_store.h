@@ -3,7 +3,9 @@
 // agent owns for the whole job, so they outlive every worker:
 //
 //   <dir>/incoming/...                             workers' handoffs (wire/snapshot_handoff.h)
+//   <dir>/incoming/spare.<r>                       a pruned shard's file, for rank r's next handoff
 //   <dir>/receiving/shard.XXXXXX                   shards arriving from peers (Receive)
+//   <dir>/receiving/spare.<r>                      such a file until ReleaseSpares
 //   <dir>/step_<NNNNNNNN>.<set>/shard_<r>.bin      held shards of one save
 //   <dir>/step_<NNNNNNNN>.<set>/manifest.json      its manifest (set = its digest)
 //
@@ -93,9 +95,17 @@ class SnapshotStore {
   // The shard's file with its manifest; NotFound when not held.
   Result<ShardFile> Open(int64_t step, const std::string& set, uint32_t shard) const;
   bool Has(int64_t step, const std::string& set, uint32_t shard) const { return index_.Has(step, set, shard); }
+  bool HasNewer(const msg::ShardEntry& e) const { return index_.HasNewer(e); }  // ShardIndex::HasNewer
   std::vector<HeldShard> Entries() const { return index_.All(); }
   // Drops run `run`'s steps older than its newest `keep`; returns what went.
-  std::vector<msg::ShardEntry> Prune(int keep, const std::string& run);
+  // The files of dropped shards that node `spares_of` wrote are kept aside
+  // (receiving/spare.<r>) instead of freed: ReleaseSpares hands them to the
+  // workers, whose next handoff of that rank is written into the memory
+  // they already have (no page allocation on the worker's side).
+  std::vector<msg::ShardEntry> Prune(int keep, const std::string& run, std::optional<uint32_t> spares_of = {});
+  // Moves the files kept aside to incoming/spare.<r> (call when nobody reads
+  // them any more: after the tasks that were sending or persisting them).
+  void ReleaseSpares();
   // Drops the saves `doomed` picks (ShardIndex::DropIf).
   std::vector<msg::ShardEntry> DropIf(const ShardIndex::SavePredicate& doomed);
 

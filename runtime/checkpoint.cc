@@ -49,7 +49,7 @@ std::string EncodeShard(int rank, const ShardState& shard) {
   return data;
 }
 
-void EncodeShardInto(int rank, const ShardState& shard, std::string* out) {
+void EncodeShardHeaderInto(int rank, const ShardState& shard, std::string* out) {
   std::string& data = *out;
   data.assign(ckpt::kShardMagic, 8);
   Put<uint32_t>(data, ckpt::kShardVersion);
@@ -60,6 +60,11 @@ void EncodeShardInto(int rank, const ShardState& shard, std::string* out) {
     Put<uint64_t>(data, s.flat_offset);
     Put<uint64_t>(data, s.len);
   }
+}
+
+void EncodeShardInto(int rank, const ShardState& shard, std::string* out) {
+  EncodeShardHeaderInto(rank, shard, out);
+  std::string& data = *out;
   PutFloats(data, shard.master);
   for (const auto& slot : shard.state) PutFloats(data, slot);
 }

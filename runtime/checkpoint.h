@@ -80,6 +80,9 @@ Result<LoadedCheckpoint> LoadCheckpointDir(const std::string& step_dir, uint64_t
 // the manifest from them.
 std::string EncodeShard(int rank, const ShardState& shard);
 void EncodeShardInto(int rank, const ShardState& shard, std::string* out);  // reusing out's buffer
+// The shard file's bytes before its floats (magic, header, segments): the
+// file is this, shard.master, then each shard.state slot.
+void EncodeShardHeaderInto(int rank, const ShardState& shard, std::string* out);
 std::vector<double> ShareShardInfo(bool ok, const std::string& data, Communicator& comm);
 std::string ManifestJson(const CheckpointMeta& meta, const std::vector<double>& info);
 

@@ -2,8 +2,10 @@
 // directory, checkpoint.shared false or checkpoint.replicas > 0), a rank does
 // not write the checkpoint directory itself. It hands its shard and the
 // step's manifest to its agent, which keeps them in memory, writes them to
-// the node's disk and replicates them (agent/snapshot_keeper.h); the rank is
-// blocked only for one collective (sizes and checksums) and a tmpfs write.
+// the node's disk and replicates them (agent/snapshot_keeper.h). dstrain
+// saves through SnapshotWriter (checkpoint_snapshot_writer.h: the rank
+// copies its shard, a helper writes it, the next step hands it over);
+// SaveSnapshot is the same save in one blocking call.
 // A restarted rank loads exactly the save the coordinator chose
 // (DSLAUNCH_RESUME_STEP and DSLAUNCH_RESUME_SET), which its agent has
 // gathered whole beforehand. Layout in checkpoint_format.md "Snapshots".

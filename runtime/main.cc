@@ -35,6 +35,8 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "common/version.h"
+#include <gloo/rendezvous/prefix_store.h>
+
 #include "runtime/comm/gloo_communicator.h"
 #include "runtime/comm/gloo_store.h"
 #include "runtime/device_plugin.h"
@@ -184,6 +186,26 @@ std::unique_ptr<Communicator> Connect(const TrainerConfig& config, RendezvousSto
   return GlooCommunicator::Connect(*store.store, place.rank, place.world, go);
 }
 
+// The snapshot helper's own communicator (runtime/checkpoint_snapshot_writer.h):
+// Gloo over TCP whatever the training backend, through `store` under
+// "snapshots", so its one small allreduce per save never waits for the
+// training thread's collectives. Throws CommError.
+std::unique_ptr<Communicator> ConnectSnapshots(RendezvousStore& store, const Place& place) {
+  gloo::rendezvous::PrefixStore snapshots("snapshots", *store.store);
+  GlooOptions go;
+  go.iface = EnvString("GLOO_SOCKET_IFNAME");
+  go.master_addr = EnvString("MASTER_ADDR");
+  go.timeout = CollectiveTimeout();
+  return GlooCommunicator::Connect(snapshots, place.rank, place.world, go);
+}
+
+// The q-quantile of `v` (nearest rank); 0 for none.
+double Quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
+}
+
 // Trains and, on rank 0, prints the results. Throws CommError.
 int TrainAndReport(const TrainerConfig& config, Communicator& comm, const TrainerRuntime& rt) {
   auto result = Train(config, comm, rt);
@@ -196,10 +218,10 @@ int TrainAndReport(const TrainerConfig& config, Communicator& comm, const Traine
                   static_cast<long long>(result->steady_steps), static_cast<long long>(kSteadyWarmupSteps));
     std::printf("test accuracy: %.4f\n", result->test_accuracy);
     if (result->saves > 0)
-      std::printf("%s: %lld, training stood still %.2f ms each (%.1f samples/s counting them)\n",
+      std::printf("%s: %lld, training stood still %.2f ms each (median %.2f, p90 %.2f; %.1f samples/s counting them)\n",
                   rt.snapshot_dir.empty() ? "checkpoints" : "snapshots handed to the agent",
                   static_cast<long long>(result->saves), 1e3 * result->save_seconds / static_cast<double>(result->saves),
-                  result->samples_per_sec_with_saves);
+                  Quantile(result->save_ms, 0.5), Quantile(result->save_ms, 0.9), result->samples_per_sec_with_saves);
     std::fflush(stdout);
   }
   try {
@@ -256,13 +278,17 @@ int main(int argc, char** argv) {
     LocalCommunicator alone;
     Communicator* comm = &alone;
     Result<RendezvousStore> store = RendezvousStore{};  // outlives the communicator
-    std::unique_ptr<Communicator> connected;
+    std::unique_ptr<Communicator> connected, snapshots;
     if (place->world > 1) {
       if (Status st = CheckBackend(config, plugin, no_plugin); !st.ok()) return Fail(kExitConfig, st.message());
       store = OpenStore();
       if (!store.ok()) return Fail(kExitUsage, store.status().message());
       connected = Connect(config, *store, *place, plugin, device.index);
       comm = connected.get();
+      if (!rt.snapshot_dir.empty()) {
+        snapshots = ConnectSnapshots(*store, *place);
+        rt.snapshot_comm = snapshots.get();
+      }
     }
     if (device.cuda) {
       bool hybrid = false;

@@ -6,10 +6,10 @@
 
 #include <fmt/format.h>
 
+#include "common/check.h"
 #include "common/log.h"
 #include "runtime/checkpoint.h"
 #include "runtime/checkpoint_resume.h"
-#include "runtime/checkpoint_snapshot.h"
 #include "runtime/evaluation.h"
 #include "runtime/model/scheduler.h"
 #include "wire/step_heartbeat.h"
@@ -266,14 +266,35 @@ Status Trainer::Save(int64_t at_epoch, int64_t at_position) {
   meta.state_slots = optimizer_->state_slots();
   const auto start = std::chrono::steady_clock::now();
   Status st;
-  if (!runtime_.snapshot_dir.empty()) {
-    engine_->ExportShardInto(&snapshot_shard_);
-    st = SaveSnapshot(runtime_.snapshot_dir, meta, snapshot_shard_, comm_, &snapshot_bytes_);
+  if (!runtime_.snapshot_dir.empty()) {  // the rank copies its shard; its helper does the rest
+    if (!snapshots_) {
+      DS_CHECK_MSG(runtime_.snapshot_comm != nullptr || comm_.size() == 1, "snapshots need runtime.snapshot_comm");
+      snapshots_ = std::make_unique<SnapshotWriter>(
+          runtime_.snapshot_dir, runtime_.snapshot_comm != nullptr ? *runtime_.snapshot_comm : alone_);
+    }
+    st = snapshots_->Complete();  // the previous save (its helper has had a whole interval)
+    if (st.ok()) {
+      engine_->ExportShardInto(snapshots_->spare());
+      st = snapshots_->Begin(meta);
+    }
   } else {
     st = SaveCheckpoint(runtime_.checkpoint_dir, meta, engine_->ExportShard(), comm_, config_.checkpoint.keep);
   }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ++result_.saves;
-  result_.save_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result_.save_seconds += seconds;
+  result_.save_ms.push_back(1e3 * seconds);
+  return st;
+}
+
+// The last snapshot handed over; the wait counts as its save's.
+Status Trainer::CompleteSnapshot() {
+  if (!snapshots_ || !snapshots_->pending()) return Status::OK();
+  const auto start = std::chrono::steady_clock::now();
+  Status st = snapshots_->Complete();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result_.save_seconds += seconds;
+  result_.save_ms.back() += 1e3 * seconds;
   return st;
 }
 
@@ -285,6 +306,7 @@ Status Trainer::Finish() {
     result_.test_accuracy = EvaluateGlobal(*engine_, data_.test, comm_).accuracy;
   if (last_saved_ != step_ && step_ > 0 && step_ != result_.resumed_from_step)
     DS_RETURN_IF_ERROR(Save(epoch_, position_));
+  DS_RETURN_IF_ERROR(CompleteSnapshot());
   result_.steps = step_;
   result_.samples_per_sec = train_seconds_ > 0 ? samples_here_ / train_seconds_ : 0;
   const double with_saves = train_seconds_ + result_.save_seconds;

@@ -22,6 +22,7 @@
 
 #include "common/status.h"
 #include "runtime/checkpoint.h"
+#include "runtime/checkpoint_snapshot_writer.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/comm/timed_communicator.h"
 #include "runtime/config/trainer_config.h"
@@ -45,6 +46,9 @@ struct TrainerRuntime {
   std::string run_id;              // DSLAUNCH_RUN_ID, recorded in manifests ("" outside dslaunch)
   std::string checkpoint_dir;      // resolved; empty = no checkpoints
   std::string snapshot_dir;        // DSLAUNCH_SNAPSHOT_DIR: hand shards to the agent instead
+  // With snapshot_dir and more than one rank: a communicator of every rank
+  // for the snapshot helper thread alone (SnapshotWriter); must outlive the run.
+  Communicator* snapshot_comm = nullptr;
   int64_t resume_step = -1;        // DSLAUNCH_RESUME_STEP: the snapshot step to load; -1 = fresh
   std::string resume_set;          // DSLAUNCH_RESUME_SET: which save of it
   std::FILE* out = stdout;         // progress and results (rank 0)
@@ -68,6 +72,7 @@ struct TrainResult {
   double samples_per_sec = 0;      // average over this run
   int64_t saves = 0;               // checkpoints (or snapshot handoffs) written by this run
   double save_seconds = 0;         // time training stood still for them
+  std::vector<double> save_ms;     // that time per save
   double samples_per_sec_with_saves = 0;  // samples_per_sec counting that time too
   // The steady state: the steps of this run after its first
   // kSteadyWarmupSteps (start-up, data upload, cuBLAS's first calls, the
@@ -105,6 +110,7 @@ class Trainer {
   void Report(const StepResult& step, double lr, double step_seconds, const StepCost& cost);
   void EvaluateEpoch(bool epoch_finished);
   Status Save(int64_t at_epoch, int64_t at_position);
+  Status CompleteSnapshot();                       // at the end: the last snapshot handed over
   Status Finish();
 
   const TrainerConfig& config_;
@@ -141,8 +147,8 @@ class Trainer {
   int64_t samples_here_ = 0;
   int64_t steps_here_ = 0;     // steps of this run (not resumed ones), for the steady state
   int64_t last_saved_ = -1;
-  ShardState snapshot_shard_;      // reused by every snapshot: no page faults after the first
-  std::string snapshot_bytes_;
+  LocalCommunicator alone_;                 // the snapshot helper's when the job is one rank
+  std::unique_ptr<SnapshotWriter> snapshots_;  // with DSLAUNCH_SNAPSHOT_DIR, from the first save on
   bool evaluated_last_ = false;
 };
 

@@ -252,7 +252,8 @@ Bytes SnapshotHeld::Encode() const {
   PutEntries(w, added);
   PutEntries(w, removed);
   const SnapshotCounters& c = counters;
-  for (uint64_t v : {c.handoffs, c.handoff_bytes, c.sent_bytes, c.sent_micros, c.persisted_bytes, c.persist_micros})
+  for (uint64_t v : {c.handoffs, c.handoff_bytes, c.sent_bytes, c.sent_micros, c.persisted_bytes, c.persist_micros,
+                     c.skipped, c.cpu_micros})
     w.I64(static_cast<int64_t>(v));
   return w.Take();
 }
@@ -262,7 +263,8 @@ DS_DECODE_BEGIN(SnapshotHeld)
   DS_RETURN_IF_ERROR(CheckEntries(r, m.added, "SnapshotHeld"));
   DS_RETURN_IF_ERROR(CheckEntries(r, m.removed, "SnapshotHeld"));
   SnapshotCounters& c = m.counters;
-  for (uint64_t* v : {&c.handoffs, &c.handoff_bytes, &c.sent_bytes, &c.sent_micros, &c.persisted_bytes, &c.persist_micros})
+  for (uint64_t* v : {&c.handoffs, &c.handoff_bytes, &c.sent_bytes, &c.sent_micros, &c.persisted_bytes, &c.persist_micros,
+                      &c.skipped, &c.cpu_micros})
     *v = static_cast<uint64_t>(r.I64());
 DS_DECODE_END(SnapshotHeld)
 

@@ -145,6 +145,8 @@ struct SnapshotCounters {         // an agent's totals since it started
   uint64_t sent_micros = 0;       // time spent sending them
   uint64_t persisted_bytes = 0;   // written to the node's disk
   uint64_t persist_micros = 0;
+  uint64_t skipped = 0;           // shards neither persisted nor replicated: superseded, or over budget
+  uint64_t cpu_micros = 0;        // the agent process's CPU time (user + system, all its threads)
 };
 struct SnapshotHeld {             // agent -> coord: shards it now holds / dropped
   std::vector<ShardEntry> added;

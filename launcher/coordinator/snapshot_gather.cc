@@ -137,14 +137,18 @@ std::string SnapshotGather::Summary() const {
     t.sent_micros += a.counters.sent_micros;
     t.persisted_bytes += a.counters.persisted_bytes;
     t.persist_micros += a.counters.persist_micros;
+    t.skipped += a.counters.skipped;
+    t.cpu_micros += a.counters.cpu_micros;
   }
   auto rate = [](uint64_t bytes, uint64_t micros) {
     return micros == 0 ? std::string("-") : fmt::format("{:.0f} MB/s", Mb(bytes) / (static_cast<double>(micros) / 1e6));
   };
   return fmt::format("snapshots: {} shards handed to the agents ({:.1f} MB); replicated {:.1f} MB ({}); "
-                     "written to the nodes' disks {:.1f} MB ({})",
+                     "written to the nodes' disks {:.1f} MB ({}); {} skipped (superseded, or over the "
+                     "agents' CPU budget: kept in memory only); agents' CPU {:.2f} s",
                      t.handoffs, Mb(t.handoff_bytes), Mb(t.sent_bytes), rate(t.sent_bytes, t.sent_micros),
-                     Mb(t.persisted_bytes), rate(t.persisted_bytes, t.persist_micros));
+                     Mb(t.persisted_bytes), rate(t.persisted_bytes, t.persist_micros), t.skipped,
+                     static_cast<double>(t.cpu_micros) / 1e6);
 }
 
 }  // namespace ds

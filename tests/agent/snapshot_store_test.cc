@@ -1,7 +1,8 @@
 // SnapshotStore (agent/snapshot_store.h): a worker's handoff adopted into
 // its save's directory, which loads like a checkpoint; puts checked against
 // their size and their save's manifest; reads; pruning only this run's
-// steps; dropping saves.
+// steps, with this node's pruned shard files kept as spares for its
+// workers; dropping saves.
 #include "agent/snapshot_store.h"
 
 #include <sys/stat.h>
@@ -136,6 +137,26 @@ TEST_CASE("snapshot store: prune keeps this run's newest steps and no other run'
   CHECK(store->Entries().size() == 3);
   CHECK(store->DropIf([](int64_t, const msg::SnapshotId&) { return true; }).size() == 3);
   CHECK(store->Entries().empty());
+}
+
+TEST_CASE("snapshot store: a pruned shard this node wrote becomes its rank's spare, once released", "[snapshots]") {
+  TempDir parent;
+  auto store = std::move(SnapshotStore::Create(parent.path())).value();
+  for (int64_t step : {10, 20, 30})
+    for (uint32_t shard : {0u, 1u}) REQUIRE(store->Put(Copy(step, shard, 2, shard, "x" + std::to_string(step))).ok());
+  const std::string step10 = store->dir() + "/" + SnapshotStepDirName(10, Copy(10, 0, 2, 0, "").held.entry.id.set);
+  struct stat before {};
+  REQUIRE(::stat((step10 + "/shard_1.bin").c_str(), &before) == 0);
+  CHECK(store->Prune(2, "ab", 1).size() == 2);  // node 1 wrote shard 1; shard 0 is another node's
+  const std::string spare = store->incoming_dir() + "/spare.1";
+  CHECK_FALSE(std::filesystem::exists(spare));  // not before its readers are done
+  store->ReleaseSpares();
+  struct stat after {};
+  REQUIRE(::stat(spare.c_str(), &after) == 0);
+  CHECK(after.st_ino == before.st_ino);  // the same memory, not a copy
+  CHECK(ReadFile(spare) == "x10");
+  CHECK_FALSE(std::filesystem::exists(store->incoming_dir() + "/spare.0"));
+  CHECK_FALSE(std::filesystem::exists(step10));
 }
 
 }  // namespace

@@ -16,7 +16,7 @@ TEST_CASE("protocol: the snapshot messages round-trip every field", "[protocol][
   SnapshotHeld held;
   held.added = {Entry(), ShardEntry{1, 0, SnapshotId{"a", 1, 0, "1", "fedcba9876543210"}, 0, 1, 0}};
   held.removed = {Entry()};
-  held.counters = {1, 2, 3, 4, 5, 6};
+  held.counters = {1, 2, 3, 4, 5, 6, 7, 8};
   auto h = SnapshotHeld::Decode(held.Encode());
   REQUIRE(h.ok());
   REQUIRE(h->added.size() == 2);
@@ -31,6 +31,8 @@ TEST_CASE("protocol: the snapshot messages round-trip every field", "[protocol][
   CHECK(h->added[1].id.run == "a");
   CHECK(h->removed.size() == 1);
   CHECK(h->counters.persist_micros == 6);
+  CHECK(h->counters.skipped == 7);
+  CHECK(h->counters.cpu_micros == 8);
   CHECK(h->counters.handoffs == 1);
 
   auto f = Fetch::Decode(Fetch{3, 400, Id(), {{2, 5, "10.0.0.6:4000"}}}.Encode());
