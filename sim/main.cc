@@ -1,7 +1,7 @@
 // dssim: simulated agents against one real coordinator, to measure and test
 // the control plane at thousands of nodes on one machine (scenario.h).
 //   dssim --agents 4096 [--slots 1] [--heartbeat-interval 1] [--heartbeat-timeout 5]
-//         [--steady 5] [--step 0.25] [--no-store] [--step-timeout 120] [--json FILE]
+//         [--steady 5] [--step 1] [--no-store] [--step-timeout 120] [--json FILE]
 // Prints the report; exit 0 when every check passed, 1 when one failed, 2 on
 // bad arguments or when the run could not start.
 #include <cstdio>

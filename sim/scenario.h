@@ -28,7 +28,7 @@ struct ScenarioOptions {
   double heartbeat_interval = 1.0;
   double heartbeat_timeout = 5.0;
   double steady_seconds = 5.0;  // the CPU/memory window
-  double step_seconds = 0.25;   // workers beat a step this often in the window (progress summaries); 0 = never
+  double step_seconds = 1.0;    // workers beat a step this often in the window (progress summaries); 0 = never
   bool store = true;
   double step_timeout = 120.0;  // seconds any one step may take before the run fails
 };
