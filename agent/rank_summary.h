@@ -1,11 +1,14 @@
 // RankSummaries: what the agent keeps of its workers' step beats so that the
 // coordinator learns each rank's progress without a message per step: per
-// rank the last step and, over a sliding window of recent steps, the median
-// step time (between consecutive beats, on the agent's clock, per step
-// advanced), the median compute time and samples per second (when the worker
-// sends the long beat, wire/step_heartbeat.h). AgentControl sends what
-// changed with each Ping (msg::Progress). Pure logic on given times; not
-// thread-safe (the agent's one thread).
+// rank the last step and, over a sliding window of recent steps, the mean
+// step time (the time between the window's beats, on the agent's clock, over
+// the steps advanced), the mean compute time per step and samples per second
+// (when the worker sends the long beat, wire/step_heartbeat.h). Means, not
+// medians: a throttled CPU (cgroup cpu.max, a SIGSTOP duty cycle) stalls one
+// step in many for the whole throttle period, which a median never sees,
+// while one pause in a window of many steps moves the mean little.
+// AgentControl sends what changed with each Ping (msg::Progress). Pure logic
+// on given times; not thread-safe (the agent's one thread).
 #pragma once
 
 #include <chrono>
@@ -25,7 +28,7 @@ class RankSummaries {
 
   // Steps older than `window` drop out of the medians (the newest one stays).
   static constexpr Duration kDefaultWindow = std::chrono::seconds(2);
-  static constexpr size_t kMaxSteps = 64;  // per rank, whatever the window
+  static constexpr size_t kMaxSteps = 1024;  // beats kept per rank, whatever the window
 
   explicit RankSummaries(Duration window = kDefaultWindow) : window_(window) {}
 
@@ -41,10 +44,11 @@ class RankSummaries {
 
  private:
   struct Interval {
-    TimePoint at;              // when the step ended
-    double step_seconds;       // per step advanced
-    double compute_seconds;    // <0 unknown
-    double samples;            // <0 unknown
+    TimePoint at;              // when the beat arrived
+    double seconds;            // since the previous beat
+    int64_t steps;             // advanced since the previous beat
+    double compute_seconds;    // of the beat's step; <0 unknown
+    double samples;            // of the beat's step; <0 unknown
   };
   struct Rank {
     int64_t step = -1;

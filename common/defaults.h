@@ -12,6 +12,10 @@ inline constexpr double kDefaultHeartbeatTimeout = 5.0;   // a peer silent this 
 inline constexpr double kDefaultStopGrace = 1.0;          // SIGTERM -> SIGKILL (DSLAUNCH_STOP_GRACE)
 inline constexpr double kDefaultConnectTimeout = 10.0;    // SSH / coordinator connect (DSLAUNCH_CONNECT_TIMEOUT)
 inline constexpr double kDefaultHangTimeout = 0.0;        // a stalled step heartbeat; 0 = off
+// Stragglers (launcher/coordinator/straggler.h): a node whose ranks stay above
+// kDefaultSlowFactor x their peers' median for kDefaultSlowWindow seconds is reported.
+inline constexpr double kDefaultSlowFactor = 1.5;
+inline constexpr double kDefaultSlowWindow = 2.0;
 // Every agent must register within connect timeout + this (the coordinator's
 // register deadline); until then an agent retries a coordinator that resets,
 // refuses or does not answer its connection (thousands arriving at once).

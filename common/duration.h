@@ -23,6 +23,7 @@ inline constexpr DurationRange kHeartbeatIntervalRange{0.01, 3600};      // 10ms
 inline constexpr DurationRange kHeartbeatTimeoutRange{0.01, 86400};      // 10ms .. 24h
 inline constexpr DurationRange kHangTimeoutRange{0.1, 604800, true};     // 0 = off, 100ms .. 168h
 inline constexpr DurationRange kHostCooldownRange{0, 604800};            // 0 .. 168h
+inline constexpr DurationRange kSlowWindowRange{0.1, 3600};              // 100ms .. 1h
 inline constexpr DurationRange kConnectTimeoutRange{0.01, 3600};         // 10ms .. 1h
 inline constexpr DurationRange kStopGraceRange{0, 3600};                 // 0 .. 1h
 inline constexpr DurationRange kCollectiveTimeoutRange{0.01, 86400};     // 10ms .. 24h

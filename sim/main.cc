@@ -1,7 +1,7 @@
 // dssim: simulated agents against one real coordinator, to measure and test
 // the control plane at thousands of nodes on one machine (scenario.h).
 //   dssim --agents 4096 [--slots 1] [--heartbeat-interval 1] [--heartbeat-timeout 5]
-//         [--steady 5] [--no-store] [--step-timeout 120] [--json FILE]
+//         [--steady 5] [--step 1] [--no-store] [--step-timeout 120] [--json FILE]
 // Prints the report; exit 0 when every check passed, 1 when one failed, 2 on
 // bad arguments or when the run could not start.
 #include <cstdio>
@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
   app.add_option("--heartbeat-interval", o.heartbeat_interval, "seconds")->check(CLI::Range(0.01, 60.0));
   app.add_option("--heartbeat-timeout", o.heartbeat_timeout, "seconds")->check(CLI::Range(0.05, 600.0));
   app.add_option("--steady", o.steady_seconds, "seconds of the CPU/memory window")->check(CLI::Range(0.1, 600.0));
+  app.add_option("--step", o.step_seconds, "workers step this often in the window (0 = no steps, no summaries)")
+      ->check(CLI::Range(0.0, 60.0));
   app.add_option("--step-timeout", o.step_timeout, "seconds any step may take")->check(CLI::Range(1.0, 3600.0));
   app.add_flag("--no-store", no_store, "skip the store bootstrap step");
   app.add_option("--json", json_path, "also write the report as JSON to FILE");

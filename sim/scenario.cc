@@ -68,10 +68,14 @@ class Run {
   // The measurement window itself (not a synchronisation): the coordinator's
   // CPU while every agent heartbeats and nothing else happens.
   void Steady() {
+    if (o_.step_seconds > 0) fleet_.StartSteps(o_.step_seconds);
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     const ProcessUsage a = coord_.Usage();
+    const int64_t p0 = fleet_.Seen().progress_frames;
     std::this_thread::sleep_for(std::chrono::duration<double>(o_.steady_seconds));
     const ProcessUsage b = coord_.Usage();
+    r_.progress_per_second = static_cast<double>(fleet_.Seen().progress_frames - p0) / o_.steady_seconds;
+    fleet_.StopSteps();
     r_.cpu_per_second = (b.cpu_seconds - a.cpu_seconds) / o_.steady_seconds;
     r_.rss_running_kib = b.rss_kib;
   }
@@ -232,6 +236,8 @@ std::string ReportJson(const ScenarioReport& r) {
   j["coordinator_cpu_rendezvous_s"] = r.cpu_rendezvous;
   j["coordinator_cpu_restart_s"] = r.cpu_restart;
   j["coordinator_cpu_per_s"] = r.cpu_per_second;
+  j["step_seconds"] = r.options.step_seconds;
+  j["progress_per_s"] = r.progress_per_second;
   j["rss_before_kib"] = r.rss_before_kib;
   j["rss_running_kib"] = r.rss_running_kib;
   j["peak_rss_kib"] = r.peak_rss_kib;
@@ -253,6 +259,8 @@ std::string ReportText(const ScenarioReport& r) {
   t += fmt::format("  start -> all assigned            {:.3f} s ({} connects retried; coordinator CPU {:.3f} s)\n",
                    r.to_assigned, r.connect_retries, r.cpu_rendezvous);
   t += fmt::format("  coordinator CPU, steady          {:.4f} s per s\n", r.cpu_per_second);
+  t += fmt::format("  progress summaries, steady       {:.0f} per s (a step every {} s)\n", r.progress_per_second,
+                   r.options.step_seconds);
   t += fmt::format("  coordinator memory               {:.1f} MiB before, {:.1f} MiB running, {:.1f} MiB peak\n",
                    r.rss_before_kib / 1024.0, r.rss_running_kib / 1024.0, r.peak_rss_kib / 1024.0);
   if (r.options.store) t += fmt::format("  store bootstrap, {} ranks      {:.3f} s\n", r.store_ranks, r.store_seconds);

@@ -2,7 +2,7 @@
 // N simulated agents against one real coordinator, through
 //   1. rendezvous: all connect at once, register, get their Assign;
 //   2. a steady window: the coordinator's CPU per second and memory while
-//      every agent heartbeats;
+//      every agent heartbeats, its workers stepping (progress summaries);
 //   3. the store: every worker runs a NCCL-style bootstrap (sim_store.h);
 //   4. a silent agent: detected (heartbeat_timeout), the generation stopped,
 //      the next one assigned to the N-1 others, ranks renumbered;
@@ -28,6 +28,7 @@ struct ScenarioOptions {
   double heartbeat_interval = 1.0;
   double heartbeat_timeout = 5.0;
   double steady_seconds = 5.0;  // the CPU/memory window
+  double step_seconds = 1.0;    // workers beat a step this often in the window (progress summaries); 0 = never
   bool store = true;
   double step_timeout = 120.0;  // seconds any one step may take before the run fails
 };
@@ -39,6 +40,7 @@ struct ScenarioReport {
   int connect_retries = 0;     // agents' connects tried again (reset by an overflowing listen queue)
   double cpu_rendezvous = -1;  // the coordinator's CPU seconds from start to all assigned
   double cpu_per_second = -1;  // the coordinator's CPU seconds per second, steady window
+  double progress_per_second = -1;  // Progress summaries the agents sent per second, steady window
   long rss_before_kib = 0;     // before any agent connected
   long rss_running_kib = 0;    // all registered, in the steady window
   long peak_rss_kib = 0;       // VmHWM at the end

@@ -21,7 +21,8 @@ asio::ip::address SourceAddress(int i, int group) {
 
 }  // namespace
 
-SimFleet::SimFleet(asio::io_context& io, FleetConfig config) : io_(io), config_(std::move(config)) {
+SimFleet::SimFleet(asio::io_context& io, FleetConfig config)
+    : io_(io), config_(std::move(config)), step_timer_(io) {
   for (int i = 0; i < config_.agents; ++i) {
     SimAgentConfig c;
     c.job_id = config_.job_id;
@@ -69,6 +70,11 @@ void SimFleet::Received(int node, const Frame& f) {
 }
 
 void SimFleet::Sent(int node, wire::MsgType type, const Bytes& payload) {
+  if (type == wire::MsgType::kProgress) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++seen_.progress_frames;
+    return;
+  }
   if (type != wire::MsgType::kStopped) return;
   auto m = msg::Stopped::Decode(payload);
   std::lock_guard<std::mutex> lock(mu_);
@@ -153,6 +159,35 @@ void SimFleet::RunStore(int gen) {
         });
       }
     }
+  });
+}
+
+void SimFleet::StartSteps(double step_seconds) {
+  asio::post(io_, [this, step_seconds] {
+    step_seconds_ = step_seconds;
+    StepAll();
+  });
+}
+
+void SimFleet::StopSteps() {
+  asio::post(io_, [this] {
+    step_seconds_ = 0;
+    step_timer_.cancel();
+  });
+}
+
+void SimFleet::StepAll() {
+  if (step_seconds_ <= 0) return;
+  const auto compute = static_cast<int64_t>(step_seconds_ * 0.8e6);
+  for (auto& a : agents_) {
+    if (!a->alive()) continue;
+    const std::set<int> running = a->workers().running();
+    for (int r : running) a->workers().Beat(r, compute, 32);
+  }
+  step_timer_.expires_after(std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double>(step_seconds_)));
+  step_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) StepAll();
   });
 }
 

@@ -56,6 +56,7 @@ struct FleetSeen {
   std::vector<std::string> errors;  // the first few reasons of the above
   std::map<int, GenerationSeen> gens;
   std::map<int, SimTime> silenced;  // node -> when it last sent something (its last heartbeat)
+  int64_t progress_frames = 0;      // Progress summaries the agents sent
   const GenerationSeen* gen(int g) const {
     auto it = gens.find(g);
     return it == gens.end() ? nullptr : &it->second;
@@ -77,6 +78,10 @@ class SimFleet final : private SimAgentObserver {
   void RunStore(int g);
   // Every worker of generation `g` exits 0.
   void FinishWorkers(int g);
+  // Every running worker beats its next step every `step_seconds` (the long
+  // beat: compute 80% of the step, 32 samples) until StopSteps.
+  void StartSteps(double step_seconds);
+  void StopSteps();
 
   // Waits until pred(Seen()) holds or `timeout` passes; false on timeout.
   bool WaitUntil(const std::function<bool(const FleetSeen&)>& pred, std::chrono::milliseconds timeout);
@@ -92,11 +97,14 @@ class SimFleet final : private SimAgentObserver {
   void Retried(int node) override;
   void Left(int node, int exit_code, bool registered, const std::string& why) override;
   void NoteError(const std::string& what);  // under mu_
+  void StepAll();                            // io thread: one beat per running worker, then re-arm
 
   asio::io_context& io_;
   FleetConfig config_;
   std::vector<SimAgentConfig> agent_configs_;  // by node (its source address)
   std::vector<std::unique_ptr<SimAgent>> agents_;
+  asio::steady_timer step_timer_;
+  double step_seconds_ = 0;                    // 0: not stepping
   mutable std::mutex mu_;
   std::condition_variable changed_;
   FleetSeen seen_;  // guarded by mu_

@@ -210,8 +210,8 @@ inline constexpr size_t kMaxAgentEndedReason = 1024;
 struct RankStat {
   int32_t rank = 0;
   int64_t step = 0;               // the last step it reported
-  int64_t step_micros = 0;        // median step time over the agent's window; 0: unknown
-  int64_t compute_micros = -1;    // median compute time per step; -1: unknown
+  int64_t step_micros = 0;        // mean step time over the agent's window; 0: unknown
+  int64_t compute_micros = -1;    // mean compute time per step; -1: unknown
   int64_t samples_milli = -1;     // samples per second x 1000; -1: unknown
 };
 struct Progress {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <set>
 #include <sstream>
 
@@ -27,7 +28,7 @@ const std::vector<std::string> kTopKeys = {"command", "trainer", "procs_per_node
 const std::vector<std::string> kElasticKeys = {"min_nodes", "max_nodes", "max_restarts",
                                                "heartbeat_interval", "heartbeat_timeout",
                                                "hang_timeout", "rejoin", "max_host_failures",
-                                               "host_cooldown"};
+                                               "host_cooldown", "slow_factor", "slow_window"};
 const std::vector<std::string> kNetworkKeys = {"interface", "master_addr", "master_port"};
 const std::vector<std::string> kCheckpointKeys = {"dir", "shared", "replicas", "keep"};
 const std::vector<std::string> kSshKeys = {"strict_host_key_checking", "connect_timeout", "port"};
@@ -83,6 +84,21 @@ class JobFileReader {
       return At(n, "'" + key + "': expected an integer between " + std::to_string(lo) + " and " +
                        std::to_string(hi) + (n.IsScalar() ? ", got '" + n.Scalar() + "'" : ""));
     return static_cast<int>(*v);
+  }
+
+  // elastic.slow_factor: 0 (off) or a number from 1.1 to 100.
+  Result<double> Factor(const YAML::Node& n, const std::string& key) const {
+    double v = -1;
+    if (n.IsScalar()) {
+      const std::string& s = n.Scalar();
+      char* end = nullptr;
+      v = std::strtod(s.c_str(), &end);
+      if (s.empty() || end != s.c_str() + s.size()) v = -1;
+    }
+    if (v != 0 && !(v >= 1.1 && v <= 100))
+      return At(n, "'" + key + "': expected 0 (off) or a number from 1.1 to 100" +
+                       (n.IsScalar() ? ", got '" + n.Scalar() + "'" : std::string()));
+    return v;
   }
 
   Result<double> Seconds(const YAML::Node& n, const std::string& key) const {
@@ -194,6 +210,8 @@ class JobFileReader {
       else if (k == "rejoin") { DS_ASSIGN_OR_RETURN(e.rejoin, Bool(v, k)); }
       else if (k == "max_host_failures") { DS_ASSIGN_OR_RETURN(e.max_host_failures, Int(v, k, 0, 1 << 20)); }
       else if (k == "host_cooldown") { DS_ASSIGN_OR_RETURN(e.host_cooldown, Seconds(v, k, kHostCooldownRange)); }
+      else if (k == "slow_factor") { DS_ASSIGN_OR_RETURN(e.slow_factor, Factor(v, k)); }
+      else if (k == "slow_window") { DS_ASSIGN_OR_RETURN(e.slow_window, Seconds(v, k, kSlowWindowRange)); }
     }
     if (e.max_nodes > 0 && e.min_nodes > e.max_nodes)
       return At(min_n.IsDefined() ? min_n : n, "'elastic': min_nodes (" + std::to_string(e.min_nodes) +

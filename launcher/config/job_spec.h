@@ -29,6 +29,9 @@ struct ElasticOptions {
   int max_host_failures = 0;        // a host whose workers failed this often sits out restarts
                                     // for host_cooldown (while min_nodes allows); 0 = never
   double host_cooldown = 300.0;     // seconds
+  double slow_factor = kDefaultSlowFactor;  // a node above this x its peers' median compute (or step)
+                                            // time for slow_window is reported slow; 0 = off
+  double slow_window = kDefaultSlowWindow;  // seconds
   bool min_nodes_set = false;       // min_nodes was written in the job file: start on the
                                     // reachable hosts when at least min_nodes of them are
 };

@@ -31,7 +31,8 @@ JobControl::JobControl(const LaunchPlan& plan, CoordinatorOptions options, JobRe
       opt_(std::move(options)), record_(record), store_(store), clock_(clock), timer_(timer),
       policy_(plan, names_, [this](const std::string& t) { Notice(t); }),
       master_port_(opt_.master_port), agents_(candidates_.size()),
-      liveness_(candidates_.size(), Seconds(opt_.heartbeat_interval), Seconds(opt_.heartbeat_timeout)) {
+      liveness_(candidates_.size(), Seconds(opt_.heartbeat_interval), Seconds(opt_.heartbeat_timeout)),
+      stragglers_({plan.job.elastic.slow_factor, plan.job.elastic.slow_window}) {
   for (size_t i = 0; i < plan_.nodes.size(); ++i) gen_agents_.push_back(static_cast<int>(i));
   if (opt_.run_id.empty()) opt_.run_id = RandomHex(8);
   if (plan_.job.checkpoint.Snapshots(static_cast<int>(plan_.nodes.size())))
@@ -138,7 +139,8 @@ Status JobControl::OnAgentFrame(int node, const Frame& f) {
   }
 }
 
-// A summary from `node`'s agent: into the per-rank view, microseconds to seconds.
+// A summary from `node`'s agent: into the per-rank view, microseconds to
+// seconds; then, at most once per heartbeat interval, the straggler judgement.
 void JobControl::OnProgress(int node, const msg::Progress& m) {
   std::vector<RankProgress> ranks;
   ranks.reserve(m.ranks.size());
@@ -151,7 +153,11 @@ void JobControl::OnProgress(int node, const msg::Progress& m) {
     r.samples_per_second = s.samples_milli < 0 ? -1 : static_cast<double>(s.samples_milli) / 1e3;
     ranks.push_back(r);
   }
-  progress_.Update(static_cast<uint32_t>(node), ranks, clock_.Now());
+  const auto now = clock_.Now();
+  progress_.Update(static_cast<uint32_t>(node), ranks, now);
+  if (state_ != CoordState::kRunning || now - last_judged_ < Seconds(opt_.heartbeat_interval)) return;
+  last_judged_ = now;
+  for (const std::string& line : stragglers_.Judge(progress_, names_, now)) Notice(line);
 }
 
 void JobControl::StartGeneration() {

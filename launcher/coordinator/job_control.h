@@ -38,6 +38,9 @@
 // an agent being lost when heartbeat_timeout has passed, not a sweep later.
 // JobControl keeps the phases and composes the parts that have a name:
 // Liveness, RestartPolicy and SnapshotGather. Agents are reached through AgentLink.
+// The agents' progress summaries fill a RankProgressView; a StragglerDetector
+// judges it when summaries arrive (at most once per heartbeat interval) and
+// its reports are notices.
 // Tests drive it with fakes of all three, without sockets or sleeps.
 // Not thread-safe: call from one thread (the coordinator's io thread).
 #pragma once
@@ -60,6 +63,7 @@
 #include "launcher/coordinator/rank_progress.h"
 #include "launcher/coordinator/restart_policy.h"
 #include "launcher/coordinator/snapshot_gather.h"
+#include "launcher/coordinator/straggler.h"
 #include "launcher/report/job_record.h"
 #include "wire/protocol.h"
 
@@ -162,6 +166,8 @@ class JobControl {
   // When `node`'s agent was last heard; only meaningful once it registered.
   Clock::time_point LastHeard(size_t node) const { return liveness_.LastSeen(static_cast<int>(node)); }
   Clock::time_point start_time() const { return start_time_; }
+  // The nodes (by index) reported slow this generation and not recovered.
+  std::vector<uint32_t> slow_nodes() const { return stragglers_.Slow(); }
 
  private:
   struct Agent {
@@ -232,6 +238,8 @@ class JobControl {
   size_t stop_cursor_ = 0;            // agents_ before it are stopped or gone (kStopping)
   Liveness liveness_;                 // heartbeats: Pings and silence
   RankProgressView progress_;         // the current generation's ranks, from the agents' summaries
+  StragglerDetector stragglers_;      // judges progress_: slow nodes, said as notices
+  Clock::time_point last_judged_{};   // at most one judgement per heartbeat interval
   Clock::time_point start_time_;
   Clock::time_point last_call_ = Clock::time_point::max();  // start_nodes registered: start at this time
   std::string grow_cause_;            // the restart under way takes in a joined node: its notice's cause

@@ -30,6 +30,7 @@ void JobControl::Restart() {
   failure_time_ = record_.first_failure_time;
   record_.NewGeneration(generation_);
   progress_.NewGeneration();
+  stragglers_.Reset();
   store_.Clear();  // the last generation's rendezvous keys must not leak into this one
   master_port_ = opt_.master_port;
   Notice(fmt::format("restart {}/{}: generation {} on {} node{}, world size {}, after {}", policy_.restarts(),

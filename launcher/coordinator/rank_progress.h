@@ -1,6 +1,6 @@
 // RankProgressView: the coordinator's per-rank view of the job's progress,
 // built from the summaries agents piggy-back on their heartbeat (msg::Progress,
-// wire_format.md "Progress summaries"): per rank the last step, the median
+// wire_format.md "Progress summaries"): per rank the last step, the mean
 // step time, compute time and samples per second over the agent's window,
 // and when the coordinator heard it. The straggler detector, the status line,
 // `dslaunch status` and the job record read it; nothing per step crosses the
@@ -17,8 +17,8 @@ struct RankProgress {
   int32_t rank = 0;
   uint32_t node = 0;                  // node index
   int64_t step = -1;                  // last step the rank reported; -1: none yet this generation
-  double step_seconds = 0;            // median step time over the agent's window; 0: unknown
-  double compute_seconds = -1;        // median time in compute per step (between collectives); <0: unknown
+  double step_seconds = 0;            // mean step time over the agent's window; 0: unknown
+  double compute_seconds = -1;        // mean time in compute per step (between collectives); <0: unknown
   double samples_per_second = -1;     // <0: unknown (the trainer did not say)
   std::chrono::steady_clock::time_point heard{};  // when the coordinator received it
 };

@@ -240,21 +240,22 @@ TEST_CASE("AgentControl: the ranks that stepped ride with the next Ping as one P
   f.Tick(1s);
   CHECK(f.link.Count(MsgType::kProgress) == 0);  // nobody stepped: a bare Ping
   f.control.OnStepBeat({6, 10, f.workers.tokens[0], 80000, 32});
-  f.control.OnStepBeat({6, 12, f.workers.tokens[0], 90000, 32});  // two steps after 0 s: unknown time
   f.Tick(100ms);
-  f.control.OnStepBeat({6, 13, f.workers.tokens[0], 90000, 32});
+  f.control.OnStepBeat({6, 11, f.workers.tokens[0], 90000, 32});
+  f.Tick(100ms);
+  f.control.OnStepBeat({6, 12, f.workers.tokens[0], 90000, 32});
   f.control.OnStepBeat({7, 1, std::string(kStepBeatTokenChars, 'x')});  // not rank 7's token: not summarised
   CHECK(f.link.Count(MsgType::kProgress) == 0);  // nothing per step
-  f.Tick(900ms);
+  f.Tick(800ms);
   auto progress = f.link.Of<msg::Progress>(MsgType::kProgress);
   REQUIRE(progress.size() == 1);
   CHECK(progress[0].generation == 4);
   REQUIRE(progress[0].ranks.size() == 1);
   const msg::RankStat& s = progress[0].ranks[0];
   CHECK(s.rank == 6);
-  CHECK(s.step == 13);
-  CHECK(s.step_micros == 100000);     // the median of 0 s per step and 0.1 s: the upper one
-  CHECK(s.compute_micros == 90000);
+  CHECK(s.step == 12);
+  CHECK(s.step_micros == 100000);
+  CHECK(s.compute_micros == 90000);   // the steps after the first beat
   CHECK(s.samples_milli == 320000);   // 32 samples per 0.1 s step
   f.Tick(1s);
   CHECK(f.link.Count(MsgType::kProgress) == 1);  // no news: no summary

@@ -1,5 +1,6 @@
-// RankSummaries on made-up times: the step time per step advanced, medians
-// over the window (old steps drop out, the newest stays), compute and
+// RankSummaries on made-up times: the step time per step advanced, means
+// over the window (old steps drop out, the newest stays; a stall in one step
+// of many counts), compute and
 // samples unknown from short beats, resent or reordered beats ignored, only
 // ranks that stepped reported, once.
 #include <catch2/catch.hpp>
@@ -12,19 +13,30 @@ namespace {
 using namespace std::chrono_literals;
 const RankSummaries::TimePoint kT0{std::chrono::hours(1)};
 
-TEST_CASE("rank summary: median step time per step advanced, compute and samples/s", "[rank_summary]") {
+TEST_CASE("rank summary: mean step time per step advanced, mean compute, samples/s", "[rank_summary]") {
   RankSummaries s;
   s.OnBeat(2, 1, 50000, 16, kT0);
   s.OnBeat(2, 2, 60000, 16, kT0 + 100ms);
-  s.OnBeat(2, 4, 70000, 16, kT0 + 300ms);   // two steps in 200 ms: 100 ms each
-  s.OnBeat(2, 5, 400000, 16, kT0 + 800ms);  // one slow step
-  auto out = s.TakeChanged(kT0 + 800ms);
+  s.OnBeat(2, 4, 70000, 16, kT0 + 300ms);   // two steps in 200 ms (a datagram lost)
+  s.OnBeat(2, 5, 110000, 16, kT0 + 400ms);
+  auto out = s.TakeChanged(kT0 + 400ms);
   REQUIRE(out.size() == 1);
   CHECK(out[0].rank == 2);
   CHECK(out[0].step == 5);
-  CHECK(out[0].step_micros == 100000);
-  CHECK(out[0].compute_micros == 70000);
-  CHECK(out[0].samples_milli == 160000);
+  CHECK(out[0].step_micros == 100000);    // 400 ms over 4 steps
+  CHECK(out[0].compute_micros == 80000);  // (60 + 70 + 110) / 3 ms
+  CHECK(out[0].samples_milli == 120000);  // 48 samples in 400 ms
+}
+
+TEST_CASE("rank summary: a stall in one step of many shows (a throttled CPU), unlike a median", "[rank_summary]") {
+  RankSummaries s;
+  s.OnBeat(0, 0, -1, -1, kT0);
+  for (int i = 1; i <= 9; ++i) s.OnBeat(0, i, 10000, -1, kT0 + i * 10ms);
+  s.OnBeat(0, 10, 100000, -1, kT0 + 190ms);  // stopped for 90 ms in its compute
+  auto out = s.TakeChanged(kT0 + 190ms);
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].compute_micros == 19000);  // the median would say 10 ms
+  CHECK(out[0].step_micros == 19000);
 }
 
 TEST_CASE("rank summary: steps older than the window drop out, the newest stays", "[rank_summary]") {

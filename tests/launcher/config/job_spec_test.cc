@@ -377,5 +377,22 @@ TEST_CASE("job file: pty gives the workers terminals") {
   CHECK(ErrorOf("command: [x]\npty: sometimes\n") == "train.yaml:2:6: 'pty': expected true or false");
 }
 
+TEST_CASE("job spec: elastic.slow_factor and slow_window (stragglers), their defaults and ranges", "[jobspec]") {
+  const JobSpec d = Parse("command: [x]\n");
+  CHECK(d.elastic.slow_factor == kDefaultSlowFactor);
+  CHECK(d.elastic.slow_window == kDefaultSlowWindow);
+  const JobSpec j = Parse("command: [x]\nelastic: {slow_factor: 2.5, slow_window: 30s}\n");
+  CHECK(j.elastic.slow_factor == 2.5);
+  CHECK(j.elastic.slow_window == 30.0);
+  CHECK(Parse("command: [x]\nelastic: {slow_factor: 0}\n").elastic.slow_factor == 0.0);
+  CHECK(ErrorOf("command: [x]\nelastic: {slow_factor: 1.05}\n") ==
+        "train.yaml:2:24: 'slow_factor': expected 0 (off) or a number from 1.1 to 100, got '1.05'");
+  CHECK(ErrorOf("command: [x]\nelastic: {slow_factor: 2x}\n") ==
+        "train.yaml:2:24: 'slow_factor': expected 0 (off) or a number from 1.1 to 100, got '2x'");
+  CHECK(ErrorOf("command: [x]\nelastic: {slow_window: 2h}\n") ==
+        "train.yaml:2:24: 'slow_window': expected a duration between 100ms and 1h, got '2h'");
+>>>>>>> gray
+}
+
 }  // namespace
 }  // namespace ds

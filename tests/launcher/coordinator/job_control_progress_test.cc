@@ -1,7 +1,7 @@
 // JobControl and the agents' progress summaries (msg::Progress): each
 // node's ranks land in progress() with their node and numbers in seconds, a
 // summary of another generation is ignored, a restart forgets every rank,
-// and a truncated summary is a protocol error.
+// a truncated summary is a protocol error, and a slow node is said once.
 #include <catch2/catch.hpp>
 
 #include "tests/launcher/coordinator/fake_cluster.h"
@@ -70,6 +70,27 @@ TEST_CASE("job control: a truncated summary is a protocol error", "[jobcontrol][
   Bytes cut = Summary(0, 0, 7).Encode();
   cut.pop_back();
   CHECK_THROWS_WITH(c.Send(0, MsgType::kProgress, cut), Catch::Contains("truncated Progress payload"));
+}
+
+TEST_CASE("job control: a node slower in compute than its peers is said once as a notice", "[jobcontrol][progress]") {
+  FakeCluster c("w0 slots=2\nw1 slots=2\nw2 slots=2\nw3 slots=2\n", Elastic());
+  c.Run();
+  auto summaries = [&](int64_t step) {
+    for (int node = 0; node < 4; ++node) {
+      msg::Progress p;
+      const int64_t compute = node == 3 ? 480000 : 200000;
+      for (int i = 0; i < 2; ++i) p.ranks.push_back({2 * node + i, step, 500000, compute, -1});
+      c.Send(node, MsgType::kProgress, p.Encode());
+    }
+  };
+  for (int s = 0; s <= 4; ++s) {
+    summaries(10 + s);
+    c.Advance(1.0);
+  }
+  int slow = 0;
+  for (const auto& n : c.notices()) slow += n == "slow: w3 (ranks 6-7) 2.4x the median compute time for the last 2 s";
+  CHECK(slow == 1);
+  CHECK(c.control().slow_nodes() == std::vector<uint32_t>{3});
 }
 
 }  // namespace ds::test
