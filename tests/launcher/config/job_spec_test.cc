@@ -391,7 +391,6 @@ TEST_CASE("job spec: elastic.slow_factor and slow_window (stragglers), their def
         "train.yaml:2:24: 'slow_factor': expected 0 (off) or a number from 1.1 to 100, got '2x'");
   CHECK(ErrorOf("command: [x]\nelastic: {slow_window: 2h}\n") ==
         "train.yaml:2:24: 'slow_window': expected a duration between 100ms and 1h, got '2h'");
->>>>>>> gray
 }
 
 }  // namespace
