@@ -111,6 +111,15 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const WorkerLaunch& 
   return w;
 }
 
+std::unique_ptr<WorkerProcess> WorkerProcess::Adopt(pid_t pid, UniqueFd out, UniqueFd err) {
+  auto w = std::unique_ptr<WorkerProcess>(new WorkerProcess());
+  w->pid_ = pid;
+  w->out_ = std::move(out);
+  w->err_ = std::move(err);
+  for (int fd : {w->out_.get(), w->err_.get()}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  return w;
+}
+
 WorkerProcess::~WorkerProcess() {
   if (!exited) SignalGroup(SIGKILL);
 }

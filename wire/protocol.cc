@@ -70,7 +70,7 @@ Bytes Assign::Encode() const {
   w.U32(generation).StrList(argv).Str(working_dir).Str(master_addr).U32(stop_grace_ms)
       .U32(hang_timeout_ms).U32(static_cast<uint32_t>(workers.size()));
   for (const auto& ws : workers) w.I32(ws.rank).I32(ws.local_rank).KvList(ws.env);
-  w.U8(local_rank_arg).U8(bind_cores).Str(core_list).U8(omp_from_binding).I32(local_rank_at);
+  w.U8(local_rank_arg).U8(bind_cores).Str(core_list).U8(omp_from_binding).I32(local_rank_at).StrList(preload);
   return w.Take();
 }
 DS_DECODE_BEGIN(Assign)
@@ -93,6 +93,7 @@ DS_DECODE_BEGIN(Assign)
   m.core_list = r.Str();
   m.omp_from_binding = r.U8();
   m.local_rank_at = r.I32();
+  m.preload = r.StrList();
 DS_DECODE_END(Assign)
 
 Bytes WorkerStarted::Encode() const { return PayloadWriter().U32(generation).I32(rank).I32(pid).Take(); }

@@ -73,6 +73,7 @@ struct Assign {
   uint8_t bind_cores = 0;         // pin local rank r of n to the r-th of n slices of the cores
   std::string core_list;          // the cores to share out ("0-3,8-11"); "" = the agent's allowed CPUs
   uint8_t omp_from_binding = 0;   // with bind_cores: OMP_NUM_THREADS = the slice's size (nobody set it)
+  std::vector<std::string> preload;  // python: preload: modules warm spares import (agent/warm_spares.h); empty = none
   DS_MESSAGE(Assign);
 };
 struct WorkerStarted { uint32_t generation = 0; int32_t rank = 0; int32_t pid = 0; DS_MESSAGE(WorkerStarted); };

@@ -19,10 +19,10 @@
 namespace ds::wire {
 
 constexpr uint32_t kMagic = 0x44534C4E;            // "DSLN"
-constexpr uint16_t kVersion = 6;  // 2: Assign and WorkerExited grew fields (issue 11); 3: snapshots (issue 14);
+constexpr uint16_t kVersion = 7;  // 2: Assign and WorkerExited grew fields (issue 11); 3: snapshots (issue 14);
                                   // 4: the launch tree (issue 16); 5: a token per child agent, and
                                   // snapshot entries carry their save's identity (issue 26);
-                                  // 6: Output's progress flag (issue 33)
+                                  // 6: Output's progress flag (issue 33); 7: Assign's preload (issue 31)
 constexpr size_t kHeaderSize = 12;
 constexpr uint32_t kMaxPayload = 16u * 1024 * 1024;  // larger frames are rejected unread
 // Before AuthOk a frame is a Hello or an Auth, nothing larger: Hello is

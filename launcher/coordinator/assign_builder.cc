@@ -25,6 +25,7 @@ msg::Assign BuildAssign(const LaunchPlan& plan, int node_index, const msg::Regis
   a.bind_cores = plan.job.bind_cores ? 1 : 0;
   a.core_list = plan.job.bind_cores ? plan.job.core_list : "";
   a.omp_from_binding = plan.job.bind_cores && !UserSetEnv(plan.job, node, facts.env, "OMP_NUM_THREADS") ? 1 : 0;
+  a.preload = plan.job.python.preload;
   for (int lr = 0; lr < node.num_workers(); ++lr) {
     msg::WorkerSpec w;
     w.rank = node.first_rank + lr;
