@@ -1,6 +1,7 @@
 #include "agent/warm_spare.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -177,6 +178,14 @@ Result<std::unique_ptr<WorkerProcess>> WarmSpare::HandOff(const WorkerLaunch& la
     return Status::IOError(fmt::format("pipe: {}", std::strerror(errno)));
   }
   UniqueFd out_r(outp[0]), out_w(outp[1]), err_r(errp[0]), err_w(errp[1]);
+  // A ready spare writes nothing more: readable or hung up, it is gone
+  // (killed, not yet reaped).
+  pollfd p{ctl_.get(), POLLIN, 0};
+  if (::poll(&p, 1, 0) != 0) {
+    Kill();
+    why_ = "it ended while waiting";
+    return Status::IOError(why_);
+  }
   UniqueFd in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   const int fds[3] = {in.get(), out_w.get(), err_w.get()};
   Status st = in.get() < 0 ? Status::IOError("/dev/null") : SendWithFds(ctl_.get(), Payload(launch, target), fds);

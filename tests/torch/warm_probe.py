@@ -44,6 +44,13 @@ if gen == "0":
         if os.environ.get("KILL_SPARE") == "1":
             for pid in spare_siblings():
                 os.kill(pid, signal.SIGKILL)
+                while True:  # dead (a zombie, or reaped) before this worker's exit reaches the agent
+                    try:
+                        with open(f"/proc/{pid}/stat") as f:
+                            if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                                break
+                    except FileNotFoundError:
+                        break
         sys.exit(1)
     signal.pause()  # until the agent stops this generation (SIGTERM)
     sys.exit(0)

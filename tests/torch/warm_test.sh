@@ -29,10 +29,8 @@ work=$(mktemp -d /tmp/dsl-warm.XXXXXX)
 run_dir=$work/run  # the jobs' working directory: a process whose cwd is here is ours
 mkdir "$run_dir"
 cp "$here/warm_probe.py" "$run_dir/"
-tail_pid=
 launcher_pid=
 cleanup() {
-  [ -n "$tail_pid" ] && kill "$tail_pid" 2>/dev/null
   [ -n "$launcher_pid" ] && kill -KILL "$launcher_pid" 2>/dev/null
   rm -rf "$work"
 }
@@ -73,18 +71,18 @@ start() {
     --log-dir "$work/$name.logs" "$work/$name.yaml" > "$work/$name.out" 2>&1 &
   launcher_pid=$!
   if [ "$spares" -gt 0 ]; then
-    exec {tail_fd}< <(exec tail -n +1 -F "$work/$name.out" 2>/dev/null)
-    tail_pid=$!
-    timeout 120 grep -m "$spares" -q "$ready" <&"$tail_fd" || fail "$name: never $spares line(s) '$ready'"
-    kill "$tail_pid"; tail_pid=
-    exec {tail_fd}<&-
+    local deadline=$((SECONDS + 120))
+    until [ "$(grep -c -- "$ready" "$work/$name.out")" -ge "$spares" ]; do
+      [ $SECONDS -ge $deadline ] && { fail "$name: never $spares line(s) '$ready'"; break; }
+      sleep 0.05  # the poll interval of this wait for the agents' lines (it has a deadline)
+    done
   fi
 }
 
 # finish NAME: lets generation 0 end, waits for dslaunch; its status in $rc.
 finish() {
   local name=$1
-  timeout 120 bash -c "echo > '$work/go.fifo'" || fail "$name: rank 1 never opened the go fifo"
+  timeout 120 bash -c ": > '$work/go.fifo'" || fail "$name: rank 1 never opened the go fifo"
   wait "$launcher_pid"; rc=$?; launcher_pid=
   echo "--- $name (exit $rc)"; cat "$work/$name.out"
   [ -z "$(leftovers)" ] || fail "$name: processes left in $run_dir: $(leftovers)"
@@ -145,7 +143,7 @@ grep -q "preloaded rank=0 True" "$work/killed.out" || fail "rank 0 should still 
 
 echo "== 5. a preload that fails to import: cold starts, said"
 job badmod "torch, no_such_module_dsl" "$PY" -u warm_probe.py
-ready="No module named 'no_such_module_dsl'" start badmod 1
+ready="No module named 'no_such_module_dsl'" start badmod 2
 finish badmod
 [ $rc -eq 0 ] || fail "the run with a failing preload exited $rc"
 grep -q "starts cold: its warm spare failed: import no_such_module_dsl failed: ModuleNotFoundError: No module named 'no_such_module_dsl'" \
@@ -153,6 +151,7 @@ grep -q "starts cold: its warm spare failed: import no_such_module_dsl failed: M
 grep -q "preloaded rank=1 False" "$work/badmod.out" || fail "rank 1 should have started cold"
 
 echo "== 6. SIGINT to dslaunch while the spares wait: nothing left behind"
+job sigint torch "$PY" -u warm_probe.py
 start sigint 2
 kill -INT "$launcher_pid"
 wait "$launcher_pid"; rc=$?; launcher_pid=

@@ -36,7 +36,7 @@ TEST_CASE("frame: bad magic, version and oversized length are rejected", "[frame
   CHECK(DecodeHeader(bad.data()).status().message() == "bad magic 0x58534c4e");
   bad = f;
   bad[5] = 9;
-  CHECK(DecodeHeader(bad.data()).status().message() == "unsupported version 9 (expected 6)");
+  CHECK(DecodeHeader(bad.data()).status().message() == "unsupported version 9 (expected 7)");
   bad = f;
   bad[8] = bad[9] = bad[10] = bad[11] = 0xff;  // 4 GiB
   CHECK(DecodeHeader(bad.data()).status().message() ==
