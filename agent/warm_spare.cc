@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "agent/warm_shim.h"
+#include "common/files.h"
 #include "common/subprocess.h"
 
 namespace ds {
@@ -79,6 +80,16 @@ Status SendWithFds(int sock, const std::string& bytes, const int (&fds)[3]) {
     sent += static_cast<size_t>(r);
   }
   return Status::OK();
+}
+
+// Whether `pid` is exiting: its leader a zombie while its other threads
+// still die (it is not waitable yet, and its socket may still be open).
+bool Exiting(pid_t pid) {
+  auto stat = ReadTextFile(fmt::format("/proc/{}/stat", pid), "process status");
+  if (!stat.ok()) return true;
+  const size_t paren = stat->rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat->size() || (*stat)[paren + 2] == 'Z' ||
+         (*stat)[paren + 2] == 'X';
 }
 
 }  // namespace
@@ -181,7 +192,7 @@ Result<std::unique_ptr<WorkerProcess>> WarmSpare::HandOff(const WorkerLaunch& la
   // A ready spare writes nothing more: readable or hung up, it is gone
   // (killed, not yet reaped).
   pollfd p{ctl_.get(), POLLIN, 0};
-  if (::poll(&p, 1, 0) != 0) {
+  if (::poll(&p, 1, 0) != 0 || Exiting(pid_)) {
     Kill();
     why_ = "it ended while waiting";
     return Status::IOError(why_);

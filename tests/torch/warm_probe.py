@@ -6,7 +6,7 @@ Generation 0 (DSLAUNCH_GENERATION=0): rank 1 waits until the test opens
 GO_FIFO (the spares are ready by then), optionally SIGKILLs its agent's
 spare first (KILL_SPARE=1), and exits 1: the next generation starts, from
 the spares when there are any. Generation 1: every rank prints its
-observations and, with RAISE_AT_IMPORT=1, raises at module level;
+observations and, with RAISE_AT_IMPORT=1, rank 1 raises at module level;
 otherwise it joins a Gloo group (env://) and all-reduces.
 """
 import ctypes
@@ -44,11 +44,14 @@ if gen == "0":
         if os.environ.get("KILL_SPARE") == "1":
             for pid in spare_siblings():
                 os.kill(pid, signal.SIGKILL)
-                while True:  # dead (a zombie, or reaped) before this worker's exit reaches the agent
+                # Dead before this worker's exit reaches the agent: every thread
+                # gone and the leader a zombie (waitable), or already reaped.
+                while True:
                     try:
                         with open(f"/proc/{pid}/stat") as f:
-                            if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                                break
+                            zombie = f.read().rsplit(")", 1)[1].split()[0] == "Z"
+                        if zombie and os.listdir(f"/proc/{pid}/task") == [str(pid)]:
+                            break
                     except FileNotFoundError:
                         break
         sys.exit(1)
@@ -80,7 +83,7 @@ print(f"probe rank={rank} {sorted(obs.items())}")
 print(f"preloaded rank={rank} {preloaded}")
 sys.stderr.write(f"stderr line from rank {rank}\n")
 
-if os.environ.get("RAISE_AT_IMPORT") == "1":
+if os.environ.get("RAISE_AT_IMPORT") == "1" and rank == 1:
     raise RuntimeError(f"rank {rank} cannot start")
 
 import torch  # noqa: E402

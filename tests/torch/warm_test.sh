@@ -121,13 +121,13 @@ diff <(observed mcold) <(observed mwarm) || fail "-m: a warm worker sees somethi
 grep -q "preloaded rank=1 True" "$work/mwarm.out" || fail "-m: generation 1 did not run on the spares"
 
 echo "== 3. a script that raises at import: exit 1, the traceback python3 prints"
-traceback() { sed -n '/Traceback/,/RuntimeError/p' "$work/$1.out" | sed -E 's/^[^|]*\| ?//' | sort -u; }
+traceback() { grep '^127.0.0.2:1 ' "$work/$1.out" | sed -n '/Traceback/,/RuntimeError/p'; }
 job rcold "" "$PY" -u warm_probe.py
 start rcold 0 RAISE_AT_IMPORT=1; finish rcold
 job rwarm torch "$PY" -u warm_probe.py
 start rwarm 2 RAISE_AT_IMPORT=1; finish rwarm
 [ $rc -eq 1 ] || fail "the raising warm run exited $rc, not 1"
-grep -q "RuntimeError: rank [01] cannot start" "$work/rwarm.out" || fail "the exception is not on stderr"
+grep -q "RuntimeError: rank 1 cannot start" "$work/rwarm.out" || fail "the exception is not on stderr"
 [ -n "$(traceback rwarm)" ] && diff <(traceback rcold) <(traceback rwarm) || fail "the warm traceback differs from the cold one"
 grep -q '<string>' "$work/rwarm.out" && fail "the spare's own frames show in the traceback"
 
