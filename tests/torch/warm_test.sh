@@ -5,7 +5,7 @@
 # GO_FIFO, after the agents said their spares are ready); generation 1 runs
 # on the spares (tests/torch/warm_probe.py prints what it can see):
 #   1. contract parity: generation 1's observations (argv, __file__,
-#      sys.path[0], pgid, PDEATHSIG, parent, cores with bind_cores_to_rank,
+#      sys.path[0], pgid, PDEATHSIG, parent, cores (bind_core_list: '1'),
 #      nice, signals, stdio, the error file, the environment's names and the
 #      torchrun values) and their prefixed lines, stdout and --log-dir, are
 #      the same as a cold run's; the warm one had torch imported already and
@@ -55,7 +55,7 @@ job() {
   local name=$1 preload=$2; shift 2
   local cmd; cmd=$(printf '"%s", ' "$@")
   { echo "command: [${cmd%, }]"; echo "procs_per_node: 1"; echo "working_dir: $run_dir"
-    echo "bind_cores_to_rank: true"; echo "elastic: {max_restarts: 1}"
+    echo "bind_cores_to_rank: true"; echo "bind_core_list: '1'"; echo "elastic: {max_restarts: 1}"
     [ -n "$preload" ] && echo "python: {preload: [$preload]}"; } > "$work/$name.yaml"
 }
 
@@ -108,6 +108,7 @@ for r in 0 1; do
   grep -q "rank=$r allreduce=2" "$work/warm.out" || fail "rank $r: the warm Gloo all-reduce did not give 2"
   grep -q "probe rank=$r" "$work/warm.logs/rank$r.stdout.log" || fail "rank $r: --log-dir lacks the warm worker's line"
 done
+grep -q "('cores', \[1\])" "$work/warm.out" || fail "the warm workers are not bound to core 1 (bind_core_list)"
 grep -q "RSS [0-9]* MiB" "$work/warm.out" || fail "the spares' RSS is not reported"
 grep "starts cold" "$work/warm.out" && fail "a rank started cold with ready spares"
 
