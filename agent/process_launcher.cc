@@ -91,7 +91,9 @@ std::vector<WorkerStart> ProcessLauncher::StartWorkers(const msg::Assign& m, con
   store_port_ = StartRelay(m);
   held_port_.Reset();  // without the relay, release MASTER_PORT just before the workers start
   std::vector<WorkerStart> out;
+  std::vector<std::optional<WorkerLaunch>> launched;  // what each started worker runs, for its spare
   for (size_t i = 0; i < m.workers.size(); ++i) {
+    launched.emplace_back();
     Worker w;
     w.rank = m.workers[i].rank;
     if (!cores.ok()) {
@@ -104,7 +106,10 @@ std::vector<WorkerStart> ProcessLauncher::StartWorkers(const msg::Assign& m, con
       DS_LOG(Warn, Proc) << "rank " << w.rank << " runs without TORCHELASTIC_ERROR_FILE: "
                          << error_file.status().message();
     const std::vector<int> none;
-    auto proc = Launch(m, i, w, i < cores->size() ? (*cores)[i] : none, beat_tokens.at(i), snapshot_dir, ifname);
+    WorkerLaunch launch = BuildLaunch(m, i, w, i < cores->size() ? (*cores)[i] : none, beat_tokens.at(i),
+                                      snapshot_dir, ifname);
+    std::unique_ptr<WorkerProcess> warm = spares_.Take(i, launch);
+    auto proc = warm ? Result<std::unique_ptr<WorkerProcess>>(std::move(warm)) : WorkerProcess::Start(launch);
     if (!proc.ok()) {
       out.push_back({-1, "dsagent: " + proc.status().message()});
       continue;
@@ -112,7 +117,9 @@ std::vector<WorkerStart> ProcessLauncher::StartWorkers(const msg::Assign& m, con
     w.proc = std::move(proc).value();
     out.push_back({w.proc->pid(), ""});
     workers_.push_back(std::move(w));
+    launched.back() = std::move(launch);
   }
+  spares_.Refill(launched, m.preload);  // for the next generation, now that this one runs
   return out;
 }
 
@@ -132,10 +139,9 @@ Result<std::vector<std::vector<int>>> ProcessLauncher::PlanCores(const msg::Assi
   return std::move(planned.cores);
 }
 
-Result<std::unique_ptr<WorkerProcess>> ProcessLauncher::Launch(const msg::Assign& m, size_t i, const Worker& w,
-                                                               const std::vector<int>& cpus, const std::string& token,
-                                                               const std::string& snapshot_dir,
-                                                               const std::string& ifname) {
+WorkerLaunch ProcessLauncher::BuildLaunch(const msg::Assign& m, size_t i, const Worker& w, const std::vector<int>& cpus,
+                                          const std::string& token, const std::string& snapshot_dir,
+                                          const std::string& ifname) const {
   const msg::WorkerSpec& spec = m.workers[i];
   WorkerLaunch launch;
   launch.argv = m.argv;
@@ -151,7 +157,7 @@ Result<std::unique_ptr<WorkerProcess>> ProcessLauncher::Launch(const msg::Assign
   if (m.pty_columns > 0)
     launch.pty = WorkerLaunch::PtySize{static_cast<uint16_t>(std::min<uint32_t>(m.pty_columns, UINT16_MAX)),
                                        static_cast<uint16_t>(std::min<uint32_t>(m.pty_rows, UINT16_MAX))};
-  return WorkerProcess::Start(launch);
+  return launch;
 }
 
 KeyValues ProcessLauncher::Environment(const msg::WorkerSpec& spec, const Worker& w, const std::string& token,
@@ -187,9 +193,14 @@ void ProcessLauncher::SignalGroup(int rank, int sig) {
     if (w.rank == rank && w.proc && !w.proc->exited) w.proc->SignalGroup(sig);
 }
 
-int ProcessLauncher::KillLeftovers() { return KillDescendants(tree_.pids()); }
+int ProcessLauncher::KillLeftovers() {
+  std::set<pid_t> spared = tree_.pids();
+  spared.merge(spares_.pids());  // waiting for the next generation
+  return KillDescendants(spared);
+}
 
 void ProcessLauncher::AddPollFds(std::vector<pollfd>* fds) const {
+  spares_.AddPollFds(fds);
   for (const auto& w : workers_) {
     if (w.proc->stdout_fd() >= 0) fds->push_back({w.proc->stdout_fd(), POLLIN, 0});
     if (w.proc->stderr_fd() >= 0) fds->push_back({w.proc->stderr_fd(), POLLIN, 0});
@@ -197,6 +208,7 @@ void ProcessLauncher::AddPollFds(std::vector<pollfd>* fds) const {
 }
 
 bool ProcessLauncher::OnReadable(int fd, const LineSink& sink) {
+  if (spares_.OnReadable(fd)) return true;
   for (auto& w : workers_) {
     if (fd != w.proc->stdout_fd() && fd != w.proc->stderr_fd()) continue;
     // Bounded: one busy pipe cannot keep the loop from the others, the
@@ -214,6 +226,7 @@ void ProcessLauncher::BeforeReap(pid_t pid) {
 }
 
 std::optional<WorkerExit> ProcessLauncher::OnReaped(pid_t pid, int status, const LineSink& sink) {
+  if (spares_.OnReaped(pid, status)) return std::nullopt;
   for (auto& w : workers_) {
     if (w.proc->pid() != pid) continue;
     w.proc->exited = true;

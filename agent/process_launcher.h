@@ -11,7 +11,9 @@
 // until Stop, the next Reserve or the end, and rank 0 gets a second free
 // port as its MASTER_PORT, where its own store listens. For the event loop
 // (AgentSession) it gives the workers' pipes to poll and turns a reaped pid
-// into a WorkerExit. Not thread-safe: the agent's event loop only.
+// into a WorkerExit. With the Assign's preload list it keeps a warm spare
+// per local rank for the next generation (warm_spares.h): a worker it can
+// hand its assignment to instead of forking. Not thread-safe: the agent's event loop only.
 #pragma once
 
 #include <poll.h>
@@ -27,6 +29,7 @@
 #include "agent/child_agents.h"
 #include "agent/error_file_dir.h"
 #include "agent/store_relay.h"
+#include "agent/warm_spares.h"
 #include "agent/worker_process.h"
 
 namespace ds {
@@ -75,9 +78,9 @@ class ProcessLauncher final : public WorkerLauncher {
   int StartRelay(const msg::Assign& m);
   // The cores of each local rank (bind_cores_to_rank), or why they cannot be chosen.
   Result<std::vector<std::vector<int>>> PlanCores(const msg::Assign& m) const;
-  Result<std::unique_ptr<WorkerProcess>> Launch(const msg::Assign& m, size_t i, const Worker& w,
-                                                const std::vector<int>& cpus, const std::string& token,
-                                                const std::string& snapshot_dir, const std::string& ifname);
+  // What worker `i` of `m` runs: argv, environment, working directory, cores.
+  WorkerLaunch BuildLaunch(const msg::Assign& m, size_t i, const Worker& w, const std::vector<int>& cpus,
+                           const std::string& token, const std::string& snapshot_dir, const std::string& ifname) const;
   KeyValues Environment(const msg::WorkerSpec& spec, const Worker& w, const std::string& token,
                         const std::string& snapshot_dir, const std::string& ifname, int omp_threads) const;
 
@@ -89,6 +92,7 @@ class ProcessLauncher final : public WorkerLauncher {
   std::unique_ptr<StoreRelay> relay_;  // on MASTER_PORT for the current generation
   int store_port_ = 0;                  // rank 0's MASTER_PORT behind the relay; 0 = none
   std::vector<Worker> workers_;  // the current generation's
+  WarmSpares spares_;            // the next generation's interpreters (python: preload); gone with the launcher
 };
 
 }  // namespace ds

@@ -85,14 +85,13 @@ Status OpenPty(const WorkerLaunch::PtySize& size, int ends[2]) {
   return Status::OK();
 }
 
-// The worker's stdout or stderr: a pipe, or a pseudo-terminal with --pty.
-Status OpenOutput(const WorkerLaunch& l, int ends[2]) {
+}  // namespace
+
+Status WorkerProcess::OpenOutput(const WorkerLaunch& l, int ends[2]) {
   if (l.pty) return OpenPty(*l.pty, ends);
   if (::pipe2(ends, O_CLOEXEC) == 0) return Status::OK();
   return Status::IOError(fmt::format("pipe: {}", std::strerror(errno)));
 }
-
-}  // namespace
 
 Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const WorkerLaunch& l) {
   if (l.argv.empty()) return Status::InvalidArgument("empty worker command");
@@ -147,6 +146,15 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const WorkerLaunch& 
   w->out_.Reset(outp[0]);
   w->err_.Reset(errp[0]);
   for (int fd : {outp[0], errp[0]}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  return w;
+}
+
+std::unique_ptr<WorkerProcess> WorkerProcess::Adopt(pid_t pid, UniqueFd out, UniqueFd err) {
+  auto w = std::unique_ptr<WorkerProcess>(new WorkerProcess());
+  w->pid_ = pid;
+  w->out_ = std::move(out);
+  w->err_ = std::move(err);
+  for (int fd : {w->out_.get(), w->err_.get()}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   return w;
 }
 

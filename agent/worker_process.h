@@ -60,6 +60,14 @@ class WorkerProcess {
   // Forks and execs. An exec failure shows up as exit code 127 with the
   // reason on the worker's stderr. Error only when fork/pipe fail.
   static Result<std::unique_ptr<WorkerProcess>> Start(const WorkerLaunch& launch);
+  // One output stream of a worker of `launch`: ends[0] read by the agent,
+  // ends[1] the worker's; a pipe, or a pseudo-terminal with launch.pty.
+  // Both close-on-exec; on error neither is open.
+  static Status OpenOutput(const WorkerLaunch& launch, int ends[2]);
+  // A worker this class did not fork: a warm spare handed its assignment
+  // (warm_spare.h), `pid` the leader of its own process group, `out`/`err`
+  // the read ends of its stdout/stderr pipes.
+  static std::unique_ptr<WorkerProcess> Adopt(pid_t pid, UniqueFd out, UniqueFd err);
   ~WorkerProcess();  // SIGKILLs the group if still running
 
   pid_t pid() const { return pid_; }

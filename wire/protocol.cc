@@ -71,7 +71,7 @@ Bytes Assign::Encode() const {
       .U32(hang_timeout_ms).U32(static_cast<uint32_t>(workers.size()));
   for (const auto& ws : workers) w.I32(ws.rank).I32(ws.local_rank).KvList(ws.env);
   w.U8(local_rank_arg).U8(bind_cores).Str(core_list).U8(omp_from_binding).I32(local_rank_at);
-  w.U32(pty_columns).U32(pty_rows);
+  w.U32(pty_columns).U32(pty_rows).StrList(preload);
   return w.Take();
 }
 DS_DECODE_BEGIN(Assign)
@@ -96,6 +96,7 @@ DS_DECODE_BEGIN(Assign)
   m.local_rank_at = r.I32();
   m.pty_columns = r.U32();
   m.pty_rows = r.U32();
+  m.preload = r.StrList();
 DS_DECODE_END(Assign)
 
 Bytes WorkerStarted::Encode() const { return PayloadWriter().U32(generation).I32(rank).I32(pid).Take(); }

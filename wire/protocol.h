@@ -75,6 +75,7 @@ struct Assign {
   uint8_t omp_from_binding = 0;   // with bind_cores: OMP_NUM_THREADS = the slice's size (nobody set it)
   uint32_t pty_columns = 0;       // > 0: each worker's stdout and stderr are pseudo-terminals this wide ...
   uint32_t pty_rows = 0;          // ... and this tall (--pty)
+  std::vector<std::string> preload;  // python: preload: modules warm spares import (agent/warm_spares.h); empty = none
   DS_MESSAGE(Assign);
 };
 struct WorkerStarted { uint32_t generation = 0; int32_t rank = 0; int32_t pid = 0; DS_MESSAGE(WorkerStarted); };

@@ -24,13 +24,14 @@ const std::vector<std::string> kTopKeys = {"command", "trainer", "procs_per_node
                                            "working_dir", "log_dir", "checkpoint_dir", "checkpoint",
                                            "elastic", "network", "ssh", "local_rank_arg",
                                            "bind_cores_to_rank", "bind_core_list", "forward_env", "pty",
-                                           "metrics_port", "metrics_addr", "progress_interval"};
+                                           "metrics_port", "metrics_addr", "progress_interval", "python"};
 const std::vector<std::string> kElasticKeys = {"min_nodes", "max_nodes", "max_restarts",
                                                "heartbeat_interval", "heartbeat_timeout",
                                                "hang_timeout", "rejoin", "max_host_failures",
                                                "host_cooldown", "slow_factor", "slow_window"};
 const std::vector<std::string> kNetworkKeys = {"interface", "master_addr", "master_port"};
 const std::vector<std::string> kCheckpointKeys = {"dir", "shared", "replicas", "keep"};
+const std::vector<std::string> kPythonKeys = {"preload"};
 const std::vector<std::string> kSshKeys = {"strict_host_key_checking", "connect_timeout", "port"};
 const std::vector<std::string> kHostKeyPolicies = {"yes", "accept-new", "no"};
 
@@ -148,6 +149,24 @@ class JobFileReader {
         return At(p, "'forward_env': expected a variable-name prefix ([A-Za-z_][A-Za-z0-9_]*)" +
                          (p.IsScalar() ? ", got '" + p.Scalar() + "'" : std::string()));
       job.forward_env.push_back(p.Scalar());
+    }
+    return Status::OK();
+  }
+
+  // python: {preload: [torch, numpy]}: dotted module names.
+  Status Python(const YAML::Node& n, PythonOptions& py) const {
+    DS_RETURN_IF_ERROR(CheckKeys(n, kPythonKeys, "python"));
+    const YAML::Node& list = n["preload"];
+    if (!list) return Status::OK();
+    if (!list.IsSequence()) return At(list, "'preload': expected a list of modules such as [torch, numpy]");
+    for (const auto& m : list) {
+      bool ok = m.IsScalar() && !m.Scalar().empty();
+      for (const std::string& part : ok ? Split(m.Scalar(), '.') : std::vector<std::string>{})
+        ok = ok && IsEnvVarName(part);  // the same grammar as a Python identifier's ASCII form
+      if (!ok)
+        return At(m, "'preload': expected a module name such as torch or torch.distributed" +
+                         (m.IsScalar() ? ", got '" + m.Scalar() + "'" : std::string()));
+      py.preload.push_back(m.Scalar());
     }
     return Status::OK();
   }
@@ -341,12 +360,15 @@ class JobFileReader {
       else if (k == "bind_cores_to_rank") { DS_ASSIGN_OR_RETURN(job.bind_cores, Bool(v, k)); }
       else if (k == "bind_core_list") { DS_ASSIGN_OR_RETURN(job.core_list, Str(v, k)); }
       else if (k == "forward_env") { DS_RETURN_IF_ERROR(ForwardEnv(v, job)); }
+      else if (k == "python") { DS_RETURN_IF_ERROR(Python(v, job.python)); }
       if (k == "command" && has_trainer)
         return At(kv.first, "'command' and 'trainer' are both set; use one of them");
     }
     if (!has_command && !has_trainer)
       return At(root, "expected 'command:' (what each worker runs) or 'trainer:' (the built-in trainer)");
     if (has_trainer) DS_RETURN_IF_ERROR(Trainer(trainer));
+    if (has_trainer && !job.python.preload.empty())
+      return At(root["python"], "'python': preload applies to a Python command; this job runs the built-in trainer");
     return job;
   }
 

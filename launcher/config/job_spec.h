@@ -63,6 +63,11 @@ struct PtyWindow {
   std::string term = "xterm-256color";  // TERM for workers whose job and hosts did not set it
 };
 
+// The job file's python: section (issue 31, agent/warm_spares.h).
+struct PythonOptions {
+  std::vector<std::string> preload;  // modules each warm spare imports; empty = no warm spares
+};
+
 struct JobSpec {
   std::string path;                        // job file path, "" when built from the command line
   std::vector<std::string> command;        // argv of each worker; empty when `trainer` is set
@@ -82,6 +87,7 @@ struct JobSpec {
   ElasticOptions elastic;
   NetworkOptions network;
   SshJobOptions ssh;
+  PythonOptions python;
 
   // DeepSpeed / torchrun compatibility (docs/coming-from.md).
   bool local_rank_arg = false;             // add --local_rank=N to each worker's argv (DeepSpeed's

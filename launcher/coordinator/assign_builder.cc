@@ -31,6 +31,7 @@ msg::Assign BuildAssign(const LaunchPlan& plan, int node_index, const msg::Regis
   }
   // A terminal needs a TERM; over ssh the agent has none.
   const bool set_term = plan.job.pty && !UserSetEnv(plan.job, node, facts.env, "TERM");
+  a.preload = plan.job.python.preload;
   for (int lr = 0; lr < node.num_workers(); ++lr) {
     msg::WorkerSpec w;
     w.rank = node.first_rank + lr;

@@ -43,6 +43,16 @@ TEST_CASE("protocol: Assign carries DeepSpeed's per-worker options and the pty s
   CHECK(p->bind_cores == 0);
   CHECK(p->core_list.empty());
   CHECK(p->local_rank_at == -1);
+  CHECK(p->preload.empty());
+}
+
+TEST_CASE("protocol: Assign carries the warm spares' preload list", "[protocol]") {
+  Assign a = SampleAssign();
+  a.preload = {"torch", "numpy.linalg"};
+  auto m = Assign::Decode(a.Encode());
+  REQUIRE(m.ok());
+  CHECK(m->preload == std::vector<std::string>{"torch", "numpy.linalg"});
+  CHECK(m->local_rank_at == 3);
 }
 
 TEST_CASE("protocol: WorkerExited carries the worker's error message and trace byte for byte", "[protocol]") {

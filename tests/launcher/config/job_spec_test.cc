@@ -393,5 +393,21 @@ TEST_CASE("job spec: elastic.slow_factor and slow_window (stragglers), their def
         "train.yaml:2:24: 'slow_window': expected a duration between 100ms and 1h, got '2h'");
 }
 
+TEST_CASE("job file: python: preload lists the modules warm spares import; off by default") {
+  CHECK(Parse("command: [python3, t.py]\n").python.preload.empty());
+  CHECK(Parse("command: [python3, t.py]\npython: {preload: [torch, numpy, torch.distributed]}\n").python.preload ==
+        std::vector<std::string>{"torch", "numpy", "torch.distributed"});
+  CHECK(Parse("command: [python3, t.py]\npython: {}\n").python.preload.empty());
+  CHECK(ErrorOf("command: [python3, t.py]\npython: {preload: torch}\n") ==
+        "train.yaml:2:19: 'preload': expected a list of modules such as [torch, numpy]");
+  CHECK(ErrorOf("command: [python3, t.py]\npython: {preload: [torch, 'my-mod']}\n") ==
+        "train.yaml:2:27: 'preload': expected a module name such as torch or torch.distributed, got 'my-mod'");
+  CHECK(ErrorOf("command: [python3, t.py]\npython: {preload: [torch..nn]}\n") ==
+        "train.yaml:2:20: 'preload': expected a module name such as torch or torch.distributed, got 'torch..nn'");
+  CHECK(ErrorOf("command: [python3, t.py]\npython: {prelaod: [torch]}\n").find("prelaod") != std::string::npos);
+  CHECK(ErrorOf("trainer: {model: {layers: [784, 10]}}\npython: {preload: [torch]}\n") ==
+        "train.yaml:2:9: 'python': preload applies to a Python command; this job runs the built-in trainer");
+}
+
 }  // namespace
 }  // namespace ds

@@ -91,6 +91,13 @@ TEST_CASE("assign: DeepSpeed's per-worker options travel as flags; OMP_NUM_THREA
   CHECK(BuildAssign(plan, 0, msg::Register{}, AssignContext{}).omp_from_binding == 0);
 }
 
+TEST_CASE("assign: python: preload travels to every agent; none by default", "[assign]") {
+  LaunchPlan plan = TwoNodePlan();
+  CHECK(BuildAssign(plan, 0, msg::Register{}, AssignContext{}).preload.empty());
+  plan.job.python.preload = {"torch", "numpy"};
+  CHECK(BuildAssign(plan, 1, msg::Register{}, AssignContext{}).preload == std::vector<std::string>{"torch", "numpy"});
+}
+
 TEST_CASE("assign: trainer jobs run dstrain", "[assign]") {
   JobSpec job;
   job.trainer_yaml = "model: {}";
