@@ -87,7 +87,7 @@ finish() {  # NAME: waits for dslaunch, prints its output
   [ $rc -eq 0 ] || fail "$1: dslaunch exited $rc"
 }
 accuracy() { sed -n 's/.*test accuracy: \([0-9.]*\).*/\1/p' "$work/$1.out" | tail -1; }
-loss_at() { sed -n "s/.* step $2\/[0-9]* loss \([0-9.]*\).*/\1/p" "$work/$1.out" | tail -1; }
+loss_at() { sed -n "s/.* step $2\/[0-9]* \(epoch [0-9]*\/[0-9]* \)\{0,1\}loss \([0-9.]*\).*/\2/p" "$work/$1.out" | tail -1; }
 resumed_step() { sed -n 's/.*resuming from step \([0-9]*\):.*/\1/p' "$work/$1.out" | head -1; }
 
 for stage in 1 2 3; do

@@ -10,6 +10,7 @@
 
 #include "checkpoint_format/checkpoint_format.h"
 #include "runtime/checkpoint_snapshot.h"
+#include "tests/runtime/snapshot_shard_fixture.h"
 #include "tests/test_util/files.h"
 #include "tests/test_util/temp_dir.h"
 #include "wire/snapshot_handoff.h"
@@ -21,31 +22,8 @@ using testing::ReadFile;
 using testing::TempDir;
 using testing::WriteFile;
 
-ShardState Shard(float base) {
-  ShardState s;
-  s.segments = {{0, 0, 6, 0}};
-  s.master.resize(6);
-  s.state.assign(2, std::vector<float>(6));
-  for (size_t i = 0; i < 6; ++i) {
-    s.master[i] = base + static_cast<float>(i);
-    s.state[0][i] = -static_cast<float>(i);
-    s.state[1][i] = 0.25f * static_cast<float>(i);
-  }
-  return s;
-}
-
-CheckpointMeta Meta(int64_t step) {
-  CheckpointMeta m;
-  m.step = step;
-  m.applied_steps = step;
-  m.epoch = 2;
-  m.sample_position = 96;
-  m.num_params = 6;
-  m.state_slots = 2;
-  m.run_id = "6b0735a0c0ffee00";
-  m.config_hash = "0badf00d";
-  return m;
-}
+using testing::Meta;
+using testing::Shard;
 
 TEST_CASE("snapshot: the handoff is the shard file and the manifest, named for the agent", "[snapshots]") {
   TempDir dir;

@@ -14,6 +14,7 @@
 #include "checkpoint_format/checkpoint_format.h"
 #include "runtime/checkpoint_snapshot.h"
 #include "runtime/checkpoint_snapshot_writer.h"
+#include "tests/runtime/snapshot_shard_fixture.h"
 #include "tests/test_util/files.h"
 #include "tests/test_util/temp_dir.h"
 #include "wire/snapshot_handoff.h"
@@ -24,31 +25,8 @@ namespace fs = std::filesystem;
 using testing::ReadFile;
 using testing::TempDir;
 
-ShardState Shard(float base) {
-  ShardState s;
-  s.segments = {{0, 0, 6, 0}};
-  s.master.resize(6);
-  s.state.assign(2, std::vector<float>(6));
-  for (size_t i = 0; i < 6; ++i) {
-    s.master[i] = base + static_cast<float>(i);
-    s.state[0][i] = -static_cast<float>(i);
-    s.state[1][i] = 0.25f * static_cast<float>(i);
-  }
-  return s;
-}
-
-CheckpointMeta Meta(int64_t step) {
-  CheckpointMeta m;
-  m.step = step;
-  m.applied_steps = step;
-  m.epoch = 2;
-  m.sample_position = 96;
-  m.num_params = 6;
-  m.state_slots = 2;
-  m.run_id = "6b0735a0c0ffee00";
-  m.config_hash = "0badf00d";
-  return m;
-}
+using testing::Meta;
+using testing::Shard;
 
 std::string Name(int64_t step, const ShardState& s, const char* suffix) {
   const Handoff h{step, 0, ckpt::Crc32(EncodeShard(0, s)), msg::SnapshotId{"6b0735a0c0ffee00", 1, 0, "0badf00d", ""}};
