@@ -1,5 +1,7 @@
 #include "launcher/report/run_report.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "launcher/report/run_report_svg.h"
@@ -25,7 +27,7 @@ std::string Row(const std::string& key, const std::string& value) {
   return fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", key, value);
 }
 
-std::string Summary(const JobView& v) {
+std::string Summary(const JobView& v, const RunTimeline& t) {
   std::string exit = v.exit_code < 0 ? "running (no exit yet)"
                      : v.exit_code == 0 ? "<span class=\"ok\">0 (success)</span>"
                                         : fmt::format("<span class=\"bad\">{} (failed)</span>", v.exit_code);
@@ -35,7 +37,9 @@ std::string Summary(const JobView& v) {
   out += Row("restarts", fmt::format("{} of at most {}", v.restarts, v.max_restarts));
   out += Row("generation", std::to_string(v.generation));
   out += Row("ranks", fmt::format("{} running of world size {}", v.ranks_running, v.world_size));
-  out += Row("nodes", fmt::format("{} registered, {} lost", v.agents_registered, v.nodes_lost));
+  // The record's own count includes the agents leaving at the end: the timeline's lost marks do not.
+  const auto lost = std::count_if(t.events.begin(), t.events.end(), [](const TimelineEvent& e) { return e.kind == "lost"; });
+  out += Row("nodes", fmt::format("{}, {} lost while the job ran", v.nodes.size(), lost));
   return out + "</table>\n";
 }
 
@@ -81,7 +85,7 @@ std::string RunReportHtml(const JobView& v, const RunTimeline& t) {
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   out += fmt::format("<title>dslaunch report: job {}</title>\n<style>\n{}</style>\n</head>\n<body>\n",
                      HtmlEscape(v.job_id), kStyle);
-  out += fmt::format("<h1>dslaunch job {}</h1>\n", HtmlEscape(v.job_id)) + Summary(v);
+  out += fmt::format("<h1>dslaunch job {}</h1>\n", HtmlEscape(v.job_id)) + Summary(v, t);
   out += "<h2>Timeline per node</h2>\n" + TimelineSvg(v.nodes, t);
   if (t.dropped > 0)
     out += fmt::format("<p class=\"dropped\">{} later events not kept (the record's bound).</p>\n", t.dropped);

@@ -28,6 +28,7 @@ void TimelineSampler::Sample(const JobView& v, const std::vector<uint32_t>& slow
                              const std::vector<std::string>& restart_causes) {
   const double t = v.elapsed_seconds;
   t_.end = std::max(t_.end, t);
+  if (v.state == "done") return;  // the agents leave at the end: not nodes lost
   for (; causes_seen_ < restart_causes.size(); ++causes_seen_)
     Event({t, "restart", -1, "", restart_causes[causes_seen_]});
   if (v.generation != generation_) {

@@ -58,7 +58,8 @@ class TimelineSampler {
 
   // One look at the job: `slow` the nodes reported slow now
   // (JobControl::slow_nodes), `restart_causes` one line per restart so far,
-  // oldest first (the job record's restart causes, described).
+  // oldest first (the job record's restart causes, described). A view of a
+  // job "done" only moves the end: its agents leaving are no nodes lost.
   void Sample(const JobView& view, const std::vector<uint32_t>& slow, const std::vector<std::string>& restart_causes);
   const RunTimeline& timeline() const { return t_; }
 
