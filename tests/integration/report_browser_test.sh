@@ -70,6 +70,11 @@ env XDG_RUNTIME_DIR="$work/xdg" "$DSLAUNCH" report nosuchjob >"$work/none.out" 2
 [ $? -eq 1 ] && grep -q "report: no record of job nosuchjob in $work/xdg/dslaunch" "$work/none.out" ||
   fail "an unknown job: $(cat "$work/none.out")"
 
+printf '{"job_id": 3}' > "$work/xdg/dslaunch/broken-1.json"
+env XDG_RUNTIME_DIR="$work/xdg" "$DSLAUNCH" report broken >"$work/broken.out" 2>&1
+[ $? -eq 2 ] && grep -q "report: $work/xdg/dslaunch/broken-1.json: not a job record: " "$work/broken.out" ||
+  fail "a broken record: $(cat "$work/broken.out")"
+
 echo "== chromium --headless --dump-dom" >&2
 chrome() { timeout 120 chromium --headless --no-sandbox --disable-gpu --user-data-dir="$work/chrome" "$@"; }
 chrome --dump-dom "file://$work/page.html" >"$work/dom" 2>"$work/chrome.err" || fail "chromium: $(tail -5 "$work/chrome.err")"
