@@ -93,7 +93,7 @@ grep -q '<g class="lost">' "$work/dom" && fail "a node shown lost (the agents le
 grep -q '<script' "$work/dom" && fail "the page has a script"
 
 if [ -n "$SHOT" ]; then
-  chrome --hide-scrollbars --window-size=1000,760 --screenshot="$SHOT" "file://$work/page.html" 2>>"$work/chrome.err" ||
+  chrome --hide-scrollbars --window-size=1000,800 --screenshot="$SHOT" "file://$work/page.html" 2>>"$work/chrome.err" ||
     fail "screenshot: $(tail -5 "$work/chrome.err")"
 fi
 [ $fails -eq 0 ] || { echo "page:" >&2; cat "$work/page.html" >&2; }
