@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "launcher/report/job_view.h"
 #include "launcher/report/run_report_timeline.h"
