@@ -69,8 +69,10 @@ JobView JobWatch::View() const {
 }
 
 void JobWatch::Sample(const JobView& view) {
-  std::vector<std::string> causes;
-  for (const Failure& f : record_.restart_causes()) causes.push_back(DescribeFailure(f));
+  std::vector<RestartCause> causes;
+  const auto now = std::chrono::system_clock::now();
+  for (const Failure& f : record_.restart_causes())
+    causes.push_back({view.elapsed_seconds - std::chrono::duration<double>(now - f.time).count(), DescribeFailure(f)});
   sampler_.Sample(view, coord_.control().slow_nodes(), causes);
 }
 

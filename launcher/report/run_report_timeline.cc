@@ -9,7 +9,9 @@ void TimelineSampler::Event(TimelineEvent e) {
     ++t_.dropped;
     return;
   }
-  t_.events.push_back(std::move(e));
+  auto at = std::upper_bound(t_.events.begin(), t_.events.end(), e.t,
+                             [](double t, const TimelineEvent& x) { return t < x.t; });
+  t_.events.insert(at, std::move(e));
 }
 
 void TimelineSampler::AddSample(double t, double sps) {
@@ -25,12 +27,12 @@ void TimelineSampler::AddSample(double t, double sps) {
 }
 
 void TimelineSampler::Sample(const JobView& v, const std::vector<uint32_t>& slow,
-                             const std::vector<std::string>& restart_causes) {
+                             const std::vector<RestartCause>& restart_causes) {
   const double t = v.elapsed_seconds;
   t_.end = std::max(t_.end, t);
   if (v.state == "done") return;  // the agents leave at the end: not nodes lost
   for (; causes_seen_ < restart_causes.size(); ++causes_seen_)
-    Event({t, "restart", -1, "", restart_causes[causes_seen_]});
+    Event({std::clamp(restart_causes[causes_seen_].t, 0.0, t), "restart", -1, "", restart_causes[causes_seen_].text});
   if (v.generation != generation_) {
     generation_ = v.generation;
     if (t_.generations.size() < kMaxGenerations) t_.generations.push_back({v.generation, t, 0, {}});

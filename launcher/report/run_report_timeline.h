@@ -4,7 +4,8 @@
 // restarts with their causes, nodes lost and rejoined, nodes reported slow,
 // and the job's samples/s over time. TimelineSampler builds it from the
 // JobView sampled every few seconds (JobWatch's timer, never per step), so
-// times are the job's elapsed seconds to within that period. Bounded: at
+// times are the job's elapsed seconds to within that period; a restart is
+// placed at its failure's own time. Bounded: at
 // most kMaxSamples points (when full, every other point of the older half is
 // dropped, so the oldest are the thinnest), kMaxEvents events and
 // kMaxGenerations generations (later ones are counted, not kept).
@@ -42,6 +43,13 @@ struct TimelineSample {
   double samples_per_second = 0;  // the job's: the sum over the ranks that report it
 };
 
+// A restart as the sampler is told of it: when its failure happened (the
+// job's elapsed seconds) and the failure described.
+struct RestartCause {
+  double t = 0;
+  std::string text;
+};
+
 struct RunTimeline {
   double end = 0;                 // elapsed seconds of the last sample
   size_t dropped = 0;             // events and generations not kept (the bounds)
@@ -57,10 +65,11 @@ class TimelineSampler {
   static constexpr size_t kMaxGenerations = 1000;
 
   // One look at the job: `slow` the nodes reported slow now
-  // (JobControl::slow_nodes), `restart_causes` one line per restart so far,
-  // oldest first (the job record's restart causes, described). A view of a
+  // (JobControl::slow_nodes), `restart_causes` every restart so far, oldest
+  // first (the job record's, described; a time past the view's is taken as
+  // the view's). A view of a
   // job "done" only moves the end: its agents leaving are no nodes lost.
-  void Sample(const JobView& view, const std::vector<uint32_t>& slow, const std::vector<std::string>& restart_causes);
+  void Sample(const JobView& view, const std::vector<uint32_t>& slow, const std::vector<RestartCause>& restart_causes);
   const RunTimeline& timeline() const { return t_; }
 
  private:

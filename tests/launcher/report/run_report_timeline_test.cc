@@ -22,7 +22,7 @@ TEST_CASE("timeline: generations, a restart and its cause, a node lost and back,
   s.Sample(View(0, 0, {{0, "a", "waiting", -1}, {1, "b", "waiting", -1}}, -1), {}, {});
   s.Sample(View(2, 0, {{0, "a", "running", 0}, {1, "b", "running", 0}}, 100), {1}, {});
   s.Sample(View(4, 0, {{0, "a", "running", 0}, {1, "b", "lost", 3}}, 100), {1}, {});
-  s.Sample(View(6, 1, {{0, "a", "running", 0}, {1, "b", "running", 0}}, 80), {}, {"host b: agent lost"});
+  s.Sample(View(6, 1, {{0, "a", "running", 0}, {1, "b", "running", 0}}, 80), {}, {{3.5, "host b: agent lost"}});
   const RunTimeline& t = s.timeline();
   CHECK(t.end == 6);
   REQUIRE(t.generations.size() == 2);
@@ -32,8 +32,9 @@ TEST_CASE("timeline: generations, a restart and its cause, a node lost and back,
   CHECK(t.generations[1].start == 6);
   REQUIRE(t.events.size() == 4);
   CHECK((t.events[0].kind == "slow" && t.events[0].t == 2 && t.events[0].host == "b"));
-  CHECK((t.events[1].kind == "lost" && t.events[1].t == 4 && t.events[1].node == 1));
-  CHECK((t.events[2].kind == "restart" && t.events[2].t == 6 && t.events[2].text == "host b: agent lost"));
+  // the restart at its failure's time, before the loss the sample at 4 s saw
+  CHECK((t.events[1].kind == "restart" && t.events[1].t == 3.5 && t.events[1].text == "host b: agent lost"));
+  CHECK((t.events[2].kind == "lost" && t.events[2].t == 4 && t.events[2].node == 1));
   CHECK((t.events[3].kind == "rejoined" && t.events[3].node == 1));
   REQUIRE(t.samples.size() == 3);  // none before a rank reported it
   CHECK((t.samples[0].t == 2 && t.samples[0].samples_per_second == 100));
@@ -64,10 +65,18 @@ TEST_CASE("timeline: samples stay bounded, the oldest thinned, the newest kept",
 
 TEST_CASE("timeline: events past the bound are counted, not kept", "[timeline]") {
   TimelineSampler s;
-  std::vector<std::string> causes(TimelineSampler::kMaxEvents + 5, "c");
+  std::vector<RestartCause> causes(TimelineSampler::kMaxEvents + 5, {0.5, "c"});
   s.Sample(View(1, 0, {}, -1), {}, causes);
   CHECK(s.timeline().events.size() == TimelineSampler::kMaxEvents);
   CHECK(s.timeline().dropped == 5);
+}
+
+TEST_CASE("timeline: a restart's time is never past the sample that tells of it", "[timeline]") {
+  TimelineSampler s;
+  s.Sample(View(2, 1, {}, -1), {}, {{7, "clock skew"}, {-1, "before the start"}});
+  REQUIRE(s.timeline().events.size() == 2);
+  CHECK(s.timeline().events[0].t == 0);
+  CHECK(s.timeline().events[1].t == 2);
 }
 
 }  // namespace
