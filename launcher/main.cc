@@ -21,6 +21,7 @@
 #include "launcher/cmd/preflight.h"
 #include "launcher/cmd/rendezvous_claim.h"
 #include "launcher/cmd/run.h"
+#include "launcher/cmd/report_cmd.h"
 #include "launcher/cmd/status_cmd.h"
 #include "launcher/report/exit_status.h"
 
@@ -35,6 +36,7 @@ int CmdCheck(const Args& args);
 int CmdCluster(const Args& args);
 int CmdCompletion(const Args& args);
 int CmdStatus(const Args& args);
+int CmdReport(const Args& args);
 
 struct Subcommand {
   const char* name;
@@ -50,6 +52,7 @@ constexpr Subcommand kSubcommands[] = {
     {"cluster", "up|down|status|run: a training cluster of Docker containers on an overlay network",
      CmdCluster},
     {"status", "[--json] [JOB]: this user's running jobs on this machine (or JOB's record after it ended)", CmdStatus},
+    {"report", "[JOB] [-o FILE]: one HTML page of an ended job: a timeline per node, restarts, samples/s", CmdReport},
     {"completion", "bash: print the shell completion script (the package installs it)", CmdCompletion},
 };
 
@@ -180,6 +183,8 @@ int CmdCheck(const Args& args) {
 int CmdCluster(const Args& args) { return ExitCode(RunClusterCommand(args)); }
 
 int CmdStatus(const Args& args) { return ExitCode(RunStatus(args, std::cout)); }
+
+int CmdReport(const Args& args) { return ExitCode(RunReport(args, std::cout)); }
 
 int CmdCompletion(const Args& args) {
   if (args.size() == 1 && (args[0] == "-h" || args[0] == "--help")) {

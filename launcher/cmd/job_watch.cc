@@ -6,8 +6,10 @@
 #include <fmt/format.h>
 
 #include "launcher/coordinator/job_view_builder.h"
+#include "launcher/report/job_summary.h"
 #include "launcher/report/job_view_json.h"
 #include "launcher/report/metrics_text.h"
+#include "launcher/report/run_report_json.h"
 #include "launcher/report/status_line.h"
 
 namespace ds {
@@ -20,7 +22,7 @@ int TerminalColumns() {
 
 JobWatch::JobWatch(asio::io_context& io, const Coordinator& coord, const JobRecord& record, LogMux& mux,
                    JobWatchOptions options)
-    : io_(io), coord_(coord), record_(record), mux_(mux), opt_(std::move(options)), timer_(io) {}
+    : io_(io), coord_(coord), record_(record), mux_(mux), opt_(std::move(options)), timer_(io), sample_timer_(io) {}
 
 Status JobWatch::Start() {
   if (opt_.metrics_port >= 0) {
@@ -41,17 +43,21 @@ Status JobWatch::Start() {
     status_.reset();
   }
   Tick();
+  SampleTick();
   return Status::OK();
 }
 
 void JobWatch::Stop() {
   stopped_ = true;
   timer_.cancel();
+  sample_timer_.cancel();
   if (server_) server_->Close();
   if (!status_) return;
   JobView last = View();
   last.exit_code = record_.ExitCode();
-  if (Status st = status_->Finish(JobViewJson(last)); !st.ok())
+  Sample(last);
+  Result<std::string> text = WithTimeline(JobViewJson(last), sampler_.timeline());
+  if (Status st = text.ok() ? status_->Finish(*text) : text.status(); !st.ok())
     mux_.Notice("dslaunch: warning: no job record for `dslaunch status`: " + st.message());
   status_.reset();
 }
@@ -60,6 +66,22 @@ JobView JobWatch::View() const {
   JobView v = BuildJobView(coord_.control(), record_, RealClock().Now());
   v.pid = ::getpid();
   return v;
+}
+
+void JobWatch::Sample(const JobView& view) {
+  std::vector<RestartCause> causes;
+  const auto now = std::chrono::system_clock::now();
+  for (const Failure& f : record_.restart_causes())
+    causes.push_back({view.elapsed_seconds - std::chrono::duration<double>(now - f.time).count(), DescribeFailure(f)});
+  sampler_.Sample(view, coord_.control().slow_nodes(), causes);
+}
+
+void JobWatch::SampleTick() {
+  Sample(View());
+  sample_timer_.expires_after(kSamplePeriod);
+  sample_timer_.async_wait([this](boost::system::error_code ec) {
+    if (!ec && !stopped_) SampleTick();
+  });
 }
 
 std::string JobWatch::StatusText() const { return StatusLineText(View()); }

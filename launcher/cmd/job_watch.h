@@ -5,9 +5,11 @@
 // progress_interval seconds when stderr is no terminal (0 = never), and
 // `--metrics-port`'s /metrics (MetricsServer), and the job's status socket
 // for `dslaunch status` (StatusServer, in the user's private directory;
-// without one, a warning and no socket). It borrows everything; the io thread
-// only. Stop() ends its timer, closes the servers and leaves the job record
-// (the job is over), so io.run() can return.
+// without one, a warning and no socket). Every kSamplePeriod it also samples
+// the job's view into the run's timeline (run_report_timeline.h), which the
+// job record keeps for `dslaunch report`. It borrows everything; the io
+// thread only. Stop() ends its timers, closes the servers and leaves the job
+// record with its timeline (the job is over), so io.run() can return.
 #pragma once
 
 #include <chrono>
@@ -22,6 +24,7 @@
 #include "launcher/report/job_record.h"
 #include "launcher/report/job_view.h"
 #include "launcher/report/log_mux.h"
+#include "launcher/report/run_report_timeline.h"
 
 namespace ds {
 
@@ -34,6 +37,7 @@ struct JobWatchOptions {
 class JobWatch {
  public:
   static constexpr std::chrono::milliseconds kStatusPeriod{250};
+  static constexpr std::chrono::seconds kSamplePeriod{2};
 
   JobWatch(asio::io_context& io, const Coordinator& coord, const JobRecord& record, LogMux& mux,
            JobWatchOptions options);
@@ -46,6 +50,8 @@ class JobWatch {
 
  private:
   void Tick();
+  void SampleTick();
+  void Sample(const JobView& view);
   JobView View() const;
   std::string StatusText() const;
 
@@ -55,6 +61,8 @@ class JobWatch {
   LogMux& mux_;
   JobWatchOptions opt_;
   asio::steady_timer timer_;
+  asio::steady_timer sample_timer_;
+  TimelineSampler sampler_;
   std::unique_ptr<MetricsServer> server_;
   std::unique_ptr<StatusServer> status_;
   bool stopped_ = false;

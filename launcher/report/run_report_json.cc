@@ -1,0 +1,46 @@
+#include "launcher/report/run_report_json.h"
+
+#include <nlohmann/json.hpp>
+
+namespace ds {
+
+using nlohmann::json;
+
+Result<std::string> WithTimeline(const std::string& record, const RunTimeline& t) {
+  json j = json::parse(record, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return Status::InvalidArgument("job record: not a JSON object");
+  json gens = json::array(), events = json::array(), samples = json::array();
+  for (const TimelineGeneration& g : t.generations)
+    gens.push_back({{"generation", g.generation}, {"start", g.start}, {"world_size", g.world_size}, {"nodes", g.nodes}});
+  for (const TimelineEvent& e : t.events)
+    events.push_back({{"t", e.t}, {"kind", e.kind}, {"node", e.node}, {"host", e.host}, {"text", e.text}});
+  for (const TimelineSample& s : t.samples) samples.push_back({s.t, s.samples_per_second});
+  j["timeline"] = {{"end", t.end}, {"dropped", t.dropped}, {"generations", gens}, {"events", events},
+                   {"samples", samples}};
+  return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+Result<RunTimeline> ParseTimeline(const std::string& record, const std::string& what) {
+  json j = json::parse(record, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return Status::InvalidArgument(what + ": not a JSON object");
+  RunTimeline t;
+  if (!j.contains("timeline")) return t;
+  try {
+    const json& tj = j.at("timeline");
+    t.end = tj.at("end").get<double>();
+    t.dropped = tj.at("dropped").get<size_t>();
+    for (const json& g : tj.at("generations"))
+      t.generations.push_back({g.at("generation").get<int>(), g.at("start").get<double>(),
+                               g.at("world_size").get<int>(), g.at("nodes").get<std::vector<uint32_t>>()});
+    for (const json& e : tj.at("events"))
+      t.events.push_back({e.at("t").get<double>(), e.at("kind").get<std::string>(), e.at("node").get<int>(),
+                          e.at("host").get<std::string>(), e.at("text").get<std::string>()});
+    for (const json& s : tj.at("samples")) t.samples.push_back({s.at(0).get<double>(), s.at(1).get<double>()});
+    return t;
+  } catch (const json::exception& e) {
+    return Status::InvalidArgument(what + ": not a timeline (\"timeline\" with end, dropped, generations, events, "
+                                          "samples): " + e.what());
+  }
+}
+
+}  // namespace ds

@@ -1,0 +1,69 @@
+#include "launcher/report/run_report_timeline.h"
+
+#include <algorithm>
+
+namespace ds {
+
+void TimelineSampler::Event(TimelineEvent e) {
+  if (t_.events.size() >= kMaxEvents) {
+    ++t_.dropped;
+    return;
+  }
+  auto at = std::upper_bound(t_.events.begin(), t_.events.end(), e.t,
+                             [](double t, const TimelineEvent& x) { return t < x.t; });
+  t_.events.insert(at, std::move(e));
+}
+
+void TimelineSampler::AddSample(double t, double sps) {
+  std::vector<TimelineSample>& s = t_.samples;
+  if (s.size() >= kMaxSamples) {  // keep every other point of the older half
+    const size_t half = s.size() / 2;
+    size_t out = 0;
+    for (size_t i = 0; i < s.size(); ++i)
+      if (i >= half || i % 2 == 0) s[out++] = s[i];
+    s.resize(out);
+  }
+  s.push_back({t, sps});
+}
+
+void TimelineSampler::Sample(const JobView& v, const std::vector<uint32_t>& slow,
+                             const std::vector<RestartCause>& restart_causes) {
+  const double t = v.elapsed_seconds;
+  t_.end = std::max(t_.end, t);
+  if (v.state == "done") return;  // the agents leave at the end: not nodes lost
+  for (; causes_seen_ < restart_causes.size(); ++causes_seen_)
+    Event({std::clamp(restart_causes[causes_seen_].t, 0.0, t), "restart", -1, "", restart_causes[causes_seen_].text});
+  if (v.generation != generation_) {
+    generation_ = v.generation;
+    if (t_.generations.size() < kMaxGenerations) t_.generations.push_back({v.generation, t, 0, {}});
+    else ++t_.dropped;
+  }
+  for (const NodeView& n : v.nodes) {
+    const std::string before = state_.count(n.node) ? state_[n.node] : "";
+    if (n.state == "lost" && before != "lost") Event({t, "lost", static_cast<int>(n.node), n.host, ""});
+    if (n.state != "lost" && before == "lost") Event({t, "rejoined", static_cast<int>(n.node), n.host, ""});
+    state_[n.node] = n.state;
+    if (n.state != "running" || t_.generations.empty() || t_.generations.back().generation != v.generation) continue;
+    std::vector<uint32_t>& nodes = t_.generations.back().nodes;
+    auto at = std::lower_bound(nodes.begin(), nodes.end(), n.node);
+    if (at == nodes.end() || *at != n.node) nodes.insert(at, n.node);
+  }
+  if (!t_.generations.empty() && t_.generations.back().generation == v.generation)
+    t_.generations.back().world_size = std::max(t_.generations.back().world_size, v.world_size);
+  std::set<uint32_t> now(slow.begin(), slow.end());
+  for (uint32_t n : now) {
+    if (slow_.count(n)) continue;
+    std::string host;
+    for (const NodeView& nv : v.nodes)
+      if (nv.node == n) host = nv.host;
+    Event({t, "slow", static_cast<int>(n), host, ""});
+  }
+  slow_ = std::move(now);
+  double sum = 0;
+  bool known = false;
+  for (const RankView& r : v.ranks)
+    if (r.samples_per_second >= 0) sum += r.samples_per_second, known = true;
+  if (known) AddSample(t, sum);
+}
+
+}  // namespace ds

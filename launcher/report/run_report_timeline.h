@@ -1,0 +1,86 @@
+// RunTimeline: the story of a job for `dslaunch report` (run_report.h), kept
+// in the job record a finished job leaves (launcher/cmd/job_watch.h writes
+// it under "timeline"): its generations (start, nodes, world size), its
+// restarts with their causes, nodes lost and rejoined, nodes reported slow,
+// and the job's samples/s over time. TimelineSampler builds it from the
+// JobView sampled every few seconds (JobWatch's timer, never per step), so
+// times are the job's elapsed seconds to within that period; a restart is
+// placed at its failure's own time. Bounded: at
+// most kMaxSamples points (when full, every other point of the older half is
+// dropped, so the oldest are the thinnest), kMaxEvents events and
+// kMaxGenerations generations (later ones are counted, not kept).
+// Plain data and a single-threaded sampler (the io thread); no I/O, no clock.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "launcher/report/job_view.h"
+
+namespace ds {
+
+struct TimelineGeneration {
+  int generation = 0;
+  double start = 0;              // elapsed seconds when it was first seen
+  int world_size = 0;            // the most seen while it ran
+  std::vector<uint32_t> nodes;   // the nodes seen running in it, ascending
+};
+
+struct TimelineEvent {
+  double t = 0;
+  std::string kind;   // "restart" | "lost" | "rejoined" | "slow"
+  int node = -1;      // -1: the whole job (a restart)
+  std::string host;
+  std::string text;   // a restart's cause (DescribeFailure), else ""
+};
+
+struct TimelineSample {
+  double t = 0;
+  double samples_per_second = 0;  // the job's: the sum over the ranks that report it
+};
+
+// A restart as the sampler is told of it: when its failure happened (the
+// job's elapsed seconds) and the failure described.
+struct RestartCause {
+  double t = 0;
+  std::string text;
+};
+
+struct RunTimeline {
+  double end = 0;                 // elapsed seconds of the last sample
+  size_t dropped = 0;             // events and generations not kept (the bounds)
+  std::vector<TimelineGeneration> generations;
+  std::vector<TimelineEvent> events;    // in time order
+  std::vector<TimelineSample> samples;  // in time order
+};
+
+class TimelineSampler {
+ public:
+  static constexpr size_t kMaxSamples = 2000;
+  static constexpr size_t kMaxEvents = 2000;
+  static constexpr size_t kMaxGenerations = 1000;
+
+  // One look at the job: `slow` the nodes reported slow now
+  // (JobControl::slow_nodes), `restart_causes` every restart so far, oldest
+  // first (the job record's, described; a time past the view's is taken as
+  // the view's). A view of a
+  // job "done" only moves the end: its agents leaving are no nodes lost.
+  void Sample(const JobView& view, const std::vector<uint32_t>& slow, const std::vector<RestartCause>& restart_causes);
+  const RunTimeline& timeline() const { return t_; }
+
+ private:
+  void Event(TimelineEvent e);
+  void AddSample(double t, double sps);
+
+  RunTimeline t_;
+  int generation_ = -1;
+  std::map<uint32_t, std::string> state_;  // node -> its state at the last sample
+  std::set<uint32_t> slow_;
+  size_t causes_seen_ = 0;
+};
+
+}  // namespace ds

@@ -1,0 +1,100 @@
+#!/bin/bash
+# `dslaunch report` rendered by a real headless browser (issue 29 item 4):
+# a real elastic job on 2 local nodes (127.0.0.1-2, one worker each) whose
+# workers send step beats with samples (the documented long form), and whose
+# rank 1 kills itself (SIGKILL) once in generation 0; generation 1 ends 0.
+# Then `dslaunch report -o page.html` from the record the job left, and
+# Debian's chromium --headless --dump-dom must show both nodes, the restart
+# and its cause, the generations and the samples/s axis, and no node lost;
+# `dslaunch status` still reads the record.
+#   report_browser_test.sh DSLAUNCH [SCREENSHOT.png]
+# With SCREENSHOT, chromium also saves a picture of the page there (how
+# docs/report.png is made). Installs chromium when missing
+# (scripts/install-deps --report); SKIP (77) when that cannot be done.
+set -uo pipefail
+DSLAUNCH=$1
+SHOT=${2:-}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$here/../..
+if ! command -v chromium >/dev/null; then
+  "$root/scripts/install-deps" --report >&2 || { echo "SKIP: chromium could not be installed" >&2; exit 77; }
+fi
+work=$(mktemp -d /tmp/dsl-report.XXXXXX)
+launcher_pid=
+cleanup() {
+  [ -n "$launcher_pid" ] && kill -KILL "$launcher_pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+
+mkdir -m 700 "$work/xdg"
+printf '127.0.0.1 slots=1\n127.0.0.2 slots=1\n' > "$work/hostfile"
+cat > "$work/worker.py" <<'PY'
+import os, signal, socket, struct, time
+rank = int(os.environ['RANK'])
+gen = int(os.environ['DSLAUNCH_GENERATION'])
+host, port = os.environ['DSLAUNCH_HEARTBEAT_ADDR'].rsplit(':', 1)
+token = os.environ['DSLAUNCH_HEARTBEAT_TOKEN'].encode()
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for step in range(1, 161):
+    time.sleep(0.05)  # the step's work
+    s.sendto(struct.pack('>qq', rank, step) + token + struct.pack('>qq', 45000, 64 if gen == 0 else 48),
+             (host, int(port)))
+    if gen == 0 and rank == 1 and step == 80:
+        os.kill(os.getpid(), signal.SIGKILL)
+PY
+printf 'command: [python3, worker.py]\nelastic: {max_restarts: 1}\n' > "$work/job.yaml"
+
+echo "== a real elastic run: rank 1 killed once" >&2
+(cd "$work" && env XDG_RUNTIME_DIR="$work/xdg" HOME="$work" DSLAUNCH_COLOR=never DSLAUNCH_STOP_GRACE=500ms \
+  DSLAUNCH_DEFAULT_HOSTFILE="$work/none" timeout 120 "$DSLAUNCH" --hostfile "$work/hostfile" job.yaml \
+  >"$work/out" 2>"$work/err") &
+launcher_pid=$!
+wait "$launcher_pid"; rc=$?; launcher_pid=
+[ $rc -eq 0 ] || { fail "the job exited $rc, not 0"; cat "$work/err" >&2; }
+grep -q "restart 1/1" "$work/err" || fail "no restart in dslaunch's stderr"
+
+echo "== dslaunch status still reads the record (with its timeline)" >&2
+env XDG_RUNTIME_DIR="$work/xdg" "$DSLAUNCH" status >"$work/status.out" 2>&1 ||
+  fail "dslaunch status: $(cat "$work/status.out")"
+grep -q "ended, exit code 0" "$work/status.out" || fail "status: $(cat "$work/status.out")"
+grep -q '"timeline":' "$work"/xdg/dslaunch/*.json || fail "the record has no timeline"
+
+echo "== dslaunch report" >&2
+env XDG_RUNTIME_DIR="$work/xdg" "$DSLAUNCH" report -o "$work/page.html" >"$work/report.out" 2>&1 ||
+  fail "dslaunch report: $(cat "$work/report.out")"
+grep -q "dslaunch: report written to $work/page.html" "$work/report.out" || fail "report did not say where"
+env XDG_RUNTIME_DIR="$work/xdg" "$DSLAUNCH" report nosuchjob >"$work/none.out" 2>&1
+[ $? -eq 1 ] && grep -q "report: no record of job nosuchjob in $work/xdg/dslaunch" "$work/none.out" ||
+  fail "an unknown job: $(cat "$work/none.out")"
+
+printf '{"job_id": 3}' > "$work/xdg/dslaunch/broken-1.json"
+env XDG_RUNTIME_DIR="$work/xdg" "$DSLAUNCH" report broken >"$work/broken.out" 2>&1
+[ $? -eq 2 ] && grep -q "report: $work/xdg/dslaunch/broken-1.json: not a job record: " "$work/broken.out" ||
+  fail "a broken record: $(cat "$work/broken.out")"
+
+echo "== chromium --headless --dump-dom" >&2
+chrome() { timeout 120 chromium --headless --no-sandbox --disable-gpu --user-data-dir="$work/chrome" "$@"; }
+chrome --dump-dom "file://$work/page.html" >"$work/dom" 2>"$work/chrome.err" || fail "chromium: $(tail -5 "$work/chrome.err")"
+want() { grep -qF -- "$1" "$work/dom" || fail "the DOM lacks: $1"; }
+want '<text class="host" x="162.0" y="51.0">127.0.0.1</text>'
+want '>127.0.0.2</text>'
+want '<title>generation 0: world size 2</title>'
+want '<title>generation 1: world size 2</title>'
+want '>restart 1</text>'
+want 'rank 1'
+want 'killed by signal 9 (SIGKILL)'
+want '>samples/s</text>'
+want '<polyline class="sps" points="'
+want '<span class="ok">0 (success)</span>'
+grep -q '<g class="lost">' "$work/dom" && fail "a node shown lost (the agents leaving at the end are not)"
+grep -q '<script' "$work/dom" && fail "the page has a script"
+
+if [ -n "$SHOT" ]; then
+  chrome --hide-scrollbars --window-size=1000,800 --screenshot="$SHOT" "file://$work/page.html" 2>>"$work/chrome.err" ||
+    fail "screenshot: $(tail -5 "$work/chrome.err")"
+fi
+[ $fails -eq 0 ] || { echo "page:" >&2; cat "$work/page.html" >&2; }
+exit $((fails > 0))

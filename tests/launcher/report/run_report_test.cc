@@ -1,0 +1,115 @@
+// The report page for a fixed record: exactly the elements it must have
+// (summary, bands, marks, the samples/s line and axis), that record text is
+// escaped, and the timeline's trip through the job record's JSON.
+#include "launcher/report/run_report.h"
+
+#include <catch2/catch.hpp>
+
+#include "launcher/report/job_view_json.h"
+#include "launcher/report/run_report_json.h"
+
+namespace ds {
+namespace {
+
+bool Has(const std::string& html, const std::string& what) {
+  INFO(what);
+  return html.find(what) != std::string::npos;
+}
+
+// Two nodes, 10 s: generation 0 on both from 0 s, node 1 lost at 4 s,
+// restart at 6 s into generation 1 on both, samples/s 100 then 50.
+JobView Summary() {
+  JobView v;
+  v.job_id = "j1";
+  v.exit_code = 0;
+  v.elapsed_seconds = 10;
+  v.generation = 1;
+  v.restarts = 1;
+  v.max_restarts = 3;
+  v.world_size = 2;
+  v.ranks_running = 0;
+  v.agents_registered = 2;
+  v.nodes_lost = 1;
+  v.nodes = {{0, "alpha", "idle", 0}, {1, "beta", "idle", 0}};
+  v.ranks = {{0, 0, "alpha", 30, 0.1, 25}, {1, 1, "beta", 30, 0.1, 25}};
+  return v;
+}
+
+RunTimeline Timeline() {
+  RunTimeline t;
+  t.end = 10;
+  t.generations = {{0, 0, 2, {0, 1}}, {1, 6, 2, {0, 1}}};
+  t.events = {{4, "lost", 1, "beta", ""}, {6, "restart", -1, "", "host beta: agent lost"}, {7, "rejoined", 1, "beta", ""}};
+  t.samples = {{2, 100}, {10, 50}};
+  return t;
+}
+
+TEST_CASE("run report: the fixed record's page has exactly its elements", "[run_report]") {
+  const std::string html = RunReportHtml(Summary(), Timeline());
+  CHECK(html.rfind("<!DOCTYPE html>\n", 0) == 0);
+  CHECK(Has(html, "<title>dslaunch report: job j1</title>"));
+  CHECK(Has(html, "<tr><th>exit code</th><td><span class=\"ok\">0 (success)</span></td></tr>"));
+  CHECK(Has(html, "<tr><th>restarts</th><td>1 of at most 3</td></tr>"));
+  CHECK(Has(html, "<tr><th>nodes</th><td>2, 1 lost while the job ran</td></tr>"));
+  CHECK(Has(html, "<text class=\"host\" x=\"162.0\" y=\"51.0\">alpha</text>"));
+  CHECK(Has(html, "<text class=\"host\" x=\"162.0\" y=\"77.0\">beta</text>"));
+  // generation 0: [0, 6) s = x 170..626; generation 1: [6, 10] s = x 626..930
+  CHECK(Has(html, "<rect class=\"gen gen0\" x=\"170.0\" y=\"37.0\" width=\"456.0\" height=\"20.0\">"
+                  "<title>generation 0: world size 2</title></rect>"));
+  CHECK(Has(html, "<rect class=\"gen gen1\" x=\"626.0\" y=\"63.0\" width=\"304.0\" height=\"20.0\">"));
+  CHECK(Has(html, "<g class=\"restart\"><title>restart 1 at 6.0 s: host beta: agent lost</title>"
+                  "<line x1=\"626.0\" y1=\"30.0\" x2=\"626.0\" y2=\"86.0\"/><text x=\"626.0\" y=\"24.0\">restart 1</text></g>"));
+  CHECK(Has(html, "<g class=\"lost\"><title>beta lost at 4.0 s</title><circle cx=\"474.0\" cy=\"73.0\" r=\"5\"/>"));
+  CHECK(Has(html, "<g class=\"rejoined\">"));
+  CHECK(Has(html, "<li class=\"restart\">restart 1 at 6.0 s: host beta: agent lost</li>"));
+  // samples/s: y from 0 to 100 over 170 px under a 16 px margin
+  CHECK(Has(html, ">samples/s</text>"));
+  CHECK(Has(html, "<polyline class=\"sps\" points=\"322.0,16.0 930.0,101.0\"/>"));
+  CHECK(Has(html, "<text class=\"ytick\" x=\"162.0\" y=\"190.0\">0</text>"));
+  CHECK(Has(html, "<text class=\"tick\" x=\"930.0\" y=\"202.0\">10 s</text>"));
+  CHECK(Has(html, "<tr><td>1</td><td>beta</td><td>30</td><td>25</td></tr>"));
+  CHECK(html.find("<script") == std::string::npos);
+  CHECK(html.find("http://") == html.find("http://www.w3.org/2000/svg"));  // nothing fetched
+}
+
+TEST_CASE("run report: hosts, causes and the job id are escaped", "[run_report]") {
+  JobView v = Summary();
+  v.job_id = "j<1>";
+  v.nodes[1].host = "b&\"'<x>";
+  RunTimeline t = Timeline();
+  t.events[0].host = v.nodes[1].host;
+  t.events[1].text = "rank 1: <script>alert('x')</script> & \"q\"";
+  const std::string html = RunReportHtml(v, t);
+  CHECK(Has(html, "<title>dslaunch report: job j&lt;1&gt;</title>"));
+  CHECK(Has(html, ">b&amp;&quot;&#39;&lt;x&gt;</text>"));
+  CHECK(Has(html, "<title>b&amp;&quot;&#39;&lt;x&gt; lost at 4.0 s</title>"));
+  CHECK(Has(html, "restart 1 at 6.0 s: rank 1: &lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;</li>"));
+  CHECK(html.find("<script") == std::string::npos);
+  CHECK(html.find("b&\"") == std::string::npos);
+}
+
+TEST_CASE("run report: a record without samples or a timeline says so", "[run_report]") {
+  const std::string html = RunReportHtml(Summary(), RunTimeline{});
+  CHECK(Has(html, "<p>No rank reported samples/s.</p>"));
+  CHECK(Has(html, "<p>No restarts.</p>"));
+}
+
+TEST_CASE("run report json: the timeline survives the record, status still reads it", "[run_report]") {
+  Result<std::string> record = WithTimeline(JobViewJson(Summary()), Timeline());
+  REQUIRE(record.ok());
+  Result<JobView> view = ParseJobViewJson(*record);
+  REQUIRE(view.ok());
+  CHECK(JobViewJson(*view) == JobViewJson(Summary()));
+  Result<RunTimeline> back = ParseTimeline(*record, "r.json");
+  REQUIRE(back.ok());
+  CHECK(RunReportHtml(*view, *back) == RunReportHtml(Summary(), Timeline()));
+  Result<RunTimeline> none = ParseTimeline(JobViewJson(Summary()), "r.json");
+  REQUIRE(none.ok());
+  CHECK(none->generations.empty());
+  CHECK(ParseTimeline("{\"timeline\": {\"end\": 1}}", "r.json").status().message().rfind(
+            "r.json: not a timeline (\"timeline\" with end, dropped, generations, events, samples): ", 0) == 0);
+  CHECK(ParseTimeline("[", "r.json").status().message() == "r.json: not a JSON object");
+}
+
+}  // namespace
+}  // namespace ds

@@ -1,0 +1,83 @@
+// TimelineSampler: what a run's samples become (generations, restarts with
+// their causes, lost/rejoined/slow nodes, samples/s) and its bounds.
+#include "launcher/report/run_report_timeline.h"
+
+#include <catch2/catch.hpp>
+
+namespace ds {
+namespace {
+
+JobView View(double t, int generation, std::vector<NodeView> nodes, double sps) {
+  JobView v;
+  v.elapsed_seconds = t;
+  v.generation = generation;
+  v.world_size = 2;
+  v.nodes = std::move(nodes);
+  if (sps >= 0) v.ranks = {{0, 0, "a", 1, 0.1, sps / 2}, {1, 1, "b", 1, 0.1, sps / 2}, {2, 1, "b", -1, 0, -1}};
+  return v;
+}
+
+TEST_CASE("timeline: generations, a restart and its cause, a node lost and back, slow, samples/s", "[timeline]") {
+  TimelineSampler s;
+  s.Sample(View(0, 0, {{0, "a", "waiting", -1}, {1, "b", "waiting", -1}}, -1), {}, {});
+  s.Sample(View(2, 0, {{0, "a", "running", 0}, {1, "b", "running", 0}}, 100), {1}, {});
+  s.Sample(View(4, 0, {{0, "a", "running", 0}, {1, "b", "lost", 3}}, 100), {1}, {});
+  s.Sample(View(6, 1, {{0, "a", "running", 0}, {1, "b", "running", 0}}, 80), {}, {{3.5, "host b: agent lost"}});
+  const RunTimeline& t = s.timeline();
+  CHECK(t.end == 6);
+  REQUIRE(t.generations.size() == 2);
+  CHECK(t.generations[0].start == 0);
+  CHECK(t.generations[0].nodes == std::vector<uint32_t>{0, 1});
+  CHECK(t.generations[0].world_size == 2);
+  CHECK(t.generations[1].start == 6);
+  REQUIRE(t.events.size() == 4);
+  CHECK((t.events[0].kind == "slow" && t.events[0].t == 2 && t.events[0].host == "b"));
+  // the restart at its failure's time, before the loss the sample at 4 s saw
+  CHECK((t.events[1].kind == "restart" && t.events[1].t == 3.5 && t.events[1].text == "host b: agent lost"));
+  CHECK((t.events[2].kind == "lost" && t.events[2].t == 4 && t.events[2].node == 1));
+  CHECK((t.events[3].kind == "rejoined" && t.events[3].node == 1));
+  REQUIRE(t.samples.size() == 3);  // none before a rank reported it
+  CHECK((t.samples[0].t == 2 && t.samples[0].samples_per_second == 100));
+  CHECK(t.samples[2].samples_per_second == 80);
+}
+
+TEST_CASE("timeline: the agents leaving a done job are not nodes lost", "[timeline]") {
+  TimelineSampler s;
+  s.Sample(View(2, 0, {{0, "a", "running", 0}}, 100), {}, {});
+  JobView done = View(3, 0, {{0, "a", "lost", 1}}, -1);
+  done.state = "done";
+  s.Sample(done, {}, {});
+  CHECK(s.timeline().events.empty());
+  CHECK(s.timeline().end == 3);
+}
+
+TEST_CASE("timeline: samples stay bounded, the oldest thinned, the newest kept", "[timeline]") {
+  TimelineSampler s;
+  const int n = static_cast<int>(TimelineSampler::kMaxSamples) * 3;
+  for (int i = 0; i < n; ++i) s.Sample(View(i, 0, {}, 10), {}, {});
+  const auto& samples = s.timeline().samples;
+  CHECK(samples.size() <= TimelineSampler::kMaxSamples);
+  CHECK(samples.front().t == 0);
+  CHECK(samples.back().t == n - 1);
+  CHECK(samples[samples.size() - 2].t == n - 2);  // the newest at full resolution
+  CHECK(samples[1].t - samples[0].t > 2);         // the oldest thinned
+}
+
+TEST_CASE("timeline: events past the bound are counted, not kept", "[timeline]") {
+  TimelineSampler s;
+  std::vector<RestartCause> causes(TimelineSampler::kMaxEvents + 5, {0.5, "c"});
+  s.Sample(View(1, 0, {}, -1), {}, causes);
+  CHECK(s.timeline().events.size() == TimelineSampler::kMaxEvents);
+  CHECK(s.timeline().dropped == 5);
+}
+
+TEST_CASE("timeline: a restart's time is never past the sample that tells of it", "[timeline]") {
+  TimelineSampler s;
+  s.Sample(View(2, 1, {}, -1), {}, {{7, "clock skew"}, {-1, "before the start"}});
+  REQUIRE(s.timeline().events.size() == 2);
+  CHECK(s.timeline().events[0].t == 0);
+  CHECK(s.timeline().events[1].t == 2);
+}
+
+}  // namespace
+}  // namespace ds
