@@ -161,6 +161,7 @@ class JobControl {
   size_t num_candidates() const { return agents_.size(); }
   const std::string& NodeName(size_t node) const { return names_[node]; }
   bool NodeLost(size_t node) const { return agents_[node].lost; }
+  bool NodeEnded(size_t node) const { return agents_[node].ended; }
   // Candidates running the current generation (gen plan node -> candidate).
   const std::vector<int>& generation_nodes() const { return gen_agents_; }
   // When `node`'s agent was last heard; only meaningful once it registered.
@@ -175,6 +176,7 @@ class JobControl {
     msg::Register facts;
     bool registered = false;
     bool lost = false;
+    bool ended = false;   // left after the job was done: not lost
     bool stopped = true;  // confirmed Stopped for the current generation
     bool connected() const { return link && !link->closed(); }
   };

@@ -30,7 +30,8 @@ void JobControl::OnAgentClosed(int node, const std::string& reason) {
 // while the job goes on.
 void JobControl::LoseAgent(int node, const std::string& reason) {
   Agent& a = agents_[node];
-  a.lost = true;
+  // An agent leaving after the job is done (Shutdown, or its own end) is not lost.
+  (state_ == CoordState::kDone ? a.ended : a.lost) = true;
   if (a.link) a.link->Close(reason);
   if (gather_) gather_->Forget(node);
   liveness_.Unwatch(node);

@@ -17,10 +17,11 @@ void AddNodes(const JobControl& c, Clock::time_point now, JobView& v) {
     n.host = c.NodeName(i);
     const bool registered = c.NodeRegistered(static_cast<int>(i));
     if (c.NodeLost(i)) n.state = "lost", ++v.nodes_lost;
+    else if (c.NodeEnded(i)) n.state = "ended";
     else if (!registered) n.state = "waiting";
     else if (std::find(running.begin(), running.end(), static_cast<int>(i)) != running.end()) n.state = "running";
     else n.state = "idle";
-    if (registered && !c.NodeLost(i)) {
+    if (registered && !c.NodeLost(i) && !c.NodeEnded(i)) {
       ++v.agents_registered;
       n.heard_seconds_ago = std::max(0.0, SecondsBetween(c.LastHeard(i), now));
     }

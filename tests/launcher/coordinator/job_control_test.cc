@@ -57,6 +57,12 @@ TEST_CASE("job control: Reserve after every agent registered, Assign after Reser
     CHECK(c.Count(node, MsgType::kShutdown) == 1);
     CHECK(c.link(node).closed());
   }
+  // Agents leaving once the job is done are not lost.
+  for (int node = 0; node < 3; ++node) c.Drop(node);
+  for (size_t node = 0; node < 3; ++node) {
+    CHECK_FALSE(c.control().NodeLost(node));
+    CHECK(c.control().NodeEnded(node));
+  }
 }
 
 TEST_CASE("job control: a node registering twice is refused", "[jobcontrol]") {
@@ -151,6 +157,11 @@ TEST_CASE("job control: a lost node restarts on the survivors with fewer ranks, 
   for (int rank = 0; rank < 4; ++rank) c.Exit(rank, 0);
   CHECK(c.done());
   CHECK(c.record().ExitCode() == 0);
+  for (int node : {0, 2}) c.Drop(node);
+  CHECK(c.control().NodeLost(1));  // lost while the job ran
+  CHECK_FALSE(c.control().NodeEnded(1));
+  CHECK_FALSE(c.control().NodeLost(0));
+  CHECK(c.control().NodeEnded(2));
 }
 
 TEST_CASE("job control: losing node 0 moves MASTER_ADDR and the port reservation to the next node",
