@@ -302,6 +302,77 @@ DS_DECODE_BEGIN(Fetched)
   m.error = r.Str();
 DS_DECODE_END(Fetched)
 
+Bytes Reshape::Encode() const {
+  PayloadWriter w;
+  w.U32(generation).I64(step);
+  PutId(w, id).U32(world).U32(static_cast<uint32_t>(moves.size()));
+  for (const auto& mv : moves) w.I32(mv.old_rank).I32(mv.new_rank);
+  w.U32(static_cast<uint32_t>(sources.size()));
+  for (const auto& s : sources) w.U32(s.shard).U32(s.node).Str(s.peer_addr);
+  return w.U32(deadline_ms).Take();
+}
+DS_DECODE_BEGIN(Reshape)
+  m.generation = r.U32();
+  m.step = r.I64();
+  m.id = GetId(r);
+  DS_RETURN_IF_ERROR(CheckId(r, m.id, "Reshape"));
+  m.world = r.U32();
+  for (uint32_t n = r.U32(); r.ok() && n > 0; --n) {
+    RankMove mv;
+    mv.old_rank = r.I32();
+    mv.new_rank = r.I32();
+    m.moves.push_back(mv);
+  }
+  for (uint32_t n = r.U32(); r.ok() && n > 0; --n) {
+    ShardSource s;
+    s.shard = r.U32();
+    s.node = r.U32();
+    s.peer_addr = r.Str();
+    m.sources.push_back(std::move(s));
+  }
+  m.deadline_ms = r.U32();
+DS_DECODE_END(Reshape)
+
+Bytes Reshaped::Encode() const {
+  PayloadWriter w;
+  w.U32(generation).U32(static_cast<uint32_t>(workers.size()));
+  for (const auto& v : workers) w.I32(v.rank).U8(v.ok).Str(v.why);
+  return w.Str(error).U32(micros).Take();
+}
+DS_DECODE_BEGIN(Reshaped)
+  m.generation = r.U32();
+  for (uint32_t n = r.U32(); r.ok() && n > 0; --n) {
+    RankVerdict v;
+    v.rank = r.I32();
+    v.ok = r.U8();
+    v.why = r.Str();
+    m.workers.push_back(std::move(v));
+  }
+  m.error = r.Str();
+  m.micros = r.U32();
+DS_DECODE_END(Reshaped)
+
+Bytes WorkerReshape::Encode() const {
+  return PayloadWriter().U32(generation).I32(rank).U32(world).I64(step).Str(set).Take();
+}
+DS_DECODE_BEGIN(WorkerReshape)
+  m.generation = r.U32();
+  m.rank = r.I32();
+  m.world = r.U32();
+  m.step = r.I64();
+  m.set = r.Str();
+DS_DECODE_END(WorkerReshape)
+
+Bytes WorkerReshaped::Encode() const {
+  return PayloadWriter().U32(generation).U8(ok).Str(why).U32(micros).Take();
+}
+DS_DECODE_BEGIN(WorkerReshaped)
+  m.generation = r.U32();
+  m.ok = r.U8();
+  m.why = r.Str();
+  m.micros = r.U32();
+DS_DECODE_END(WorkerReshaped)
+
 Bytes Replicate::Encode() const {
   PayloadWriter w;
   w.U32(generation).U32(static_cast<uint32_t>(targets.size()));

@@ -220,6 +220,49 @@ struct Progress {
   std::vector<RankStat> ranks;
   DS_MESSAGE(Progress);
 };
+// In-place recovery (issue 27; checkpoint_format.md "In-place recovery",
+// wire_format.md "In-place recovery"). Coordinator <-> agent:
+struct RankMove { int32_t old_rank = 0; int32_t new_rank = 0; };
+struct Reshape {                  // coord -> a surviving agent: go on in generation `generation`
+  uint32_t generation = 0;        // the new generation (the old one + 1)
+  int64_t step = 0;               // the save every rank rolls back to ...
+  SnapshotId id;                  // ... and which save of that step (as Fetch)
+  uint32_t world = 0;             // the new world size
+  std::vector<RankMove> moves;    // this node's surviving workers: old rank -> new rank
+  std::vector<ShardSource> sources;  // shards of the save this node lacks, and where they are (as Fetch)
+  uint32_t deadline_ms = 0;       // every worker answers within this, or the reshape failed
+  DS_MESSAGE(Reshape);
+};
+struct RankVerdict {
+  int32_t rank = 0;               // the new rank
+  uint8_t ok = 0;
+  std::string why;                // when !ok: what went wrong, for the fallback's line
+};
+struct Reshaped {                 // agent -> coord: answer to Reshape
+  uint32_t generation = 0;
+  std::vector<RankVerdict> workers;  // one per move, in the order of Reshape.moves
+  std::string error;              // "" or why the node could not take part (shards not gathered, ...)
+  uint32_t micros = 0;            // Reshape received -> last worker answered
+  DS_MESSAGE(Reshaped);
+};
+// Agent <-> one of its dstrain workers, over the worker's control channel
+// (DSLAUNCH_CONTROL_FD, a SOCK_SEQPACKET pair; one frame per packet, same
+// header; no handshake: only the agent holds the other end).
+struct WorkerReshape {            // agent -> worker
+  uint32_t generation = 0;        // store keys of the new communicator live under this generation
+  int32_t rank = 0;               // the worker's new rank ...
+  uint32_t world = 0;             // ... in a world this large
+  int64_t step = 0;               // roll back to this save, in DSLAUNCH_SNAPSHOT_DIR's step_<step>.<set>/
+  std::string set;
+  DS_MESSAGE(WorkerReshape);
+};
+struct WorkerReshaped {           // worker -> agent: answer to WorkerReshape
+  uint32_t generation = 0;
+  uint8_t ok = 0;
+  std::string why;                // when !ok
+  uint32_t micros = 0;            // WorkerReshape received -> training again (the new communicator's barrier passed)
+  DS_MESSAGE(WorkerReshaped);
+};
 struct Stop { uint32_t generation = 0; DS_MESSAGE(Stop); };
 struct Stopped { uint32_t generation = 0; DS_MESSAGE(Stopped); };
 struct Ping { DS_MESSAGE(Ping); };

@@ -19,13 +19,14 @@
 namespace ds::wire {
 
 constexpr uint32_t kMagic = 0x44534C4E;            // "DSLN"
-constexpr uint16_t kVersion = 7;  // 2: Assign and WorkerExited grew fields (issue 11); 3: snapshots (issue 14);
+constexpr uint16_t kVersion = 8;  // 2: Assign and WorkerExited grew fields (issue 11); 3: snapshots (issue 14);
                                   // 4: the launch tree (issue 16); 5: a token per child agent, and
                                   // snapshot entries carry their save's identity (issue 26);
                                   // 6: Output's progress flag (issue 33);
                                   // 7: Assign's pty size, role join and Joined (ranks given at join),
                                   //    Shutdown's exit code (issue 33); Progress summaries (issue 28);
-                                  //    Assign's warm spares (issue 31); snapshot counters (issue 27)
+                                  //    Assign's warm spares (issue 31); snapshot counters (issue 27);
+                                  // 8: in-place recovery: Reshape, Reshaped, WorkerReshape(d) (issue 27)
 constexpr size_t kHeaderSize = 12;
 constexpr uint32_t kMaxPayload = 16u * 1024 * 1024;  // larger frames are rejected unread
 // Before AuthOk a frame is a Hello or an Auth, nothing larger: Hello is
@@ -78,6 +79,11 @@ enum class MsgType : uint16_t {
   kJoined = 29,         // coord -> joining node: its node rank, then the coordinator closes
   // Progress (wire_format.md "Progress summaries"); 30-36 are the store's.
   kProgress = 37,       // agent: per-rank step summaries, with its Ping
+  // In-place recovery (wire_format.md "In-place recovery").
+  kReshape = 38,        // coord -> agent: survivors go on in a new generation, no restart
+  kReshaped = 39,       // agent: every worker of the node answered (or why not)
+  kWorkerReshape = 43,  // agent -> worker, over DSLAUNCH_CONTROL_FD
+  kWorkerReshaped = 44, // worker -> agent
   // Agent <-> agent (role kPeer).
   kShardPut = 40,       // a shard's entry, crc32 and manifest; ShardData frames follow
   kShardData = 41,      // up to kMaxPayload bytes of a shard
