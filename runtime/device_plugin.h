@@ -69,7 +69,8 @@ class DevicePlugin {
 
   // Device engines over `comm`: NCCL on device buffers when `comm` came
   // from ConnectNccl, else the hybrid mode (`comm`'s collectives staged
-  // through pinned host memory; *hybrid is set). `comm` must outlive them.
+  // through pinned host memory; *hybrid is set; at world 1 the collectives
+  // are device copies, never staged). `comm` must outlive them.
   // They size their GPU memory for the `sharing` ranks of the last Choose.
   virtual EngineFactory Engines(Communicator& comm, bool allow_tf32, bool* hybrid) = 0;
 };

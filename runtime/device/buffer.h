@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <utility>
 
 #include "runtime/device/check.h"
@@ -146,5 +147,21 @@ inline void* AllocAsync(size_t bytes, cudaStream_t s) {
   return p;
 }
 inline void FreeAsync(void* p, cudaStream_t s) { DS_CUDA(cudaFreeAsync(p, s)); }
+
+// Memory given back with FreeAsync stays in the current device's default
+// pool for the next AllocAsync. The pool's release threshold is 0 unless
+// set: every synchronize (each micro-batch's, each step's) would hand the
+// freed memory back to the driver and the next allocation map it again
+// (stage 3 allocates every layer's gathered parameters and gradient per
+// micro-batch). Unlimited, as PyTorch's caching allocator keeps what it
+// freed; the pool is the process's, so several engines share what it holds.
+inline void KeepFreedMemoryInPool() {
+  int device = 0;
+  DS_CUDA(cudaGetDevice(&device));
+  cudaMemPool_t pool = nullptr;
+  DS_CUDA(cudaDeviceGetDefaultMemPool(&pool, device));
+  uint64_t threshold = UINT64_MAX;
+  DS_CUDA(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+}
 
 }  // namespace ds::rt::dev

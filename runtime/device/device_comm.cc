@@ -193,7 +193,66 @@ class StagedDeviceComm final : public DeviceComm {
   PinnedBuffer<uint8_t> a_, b_;
 };
 
+// World 1: the sum over one rank is its own data, its slice all of it.
+// Each call still starts after `after` and runs on its own stream, so Join
+// orders what follows exactly as the other two do.
+class SoloDeviceComm final : public DeviceComm {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  cudaStream_t stream() const override { return stream_.get(); }
+
+  void AllReduceSum(void*, size_t, Precision, cudaStream_t after) override { After(after); }
+  void AllReduceSum(double*, size_t, cudaStream_t after) override { After(after); }
+  void ReduceScatter(const void* in, void* out, const std::vector<size_t>& counts, Precision fmt,
+                     cudaStream_t after) override {
+    Copy(in, out, counts, fmt, after);
+  }
+  void AllGather(const void* in, void* out, const std::vector<size_t>& counts, Precision fmt,
+                 cudaStream_t after) override {
+    Copy(in, out, counts, fmt, after);
+  }
+  void Join(cudaStream_t s) override {
+    done_.Record(stream_.get());
+    done_.MakeWait(s);
+  }
+  // No peer can hold the stream up: only this GPU's own work is waited for.
+  void Synchronize(cudaStream_t s) override { DS_CUDA(cudaStreamSynchronize(s)); }
+
+ private:
+  void After(cudaStream_t after) {
+    ready_.Record(after);
+    ready_.MakeWait(stream_.get());
+  }
+  void Copy(const void* in, void* out, const std::vector<size_t>& counts, Precision fmt, cudaStream_t after) {
+    DS_CHECK(counts.size() == 1);
+    After(after);
+    if (in != out && counts[0] > 0)
+      DS_CUDA(cudaMemcpyAsync(out, in, counts[0] * ElementSize(fmt), cudaMemcpyDeviceToDevice, stream_.get()));
+  }
+
+  Stream stream_;
+  Event ready_, done_;
+};
+
 }  // namespace
+
+DeviceCommKind ChooseDeviceComm(bool nccl, int world) {
+  if (nccl) return DeviceCommKind::kNccl;
+  return world == 1 ? DeviceCommKind::kSolo : DeviceCommKind::kStaged;
+}
+
+std::unique_ptr<DeviceComm> MakeDeviceComm(Communicator& comm) {
+  auto* nccl = dynamic_cast<NcclCommunicator*>(&comm);
+  switch (ChooseDeviceComm(nccl != nullptr, comm.size())) {
+    case DeviceCommKind::kNccl: return MakeNcclDeviceComm(*nccl);
+    case DeviceCommKind::kSolo: return MakeSoloDeviceComm();
+    case DeviceCommKind::kStaged: break;
+  }
+  return MakeStagedDeviceComm(comm);
+}
+
+std::unique_ptr<DeviceComm> MakeSoloDeviceComm() { return std::make_unique<SoloDeviceComm>(); }
 
 std::unique_ptr<DeviceComm> MakeNcclDeviceComm(NcclCommunicator& nccl) {
   return std::make_unique<NcclDeviceComm>(nccl);

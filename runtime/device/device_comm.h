@@ -14,6 +14,10 @@
 //                     Communicator, the buffers copied through pinned host
 //                     memory. Blocking; several ranks can share one GPU,
 //                     which NCCL refuses.
+//   SoloDeviceComm    world 1 without NCCL: every collective is the
+//                     identity, done on the device (a reduce-scatter or
+//                     all-gather is one device copy, an all-reduce nothing):
+//                     no round trip through host memory, no host wait.
 //
 // Uneven per-rank counts (ZeroPartition's last pieces) are allowed. Not
 // thread-safe; every rank makes the same calls in the same order.
@@ -67,5 +71,18 @@ std::unique_ptr<DeviceComm> MakeNcclDeviceComm(NcclCommunicator& nccl);
 
 // The hybrid mode over a host communicator; `host` must outlive it.
 std::unique_ptr<DeviceComm> MakeStagedDeviceComm(Communicator& host);
+
+// World 1 on the device alone.
+std::unique_ptr<DeviceComm> MakeSoloDeviceComm();
+
+// Which of the three carries the device engine's collectives over a
+// communicator: NCCL's own whenever the communicator is NCCL's (a one-rank
+// NCCL works on device buffers already), the identity on the device at world
+// 1 otherwise, the host staging only where there are peers. Pure.
+enum class DeviceCommKind { kNccl, kSolo, kStaged };
+DeviceCommKind ChooseDeviceComm(bool nccl, int world);
+
+// The choice above, made: `comm` must outlive the result.
+std::unique_ptr<DeviceComm> MakeDeviceComm(Communicator& comm);
 
 }  // namespace ds::rt::dev

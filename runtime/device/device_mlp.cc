@@ -48,7 +48,10 @@ DeviceMlp::Input DeviceMlp::PrepareInput(int batch) {
 
 // Layer by layer: z = x W^T + b, then the activation into the next layer's
 // input; the last layer's z are the logits, turned to fp32 for the loss.
-// With `backward`, the logits' gradient goes to dcur_ in fmt_.
+// With `backward`, the logits' gradient goes to dcur_ in fmt_, and the last
+// layer's parameters stay acquired (kept_) for backward's first product,
+// which releases them (ZeRO-3 would gather them again). Each layer's
+// successor is prefetched before its products are queued.
 void DeviceMlp::Forward(DeviceParamSource& params, int batch, float grad_scale, bool backward) {
   const int L = shape_.num_layers();
   const Activation act = shape_.config().activation;
@@ -57,10 +60,12 @@ void DeviceMlp::Forward(DeviceParamSource& params, int batch, float grad_scale, 
     const size_t n_out = static_cast<size_t>(batch) * s.out;
     void* z = At(pre_[l], n_out);
     const void* w = params.Acquire(l);
+    if (l + 1 < L) params.Prefetch(l + 1);
     blas_.Gemm(false, true, batch, s.out, s.in, acts_[l].data(), s.in, w, s.in, fmt_, z, s.out, fmt_, 0.0f);
     void* a = l + 1 < L ? At(acts_[l + 1], n_out) : nullptr;
     BiasActivation(z, Offset(w, static_cast<size_t>(s.in) * s.out, esize_), batch, s.out, fmt_, act, a, stream_);
-    params.Release(l);
+    if (backward && l == L - 1 && l > 0) kept_ = w;  // backward's first product; it releases it
+    else params.Release(l);
   }
   const int C = shape_.layer(L - 1).out;
   const size_t n = static_cast<size_t>(batch) * C;
@@ -96,6 +101,12 @@ BatchStats DeviceMlp::ForwardBackward(DeviceParamSource& params, int batch, floa
   Forward(params, batch, grad_scale, true);
   const Activation act = shape_.config().activation;
   for (int l = shape_.num_layers() - 1; l >= 0; --l) {
+    // The next layer whose parameters backward needs (l - 1, unless it is
+    // the first, which has no dX), before this layer's gradient is handed
+    // over: a source that gathers and reduces on one stream then runs the
+    // gather first, and the product that waits for it does not also wait
+    // for this layer's reduction.
+    if (l - 1 > 0) params.Prefetch(l - 1);
     const LayerShape& s = shape_.layer(l);
     const DeviceGradSink::Target target = grads.GradTarget(l);
     const float beta = target.accumulate ? 1.0f : 0.0f;
@@ -108,7 +119,7 @@ BatchStats DeviceMlp::ForwardBackward(DeviceParamSource& params, int batch, floa
     if (l > 0) {
       // dX (batch x in) = dZ W, then back through the activation.
       const size_t n = static_cast<size_t>(batch) * s.in;
-      const void* w = params.Acquire(l);
+      const void* w = l == shape_.num_layers() - 1 ? std::exchange(kept_, nullptr) : params.Acquire(l);
       blas_.Gemm(false, false, batch, s.in, s.out, dcur_.data(), s.out, w, s.in, fmt_, At(dprev_, n), s.in, fmt_,
                  0.0f);
       params.Release(l);

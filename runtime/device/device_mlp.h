@@ -27,11 +27,16 @@ namespace ds::rt::dev {
 // the model's format) between Acquire and Release. Release is called once
 // the layer's last use is queued on the model's stream: what it frees must
 // be freed in stream order (cudaFreeAsync on that stream, or after an event).
+// Prefetch(l) says that layer l is the next one Acquired, and comes before
+// the work of the layer in use is queued: a source that gathers (ZeRO-3)
+// starts it there, so it overlaps that work. Every layer prefetched is
+// Acquired and Released before the batch ends.
 class DeviceParamSource {
  public:
   virtual ~DeviceParamSource() = default;
   virtual const void* Acquire(int layer) = 0;
   virtual void Release(int layer) = 0;
+  virtual void Prefetch(int) {}
 };
 
 // Receives each layer's gradient during backward, last layer first.
@@ -95,6 +100,7 @@ class DeviceMlp {
   const size_t esize_;  // bytes per element of fmt_
   // Per layer: its input (acts_[0] is the batch) and its pre-activation output.
   std::vector<DeviceBuffer<uint8_t>> acts_, pre_;
+  const void* kept_ = nullptr;  // the last layer's parameters, from forward to backward
   DeviceBuffer<uint8_t> dcur_, dprev_;
   DeviceBuffer<float> x32_, logits_, dlogits_;
   DeviceBuffer<double> row_loss_;  // each sample's loss, summed in a fixed order

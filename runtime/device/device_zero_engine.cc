@@ -29,8 +29,10 @@ DeviceZeroEngine::DeviceZeroEngine(const Mlp& model, DeviceComm& comm, const Opt
       gpu_sharing_(std::max(gpu_sharing, 1)),
       scaler_(options.loss_scaler),
       mlp_(model, options.precision, stream_.get(), allow_tf32,
-           [&comm](cudaStream_t s) { comm.Synchronize(s); }) {
+           [&comm](cudaStream_t s) { comm.Synchronize(s); }),
+      gathered_done_(options.stage == 3 ? layers_.size() : 0) {
   DS_CHECK(options.stage >= 0 && options.stage <= 3);
+  KeepFreedMemoryInPool();  // stage 3's per-layer scratch is reused, not remapped, step after step
   const size_t shard = owned_.shard_size();
   if (options_.stage < 3) compute_.Resize(num_params_ * esize_);
   if (offload_) {
@@ -89,6 +91,8 @@ float* DeviceZeroEngine::MasterAt(const Segment& s) {
 
 // --- parameters ------------------------------------------------------------
 
+// Queued on the communication stream after the compute stream's work so far;
+// gathered_done_[layer] marks its end there.
 void DeviceZeroEngine::GatherLayer(int layer, void* out) {
   const Segment& seg = owned_.Owned(layer);
   const auto& counts = owned_.LayerCounts(layer);
@@ -101,17 +105,23 @@ void DeviceZeroEngine::GatherLayer(int layer, void* out) {
   else
     Cast(MasterAt(seg), Precision::kFp32, mine, fmt_, seg.len, compute());
   comm_.AllGather(mine, out, counts, fmt_, compute());
-  comm_.Join(compute());
+  gathered_done_[layer].Record(comm_.stream());
 }
 
+void DeviceZeroEngine::Prefetch(int layer) {
+  if (options_.stage < 3 || gathered_.count(layer)) return;
+  void* p = AllocAsync(layers_[layer].size() * esize_, compute());
+  gathered_[layer] = p;  // listed before the gather: the destructor frees it after a throw
+  GatherLayer(layer, p);
+}
+
+// The compute stream waits for this layer's gather only, not for the
+// gradient reductions queued on the communication stream after it.
 const void* DeviceZeroEngine::Acquire(int layer) {
   if (options_.stage < 3) return ComputeAt(compute_.data(), layers_[layer].offset);
-  void*& p = gathered_[layer];
-  if (p == nullptr) {
-    p = AllocAsync(layers_[layer].size() * esize_, compute());
-    GatherLayer(layer, p);
-  }
-  return p;
+  Prefetch(layer);  // unless already under way
+  gathered_done_[layer].MakeWait(compute());
+  return gathered_.at(layer);
 }
 
 void DeviceZeroEngine::Release(int layer) {

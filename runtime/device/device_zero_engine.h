@@ -6,7 +6,10 @@
 //   compute copy  stage < 3: the full flat vector in the compute format
 //                 (fp32 stage 0-2: also the master weights, as on the CPU);
 //                 stage 3: each layer all-gathered into a stream-ordered
-//                 buffer just before use and freed after
+//                 buffer and freed after use; the next layer's gather is
+//                 queued before the current layer's products (prefetch), and
+//                 the compute stream waits for that gather's own event, not
+//                 for the gradient reductions queued behind it
 //   master        fp32, this rank's owned segments (unless aliased)
 //   state         fp32, optimizer slots x the owned shard
 //   gradients     compute format; stage 0/1 the full vector, reduced in
@@ -78,6 +81,7 @@ class DeviceZeroEngine final : public Engine, private DeviceParamSource, private
  private:
   const void* Acquire(int layer) override;
   void Release(int layer) override;
+  void Prefetch(int layer) override;
   Target GradTarget(int layer) override;
   void LayerGrad(int layer) override;
 
@@ -85,7 +89,8 @@ class DeviceZeroEngine final : public Engine, private DeviceParamSource, private
   void* ComputeAt(void* base, size_t i) const { return static_cast<uint8_t*>(base) + i * esize_; }
   float* MasterAt(const Segment& s);
   // Layer l's full parameters gathered from the owned master pieces into
-  // `out` (compute format), queued on the compute stream.
+  // `out` (compute format), queued after the compute stream's work; the
+  // compute stream waits for gathered_done_[l] before reading them.
   void GatherLayer(int layer, void* out);
   // The full compute copy: compute_ (stage < 3) or every layer gathered
   // into *gathered (stage 3, collective), queued on the compute stream.
@@ -156,7 +161,8 @@ class DeviceZeroEngine final : public Engine, private DeviceParamSource, private
   std::map<const Dataset*, Resident> resident_;
   DeviceBuffer<int64_t> index_;
   PinnedBuffer<int64_t> index_host_;
-  std::map<int, void*> gathered_;             // stage 3: layers between Acquire and Release
+  std::map<int, void*> gathered_;             // stage 3: layers between Prefetch/Acquire and Release
+  std::vector<Event> gathered_done_;          // stage 3: per layer, the end of its last gather
   std::map<int, void*> layer_grads_;          // stage 2/3: between GradTarget and LayerGrad
   bool grads_empty_ = true;                   // next micro-batch assigns instead of adding
   bool last_micro_ = false;

@@ -133,6 +133,7 @@ const void* DeviceZeroEngine::FullCompute(DeviceBuffer<uint8_t>* gathered) {
   gathered->Resize(num_params_ * esize_);
   for (size_t l = 0; l < layers_.size(); ++l)
     GatherLayer(static_cast<int>(l), ComputeAt(gathered->data(), layers_[l].offset));
+  comm_.Join(compute());
   return gathered->data();
 }
 

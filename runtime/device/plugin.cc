@@ -46,9 +46,8 @@ class CudaPlugin final : public DevicePlugin {
   }
 
   EngineFactory Engines(Communicator& comm, bool allow_tf32, bool* hybrid) override {
-    auto* nccl = dynamic_cast<NcclCommunicator*>(&comm);
-    *hybrid = nccl == nullptr;
-    comms_.push_back(nccl ? MakeNcclDeviceComm(*nccl) : MakeStagedDeviceComm(comm));
+    *hybrid = dynamic_cast<NcclCommunicator*>(&comm) == nullptr;
+    comms_.push_back(MakeDeviceComm(comm));
     DeviceComm& device_comm = *comms_.back();
     const int sharing = sharing_;
     return [&device_comm, allow_tf32, sharing](const Mlp& model, const Optimizer& optimizer,

@@ -1,12 +1,14 @@
 // DeviceMlp against the CPU Mlp (gpu label): the same parameters and batch
 // give the same loss, accuracy and gradients (fp32 exactly up to summation
 // order; fp16/bf16 within their rounding), for ReLU and GELU, with gradient
-// accumulation into the sink's buffer.
+// accumulation into the sink's buffer; the order in which it acquires,
+// prefetches and releases parameters and hands over gradients.
 #include "runtime/device/device_mlp.h"
 
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "runtime/device/kernels.h"
@@ -25,13 +27,21 @@ struct Params : DeviceParamSource, DeviceGradSink {
       : model(m), params(Put(p, fmt)), grads(Put(std::vector<float>(p.size()), fmt)), esize(ElementSize(fmt)) {}
   const void* Acquire(int l) override {
     ++acquired;
+    calls.push_back("A" + std::to_string(l));
     return static_cast<const uint8_t*>(params.data()) + model.layer(l).offset * esize;
   }
-  void Release(int) override { ++released; }
+  void Release(int l) override {
+    ++released;
+    calls.push_back("R" + std::to_string(l));
+  }
+  void Prefetch(int l) override { calls.push_back("P" + std::to_string(l)); }
   Target GradTarget(int l) override {
     return {static_cast<uint8_t*>(grads.data()) + model.layer(l).offset * esize, accumulate};
   }
-  void LayerGrad(int l) override { order.push_back(l); }
+  void LayerGrad(int l) override {
+    order.push_back(l);
+    calls.push_back("G" + std::to_string(l));
+  }
 
   const Mlp& model;
   testing::Stored params, grads;
@@ -39,6 +49,7 @@ struct Params : DeviceParamSource, DeviceGradSink {
   bool accumulate = false;
   int acquired = 0, released = 0;
   std::vector<int> order;
+  std::vector<std::string> calls;  // A(cquire), R(elease), P(refetch), G(radient) with the layer
 };
 
 // The CPU side: the same parameters, the gradient summed over calls.
@@ -93,6 +104,13 @@ TEST_CASE("device MLP: loss, accuracy and gradients equal the CPU model's", "[gp
       CHECK(RelativeError(Get(dp.grads), cp.grads) < tol * 5);
       CHECK(dp.order == std::vector<int>{2, 1, 0});
       CHECK(dp.acquired == dp.released);
+      // Each layer's successor is announced before the layer's products are
+      // queued, backward's next layer before this one's gradient is handed
+      // over, and the last layer is acquired once for forward and backward
+      // (issue 34 item 8: ZeRO-3 gathers it once and overlaps the others).
+      const std::vector<std::string> calls{"A0", "P1", "R0", "A1", "P2", "R1", "A2",        // forward
+                                           "P1", "G2", "R2", "G1", "A1", "R1", "G0"};  // backward
+      CHECK(dp.calls == calls);
 
       // A second micro-batch adds into the sink's buffer.
       dp.accumulate = true;
