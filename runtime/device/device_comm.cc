@@ -59,8 +59,8 @@ class NcclDeviceComm final : public DeviceComm {
                   "reduce_scatter");
       return;
     }
-    pad_in_.Reserve(max * counts.size() * es);
-    pad_out_.Reserve(max * es);
+    Pad(pad_in_, max * counts.size() * es, "reduce_scatter");
+    Pad(pad_out_, max * es, "reduce_scatter");
     size_t at = 0;
     for (size_t r = 0; r < counts.size(); ++r) {
       Copy(pad_in_.data() + r * max * es, Bytes(in) + at * es, counts[r] * es);
@@ -81,7 +81,7 @@ class NcclDeviceComm final : public DeviceComm {
       nccl_.Check(ncclAllGather(in, out, max, NcclType(fmt), nccl_.handle(), stream()), "allgather");
       return;
     }
-    pad_out_.Reserve(max * counts.size() * es);
+    Pad(pad_out_, max * counts.size() * es, "allgather");
     uint8_t* slot = pad_out_.data() + rank() * max * es;
     Copy(slot, in, counts[rank()] * es);
     nccl_.Check(ncclAllGather(slot, pad_out_.data(), max, NcclType(fmt), nccl_.handle(), stream()), "allgather");
@@ -107,12 +107,18 @@ class NcclDeviceComm final : public DeviceComm {
   void Copy(void* to, const void* from, size_t bytes) {
     if (bytes > 0) DS_CUDA(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, stream()));
   }
+  // `b` grown to `bytes`. Growing frees the old buffer, and cudaFree waits
+  // for the whole device without a bound, collectives whose peer is gone
+  // included: the stream is waited for first, within the collective
+  // deadline (aborting and throwing past it). A few times per run.
+  void Pad(DeviceBuffer<uint8_t>& b, size_t bytes, const char* what) {
+    if (bytes > b.size() && b.size() > 0) nccl_.WaitFor(stream(), what);
+    b.Reserve(bytes);
+  }
 
   NcclCommunicator& nccl_;
   Event ready_, done_;
-  // Padding for uneven pieces. Growing frees the old buffer; cudaFree waits
-  // for the device, so the collectives queued on it are done by then.
-  DeviceBuffer<uint8_t> pad_in_, pad_out_;
+  DeviceBuffer<uint8_t> pad_in_, pad_out_;  // padding for uneven pieces
 };
 
 class StagedDeviceComm final : public DeviceComm {

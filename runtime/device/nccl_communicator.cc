@@ -84,10 +84,14 @@ struct NcclCommunicator::Impl {
     if (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(2)) std::this_thread::yield();
     else std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
-  // Growing frees the old buffers; every collective before has completed
-  // (each one is waited for), so neither free waits on a collective.
-  char* DeviceStaging(size_t bytes) {
+  // Growing frees the old buffer, and cudaFree / cudaFreeHost wait for the
+  // whole device without a bound: a device collective the engine queued on
+  // the stream, its peer gone, would hold the host there forever. So the
+  // stream is waited for first, within the deadline (only when an old buffer
+  // is freed: a few times per run).
+  char* DeviceStaging(size_t bytes, const char* what) {
     if (bytes > dev_bytes) {
+      if (dev) WaitFor(stream, what);
       if (dev) cudaFree(dev);
       dev = nullptr;
       dev_bytes = 0;
@@ -96,8 +100,9 @@ struct NcclCommunicator::Impl {
     }
     return static_cast<char*>(dev);
   }
-  char* HostStaging(size_t bytes) {
+  char* HostStaging(size_t bytes, const char* what) {
     if (bytes > host_bytes) {
+      if (host) WaitFor(stream, what);
       if (host) cudaFreeHost(host);
       host = nullptr;
       host_bytes = 0;
@@ -136,8 +141,8 @@ struct NcclCommunicator::Impl {
   void Staged(const char* what, const void* in, size_t in_bytes, size_t in_at, void* out, size_t out_bytes,
               size_t out_at, size_t dev_total, Op op) {
     Enter(what);
-    char* d = DeviceStaging(std::max<size_t>(dev_total, 1));
-    char* h = HostStaging(std::max<size_t>(std::max(in_bytes, out_bytes), 1));
+    char* d = DeviceStaging(std::max<size_t>(dev_total, 1), what);
+    char* h = HostStaging(std::max<size_t>(std::max(in_bytes, out_bytes), 1), what);
     if (in_bytes) {
       std::memcpy(h, in, in_bytes);
       Cuda(cudaMemcpyAsync(d + in_at, h, in_bytes, cudaMemcpyHostToDevice, stream), what);

@@ -5,7 +5,8 @@
 //   - a stream query's cudaErrorNotReady is not blamed on the next kernel,
 //     nor is any stale error a launch did not cause (item 1);
 //   - a host collective whose stream is stuck ends at the deadline with a
-//     CommError, instead of blocking the host in a pageable copy (item 3);
+//     CommError, instead of blocking the host in a pageable copy (item 3),
+//     or in the cudaFree of a staging buffer it outgrew (item 3);
 //   - a dead peer ends a host collective at the deadline (item 3, 2 GPUs);
 //   - a thread that never chose a device uses the communicator's GPU (item 2,
 //     2 GPUs);
@@ -60,11 +61,16 @@ int GpuCount() {
 
 // A stream held by a host function until Release() (or the destructor):
 // what it queues after stays queued. The host function runs on CUDA's own
-// thread and makes no CUDA call.
+// thread and makes no CUDA call; the destructor waits (10 s at most) until
+// it has let go of the gate, which it must not touch once freed.
 class Gate {
  public:
   explicit Gate(cudaStream_t s) { DS_CUDA(cudaLaunchHostFunc(s, &Gate::Hold, this)); }
-  ~Gate() { Release(); }
+  ~Gate() {
+    Release();
+    std::unique_lock<std::mutex> l(mu_);
+    cv_.wait_for(l, std::chrono::seconds(10), [this] { return left_; });
+  }
   void Release() {
     std::lock_guard<std::mutex> l(mu_);
     open_ = true;
@@ -76,10 +82,13 @@ class Gate {
     auto* g = static_cast<Gate*>(self);
     std::unique_lock<std::mutex> l(g->mu_);
     g->cv_.wait(l, [g] { return g->open_; });
+    g->left_ = true;
+    g->cv_.notify_all();
   }
   std::mutex mu_;
   std::condition_variable cv_;
   bool open_ = false;
+  bool left_ = false;
 };
 
 // Busy for `d` on `s` (a host function that spins): long enough that the
@@ -121,13 +130,15 @@ TEST_CASE("device: waiting for a stream leaves no cudaErrorNotReady for the next
   CHECK(x == std::vector<float>{1, 2, 3});
 }
 
-TEST_CASE("device: a host collective on a stuck stream ends at the deadline, the host never blocks in CUDA",
-          "[gpu][unsanitized]") {
-  auto comm = OneRank(300ms);
-  std::vector<float> x(1 << 16, 1.f);
-  Gate gate(comm->stream());  // what the allreduce queues cannot run
-  // Before issue 34 the pageable copy back blocked the host until the gate
-  // opened; a bound for that case, so the test fails instead of hanging.
+// An allreduce of `x` on `comm` while a gate holds the communicator's
+// stream: what it threw and how long it took. Should the host block inside
+// CUDA behind the gate, the gate opens after 20 s, so a failing case ends.
+struct Stuck {
+  std::string what = "(nothing thrown)";
+  std::chrono::steady_clock::duration took{};
+};
+Stuck AllReduceBehindGate(NcclCommunicator& comm, std::vector<float>& x) {
+  Gate gate(comm.stream());  // what the allreduce queues cannot run
   std::mutex mu;
   std::condition_variable cv;
   bool returned = false;
@@ -135,23 +146,31 @@ TEST_CASE("device: a host collective on a stuck stream ends at the deadline, the
     std::unique_lock<std::mutex> l(mu);
     if (!cv.wait_for(l, 20s, [&] { return returned; })) gate.Release();
   });
+  Stuck out;
   const auto start = std::chrono::steady_clock::now();
-  std::string what = "(nothing thrown)";
   try {
-    comm->AllReduceSum(x.data(), x.size());
+    comm.AllReduceSum(x.data(), x.size());
   } catch (const CommError& e) {
-    what = e.what();
+    out.what = e.what();
   }
-  const auto took = std::chrono::steady_clock::now() - start;
+  out.took = std::chrono::steady_clock::now() - start;
   {
     std::lock_guard<std::mutex> l(mu);
     returned = true;
   }
   cv.notify_all();
   bound.join();
-  gate.Release();
-  CHECK(what.find("allreduce: timed out after 300 ms") != std::string::npos);
-  CHECK(took < 5s);
+  return out;
+}
+
+TEST_CASE("device: a host collective on a stuck stream ends at the deadline, the host never blocks in CUDA",
+          "[gpu][unsanitized]") {
+  auto comm = OneRank(300ms);
+  std::vector<float> x(1 << 16, 1.f);
+  // Before issue 34 the pageable copy back blocked the host until the gate opened.
+  const Stuck stuck = AllReduceBehindGate(*comm, x);
+  CHECK(stuck.what.find("allreduce: timed out after 300 ms") != std::string::npos);
+  CHECK(stuck.took < 5s);
   // Unusable now, and says why.
   try {
     comm->Barrier();
@@ -159,6 +178,21 @@ TEST_CASE("device: a host collective on a stuck stream ends at the deadline, the
   } catch (const CommError& e) {
     CHECK(std::string(e.what()).find("communicator is unusable after: allreduce: timed out") != std::string::npos);
   }
+}
+
+// The staging buffers grow with the largest collective so far, and freeing
+// the old one (cudaFree, cudaFreeHost) waits for the whole device without a
+// bound. Before, a collective larger than any earlier one, behind a stuck
+// stream (a device collective whose peer is gone), held the host in cudaFree
+// until the gate opened (20 s) and then succeeded.
+TEST_CASE("device: a host collective that grows its staging behind a stuck stream ends at the deadline",
+          "[gpu][unsanitized]") {
+  auto comm = OneRank(300ms);
+  std::vector<float> small(4, 1.f), large(1 << 16, 1.f);
+  comm->AllReduceSum(small.data(), small.size());  // staging for 4 floats
+  const Stuck stuck = AllReduceBehindGate(*comm, large);
+  CHECK(stuck.what.find("allreduce: timed out after 300 ms") != std::string::npos);
+  CHECK(stuck.took < 5s);
 }
 
 constexpr char kFaultCase[] = "device fault child: an illegal address seen while waiting is a DeviceError";
