@@ -78,7 +78,10 @@ DeviceZeroEngine::~DeviceZeroEngine() {
   // run a collective whose peer is gone: wait here first, bounded by the
   // collective timeout (NCCL: a timeout or failure aborts the communicator,
   // which ends its kernels). An unusable communicator was aborted already.
+  // The communication stream is joined first: the compute stream alone does
+  // not wait for the last micro-batch's gradient reductions (Step does).
   try {
+    comm_.Join(compute());
     comm_.Synchronize(compute());
   } catch (const std::exception& e) {
     DS_LOG(Warn, Train) << "device engine: not waiting for the GPU at teardown: " << e.what();

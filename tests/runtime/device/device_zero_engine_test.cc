@@ -7,8 +7,9 @@
 // process; offloaded optimizer states hold the CPU engine's values; the
 // memory report is the CPU engine's; a shard exported on the device loads
 // into the CPU engine and back; at world 1 no collective goes through the
-// host, stage 3's freed scratch stays in the memory pool, and stage 3
-// prefetches each next layer's gather. (Several
+// host, stage 3's freed scratch stays in the memory pool, stage 3
+// prefetches each next layer's gather, and teardown joins the
+// communication stream before its bounded wait. (Several
 // ranks as processes on one GPU:
 // the hybrid mode, dstrain_gpu_test.cc.)
 #include "runtime/device/device_zero_engine.h"
@@ -487,8 +488,8 @@ TEST_CASE_METHOD(Bed, "device engine: stage 3's freed scratch stays in the memor
 
 
 // A DeviceComm that writes down each call ("G336": an all-gather of 336
-// elements in all, "R65" a reduce-scatter, "A1" an all-reduce, "J" a Join)
-// and passes it on to `inner`.
+// elements in all, "R65" a reduce-scatter, "A1" an all-reduce, "J" a Join,
+// "S" a Synchronize) and passes it on to `inner`.
 class RecordingDeviceComm final : public DeviceComm {
  public:
   explicit RecordingDeviceComm(DeviceComm& inner) : inner_(inner) {}
@@ -519,7 +520,10 @@ class RecordingDeviceComm final : public DeviceComm {
     calls.push_back("J");
     inner_.Join(s);
   }
-  void Synchronize(cudaStream_t s) override { inner_.Synchronize(s); }
+  void Synchronize(cudaStream_t s) override {
+    calls.push_back("S");
+    inner_.Synchronize(s);
+  }
 
  private:
   static size_t Total(const std::vector<size_t>& counts) {
@@ -536,8 +540,9 @@ class RecordingDeviceComm final : public DeviceComm {
 // each next layer is gathered before the current layer's work (forward) or
 // gradient reduction (backward) is queued; the last layer's parameters serve
 // forward and backward's first product without a second gather. The layers
-// hold 336, 204 and 65 parameters. Before, every gather was followed by a
-// Join: "J G336 J G204 J G65 J R65 G65 J R204 G204 J R336".
+// hold 336, 204 and 65 parameters; "S" is the batch's one host wait, for
+// its loss. Before, every gather was followed by a Join:
+// "J G336 J G204 J G65 J R65 G65 J R204 G204 J R336 S".
 TEST_CASE_METHOD(Bed, "device engine: stage 3 prefetches the next layer's gather and waits for it alone", "[gpu]") {
   REQUIRE(model.layer(0).size() == 336);
   REQUIRE(model.layer(1).size() == 204);
@@ -554,7 +559,7 @@ TEST_CASE_METHOD(Bed, "device engine: stage 3 prefetches the next layer's gather
     Train(gpu, spec, 0, 1, 2);
     recording.calls.clear();
     gpu.MicroBatch(Data().sample(0), Data().y.data(), kBatch, kBatch, true);
-    const std::vector<std::string> want{"J", "G336", "G204", "G65", "G204", "R65", "R204", "R336"};
+    const std::vector<std::string> want{"J", "G336", "G204", "G65", "G204", "R65", "R204", "R336", "S"};
     CHECK(recording.calls == want);
     // And the numbers are the CPU engine's.
     gpu.Step(1e-2f);
@@ -563,6 +568,28 @@ TEST_CASE_METHOD(Bed, "device engine: stage 3 prefetches the next layer's gather
     cpu.Step(1e-2f);
     CHECK(Close(gpu.GatherMasterParams(), cpu.GatherMasterParams(), p));
   }
+}
+
+
+// Issue 34 item 3: the engine's teardown waits for the communication stream
+// too, bounded. The compute stream does not wait for the last micro-batch's
+// gradient reductions until Step; after a failure between the two, the
+// bounded wait on the compute stream alone returned at once and the
+// buffers' cudaFree then waited, without a bound, for reductions whose peer
+// may be gone. Before: the teardown's only call was "S".
+TEST_CASE_METHOD(Bed, "device engine: teardown joins the communication stream before its bounded wait", "[gpu]") {
+  std::unique_ptr<DeviceComm> solo = MakeSoloDeviceComm();
+  RecordingDeviceComm recording(*solo);
+  const Spec spec{0, Precision::kFp32, 1, 0, OptimizerType::kAdam};
+  OptimizerConfig oc;
+  auto opt = MakeOptimizer(oc);
+  {
+    DeviceZeroEngine gpu(model, recording, *opt, Options(spec), false);
+    gpu.InitParams(7);
+    gpu.MicroBatch(Data().sample(0), Data().y.data(), kBatch, kBatch, true);  // no Step: as after a failure
+    recording.calls.clear();
+  }
+  CHECK(recording.calls == std::vector<std::string>{"J", "S"});
 }
 
 }  // namespace
