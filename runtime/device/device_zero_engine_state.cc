@@ -174,6 +174,12 @@ std::vector<float> DeviceZeroEngine::GatherMasterParams() {
 }
 
 BatchStats DeviceZeroEngine::EvaluateRange(const Dataset& test, int64_t lo, int64_t hi) {
+  // The evaluation batch grows the model's buffers, and freeing the old ones
+  // (cudaFree, cudaFreeHost) waits for the whole device without a bound,
+  // the last step's collectives included (stage 1/2's all-gathers, which
+  // the host never waited for): they are waited for first, bounded.
+  comm_.Join(compute());
+  comm_.Synchronize(compute());
   // Stage 3 gathers every layer once (collective), as the CPU engine does;
   // then each rank evaluates its own range alone.
   DeviceBuffer<uint8_t> gathered;

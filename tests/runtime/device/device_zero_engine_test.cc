@@ -8,8 +8,8 @@
 // memory report is the CPU engine's; a shard exported on the device loads
 // into the CPU engine and back; at world 1 no collective goes through the
 // host, stage 3's freed scratch stays in the memory pool, stage 3
-// prefetches each next layer's gather, and teardown joins the
-// communication stream before its bounded wait. (Several
+// prefetches each next layer's gather, and teardown and evaluation join the
+// communication stream before a bounded wait. (Several
 // ranks as processes on one GPU:
 // the hybrid mode, dstrain_gpu_test.cc.)
 #include "runtime/device/device_zero_engine.h"
@@ -590,6 +590,26 @@ TEST_CASE_METHOD(Bed, "device engine: teardown joins the communication stream be
     recording.calls.clear();
   }
   CHECK(recording.calls == std::vector<std::string>{"J", "S"});
+}
+
+
+// Issue 34 item 3: evaluation waits, bounded, for the last step's
+// collectives before it grows the model's buffers to its batch (freeing
+// the old ones waits for the whole device without a bound). Before, its
+// first call was the first evaluation batch's "S", after the growth.
+TEST_CASE_METHOD(Bed, "device engine: evaluation waits for the step's collectives, bounded, before it allocates", "[gpu]") {
+  std::unique_ptr<DeviceComm> solo = MakeSoloDeviceComm();
+  RecordingDeviceComm recording(*solo);
+  const Spec spec{1, Precision::kBf16, 1, 0, OptimizerType::kAdam};
+  OptimizerConfig oc;
+  auto opt = MakeOptimizer(oc);
+  DeviceZeroEngine gpu(model, recording, *opt, Options(spec), false);
+  Train(gpu, spec, 0, 1, 2);  // ends with a step's all-gathers, queued and not waited for
+  recording.calls.clear();
+  gpu.EvaluateRange(Data(), 0, 600);
+  REQUIRE(recording.calls.size() >= 2);
+  CHECK(recording.calls[0] == "J");
+  CHECK(recording.calls[1] == "S");
 }
 
 }  // namespace
