@@ -463,7 +463,10 @@ TEST_CASE_METHOD(Bed, "device engine at world 1 never stages through the host, a
 // device's pool across the synchronizes between micro-batches and steps.
 // With the pool's default release threshold (0) each synchronize handed it
 // back to the driver: this failed with 0 bytes reserved after two steps.
-TEST_CASE_METHOD(Bed, "device engine: stage 3's freed scratch stays in the memory pool across synchronizes", "[gpu]") {
+// Not under compute-sanitizer: the pool's bookkeeping is the driver's, which
+// the tool's own allocation tracking may change.
+TEST_CASE_METHOD(Bed, "device engine: stage 3's freed scratch stays in the memory pool across synchronizes",
+                 "[gpu][unsanitized]") {
   int device = 0;
   REQUIRE(cudaGetDevice(&device) == cudaSuccess);
   cudaMemPool_t pool = nullptr;
