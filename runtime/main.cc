@@ -19,9 +19,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,11 +38,12 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "common/version.h"
-#include <gloo/rendezvous/prefix_store.h>
 
-#include "runtime/comm/gloo_communicator.h"
 #include "runtime/comm/gloo_store.h"
+#include "runtime/control_channel.h"
 #include "runtime/device_plugin.h"
+#include "runtime/generation_comms.h"
+#include "runtime/train_data.h"
 #include "runtime/trainer.h"
 #include "wire/step_heartbeat.h"
 
@@ -93,13 +97,14 @@ Result<Place> ReadPlace() {
 }
 
 // Log lines say host:pid [rank]; DSLAUNCH_BIND_CORES pins this rank's CPUs
-// (before any thread starts).
-void SetUpProcess(int rank) {
+// (before any thread starts). Returns the host's name as the logs give it.
+std::string SetUpProcess(int rank) {
   char host[256] = "localhost";
   gethostname(host, sizeof(host) - 1);
   const std::string given = EnvString("DSLAUNCH_HOST");
   LogSetIdentity(given.empty() ? host : given, rank);
   if (EnvBool("DSLAUNCH_BIND_CORES")) BindCores();
+  return given.empty() ? host : given;
 }
 
 struct LoadedConfig {
@@ -159,14 +164,13 @@ std::chrono::milliseconds CollectiveTimeout() {
   return std::chrono::milliseconds(ToMillis(EnvSeconds("DSLAUNCH_COLLECTIVE_TIMEOUT")));
 }
 
-// The job's rendezvous store, keys prefixed with the job and generation.
+// The job's rendezvous store, opened once: every generation this process
+// takes part in uses it under its own keys (GenerationStore).
 Result<RendezvousStore> OpenStore() {
   RendezvousOptions ro;
   ro.store_addr = EnvString("DSLAUNCH_STORE_ADDR");
   ro.store_token = EnvString("DSLAUNCH_STORE_TOKEN");
   ro.store_path = EnvString("DSLAUNCH_STORE_PATH");
-  ro.prefix = fmt::format("dstrain/{}/{}/gloo", EnvString("DSLAUNCH_JOB_ID"),
-                          EnvInt("DSLAUNCH_GENERATION"));
   DS_RETURN_IF_ERROR(EnvDuration("DSLAUNCH_COLLECTIVE_TIMEOUT").status());
   ro.timeout = CollectiveTimeout();
   DS_ASSIGN_OR_RETURN(RendezvousStore store, OpenRendezvousStore(ro));
@@ -174,29 +178,31 @@ Result<RendezvousStore> OpenStore() {
   return store;
 }
 
-// Gloo, or NCCL through the GPU plugin, through `store`. Throws CommError.
-std::unique_ptr<Communicator> Connect(const TrainerConfig& config, RendezvousStore& store, const Place& place,
-                                      DevicePlugin* plugin, int gpu) {
-  if (config.backend == "nccl")
-    return plugin->ConnectNccl(*store.store, place.rank, place.world, gpu, CollectiveTimeout());
-  GlooOptions go;
-  go.iface = EnvString("GLOO_SOCKET_IFNAME");
-  go.master_addr = EnvString("MASTER_ADDR");
-  go.timeout = CollectiveTimeout();
-  return GlooCommunicator::Connect(*store.store, place.rank, place.world, go);
+// How this worker connects each generation's communicators.
+CommsOptions CommsOptionsFromEnv(const TrainerConfig& config, DevicePlugin* plugin, int gpu) {
+  CommsOptions o;
+  o.job_id = EnvString("DSLAUNCH_JOB_ID");
+  o.backend = config.backend;
+  o.iface = EnvString("GLOO_SOCKET_IFNAME");
+  o.master_addr = EnvString("MASTER_ADDR");
+  o.timeout = CollectiveTimeout();
+  o.snapshots = !EnvString("DSLAUNCH_SNAPSHOT_DIR").empty();
+  o.plugin = plugin;
+  o.gpu = gpu;
+  return o;
 }
 
-// The snapshot helper's own communicator (runtime/checkpoint_snapshot_writer.h):
-// Gloo over TCP whatever the training backend, through `store` under
-// "snapshots", so its one small allreduce per save never waits for the
-// training thread's collectives. Throws CommError.
-std::unique_ptr<Communicator> ConnectSnapshots(RendezvousStore& store, const Place& place) {
-  gloo::rendezvous::PrefixStore snapshots("snapshots", *store.store);
-  GlooOptions go;
-  go.iface = EnvString("GLOO_SOCKET_IFNAME");
-  go.master_addr = EnvString("MASTER_ADDR");
-  go.timeout = CollectiveTimeout();
-  return GlooCommunicator::Connect(snapshots, place.rank, place.world, go);
+// DSLAUNCH_CONTROL_FD (set by dsagent for dstrain workers): the channel for
+// in-place reshapes; null when unset.
+Result<std::unique_ptr<ControlChannel>> OpenControl() {
+  const std::optional<std::string> text = EnvRaw("DSLAUNCH_CONTROL_FD");
+  if (!text || text->empty()) return std::unique_ptr<ControlChannel>();
+  const std::string origin = "DSLAUNCH_CONTROL_FD=" + *text;
+  int fd = -1;
+  const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), fd);
+  if (ec != std::errc() || end != text->data() + text->size() || fd < 0)
+    return Status::InvalidArgument(origin + ": expected a file descriptor number");
+  return ControlChannel::Open(fd, origin);
 }
 
 // The q-quantile of `v` (nearest rank); 0 for none.
@@ -206,31 +212,142 @@ double Quantile(std::vector<double> v, double q) {
   return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
 }
 
-// Trains and, on rank 0, prints the results. Throws CommError.
-int TrainAndReport(const TrainerConfig& config, Communicator& comm, const TrainerRuntime& rt) {
-  auto result = Train(config, comm, rt);
-  if (!result.ok()) return Fail(kExitConfig, result.status().message());
-  if (comm.rank() == 0) {
-    std::printf("train throughput: %.1f samples/s\n", result->samples_per_sec);
-    if (result->steady_steps > 0)  // bench/gpu/gpu_bench reads this line
-      std::printf("train steady state: %.6f ms/step over %lld steps after %lld warm-up steps\n",
-                  1e3 * result->steady_seconds / static_cast<double>(result->steady_steps),
-                  static_cast<long long>(result->steady_steps), static_cast<long long>(kSteadyWarmupSteps));
-    std::printf("test accuracy: %.4f\n", result->test_accuracy);
-    if (result->saves > 0)
-      std::printf("%s: %lld, training stood still %.2f ms each (median %.2f, p90 %.2f; %.1f samples/s counting them)\n",
-                  rt.snapshot_dir.empty() ? "checkpoints" : "snapshots handed to the agent",
-                  static_cast<long long>(result->saves), 1e3 * result->save_seconds / static_cast<double>(result->saves),
-                  Quantile(result->save_ms, 0.5), Quantile(result->save_ms, 0.9), result->samples_per_sec_with_saves);
-    std::fflush(stdout);
-  }
+// Rank 0's results.
+void PrintResults(const TrainResult& result, const TrainerRuntime& rt) {
+  std::printf("train throughput: %.1f samples/s\n", result.samples_per_sec);
+  if (result.steady_steps > 0)  // bench/gpu/gpu_bench reads this line
+    std::printf("train steady state: %.6f ms/step over %lld steps after %lld warm-up steps\n",
+                1e3 * result.steady_seconds / static_cast<double>(result.steady_steps),
+                static_cast<long long>(result.steady_steps), static_cast<long long>(kSteadyWarmupSteps));
+  std::printf("test accuracy: %.4f\n", result.test_accuracy);
+  if (result.saves > 0)
+    std::printf("%s: %lld, training stood still %.2f ms each (median %.2f, p90 %.2f; %.1f samples/s counting them)\n",
+                rt.snapshot_dir.empty() ? "checkpoints" : "snapshots handed to the agent",
+                static_cast<long long>(result.saves), 1e3 * result.save_seconds / static_cast<double>(result.saves),
+                Quantile(result.save_ms, 0.5), Quantile(result.save_ms, 0.9), result.samples_per_sec_with_saves);
+  std::fflush(stdout);
+}
+
+// What stays with the process across in-place reshapes (issue 27): the
+// store connection, the data, the control channel.
+struct Worker {
+  const TrainerConfig& config;
+  TrainerRuntime rt;
+  CommsOptions comms;
+  RendezvousStore store;
+  std::shared_ptr<const TrainTestData> data;
+  std::unique_ptr<ControlChannel> control;  // null: no in-place reshapes
+  DevicePlugin* plugin = nullptr;
+  DeviceChoice device;
+  std::string host;
+};
+
+// How one generation ended: an exit code, or interrupted (a collective
+// failed, or a reshape was asked for) with why.
+struct GenerationEnd {
+  std::optional<int> exit_code;
+  std::string why;
+};
+
+using Clock = std::chrono::steady_clock;
+
+int64_t MillisSince(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
+}
+
+// Tells the agent how the reshape `r` ended (once), when this run carries one out.
+void AnswerReshape(Worker& w, std::optional<ReshapeRequest>& r, bool ok, const std::string& why) {
+  if (!r || !w.control) return;
+  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - r->received).count();
+  Status st = w.control->Answer(msg::WorkerReshaped{r->reshape.generation, static_cast<uint8_t>(ok ? 1 : 0), why,
+                                                    static_cast<uint32_t>(std::min<int64_t>(micros, UINT32_MAX))});
+  if (!st.ok()) DS_LOG(Warn, Comm) << st.message();
+  if (ok && r->reshape.step >= 0) return;  // the first step still to be timed (on_first_step)
+  r.reset();
+}
+
+// One generation: connect `m`'s ranks, build a trainer over the data held,
+// resume (a reshape's save, or what the environment says) and train to the
+// end. Throws DeviceFailure.
+GenerationEnd RunGeneration(Worker& w, const Membership& m, std::optional<ReshapeRequest>& reshape) {
   try {
-    comm.Barrier();  // nobody tears down its connections while others still use them
+    auto comms = GenerationComms::Connect(w.store.store, m, w.comms, w.control.get());
+    Communicator& comm = comms->training();
+    TrainerRuntime rt = w.rt;
+    rt.snapshot_comm = comms->snapshots();
+    if (w.device.cuda) {
+      bool hybrid = false;
+      rt.make_engine = w.plugin->Engines(comm, w.config.tf32, &hybrid);
+      if (hybrid && m.world > 1) rt.device += ", hybrid: gloo through host memory";
+    }
+    rt.on_resumed = [&] { AnswerReshape(w, reshape, true, ""); };
+    rt.on_first_step = [&](int64_t step) {
+      if (!reshape) return;
+      if (m.rank == 0)
+        std::printf("dstrain: reshaped in place to %d ranks (generation %u) from step %lld: training again %lld ms "
+                    "after the request\n", m.world, m.generation, static_cast<long long>(reshape->reshape.step),
+                    static_cast<long long>(MillisSince(reshape->received)));
+      DS_LOG(Info, Train) << "step " << step << " trained " << MillisSince(reshape->received)
+                          << " ms after the reshape request";
+      reshape.reset();
+    };
+    auto trainer = Trainer::Create(w.config, comm, rt, w.data);
+    Result<TrainResult> result = trainer.ok() ? (*trainer)->Run() : Result<TrainResult>(trainer.status());
+    trainer = Status::Aborted("done");  // the trainer goes before its communicators
+    if (!result.ok() && w.control && w.control->requested()) return {std::nullopt, result.status().message()};
+    if (!result.ok()) {
+      AnswerReshape(w, reshape, false, result.status().message());
+      return {Fail(kExitConfig, result.status().message()), ""};
+    }
+    if (comm.rank() == 0) PrintResults(*result, rt);
+    try {
+      comm.Barrier();  // nobody tears down its connections while others still use them
+    } catch (const CommError& e) {
+      // Training and checkpoints are complete; a peer leaving early is not a failure.
+      DS_LOG(Warn, Comm) << "final barrier: " << e.what();
+    }
+    return {0, ""};
   } catch (const CommError& e) {
-    // Training and checkpoints are complete; a peer leaving early is not a failure.
-    DS_LOG(Warn, Comm) << "final barrier: " << e.what();
+    return {std::nullopt, e.what()};
   }
-  return 0;
+}
+
+// After a generation was interrupted: the reshape to carry out next, when the
+// agent asks for one within the collective timeout (a peer's death comes
+// before its agent's word); nullopt otherwise.
+std::optional<ReshapeRequest> NextReshape(Worker& w) {
+  if (!w.control || !w.control->WaitForRequest(Clock::now() + w.comms.timeout)) return std::nullopt;
+  return w.control->Take();
+}
+
+// Every generation this process takes part in, from `m`; the exit code.
+int RunGenerations(Worker& w, Membership m) {
+  std::optional<ReshapeRequest> reshape;  // being carried out
+  for (;;) {
+    GenerationEnd end = RunGeneration(w, m, reshape);
+    if (end.exit_code) return *end.exit_code;
+    std::optional<ReshapeRequest> next = NextReshape(w);
+    if (!next) {
+      AnswerReshape(w, reshape, false, end.why);
+      return Fail(kExitComm, end.why);
+    }
+    reshape = std::move(next);  // a newer one replaces one still in progress
+    const msg::WorkerReshape& r = reshape->reshape;
+    if (r.rank < 0) {  // not part of the new world
+      AnswerReshape(w, reshape, true, "");
+      DS_LOG(Info, Train) << "left the job at generation " << r.generation;
+      return 0;
+    }
+    if (r.world < 1 || r.rank >= static_cast<int32_t>(r.world)) {
+      AnswerReshape(w, reshape, false, fmt::format("rank {} of {}: expected 0 <= rank < world", r.rank, r.world));
+      return Fail(kExitComm, "reshape to an impossible rank");
+    }
+    m = Membership{r.generation, r.rank, static_cast<int>(r.world)};
+    w.rt.resume_step = r.step;
+    w.rt.resume_set = r.set;
+    LogSetIdentity(w.host, m.rank);
+    DS_LOG(Info, Train) << "reshaping in place after: " << end.why;
+  }
 }
 
 }  // namespace
@@ -250,54 +367,48 @@ int main(int argc, char** argv) {
 
   Result<Place> place = ReadPlace();
   if (!place.ok()) return Fail(kExitUsage, place.status().message());
-  SetUpProcess(place->rank);
+  const std::string host = SetUpProcess(place->rank);
   bool has_source = false;
   Result<LoadedConfig> loaded = ReadConfig(config_file, place->world, &has_source);
   if (!loaded.ok()) return Fail(has_source ? kExitConfig : kExitUsage, loaded.status().message());
   const TrainerConfig& config = loaded->config;
   auto heartbeat = StepHeartbeat::FromEnv();
-  TrainerRuntime rt = MakeRuntime(*loaded, quiet, heartbeat.get());
+  Worker w{config, MakeRuntime(*loaded, quiet, heartbeat.get())};
+  w.host = host;
 
   // The GPU plugin, when this rank may use a GPU (runtime/device_plugin.h).
   std::string no_plugin;
-  DevicePlugin* plugin = nullptr;
   if (config.device == "cuda" || config.backend == "nccl" || (config.device.empty() && VisibleGpus() > 0))
-    plugin = LoadDevicePlugin(&no_plugin);
-  DeviceChoice device;
-  if (plugin != nullptr) {
-    Result<DeviceChoice> chosen = plugin->Choose(config.device, static_cast<int>(EnvInt("LOCAL_RANK")),
-                                                  static_cast<int>(EnvInt("LOCAL_WORLD_SIZE")));
+    w.plugin = LoadDevicePlugin(&no_plugin);
+  if (w.plugin != nullptr) {
+    Result<DeviceChoice> chosen = w.plugin->Choose(config.device, static_cast<int>(EnvInt("LOCAL_RANK")),
+                                                    static_cast<int>(EnvInt("LOCAL_WORLD_SIZE")));
     if (!chosen.ok()) return Fail(kExitConfig, chosen.status().message());
-    device = *chosen;
+    w.device = *chosen;
   } else if (config.device == "cuda") {
     return Fail(kExitConfig, "trainer.device is cuda, but " + no_plugin + "; use device: cpu");
   }
-  rt.device = device.description;
+  w.rt.device = w.device.description;
+
+  Result<std::unique_ptr<ControlChannel>> control = OpenControl();
+  if (!control.ok()) return Fail(kExitUsage, control.status().message());
+  w.control = std::move(control).value();
+  if (w.control) w.rt.interrupt = w.control->requested_flag();
+  // With a control channel a world of one may grow: the store must be there.
+  if (place->world > 1 || (w.control && (EnvRaw("DSLAUNCH_STORE_ADDR") || EnvRaw("DSLAUNCH_STORE_PATH")))) {
+    if (Status st = CheckBackend(config, w.plugin, no_plugin); !st.ok()) return Fail(kExitConfig, st.message());
+    Result<RendezvousStore> store = OpenStore();
+    if (!store.ok()) return Fail(kExitUsage, store.status().message());
+    w.store = std::move(store).value();
+  }
+  w.comms = CommsOptionsFromEnv(config, w.plugin, w.device.index);
+  Result<TrainTestData> data = LoadTrainTestData(config.data);
+  if (!data.ok()) return Fail(kExitConfig, data.status().message());
+  w.data = std::make_shared<const TrainTestData>(std::move(data).value());
 
   try {
-    LocalCommunicator alone;
-    Communicator* comm = &alone;
-    Result<RendezvousStore> store = RendezvousStore{};  // outlives the communicator
-    std::unique_ptr<Communicator> connected, snapshots;
-    if (place->world > 1) {
-      if (Status st = CheckBackend(config, plugin, no_plugin); !st.ok()) return Fail(kExitConfig, st.message());
-      store = OpenStore();
-      if (!store.ok()) return Fail(kExitUsage, store.status().message());
-      connected = Connect(config, *store, *place, plugin, device.index);
-      comm = connected.get();
-      if (!rt.snapshot_dir.empty()) {
-        snapshots = ConnectSnapshots(*store, *place);
-        rt.snapshot_comm = snapshots.get();
-      }
-    }
-    if (device.cuda) {
-      bool hybrid = false;
-      rt.make_engine = plugin->Engines(*comm, config.tf32, &hybrid);
-      if (hybrid && place->world > 1) rt.device += ", hybrid: gloo through host memory";
-    }
-    return TrainAndReport(config, *comm, rt);
-  } catch (const CommError& e) {
-    return Fail(kExitComm, e.what());
+    return RunGenerations(w, Membership{static_cast<uint32_t>(EnvInt("DSLAUNCH_GENERATION")), place->rank,
+                                        place->world});
   } catch (const DeviceFailure& e) {
     return Fail(kExitDevice, std::string("GPU failure: ") + e.what());
   }

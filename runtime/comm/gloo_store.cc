@@ -10,16 +10,6 @@
 #include "wire/store_client.h"
 
 namespace ds::rt {
-namespace {
-
-// A PrefixStore that owns nothing but keeps the prefix in one place.
-class OwningPrefixStore : public gloo::rendezvous::PrefixStore {
- public:
-  OwningPrefixStore(const std::string& prefix, gloo::rendezvous::Store& store)
-      : PrefixStore(prefix, store) {}
-};
-
-}  // namespace
 
 void StoreClientStore::set(const std::string& key, const std::vector<char>& data) {
   Status st = client_.Set(key, std::vector<uint8_t>(data.begin(), data.end()));
@@ -65,8 +55,14 @@ Result<RendezvousStore> OpenRendezvousStore(const RendezvousOptions& options) {
         "no rendezvous store: set DSLAUNCH_STORE_ADDR (set by dslaunch) or DSLAUNCH_STORE_PATH "
         "(a directory shared by all ranks) when WORLD_SIZE > 1");
   }
-  out.store = std::make_unique<OwningPrefixStore>(options.prefix, *base);
+  out.store = base;
   return out;
+}
+
+std::unique_ptr<gloo::rendezvous::Store> GenerationStore(gloo::rendezvous::Store& base, const std::string& job_id,
+                                                         uint32_t generation) {
+  return std::make_unique<gloo::rendezvous::PrefixStore>(fmt::format("dstrain/{}/{}/gloo", job_id, generation),
+                                                         base);
 }
 
 }  // namespace ds::rt
