@@ -231,7 +231,8 @@ void PrintResults(const TrainResult& result, const TrainerRuntime& rt) {
 // What stays with the process across in-place reshapes (issue 27): the
 // store connection, the data, the control channel.
 struct Worker {
-  const TrainerConfig& config;
+  TrainerConfig config;      // resolved for the current world size (batch geometry)
+  std::string config_file;   // --config; "": DSLAUNCH_TRAINER_CONFIG
   TrainerRuntime rt;
   CommsOptions comms;
   RendezvousStore store;
@@ -342,6 +343,14 @@ int RunGenerations(Worker& w, Membership m) {
       AnswerReshape(w, reshape, false, fmt::format("rank {} of {}: expected 0 <= rank < world", r.rank, r.world));
       return Fail(kExitComm, "reshape to an impossible rank");
     }
+    // The batch geometry follows the world size, as a start at that size would resolve it.
+    bool has_source = true;
+    Result<LoadedConfig> resolved = ReadConfig(w.config_file, static_cast<int>(r.world), &has_source);
+    if (!resolved.ok()) {
+      AnswerReshape(w, reshape, false, resolved.status().message());
+      return Fail(kExitConfig, resolved.status().message());
+    }
+    w.config = std::move(resolved->config);
     m = Membership{r.generation, r.rank, static_cast<int>(r.world)};
     w.rt.resume_step = r.step;
     w.rt.resume_set = r.set;
@@ -371,9 +380,9 @@ int main(int argc, char** argv) {
   bool has_source = false;
   Result<LoadedConfig> loaded = ReadConfig(config_file, place->world, &has_source);
   if (!loaded.ok()) return Fail(has_source ? kExitConfig : kExitUsage, loaded.status().message());
-  const TrainerConfig& config = loaded->config;
   auto heartbeat = StepHeartbeat::FromEnv();
-  Worker w{config, MakeRuntime(*loaded, quiet, heartbeat.get())};
+  Worker w{loaded->config, config_file, MakeRuntime(*loaded, quiet, heartbeat.get())};
+  const TrainerConfig& config = w.config;
   w.host = host;
 
   // The GPU plugin, when this rank may use a GPU (runtime/device_plugin.h).

@@ -153,3 +153,4 @@ TEST_CASE("Abort before any collective: the next one throws without touching the
   LocalCommunicator alone;
   CHECK(alone.Abort());  // one rank never waits for anyone
 }
+

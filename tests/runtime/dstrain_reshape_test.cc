@@ -1,0 +1,230 @@
+// dstrain reshaped in place (issue 27 items 1 and 5), with real processes and
+// this test playing the agent: three ranks train with snapshots into one
+// node's memory directory (agent/snapshot_store.h adopts their handoffs, as
+// dsagent does), each with a control channel (a SOCK_SEQPACKET pair, the
+// child's end as DSLAUNCH_CONTROL_FD). Rank 1 is SIGKILLed; the newest save
+// all three completed is chosen as the coordinator would, and the survivors
+// (old ranks 0 and 2) are told WorkerReshape{generation 1, ranks 0 and 1 of
+// 2, that save}. They answer WorkerReshaped{ok} and train to the end. Their
+// final shards must equal, byte for byte, those of two fresh ranks resumed
+// from the same save (DSLAUNCH_RESUME_STEP/SET): what a full restart at that
+// save with that world would compute. ZeRO stages 0 to 3. Also: a rank told
+// it is not in the new world answers ok and exits 0; a bad
+// DSLAUNCH_CONTROL_FD is a usage error naming it.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/inotify.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "agent/snapshot_store.h"
+#include "tests/runtime/dstrain_process.h"
+#include "tests/test_util/temp_dir.h"
+#include "wire/frame_io.h"
+#include "wire/snapshot_handoff.h"
+
+namespace ds::rt {
+namespace {
+
+using namespace std::chrono;
+using testing::Proc;
+using testing::Read;
+using testing::Wait;
+namespace fs = std::filesystem;
+
+constexpr int64_t kSteps = 150;
+constexpr char kRun[] = "abc123";
+
+std::string Config(int stage) {
+  return "trainer:\n"
+         "  model: {layers: [32, 64, 64, 8]}\n"
+         "  data: {dataset: synthetic, samples: 3000, features: 32, classes: 8}\n"
+         "  max_steps: " + std::to_string(kSteps) + "\n"
+         "  checkpoint: {every_steps: 10}\n"
+         "  config: {train_batch_size: 48, optimizer: {type: Adam, params: {lr: 0.01}},\n"
+         "           zero_optimization: {stage: " + std::to_string(stage) + "}}\n";
+}
+
+// A rank started with a control channel: `control` is the agent's end.
+struct Rank {
+  Proc proc;
+  int control = -1;
+};
+
+Rank Spawn(std::vector<std::string> env, const std::string& out, bool with_control) {
+  int pair[2] = {-1, -1};
+  if (with_control) {
+    REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) == 0);
+    REQUIRE(::fcntl(pair[1], F_SETFD, 0) == 0);  // the child's end crosses exec
+    env.push_back("DSLAUNCH_CONTROL_FD=" + std::to_string(pair[1]));
+  }
+  Rank r{testing::Start(env, {"--quiet"}, out), pair[0]};
+  if (with_control) ::close(pair[1]);
+  return r;
+}
+
+std::vector<std::string> Env(const std::string& dir, const std::string& snapshots, int stage, int rank, int world,
+                             int generation) {
+  return {"DSLAUNCH_TRAINER_CONFIG=" + Config(stage), "RANK=" + std::to_string(rank),
+          "WORLD_SIZE=" + std::to_string(world), "DSLAUNCH_STORE_PATH=" + dir + "/store", "DSLAUNCH_STORE_ADDR=",
+          "DSLAUNCH_JOB_ID=reshape", "DSLAUNCH_GENERATION=" + std::to_string(generation),
+          "DSLAUNCH_RUN_ID=" + std::string(kRun), "DSLAUNCH_SNAPSHOT_DIR=" + snapshots,
+          "DSLAUNCH_COLLECTIVE_TIMEOUT=30s", "OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1"};
+}
+
+// The handoffs (manifests) now in `incoming`.
+std::vector<std::pair<std::string, Handoff>> Handoffs(const std::string& incoming) {
+  std::vector<std::pair<std::string, Handoff>> out;
+  for (const auto& e : fs::directory_iterator(incoming))
+    if (auto h = ParseHandoffManifest(e.path().filename().string())) out.emplace_back(e.path().filename(), *h);
+  return out;
+}
+
+// Waits (inotify, no polling) until `incoming` holds `n` handoffs of one step; false at the deadline.
+bool WaitForSave(const std::string& incoming, size_t n, steady_clock::time_point deadline) {
+  const int in = ::inotify_init1(IN_CLOEXEC);
+  REQUIRE(in >= 0);
+  REQUIRE(::inotify_add_watch(in, incoming.c_str(), IN_MOVED_TO | IN_CLOSE_WRITE) >= 0);
+  bool done = false;
+  while (!done) {
+    std::map<int64_t, size_t> per_step;
+    for (const auto& [name, h] : Handoffs(incoming)) done = done || ++per_step[h.step] == n;
+    if (done) break;
+    const auto left = duration_cast<milliseconds>(deadline - steady_clock::now()).count();
+    pollfd p{in, POLLIN, 0};
+    if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) <= 0) break;
+    char buf[4096];
+    (void)!::read(in, buf, sizeof(buf));
+  }
+  ::close(in);
+  return done;
+}
+
+struct Save {
+  int64_t step = -1;
+  std::string set;
+};
+
+// Adopts every handoff as dsagent does; the newest save of `world` shards all held.
+Save AdoptNewestComplete(SnapshotStore& store, uint32_t world) {
+  for (const auto& [name, h] : Handoffs(store.incoming_dir())) (void)store.Adopt(name, 0);
+  std::map<std::pair<int64_t, std::string>, uint32_t> count;
+  Save best;
+  for (const HeldShard& held : store.Entries()) {
+    const msg::ShardEntry& e = held.entry;
+    if (e.id.world == world && ++count[{e.step, e.id.set}] == world && e.step > best.step) best = {e.step, e.id.set};
+  }
+  return best;
+}
+
+// The final shards (step kSteps, world 2) handed over, by rank; removed from incoming/.
+std::map<uint32_t, std::string> TakeFinalShards(const std::string& incoming) {
+  std::map<uint32_t, std::string> out;
+  for (const auto& [name, h] : Handoffs(incoming)) {
+    if (h.step != kSteps || h.id.world != 2) continue;
+    const std::string shard = incoming + "/" + HandoffName(h, kHandoffShard);
+    out[h.rank] = Read(shard);
+    fs::remove(shard);
+    fs::remove(incoming + "/" + name);
+  }
+  return out;
+}
+
+void Send(int fd, const msg::WorkerReshape& m) {
+  const Bytes frame = EncodeFrame(wire::MsgType::kWorkerReshape, m.Encode());
+  REQUIRE(::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(frame.size()));
+}
+
+// The worker's answer, or an error naming what came instead (none within 60 s).
+Result<msg::WorkerReshaped> Receive(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, 60000) <= 0) return Status::Timeout("no WorkerReshaped within 60 s");
+  uint8_t buf[4096];
+  const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+  if (n < static_cast<ssize_t>(wire::kHeaderSize)) return Status::IOError("the worker closed its channel");
+  DS_ASSIGN_OR_RETURN(FrameHeader h, DecodeHeader(buf));
+  if (h.type != wire::MsgType::kWorkerReshaped) return Status::InvalidArgument("not a WorkerReshaped");
+  return msg::WorkerReshaped::Decode(Bytes(buf + wire::kHeaderSize, buf + n));
+}
+
+// "training again N ms after the request" in rank 0's output; -1 when absent.
+int64_t TrainingAgainMs(const std::string& out) {
+  std::smatch m;
+  static const std::regex re("training again ([0-9]+) ms after the request");
+  return std::regex_search(out, m, re) ? std::stoll(m[1]) : -1;
+}
+
+}  // namespace
+
+TEST_CASE("survivors reshaped in place end as a restart from the same save would, ZeRO 0-3", "[reshape]") {
+  const int stage = GENERATE(0, 1, 2, 3);
+  INFO("ZeRO stage " << stage);
+  ds::testing::TempDir dir("dstrain-reshape");
+  auto store = SnapshotStore::Create(dir.path());
+  REQUIRE(store.ok());
+  const std::string snapshots = (*store)->dir(), incoming = (*store)->incoming_dir();
+
+  std::vector<Rank> ranks;
+  for (int r = 0; r < 3; ++r)
+    ranks.push_back(Spawn(Env(dir.path(), snapshots, stage, r, 3, 0), dir / ("out" + std::to_string(r)), true));
+  REQUIRE(WaitForSave(incoming, 3, steady_clock::now() + seconds(60)));
+  ::kill(ranks[1].proc.pid, SIGKILL);
+  CHECK(Wait(ranks[1].proc) == 128 + SIGKILL);
+  const Save save = AdoptNewestComplete(**store, 3);
+  REQUIRE(save.step > 0);
+  REQUIRE(save.step < kSteps);
+
+  // Old ranks 0 and 2 become ranks 0 and 1 of 2.
+  Send(ranks[0].control, msg::WorkerReshape{1, 0, 2, save.step, save.set});
+  Send(ranks[2].control, msg::WorkerReshape{1, 1, 2, save.step, save.set});
+  for (int r : {0, 2}) {
+    Result<msg::WorkerReshaped> answer = Receive(ranks[r].control);
+    INFO("old rank " << r << ": " << Read(ranks[r].proc.out_path));
+    REQUIRE(answer.ok());
+    CHECK(answer->generation == 1);
+    CHECK(answer->ok == 1);
+    CHECK(answer->why == "");
+    CHECK(answer->micros > 0);
+  }
+  CHECK(Wait(ranks[0].proc) == 0);
+  CHECK(Wait(ranks[2].proc) == 0);
+  const std::string out0 = Read(ranks[0].proc.out_path);
+  INFO(out0);
+  const int64_t again_ms = TrainingAgainMs(out0);
+  CHECK(again_ms >= 0);
+  std::printf("ZeRO stage %d: WorkerReshape -> first step trained again: %lld ms (rolled back to step %lld)\n",
+              stage, static_cast<long long>(again_ms), static_cast<long long>(save.step));
+  for (const Rank& r : ranks) ::close(r.control);
+  const std::map<uint32_t, std::string> reshaped = TakeFinalShards(incoming);
+  REQUIRE(reshaped.size() == 2);
+
+  // The reference: two fresh ranks resumed from the same save.
+  std::vector<Proc> fresh;
+  for (int r = 0; r < 2; ++r) {
+    std::vector<std::string> env = Env(dir.path(), snapshots, stage, r, 2, 7);
+    env.push_back("DSLAUNCH_RESUME_STEP=" + std::to_string(save.step));
+    env.push_back("DSLAUNCH_RESUME_SET=" + save.set);
+    fresh.push_back(Spawn(env, dir / ("fresh" + std::to_string(r)), false).proc);
+  }
+  CHECK(Wait(fresh[0]) == 0);
+  CHECK(Wait(fresh[1]) == 0);
+  const std::map<uint32_t, std::string> restarted = TakeFinalShards(incoming);
+  REQUIRE(restarted.size() == 2);
+  CHECK(reshaped.at(0) == restarted.at(0));  // bitwise: master weights and optimizer state
+  CHECK(reshaped.at(1) == restarted.at(1));
+}
+
+}  // namespace ds::rt
