@@ -76,10 +76,21 @@ std::optional<ReshapeRequest> ControlChannel::Take() {
   return std::exchange(pending_, std::nullopt);
 }
 
-bool ControlChannel::WaitForRequest(std::chrono::steady_clock::time_point deadline) {
+bool ControlChannel::WaitForRequest(std::chrono::steady_clock::time_point deadline,
+                                    const std::function<bool()>& also) {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_until(lock, deadline, [&] { return pending_.has_value() || closed_; });
+  auto ready = [&] { return pending_.has_value() || closed_ || (also && also()); };
+  if (deadline == std::chrono::steady_clock::time_point::max()) {
+    cv_.wait(lock, ready);
+  } else {
+    cv_.wait_until(lock, deadline, ready);
+  }
   return pending_.has_value();
+}
+
+void ControlChannel::Wake() {
+  std::lock_guard<std::mutex> lock(mu_);  // a waiter between its check and its sleep sees the change
+  cv_.notify_all();
 }
 
 Status ControlChannel::Answer(const msg::WorkerReshaped& answer) {
@@ -102,6 +113,9 @@ void ControlChannel::ReadLoop() {
     if (::poll(p, 2, -1) < 0) {
       if (errno == EINTR) continue;
       DS_LOG(Warn, Comm) << origin_ << ": poll: " << std::strerror(errno) << "; no more reshapes";
+      std::lock_guard<std::mutex> lock(mu_);
+      closed_ = true;
+      cv_.notify_all();
       return;
     }
     if (p[1].revents != 0) return;  // the destructor

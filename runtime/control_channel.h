@@ -18,6 +18,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -56,9 +57,11 @@ class ControlChannel {
   bool requested() const { return requested_; }
   const std::atomic<bool>* requested_flag() const { return &requested_; }
   // Waits until a request is waiting to be taken, the agent closed the
-  // channel, or `deadline`; whether a request is waiting. A worker whose
+  // channel, `also` holds (checked again at each Wake), or `deadline`
+  // (time_point::max(): none); whether a request is waiting. A worker whose
   // peer died waits here: its agent may yet reshape it in place.
-  bool WaitForRequest(std::chrono::steady_clock::time_point deadline);
+  bool WaitForRequest(std::chrono::steady_clock::time_point deadline, const std::function<bool()>& also = nullptr);
+  void Wake();
   // The newest request not yet taken (an older one it replaced is gone);
   // nullopt when none.
   std::optional<ReshapeRequest> Take();

@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
@@ -45,6 +46,7 @@
 #include "runtime/generation_comms.h"
 #include "runtime/train_data.h"
 #include "runtime/trainer.h"
+#include "runtime/worker_generations.h"
 #include "wire/step_heartbeat.h"
 
 namespace {
@@ -54,8 +56,6 @@ using namespace ds::rt;
 
 constexpr int kExitConfig = kDstrainExitConfig;
 constexpr int kExitUsage = kDstrainExitUsage;
-constexpr int kExitComm = kDstrainExitComm;
-constexpr int kExitDevice = kDstrainExitDevice;
 
 // DSLAUNCH_BIND_CORES: local rank r of n takes the r-th of n equal slices of
 // the CPUs this process may use (so two jobs' cpusets are respected), NUMA
@@ -75,11 +75,6 @@ void BindCores() {
   for (int c : *mine) CPU_SET(c, &set);
   if (sched_setaffinity(0, sizeof(set), &set) != 0)
     DS_LOG(Warn, Train) << "DSLAUNCH_BIND_CORES: sched_setaffinity failed";
-}
-
-int Fail(int code, const std::string& message) {
-  std::fprintf(stderr, "dstrain: error: %s\n", message.c_str());
-  return code;
 }
 
 // This rank's place in the job: RANK and WORLD_SIZE of the torchrun contract.
@@ -205,160 +200,6 @@ Result<std::unique_ptr<ControlChannel>> OpenControl() {
   return ControlChannel::Open(fd, origin);
 }
 
-// The q-quantile of `v` (nearest rank); 0 for none.
-double Quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
-}
-
-// Rank 0's results.
-void PrintResults(const TrainResult& result, const TrainerRuntime& rt) {
-  std::printf("train throughput: %.1f samples/s\n", result.samples_per_sec);
-  if (result.steady_steps > 0)  // bench/gpu/gpu_bench reads this line
-    std::printf("train steady state: %.6f ms/step over %lld steps after %lld warm-up steps\n",
-                1e3 * result.steady_seconds / static_cast<double>(result.steady_steps),
-                static_cast<long long>(result.steady_steps), static_cast<long long>(kSteadyWarmupSteps));
-  std::printf("test accuracy: %.4f\n", result.test_accuracy);
-  if (result.saves > 0)
-    std::printf("%s: %lld, training stood still %.2f ms each (median %.2f, p90 %.2f; %.1f samples/s counting them)\n",
-                rt.snapshot_dir.empty() ? "checkpoints" : "snapshots handed to the agent",
-                static_cast<long long>(result.saves), 1e3 * result.save_seconds / static_cast<double>(result.saves),
-                Quantile(result.save_ms, 0.5), Quantile(result.save_ms, 0.9), result.samples_per_sec_with_saves);
-  std::fflush(stdout);
-}
-
-// What stays with the process across in-place reshapes (issue 27): the
-// store connection, the data, the control channel.
-struct Worker {
-  TrainerConfig config;      // resolved for the current world size (batch geometry)
-  std::string config_file;   // --config; "": DSLAUNCH_TRAINER_CONFIG
-  TrainerRuntime rt;
-  CommsOptions comms;
-  RendezvousStore store;
-  std::shared_ptr<const TrainTestData> data;
-  std::unique_ptr<ControlChannel> control;  // null: no in-place reshapes
-  DevicePlugin* plugin = nullptr;
-  DeviceChoice device;
-  std::string host;
-};
-
-// How one generation ended: an exit code, or interrupted (a collective
-// failed, or a reshape was asked for) with why.
-struct GenerationEnd {
-  std::optional<int> exit_code;
-  std::string why;
-};
-
-using Clock = std::chrono::steady_clock;
-
-int64_t MillisSince(Clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
-}
-
-// Tells the agent how the reshape `r` ended (once), when this run carries one out.
-void AnswerReshape(Worker& w, std::optional<ReshapeRequest>& r, bool ok, const std::string& why) {
-  if (!r || !w.control) return;
-  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - r->received).count();
-  Status st = w.control->Answer(msg::WorkerReshaped{r->reshape.generation, static_cast<uint8_t>(ok ? 1 : 0), why,
-                                                    static_cast<uint32_t>(std::min<int64_t>(micros, UINT32_MAX))});
-  if (!st.ok()) DS_LOG(Warn, Comm) << st.message();
-  if (ok && r->reshape.step >= 0) return;  // the first step still to be timed (on_first_step)
-  r.reset();
-}
-
-// One generation: connect `m`'s ranks, build a trainer over the data held,
-// resume (a reshape's save, or what the environment says) and train to the
-// end. Throws DeviceFailure.
-GenerationEnd RunGeneration(Worker& w, const Membership& m, std::optional<ReshapeRequest>& reshape) {
-  try {
-    auto comms = GenerationComms::Connect(w.store.store, m, w.comms, w.control.get());
-    Communicator& comm = comms->training();
-    TrainerRuntime rt = w.rt;
-    rt.snapshot_comm = comms->snapshots();
-    if (w.device.cuda) {
-      bool hybrid = false;
-      rt.make_engine = w.plugin->Engines(comm, w.config.tf32, &hybrid);
-      if (hybrid && m.world > 1) rt.device += ", hybrid: gloo through host memory";
-    }
-    rt.on_resumed = [&] { AnswerReshape(w, reshape, true, ""); };
-    rt.on_first_step = [&](int64_t step) {
-      if (!reshape) return;
-      if (m.rank == 0)
-        std::printf("dstrain: reshaped in place to %d ranks (generation %u) from step %lld: training again %lld ms "
-                    "after the request\n", m.world, m.generation, static_cast<long long>(reshape->reshape.step),
-                    static_cast<long long>(MillisSince(reshape->received)));
-      DS_LOG(Info, Train) << "step " << step << " trained " << MillisSince(reshape->received)
-                          << " ms after the reshape request";
-      reshape.reset();
-    };
-    auto trainer = Trainer::Create(w.config, comm, rt, w.data);
-    Result<TrainResult> result = trainer.ok() ? (*trainer)->Run() : Result<TrainResult>(trainer.status());
-    trainer = Status::Aborted("done");  // the trainer goes before its communicators
-    if (!result.ok() && w.control && w.control->requested()) return {std::nullopt, result.status().message()};
-    if (!result.ok()) {
-      AnswerReshape(w, reshape, false, result.status().message());
-      return {Fail(kExitConfig, result.status().message()), ""};
-    }
-    if (comm.rank() == 0) PrintResults(*result, rt);
-    try {
-      comm.Barrier();  // nobody tears down its connections while others still use them
-    } catch (const CommError& e) {
-      // Training and checkpoints are complete; a peer leaving early is not a failure.
-      DS_LOG(Warn, Comm) << "final barrier: " << e.what();
-    }
-    return {0, ""};
-  } catch (const CommError& e) {
-    return {std::nullopt, e.what()};
-  }
-}
-
-// After a generation was interrupted: the reshape to carry out next, when the
-// agent asks for one within the collective timeout (a peer's death comes
-// before its agent's word); nullopt otherwise.
-std::optional<ReshapeRequest> NextReshape(Worker& w) {
-  if (!w.control || !w.control->WaitForRequest(Clock::now() + w.comms.timeout)) return std::nullopt;
-  return w.control->Take();
-}
-
-// Every generation this process takes part in, from `m`; the exit code.
-int RunGenerations(Worker& w, Membership m) {
-  std::optional<ReshapeRequest> reshape;  // being carried out
-  for (;;) {
-    GenerationEnd end = RunGeneration(w, m, reshape);
-    if (end.exit_code) return *end.exit_code;
-    std::optional<ReshapeRequest> next = NextReshape(w);
-    if (!next) {
-      AnswerReshape(w, reshape, false, end.why);
-      return Fail(kExitComm, end.why);
-    }
-    reshape = std::move(next);  // a newer one replaces one still in progress
-    const msg::WorkerReshape& r = reshape->reshape;
-    if (r.rank < 0) {  // not part of the new world
-      AnswerReshape(w, reshape, true, "");
-      DS_LOG(Info, Train) << "left the job at generation " << r.generation;
-      return 0;
-    }
-    if (r.world < 1 || r.rank >= static_cast<int32_t>(r.world)) {
-      AnswerReshape(w, reshape, false, fmt::format("rank {} of {}: expected 0 <= rank < world", r.rank, r.world));
-      return Fail(kExitComm, "reshape to an impossible rank");
-    }
-    // The batch geometry follows the world size, as a start at that size would resolve it.
-    bool has_source = true;
-    Result<LoadedConfig> resolved = ReadConfig(w.config_file, static_cast<int>(r.world), &has_source);
-    if (!resolved.ok()) {
-      AnswerReshape(w, reshape, false, resolved.status().message());
-      return Fail(kExitConfig, resolved.status().message());
-    }
-    w.config = std::move(resolved->config);
-    m = Membership{r.generation, r.rank, static_cast<int>(r.world)};
-    w.rt.resume_step = r.step;
-    w.rt.resume_set = r.set;
-    LogSetIdentity(w.host, m.rank);
-    DS_LOG(Info, Train) << "reshaping in place after: " << end.why;
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -381,7 +222,14 @@ int main(int argc, char** argv) {
   Result<LoadedConfig> loaded = ReadConfig(config_file, place->world, &has_source);
   if (!loaded.ok()) return Fail(has_source ? kExitConfig : kExitUsage, loaded.status().message());
   auto heartbeat = StepHeartbeat::FromEnv();
-  Worker w{loaded->config, config_file, MakeRuntime(*loaded, quiet, heartbeat.get())};
+  Worker w;
+  w.config = loaded->config;
+  w.resolve_config = [config_file](int world) -> Result<TrainerConfig> {
+    bool has_source = true;
+    DS_ASSIGN_OR_RETURN(LoadedConfig again, ReadConfig(config_file, world, &has_source));
+    return std::move(again.config);
+  };
+  w.rt = MakeRuntime(*loaded, quiet, heartbeat.get());
   const TrainerConfig& config = w.config;
   w.host = host;
 
@@ -415,10 +263,11 @@ int main(int argc, char** argv) {
   if (!data.ok()) return Fail(kExitConfig, data.status().message());
   w.data = std::make_shared<const TrainTestData>(std::move(data).value());
 
-  try {
-    return RunGenerations(w, Membership{static_cast<uint32_t>(EnvInt("DSLAUNCH_GENERATION")), place->rank,
-                                        place->world});
-  } catch (const DeviceFailure& e) {
-    return Fail(kExitDevice, std::string("GPU failure: ") + e.what());
+  const int code = RunGenerations(w, Membership{static_cast<uint32_t>(EnvInt("DSLAUNCH_GENERATION")),
+                                                place->rank, place->world});
+  if (w.abandoned > 0) {  // a generation's thread still waits out its timeout: no destructors under it
+    std::fflush(nullptr);
+    std::_Exit(code);
   }
+  return code;
 }
