@@ -228,3 +228,64 @@ TEST_CASE("survivors reshaped in place end as a restart from the same save would
 }
 
 }  // namespace ds::rt
+
+namespace ds::rt {
+
+TEST_CASE("a rank left out of the new world answers ok and exits 0; the other trains on alone", "[reshape]") {
+  ds::testing::TempDir dir("dstrain-reshape");
+  auto store = SnapshotStore::Create(dir.path());
+  REQUIRE(store.ok());
+  std::vector<Rank> ranks;
+  for (int r = 0; r < 2; ++r)
+    ranks.push_back(Spawn(Env(dir.path(), (*store)->dir(), 1, r, 2, 0), dir / ("out" + std::to_string(r)), true));
+  REQUIRE(WaitForSave((*store)->incoming_dir(), 2, steady_clock::now() + seconds(60)));
+  const Save save = AdoptNewestComplete(**store, 2);
+  REQUIRE(save.step > 0);
+  Send(ranks[1].control, msg::WorkerReshape{3, -1, 1, save.step, save.set});
+  Send(ranks[0].control, msg::WorkerReshape{3, 0, 1, save.step, save.set});
+  for (const Rank& r : ranks) {
+    Result<msg::WorkerReshaped> answer = Receive(r.control);
+    INFO(Read(r.proc.out_path));
+    REQUIRE(answer.ok());
+    CHECK(answer->generation == 3);
+    CHECK(answer->ok == 1);
+  }
+  CHECK(Wait(ranks[1].proc) == 0);
+  CHECK(Wait(ranks[0].proc) == 0);
+  const std::string out0 = Read(ranks[0].proc.out_path);
+  CHECK(out0.find("dstrain: reshaped in place to 1 ranks (generation 3) from step " + std::to_string(save.step)) !=
+        std::string::npos);
+  CHECK(Read(ranks[1].proc.out_path).find("error") == std::string::npos);
+  for (const Rank& r : ranks) ::close(r.control);
+}
+
+TEST_CASE("a reshape to a save that is not there is answered ok 0 with why, and the worker exits 1", "[reshape]") {
+  ds::testing::TempDir dir("dstrain-reshape");
+  auto store = SnapshotStore::Create(dir.path());
+  REQUIRE(store.ok());
+  Rank rank = Spawn(Env(dir.path(), (*store)->dir(), 0, 0, 1, 0), dir / "out0", true);
+  REQUIRE(WaitForSave((*store)->incoming_dir(), 1, steady_clock::now() + seconds(60)));
+  Send(rank.control, msg::WorkerReshape{2, 0, 1, 10, "0123456789abcdef"});
+  Result<msg::WorkerReshaped> answer = Receive(rank.control);
+  REQUIRE(answer.ok());
+  CHECK(answer->generation == 2);
+  CHECK(answer->ok == 0);
+  CHECK_THAT(answer->why, Catch::Contains("step_00000010.0123456789abcdef"));
+  CHECK(Wait(rank.proc) == 1);
+  CHECK_THAT(Read(rank.proc.out_path), Catch::Contains("dstrain: error: "));
+  ::close(rank.control);
+}
+
+TEST_CASE("DSLAUNCH_CONTROL_FD that is not a control channel is a usage error naming it", "[reshape]") {
+  ds::testing::TempDir dir("dstrain-reshape");
+  for (const auto& [value, error] : std::vector<std::pair<std::string, std::string>>{
+           {"abc", "dstrain: error: DSLAUNCH_CONTROL_FD=abc: expected a file descriptor number\n"},
+           {"999", "dstrain: error: DSLAUNCH_CONTROL_FD=999: not an open file descriptor\n"}}) {
+    Proc p = testing::Start({"DSLAUNCH_TRAINER_CONFIG=" + Config(0), "DSLAUNCH_CONTROL_FD=" + value}, {},
+                            dir / "out");
+    CHECK(Wait(p) == 2);
+    CHECK(Read(p.out_path) == error);
+  }
+}
+
+}  // namespace ds::rt
