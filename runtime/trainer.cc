@@ -290,6 +290,9 @@ Status Trainer::Save(int64_t at_epoch, int64_t at_position) {
   } else {
     st = SaveCheckpoint(runtime_.checkpoint_dir, meta, engine_->ExportShard(), comm_, config_.checkpoint.keep);
   }
+  // The snapshot helper's communicator failed: as for any collective, the
+  // generation is over (a restart, or an in-place reshape).
+  if (st.code() == Status::Code::kUnavailable) throw CommError(st.message());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ++result_.saves;
   result_.save_seconds += seconds;
@@ -302,6 +305,7 @@ Status Trainer::CompleteSnapshot() {
   if (!snapshots_ || !snapshots_->pending()) return Status::OK();
   const auto start = std::chrono::steady_clock::now();
   Status st = snapshots_->Complete();
+  if (st.code() == Status::Code::kUnavailable) throw CommError(st.message());  // as in Save
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result_.save_seconds += seconds;
   result_.save_ms.back() += 1e3 * seconds;

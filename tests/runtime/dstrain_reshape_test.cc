@@ -143,9 +143,10 @@ std::map<uint32_t, std::string> TakeFinalShards(const std::string& incoming) {
   return out;
 }
 
-void Send(int fd, const msg::WorkerReshape& m) {
+void Send(const Rank& r, const msg::WorkerReshape& m) {
   const Bytes frame = EncodeFrame(wire::MsgType::kWorkerReshape, m.Encode());
-  REQUIRE(::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(frame.size()));
+  INFO("the worker's output: " << Read(r.proc.out_path));
+  REQUIRE(::send(r.control, frame.data(), frame.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(frame.size()));
 }
 
 // The worker's answer, or an error naming what came instead (none within 60 s).
@@ -167,11 +168,10 @@ int64_t TrainingAgainMs(const std::string& out) {
   return std::regex_search(out, m, re) ? std::stoll(m[1]) : -1;
 }
 
-}  // namespace
-
-TEST_CASE("survivors reshaped in place end as a restart from the same save would, ZeRO 0-3", "[reshape]") {
-  const int stage = GENERATE(0, 1, 2, 3);
-  INFO("ZeRO stage " << stage);
+// Three ranks at ZeRO `stage`; rank 1 killed; the survivors reshaped to two
+// (with `requests` WorkerReshapes in a row, generations 1, 2, ...: the last
+// one counts); their final shards compared with a restart's from that save.
+void ReshapeAndCompare(int stage, uint32_t requests) {
   ds::testing::TempDir dir("dstrain-reshape");
   auto store = SnapshotStore::Create(dir.path());
   REQUIRE(store.ok());
@@ -188,13 +188,15 @@ TEST_CASE("survivors reshaped in place end as a restart from the same save would
   REQUIRE(save.step < kSteps);
 
   // Old ranks 0 and 2 become ranks 0 and 1 of 2.
-  Send(ranks[0].control, msg::WorkerReshape{1, 0, 2, save.step, save.set});
-  Send(ranks[2].control, msg::WorkerReshape{1, 1, 2, save.step, save.set});
+  for (uint32_t g = 1; g <= requests; ++g) {
+    Send(ranks[0], msg::WorkerReshape{g, 0, 2, save.step, save.set});
+    Send(ranks[2], msg::WorkerReshape{g, 1, 2, save.step, save.set});
+  }
   for (int r : {0, 2}) {
-    Result<msg::WorkerReshaped> answer = Receive(ranks[r].control);
+    Result<msg::WorkerReshaped> answer = Receive(ranks[r].control);  // the first answer: the last request's
     INFO("old rank " << r << ": " << Read(ranks[r].proc.out_path));
     REQUIRE(answer.ok());
-    CHECK(answer->generation == 1);
+    CHECK(answer->generation == requests);
     CHECK(answer->ok == 1);
     CHECK(answer->why == "");
     CHECK(answer->micros > 0);
@@ -206,7 +208,7 @@ TEST_CASE("survivors reshaped in place end as a restart from the same save would
   const int64_t again_ms = TrainingAgainMs(out0);
   CHECK(again_ms >= 0);
   const size_t line = out0.find("dstrain: reshaped in place");
-  std::printf("ZeRO stage %d: %s\n", stage, out0.substr(line, out0.find('\n', line) - line).c_str());
+  std::printf("ZeRO stage %d, %u request(s): %s\n", stage, requests, out0.substr(line, out0.find('\n', line) - line).c_str());
   for (const Rank& r : ranks) ::close(r.control);
   const std::map<uint32_t, std::string> reshaped = TakeFinalShards(incoming);
   REQUIRE(reshaped.size() == 2);
@@ -227,6 +229,19 @@ TEST_CASE("survivors reshaped in place end as a restart from the same save would
   CHECK(reshaped.at(1) == restarted.at(1));
 }
 
+}  // namespace
+
+TEST_CASE("survivors reshaped in place end as a restart from the same save would, ZeRO 0-3", "[reshape]") {
+  const int stage = GENERATE(0, 1, 2, 3);
+  INFO("ZeRO stage " << stage);
+  ReshapeAndCompare(stage, 1);
+}
+
+TEST_CASE("a second WorkerReshape during a reshape: it starts over with the newer one", "[reshape]") {
+  INFO("ZeRO stage 2");
+  ReshapeAndCompare(2, 2);
+}
+
 }  // namespace ds::rt
 
 namespace ds::rt {
@@ -241,8 +256,8 @@ TEST_CASE("a rank left out of the new world answers ok and exits 0; the other tr
   REQUIRE(WaitForSave((*store)->incoming_dir(), 2, steady_clock::now() + seconds(60)));
   const Save save = AdoptNewestComplete(**store, 2);
   REQUIRE(save.step > 0);
-  Send(ranks[1].control, msg::WorkerReshape{3, -1, 1, save.step, save.set});
-  Send(ranks[0].control, msg::WorkerReshape{3, 0, 1, save.step, save.set});
+  Send(ranks[1], msg::WorkerReshape{3, -1, 1, save.step, save.set});
+  Send(ranks[0], msg::WorkerReshape{3, 0, 1, save.step, save.set});
   for (const Rank& r : ranks) {
     Result<msg::WorkerReshaped> answer = Receive(r.control);
     INFO(Read(r.proc.out_path));
@@ -265,7 +280,7 @@ TEST_CASE("a reshape to a save that is not there is answered ok 0 with why, and 
   REQUIRE(store.ok());
   Rank rank = Spawn(Env(dir.path(), (*store)->dir(), 0, 0, 1, 0), dir / "out0", true);
   REQUIRE(WaitForSave((*store)->incoming_dir(), 1, steady_clock::now() + seconds(60)));
-  Send(rank.control, msg::WorkerReshape{2, 0, 1, 10, "0123456789abcdef"});
+  Send(rank, msg::WorkerReshape{2, 0, 1, 10, "0123456789abcdef"});
   Result<msg::WorkerReshaped> answer = Receive(rank.control);
   REQUIRE(answer.ok());
   CHECK(answer->generation == 2);
