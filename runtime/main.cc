@@ -252,7 +252,8 @@ int main(int argc, char** argv) {
   w.control = std::move(control).value();
   if (w.control) w.rt.interrupt = w.control->requested_flag();
   // With a control channel a world of one may grow: the store must be there.
-  if (place->world > 1 || (w.control && (EnvRaw("DSLAUNCH_STORE_ADDR") || EnvRaw("DSLAUNCH_STORE_PATH")))) {
+  const bool has_store = !EnvString("DSLAUNCH_STORE_ADDR").empty() || !EnvString("DSLAUNCH_STORE_PATH").empty();
+  if (place->world > 1 || (w.control && has_store)) {
     if (Status st = CheckBackend(config, w.plugin, no_plugin); !st.ok()) return Fail(kExitConfig, st.message());
     Result<RendezvousStore> store = OpenStore();
     if (!store.ok()) return Fail(kExitUsage, store.status().message());

@@ -60,7 +60,8 @@ struct Generation {
   Membership m;
   TrainerConfig config;                    // its own: a thread left behind still reads it
   TrainerRuntime rt;
-  std::optional<ReshapeRequest> reshape;   // the reshape it carries out, until answered and timed
+  std::optional<ReshapeRequest> reshape;   // the reshape it carries out, until timed
+  bool answered = false;                   // WorkerReshaped sent for it
   int64_t started_ms = -1, connected_ms = -1, resumed_ms = -1;  // since the request: where the time went
   std::atomic<bool> stop{false};           // its trainer stops at its next step
   std::mutex mu;
@@ -69,14 +70,19 @@ struct Generation {
   GenerationEnd end;
 };
 
-// Tells the agent how the reshape `r` ended, when there is one to answer.
-void AnswerReshape(Worker& w, std::optional<ReshapeRequest>& r, bool ok, const std::string& why) {
-  if (!r || !w.control) return;
-  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - r->received).count();
-  Status st = w.control->Answer(msg::WorkerReshaped{r->reshape.generation, static_cast<uint8_t>(ok ? 1 : 0), why,
+// Tells the agent how the reshape `r` ended.
+void Answer(Worker& w, const ReshapeRequest& r, bool ok, const std::string& why) {
+  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - r.received).count();
+  Status st = w.control->Answer(msg::WorkerReshaped{r.reshape.generation, static_cast<uint8_t>(ok ? 1 : 0), why,
                                                     static_cast<uint32_t>(std::min<int64_t>(micros, UINT32_MAX))});
   if (!st.ok()) DS_LOG(Warn, Comm) << st.message();
-  if (!ok) r.reset();
+}
+
+// The same for the reshape `g` carries out, once.
+void AnswerReshape(Worker& w, Generation& g, bool ok, const std::string& why) {
+  if (!g.reshape || g.answered) return;
+  Answer(w, *g.reshape, ok, why);
+  g.answered = true;
 }
 
 // After the reshape's first step: how long training stood still.
@@ -114,7 +120,7 @@ GenerationEnd RunGeneration(Worker& w, Generation& g) {
     rt.interrupt = &g.stop;
     rt.on_resumed = [&] {
       g.resumed_ms = since_request();
-      AnswerReshape(w, g.reshape, true, "");
+      AnswerReshape(w, g, true, "");
     };
     rt.on_first_step = [&](int64_t step) { ReportTrainingAgain(g, step); };
     auto trainer = Trainer::Create(g.config, comm, rt, w.data);
@@ -123,7 +129,7 @@ GenerationEnd RunGeneration(Worker& w, Generation& g) {
     if (!result.ok() && (g.stop || (w.control && w.control->requested())))  // the abort's doing
       return {std::nullopt, result.status().message()};
     if (!result.ok()) {
-      AnswerReshape(w, g.reshape, false, result.status().message());
+      AnswerReshape(w, g, false, result.status().message());
       return {Fail(kDstrainExitConfig, result.status().message()), ""};
     }
     if (comm.rank() == 0) PrintResults(*result, rt);
@@ -210,13 +216,13 @@ int RunGenerations(Worker& w, Membership m) {
     const std::string why = joined ? g->end.why : "a collective did not return after its abort";
     std::optional<ReshapeRequest> next = NextReshape(w);
     if (!next) {
-      if (joined) AnswerReshape(w, g->reshape, false, why);
+      if (joined) AnswerReshape(w, *g, false, why);
       return Fail(kDstrainExitComm, why);
     }
     reshape = std::move(next);  // a newer one replaces one still in progress
     const msg::WorkerReshape& r = reshape->reshape;
     if (r.rank < 0) {  // not part of the new world
-      AnswerReshape(w, reshape, true, "");
+      Answer(w, *reshape, true, "");
       DS_LOG(Info, Train) << "not part of generation " << r.generation << ": leaving";
       return 0;
     }
@@ -224,7 +230,7 @@ int RunGenerations(Worker& w, Membership m) {
         fmt::format("WorkerReshape: rank {} of {}: expected 0 <= rank < world", r.rank, r.world));
     if (r.world >= 1 && r.rank < static_cast<int32_t>(r.world)) config = w.resolve_config(static_cast<int>(r.world));
     if (!config.ok()) {
-      AnswerReshape(w, reshape, false, config.status().message());
+      Answer(w, *reshape, false, config.status().message());
       return Fail(kDstrainExitConfig, config.status().message());
     }
     w.config = std::move(config).value();  // the batch geometry follows the world size

@@ -12,11 +12,13 @@
 namespace ds::rt {
 
 void StoreClientStore::set(const std::string& key, const std::vector<char>& data) {
+  std::lock_guard<std::mutex> lock(mu_);
   Status st = client_.Set(key, std::vector<uint8_t>(data.begin(), data.end()));
   if (!st.ok()) throw CommError(fmt::format("store set '{}': {}", key, st.message()));
 }
 
 std::vector<char> StoreClientStore::get(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
   auto v = client_.Get(key, timeout_);
   if (!v.ok()) throw CommError(fmt::format("store get '{}': {}", key, v.status().message()));
   return std::vector<char>(v->begin(), v->end());
@@ -24,6 +26,7 @@ std::vector<char> StoreClientStore::get(const std::string& key) {
 
 void StoreClientStore::wait(const std::vector<std::string>& keys,
                             const std::chrono::milliseconds& timeout) {
+  std::lock_guard<std::mutex> lock(mu_);
   Status st = client_.Wait(keys, timeout);
   if (!st.ok()) throw CommError(fmt::format("store wait: {}", st.message()));
 }

@@ -8,12 +8,15 @@
 //    so a later generation (a restart, or survivors reshaped in place over
 //    the same store connection) never reads an earlier one's addresses.
 // Store methods throw CommError on failure (Gloo's contract is exceptions).
-// Not thread-safe.
+// StoreClientStore is thread-safe (one request at a time on the connection:
+// a generation's thread left behind inside its rendezvous holds it until its
+// wait times out, and the next generation's waits for it); the rest is not.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include <gloo/rendezvous/store.h>
@@ -39,6 +42,7 @@ class StoreClientStore : public gloo::rendezvous::Store {
  private:
   StoreClient& client_;
   std::chrono::milliseconds timeout_;
+  std::mutex mu_;  // the connection carries one request and its answer at a time
 };
 
 // A store plus whatever owns its backing connection.
