@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <regex>
 #include <string>
@@ -130,11 +131,11 @@ Save AdoptNewestComplete(SnapshotStore& store, uint32_t world) {
   return best;
 }
 
-// The final shards (step kSteps, world 2) handed over, by rank; removed from incoming/.
-std::map<uint32_t, std::string> TakeFinalShards(const std::string& incoming) {
+// The final shards (step kSteps, `world` ranks) handed over, by rank; removed from incoming/.
+std::map<uint32_t, std::string> TakeFinalShards(const std::string& incoming, uint32_t world) {
   std::map<uint32_t, std::string> out;
   for (const auto& [name, h] : Handoffs(incoming)) {
-    if (h.step != kSteps || h.id.world != 2) continue;
+    if (h.step != kSteps || h.id.world != world) continue;
     const std::string shard = incoming + "/" + HandoffName(h, kHandoffShard);
     out[h.rank] = Read(shard);
     fs::remove(shard);
@@ -172,7 +173,8 @@ int64_t TrainingAgainMs(const std::string& out) {
 enum class Requests {
   kOne,                      // generation 1
   kTwoInARow,                // generations 1 and 2 at once: 2 counts
-  kSecondWhileFirstConnects  // 1 to old rank 0 alone, which connects it and waits for its peer; then 2 to both
+  kSecondWhileFirstConnects,  // 1 to old rank 0 alone, which connects it and waits for its peer; then 2 to both
+  kReplaced                   // generation 1 keeps three ranks: a new process takes the killed rank's place
 };
 
 // Waits until something is written into the directory `fd` watches (inotify); false at the deadline.
@@ -192,6 +194,11 @@ void Tell(const std::vector<Rank>& ranks, const Save& save, Requests how, const 
     CHECK(WaitForWrite(in, steady_clock::now() + seconds(30)));  // its address for generation 1: it connects
     ::close(in);
   }
+  if (how == Requests::kReplaced) {  // ranks and world as they were
+    Send(ranks[0], msg::WorkerReshape{1, 0, 3, save.step, save.set});
+    Send(ranks[2], msg::WorkerReshape{1, 2, 3, save.step, save.set});
+    return;
+  }
   const uint32_t last = how == Requests::kOne ? 1 : 2;
   for (uint32_t g = how == Requests::kTwoInARow ? 1 : last; g <= last; ++g) {
     Send(ranks[0], msg::WorkerReshape{g, 0, 2, save.step, save.set});
@@ -199,11 +206,25 @@ void Tell(const std::vector<Rank>& ranks, const Save& save, Requests how, const 
   }
 }
 
-// Three ranks at ZeRO `stage`; rank 1 killed; the survivors reshaped to two
-// as `how` tells them; their final shards compared with a restart's from
-// that save.
+// Ranks 0..world-1 of generation `generation`, started from `save` as a restart starts them.
+std::vector<Rank> Restarted(const std::string& dir, const std::string& snapshots, int stage, const Save& save,
+                            const std::vector<int>& ranks, int world, int generation, const std::string& name) {
+  std::vector<Rank> out;
+  for (int r : ranks) {
+    std::vector<std::string> env = Env(dir, snapshots, stage, r, world, generation);
+    env.push_back("DSLAUNCH_RESUME_STEP=" + std::to_string(save.step));
+    env.push_back("DSLAUNCH_RESUME_SET=" + save.set);
+    out.push_back(Spawn(env, dir + "/" + name + std::to_string(r), true));
+  }
+  return out;
+}
+
+// Three ranks at ZeRO `stage`; rank 1 killed; the survivors reshaped (to
+// two, or three with a replacement) as `how` tells them; their final shards
+// compared with a restart's from that save.
 void ReshapeAndCompare(int stage, Requests how) {
-  const uint32_t requests = how == Requests::kOne ? 1 : 2;
+  const uint32_t requests = how == Requests::kOne || how == Requests::kReplaced ? 1 : 2;
+  const int world = how == Requests::kReplaced ? 3 : 2;
   ds::testing::TempDir dir("dstrain-reshape");
   auto store = SnapshotStore::Create(dir.path());
   REQUIRE(store.ok());
@@ -220,6 +241,8 @@ void ReshapeAndCompare(int stage, Requests how) {
   REQUIRE(save.step < kSteps);
 
   Tell(ranks, save, how, dir / "store");
+  std::vector<Rank> replacement;  // joins the survivors at the new world's first collective
+  if (how == Requests::kReplaced) replacement = Restarted(dir.path(), snapshots, stage, save, {1}, 3, 1, "new");
   for (int r : {0, 2}) {
     Result<msg::WorkerReshaped> answer = Receive(ranks[r].control);  // the first answer: the last request's
     INFO("old rank " << r << ": " << Read(ranks[r].proc.out_path));
@@ -231,6 +254,7 @@ void ReshapeAndCompare(int stage, Requests how) {
   }
   CHECK(Wait(ranks[0].proc) == 0);
   CHECK(Wait(ranks[2].proc) == 0);
+  for (const Rank& r : replacement) CHECK(Wait(r.proc) == 0);
   const std::string out0 = Read(ranks[0].proc.out_path);
   INFO(out0);
   const int64_t again_ms = TrainingAgainMs(out0);
@@ -241,23 +265,23 @@ void ReshapeAndCompare(int stage, Requests how) {
   const size_t line = out0.find("dstrain: reshaped in place");
   std::printf("ZeRO stage %d, %u request(s): %s\n", stage, static_cast<unsigned>(requests), out0.substr(line, out0.find('\n', line) - line).c_str());
   for (const Rank& r : ranks) ::close(r.control);
-  const std::map<uint32_t, std::string> reshaped = TakeFinalShards(incoming);
-  REQUIRE(reshaped.size() == 2);
+  for (const Rank& r : replacement) ::close(r.control);
+  const std::map<uint32_t, std::string> reshaped = TakeFinalShards(incoming, world);
+  REQUIRE(reshaped.size() == static_cast<size_t>(world));
 
-  // The reference: two fresh ranks resumed from the same save.
-  std::vector<Proc> fresh;
-  for (int r = 0; r < 2; ++r) {
-    std::vector<std::string> env = Env(dir.path(), snapshots, stage, r, 2, 7);
-    env.push_back("DSLAUNCH_RESUME_STEP=" + std::to_string(save.step));
-    env.push_back("DSLAUNCH_RESUME_SET=" + save.set);
-    fresh.push_back(Spawn(env, dir / ("fresh" + std::to_string(r)), false).proc);
+  // The reference: `world` fresh ranks restarted from the same save.
+  std::vector<int> all(world);
+  std::iota(all.begin(), all.end(), 0);
+  for (Rank& r : Restarted(dir.path(), snapshots, stage, save, all, world, 7, "fresh")) {
+    CHECK(Wait(r.proc) == 0);
+    ::close(r.control);
   }
-  CHECK(Wait(fresh[0]) == 0);
-  CHECK(Wait(fresh[1]) == 0);
-  const std::map<uint32_t, std::string> restarted = TakeFinalShards(incoming);
-  REQUIRE(restarted.size() == 2);
-  CHECK(reshaped.at(0) == restarted.at(0));  // bitwise: master weights and optimizer state
-  CHECK(reshaped.at(1) == restarted.at(1));
+  const std::map<uint32_t, std::string> restarted = TakeFinalShards(incoming, world);
+  REQUIRE(restarted.size() == static_cast<size_t>(world));
+  for (int r = 0; r < world; ++r) {
+    INFO("rank " << r);
+    CHECK(reshaped.at(r) == restarted.at(r));  // bitwise: master weights and optimizer state
+  }
 }
 
 }  // namespace
@@ -274,6 +298,12 @@ TEST_CASE("a second WorkerReshape during a reshape: it starts over with the newe
   SECTION("while the first connects: that generation's thread is left behind") {
     ReshapeAndCompare(2, Requests::kSecondWhileFirstConnects);
   }
+}
+
+TEST_CASE("a crashed rank replaced by a new process: the survivors keep their ranks, bitwise a restart", "[reshape]") {
+  const int stage = GENERATE(1, 3);
+  INFO("ZeRO stage " << stage);
+  ReshapeAndCompare(stage, Requests::kReplaced);
 }
 
 }  // namespace ds::rt
