@@ -37,8 +37,11 @@ std::unique_ptr<GenerationComms> GenerationComms::Connect(gloo::rendezvous::Stor
     // Gloo over TCP whatever the training backend, under "snapshots", so its
     // one small allreduce per save never waits for the training thread's
     // collectives (checkpoint_snapshot_writer.h).
+    // One small allreduce per save: no sync-mode context (one rendezvous less).
     gloo::rendezvous::PrefixStore keys("snapshots", *c->keys_);
-    c->snapshots_ = GlooCommunicator::Connect(keys, m.rank, m.world, GlooOptionsOf(options));
+    GlooOptions go = GlooOptionsOf(options);
+    go.bulk = false;
+    c->snapshots_ = GlooCommunicator::Connect(keys, m.rank, m.world, go);
     if (control != nullptr) control->Watch(c->snapshots_.get());
   }
   return c;

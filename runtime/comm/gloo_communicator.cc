@@ -186,7 +186,7 @@ std::unique_ptr<GlooCommunicator> GlooCommunicator::Connect(gloo::rendezvous::St
     context->connectFullMesh(store, device);
     std::shared_ptr<gloo::rendezvous::Context> bulk;
     size_t bulk_chunk_bytes = 0;
-    if (size > 1) {
+    if (size > 1 && options.bulk) {
       bulk_chunk_bytes = BulkChunkBytes(context, options.bulk_chunk_bytes, options.timeout);
       bulk = std::make_shared<gloo::rendezvous::Context>(rank, size);
       bulk->setTimeout(options.timeout);

@@ -59,6 +59,8 @@ struct GlooOptions {
   std::string master_addr = "127.0.0.1";           // used to pick the local address
   std::chrono::milliseconds timeout{60000};        // per collective, and for connecting
   size_t bulk_chunk_bytes = 0;                     // persistent collectives' piece; 0 = default
+  bool bulk = true;                                // the sync-mode context; false: one connection per
+                                                   //   peer, persistent collectives as one-shot calls
 };
 
 class GlooCommunicator : public Communicator {
