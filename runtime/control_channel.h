@@ -52,10 +52,8 @@ class ControlChannel {
   void Watch(Communicator* comm);
   void Unwatch(Communicator* comm);
 
-  // Whether a WorkerReshape arrived that was not yet taken (the trainer
-  // polls it once per step: a world of one has no collective to abort).
+  // Whether a WorkerReshape arrived that was not yet taken.
   bool requested() const { return requested_; }
-  const std::atomic<bool>* requested_flag() const { return &requested_; }
   // Waits until a request is waiting to be taken, the agent closed the
   // channel, `also` holds (checked again at each Wake), or `deadline`
   // (time_point::max(): none); whether a request is waiting. A worker whose

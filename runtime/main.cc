@@ -5,6 +5,10 @@
 // rendezvous store from DSLAUNCH_STORE_ADDR (dslaunch) or DSLAUNCH_STORE_PATH
 // (standalone). Rank 0 prints progress and, at the end, "test accuracy: X".
 //
+// With DSLAUNCH_CONTROL_FD (set by dsagent) the process may be reshaped in
+// place: a new rank and world, rolled back to a snapshot, without a restart
+// (runtime/worker_generations.h).
+//
 // Where it computes: trainer.device (runtime/device_plugin.h ChooseDevice); on a
 // GPU the engine is the device engine over NCCL on device buffers (backend:
 // nccl) or over Gloo staged through host memory (backend: gloo, the hybrid
@@ -12,7 +16,8 @@
 //
 // Exit codes (common/dstrain_exit.h): 0 done; 1 bad config, data or
 // checkpoint I/O; 2 usage; 3 communication failure (a peer died or timed
-// out: dslaunch restarts the generation from the last checkpoint); 4 a GPU
+// out: dslaunch restarts the generation from the last checkpoint; with a
+// control channel only once no reshape came within the collective timeout); 4 a GPU
 // failure (CUDA, cuBLAS, a kernel's fault seen while waiting for NCCL:
 // dslaunch does not restart, and says so).
 #include <sched.h>
@@ -250,7 +255,6 @@ int main(int argc, char** argv) {
   Result<std::unique_ptr<ControlChannel>> control = OpenControl();
   if (!control.ok()) return Fail(kExitUsage, control.status().message());
   w.control = std::move(control).value();
-  if (w.control) w.rt.interrupt = w.control->requested_flag();
   // With a control channel a world of one may grow: the store must be there.
   const bool has_store = !EnvString("DSLAUNCH_STORE_ADDR").empty() || !EnvString("DSLAUNCH_STORE_PATH").empty();
   if (place->world > 1 || (w.control && has_store)) {
