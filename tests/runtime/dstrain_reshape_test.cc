@@ -368,3 +368,34 @@ TEST_CASE("DSLAUNCH_CONTROL_FD that is not a control channel is a usage error na
 }
 
 }  // namespace ds::rt
+
+namespace ds::rt {
+
+TEST_CASE("a survivor told nothing exits 3 as before: at its agent's end, or after the collective timeout",
+          "[reshape]") {
+  const bool agent_gone = GENERATE(true, false);
+  INFO((agent_gone ? "the agent closes its end" : "the agent stays silent"));
+  ds::testing::TempDir dir("dstrain-reshape");
+  auto store = SnapshotStore::Create(dir.path());
+  REQUIRE(store.ok());
+  std::vector<Rank> ranks;
+  for (int r = 0; r < 2; ++r) {
+    std::vector<std::string> env = Env(dir.path(), (*store)->dir(), 0, r, 2, 0);
+    env.push_back("DSLAUNCH_COLLECTIVE_TIMEOUT=2s");
+    ranks.push_back(Spawn(env, dir / ("out" + std::to_string(r)), true));
+  }
+  REQUIRE(WaitForSave((*store)->incoming_dir(), 2, steady_clock::now() + seconds(60)));
+  ::kill(ranks[1].proc.pid, SIGKILL);
+  CHECK(Wait(ranks[1].proc) == 128 + SIGKILL);
+  if (agent_gone) ::close(ranks[0].control);
+  CHECK(Wait(ranks[0].proc) == 3);
+  CHECK_THAT(Read(ranks[0].proc.out_path), Catch::Contains("dstrain: error: rank 0: "));
+  if (!agent_gone) {
+    char byte;
+    CHECK(::recv(ranks[0].control, &byte, 1, MSG_DONTWAIT) == 0);  // closed, nothing was answered
+    ::close(ranks[0].control);
+  }
+  ::close(ranks[1].control);
+}
+
+}  // namespace ds::rt
