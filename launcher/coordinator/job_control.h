@@ -169,6 +169,8 @@ class JobControl {
   // `node`'s last heartbeat round trip in seconds; < 0: none measured yet.
   double HeartbeatRtt(size_t node) const { return liveness_.RoundTrip(static_cast<int>(node)); }
   Clock::time_point start_time() const { return start_time_; }
+  // The snapshot figures (snapshot_tally.h); null with snapshots off.
+  const SnapshotTally* snapshots() const { return gather_ ? &gather_->tally() : nullptr; }
   // The nodes (by index) reported slow this generation and not recovered.
   std::vector<uint32_t> slow_nodes() const { return stragglers_.Slow(); }
 
