@@ -43,9 +43,10 @@ void TimelineSampler::Sample(const JobView& v, const std::vector<uint32_t>& slow
                              const std::vector<RestartCause>& restart_causes) {
   const double t = v.elapsed_seconds;
   t_.end = std::max(t_.end, t);
+  if (v.snapshot_step >= 0) newest_step_seen_ = v.snapshot_step;
   if (v.snapshots_taken > saves_seen_) {  // also at the end: a short job's saves show
     saves_seen_ = v.snapshots_taken;
-    AddSnapshot(t, v.snapshot_step);
+    AddSnapshot(t, newest_step_seen_);
   }
   if (v.state == "done") return;  // the agents leave at the end: not nodes lost
   for (; causes_seen_ < restart_causes.size(); ++causes_seen_)

@@ -44,9 +44,9 @@ struct TimelineSample {
 };
 
 // A snapshot point: when the sampler first saw saves taken rise (also in the
-// last view, of the job done), and the newest step a node held then (-1 when
-// none did any more: the agents had left); more saves between two samples
-// show as one.
+// last view, of the job done), and the newest step a node held then (in the
+// last view, where the agents have left, the newest step seen before; -1
+// when none was ever seen); more saves between two samples show as one.
 struct TimelineSnapshot {
   double t = 0;
   int64_t step = -1;
@@ -93,6 +93,7 @@ class TimelineSampler {
   std::set<uint32_t> slow_;
   size_t causes_seen_ = 0;
   uint64_t saves_seen_ = 0;
+  int64_t newest_step_seen_ = -1;
 };
 
 }  // namespace ds

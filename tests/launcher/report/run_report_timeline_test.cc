@@ -84,7 +84,7 @@ TEST_CASE("timeline: a snapshot point where the saves taken rose, with the newes
   done.state = "done";
   s.Sample(done, {}, {});
   REQUIRE(p.size() == 3);
-  CHECK((p[2].t == 5 && p[2].step == -1));
+  CHECK((p[2].t == 5 && p[2].step == 30));  // the newest step seen before
   TimelineSampler bounded;
   const int n = static_cast<int>(TimelineSampler::kMaxSamples) * 3;
   for (int i = 1; i <= n; ++i) bounded.Sample(with(i, static_cast<uint64_t>(i), i), {}, {});
