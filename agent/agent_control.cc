@@ -35,8 +35,12 @@ void AgentControl::OnFrame(const Frame& f) {
   last_recv_ = clock_.Now();
   auto bad = [&](const Status& st) { Lost("bad message from the coordinator: " + st.message()); };
   switch (f.type) {
-    case wire::MsgType::kPing:
+    case wire::MsgType::kPing: {  // a stamped one is answered at once: the coordinator's round trip
+      auto m = msg::Ping::Decode(f.payload);
+      if (!m.ok()) return bad(m.status());
+      if (m->sent_micros != 0) Send(wire::MsgType::kPing, msg::Ping{0, m->sent_micros}.Encode());
       return;
+    }
     case wire::MsgType::kReserve: {
       auto m = msg::Reserve::Decode(f.payload);
       return m.ok() ? OnReserve(*m) : bad(m.status());

@@ -18,6 +18,7 @@
 #include "launcher/config/hostfile.h"
 #include "launcher/config/selection.h"
 #include "launcher/coordinator/coordinator.h"
+#include "sim/sim_watch.h"
 
 namespace ds::sim {
 namespace {
@@ -73,7 +74,18 @@ void WriteAll(int fd, const std::string& s) {
     ::_exit(2);
   }
   for (int i = 0; i < spec.nodes; ++i) coord.EnrollAgent(i, spec.agent_token);  // simulated agents share one
-  coord.OnDone([&io] { io.stop(); });
+  std::unique_ptr<SimWatch> watch;
+  if (spec.watch) {
+    watch = std::make_unique<SimWatch>(io, coord, record);
+    if (Status st = watch->Start(); !st.ok()) {
+      WriteAll(report_fd, "error --watch: " + st.message() + "\n");
+      ::_exit(2);
+    }
+  }
+  coord.OnDone([&io, &watch] {
+    if (watch) watch->Stop();
+    io.stop();
+  });
   WriteAll(report_fd, fmt::format("port {}\n", coord.port()));
   NoFleetEvents fleet;  // the simulated agents are nobody's processes
   coord.Start(fleet);

@@ -28,6 +28,7 @@ struct CoordinatorSpec {
   std::string job_id;
   std::string secret;             // the job secret (store tokens derive from it)
   std::string agent_token;        // every node's agent token
+  bool watch = false;             // also what dslaunch's status line, /metrics and status socket cost (sim_watch.h)
 };
 
 struct ProcessUsage {

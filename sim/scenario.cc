@@ -199,6 +199,7 @@ Result<ScenarioReport> RunScenario(const ScenarioOptions& o) {
   spec.job_id = "dssim";
   spec.secret = RandomHex(32);
   spec.agent_token = RandomHex(32);
+  spec.watch = o.watch;
   DS_ASSIGN_OR_RETURN(auto coord, CoordinatorProcess::Start(spec));
 
   ScenarioReport r;

@@ -31,6 +31,7 @@ struct ScenarioOptions {
   double step_seconds = 1.0;    // workers beat a step this often in the window (progress summaries); 0 = never
   bool store = true;
   double step_timeout = 120.0;  // seconds any one step may take before the run fails
+  bool watch = false;           // --watch: the coordinator also serves /metrics and `dslaunch status` (sim_watch.h)
 };
 
 struct ScenarioReport {

@@ -163,8 +163,13 @@ Bytes Stop::Encode() const { return PayloadWriter().U32(generation).Take(); }
 DS_DECODE_BEGIN(Stop) m.generation = r.U32(); DS_DECODE_END(Stop)
 Bytes Stopped::Encode() const { return PayloadWriter().U32(generation).Take(); }
 DS_DECODE_BEGIN(Stopped) m.generation = r.U32(); DS_DECODE_END(Stopped)
-Bytes Ping::Encode() const { return {}; }
-DS_DECODE_BEGIN(Ping) DS_DECODE_END(Ping)
+Bytes Ping::Encode() const {
+  return PayloadWriter().I64(static_cast<int64_t>(sent_micros)).I64(static_cast<int64_t>(echo_micros)).Take();
+}
+DS_DECODE_BEGIN(Ping)
+  m.sent_micros = static_cast<uint64_t>(r.I64());
+  m.echo_micros = static_cast<uint64_t>(r.I64());
+DS_DECODE_END(Ping)
 Bytes Shutdown::Encode() const { return PayloadWriter().I32(exit_code).Take(); }
 DS_DECODE_BEGIN(Shutdown) m.exit_code = r.I32(); DS_DECODE_END(Shutdown)
 

@@ -265,7 +265,15 @@ struct WorkerReshaped {           // worker -> agent: answer to WorkerReshape
 };
 struct Stop { uint32_t generation = 0; DS_MESSAGE(Stop); };
 struct Stopped { uint32_t generation = 0; DS_MESSAGE(Stopped); };
-struct Ping { DS_MESSAGE(Ping); };
+// Heartbeat (wire_format.md "Agent session"). The coordinator stamps its
+// Pings; an agent answers a stamped Ping at once with one that echoes the
+// stamp, so the coordinator reads the round trip off its own clock. An
+// agent's own Pings carry no stamp and are never answered.
+struct Ping {
+  uint64_t sent_micros = 0;       // the sender's clock, opaque to the peer; 0: answer not wanted
+  uint64_t echo_micros = 0;       // the sent_micros of the Ping this answers; 0: not an answer
+  DS_MESSAGE(Ping);
+};
 struct Shutdown {
   int32_t exit_code = 0;          // the agent's exit status: the job's in the per-node form (every node
                                   //   exits non-zero when the job failed), else 0

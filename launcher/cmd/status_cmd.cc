@@ -18,7 +18,7 @@
 #include "common/private_dir.h"
 #include "common/unique_fd.h"
 #include "launcher/report/job_view_json.h"
-#include "launcher/report/status_line.h"
+#include "launcher/report/status_table.h"
 
 namespace ds {
 namespace {
@@ -89,25 +89,6 @@ Result<JobView> ReadRecord(const PrivateDir& dir, const std::string& name) {
 std::string Print(const JobView& v, bool json) { return json ? JobViewJson(v) : StatusTable(v); }
 
 }  // namespace
-
-std::string StatusTable(const JobView& v) {
-  std::string out = fmt::format("job {} (dslaunch pid {}): {}\n", v.job_id, v.pid,
-                                v.exit_code >= 0 ? fmt::format("ended, exit code {}", v.exit_code) : v.state);
-  out += StatusLineText(v) + "\n";
-  out += fmt::format("{:<5} {:<24} {:<8} {}\n", "NODE", "HOST", "STATE", "HEARD");
-  for (const NodeView& n : v.nodes)
-    out += fmt::format("{:<5} {:<24} {:<8} {}\n", n.node, n.host, n.state,
-                       n.heard_seconds_ago < 0 ? "-" : fmt::format("{:.1f}s ago", n.heard_seconds_ago));
-  if (v.ranks.empty()) return out;
-  out += fmt::format("{:<5} {:<5} {:<24} {:>10} {:>10} {:>10}\n", "RANK", "NODE", "HOST", "STEP", "STEP_TIME",
-                     "SAMPLES/S");
-  for (const RankView& r : v.ranks)
-    out += fmt::format("{:<5} {:<5} {:<24} {:>10} {:>10} {:>10}\n", r.rank, r.node, r.host,
-                       r.step < 0 ? "-" : std::to_string(r.step),
-                       r.step_seconds > 0 ? fmt::format("{:.3g}s", r.step_seconds) : "-",
-                       r.samples_per_second >= 0 ? fmt::format("{:.0f}", r.samples_per_second) : "-");
-  return out;
-}
 
 Result<int> RunStatus(const std::vector<std::string>& args, std::ostream& out) {
   bool json = false;

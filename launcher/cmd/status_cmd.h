@@ -12,13 +12,9 @@
 #include <vector>
 
 #include "common/status.h"
-#include "launcher/report/job_view.h"
 
 namespace ds {
 
 Result<int> RunStatus(const std::vector<std::string>& args, std::ostream& out);
-
-// The human table of one job's view.
-std::string StatusTable(const JobView& view);
 
 }  // namespace ds

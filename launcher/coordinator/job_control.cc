@@ -94,8 +94,11 @@ Status JobControl::OnRegister(const msg::Register& facts, std::shared_ptr<AgentL
 Status JobControl::OnAgentFrame(int node, const Frame& f) {
   liveness_.Heard(node, clock_.Now());
   switch (f.type) {
-    case wire::MsgType::kPing:
+    case wire::MsgType::kPing: {
+      DS_ASSIGN_OR_RETURN(msg::Ping m, msg::Ping::Decode(f.payload));
+      liveness_.Echoed(node, m.echo_micros, clock_.Now());
       return Status::OK();
+    }
     case wire::MsgType::kReserved: {
       DS_ASSIGN_OR_RETURN(msg::Reserved m, msg::Reserved::Decode(f.payload));
       OnReserved(node, m);

@@ -166,7 +166,11 @@ class JobControl {
   const std::vector<int>& generation_nodes() const { return gen_agents_; }
   // When `node`'s agent was last heard; only meaningful once it registered.
   Clock::time_point LastHeard(size_t node) const { return liveness_.LastSeen(static_cast<int>(node)); }
+  // `node`'s last heartbeat round trip in seconds; < 0: none measured yet.
+  double HeartbeatRtt(size_t node) const { return liveness_.RoundTrip(static_cast<int>(node)); }
   Clock::time_point start_time() const { return start_time_; }
+  // The snapshot figures (snapshot_tally.h); null with snapshots off.
+  const SnapshotTally* snapshots() const { return gather_ ? &gather_->tally() : nullptr; }
   // The nodes (by index) reported slow this generation and not recovered.
   std::vector<uint32_t> slow_nodes() const { return stragglers_.Slow(); }
 

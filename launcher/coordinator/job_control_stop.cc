@@ -154,7 +154,7 @@ void JobControl::CheckLiveness(Clock::time_point now) {
   for (int node : due.silent)
     if (state_ != CoordState::kDone) OnAgentClosed(node, fmt::format("no heartbeat for {}s", opt_.heartbeat_timeout));
   if (state_ == CoordState::kDone) return;
-  const Bytes ping = msg::Ping{}.Encode();
+  const Bytes ping = msg::Ping{Liveness::Stamp(now), 0}.Encode();
   for (int node : due.ping) SendTo(node, wire::MsgType::kPing, ping);
 }
 

@@ -9,6 +9,19 @@ double SecondsBetween(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
 }
 
+NodeSnapshotView NodeSnapshots(const NodeSnapshotFigures& f) {
+  NodeSnapshotView s;
+  s.step = f.newest_step;
+  s.in_memory = f.newest_in_memory;
+  s.bytes_held = f.bytes_held;
+  s.handed_bytes = f.totals.handoff_bytes;
+  s.replica_bytes = f.totals.sent_bytes;
+  s.replica_seconds = static_cast<double>(f.totals.sent_micros) / 1e6;
+  s.disk_bytes = f.totals.persisted_bytes;
+  s.disk_seconds = static_cast<double>(f.totals.persist_micros) / 1e6;
+  return s;
+}
+
 void AddNodes(const JobControl& c, Clock::time_point now, JobView& v) {
   const std::vector<int>& running = c.generation_nodes();
   for (size_t i = 0; i < c.num_candidates(); ++i) {
@@ -24,7 +37,9 @@ void AddNodes(const JobControl& c, Clock::time_point now, JobView& v) {
     if (registered && !c.NodeLost(i) && !c.NodeEnded(i)) {
       ++v.agents_registered;
       n.heard_seconds_ago = std::max(0.0, SecondsBetween(c.LastHeard(i), now));
+      n.rtt_seconds = c.HeartbeatRtt(i);
     }
+    if (const SnapshotTally* t = c.snapshots()) n.snapshot = NodeSnapshots(t->Node(static_cast<int>(i)));
     v.nodes.push_back(std::move(n));
   }
 }
@@ -55,6 +70,11 @@ JobView BuildJobView(const JobControl& c, const JobRecord& record, Clock::time_p
   v.world_size = c.world_size();
   for (const auto& [rank, w] : record.workers()) v.ranks_running += w.started && !w.exited ? 1 : 0;
   AddNodes(c, now, v);
+  if (const SnapshotTally* t = c.snapshots()) {
+    v.snapshots = true;
+    v.snapshots_taken = t->saves();
+    v.snapshot_step = t->newest_step();
+  }
   for (const RankProgress& p : c.progress().Ranks()) {
     RankView r{p.rank, p.node, "", p.step, p.step_seconds, p.samples_per_second};
     if (p.node < c.num_candidates()) r.host = c.NodeName(p.node);

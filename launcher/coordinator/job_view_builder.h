@@ -1,5 +1,6 @@
 // BuildJobView: the JobView (launcher/report/job_view.h) of a running job,
-// from JobControl's state, its per-rank progress and the job record: what
+// from JobControl's state, its per-rank progress, its heartbeat round trips
+// and snapshot figures (snapshot_tally.h), and the job record: what
 // the status line, `/metrics` and `dslaunch status` show. O(nodes + ranks)
 // per call, so callers build it when asked (a scrape, a status-line tick),
 // never per frame. The coordinator's io thread only (it reads JobControl).

@@ -14,9 +14,13 @@
 // means this thread did not run (an overloaded or paused machine): the
 // agents' frames may wait unread, so it judges nobody and looks again
 // kRecheck later (100 ms, or the interval when shorter), once they are read.
+// It also keeps each agent's heartbeat round trip: the Pings it has sent
+// carry Stamp(now), an agent echoes the stamp at once (wire_format.md "Agent
+// session"), and Echoed() takes the clock now minus the echo.
 // Not thread-safe: the coordinator's io thread; time is passed in.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "common/clock.h"
@@ -36,6 +40,16 @@ class Liveness {
   void Unwatch(int node);
   // A frame from `node` arrived.
   void Heard(int node, Clock::time_point now) { last_seen_[node] = now; }
+  // What a Ping sent at `now` carries (msg::Ping::sent_micros): the clock in
+  // microseconds since its epoch, never 0 (0 asks for no answer).
+  static uint64_t Stamp(Clock::time_point now);
+  // `node` echoed a stamp (msg::Ping::echo_micros): its round trip is now
+  // minus the stamp. An echo of 0, or from the future (not a stamp of
+  // ours), is ignored.
+  void Echoed(int node, uint64_t echo_micros, Clock::time_point now);
+  // `node`'s last round trip in seconds; < 0 when none was measured since
+  // it was watched.
+  double RoundTrip(int node) const { return rtt_[node]; }
   // When `node` was last heard (or watched); the clock's epoch when never.
   Clock::time_point LastSeen(int node) const { return last_seen_[node]; }
   // When Wake() next has something to do.
@@ -55,6 +69,7 @@ class Liveness {
   Clock::duration recheck_;  // after a late wake
   std::vector<Clock::time_point> last_seen_;  // by node
   std::vector<bool> watched_;                  // by node
+  std::vector<double> rtt_;                    // by node, seconds; < 0: none yet
   Clock::time_point next_ping_ = Clock::time_point::max();
   Clock::time_point next_judge_ = Clock::time_point::max();  // a lower bound of the earliest silence deadline
 };

@@ -1,5 +1,7 @@
 #include "launcher/coordinator/metrics_server.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -20,7 +22,8 @@ struct MetricsServer::Conn {
 };
 
 MetricsServer::MetricsServer(asio::io_context& io, MetricsServerOptions options, std::function<std::string()> render)
-    : io_(io), opt_(std::move(options)), render_(std::move(render)), acceptor_(io) {}
+    : io_(io), opt_(std::move(options)), render_(std::move(render)),
+      loop_(io, opt_.max_connections, [this](UniqueFd fd) { Serve(std::move(fd)); }) {}
 
 MetricsServer::~MetricsServer() { Close(); }
 
@@ -32,58 +35,42 @@ Status MetricsServer::Listen() {
                                                      opt_.addr, ec.message()));
   asio::ip::tcp::endpoint ep(ip, static_cast<uint16_t>(opt_.port));
   protocol_ = ep.protocol();
-  const int fd = ::socket(ep.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Status::IOError(fmt::format("{}: {}", where, std::strerror(errno)));
-  acceptor_.assign(ep.protocol(), fd, ec);
-  if (ec) ::close(fd);
-  if (!ec) acceptor_.non_blocking(true, ec);
-  if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) acceptor_.bind(ep, ec);
-  if (!ec) acceptor_.listen(64, ec);
-  if (ec) {
-    acceptor_.close(ec);
-    return Status::IOError(fmt::format("{}: {}", where, ec.message()));
-  }
-  port_ = acceptor_.local_endpoint(ec).port();
-  Accept();
-  return Status::OK();
+  UniqueFd fd(::socket(ep.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  const int one = 1;
+  if (fd.get() < 0 || ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+      ::bind(fd.get(), ep.data(), static_cast<socklen_t>(ep.size())) != 0 || ::listen(fd.get(), 64) != 0)
+    return Status::IOError(fmt::format("{}: {}", where, std::strerror(errno)));
+  sockaddr_storage bound{};
+  socklen_t len = sizeof(bound);
+  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &len) != 0)
+    return Status::IOError(fmt::format("{}: {}", where, std::strerror(errno)));
+  port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                            : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  Status st = loop_.Start(std::move(fd));
+  return st.ok() ? st : Status::IOError(fmt::format("{}: {}", where, st.message()));
 }
 
 void MetricsServer::Close() {
   *alive_ = false;
   alive_ = std::make_shared<bool>(true);
-  boost::system::error_code ignored;
-  acceptor_.close(ignored);
+  loop_.Stop();
 }
 
-// At most max_connections open: past it, stop waiting on the acceptor; the
-// next Done() resumes.
-void MetricsServer::Accept() {
-  if (accepting_ || open_ >= opt_.max_connections || !acceptor_.is_open()) return;
-  accepting_ = true;
-  acceptor_.async_wait(asio::socket_base::wait_read, [this, alive = alive_](boost::system::error_code ec) {
-    if (!*alive) return;
-    accepting_ = false;
-    if (ec || !acceptor_.is_open()) return;
-    const int fd = ::accept4(acceptor_.native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd >= 0) {
-      auto c = std::make_shared<Conn>(io_);
-      c->sock.assign(protocol_, fd, ec);
-      if (ec) {
-        ::close(fd);
-      } else {
-        ++open_;
-        c->timer.expires_after(opt_.request_timeout);
-        c->timer.async_wait([c](boost::system::error_code e) {
-          if (e) return;
-          boost::system::error_code ignored;
-          c->sock.close(ignored);  // the read (or write) in flight ends with an error: Done
-        });
-        Read(c);
-      }
-    }
-    Accept();
+// A connection accepted (accept_loop.h): its whole request within
+// request_timeout (a slowloris is closed then).
+void MetricsServer::Serve(UniqueFd fd) {
+  auto c = std::make_shared<Conn>(io_);
+  boost::system::error_code ec;
+  c->sock.assign(protocol_, fd.get(), ec);
+  if (ec) return loop_.Closed();  // fd closes with it
+  fd.release();
+  c->timer.expires_after(opt_.request_timeout);
+  c->timer.async_wait([c](boost::system::error_code e) {
+    if (e) return;
+    boost::system::error_code ignored;
+    c->sock.close(ignored);  // the read (or write) in flight ends with an error: Done
   });
+  Read(c);
 }
 
 void MetricsServer::Read(const std::shared_ptr<Conn>& c) {
@@ -131,8 +118,7 @@ void MetricsServer::Done(const std::shared_ptr<Conn>& c) {
   boost::system::error_code ignored;
   c->timer.cancel();
   c->sock.close(ignored);
-  --open_;
-  Accept();
+  loop_.Closed();
 }
 
 }  // namespace ds

@@ -7,7 +7,7 @@
 // head of at most kMaxRequestBytes (more: 431 and close), the whole request
 // within options.request_timeout (a slowloris is closed then), and at most
 // options.max_connections open at once (the next wait unaccepted in the
-// backlog). Sockets are close-on-exec from birth (socket/accept4), as the
+// backlog: accept_loop.h). Sockets are close-on-exec from birth (socket/accept4), as the
 // coordinator's. It binds loopback unless told another address: what it
 // shows (hosts, ranks, steps) is the job's, served without authentication.
 // Not thread-safe: the io thread only (or before run()).
@@ -21,6 +21,8 @@
 
 #include "common/asio.h"
 #include "common/status.h"
+#include "common/unique_fd.h"
+#include "launcher/coordinator/accept_loop.h"
 
 namespace ds {
 
@@ -49,7 +51,7 @@ class MetricsServer {
 
  private:
   struct Conn;
-  void Accept();
+  void Serve(UniqueFd fd);
   void Read(const std::shared_ptr<Conn>& c);
   void Answer(const std::shared_ptr<Conn>& c);
   void Reply(const std::shared_ptr<Conn>& c, const std::string& status, const std::string& body,
@@ -59,13 +61,11 @@ class MetricsServer {
   asio::io_context& io_;
   MetricsServerOptions opt_;
   std::function<std::string()> render_;
-  asio::ip::tcp::acceptor acceptor_;
   asio::ip::tcp protocol_ = asio::ip::tcp::v4();
   int port_ = 0;
-  int open_ = 0;               // connections open now
-  bool accepting_ = false;     // an async_wait on the acceptor is pending
   uint64_t scrapes_ = 0;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // handlers check it after Close/destruction
+  AcceptLoop loop_;  // last: destroyed first, while what on_accept uses lives
 };
 
 }  // namespace ds

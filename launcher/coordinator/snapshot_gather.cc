@@ -26,7 +26,7 @@ double Mb(uint64_t bytes) { return static_cast<double>(bytes) / 1e6; }
 SnapshotGather::SnapshotGather(const LaunchPlan& plan, const std::vector<std::string>& names,
                                const std::string& secret, const std::string& job_id, std::string run_id)
     : plan_(plan), candidates_(Candidates(plan)), names_(names), peer_key_(PeerKey(secret, job_id)), run_id_(std::move(run_id)),
-      agents_(candidates_.size()) {}
+      agents_(candidates_.size()), tally_(candidates_.size()) {}
 
 msg::SnapshotSetup SnapshotGather::Setup(int node) {
   const CheckpointOptions& ck = plan_.job.checkpoint;
@@ -43,6 +43,7 @@ msg::SnapshotSetup SnapshotGather::Setup(int node) {
   if (a.ready && a.in_generation && phase_ == Phase::kWaiting) ++unready_;
   a.ready = false;
   index_.Forget(node);
+  tally_.Forget(node);
   return m;
 }
 
@@ -59,6 +60,7 @@ GatherEvent SnapshotGather::OnReady(int node, const msg::SnapshotReady& m) {
 void SnapshotGather::OnHeld(int node, const msg::SnapshotHeld& m) {
   index_.Apply(node, m);
   agents_[node].counters = m.counters;
+  tally_.OnHeld(node, m);
 }
 
 GatherEvent SnapshotGather::Begin(int generation, std::vector<int> agents) {

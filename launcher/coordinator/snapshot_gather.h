@@ -22,6 +22,7 @@
 #include "common/clock.h"
 #include "launcher/config/plan.h"
 #include "launcher/coordinator/snapshot_index.h"
+#include "launcher/coordinator/snapshot_tally.h"
 #include "wire/protocol.h"
 
 namespace ds {
@@ -63,7 +64,10 @@ class SnapshotGather {
   // reports its disk again).
   msg::SnapshotSetup Setup(int node);
   // `node` was lost: its copies are gone.
-  void Forget(int node) { index_.Forget(node); }
+  void Forget(int node) {
+    index_.Forget(node);
+    tally_.Forget(node);
+  }
   // SnapshotReady: kSetupFailed on the agent's error, kReady when it was the
   // last one owed, else kNone.
   GatherEvent OnReady(int node, const msg::SnapshotReady& m);
@@ -89,6 +93,8 @@ class SnapshotGather {
   const msg::SnapshotId& resume_id() const { return resume_id_; }
   // The job's snapshot line of the summary (the agents' counters added up).
   std::string Summary() const;
+  // What the job's views show of the snapshots (job_view_builder.h).
+  const SnapshotTally& tally() const { return tally_; }
 
  private:
   enum class Phase { kIdle, kWaiting, kFetching };
@@ -106,6 +112,7 @@ class SnapshotGather {
   std::string run_id_;
   std::vector<Agent> agents_;
   SnapshotIndex index_;
+  SnapshotTally tally_;
   Phase phase_ = Phase::kIdle;
   int generation_ = 0;
   std::vector<int> gen_agents_;        // Begin's

@@ -25,13 +25,12 @@ struct StatusServer::Conn {
 };
 
 StatusServer::StatusServer(asio::io_context& io, std::function<std::string()> render)
-    : io_(io), render_(std::move(render)), acceptor_(io) {}
+    : io_(io), render_(std::move(render)), loop_(io, kMaxConnections, [this](UniqueFd fd) { Answer(std::move(fd)); }) {}
 
 StatusServer::~StatusServer() {
   *alive_ = false;
-  boost::system::error_code ignored;
-  if (acceptor_.is_open()) {
-    acceptor_.close(ignored);
+  if (loop_.listening()) {
+    loop_.Stop();
     ::unlinkat(dir_.fd.get(), (name_ + ".sock").c_str(), 0);
   }
 }
@@ -46,61 +45,35 @@ Status StatusServer::Listen(PrivateDir dir, const std::string& name) {
     return Status::InvalidArgument(fmt::format("{}: longer than a Unix socket path may be ({} bytes); set "
                                                "XDG_RUNTIME_DIR to a shorter directory", path, sizeof(a.sun_path) - 1));
   std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return Status::IOError(fmt::format("{}: {}", path, std::strerror(errno)));
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (fd.get() < 0) return Status::IOError(fmt::format("{}: {}", path, std::strerror(errno)));
   ::unlinkat(dir_.fd.get(), (name_ + ".sock").c_str(), 0);  // a stale one of a killed job with our pid
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || ::listen(fd, 64) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return Status::IOError(fmt::format("{}: {}", path, std::strerror(err)));
-  }
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || ::listen(fd.get(), 64) != 0)
+    return Status::IOError(fmt::format("{}: {}", path, std::strerror(errno)));
+  Status st = loop_.Start(std::move(fd));
+  return st.ok() ? st : Status::IOError(fmt::format("{}: {}", path, st.message()));
+}
+
+// The view, written within kWriteTimeout (a client that does not read is cut off); nothing is read.
+void StatusServer::Answer(UniqueFd fd) {
+  auto c = std::make_shared<Conn>(io_);
   boost::system::error_code ec;
-  acceptor_.assign(asio::local::stream_protocol(), fd, ec);
-  if (ec) {
-    ::close(fd);
-    return Status::IOError(fmt::format("{}: {}", path, ec.message()));
-  }
-  Accept();
-  return Status::OK();
-}
-
-void StatusServer::Accept() {
-  if (accepting_ || open_ >= kMaxConnections || !acceptor_.is_open()) return;
-  accepting_ = true;
-  acceptor_.async_wait(asio::socket_base::wait_read, [this, alive = alive_](boost::system::error_code ec) {
-    if (!*alive) return;
-    accepting_ = false;
-    if (ec || !acceptor_.is_open()) return;
-    const int fd = ::accept4(acceptor_.native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd >= 0) {
-      auto c = std::make_shared<Conn>(io_);
-      c->sock.assign(asio::local::stream_protocol(), fd, ec);
-      if (ec) {
-        ::close(fd);
-      } else {
-        ++open_;
-        c->reply = render_();
-        c->timer.expires_after(kWriteTimeout);
-        c->timer.async_wait([c](boost::system::error_code e) {
-          boost::system::error_code ignored;
-          if (!e) c->sock.close(ignored);  // the write in flight fails: Done
-        });
-        asio::async_write(c->sock, asio::buffer(c->reply), [this, c, alive](boost::system::error_code, size_t) {
-          if (!*alive) return;
-          boost::system::error_code ignored;
-          c->timer.cancel();
-          c->sock.close(ignored);
-          Done();
-        });
-      }
-    }
-    Accept();
+  c->sock.assign(asio::local::stream_protocol(), fd.get(), ec);
+  if (ec) return loop_.Closed();  // fd closes with it
+  fd.release();
+  c->reply = render_();
+  c->timer.expires_after(kWriteTimeout);
+  c->timer.async_wait([c](boost::system::error_code e) {
+    boost::system::error_code ignored;
+    if (!e) c->sock.close(ignored);  // the write in flight fails: Closed
   });
-}
-
-void StatusServer::Done() {
-  --open_;
-  Accept();
+  asio::async_write(c->sock, asio::buffer(c->reply), [this, c, alive = alive_](boost::system::error_code, size_t) {
+    if (!*alive) return;
+    boost::system::error_code ignored;
+    c->timer.cancel();
+    c->sock.close(ignored);
+    loop_.Closed();
+  });
 }
 
 Status StatusServer::Finish(const std::string& record) {
@@ -108,8 +81,7 @@ Status StatusServer::Finish(const std::string& record) {
   PruneRecords(dir_, kKeepRecords);
   *alive_ = false;
   alive_ = std::make_shared<bool>(true);
-  boost::system::error_code ignored;
-  acceptor_.close(ignored);
+  loop_.Stop();
   ::unlinkat(dir_.fd.get(), (name_ + ".sock").c_str(), 0);
   return st;
 }

@@ -8,8 +8,8 @@
 // removes the socket, and prunes the records to the newest kKeepRecords.
 // On the coordinator's io_context, never blocking it: a reply is written
 // asynchronously within kWriteTimeout (a client that does not read is cut
-// off), at most kMaxConnections at once (more wait in the backlog). The
-// socket is close-on-exec from birth. Not thread-safe: the io thread only.
+// off), at most kMaxConnections at once (more wait in the backlog:
+// accept_loop.h). The socket is close-on-exec from birth. Not thread-safe: the io thread only.
 #pragma once
 
 #include <chrono>
@@ -20,6 +20,8 @@
 #include "common/asio.h"
 #include "common/private_dir.h"
 #include "common/status.h"
+#include "common/unique_fd.h"
+#include "launcher/coordinator/accept_loop.h"
 
 namespace ds {
 
@@ -42,17 +44,14 @@ class StatusServer {
 
  private:
   struct Conn;
-  void Accept();
-  void Done();
+  void Answer(UniqueFd fd);
 
   asio::io_context& io_;
   std::function<std::string()> render_;
-  asio::local::stream_protocol::acceptor acceptor_;
   PrivateDir dir_;
   std::string name_;
-  int open_ = 0;
-  bool accepting_ = false;
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // connections' handlers check it after Finish
+  AcceptLoop loop_;  // last: destroyed first, while what on_accept uses lives
 };
 
 // Removes all but the newest `keep` records (*.json) in `dir`.

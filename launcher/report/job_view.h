@@ -11,11 +11,26 @@
 
 namespace ds {
 
+// A node's snapshots (checkpoint snapshots on), from its agent's SnapshotHeld
+// reports (launcher/coordinator/snapshot_tally.h). Totals never decrease.
+struct NodeSnapshotView {
+  int64_t step = -1;               // the newest step it holds a shard of; -1: none
+  bool in_memory = false;          // some shard of `step` is in its memory (else on its disk only)
+  uint64_t bytes_held = 0;         // shards it holds now (memory and disk copies)
+  uint64_t handed_bytes = 0;       // its workers handed to its agent, total
+  uint64_t replica_bytes = 0;      // its agent sent to peers as replicas, total ...
+  double replica_seconds = 0;      // ... taking this long
+  uint64_t disk_bytes = 0;         // its agent wrote to its disk, total ...
+  double disk_seconds = 0;         // ... taking this long
+};
+
 struct NodeView {
   uint32_t node = 0;               // node index (candidates: the plan's nodes, then its standbys)
   std::string host;                // as the user knows it
   std::string state;               // "running" | "idle" (registered, not in this generation) | "waiting" | "lost"
   double heard_seconds_ago = -1;   // since its agent's last frame; <0: never heard
+  double rtt_seconds = -1;         // its last heartbeat round trip (a stamped Ping echoed); <0: none measured
+  NodeSnapshotView snapshot;
 };
 
 struct RankView {
@@ -38,6 +53,9 @@ struct JobView {
   int ranks_running = 0;           // workers started and not exited, this generation
   int agents_registered = 0;
   int nodes_lost = 0;              // agents lost so far (a rejoined node counts again when lost again)
+  bool snapshots = false;          // checkpoint snapshots on (the agents keep them)
+  uint64_t snapshots_taken = 0;    // saves handed to the agents so far
+  int64_t snapshot_step = -1;      // the newest step any node holds a shard of; -1: none
   std::vector<NodeView> nodes;     // every candidate, by node index
   std::vector<RankView> ranks;     // sorted by rank; only ranks heard of this generation
   int exit_code = -1;              // dslaunch's exit code once the job ended (the job record); -1: running

@@ -6,10 +6,34 @@ namespace ds {
 
 using nlohmann::json;
 
+namespace {
+
+NodeSnapshotView ParseNodeSnapshot(const json& s) {
+  NodeSnapshotView v;
+  v.step = s.at("step").get<int64_t>();
+  v.in_memory = s.at("in_memory").get<bool>();
+  v.bytes_held = s.at("bytes_held").get<uint64_t>();
+  v.handed_bytes = s.at("handed_bytes").get<uint64_t>();
+  v.replica_bytes = s.at("replica_bytes").get<uint64_t>();
+  v.replica_seconds = s.at("replica_seconds").get<double>();
+  v.disk_bytes = s.at("disk_bytes").get<uint64_t>();
+  v.disk_seconds = s.at("disk_seconds").get<double>();
+  return v;
+}
+
+}  // namespace
+
 std::string JobViewJson(const JobView& v) {
   json nodes = json::array(), ranks = json::array();
-  for (const NodeView& n : v.nodes)
-    nodes.push_back({{"node", n.node}, {"host", n.host}, {"state", n.state}, {"heard_seconds_ago", n.heard_seconds_ago}});
+  for (const NodeView& n : v.nodes) {
+    const NodeSnapshotView& s = n.snapshot;
+    nodes.push_back({{"node", n.node}, {"host", n.host}, {"state", n.state}, {"heard_seconds_ago", n.heard_seconds_ago},
+                     {"rtt_seconds", n.rtt_seconds},
+                     {"snapshot", {{"step", s.step}, {"in_memory", s.in_memory}, {"bytes_held", s.bytes_held},
+                                   {"handed_bytes", s.handed_bytes}, {"replica_bytes", s.replica_bytes},
+                                   {"replica_seconds", s.replica_seconds}, {"disk_bytes", s.disk_bytes},
+                                   {"disk_seconds", s.disk_seconds}}}});
+  }
   for (const RankView& r : v.ranks)
     ranks.push_back({{"rank", r.rank}, {"node", r.node}, {"host", r.host}, {"step", r.step},
                      {"step_seconds", r.step_seconds}, {"samples_per_second", r.samples_per_second}});
@@ -17,6 +41,7 @@ std::string JobViewJson(const JobView& v) {
             {"generation", v.generation}, {"restarts", v.restarts}, {"max_restarts", v.max_restarts},
             {"world_size", v.world_size}, {"ranks_running", v.ranks_running},
             {"agents_registered", v.agents_registered}, {"nodes_lost", v.nodes_lost}, {"exit_code", v.exit_code},
+            {"snapshots", v.snapshots}, {"snapshots_taken", v.snapshots_taken}, {"snapshot_step", v.snapshot_step},
             {"nodes", nodes}, {"ranks", ranks}};
   // Host names are the user's; replace anything not UTF-8 rather than throw.
   return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
@@ -39,9 +64,16 @@ Result<JobView> ParseJobViewJson(const std::string& text) {
     v.agents_registered = j.at("agents_registered").get<int>();
     v.nodes_lost = j.at("nodes_lost").get<int>();
     v.exit_code = j.at("exit_code").get<int>();
-    for (const json& n : j.at("nodes"))
-      v.nodes.push_back({n.at("node").get<uint32_t>(), n.at("host").get<std::string>(),
-                         n.at("state").get<std::string>(), n.at("heard_seconds_ago").get<double>()});
+    // Records of jobs before issue 29's RTT and snapshot figures lack them: their defaults.
+    v.snapshots = j.value("snapshots", false);
+    v.snapshots_taken = j.value("snapshots_taken", uint64_t{0});
+    v.snapshot_step = j.value("snapshot_step", int64_t{-1});
+    for (const json& n : j.at("nodes")) {
+      NodeView nv{n.at("node").get<uint32_t>(), n.at("host").get<std::string>(), n.at("state").get<std::string>(),
+                  n.at("heard_seconds_ago").get<double>(), n.value("rtt_seconds", -1.0), {}};
+      if (n.contains("snapshot")) nv.snapshot = ParseNodeSnapshot(n.at("snapshot"));
+      v.nodes.push_back(std::move(nv));
+    }
     for (const json& r : j.at("ranks"))
       v.ranks.push_back({r.at("rank").get<int32_t>(), r.at("node").get<uint32_t>(), r.at("host").get<std::string>(),
                          r.at("step").get<int64_t>(), r.at("step_seconds").get<double>(),

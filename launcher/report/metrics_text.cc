@@ -33,6 +33,47 @@ void NodeFamilies(Exposition& e, const JobView& v) {
   e.Family("dslaunch_node_heartbeat_age_seconds", "gauge", "Seconds since the node's agent was last heard.");
   for (const NodeView& n : v.nodes)
     if (n.heard_seconds_ago >= 0) e.Sample(n.heard_seconds_ago, NodeLabels(n.node, n.host));
+  e.Family("dslaunch_heartbeat_rtt_seconds", "gauge",
+           "The node's last heartbeat round trip: a Ping of the launcher's echoed by its agent.");
+  for (const NodeView& n : v.nodes)
+    if (n.rtt_seconds >= 0) e.Sample(n.rtt_seconds, NodeLabels(n.node, n.host));
+}
+
+// With checkpoint snapshots on: what the agents hold and did, per node.
+void SnapshotFamilies(Exposition& e, const JobView& v) {
+  if (!v.snapshots) return;
+  e.Family("dslaunch_snapshot_saves_total", "counter", "Snapshot saves the workers handed to their agents.");
+  e.Sample(static_cast<double>(v.snapshots_taken));
+  e.Family("dslaunch_snapshot_newest_step", "gauge", "The newest step any node holds a snapshot shard of.");
+  if (v.snapshot_step >= 0) e.Sample(static_cast<double>(v.snapshot_step));
+  struct Family {
+    const char* name;
+    const char* type;
+    const char* help;
+    double (*value)(const NodeSnapshotView&);
+    bool needs_step;  // sampled only for nodes holding a shard
+  };
+  static const Family kFamilies[] = {
+      {"dslaunch_snapshot_held_step", "gauge", "The newest step the node holds a snapshot shard of.",
+       [](const NodeSnapshotView& s) { return static_cast<double>(s.step); }, true},
+      {"dslaunch_snapshot_held_bytes", "gauge", "Bytes of snapshot shards the node holds, memory and disk.",
+       [](const NodeSnapshotView& s) { return static_cast<double>(s.bytes_held); }, false},
+      {"dslaunch_snapshot_bytes_total", "counter", "Snapshot bytes the node's workers handed to its agent.",
+       [](const NodeSnapshotView& s) { return static_cast<double>(s.handed_bytes); }, false},
+      {"dslaunch_snapshot_replica_bytes_total", "counter", "Snapshot bytes the node's agent sent to peers.",
+       [](const NodeSnapshotView& s) { return static_cast<double>(s.replica_bytes); }, false},
+      {"dslaunch_snapshot_replica_seconds_total", "counter", "Time the node's agent spent sending replicas.",
+       [](const NodeSnapshotView& s) { return s.replica_seconds; }, false},
+      {"dslaunch_snapshot_disk_bytes_total", "counter", "Snapshot bytes the node's agent wrote to its disk.",
+       [](const NodeSnapshotView& s) { return static_cast<double>(s.disk_bytes); }, false},
+      {"dslaunch_snapshot_disk_seconds_total", "counter", "Time the node's agent spent writing them.",
+       [](const NodeSnapshotView& s) { return s.disk_seconds; }, false},
+  };
+  for (const Family& f : kFamilies) {
+    e.Family(f.name, f.type, f.help);
+    for (const NodeView& n : v.nodes)
+      if (!f.needs_step || n.snapshot.step >= 0) e.Sample(f.value(n.snapshot), NodeLabels(n.node, n.host));
+  }
 }
 
 void RankFamilies(Exposition& e, const JobView& v) {
@@ -80,6 +121,7 @@ std::string MetricsText(const JobView& v) {
   e.Family("dslaunch_nodes_lost_total", "counter", "Agents lost so far (silent past heartbeat_timeout or disconnected).");
   e.Sample(v.nodes_lost);
   NodeFamilies(e, v);
+  SnapshotFamilies(e, v);
   RankFamilies(e, v);
   return e.Take();
 }

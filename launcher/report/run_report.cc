@@ -20,7 +20,7 @@ rect.gen0{fill:#cfe3f7}rect.gen1{fill:#bcd8c6}text.gen{fill:#234}
 g.restart line{stroke:#b00020;stroke-width:2;stroke-dasharray:4 3}g.restart text{fill:#b00020;font-weight:600}
 g.lost circle{fill:#b00020}g.rejoined circle{fill:#1b7f3b}g.slow path{fill:#e08a00}
 g.lost text{fill:#b00020}g.rejoined text{fill:#1b7f3b}g.slow text{fill:#a06000}
-polyline.sps{fill:none;stroke:#1f5fbf;stroke-width:2}
+polyline.sps{fill:none;stroke:#1f5fbf;stroke-width:2}g.snapshot path{fill:#6a3fb5}
 )";
 
 std::string Row(const std::string& key, const std::string& value) {

@@ -14,9 +14,11 @@ Result<std::string> WithTimeline(const std::string& record, const RunTimeline& t
     gens.push_back({{"generation", g.generation}, {"start", g.start}, {"world_size", g.world_size}, {"nodes", g.nodes}});
   for (const TimelineEvent& e : t.events)
     events.push_back({{"t", e.t}, {"kind", e.kind}, {"node", e.node}, {"host", e.host}, {"text", e.text}});
+  json snapshots = json::array();
   for (const TimelineSample& s : t.samples) samples.push_back({s.t, s.samples_per_second});
+  for (const TimelineSnapshot& s : t.snapshots) snapshots.push_back({s.t, s.step});
   j["timeline"] = {{"end", t.end}, {"dropped", t.dropped}, {"generations", gens}, {"events", events},
-                   {"samples", samples}};
+                   {"samples", samples}, {"snapshots", snapshots}};
   return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
@@ -36,6 +38,8 @@ Result<RunTimeline> ParseTimeline(const std::string& record, const std::string& 
       t.events.push_back({e.at("t").get<double>(), e.at("kind").get<std::string>(), e.at("node").get<int>(),
                           e.at("host").get<std::string>(), e.at("text").get<std::string>()});
     for (const json& s : tj.at("samples")) t.samples.push_back({s.at(0).get<double>(), s.at(1).get<double>()});
+    if (tj.contains("snapshots"))  // records before issue 29's snapshot points have none
+      for (const json& s : tj.at("snapshots")) t.snapshots.push_back({s.at(0).get<double>(), s.at(1).get<int64_t>()});
     return t;
   } catch (const json::exception& e) {
     return Status::InvalidArgument(what + ": not a timeline (\"timeline\" with end, dropped, generations, events, "

@@ -80,6 +80,18 @@ std::string Marks(const RunTimeline& t, const std::map<uint32_t, size_t>& row, d
   return out;
 }
 
+// The snapshot points on their own row `y`: a diamond each, its step in the title.
+std::string SnapshotRow(const RunTimeline& t, double y) {
+  std::string out = fmt::format("<text class=\"host\" x=\"{:.1f}\" y=\"{:.1f}\">snapshots</text>"
+                                "<line class=\"row\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>\n",
+                                kLeft - 8, y + kRow / 2 + 4, kLeft, y + kRow, kLeft + kPlot, y + kRow);
+  for (const TimelineSnapshot& s : t.snapshots)
+    out += fmt::format("<g class=\"snapshot\"><title>snapshot{} at {:.1f} s</title>"
+                       "<path d=\"M{:.1f} {:.1f}l5 5l-5 5l-5 -5z\"/></g>\n",
+                       s.step >= 0 ? fmt::format(" of step {}", s.step) : "", s.t, X(t, s.t), y + kRow / 2 - 5);
+  return out;
+}
+
 }  // namespace
 
 std::string TimelineSvg(const std::vector<NodeView>& nodes, const RunTimeline& t) {
@@ -99,12 +111,14 @@ std::string TimelineSvg(const std::vector<NodeView>& nodes, const RunTimeline& t
                         kLeft - 8, y + kRow / 2 + 4, HtmlEscape(host), kLeft, y + kRow, kLeft + kPlot, y + kRow);
     row[node] = i;
   }
-  const double bottom = kTop + row.size() * kRow;
+  const double snapshots_y = kTop + row.size() * kRow;
+  const double bottom = snapshots_y + (t.snapshots.empty() ? 0 : kRow);
   const double height = bottom + 44;
   return fmt::format("<svg class=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0:.0f}\" "
                      "height=\"{1:.0f}\" viewBox=\"0 0 {0:.0f} {1:.0f}\" role=\"img\" aria-label=\"timeline per node\">\n",
                      kWidth, height) +
-         rows + Bands(t, row) + Marks(t, row, bottom) + TimeAxis(t, bottom) + "</svg>\n";
+         rows + Bands(t, row) + (t.snapshots.empty() ? "" : SnapshotRow(t, snapshots_y)) + Marks(t, row, bottom) +
+         TimeAxis(t, bottom) + "</svg>\n";
 }
 
 std::string SamplesSvg(const RunTimeline& t) {

@@ -14,22 +14,40 @@ void TimelineSampler::Event(TimelineEvent e) {
   t_.events.insert(at, std::move(e));
 }
 
+namespace {
+
+// Full: keep every other point of the older half.
+template <typename T>
+void Thin(std::vector<T>& s, size_t max) {
+  if (s.size() < max) return;
+  const size_t half = s.size() / 2;
+  size_t out = 0;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (i >= half || i % 2 == 0) s[out++] = s[i];
+  s.resize(out);
+}
+
+}  // namespace
+
 void TimelineSampler::AddSample(double t, double sps) {
-  std::vector<TimelineSample>& s = t_.samples;
-  if (s.size() >= kMaxSamples) {  // keep every other point of the older half
-    const size_t half = s.size() / 2;
-    size_t out = 0;
-    for (size_t i = 0; i < s.size(); ++i)
-      if (i >= half || i % 2 == 0) s[out++] = s[i];
-    s.resize(out);
-  }
-  s.push_back({t, sps});
+  Thin(t_.samples, kMaxSamples);
+  t_.samples.push_back({t, sps});
+}
+
+void TimelineSampler::AddSnapshot(double t, int64_t step) {
+  Thin(t_.snapshots, kMaxSamples);
+  t_.snapshots.push_back({t, step});
 }
 
 void TimelineSampler::Sample(const JobView& v, const std::vector<uint32_t>& slow,
                              const std::vector<RestartCause>& restart_causes) {
   const double t = v.elapsed_seconds;
   t_.end = std::max(t_.end, t);
+  if (v.snapshot_step >= 0) newest_step_seen_ = v.snapshot_step;
+  if (v.snapshots_taken > saves_seen_) {  // also at the end: a short job's saves show
+    saves_seen_ = v.snapshots_taken;
+    AddSnapshot(t, newest_step_seen_);
+  }
   if (v.state == "done") return;  // the agents leave at the end: not nodes lost
   for (; causes_seen_ < restart_causes.size(); ++causes_seen_)
     Event({std::clamp(restart_causes[causes_seen_].t, 0.0, t), "restart", -1, "", restart_causes[causes_seen_].text});

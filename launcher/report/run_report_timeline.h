@@ -2,7 +2,7 @@
 // in the job record a finished job leaves (launcher/cmd/job_watch.h writes
 // it under "timeline"): its generations (start, nodes, world size), its
 // restarts with their causes, nodes lost and rejoined, nodes reported slow,
-// and the job's samples/s over time. TimelineSampler builds it from the
+// the job's samples/s over time and its snapshot points. TimelineSampler builds it from the
 // JobView sampled every few seconds (JobWatch's timer, never per step), so
 // times are the job's elapsed seconds to within that period; a restart is
 // placed at its failure's own time. Bounded: at
@@ -43,6 +43,15 @@ struct TimelineSample {
   double samples_per_second = 0;  // the job's: the sum over the ranks that report it
 };
 
+// A snapshot point: when the sampler first saw saves taken rise (also in the
+// last view, of the job done), and the newest step a node held then (in the
+// last view, where the agents have left, the newest step seen before; -1
+// when none was ever seen); more saves between two samples show as one.
+struct TimelineSnapshot {
+  double t = 0;
+  int64_t step = -1;
+};
+
 // A restart as the sampler is told of it: when its failure happened (the
 // job's elapsed seconds) and the failure described.
 struct RestartCause {
@@ -56,11 +65,12 @@ struct RunTimeline {
   std::vector<TimelineGeneration> generations;
   std::vector<TimelineEvent> events;    // in time order
   std::vector<TimelineSample> samples;  // in time order
+  std::vector<TimelineSnapshot> snapshots;  // in time order
 };
 
 class TimelineSampler {
  public:
-  static constexpr size_t kMaxSamples = 2000;
+  static constexpr size_t kMaxSamples = 2000;  // and as many snapshot points
   static constexpr size_t kMaxEvents = 2000;
   static constexpr size_t kMaxGenerations = 1000;
 
@@ -75,12 +85,15 @@ class TimelineSampler {
  private:
   void Event(TimelineEvent e);
   void AddSample(double t, double sps);
+  void AddSnapshot(double t, int64_t step);
 
   RunTimeline t_;
   int generation_ = -1;
   std::map<uint32_t, std::string> state_;  // node -> its state at the last sample
   std::set<uint32_t> slow_;
   size_t causes_seen_ = 0;
+  uint64_t saves_seen_ = 0;
+  int64_t newest_step_seen_ = -1;
 };
 
 }  // namespace ds

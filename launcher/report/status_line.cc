@@ -56,7 +56,12 @@ std::string StatusLineText(const JobView& view) {
                               view.generation, std::max(0, view.max_restarts - view.restarts), view.ranks_running,
                               view.world_size);
   if (view.state != "running") s += " " + view.state;
-  return s + StepsText(view);
+  s += StepsText(view);
+  if (view.snapshots) {
+    s += fmt::format(" snapshots {}", view.snapshots_taken);
+    if (view.snapshot_step >= 0) s += fmt::format(" (newest step {})", view.snapshot_step);
+  }
+  return s;
 }
 
 }  // namespace ds

@@ -97,7 +97,7 @@ TEST_CASE("AgentControl: a silent coordinator is lost after heartbeat_timeout; a
   CHECK(f.link.Count(MsgType::kPing) == 1);
   f.Tick(1s);
   CHECK(f.link.Count(MsgType::kPing) == 2);
-  f.control.OnFrame(Frame{MsgType::kPing, {}});  // heard at 2 s: lost at 5 s
+  f.control.OnFrame(Frame{MsgType::kPing, msg::Ping{}.Encode()});  // heard at 2 s: lost at 5 s
   f.Tick(2999ms);
   CHECK(f.link.open());
   f.Tick(1ms);
@@ -105,6 +105,24 @@ TEST_CASE("AgentControl: a silent coordinator is lost after heartbeat_timeout; a
   CHECK(f.control.finished());  // no workers to wait for
   CHECK(f.control.exit_code() == ExitCode(AgentExit::kLostCoordinator));
   CHECK_FALSE(f.control.NextDeadline().has_value());  // nothing timed is left
+}
+
+TEST_CASE("AgentControl: a stamped Ping is answered at once with its stamp; a bare one is not answered") {
+  AgentFixture f;
+  f.control.OnFrame(Frame{MsgType::kPing, msg::Ping{123456789, 0}.Encode()});
+  auto pings = f.link.Of<msg::Ping>(MsgType::kPing);
+  REQUIRE(pings.size() == 1);  // before any interval passed: the answer, not the agent's own Ping
+  CHECK(pings[0].sent_micros == 0);  // an answer is never answered
+  CHECK(pings[0].echo_micros == 123456789);
+  f.control.OnFrame(Frame{MsgType::kPing, msg::Ping{}.Encode()});
+  f.control.OnFrame(Frame{MsgType::kPing, msg::Ping{0, 77}.Encode()});  // an echo (a confused peer): not answered
+  CHECK(f.link.Count(MsgType::kPing) == 1);
+  f.Tick(1s);  // the agent's own Ping: no stamp
+  pings = f.link.Of<msg::Ping>(MsgType::kPing);
+  REQUIRE(pings.size() == 2);
+  CHECK(pings[1].sent_micros == 0);
+  CHECK(pings[1].echo_micros == 0);
+  CHECK(f.link.open());
 }
 
 TEST_CASE("AgentControl: a stop during a snapshot hand-off keeps relaying the keeper; leaving waits for the hand-off") {
@@ -189,7 +207,7 @@ TEST_CASE("AgentControl: after Shutdown the launch tree's agents get stop grace 
   f.tree.children = 2;
   f.Shutdown();
   CHECK(f.control.phase() == AgentPhase::kLingering);
-  f.control.OnFrame(Frame{MsgType::kPing, {}});
+  f.control.OnFrame(Frame{MsgType::kPing, msg::Ping{}.Encode()});
   f.control.OnLinkLost("connection closed by the coordinator");  // expected after Shutdown
   CHECK(f.control.exit_code() == ExitCode(AgentExit::kShutdown));
   CHECK(f.control.NextDeadline() == f.clock.Now() + 4s);  // 1 s grace + 3 s
@@ -204,7 +222,7 @@ TEST_CASE("AgentControl: a worker whose step beats stop for hang_timeout is kill
   f.Assign(0, {0, 1}, /*hang_ms=*/1500);
   f.control.OnStepBeat({0, 1, f.workers.tokens[0]});
   f.Tick(1499ms);
-  f.control.OnFrame(Frame{MsgType::kPing, {}});
+  f.control.OnFrame(Frame{MsgType::kPing, msg::Ping{}.Encode()});
   CHECK(f.workers.signals.empty());
   f.Tick(1ms);
   CHECK(f.workers.SignalsTo(0) == std::vector<int>{SIGKILL});
@@ -213,7 +231,7 @@ TEST_CASE("AgentControl: a worker whose step beats stop for hang_timeout is kill
   REQUIRE(lines.size() == 1);
   CHECK(lines[0].line == "dsagent: rank 0 made no step for 1500 ms; killing it");
   for (int i = 0; i < 5; ++i) {
-    f.control.OnFrame(Frame{MsgType::kPing, {}});
+    f.control.OnFrame(Frame{MsgType::kPing, msg::Ping{}.Encode()});
     f.Tick(2s);
   }
   CHECK(f.workers.SignalsTo(0) == std::vector<int>{SIGKILL});  // once

@@ -288,6 +288,98 @@ TEST_CASE("per-rank steps reach the progress line and /metrics from a real dstra
   CHECK(running.Wait() == 128 + SIGTERM);
 }
 
+// dstrain on two nodes with snapshots on (a checkpoint directory per node,
+// one replica each), a save every 20 steps, training until stopped: the
+// saves reach the progress line, /metrics (with every node's heartbeat round
+// trip) and `dslaunch status`, and the report's snapshot row.
+TEST_CASE("snapshots and heartbeat round trips reach every view of a real dstrain job", "[watch]") {
+  TempDir dir("watch");
+  WriteFile(dir / "job.yaml",
+            "checkpoint: {dir: \"ckpt-{host}\"}\n"
+            "env: {OMP_NUM_THREADS: '1', OPENBLAS_NUM_THREADS: '1'}\n"
+            "trainer:\n"
+            "  model: {layers: [16, 64, 4], activation: relu}\n"
+            "  data: {dataset: synthetic, samples: 1024, features: 16, classes: 4}\n"
+            "  max_steps: 100000000\n"
+            "  eval: {every_epoch: false}\n"
+            "  checkpoint: {every_steps: 20, keep: 2}\n"
+            "  config:\n"
+            "    train_micro_batch_size_per_gpu: 8\n"
+            "    optimizer: {type: Adam, params: {lr: 0.001}}\n"
+            "    steps_per_print: 100000\n");
+  auto env = JobEnv(dir);
+  env.push_back({"XDG_RUNTIME_DIR", (dir / "xdg").c_str()});
+  std::filesystem::create_directory(dir / "xdg");
+  std::filesystem::permissions(dir / "xdg", std::filesystem::perms::owner_all);
+  Child c = Spawn({DslaunchPath(), "--hostfile", HostfileFor(dir, 2, 1), "--metrics-port", "0", "--progress-interval",
+                   "0.2", "job.yaml"},
+                  dir.path(), env);
+  StopOnExit running{c.pid};
+  REQUIRE(WaitForText(c.err_path, " (newest step ", seconds(90)));  // a save reached an agent
+  const std::string err = ReadFile(c.err_path);
+  INFO(err);
+  std::smatch m;
+  REQUIRE(std::regex_search(err, m, std::regex(R"(metrics at http://127\.0\.0\.1:([0-9]+)/metrics)")));
+  const int port = std::stoi(m[1]);
+  // Scraped until every node has reported a save and answered a Ping (each
+  // comes with its agent's next frame), for at most 60 s.
+  std::map<std::string, double> s;
+  auto sample = [&](const std::string& family, const std::string& labels) {
+    auto it = std::find_if(s.begin(), s.end(), [&](const auto& kv) {
+      return kv.first.rfind(family + "{", 0) == 0 && kv.first.find(labels) != std::string::npos;
+    });
+    return it == s.end() ? -1.0 : it->second;
+  };
+  const char* nodes[] = {"node=\"0\",host=\"127.0.0.1\"}", "node=\"1\",host=\"127.0.0.2\"}"};
+  auto complete = [&] {
+    for (const char* node : nodes)
+      if (sample("dslaunch_heartbeat_rtt_seconds", node) < 0 || sample("dslaunch_snapshot_held_step", node) < 20 ||
+          sample("dslaunch_snapshot_bytes_total", node) <= 0)
+        return false;
+    return sample("dslaunch_snapshot_saves_total", "job=") >= 1;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + seconds(60);
+  for (bool first = true; first || (!complete() && std::chrono::steady_clock::now() < deadline); first = false) {
+    if (!first) ::poll(nullptr, 0, 200);  // paces the scrapes; the condition is what is waited for
+    std::string body = Curl(port);
+    REQUIRE(body.size() > 4);
+    body.resize(body.size() - 4);
+    s = Parse(body);
+  }
+  for (const char* node : nodes) {
+    INFO(node);
+    CHECK(sample("dslaunch_heartbeat_rtt_seconds", node) >= 0);
+    CHECK(sample("dslaunch_snapshot_held_step", node) >= 20);
+    CHECK(sample("dslaunch_snapshot_bytes_total", node) > 0);
+  }
+  CHECK(sample("dslaunch_snapshot_saves_total", "job=") >= 1);
+  CHECK(sample("dslaunch_snapshot_newest_step", "job=") >= 20);
+
+  std::vector<std::string> status{DslaunchPath(), "status", "--json"};
+  Child st;
+  REQUIRE(Run(status, dir.path(), &st, seconds(30), env) == 0);
+  const std::string json = ReadFile(st.out_path);
+  INFO(json);
+  CHECK(json.find("\"snapshots\":true") != std::string::npos);
+  CHECK(std::regex_search(json, std::regex(R"("rtt_seconds":[0-9])")));
+  CHECK(std::regex_search(json, std::regex(R"("snapshot":\{"bytes_held":[1-9])")));
+  Child table;
+  REQUIRE(Run({DslaunchPath(), "status"}, dir.path(), &table, seconds(30), env) == 0);
+  CHECK(std::regex_search(ReadFile(table.out_path),
+                          std::regex(R"(\n0     127\.0\.0\.1 +running  [0-9.]+s ago +[0-9.]+ms +step [0-9]+ memory )")));
+
+  ::kill(c.pid, SIGTERM);
+  CHECK(running.Wait() == 128 + SIGTERM);
+  Child report;
+  REQUIRE(Run({DslaunchPath(), "report", "-o", dir / "page.html"}, dir.path(), &report, seconds(30), env) == 0);
+  const std::string page = ReadFile(dir / "page.html");
+  CHECK(page.find(">snapshots</text>") != std::string::npos);
+  // A job this short may end before the timeline's first sample after its
+  // saves (every 2 s): then its one point is the last view's, whose agents
+  // have left and whose step may be unknown.
+  CHECK(std::regex_search(page, std::regex(R"(<g class="snapshot"><title>snapshot( of step [0-9]+)? at [0-9.]+ s</title>)")));
+}
+
 TEST_CASE("off a terminal a plain progress line appears every --progress-interval", "[watch]") {
   TempDir dir("watch");
   Child c = Spawn(WaitingJob(dir, {"--progress-interval", "0.2"}), dir.path(), JobEnv(dir));

@@ -6,7 +6,8 @@
 # Then `dslaunch report -o page.html` from the record the job left, and
 # Debian's chromium --headless --dump-dom must show both nodes, the restart
 # and its cause, the generations and the samples/s axis, and no node lost;
-# `dslaunch status` still reads the record.
+# `dslaunch status` still reads the record. Then a short dstrain run with
+# snapshots on (a save every 20 steps): its page shows the snapshots row.
 #   report_browser_test.sh DSLAUNCH [SCREENSHOT.png]
 # With SCREENSHOT, chromium also saves a picture of the page there (how
 # docs/report.png is made). Installs chromium when missing
@@ -91,6 +92,35 @@ want '<polyline class="sps" points="'
 want '<span class="ok">0 (success)</span>'
 grep -q '<g class="lost">' "$work/dom" && fail "a node shown lost (the agents leaving at the end are not)"
 grep -q '<script' "$work/dom" && fail "the page has a script"
+
+echo "== a dstrain run with snapshots: the report's snapshot row, in chromium" >&2
+mkdir "$work/snap"
+cat > "$work/snap/job.yaml" <<'YAML'
+checkpoint: {dir: "ckpt-{host}"}
+env: {OMP_NUM_THREADS: '1', OPENBLAS_NUM_THREADS: '1'}
+trainer:
+  model: {layers: [16, 32, 4], activation: relu}
+  data: {dataset: synthetic, samples: 1024, features: 16, classes: 4}
+  max_steps: 200
+  eval: {every_epoch: false}
+  checkpoint: {every_steps: 20, keep: 2}
+  config:
+    train_micro_batch_size_per_gpu: 8
+    optimizer: {type: Adam, params: {lr: 0.001}}
+    steps_per_print: 100000
+YAML
+(cd "$work/snap" && env XDG_RUNTIME_DIR="$work/xdg" HOME="$work" DSLAUNCH_COLOR=never DSLAUNCH_STOP_GRACE=500ms \
+  DSLAUNCH_DEFAULT_HOSTFILE="$work/none" timeout 120 "$DSLAUNCH" --hostfile "$work/hostfile" job.yaml \
+  >"$work/snap/out" 2>"$work/snap/err") &
+launcher_pid=$!
+wait "$launcher_pid"; rc=$?; launcher_pid=
+[ $rc -eq 0 ] || { fail "the snapshot job exited $rc, not 0"; cat "$work/snap/err" >&2; }
+env XDG_RUNTIME_DIR="$work/xdg" "$DSLAUNCH" report -o "$work/snap.html" >"$work/snap/report.out" 2>&1 ||
+  fail "dslaunch report (snapshots): $(cat "$work/snap/report.out")"
+chrome --dump-dom "file://$work/snap.html" >"$work/snap.dom" 2>>"$work/chrome.err" || fail "chromium: $(tail -5 "$work/chrome.err")"
+grep -qF '>snapshots</text>' "$work/snap.dom" || fail "the snapshot page lacks its snapshots row"
+grep -qE '<g class="snapshot"><title>snapshot( of step [0-9]+)? at [0-9.]+ s</title><path d="M' "$work/snap.dom" ||
+  fail "the snapshot page lacks a snapshot point"
 
 if [ -n "$SHOT" ]; then
   chrome --hide-scrollbars --window-size=1000,800 --screenshot="$SHOT" "file://$work/page.html" 2>>"$work/chrome.err" ||

@@ -1,6 +1,7 @@
 // Liveness on made-up times (no clock, no timer): Pings once per interval,
 // an agent silent at exactly heartbeat_timeout, wakes only at deadlines (not
-// on a period), a late wake judging nobody, unwatched agents left alone.
+// on a period), a late wake judging nobody, unwatched agents left alone,
+// round trips from echoed stamps.
 #include <catch2/catch.hpp>
 
 #include "launcher/coordinator/liveness.h"
@@ -97,6 +98,23 @@ TEST_CASE("liveness: an unwatched agent is neither pinged nor judged", "[livenes
   Liveness::Due due = l.Wake(At(3));
   CHECK(due.silent == V{0, 2});
   CHECK(due.ping.empty());  // due, but the others are silent
+}
+
+TEST_CASE("liveness: an echoed stamp gives the node's round trip; a new agent starts unmeasured", "[liveness]") {
+  Liveness l = Three();
+  CHECK(l.RoundTrip(1) < 0);  // none yet
+  const uint64_t stamp = Liveness::Stamp(At(1));
+  CHECK(stamp == Liveness::Stamp(kT0) + 1000000);  // microseconds of the clock
+  l.Echoed(1, stamp, At(1.0025));
+  CHECK(l.RoundTrip(1) == Approx(0.0025));
+  CHECK(l.RoundTrip(0) < 0);  // only the node that echoed
+  l.Echoed(1, Liveness::Stamp(At(5)), At(2));  // not a stamp of ours (the future): ignored
+  l.Echoed(1, 0, At(2));                       // not an echo: ignored
+  CHECK(l.RoundTrip(1) == Approx(0.0025));
+  l.Unwatch(1);
+  l.Watch(1, At(3));  // it rejoined: another agent, measured afresh
+  CHECK(l.RoundTrip(1) < 0);
+  CHECK(Liveness::Stamp(Clock::time_point{}) == 1);  // never 0, which asks for no answer
 }
 
 }  // namespace

@@ -21,13 +21,38 @@ TEST_CASE("job view json: every field survives the round trip", "[job_view_json]
   v.agents_registered = 2;
   v.nodes_lost = 1;
   v.exit_code = 0;
-  v.nodes = {{0, "n0", "running", 0.5}, {1, "n\"1", "lost", -1}};
+  v.snapshots = true;
+  v.snapshots_taken = 7;
+  v.snapshot_step = 60;
+  v.nodes = {{0, "n0", "running", 0.5, 0.00125, {60, true, 4096, 8192, 2048, 0.5, 1024, 0.25}},
+             {1, "n\"1", "lost", -1}};
   v.ranks = {{0, 0, "n0", 40, 0.25, 64}};
   Result<JobView> back = ParseJobViewJson(JobViewJson(v));
   REQUIRE(back.ok());
   CHECK(JobViewJson(*back) == JobViewJson(v));
   CHECK(back->nodes[1].host == "n\"1");
   CHECK(back->ranks[0].step == 40);
+  CHECK(back->snapshots_taken == 7);
+  CHECK(back->snapshot_step == 60);
+  CHECK(back->nodes[0].rtt_seconds == 0.00125);
+  CHECK(back->nodes[0].snapshot.step == 60);
+  CHECK(back->nodes[0].snapshot.in_memory);
+  CHECK(back->nodes[0].snapshot.replica_seconds == 0.5);
+  CHECK(back->nodes[1].rtt_seconds == -1);
+  CHECK(back->nodes[1].snapshot.step == -1);
+}
+
+TEST_CASE("job view json: a record of a job before round trips and snapshot figures still reads", "[job_view_json]") {
+  const std::string old = R"({"job_id":"ab12","pid":1,"state":"done","elapsed_seconds":3.0,"generation":0,)"
+                          R"("restarts":0,"max_restarts":0,"world_size":1,"ranks_running":0,"agents_registered":0,)"
+                          R"("nodes_lost":0,"exit_code":0,"nodes":[{"node":0,"host":"n0","state":"ended",)"
+                          R"("heard_seconds_ago":-1.0}],"ranks":[]})";
+  Result<JobView> v = ParseJobViewJson(old);
+  REQUIRE(v.ok());
+  CHECK_FALSE(v->snapshots);
+  CHECK(v->snapshot_step == -1);
+  CHECK(v->nodes[0].rtt_seconds == -1);
+  CHECK(v->nodes[0].snapshot.step == -1);
 }
 
 TEST_CASE("job view json: not JSON, or not a view, is an error that says so", "[job_view_json]") {

@@ -35,6 +35,36 @@ TEST_CASE("metrics text: job-level families and per-node, per-rank samples", "[m
   CHECK(t.back() == '\n');
 }
 
+TEST_CASE("metrics text: heartbeat round trips per node, snapshot families only with snapshots on", "[metrics_text]") {
+  JobView v;
+  v.job_id = "ab12";
+  v.nodes = {{0, "n0", "running", 0.25, 0.0015, {60, true, 4096, 8192, 2048, 0.5, 1024, 0.25}},
+             {1, "n1", "running", 0.25, -1, {}}};
+  std::string t = MetricsText(v);
+  CHECK(t.find("# TYPE dslaunch_heartbeat_rtt_seconds gauge\n"
+               "dslaunch_heartbeat_rtt_seconds{job=\"ab12\",node=\"0\",host=\"n0\"} 0.0015\n") != std::string::npos);
+  CHECK(t.find("dslaunch_heartbeat_rtt_seconds{job=\"ab12\",node=\"1\"") == std::string::npos);  // none measured
+  CHECK(t.find("dslaunch_snapshot") == std::string::npos);  // snapshots off
+  v.snapshots = true;
+  v.snapshots_taken = 7;
+  v.snapshot_step = 60;
+  t = MetricsText(v);
+  CHECK(t.find("# TYPE dslaunch_snapshot_saves_total counter\ndslaunch_snapshot_saves_total{job=\"ab12\"} 7\n") !=
+        std::string::npos);
+  CHECK(t.find("dslaunch_snapshot_newest_step{job=\"ab12\"} 60\n") != std::string::npos);
+  CHECK(t.find("dslaunch_snapshot_held_step{job=\"ab12\",node=\"0\",host=\"n0\"} 60\n") != std::string::npos);
+  CHECK(t.find("dslaunch_snapshot_held_step{job=\"ab12\",node=\"1\"") == std::string::npos);  // holds nothing
+  CHECK(t.find("dslaunch_snapshot_held_bytes{job=\"ab12\",node=\"0\",host=\"n0\"} 4096\n") != std::string::npos);
+  CHECK(t.find("# TYPE dslaunch_snapshot_bytes_total counter\n"
+               "dslaunch_snapshot_bytes_total{job=\"ab12\",node=\"0\",host=\"n0\"} 8192\n") != std::string::npos);
+  CHECK(t.find("dslaunch_snapshot_bytes_total{job=\"ab12\",node=\"1\",host=\"n1\"} 0\n") != std::string::npos);
+  CHECK(t.find("dslaunch_snapshot_replica_bytes_total{job=\"ab12\",node=\"0\",host=\"n0\"} 2048\n") != std::string::npos);
+  CHECK(t.find("dslaunch_snapshot_replica_seconds_total{job=\"ab12\",node=\"0\",host=\"n0\"} 0.5\n") !=
+        std::string::npos);
+  CHECK(t.find("dslaunch_snapshot_disk_bytes_total{job=\"ab12\",node=\"0\",host=\"n0\"} 1024\n") != std::string::npos);
+  CHECK(t.find("dslaunch_snapshot_disk_seconds_total{job=\"ab12\",node=\"0\",host=\"n0\"} 0.25\n") != std::string::npos);
+}
+
 TEST_CASE("metrics text: label values escape backslash, quote and newline", "[metrics_text]") {
   CHECK(EscapeLabel("a\\b\"c\nd") == "a\\\\b\\\"c\\nd");
 }

@@ -72,6 +72,26 @@ TEST_CASE("run report: the fixed record's page has exactly its elements", "[run_
   CHECK(html.find("http://") == html.find("http://www.w3.org/2000/svg"));  // nothing fetched
 }
 
+TEST_CASE("run report: snapshot points on their own row under the nodes, in the record too", "[run_report]") {
+  RunTimeline t = Timeline();
+  t.snapshots = {{2.5, 100}, {5, 200}, {10, -1}};
+  const std::string html = RunReportHtml(Summary(), t);
+  CHECK(Has(html, "<text class=\"host\" x=\"162.0\" y=\"103.0\">snapshots</text>"));
+  // 2.5 s of 10 s: x 170 + 190 = 360; the row under beta's (y 86..112)
+  CHECK(Has(html, "<g class=\"snapshot\"><title>snapshot of step 100 at 2.5 s</title>"
+                  "<path d=\"M360.0 94.0l5 5l-5 5l-5 -5z\"/></g>"));
+  CHECK(Has(html, "<title>snapshot of step 200 at 5.0 s</title>"));
+  CHECK(Has(html, "<title>snapshot at 10.0 s</title>"));  // the agents had left: no step known
+  CHECK(Has(html, "<line x1=\"626.0\" y1=\"30.0\" x2=\"626.0\" y2=\"112.0\"/>"));  // the restart spans it
+  CHECK_FALSE(Has(RunReportHtml(Summary(), Timeline()), ">snapshots</text>"));  // none: no row
+  Result<std::string> record = WithTimeline(JobViewJson(Summary()), t);
+  REQUIRE(record.ok());
+  Result<RunTimeline> back = ParseTimeline(*record, "r.json");
+  REQUIRE(back.ok());
+  REQUIRE(back->snapshots.size() == 3);
+  CHECK((back->snapshots[1].t == 5 && back->snapshots[1].step == 200));
+}
+
 TEST_CASE("run report: hosts, causes and the job id are escaped", "[run_report]") {
   JobView v = Summary();
   v.job_id = "j<1>";

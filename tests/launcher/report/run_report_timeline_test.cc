@@ -63,6 +63,35 @@ TEST_CASE("timeline: samples stay bounded, the oldest thinned, the newest kept",
   CHECK(samples[1].t - samples[0].t > 2);         // the oldest thinned
 }
 
+TEST_CASE("timeline: a snapshot point where the saves taken rose, with the newest step held", "[timeline]") {
+  TimelineSampler s;
+  auto with = [](double t, uint64_t saves, int64_t step) {
+    JobView v = View(t, 0, {{0, "a", "running", 0}}, -1);
+    v.snapshots = true;
+    v.snapshots_taken = saves;
+    v.snapshot_step = step;
+    return v;
+  };
+  s.Sample(with(1, 0, -1), {}, {});
+  s.Sample(with(2, 1, 10), {}, {});
+  s.Sample(with(3, 1, 10), {}, {});  // no new save: no point
+  s.Sample(with(4, 3, 30), {}, {});  // two saves between samples: one point
+  const auto& p = s.timeline().snapshots;
+  REQUIRE(p.size() == 2);
+  CHECK((p[0].t == 2 && p[0].step == 10));
+  CHECK((p[1].t == 4 && p[1].step == 30));
+  JobView done = with(5, 4, -1);  // the last view: the agents left, their shards forgotten
+  done.state = "done";
+  s.Sample(done, {}, {});
+  REQUIRE(p.size() == 3);
+  CHECK((p[2].t == 5 && p[2].step == 30));  // the newest step seen before
+  TimelineSampler bounded;
+  const int n = static_cast<int>(TimelineSampler::kMaxSamples) * 3;
+  for (int i = 1; i <= n; ++i) bounded.Sample(with(i, static_cast<uint64_t>(i), i), {}, {});
+  CHECK(bounded.timeline().snapshots.size() <= TimelineSampler::kMaxSamples);
+  CHECK(bounded.timeline().snapshots.back().step == n);
+}
+
 TEST_CASE("timeline: events past the bound are counted, not kept", "[timeline]") {
   TimelineSampler s;
   std::vector<RestartCause> causes(TimelineSampler::kMaxEvents + 5, {0.5, "c"});

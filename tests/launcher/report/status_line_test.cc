@@ -40,6 +40,19 @@ TEST_CASE("status line: the median step, the slowest rank behind it, step time a
   CHECK(StatusLineText(v).find(" step 1121 (slowest r0 1100) ") != std::string::npos);
 }
 
+TEST_CASE("status line: with snapshots on, the saves taken and the newest step held", "[status_line]") {
+  JobView v = Running();
+  v.snapshots = true;
+  CHECK(StatusLineText(v) == "dslaunch 3m05s gen 1 (restarts left 2) ranks 4/4 snapshots 0");
+  v.snapshots_taken = 12;
+  v.snapshot_step = 1100;
+  v.ranks = {{0, 0, "a", 1200, 0.05, -1}};
+  CHECK(StatusLineText(v) ==
+        "dslaunch 3m05s gen 1 (restarts left 2) ranks 4/4 step 1200 0.05s/step snapshots 12 (newest step 1100)");
+  v.snapshots = false;  // off: nothing said, whatever the counts
+  CHECK(StatusLineText(v).find("snapshots") == std::string::npos);
+}
+
 TEST_CASE("status line: elapsed time as a person writes it", "[status_line]") {
   CHECK(ElapsedText(0) == "0s");
   CHECK(ElapsedText(59.9) == "59s");
