@@ -207,7 +207,7 @@ void AgentControl::OnStepBeat(const StepBeat& beat) {
   }
   s->beaten = true;
   s->last_beat = clock_.Now();
-  summaries_.OnBeat(s->rank, beat.step, beat.compute_micros, beat.samples, s->last_beat);
+  summaries_.OnBeat(s->rank, beat.step, beat.compute_micros, beat.samples, beat.save_stall_micros, s->last_beat);
 }
 
 AgentControl::Slot* AgentControl::Find(int rank) {

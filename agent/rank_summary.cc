@@ -6,9 +6,11 @@
 
 namespace ds {
 
-void RankSummaries::OnBeat(int rank, int64_t step, int64_t compute_micros, int64_t samples, TimePoint now) {
+void RankSummaries::OnBeat(int rank, int64_t step, int64_t compute_micros, int64_t samples, int64_t save_stall_micros,
+                           TimePoint now) {
   Rank& r = ranks_[rank];
   if (step <= r.step) return;
+  if (save_stall_micros >= 0) r.save_stall_micros = save_stall_micros;
   if (r.step >= 0) {
     r.recent.push_back({now, std::chrono::duration<double>(now - r.last).count(), step - r.step,
                         compute_micros < 0 ? -1 : compute_micros / 1e6, samples < 0 ? -1 : static_cast<double>(samples)});
@@ -51,6 +53,7 @@ msg::RankStat RankSummaries::Summarise(int rank, Rank& r, TimePoint now) const {
   s.step_micros = steps > 0 ? static_cast<int64_t>(seconds / static_cast<double>(steps) * 1e6) : 0;
   s.compute_micros = computed > 0 ? static_cast<int64_t>(compute / static_cast<double>(computed) * 1e6) : -1;
   s.samples_milli = sampled_seconds > 0 ? static_cast<int64_t>(samples / sampled_seconds * 1e3) : -1;
+  s.save_stall_micros = r.save_stall_micros;
   return s;
 }
 

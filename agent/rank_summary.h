@@ -3,7 +3,8 @@
 // rank the last step and, over a sliding window of recent steps, the mean
 // step time (the time between the window's beats, on the agent's clock, over
 // the steps advanced), the mean compute time per step and samples per second
-// (when the worker sends the long beat, wire/step_heartbeat.h). Means, not
+// (when the worker sends the long beat, wire/step_heartbeat.h), and the
+// stall of its last snapshot save (when it said one). Means, not
 // medians: a throttled CPU (cgroup cpu.max, a SIGSTOP duty cycle) stalls one
 // step in many for the whole throttle period, which a median never sees,
 // while one pause in a window of many steps moves the mean little.
@@ -35,9 +36,11 @@ class RankSummaries {
   // A new generation: every rank forgotten.
   void Clear() { ranks_.clear(); }
   // A beat of `rank` (already authenticated) at `now`: its step, the step's
-  // compute microseconds and samples (-1: unknown). A step not above the
-  // last one only refreshes nothing (a resent or reordered datagram).
-  void OnBeat(int rank, int64_t step, int64_t compute_micros, int64_t samples, TimePoint now);
+  // compute microseconds and samples, its last save's stall (-1: unknown,
+  // none). A step not above the last one changes nothing (a resent or
+  // reordered datagram).
+  void OnBeat(int rank, int64_t step, int64_t compute_micros, int64_t samples, int64_t save_stall_micros,
+              TimePoint now);
   // The ranks that beat since the last call, summarised over the window
   // ending at `now`, in rank order; empty when none did.
   std::vector<msg::RankStat> TakeChanged(TimePoint now);
@@ -54,6 +57,7 @@ class RankSummaries {
     int64_t step = -1;
     TimePoint last;
     bool changed = false;
+    int64_t save_stall_micros = -1;  // the newest said; kept across windows
     std::deque<Interval> recent;  // oldest first
   };
   msg::RankStat Summarise(int rank, Rank& r, TimePoint now) const;

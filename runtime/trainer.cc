@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -230,7 +231,11 @@ void Trainer::Report(const StepResult& sr, double lr, double step_seconds, const
     result_.losses.push_back(loss_);
     window_[0] = window_[1] = 0;
   }
-  if (runtime_.heartbeat) runtime_.heartbeat->Beat(step_, cost);
+  if (runtime_.heartbeat) {
+    StepCost said = cost;
+    said.save_stall_seconds = std::exchange(unsaid_save_stall_, -1);
+    runtime_.heartbeat->Beat(step_, said);
+  }
   const double seconds = step_seconds + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   train_seconds_ += seconds;
   if (++steps_here_ > kSteadyWarmupSteps) {
@@ -297,6 +302,7 @@ Status Trainer::Save(int64_t at_epoch, int64_t at_position) {
   ++result_.saves;
   result_.save_seconds += seconds;
   result_.save_ms.push_back(1e3 * seconds);
+  unsaid_save_stall_ = seconds;
   return st;
 }
 

@@ -161,6 +161,7 @@ class Trainer {
   int64_t samples_here_ = 0;
   int64_t steps_here_ = 0;     // steps of this run (not resumed ones), for the steady state
   int64_t last_saved_ = -1;
+  double unsaid_save_stall_ = -1;  // the last save's stall, for the next step beat; <0: said already
   LocalCommunicator alone_;                 // the snapshot helper's when the job is one rank
   std::unique_ptr<SnapshotWriter> snapshots_;  // with DSLAUNCH_SNAPSHOT_DIR, from the first save on
   bool evaluated_last_ = false;

@@ -142,7 +142,8 @@ DS_DECODE_END(WorkerExited)
 Bytes Progress::Encode() const {
   PayloadWriter w;
   w.U32(generation).U32(static_cast<uint32_t>(ranks.size()));
-  for (const auto& r : ranks) w.I32(r.rank).I64(r.step).I64(r.step_micros).I64(r.compute_micros).I64(r.samples_milli);
+  for (const auto& r : ranks)
+    w.I32(r.rank).I64(r.step).I64(r.step_micros).I64(r.compute_micros).I64(r.samples_milli).I64(r.save_stall_micros);
   return w.Take();
 }
 DS_DECODE_BEGIN(Progress)
@@ -155,6 +156,7 @@ DS_DECODE_BEGIN(Progress)
     s.step_micros = r.I64();
     s.compute_micros = r.I64();
     s.samples_milli = r.I64();
+    s.save_stall_micros = r.I64();
     if (r.ok()) m.ranks.push_back(s);
   }
 DS_DECODE_END(Progress)

@@ -214,6 +214,7 @@ struct RankStat {
   int64_t step_micros = 0;        // mean step time over the agent's window; 0: unknown
   int64_t compute_micros = -1;    // mean compute time per step; -1: unknown
   int64_t samples_milli = -1;     // samples per second x 1000; -1: unknown
+  int64_t save_stall_micros = -1; // the rank's last snapshot save's stall; -1: none said
 };
 struct Progress {
   uint32_t generation = 0;

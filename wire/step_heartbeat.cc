@@ -1,4 +1,4 @@
-// StepHeartbeat over UDP: one datagram "rank step token compute samples"
+// StepHeartbeat over UDP: one datagram "rank step token compute samples [stall]"
 // (big-endian i64s around the worker's token) per Beat(), sent non-blocking to
 // DSLAUNCH_HEARTBEAT_ADDR. Errors are ignored by design (step_heartbeat.h).
 #include "wire/step_heartbeat.h"
@@ -17,23 +17,27 @@ namespace ds {
 
 std::string EncodeStepBeat(const StepBeat& beat) {
   Bytes b = PayloadWriter().I64(beat.rank).I64(beat.step).Take();
-  Bytes cost = PayloadWriter().I64(beat.compute_micros).I64(beat.samples).Take();
+  PayloadWriter w;
+  w.I64(beat.compute_micros).I64(beat.samples);
+  if (beat.save_stall_micros >= 0) w.I64(beat.save_stall_micros);
+  Bytes cost = w.Take();
   return std::string(b.begin(), b.end()) + beat.token + std::string(cost.begin(), cost.end());
 }
 
 std::optional<StepBeat> DecodeStepBeat(const uint8_t* data, size_t size) {
-  if (size != kStepBeatSize && size != kStepBeatLongSize) return std::nullopt;
+  if (size != kStepBeatSize && size != kStepBeatLongSize && size != kStepBeatSaveSize) return std::nullopt;
   Bytes b(data, data + 16);
   PayloadReader r(b);
   StepBeat beat;
   beat.rank = r.I64();
   beat.step = r.I64();
   beat.token.assign(reinterpret_cast<const char*>(data) + 16, kStepBeatTokenChars);
-  if (size == kStepBeatLongSize) {
+  if (size >= kStepBeatLongSize) {
     Bytes c(data + kStepBeatSize, data + size);
     PayloadReader cr(c);
     beat.compute_micros = std::max<int64_t>(-1, cr.I64());
     beat.samples = std::max<int64_t>(-1, cr.I64());
+    if (size == kStepBeatSaveSize) beat.save_stall_micros = std::max<int64_t>(-1, cr.I64());
   }
   return beat;
 }
@@ -51,7 +55,8 @@ class UdpHeartbeat final : public StepHeartbeat {
       : fd_(std::move(fd)), rank_(rank), token_(std::move(token)) {}
   void Beat(int64_t step, const StepCost& cost) override {
     const int64_t micros = cost.compute_seconds < 0 ? -1 : static_cast<int64_t>(cost.compute_seconds * 1e6);
-    std::string b = EncodeStepBeat({rank_, step, token_, micros, cost.samples < 0 ? -1 : cost.samples});
+    const int64_t stall = cost.save_stall_seconds < 0 ? -1 : static_cast<int64_t>(cost.save_stall_seconds * 1e6);
+    std::string b = EncodeStepBeat({rank_, step, token_, micros, cost.samples < 0 ? -1 : cost.samples, stall});
     (void)::send(fd_.get(), b.data(), b.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   }
 

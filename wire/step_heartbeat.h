@@ -19,10 +19,13 @@ namespace ds {
 // The datagram (wire_format.md "Step heartbeats"): big-endian i64 rank, i64
 // step, then the token's kStepBeatTokenChars ASCII characters (the short
 // form, what PyTorch scripts send per docs/usage.md); the long form adds i64
-// compute microseconds and i64 samples of that step (-1: unknown).
+// compute microseconds and i64 samples of that step (-1: unknown); the save
+// form adds i64 microseconds the worker stalled in its last snapshot save
+// (sent with the first beat after a save).
 constexpr size_t kStepBeatTokenChars = 32;  // 16 random bytes, hex
 constexpr size_t kStepBeatSize = 16 + kStepBeatTokenChars;
 constexpr size_t kStepBeatLongSize = kStepBeatSize + 16;
+constexpr size_t kStepBeatSaveSize = kStepBeatLongSize + 8;
 
 struct StepBeat {
   int64_t rank = 0;
@@ -30,19 +33,22 @@ struct StepBeat {
   std::string token;
   int64_t compute_micros = -1;  // the step's time in compute (between collectives); -1: unknown
   int64_t samples = -1;         // samples this rank processed in the step; -1: unknown
+  int64_t save_stall_micros = -1;  // its last save's stall, said once after the save; -1: none since
 };
 
-// The long-form datagram for `beat` (its token is sent as is, even when
-// empty or of the wrong length: the agent then ignores it).
+// The long-form datagram for `beat`, the save form when it carries a stall
+// (its token is sent as is, even when empty or of the wrong length: the agent
+// then ignores it).
 std::string EncodeStepBeat(const StepBeat& beat);
 // nullopt unless exactly kStepBeatSize (short form: compute and samples
-// unknown) or kStepBeatLongSize bytes.
+// unknown), kStepBeatLongSize or kStepBeatSaveSize bytes.
 std::optional<StepBeat> DecodeStepBeat(const uint8_t* data, size_t size);
 
 // What a worker can say of a step besides its number.
 struct StepCost {
   double compute_seconds = -1;  // <0: unknown
   int64_t samples = -1;         // <0: unknown
+  double save_stall_seconds = -1;  // the worker's stall in a save since its last beat; <0: none
 };
 
 class StepHeartbeat {

@@ -27,6 +27,7 @@ constexpr uint16_t kVersion = 8;  // 2: Assign and WorkerExited grew fields (iss
                                   //    Shutdown's exit code (issue 33); Progress summaries (issue 28);
                                   //    Assign's warm spares (issue 31); snapshot counters (issue 27);
                                   // 8: in-place recovery: Reshape, Reshaped, WorkerReshape(d) (issue 27);
+                                  //    Progress's save stall (issue 29);
                                   //    Ping's stamp and echo: heartbeat round trips (issue 29)
 constexpr size_t kHeaderSize = 12;
 constexpr uint32_t kMaxPayload = 16u * 1024 * 1024;  // larger frames are rejected unread

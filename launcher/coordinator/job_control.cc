@@ -154,6 +154,7 @@ void JobControl::OnProgress(int node, const msg::Progress& m) {
     r.step_seconds = static_cast<double>(s.step_micros) / 1e6;
     r.compute_seconds = s.compute_micros < 0 ? -1 : static_cast<double>(s.compute_micros) / 1e6;
     r.samples_per_second = s.samples_milli < 0 ? -1 : static_cast<double>(s.samples_milli) / 1e3;
+    r.save_stall_seconds = s.save_stall_micros < 0 ? -1 : static_cast<double>(s.save_stall_micros) / 1e6;
     ranks.push_back(r);
   }
   const auto now = clock_.Now();

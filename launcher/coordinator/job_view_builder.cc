@@ -76,7 +76,7 @@ JobView BuildJobView(const JobControl& c, const JobRecord& record, Clock::time_p
     v.snapshot_step = t->newest_step();
   }
   for (const RankProgress& p : c.progress().Ranks()) {
-    RankView r{p.rank, p.node, "", p.step, p.step_seconds, p.samples_per_second};
+    RankView r{p.rank, p.node, "", p.step, p.step_seconds, p.samples_per_second, p.save_stall_seconds};
     if (p.node < c.num_candidates()) r.host = c.NodeName(p.node);
     v.ranks.push_back(std::move(r));
   }

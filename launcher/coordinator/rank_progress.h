@@ -20,6 +20,7 @@ struct RankProgress {
   double step_seconds = 0;            // mean step time over the agent's window; 0: unknown
   double compute_seconds = -1;        // mean time in compute per step (between collectives); <0: unknown
   double samples_per_second = -1;     // <0: unknown (the trainer did not say)
+  double save_stall_seconds = -1;     // the rank's last snapshot save's stall; <0: none said
   std::chrono::steady_clock::time_point heard{};  // when the coordinator received it
 };
 

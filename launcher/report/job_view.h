@@ -38,8 +38,9 @@ struct RankView {
   uint32_t node = 0;
   std::string host;
   int64_t step = -1;               // -1: none reported this generation
-  double step_seconds = 0;         // median; 0: unknown
+  double step_seconds = 0;         // mean over the agent's window; 0: unknown
   double samples_per_second = -1;  // <0: unknown
+  double save_stall_seconds = -1;  // the rank's last snapshot save's stall; <0: none said
 };
 
 struct JobView {

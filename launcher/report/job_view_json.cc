@@ -36,7 +36,8 @@ std::string JobViewJson(const JobView& v) {
   }
   for (const RankView& r : v.ranks)
     ranks.push_back({{"rank", r.rank}, {"node", r.node}, {"host", r.host}, {"step", r.step},
-                     {"step_seconds", r.step_seconds}, {"samples_per_second", r.samples_per_second}});
+                     {"step_seconds", r.step_seconds}, {"samples_per_second", r.samples_per_second},
+                     {"save_stall_seconds", r.save_stall_seconds}});
   json j = {{"job_id", v.job_id}, {"pid", v.pid}, {"state", v.state}, {"elapsed_seconds", v.elapsed_seconds},
             {"generation", v.generation}, {"restarts", v.restarts}, {"max_restarts", v.max_restarts},
             {"world_size", v.world_size}, {"ranks_running", v.ranks_running},
@@ -77,7 +78,7 @@ Result<JobView> ParseJobViewJson(const std::string& text) {
     for (const json& r : j.at("ranks"))
       v.ranks.push_back({r.at("rank").get<int32_t>(), r.at("node").get<uint32_t>(), r.at("host").get<std::string>(),
                          r.at("step").get<int64_t>(), r.at("step_seconds").get<double>(),
-                         r.at("samples_per_second").get<double>()});
+                         r.at("samples_per_second").get<double>(), r.value("save_stall_seconds", -1.0)});
     return v;
   } catch (const json::exception& e) {
     return Status::InvalidArgument(std::string("status: not a job's view: ") + e.what());

@@ -81,12 +81,15 @@ void RankFamilies(Exposition& e, const JobView& v) {
   e.Family("dslaunch_rank_step", "gauge", "The last step the rank reported this generation.");
   for (const RankView& r : v.ranks)
     if (r.step >= 0) e.Sample(static_cast<double>(r.step), labels(r));
-  e.Family("dslaunch_rank_step_seconds", "gauge", "The rank's median step time over its agent's window.");
+  e.Family("dslaunch_rank_step_seconds", "gauge", "The rank's mean step time over its agent's window.");
   for (const RankView& r : v.ranks)
     if (r.step_seconds > 0) e.Sample(r.step_seconds, labels(r));
   e.Family("dslaunch_rank_samples_per_second", "gauge", "Samples per second the rank's trainer reported.");
   for (const RankView& r : v.ranks)
     if (r.samples_per_second >= 0) e.Sample(r.samples_per_second, labels(r));
+  e.Family("dslaunch_rank_save_stall_seconds", "gauge", "How long the rank's last save (snapshot or checkpoint) held up its training.");
+  for (const RankView& r : v.ranks)
+    if (r.save_stall_seconds >= 0) e.Sample(r.save_stall_seconds, labels(r));
 }
 
 }  // namespace

@@ -336,7 +336,9 @@ TEST_CASE("snapshots and heartbeat round trips reach every view of a real dstrai
       if (sample("dslaunch_heartbeat_rtt_seconds", node) < 0 || sample("dslaunch_snapshot_held_step", node) < 20 ||
           sample("dslaunch_snapshot_bytes_total", node) <= 0)
         return false;
-    return sample("dslaunch_snapshot_saves_total", "job=") >= 1;
+    return sample("dslaunch_snapshot_saves_total", "job=") >= 1 &&
+           sample("dslaunch_rank_save_stall_seconds", "rank=\"0\"") >= 0 &&
+           sample("dslaunch_rank_save_stall_seconds", "rank=\"1\"") >= 0;
   };
   const auto deadline = std::chrono::steady_clock::now() + seconds(60);
   for (bool first = true; first || (!complete() && std::chrono::steady_clock::now() < deadline); first = false) {
@@ -354,6 +356,8 @@ TEST_CASE("snapshots and heartbeat round trips reach every view of a real dstrai
   }
   CHECK(sample("dslaunch_snapshot_saves_total", "job=") >= 1);
   CHECK(sample("dslaunch_snapshot_newest_step", "job=") >= 20);
+  CHECK(sample("dslaunch_rank_save_stall_seconds", "rank=\"0\"") >= 0);  // each rank's worker said its stall
+  CHECK(sample("dslaunch_rank_save_stall_seconds", "rank=\"1\"") >= 0);
 
   std::vector<std::string> status{DslaunchPath(), "status", "--json"};
   Child st;

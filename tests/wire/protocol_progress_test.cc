@@ -11,7 +11,7 @@ namespace {
 Progress TwoRanks() {
   Progress p;
   p.generation = 3;
-  p.ranks.push_back({6, 1201, 250000, 180000, 256000});
+  p.ranks.push_back({6, 1201, 250000, 180000, 256000, 230});
   p.ranks.push_back({7, -1, 0, -1, -1});
   return p;
 }
@@ -26,6 +26,8 @@ TEST_CASE("protocol: Progress round-trips every field", "[protocol][progress]") 
   CHECK(p->ranks[0].step_micros == 250000);
   CHECK(p->ranks[0].compute_micros == 180000);
   CHECK(p->ranks[0].samples_milli == 256000);
+  CHECK(p->ranks[0].save_stall_micros == 230);
+  CHECK(p->ranks[1].save_stall_micros == -1);
   CHECK(p->ranks[1].step == -1);
   CHECK(p->ranks[1].compute_micros == -1);
   CHECK(Progress::Decode(Progress{}.Encode())->ranks.empty());

@@ -50,12 +50,24 @@ TEST_CASE("step beat: the long form round-trips compute and samples", "[step_hea
   REQUIRE(unknown);
   CHECK(unknown->compute_micros == -1);
   CHECK(unknown->samples == -1);  // any negative means unknown
+  CHECK(unknown->save_stall_micros == -1);
+}
+
+TEST_CASE("step beat: the save form carries the last save's stall after the long form", "[step_heartbeat]") {
+  const std::string b = EncodeStepBeat({5, 80, kToken, 123456, 64, 230});
+  CHECK(b.size() == kStepBeatSaveSize);
+  CHECK(b.compare(0, kStepBeatLongSize, EncodeStepBeat({5, 80, kToken, 123456, 64})) == 0);
+  auto beat = Decode(b);
+  REQUIRE(beat);
+  CHECK(beat->compute_micros == 123456);
+  CHECK(beat->save_stall_micros == 230);
+  CHECK(Decode(EncodeStepBeat({5, 81, kToken, 1, 1, 0}))->save_stall_micros == 0);  // a 0 us stall is a save
 }
 
 TEST_CASE("step beat: any other length is refused", "[step_heartbeat]") {
-  const std::string b = EncodeStepBeat({5, 77, kToken, 1, 1});
+  const std::string b = EncodeStepBeat({5, 77, kToken, 1, 1, 7});
   for (size_t n = 0; n <= b.size() + 1; ++n) {
-    if (n == kStepBeatSize || n == kStepBeatLongSize) continue;
+    if (n == kStepBeatSize || n == kStepBeatLongSize || n == kStepBeatSaveSize) continue;
     std::string cut = n <= b.size() ? b.substr(0, n) : b + "x";
     CHECK_FALSE(Decode(cut));
   }

@@ -25,7 +25,7 @@ const char* kTwoHosts = "w0 slots=2\nw1 slots=2\n";
 msg::Progress Summary(uint32_t gen, int first_rank, int64_t step) {
   msg::Progress p;
   p.generation = gen;
-  p.ranks.push_back({first_rank, step, 250000, 200000, 128000});
+  p.ranks.push_back({first_rank, step, 250000, 200000, 128000, 230});
   p.ranks.push_back({first_rank + 1, step, 250000, -1, -1});
   return p;
 }
@@ -47,6 +47,8 @@ TEST_CASE("job control: the agents' summaries fill the per-rank view", "[jobcont
   CHECK(ranks[0].samples_per_second == 128.0);
   CHECK(ranks[1].compute_seconds < 0);
   CHECK(ranks[1].samples_per_second < 0);
+  CHECK(ranks[0].save_stall_seconds == 0.00023);
+  CHECK(ranks[1].save_stall_seconds < 0);
   CHECK(ranks[3].node == 1);
   CHECK(ranks[3].step == 40);
 }

@@ -26,12 +26,13 @@ TEST_CASE("job view json: every field survives the round trip", "[job_view_json]
   v.snapshot_step = 60;
   v.nodes = {{0, "n0", "running", 0.5, 0.00125, {60, true, 4096, 8192, 2048, 0.5, 1024, 0.25}},
              {1, "n\"1", "lost", -1}};
-  v.ranks = {{0, 0, "n0", 40, 0.25, 64}};
+  v.ranks = {{0, 0, "n0", 40, 0.25, 64, 0.0005}};
   Result<JobView> back = ParseJobViewJson(JobViewJson(v));
   REQUIRE(back.ok());
   CHECK(JobViewJson(*back) == JobViewJson(v));
   CHECK(back->nodes[1].host == "n\"1");
   CHECK(back->ranks[0].step == 40);
+  CHECK(back->ranks[0].save_stall_seconds == 0.0005);
   CHECK(back->snapshots_taken == 7);
   CHECK(back->snapshot_step == 60);
   CHECK(back->nodes[0].rtt_seconds == 0.00125);

@@ -17,7 +17,7 @@ TEST_CASE("metrics text: job-level families and per-node, per-rank samples", "[m
   v.agents_registered = 2;
   v.nodes_lost = 1;
   v.nodes = {{0, "n0", "running", 0.25}, {1, "n\"1", "lost", -1}};
-  v.ranks = {{0, 0, "n0", 40, 0.5, 64}, {1, 0, "n0", -1, 0, -1}};
+  v.ranks = {{0, 0, "n0", 40, 0.5, 64, 0.00025}, {1, 0, "n0", -1, 0, -1}};
   const std::string t = MetricsText(v);
   CHECK(t.find("# HELP dslaunch_generation ") != std::string::npos);
   CHECK(t.find("# TYPE dslaunch_generation gauge\ndslaunch_generation{job=\"ab12\"} 2\n") != std::string::npos);
@@ -32,6 +32,9 @@ TEST_CASE("metrics text: job-level families and per-node, per-rank samples", "[m
   CHECK(t.find("dslaunch_rank_step_seconds{job=\"ab12\",rank=\"0\",node=\"0\",host=\"n0\"} 0.5\n") != std::string::npos);
   CHECK(t.find("dslaunch_rank_samples_per_second{job=\"ab12\",rank=\"0\",node=\"0\",host=\"n0\"} 64\n") !=
         std::string::npos);
+  CHECK(t.find("dslaunch_rank_save_stall_seconds{job=\"ab12\",rank=\"0\",node=\"0\",host=\"n0\"} 0.00025\n") !=
+        std::string::npos);
+  CHECK(t.find("dslaunch_rank_save_stall_seconds{job=\"ab12\",rank=\"1\"") == std::string::npos);  // never saved
   CHECK(t.back() == '\n');
 }
 
