@@ -67,6 +67,10 @@ void AgentControl::OnFrame(const Frame& f) {
       auto m = msg::Fetch::Decode(f.payload);
       return m.ok() ? OnFetch(*m) : bad(m.status());
     }
+    case wire::MsgType::kReshape: {
+      auto m = msg::Reshape::Decode(f.payload);
+      return m.ok() ? OnReshape(*m) : bad(m.status());
+    }
     case wire::MsgType::kStartAgents: {
       auto m = msg::StartAgents::Decode(f.payload);
       if (!m.ok()) return bad(m.status());
@@ -88,11 +92,21 @@ void AgentControl::OnReserve(const msg::Reserve& m) {
 }
 
 void AgentControl::OnAssign(const msg::Assign& m) {
+  // A replacement rank of a generation reshaped in place: it loads the save
+  // the node is still gathering, so it starts once the gather is done, and
+  // beside the workers that stay.
+  if (reshape_ && reshape_->gathering && m.generation == reshape_->m.generation) {
+    deferred_assign_ = m;
+    return;
+  }
+  const bool beside = m.generation == reshaped_generation_ && m.generation == generation_;
   if (!Enter(AgentPhase::kRunning)) return;  // leaving: no worker starts any more
-  slots_.clear();  // the previous generation's workers are all gone (the launcher SIGKILLs any left)
-  progress_.Clear();
-  summaries_.Clear();
-  seams_.workers.KillLeftovers();  // and nothing of theirs is left to meet the new generation
+  if (!beside) {
+    slots_.clear();  // the previous generation's workers are all gone (the launcher SIGKILLs any left)
+    progress_.Clear();
+    summaries_.Clear();
+    seams_.workers.KillLeftovers();  // and nothing of theirs is left to meet the new generation
+  }
   generation_ = m.generation;
   stop_grace_ = std::chrono::milliseconds(m.stop_grace_ms);
   hang_timeout_ = std::chrono::milliseconds(m.hang_timeout_ms);
@@ -101,7 +115,8 @@ void AgentControl::OnAssign(const msg::Assign& m) {
   std::vector<std::string> tokens;
   for (size_t i = 0; i < m.workers.size(); ++i) tokens.push_back(RandomHex(kStepBeatTokenChars / 2));
   const std::string snapshot_dir = seams_.snapshots.on() ? seams_.snapshots.memory_dir() : "";
-  std::vector<WorkerStart> started = seams_.workers.StartWorkers(m, tokens, snapshot_dir);
+  std::vector<WorkerStart> started = beside ? seams_.workers.AddWorkers(m, tokens, snapshot_dir)
+                                            : seams_.workers.StartWorkers(m, tokens, snapshot_dir);
   for (size_t i = 0; i < m.workers.size(); ++i) {
     Slot s;
     s.rank = m.workers[i].rank;
@@ -163,7 +178,16 @@ void AgentControl::OnSnapshotEvents() { SendSnapshotMessages(); }
 
 void AgentControl::SendSnapshotMessages() {
   if (!seams_.snapshots.on()) return;
-  for (auto& [type, payload] : seams_.snapshots.TakeOutgoing()) Send(type, payload);
+  for (auto& [type, payload] : seams_.snapshots.TakeOutgoing()) {
+    if (type == wire::MsgType::kFetched && reshape_ && reshape_->gathering) {
+      auto f = msg::Fetched::Decode(payload);  // the reshape's gather: answered in its Reshaped
+      if (f.ok() && f->generation == reshape_->m.generation) {
+        OnReshapeFetched(*f);
+        continue;
+      }
+    }
+    Send(type, payload);
+  }
   const std::string failed = seams_.snapshots.failure();
   if (failed.empty() || phase_ >= AgentPhase::kQuitting) return;
   // A thread of the agent failed: its state is unknown, so the node leaves

@@ -34,6 +34,9 @@ void AgentControl::OnWorkerExited(const WorkerExit& e) {
   }
   DS_LOG(Info, Proc) << "rank " << e.rank << " pid " << e.pid << " exited (code " << e.exit_code << ", signal "
                      << e.signal << ")";
+  if (reshape_)  // it cannot confirm the reshape any more
+    Verdict(e.rank, false, e.signal != 0 ? fmt::format("was killed by signal {}", e.signal)
+                                         : fmt::format("exited with code {}", e.exit_code));
   Settle();
 }
 
@@ -47,6 +50,8 @@ void AgentControl::OnStop(const msg::Stop& m) {
   if (phase_ >= AgentPhase::kLingering) return;               // its workers are gone, and so is this agent
   generation_ = m.generation;
   stop_owed_ = m.generation;
+  reshape_.reset();  // the coordinator gave up on it (or never began): nothing is owed
+  deferred_assign_.reset();
   seams_.workers.ReleasePort();
   if (phase_ != AgentPhase::kQuitting && phase_ != AgentPhase::kStopping) Enter(AgentPhase::kStopping);
   BeginStop();
@@ -137,6 +142,7 @@ void AgentControl::OnTick() {
     SignalRunning(SIGKILL);
   }
   if (phase_ == AgentPhase::kRunning) CheckHangs(now);
+  if (reshape_ && now >= reshape_->deadline) MaybeFinishReshape(true);
   SendDueProgress(now);
   CheckCoordinator(now);
   Settle();
@@ -171,6 +177,7 @@ std::optional<AgentControl::TimePoint> AgentControl::NextDeadline() const {
     if (!next || t < *next) next = t;
   };
   if (kill_at_) consider(*kill_at_);
+  if (reshape_) consider(reshape_->deadline);
   if (phase_ == AgentPhase::kRunning && hang_timeout_.count() > 0) {
     for (const auto& s : slots_)
       if (s.running && s.beaten && !s.hung) consider(s.last_beat + hang_timeout_);
