@@ -39,7 +39,7 @@ void AgentControl::OnReshape(const msg::Reshape& m) {
     r.verdicts[i].rank = mv.new_rank;
     Slot* s = Find(mv.old_rank);
     if (!s || !s->running) {
-      r.verdicts[i].why = fmt::format("(rank {} before) was not running", mv.old_rank);
+      r.verdicts[i].why = "had already ended";
       r.answered[i] = true;
       continue;
     }

@@ -247,7 +247,13 @@ void JobControl::OnWorkerExited(const msg::WorkerExited& m) {
       record_.OnExited(m.rank, m.pid, m.exit_code, m.signal, m.hung != 0, TorchError{m.error_message, m.error_trace});
   if (state_ != CoordState::kRunning) return;
   if (failed) {
-    StopGeneration(fmt::format("rank {} failed", m.rank), /*restartable=*/true);
+    // "w1 rank 3 exited with code 1": the in-place fallback's line may say it.
+    const auto w = record_.workers().find(m.rank);
+    const std::string host = w != record_.workers().end() ? w->second.host + " " : "";
+    const std::string how = m.signal != 0 ? fmt::format("was killed by signal {}", m.signal)
+                            : m.hung != 0 ? "hung"
+                                          : fmt::format("exited with code {}", m.exit_code);
+    StopGeneration(fmt::format("{}rank {} {}", host, m.rank, how), /*restartable=*/true);
   } else if (record_.AllExitedOk()) {
     DS_LOG(Info, Coord) << "every worker exited 0";
     Finish();

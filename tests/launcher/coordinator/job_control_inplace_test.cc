@@ -219,6 +219,15 @@ TEST_CASE("job control in place: a second failure during the recovery falls back
   CHECK(c.control().restarts() == 1);
 }
 
+TEST_CASE("job control in place: a worker failing during the recovery is named with its host", "[jobcontrol][inplace]") {
+  FakeCluster c(kThreeHosts, InPlaceJob());
+  RunWithSave(c);
+  c.Exit(3, 1);
+  c.Send(2, MsgType::kWorkerExited, msg::WorkerExited{1, 5, 1005, 0, 9, 0, 0}.Encode());
+  CHECK(c.notices().back() ==
+        "in-place recovery of generation 1 failed: w2 rank 5 was killed by signal 9; restarting every worker");
+}
+
 TEST_CASE("job control in place: the budget counts it; with none left the job stops as before", "[jobcontrol][inplace]") {
   JobSpec job = InPlaceJob();
   job.elastic.max_restarts = 1;
