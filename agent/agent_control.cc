@@ -119,7 +119,7 @@ void AgentControl::OnAssign(const msg::Assign& m) {
                                             : seams_.workers.StartWorkers(m, tokens, snapshot_dir);
   for (size_t i = 0; i < m.workers.size(); ++i) {
     Slot s;
-    s.rank = m.workers[i].rank;
+    s.rank = s.beat_rank = m.workers[i].rank;
     s.beat_token = tokens[i];
     const WorkerStart w = i < started.size() ? started[i] : WorkerStart{-1, "dsagent: the worker was not started"};
     if (w.pid < 0) {
@@ -215,13 +215,18 @@ void AgentControl::SendLine(int rank, int stream, const std::string& line) {
 
 void AgentControl::OnStepBeat(const StepBeat& beat) {
   const int64_t rank = beat.rank;
-  const std::string& token = beat.token;
-  Slot* s = rank >= 0 && rank <= INT32_MAX ? Find(static_cast<int>(rank)) : nullptr;
+  const Bytes token(beat.token.begin(), beat.token.end());
   // A beat counts only with that worker's own token (constant-time compare):
   // anyone else who can reach the heartbeat port can neither arm a healthy
-  // worker's hang check nor keep a hung one alive.
-  if (!s || !s->running || s->beat_token.size() != kStepBeatTokenChars) return;
-  if (!MacEquals(Bytes(s->beat_token.begin(), s->beat_token.end()), Bytes(token.begin(), token.end()))) {
+  // worker's hang check nor keep a hung one alive. A worker reshaped in
+  // place beats with the RANK it was started with (beat_rank), which
+  // another worker may have now.
+  Slot* s = nullptr;
+  for (auto& c : slots_)
+    if (c.running && c.beat_rank == rank && c.beat_token.size() == kStepBeatTokenChars &&
+        MacEquals(Bytes(c.beat_token.begin(), c.beat_token.end()), token))
+      s = &c;
+  if (!s) {
     DS_LOG(Debug, Hb) << "ignored a step heartbeat for rank " << rank << " with a wrong token";
     return;
   }

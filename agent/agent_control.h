@@ -86,7 +86,8 @@ class AgentControl {
  private:
   using Duration = Clock::duration;
   struct Slot {
-    int rank = 0;
+    int rank = 0;            // in the current generation
+    int beat_rank = 0;       // in its step beats: the RANK it was started with
     pid_t pid = 0;
     bool running = false;    // started and not yet ended
     bool reported = false;   // WorkerExited sent

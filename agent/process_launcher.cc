@@ -169,9 +169,12 @@ WorkerLaunch ProcessLauncher::BuildLaunch(const msg::Assign& m, size_t i, const 
   const int omp = m.omp_from_binding && !launch.cpus.empty() ? static_cast<int>(launch.cpus.size()) : 0;
   launch.env = Environment(spec, w, token, snapshot_dir, ifname, omp);
   launch.working_dir = m.working_dir;
-  // A warm spare (python: preload) has no control channel to adopt: such a
-  // job keeps the full restart.
-  launch.control = m.preload.empty();
+  // The coordinator asks for a control channel (in-place recovery) by
+  // naming DSLAUNCH_CONTROL_FD; its value is ours. A warm spare (python:
+  // preload) has none to adopt: such a job keeps the full restart.
+  const bool asked = std::any_of(spec.env.begin(), spec.env.end(),
+                                 [](const auto& kv) { return kv.first == "DSLAUNCH_CONTROL_FD"; });
+  launch.control = asked && m.preload.empty();
   std::erase_if(launch.env, [](const auto& kv) { return kv.first == "DSLAUNCH_CONTROL_FD"; });  // ours or none
   if (launch.control) launch.env.emplace_back("DSLAUNCH_CONTROL_FD", std::to_string(kControlFd));
   if (m.pty_columns > 0)

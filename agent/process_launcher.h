@@ -13,9 +13,10 @@
 // (AgentSession) it gives the workers' pipes to poll and turns a reaped pid
 // into a WorkerExit. With the Assign's preload list it keeps a warm spare
 // per local rank for the next generation (warm_spares.h): a worker it can
-// hand its assignment to instead of forking. Without warm spares each worker
-// gets a control channel (control_channel.h: DSLAUNCH_CONTROL_FD) for
-// in-place recovery, and keeps it, its pid and pipes across a Renumber. Not thread-safe: the agent's event loop only.
+// hand its assignment to instead of forking. A worker whose Assign names
+// DSLAUNCH_CONTROL_FD (in-place recovery), without warm spares, gets a
+// control channel (control_channel.h) there, and keeps it, its pid and
+// pipes across a Renumber. Not thread-safe: the agent's event loop only.
 #pragma once
 
 #include <poll.h>

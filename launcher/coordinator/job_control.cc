@@ -210,6 +210,9 @@ msg::Assign JobControl::NodeAssign(size_t gen_node, const AssignContext& ctx) {
       w.env.emplace_back("DSLAUNCH_RESUME_STEP", std::to_string(gather_->resume_step()));
       w.env.emplace_back("DSLAUNCH_RESUME_SET", gather_->resume_id().set);
     }
+  // In place: the agent gives each worker a control channel there (it picks the number).
+  if (in_place_)
+    for (msg::WorkerSpec& w : a.workers) w.env.emplace_back("DSLAUNCH_CONTROL_FD", "3");
   return a;
 }
 

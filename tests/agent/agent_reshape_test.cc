@@ -9,6 +9,7 @@
 
 #include "agent/agent_control.h"
 #include "tests/agent/fake_agent_seams.h"
+#include "wire/step_heartbeat.h"
 
 namespace ds {
 namespace {
@@ -101,6 +102,21 @@ TEST_CASE("AgentControl reshape: the workers stay, take their new ranks, roll ba
   CHECK(exited[0].generation == 4);
   CHECK(exited[0].rank == 2);
   CHECK(f.control.phase() == AgentPhase::kRunning);
+}
+
+TEST_CASE("AgentControl reshape: a reshaped worker beats with the RANK it was started with; it counts for its new rank") {
+  ReshapeFixture f;
+  const std::vector<std::string> tokens = f.workers.tokens;  // rank 4's, rank 5's
+  f.Deliver(MsgType::kReshape, f.Make({{4, 5}, {5, 4}}));  // swapped
+  f.control.OnStepBeat(StepBeat{5, 130, tokens[0], -1, -1});  // claims 5 with rank 4's token: nobody's
+  f.control.OnStepBeat(StepBeat{4, 131, tokens[0], -1, -1});  // the first worker, now rank 5
+  f.Tick(1s);
+  auto p = f.link.Of<msg::Progress>(MsgType::kProgress);
+  REQUIRE(p.size() == 1);
+  CHECK(p[0].generation == 4);
+  REQUIRE(p[0].ranks.size() == 1);
+  CHECK(p[0].ranks[0].rank == 5);
+  CHECK(p[0].ranks[0].step == 131);
 }
 
 TEST_CASE("AgentControl reshape: a worker that does not answer by the deadline is named in the answer") {

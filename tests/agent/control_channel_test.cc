@@ -1,8 +1,8 @@
 // The control channel with a real worker process (fake_control_worker):
 // ProcessLauncher passes the worker's end at DSLAUNCH_CONTROL_FD and
 // nothing else, a WorkerReshape after Renumber reaches the renumbered worker
-// (same pid), its WorkerReshaped comes back through OnControlReadable, and
-// the agent's end closing ends the worker. Plus the framing on a bare pair.
+// (same pid), its WorkerReshaped comes back through OnControlReadable; a
+// worker whose Assign does not ask for one has none. Plus the framing on a bare pair.
 #include "agent/control_channel.h"
 
 #include <poll.h>
@@ -65,6 +65,7 @@ TEST_CASE("control channel: a worker keeps its pid across Renumber and answers W
   a.argv = {FAKE_CONTROL_WORKER};
   a.workers.push_back(msg::WorkerSpec{});
   a.workers[0].rank = 1;
+  a.workers[0].env = {{"DSLAUNCH_CONTROL_FD", "9"}};  // asked for; the number is the agent's
   auto started = pl.StartWorkers(a, {std::string(32, 'a')}, "");
   REQUIRE(started.size() == 1);
   REQUIRE(started[0].pid > 0);
@@ -102,6 +103,25 @@ TEST_CASE("control channel: a worker keeps its pid across Renumber and answers W
   CHECK(lines[0].second == "control fd 3, fd 4 closed");
   CHECK(lines[1].second == "reshape to generation 3 rank 0 of 1 at step 40");
   CHECK(lines[2].second == "reshape to generation 4 rank 0 of 1 at step 40");
+}
+
+TEST_CASE("control channel: only for a worker whose Assign asks for one", "[worker]") {
+  ChildAgents tree;
+  ProcessLauncher pl("testhost", false, tree);
+  msg::Assign a;
+  a.generation = 0;
+  a.argv = {FAKE_CONTROL_WORKER};  // without DSLAUNCH_CONTROL_FD it exits 3 at once
+  a.workers.push_back(msg::WorkerSpec{});
+  auto started = pl.StartWorkers(a, {std::string(32, 'a')}, "");
+  REQUIRE(started.at(0).pid > 0);
+  std::vector<pollfd> fds;
+  pl.AddControlFds(&fds);
+  CHECK(fds.empty());
+  CHECK(pl.SendControl(0, msg::WorkerReshape{}).message() == "it has no control channel");
+  int status = 0;
+  REQUIRE(::waitpid(started[0].pid, &status, 0) == started[0].pid);
+  CHECK(WEXITSTATUS(status) == 3);
+  pl.OnReaped(started[0].pid, status, [](int, int, const std::string&) {});
 }
 
 }  // namespace

@@ -114,6 +114,7 @@ TEST_CASE("job control in place: a crashed worker restarts alone; the others kee
   CHECK(Env(a->workers[0], "DSLAUNCH_RESUME_STEP") == "400");
   CHECK(Env(a->workers[0], "DSLAUNCH_RESUME_SET") == "000000005e740012");
   CHECK(Env(a->workers[0], "DSLAUNCH_GENERATION") == "1");
+  CHECK(Env(a->workers[0], "DSLAUNCH_CONTROL_FD") == "3");  // its agent gives it a control channel
   CHECK(c.Last<msg::Assign>(0, MsgType::kAssign)->generation == 0);
 
   c.Stall(0.041);
@@ -253,6 +254,7 @@ TEST_CASE("job control in place: a job of another command, or without snapshots,
     RunWithSave(c);
     CHECK(c.notices().front() ==
           "elastic.in_place: the workers run 'python3', not dstrain, so a failure restarts every worker");
+    CHECK(Env(c.Last<msg::Assign>(1, MsgType::kAssign)->workers.at(0), "DSLAUNCH_CONTROL_FD") == "<unset>");
     c.Exit(3, 1);
     CHECK(Stops(c) == 3);
     CHECK(c.Count(1, MsgType::kReshape) == 0);
