@@ -34,9 +34,12 @@ void AgentControl::OnWorkerExited(const WorkerExit& e) {
   }
   DS_LOG(Info, Proc) << "rank " << e.rank << " pid " << e.pid << " exited (code " << e.exit_code << ", signal "
                      << e.signal << ")";
-  if (reshape_)  // it cannot confirm the reshape any more
-    Verdict(e.rank, false, e.signal != 0 ? fmt::format("was killed by signal {}", e.signal)
-                                         : fmt::format("exited with code {}", e.exit_code));
+  // It cannot confirm the reshape any more; one that had finished training
+  // (exit 0) has nothing to confirm.
+  if (reshape_)
+    Verdict(e.rank, e.signal == 0 && e.exit_code == 0,
+            e.signal != 0 ? fmt::format("was killed by signal {}", e.signal)
+                          : fmt::format("exited with code {}", e.exit_code));
   Settle();
 }
 

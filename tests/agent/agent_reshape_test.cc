@@ -208,6 +208,18 @@ TEST_CASE("AgentControl reshape: a worker moved to rank -1 is stopped, and one t
   CHECK(exited[0].rank == 0);
 }
 
+TEST_CASE("AgentControl reshape: a worker that had finished training and exits 0 has nothing to confirm") {
+  ReshapeFixture f;
+  f.Deliver(MsgType::kReshape, f.Make({{4, 4}, {5, 5}}));
+  f.Fetched();
+  f.control.OnWorkerExited(WorkerExit{4, 1004, 0, 0, {}});
+  f.Answer(5, true);
+  auto r = f.Answers();
+  REQUIRE(r.size() == 1);
+  CHECK(r[0].workers[0].ok == 1);
+  CHECK(r[0].workers[1].ok == 1);
+}
+
 TEST_CASE("AgentControl reshape: a worker without a control channel, or a worker's refusal, fails its move") {
   ReshapeFixture f;
   f.workers.control_errors[4] = "it has no control channel";
