@@ -137,7 +137,9 @@ void SnapshotWriter::HelperLoop() {
     Status st;
     try {  // the thread's edge: nothing escapes it
       st = Save(meta);
-    } catch (const std::exception& e) {  // CommError: the snapshot communicator is unusable
+    } catch (const CommError& e) {  // the snapshot communicator is unusable: a peer died, or it was aborted
+      st = Status::Unavailable(fmt::format("snapshot of step {}: {}", meta.step, e.what()));
+    } catch (const std::exception& e) {
       st = Status::IOError(fmt::format("snapshot of step {}: {}", meta.step, e.what()));
     }
     {

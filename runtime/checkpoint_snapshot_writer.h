@@ -18,7 +18,7 @@
 // stay as they were. One save at a time: spare() and Begin only while none
 // is pending (checked). Used by one thread (the trainer's); the helper
 // thread is internal and lets no exception escape (a CommError becomes the
-// save's IOError).
+// save's Unavailable, which the trainer throws on as a CommError).
 #pragma once
 
 #include <condition_variable>
@@ -59,7 +59,8 @@ class SnapshotWriter {
   // Waits until the outstanding save is handed over (OK when none). An
   // error on any rank is returned on every rank: its own reason (IOError
   // naming the file) where it failed, "snapshot of step S: rank r could not
-  // write its shard" elsewhere.
+  // write its shard" elsewhere; Unavailable when the helper's communicator
+  // failed ("snapshot of step S: <CommError>").
   Status Complete();
 
  private:

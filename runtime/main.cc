@@ -5,6 +5,10 @@
 // rendezvous store from DSLAUNCH_STORE_ADDR (dslaunch) or DSLAUNCH_STORE_PATH
 // (standalone). Rank 0 prints progress and, at the end, "test accuracy: X".
 //
+// With DSLAUNCH_CONTROL_FD (set by dsagent) the process may be reshaped in
+// place: a new rank and world, rolled back to a snapshot, without a restart
+// (runtime/worker_generations.h).
+//
 // Where it computes: trainer.device (runtime/device_plugin.h ChooseDevice); on a
 // GPU the engine is the device engine over NCCL on device buffers (backend:
 // nccl) or over Gloo staged through host memory (backend: gloo, the hybrid
@@ -12,16 +16,21 @@
 //
 // Exit codes (common/dstrain_exit.h): 0 done; 1 bad config, data or
 // checkpoint I/O; 2 usage; 3 communication failure (a peer died or timed
-// out: dslaunch restarts the generation from the last checkpoint); 4 a GPU
+// out: dslaunch restarts the generation from the last checkpoint; with a
+// control channel only once no reshape came within the collective timeout); 4 a GPU
 // failure (CUDA, cuBLAS, a kernel's fault seen while waiting for NCCL:
 // dslaunch does not restart, and says so).
 #include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,12 +44,14 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "common/version.h"
-#include <gloo/rendezvous/prefix_store.h>
 
-#include "runtime/comm/gloo_communicator.h"
 #include "runtime/comm/gloo_store.h"
+#include "runtime/control_channel.h"
 #include "runtime/device_plugin.h"
+#include "runtime/generation_comms.h"
+#include "runtime/train_data.h"
 #include "runtime/trainer.h"
+#include "runtime/worker_generations.h"
 #include "wire/step_heartbeat.h"
 
 namespace {
@@ -50,8 +61,6 @@ using namespace ds::rt;
 
 constexpr int kExitConfig = kDstrainExitConfig;
 constexpr int kExitUsage = kDstrainExitUsage;
-constexpr int kExitComm = kDstrainExitComm;
-constexpr int kExitDevice = kDstrainExitDevice;
 
 // DSLAUNCH_BIND_CORES: local rank r of n takes the r-th of n equal slices of
 // the CPUs this process may use (so two jobs' cpusets are respected), NUMA
@@ -73,11 +82,6 @@ void BindCores() {
     DS_LOG(Warn, Train) << "DSLAUNCH_BIND_CORES: sched_setaffinity failed";
 }
 
-int Fail(int code, const std::string& message) {
-  std::fprintf(stderr, "dstrain: error: %s\n", message.c_str());
-  return code;
-}
-
 // This rank's place in the job: RANK and WORLD_SIZE of the torchrun contract.
 struct Place {
   int rank = 0;
@@ -93,13 +97,14 @@ Result<Place> ReadPlace() {
 }
 
 // Log lines say host:pid [rank]; DSLAUNCH_BIND_CORES pins this rank's CPUs
-// (before any thread starts).
-void SetUpProcess(int rank) {
+// (before any thread starts). Returns the host's name as the logs give it.
+std::string SetUpProcess(int rank) {
   char host[256] = "localhost";
   gethostname(host, sizeof(host) - 1);
   const std::string given = EnvString("DSLAUNCH_HOST");
   LogSetIdentity(given.empty() ? host : given, rank);
   if (EnvBool("DSLAUNCH_BIND_CORES")) BindCores();
+  return given.empty() ? host : given;
 }
 
 struct LoadedConfig {
@@ -159,14 +164,13 @@ std::chrono::milliseconds CollectiveTimeout() {
   return std::chrono::milliseconds(ToMillis(EnvSeconds("DSLAUNCH_COLLECTIVE_TIMEOUT")));
 }
 
-// The job's rendezvous store, keys prefixed with the job and generation.
+// The job's rendezvous store, opened once: every generation this process
+// takes part in uses it under its own keys (GenerationStore).
 Result<RendezvousStore> OpenStore() {
   RendezvousOptions ro;
   ro.store_addr = EnvString("DSLAUNCH_STORE_ADDR");
   ro.store_token = EnvString("DSLAUNCH_STORE_TOKEN");
   ro.store_path = EnvString("DSLAUNCH_STORE_PATH");
-  ro.prefix = fmt::format("dstrain/{}/{}/gloo", EnvString("DSLAUNCH_JOB_ID"),
-                          EnvInt("DSLAUNCH_GENERATION"));
   DS_RETURN_IF_ERROR(EnvDuration("DSLAUNCH_COLLECTIVE_TIMEOUT").status());
   ro.timeout = CollectiveTimeout();
   DS_ASSIGN_OR_RETURN(RendezvousStore store, OpenRendezvousStore(ro));
@@ -174,63 +178,31 @@ Result<RendezvousStore> OpenStore() {
   return store;
 }
 
-// Gloo, or NCCL through the GPU plugin, through `store`. Throws CommError.
-std::unique_ptr<Communicator> Connect(const TrainerConfig& config, RendezvousStore& store, const Place& place,
-                                      DevicePlugin* plugin, int gpu) {
-  if (config.backend == "nccl")
-    return plugin->ConnectNccl(*store.store, place.rank, place.world, gpu, CollectiveTimeout());
-  GlooOptions go;
-  go.iface = EnvString("GLOO_SOCKET_IFNAME");
-  go.master_addr = EnvString("MASTER_ADDR");
-  go.timeout = CollectiveTimeout();
-  return GlooCommunicator::Connect(*store.store, place.rank, place.world, go);
+// How this worker connects each generation's communicators.
+CommsOptions CommsOptionsFromEnv(const TrainerConfig& config, DevicePlugin* plugin, int gpu) {
+  CommsOptions o;
+  o.job_id = EnvString("DSLAUNCH_JOB_ID");
+  o.backend = config.backend;
+  o.iface = EnvString("GLOO_SOCKET_IFNAME");
+  o.master_addr = EnvString("MASTER_ADDR");
+  o.timeout = CollectiveTimeout();
+  o.snapshots = !EnvString("DSLAUNCH_SNAPSHOT_DIR").empty();
+  o.plugin = plugin;
+  o.gpu = gpu;
+  return o;
 }
 
-// The snapshot helper's own communicator (runtime/checkpoint_snapshot_writer.h):
-// Gloo over TCP whatever the training backend, through `store` under
-// "snapshots", so its one small allreduce per save never waits for the
-// training thread's collectives. Throws CommError.
-std::unique_ptr<Communicator> ConnectSnapshots(RendezvousStore& store, const Place& place) {
-  gloo::rendezvous::PrefixStore snapshots("snapshots", *store.store);
-  GlooOptions go;
-  go.iface = EnvString("GLOO_SOCKET_IFNAME");
-  go.master_addr = EnvString("MASTER_ADDR");
-  go.timeout = CollectiveTimeout();
-  return GlooCommunicator::Connect(snapshots, place.rank, place.world, go);
-}
-
-// The q-quantile of `v` (nearest rank); 0 for none.
-double Quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
-}
-
-// Trains and, on rank 0, prints the results. Throws CommError.
-int TrainAndReport(const TrainerConfig& config, Communicator& comm, const TrainerRuntime& rt) {
-  auto result = Train(config, comm, rt);
-  if (!result.ok()) return Fail(kExitConfig, result.status().message());
-  if (comm.rank() == 0) {
-    std::printf("train throughput: %.1f samples/s\n", result->samples_per_sec);
-    if (result->steady_steps > 0)  // bench/gpu/gpu_bench reads this line
-      std::printf("train steady state: %.6f ms/step over %lld steps after %lld warm-up steps\n",
-                  1e3 * result->steady_seconds / static_cast<double>(result->steady_steps),
-                  static_cast<long long>(result->steady_steps), static_cast<long long>(kSteadyWarmupSteps));
-    std::printf("test accuracy: %.4f\n", result->test_accuracy);
-    if (result->saves > 0)
-      std::printf("%s: %lld, training stood still %.2f ms each (median %.2f, p90 %.2f; %.1f samples/s counting them)\n",
-                  rt.snapshot_dir.empty() ? "checkpoints" : "snapshots handed to the agent",
-                  static_cast<long long>(result->saves), 1e3 * result->save_seconds / static_cast<double>(result->saves),
-                  Quantile(result->save_ms, 0.5), Quantile(result->save_ms, 0.9), result->samples_per_sec_with_saves);
-    std::fflush(stdout);
-  }
-  try {
-    comm.Barrier();  // nobody tears down its connections while others still use them
-  } catch (const CommError& e) {
-    // Training and checkpoints are complete; a peer leaving early is not a failure.
-    DS_LOG(Warn, Comm) << "final barrier: " << e.what();
-  }
-  return 0;
+// DSLAUNCH_CONTROL_FD (set by dsagent for dstrain workers): the channel for
+// in-place reshapes; null when unset.
+Result<std::unique_ptr<ControlChannel>> OpenControl() {
+  const std::optional<std::string> text = EnvRaw("DSLAUNCH_CONTROL_FD");
+  if (!text || text->empty()) return std::unique_ptr<ControlChannel>();
+  const std::string origin = "DSLAUNCH_CONTROL_FD=" + *text;
+  int fd = -1;
+  const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), fd);
+  if (ec != std::errc() || end != text->data() + text->size() || fd < 0)
+    return Status::InvalidArgument(origin + ": expected a file descriptor number");
+  return ControlChannel::Open(fd, origin);
 }
 
 }  // namespace
@@ -250,55 +222,57 @@ int main(int argc, char** argv) {
 
   Result<Place> place = ReadPlace();
   if (!place.ok()) return Fail(kExitUsage, place.status().message());
-  SetUpProcess(place->rank);
+  const std::string host = SetUpProcess(place->rank);
   bool has_source = false;
   Result<LoadedConfig> loaded = ReadConfig(config_file, place->world, &has_source);
   if (!loaded.ok()) return Fail(has_source ? kExitConfig : kExitUsage, loaded.status().message());
-  const TrainerConfig& config = loaded->config;
   auto heartbeat = StepHeartbeat::FromEnv();
-  TrainerRuntime rt = MakeRuntime(*loaded, quiet, heartbeat.get());
+  Worker w;
+  w.config = loaded->config;
+  w.resolve_config = [config_file](int world) -> Result<TrainerConfig> {
+    bool has_source = true;
+    DS_ASSIGN_OR_RETURN(LoadedConfig again, ReadConfig(config_file, world, &has_source));
+    return std::move(again.config);
+  };
+  w.rt = MakeRuntime(*loaded, quiet, heartbeat.get());
+  const TrainerConfig& config = w.config;
+  w.host = host;
 
   // The GPU plugin, when this rank may use a GPU (runtime/device_plugin.h).
   std::string no_plugin;
-  DevicePlugin* plugin = nullptr;
   if (config.device == "cuda" || config.backend == "nccl" || (config.device.empty() && VisibleGpus() > 0))
-    plugin = LoadDevicePlugin(&no_plugin);
-  DeviceChoice device;
-  if (plugin != nullptr) {
-    Result<DeviceChoice> chosen = plugin->Choose(config.device, static_cast<int>(EnvInt("LOCAL_RANK")),
-                                                  static_cast<int>(EnvInt("LOCAL_WORLD_SIZE")));
+    w.plugin = LoadDevicePlugin(&no_plugin);
+  if (w.plugin != nullptr) {
+    Result<DeviceChoice> chosen = w.plugin->Choose(config.device, static_cast<int>(EnvInt("LOCAL_RANK")),
+                                                    static_cast<int>(EnvInt("LOCAL_WORLD_SIZE")));
     if (!chosen.ok()) return Fail(kExitConfig, chosen.status().message());
-    device = *chosen;
+    w.device = *chosen;
   } else if (config.device == "cuda") {
     return Fail(kExitConfig, "trainer.device is cuda, but " + no_plugin + "; use device: cpu");
   }
-  rt.device = device.description;
+  w.rt.device = w.device.description;
 
-  try {
-    LocalCommunicator alone;
-    Communicator* comm = &alone;
-    Result<RendezvousStore> store = RendezvousStore{};  // outlives the communicator
-    std::unique_ptr<Communicator> connected, snapshots;
-    if (place->world > 1) {
-      if (Status st = CheckBackend(config, plugin, no_plugin); !st.ok()) return Fail(kExitConfig, st.message());
-      store = OpenStore();
-      if (!store.ok()) return Fail(kExitUsage, store.status().message());
-      connected = Connect(config, *store, *place, plugin, device.index);
-      comm = connected.get();
-      if (!rt.snapshot_dir.empty()) {
-        snapshots = ConnectSnapshots(*store, *place);
-        rt.snapshot_comm = snapshots.get();
-      }
-    }
-    if (device.cuda) {
-      bool hybrid = false;
-      rt.make_engine = plugin->Engines(*comm, config.tf32, &hybrid);
-      if (hybrid && place->world > 1) rt.device += ", hybrid: gloo through host memory";
-    }
-    return TrainAndReport(config, *comm, rt);
-  } catch (const CommError& e) {
-    return Fail(kExitComm, e.what());
-  } catch (const DeviceFailure& e) {
-    return Fail(kExitDevice, std::string("GPU failure: ") + e.what());
+  Result<std::unique_ptr<ControlChannel>> control = OpenControl();
+  if (!control.ok()) return Fail(kExitUsage, control.status().message());
+  w.control = std::move(control).value();
+  // With a control channel a world of one may grow: the store must be there.
+  const bool has_store = !EnvString("DSLAUNCH_STORE_ADDR").empty() || !EnvString("DSLAUNCH_STORE_PATH").empty();
+  if (place->world > 1 || (w.control && has_store)) {
+    if (Status st = CheckBackend(config, w.plugin, no_plugin); !st.ok()) return Fail(kExitConfig, st.message());
+    Result<RendezvousStore> store = OpenStore();
+    if (!store.ok()) return Fail(kExitUsage, store.status().message());
+    w.store = std::move(store).value();
   }
+  w.comms = CommsOptionsFromEnv(config, w.plugin, w.device.index);
+  Result<TrainTestData> data = LoadTrainTestData(config.data);
+  if (!data.ok()) return Fail(kExitConfig, data.status().message());
+  w.data = std::make_shared<const TrainTestData>(std::move(data).value());
+
+  const int code = RunGenerations(w, Membership{static_cast<uint32_t>(EnvInt("DSLAUNCH_GENERATION")),
+                                                place->rank, place->world});
+  if (w.abandoned > 0) {  // a generation's thread still waits out its timeout: no destructors under it
+    std::fflush(nullptr);
+    std::_Exit(code);
+  }
+  return code;
 }

@@ -40,16 +40,22 @@ ZeroOptions ZeroOptionsOf(const DsConfig& ds) {
 Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainerConfig& config, Communicator& comm,
                                                  const TrainerRuntime& runtime) {
   DS_ASSIGN_OR_RETURN(TrainTestData data, LoadTrainTestData(config.data));
+  return Create(config, comm, runtime, std::make_shared<const TrainTestData>(std::move(data)));
+}
+
+Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainerConfig& config, Communicator& comm,
+                                                 const TrainerRuntime& runtime,
+                                                 std::shared_ptr<const TrainTestData> data) {
   const auto& sizes = config.model.sizes;
-  if (sizes.front() != data.train.features || sizes.back() != data.train.classes)
+  if (sizes.front() != data->train.features || sizes.back() != data->train.classes)
     return Status::InvalidArgument(fmt::format(
         "trainer.model.layers: input {} and output {} must match the data set's {} features "
-        "and {} classes", sizes.front(), sizes.back(), data.train.features, data.train.classes));
+        "and {} classes", sizes.front(), sizes.back(), data->train.features, data->train.classes));
   return std::unique_ptr<Trainer>(new Trainer(config, comm, runtime, std::move(data)));
 }
 
 Trainer::Trainer(const TrainerConfig& config, Communicator& comm, const TrainerRuntime& runtime,
-                 TrainTestData data)
+                 std::shared_ptr<const TrainTestData> data)
     : config_(config),
       ds_(config.ds),
       timed_(comm),
@@ -63,7 +69,7 @@ Trainer::Trainer(const TrainerConfig& config, Communicator& comm, const TrainerR
       engine_(runtime.make_engine ? runtime.make_engine(model_, *optimizer_, zero_)
                                   : std::make_unique<ZeroEngine>(model_, timed_, *optimizer_, zero_)),
       rng_(config.seed),
-      sampler_({.dataset_size = data_.train.n, .rank = comm.rank(), .world_size = comm.size(),
+      sampler_({.dataset_size = data_->train.n, .rank = comm.rank(), .world_size = comm.size(),
                 .seed = config.seed, .shuffle = config.data.shuffle,
                 .drop_last = config.data.drop_last}),
       micro_(static_cast<int>(config.ds.batch.micro_batch)),
@@ -83,6 +89,7 @@ Result<TrainResult> Trainer::Run() {
       runtime_.out, ProgressOptions{.tty = runtime_.tty, .interval = 1, .total_steps = total_steps_,
                                     .steps_per_epoch = steps_per_epoch_, .start_step = step_});
   PrintBanner();
+  if (runtime_.on_resumed) runtime_.on_resumed();
   DS_RETURN_IF_ERROR(TrainEpochs());
   DS_RETURN_IF_ERROR(Finish());
   return result_;
@@ -124,7 +131,7 @@ Status Trainer::PlanSteps() {
   if (steps_per_epoch_ == 0)
     return Status::InvalidArgument(fmt::format(
         "train_batch_size {} is larger than the data set ({} samples)", global_batch_,
-        data_.train.n));
+        data_->train.n));
   total_steps_ = steps_per_epoch_ * config_.epochs;
   if (config_.max_steps > 0) total_steps_ = std::min(total_steps_, config_.max_steps);
   return Status::OK();
@@ -180,6 +187,8 @@ Status Trainer::TrainEpochs() {
 // compute time is its wall time less its time in collectives, known only when
 // the engine's collectives go through timed_ (not a device plugin's own).
 void Trainer::TrainStep(const std::vector<int64_t>& indices, int64_t k) {
+  if (runtime_.interrupt != nullptr && *runtime_.interrupt)
+    throw CommError(fmt::format("rank {}: stopped before step {} for an in-place reshape", comm_.rank(), step_ + 1));
   const auto start = std::chrono::steady_clock::now();
   const auto in_collectives = timed_.in_collectives();
   double sums[2] = {0, 0};  // loss sum, count
@@ -197,11 +206,12 @@ void Trainer::TrainStep(const std::vector<int64_t>& indices, int64_t k) {
   if (!runtime_.make_engine)
     cost.compute_seconds = std::chrono::duration<double>(wall - (timed_.in_collectives() - in_collectives)).count();
   Report(sr, lr, std::chrono::duration<double>(wall).count(), cost);
+  if (steps_here_ == 1 && runtime_.on_first_step) runtime_.on_first_step(step_);
 }
 
 void Trainer::AccumulateGradients(const std::vector<int64_t>& indices, int64_t k, double sums[2]) {
   for (int m = 0; m < gas_; ++m) {
-    BatchStats st = engine_->MicroBatchSamples(data_.train, &indices[k * per_step_ + m * micro_], micro_,
+    BatchStats st = engine_->MicroBatchSamples(data_->train, &indices[k * per_step_ + m * micro_], micro_,
                                                global_batch_, m == gas_ - 1);
     sums[0] += st.loss_sum;
     sums[1] += st.count;
@@ -236,7 +246,7 @@ void Trainer::Report(const StepResult& sr, double lr, double step_seconds, const
 }
 
 void Trainer::EvaluateEpoch(bool epoch_finished) {
-  const Evaluation ev = EvaluateGlobal(*engine_, data_.test, comm_);
+  const Evaluation ev = EvaluateGlobal(*engine_, data_->test, comm_);
   result_.epoch_accuracy.push_back(ev.accuracy);
   result_.test_accuracy = ev.accuracy;
   evaluated_last_ = true;
@@ -280,6 +290,9 @@ Status Trainer::Save(int64_t at_epoch, int64_t at_position) {
   } else {
     st = SaveCheckpoint(runtime_.checkpoint_dir, meta, engine_->ExportShard(), comm_, config_.checkpoint.keep);
   }
+  // The snapshot helper's communicator failed: as for any collective, the
+  // generation is over (a restart, or an in-place reshape).
+  if (st.code() == Status::Code::kUnavailable) throw CommError(st.message());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ++result_.saves;
   result_.save_seconds += seconds;
@@ -292,6 +305,7 @@ Status Trainer::CompleteSnapshot() {
   if (!snapshots_ || !snapshots_->pending()) return Status::OK();
   const auto start = std::chrono::steady_clock::now();
   Status st = snapshots_->Complete();
+  if (st.code() == Status::Code::kUnavailable) throw CommError(st.message());  // as in Save
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result_.save_seconds += seconds;
   result_.save_ms.back() += 1e3 * seconds;
@@ -303,7 +317,7 @@ Status Trainer::CompleteSnapshot() {
 Status Trainer::Finish() {
   if (talk_) progress_->Finish();
   if (!evaluated_last_)
-    result_.test_accuracy = EvaluateGlobal(*engine_, data_.test, comm_).accuracy;
+    result_.test_accuracy = EvaluateGlobal(*engine_, data_->test, comm_).accuracy;
   if (last_saved_ != step_ && step_ > 0 && step_ != result_.resumed_from_step)
     DS_RETURN_IF_ERROR(Save(epoch_, position_));
   DS_RETURN_IF_ERROR(CompleteSnapshot());

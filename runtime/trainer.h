@@ -6,12 +6,15 @@
 // checkpoints; test accuracy after every epoch and at the end.
 //
 // Errors: bad config or data -> Status; a collective failure throws CommError
-// (main turns it into its exit code so dslaunch restarts the generation).
+// (main turns it into its exit code so dslaunch restarts the generation, or
+// reshapes the worker in place: main then makes a new Trainer over the same
+// data, on the new world's communicators, resuming from the chosen save).
 // Every rank must run the same config. A Trainer is used by one thread and
 // runs once; it borrows the config, the communicator and the runtime
-// settings, which must outlive it.
+// settings, which must outlive it; it shares the data.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -60,6 +63,12 @@ struct TrainerRuntime {
   // computes, for the banner.
   std::function<std::unique_ptr<Engine>(const Mlp&, const Optimizer&, const ZeroOptions&)> make_engine;
   std::string device = "cpu";
+  // In-place reshapes (runtime/control_channel.h). When `interrupt` becomes
+  // true the next step throws CommError instead (a world of one has no
+  // collective the control thread could abort).
+  const std::atomic<bool>* interrupt = nullptr;
+  std::function<void()> on_resumed;              // once every rank agreed on the resume, before the first step
+  std::function<void(int64_t)> on_first_step;    // after this run's first step, with its number
 };
 
 // Steps of a run left out of TrainResult's steady-state time.
@@ -91,6 +100,11 @@ class Trainer {
   // fresh parameters). Error: the data cannot be read or does not fit the model.
   static Result<std::unique_ptr<Trainer>> Create(const TrainerConfig& config, Communicator& comm,
                                                  const TrainerRuntime& runtime);
+  // The same over data already loaded (LoadTrainTestData of config.data).
+  // Error: it does not fit the model.
+  static Result<std::unique_ptr<Trainer>> Create(const TrainerConfig& config, Communicator& comm,
+                                                 const TrainerRuntime& runtime,
+                                                 std::shared_ptr<const TrainTestData> data);
 
   // Resumes from the newest checkpoint, trains to total_steps and evaluates.
   // Error: bad batch size, metrics or checkpoint I/O; CommError is thrown.
@@ -98,7 +112,7 @@ class Trainer {
 
  private:
   Trainer(const TrainerConfig& config, Communicator& comm, const TrainerRuntime& runtime,
-          TrainTestData data);
+          std::shared_ptr<const TrainTestData> data);
   Status Resume();                                 // checkpoint_resume.h; every rank the same or none
   std::string ConfigHash() const;                  // ModelConfigHash of this model and optimizer
   Status PlanSteps();                              // steps per epoch and in total
@@ -119,7 +133,7 @@ class Trainer {
   Communicator& comm_;                      // timed_
   const TrainerRuntime& runtime_;
   const bool talk_;                         // rank 0 prints progress
-  TrainTestData data_;
+  std::shared_ptr<const TrainTestData> data_;
   Mlp model_;
   std::unique_ptr<Optimizer> optimizer_;
   ZeroOptions zero_;

@@ -7,7 +7,8 @@
 // broken connection) throws CommError, after which this communicator is
 // unusable and must be rebuilt; the caller normally exits and lets dslaunch
 // restart the generation. Misuse (mismatched sizes on this rank) is a check.
-// Not thread-safe: one thread drives a communicator.
+// Not thread-safe: one thread drives a communicator; only Abort() may be
+// called from another thread.
 //
 // 16-bit buffers (fp16 / bf16) are passed as uint16_t with their format, and
 // are summed in fp32 then rounded back (round to nearest even).
@@ -105,6 +106,15 @@ class Communicator {
 
   // Returns once every rank has entered the barrier.
   virtual void Barrier() = 0;
+
+  // Ends this rank's part in the group: a collective in flight on the
+  // driving thread, and every later one, throws CommError ("... aborted") at
+  // once, and the peers' collectives with this rank fail too. Safe from any
+  // thread while the communicator lives, any number of times (dstrain's
+  // control thread calls it for an in-place reshape). Returns false when the
+  // backend cannot abort (this default): a collective in flight then runs to
+  // its end or its timeout, and the caller must not wait for it.
+  virtual bool Abort() { return false; }
 };
 
 // A communicator for one rank alone: every collective is a local copy. Used
@@ -124,6 +134,7 @@ class LocalCommunicator : public Communicator {
   void AllGather(const uint16_t* in, uint16_t* out, const std::vector<size_t>& counts) override;
   void Broadcast(void*, size_t, int) override {}
   void Barrier() override {}
+  bool Abort() override { return true; }  // nothing ever waits for a peer
 };
 
 }  // namespace ds::rt

@@ -1,9 +1,15 @@
 #include "runtime/comm/gloo_communicator.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
+#include <filesystem>
+#include <set>
 #include <fstream>
 #include <numeric>
 
@@ -123,6 +129,40 @@ void AllReduceInPlace(const std::shared_ptr<gloo::Context>& context, T* data, si
   gloo::allreduce(opts);
 }
 
+// The descriptors of this process's connected TCP sockets.
+std::set<int> ConnectedTcpSockets() {
+  std::set<int> fds;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    int fd = -1;
+    const std::string name = entry.path().filename().string();
+    if (std::from_chars(name.data(), name.data() + name.size(), fd).ec != std::errc()) continue;
+    int type = 0;
+    socklen_t len = sizeof(type);
+    sockaddr_storage peer{};
+    socklen_t peer_len = sizeof(peer);
+    if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) continue;
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) continue;
+    if (peer.ss_family == AF_INET || peer.ss_family == AF_INET6) fds.insert(fd);
+  }
+  return fds;
+}
+
+// Our own duplicates of the connected TCP sockets in `now` but not in
+// `before`: the pairs' sockets a connect made. Gloo's TCP pair keeps its
+// socket to itself (a protected member; and Debian's gloo headers for it do
+// not compile), so Abort finds them this way: dstrain connects from its
+// training thread while no other thread of it opens sockets.
+std::vector<int> DupNewSockets(const std::set<int>& before, const std::set<int>& now) {
+  std::vector<int> fds;
+  for (int fd : now) {
+    if (before.count(fd) != 0) continue;
+    const int dup = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (dup >= 0) fds.push_back(dup);
+  }
+  return fds;
+}
+
 }  // namespace
 
 std::unique_ptr<GlooCommunicator> GlooCommunicator::Connect(gloo::rendezvous::Store& store,
@@ -138,6 +178,7 @@ std::unique_ptr<GlooCommunicator> GlooCommunicator::Connect(gloo::rendezvous::St
   } else {
     attr.hostname = LocalAddressTowards(options.master_addr);
   }
+  const std::set<int> before = ConnectedTcpSockets();
   try {
     auto device = gloo::transport::tcp::CreateDevice(attr);
     auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
@@ -145,7 +186,7 @@ std::unique_ptr<GlooCommunicator> GlooCommunicator::Connect(gloo::rendezvous::St
     context->connectFullMesh(store, device);
     std::shared_ptr<gloo::rendezvous::Context> bulk;
     size_t bulk_chunk_bytes = 0;
-    if (size > 1) {
+    if (size > 1 && options.bulk) {
       bulk_chunk_bytes = BulkChunkBytes(context, options.bulk_chunk_bytes, options.timeout);
       bulk = std::make_shared<gloo::rendezvous::Context>(rank, size);
       bulk->setTimeout(options.timeout);
@@ -156,10 +197,11 @@ std::unique_ptr<GlooCommunicator> GlooCommunicator::Connect(gloo::rendezvous::St
     }
     DS_LOG(Info, Comm) << "gloo: rank " << rank << "/" << size << " connected on "
                        << device->str();
+    std::vector<int> abort_fds = DupNewSockets(before, ConnectedTcpSockets());
     return std::unique_ptr<GlooCommunicator>(
         new GlooCommunicator(std::move(context), std::move(bulk),
                              bulk_chunk_bytes, rank, size,
-                             options.timeout));
+                             options.timeout, std::move(abort_fds)));
   } catch (const std::exception& e) {
     throw CommError(fmt::format("rank {}: gloo connect ({} ranks, {}) failed: {}", rank, size,
                                 options.iface.empty() ? attr.hostname : options.iface,
@@ -169,25 +211,37 @@ std::unique_ptr<GlooCommunicator> GlooCommunicator::Connect(gloo::rendezvous::St
 
 GlooCommunicator::GlooCommunicator(std::shared_ptr<gloo::Context> context,
                                    std::shared_ptr<gloo::Context> bulk, size_t bulk_chunk_bytes,
-                                   int rank, int size, std::chrono::milliseconds timeout)
+                                   int rank, int size, std::chrono::milliseconds timeout,
+                                   std::vector<int> abort_fds)
     : context_(std::move(context)),
       bulk_(std::move(bulk)),
       bulk_chunk_bytes_(bulk_chunk_bytes),
       bulk_staging_(bulk_ ? std::max<size_t>(bulk_chunk_bytes / sizeof(float), size + 1) : 0),
       rank_(rank),
       size_(size),
-      timeout_(timeout) {}
+      timeout_(timeout),
+      abort_fds_(std::move(abort_fds)) {}
 
-GlooCommunicator::~GlooCommunicator() = default;
+GlooCommunicator::~GlooCommunicator() {
+  for (int fd : abort_fds_) ::close(fd);
+}
+
+bool GlooCommunicator::Abort() {
+  aborted_ = true;
+  for (int fd : abort_fds_) ::shutdown(fd, SHUT_RDWR);
+  return true;
+}
 
 void GlooCommunicator::Run(const char* what, const std::function<void()>& fn) {
+  if (broken_.empty() && aborted_) broken_ = "the communicator was aborted";
   if (!broken_.empty())
     throw CommError(fmt::format("rank {}: {}: communicator is unusable after: {}", rank_, what,
                                 broken_));
   try {
     fn();
   } catch (const std::exception& e) {
-    broken_ = fmt::format("{} failed: {}", what, e.what());
+    broken_ = aborted_ ? fmt::format("{} aborted ({})", what, e.what())
+                       : fmt::format("{} failed: {}", what, e.what());
     throw CommError(fmt::format("rank {}: {}", rank_, broken_));
   }
 }

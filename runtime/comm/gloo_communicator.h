@@ -28,9 +28,17 @@
 // and leaves the communicator broken (later calls throw at once). Connect
 // ignores SIGPIPE (if it was at its default) so a dead peer is an error, not
 // a signal.
-// Not thread-safe.
+// Abort (Gloo has none): shutdown(SHUT_RDWR) of every pair's socket of both
+// contexts, through duplicates of their descriptors taken at Connect (so a
+// socket Gloo closed meanwhile never turns into someone else's descriptor
+// under our hands); the thread blocked in a collective then sees its
+// connections end and throws CommError. Connect finds the pairs' sockets as
+// the connected TCP sockets it made: no other thread of the process may open
+// a TCP connection while a Connect runs.
+// Not thread-safe, except Abort().
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -51,6 +59,8 @@ struct GlooOptions {
   std::string master_addr = "127.0.0.1";           // used to pick the local address
   std::chrono::milliseconds timeout{60000};        // per collective, and for connecting
   size_t bulk_chunk_bytes = 0;                     // persistent collectives' piece; 0 = default
+  bool bulk = true;                                // the sync-mode context; false: one connection per
+                                                   //   peer, persistent collectives as one-shot calls
 };
 
 class GlooCommunicator : public Communicator {
@@ -75,6 +85,7 @@ class GlooCommunicator : public Communicator {
   void AllGather(const uint16_t* in, uint16_t* out, const std::vector<size_t>& counts) override;
   void Broadcast(void* data, size_t n, int root) override;
   void Barrier() override;
+  bool Abort() override;
   std::unique_ptr<PersistentAllReduce> MakePersistentAllReduce(float* data, size_t n) override;
   std::unique_ptr<PersistentAllGather> MakePersistentAllGather(
       const std::vector<size_t>& counts) override;
@@ -88,7 +99,7 @@ class GlooCommunicator : public Communicator {
   struct ScatterClass;
   GlooCommunicator(std::shared_ptr<gloo::Context> context, std::shared_ptr<gloo::Context> bulk,
                    size_t bulk_chunk_bytes, int rank, int size,
-                   std::chrono::milliseconds timeout);
+                   std::chrono::milliseconds timeout, std::vector<int> abort_fds);
   // Runs fn; any exception becomes CommError and breaks the communicator.
   void Run(const char* what, const std::function<void()>& fn);
   void AllGatherBytes(const void* in, void* out, const std::vector<size_t>& counts,
@@ -107,6 +118,8 @@ class GlooCommunicator : public Communicator {
   std::chrono::milliseconds timeout_;
   uint32_t tag_ = 1;
   std::string broken_;  // why this communicator is unusable; empty = usable
+  const std::vector<int> abort_fds_;  // our duplicates of every pair's socket; closed by the destructor
+  std::atomic<bool> aborted_{false};
 };
 
 }  // namespace ds::rt

@@ -53,7 +53,7 @@ class GlooCommunicator::PersistentReduce final : public PersistentAllReduce {
 
 std::unique_ptr<PersistentAllReduce> GlooCommunicator::MakePersistentAllReduce(float* data,
                                                                               size_t n) {
-  if (size_ == 1 || n == 0) return Communicator::MakePersistentAllReduce(data, n);
+  if (size_ == 1 || n == 0 || !bulk_) return Communicator::MakePersistentAllReduce(data, n);
   return std::make_unique<PersistentReduce>(*this, data, n);
 }
 
@@ -132,7 +132,7 @@ class GlooCommunicator::PersistentGather final : public PersistentAllGather {
 std::unique_ptr<PersistentAllGather> GlooCommunicator::MakePersistentAllGather(
     const std::vector<size_t>& counts) {
   DS_CHECK(static_cast<int>(counts.size()) == size_);
-  if (size_ == 1) return Communicator::MakePersistentAllGather(counts);
+  if (size_ == 1 || !bulk_) return Communicator::MakePersistentAllGather(counts);
   return std::make_unique<PersistentGather>(*this, counts);
 }
 
@@ -192,7 +192,7 @@ class GlooCommunicator::PersistentScatter final : public PersistentReduceScatter
 std::unique_ptr<PersistentReduceScatter> GlooCommunicator::MakePersistentReduceScatter(
     const std::vector<size_t>& counts) {
   DS_CHECK(static_cast<int>(counts.size()) == size_);
-  if (size_ == 1) return Communicator::MakePersistentReduceScatter(counts);
+  if (size_ == 1 || !bulk_) return Communicator::MakePersistentReduceScatter(counts);
   return std::make_unique<PersistentScatter>(*this, counts);
 }
 

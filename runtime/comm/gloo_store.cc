@@ -10,23 +10,15 @@
 #include "wire/store_client.h"
 
 namespace ds::rt {
-namespace {
-
-// A PrefixStore that owns nothing but keeps the prefix in one place.
-class OwningPrefixStore : public gloo::rendezvous::PrefixStore {
- public:
-  OwningPrefixStore(const std::string& prefix, gloo::rendezvous::Store& store)
-      : PrefixStore(prefix, store) {}
-};
-
-}  // namespace
 
 void StoreClientStore::set(const std::string& key, const std::vector<char>& data) {
+  std::lock_guard<std::mutex> lock(mu_);
   Status st = client_.Set(key, std::vector<uint8_t>(data.begin(), data.end()));
   if (!st.ok()) throw CommError(fmt::format("store set '{}': {}", key, st.message()));
 }
 
 std::vector<char> StoreClientStore::get(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
   auto v = client_.Get(key, timeout_);
   if (!v.ok()) throw CommError(fmt::format("store get '{}': {}", key, v.status().message()));
   return std::vector<char>(v->begin(), v->end());
@@ -34,6 +26,7 @@ std::vector<char> StoreClientStore::get(const std::string& key) {
 
 void StoreClientStore::wait(const std::vector<std::string>& keys,
                             const std::chrono::milliseconds& timeout) {
+  std::lock_guard<std::mutex> lock(mu_);
   Status st = client_.Wait(keys, timeout);
   if (!st.ok()) throw CommError(fmt::format("store wait: {}", st.message()));
 }
@@ -65,8 +58,14 @@ Result<RendezvousStore> OpenRendezvousStore(const RendezvousOptions& options) {
         "no rendezvous store: set DSLAUNCH_STORE_ADDR (set by dslaunch) or DSLAUNCH_STORE_PATH "
         "(a directory shared by all ranks) when WORLD_SIZE > 1");
   }
-  out.store = std::make_unique<OwningPrefixStore>(options.prefix, *base);
+  out.store = base;
   return out;
+}
+
+std::unique_ptr<gloo::rendezvous::Store> GenerationStore(gloo::rendezvous::Store& base, const std::string& job_id,
+                                                         uint32_t generation) {
+  return std::make_unique<gloo::rendezvous::PrefixStore>(fmt::format("dstrain/{}/{}/gloo", job_id, generation),
+                                                         base);
 }
 
 }  // namespace ds::rt

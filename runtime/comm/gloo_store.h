@@ -3,15 +3,20 @@
 //    coordinator's key/value store), so a worker needs no extra port or file.
 //  - OpenRendezvousStore: picks the store from the environment
 //    (DSLAUNCH_STORE_ADDR, else DSLAUNCH_STORE_PATH = a gloo FileStore
-//    directory for standalone multi-process runs) and prefixes every key
-//    with the job and generation so a restarted generation never reads the
-//    previous one's addresses.
+//    directory for standalone multi-process runs), opened once per process;
+//  - GenerationStore: a view of it whose keys carry the job and generation,
+//    so a later generation (a restart, or survivors reshaped in place over
+//    the same store connection) never reads an earlier one's addresses.
 // Store methods throw CommError on failure (Gloo's contract is exceptions).
-// Not thread-safe.
+// StoreClientStore is thread-safe (one request at a time on the connection:
+// a generation's thread left behind inside its rendezvous holds it until its
+// wait times out, and the next generation's waits for it); the rest is not.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include <gloo/rendezvous/store.h>
@@ -37,12 +42,13 @@ class StoreClientStore : public gloo::rendezvous::Store {
  private:
   StoreClient& client_;
   std::chrono::milliseconds timeout_;
+  std::mutex mu_;  // the connection carries one request and its answer at a time
 };
 
 // A store plus whatever owns its backing connection.
 struct RendezvousStore {
   std::shared_ptr<void> backing;                    // StoreClient or FileStore
-  std::unique_ptr<gloo::rendezvous::Store> store;   // prefixed view used by Gloo
+  gloo::rendezvous::Store* store = nullptr;         // owned by backing; keys unprefixed
   std::string description;                          // "store 10.0.0.1:29400" / "file /tmp/x"
 };
 
@@ -50,11 +56,15 @@ struct RendezvousOptions {
   std::string store_addr;   // DSLAUNCH_STORE_ADDR (host:port); wins over store_path
   std::string store_token;  // DSLAUNCH_STORE_TOKEN
   std::string store_path;   // DSLAUNCH_STORE_PATH (directory)
-  std::string prefix = "gloo/0";
   std::chrono::milliseconds timeout{60000};
 };
 
 // Opens the store; an error says which variable to set when neither is.
 Result<RendezvousStore> OpenRendezvousStore(const RendezvousOptions& options);
+
+// `base` with every key under "dstrain/<job_id>/<generation>/gloo/"; `base`
+// must outlive it.
+std::unique_ptr<gloo::rendezvous::Store> GenerationStore(gloo::rendezvous::Store& base, const std::string& job_id,
+                                                         uint32_t generation);
 
 }  // namespace ds::rt

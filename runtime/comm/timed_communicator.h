@@ -39,6 +39,7 @@ class TimedCommunicator final : public Communicator {
   std::unique_ptr<PersistentReduceScatter> MakePersistentReduceScatter(const std::vector<size_t>& counts) override;
   void Broadcast(void* data, size_t n, int root) override;
   void Barrier() override;
+  bool Abort() override { return inner_.Abort(); }  // any thread, as the inner one's
 
   // Runs f, adding its duration to the counter when called on the owner.
   template <typename F>

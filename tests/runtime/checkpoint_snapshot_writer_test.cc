@@ -126,3 +126,29 @@ TEST_CASE("snapshot writer: a run id is required; a missing agent directory is n
 
 }  // namespace
 }  // namespace ds::rt
+
+namespace ds::rt {
+namespace {
+
+// A communicator whose collectives fail, as the helper's does when a peer
+// died or the control channel aborted it.
+class BrokenComm : public LocalCommunicator {
+ public:
+  void AllReduceSum(double*, size_t) override { throw CommError("rank 0: allreduce aborted (test)"); }
+};
+
+TEST_CASE("snapshot writer: a failed communicator is Complete's Unavailable, and nothing is handed over",
+          "[snapshots]") {
+  testing::TempDir dir;
+  std::filesystem::create_directory(dir / "incoming");
+  BrokenComm comm;
+  SnapshotWriter w(dir.path(), comm);
+  *w.spare() = testing::Shard(1);
+  REQUIRE(w.Begin(testing::Meta(300)).ok());
+  const Status st = w.Complete();
+  CHECK(st.code() == Status::Code::kUnavailable);
+  CHECK(st.message() == "snapshot of step 300: rank 0: allreduce aborted (test)");
+}
+
+}  // namespace
+}  // namespace ds::rt

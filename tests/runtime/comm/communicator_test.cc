@@ -145,6 +145,12 @@ TEST_CASE("persistent collectives match hand-computed results, whole and in piec
   }
 }
 
+TEST_CASE("without the sync-mode context the persistent collectives are the one-shot calls", "[communicator]") {
+  MultiProc mp;
+  mp.options().bulk = false;
+  CHECK(mp.Run(3, PersistentBody) == std::vector<int>(3, 0));
+}
+
 TEST_CASE("ranks whose hosts allow different piece sizes agree on the smallest", "[communicator]") {
   // As if the hosts' net.core.wmem_max differed: each rank asks for its own size.
   MultiProc mp;
