@@ -30,6 +30,21 @@ bool JobControl::TryReshape(const std::string& why) {
   const auto now = clock_.Now();
   auto next = policy_.Restart(alive, record_, now);  // counts it
   if (!next.ok()) return false;
+  // The save first: no agent has heard of the next generation yet, so the
+  // full restart can still stop this one as it is.
+  std::string cannot;
+  Gathering g;
+  if (gather_->Begin(generation_ + 1, next->agents).kind != GatherEvent::Kind::kReady)
+    cannot = "an agent of the new generation has not set up its snapshots yet";
+  else if (g = gather_->Gather(AliveAgents(), now); gather_->resume_step() < 0)
+    cannot = "no complete snapshot to roll back to";
+  gather_->Abandon();  // the agents answer in Reshaped, not Fetched
+  if (!cannot.empty()) {
+    policy_.Refund();
+    Notice(fmt::format("in-place recovery of generation {} failed: {}; restarting every worker", generation_ + 1,
+                       cannot));
+    return false;
+  }
   const LaunchPlan old_plan = std::exchange(gen_plan_, std::move(next->plan));
   const std::vector<int> old_agents = std::exchange(gen_agents_, std::move(next->agents));
   std::map<int, int> old_pids;  // the old generation's ranks still running: rank -> pid
@@ -44,17 +59,6 @@ bool JobControl::TryReshape(const std::string& why) {
   stragglers_.Reset();
   store_.Clear();  // the new communicators' keys live under the new generation
   DS_LOG(Info, Coord) << "generation " << generation_ << ": recovering in place after " << why;
-  const GatherEvent ready = gather_->Begin(generation_, gen_agents_);
-  if (ready.kind != GatherEvent::Kind::kReady) {
-    StopGeneration("an agent of the new generation has not set up its snapshots yet", true);
-    return true;
-  }
-  const Gathering g = gather_->Gather(AliveAgents(), now);
-  gather_->Abandon();  // the agents answer in Reshaped, not Fetched
-  if (gather_->resume_step() < 0) {
-    StopGeneration("no complete snapshot to roll back to", true);
-    return true;
-  }
   reshaping_->step = gather_->resume_step();
   reshaping_->sources = gather_->DescribeSources();
   for (const Gathering::Order& o : g.orders) SendTo(o.node, wire::MsgType::kReplicate, o.replicate.Encode());

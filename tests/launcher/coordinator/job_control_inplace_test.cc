@@ -35,7 +35,7 @@ msg::ShardEntry E(uint32_t shard, uint32_t origin) { return msg::ShardEntry{400,
 
 // Generation 0 runs ranks 0..5 (w0: 0,1; w1: 2,3; w2: 4,5); each node holds
 // its own shards of step 400 and a replica of the previous node's.
-void RunWithSave(FakeCluster& c) {
+void RunWithSave(FakeCluster& c, bool saved = true) {
   c.RegisterAll();
   for (int n = 0; n < 3; ++n)
     c.Send(n, MsgType::kSnapshotReady, msg::SnapshotReady{fmt::format("10.0.0.{}:5000", n + 1), "/dev/shm/x", ""}.Encode());
@@ -43,7 +43,7 @@ void RunWithSave(FakeCluster& c) {
     c.Send(n, MsgType::kFetched, msg::Fetched{0, -1, "", 0, 0, ""}.Encode());
   c.Reserve();
   c.StartWorkers();
-  for (uint32_t n = 0; n < 3; ++n) {
+  for (uint32_t n = 0; n < 3 && saved; ++n) {
     const uint32_t prev = (n + 2) % 3;
     msg::SnapshotHeld h;
     h.added = {E(2 * n, n), E(2 * n + 1, n), E(2 * prev, prev), E(2 * prev + 1, prev)};
@@ -204,6 +204,22 @@ TEST_CASE("job control in place: a node that does not answer by the deadline, or
     CHECK(c.notices().back() ==
           "in-place recovery of generation 1 failed: rank 3 did not start within 5 s; restarting every worker");
   }
+}
+
+TEST_CASE("job control in place: no complete save to roll back to: the full restart of this generation, said why", "[jobcontrol][inplace]") {
+  FakeCluster c(kThreeHosts, InPlaceJob());
+  RunWithSave(c, /*saved=*/false);
+  c.Exit(3, 1);
+  CHECK(c.notices().back() ==
+        "in-place recovery of generation 1 failed: no complete snapshot to roll back to; restarting every worker");
+  for (int n = 0; n < 3; ++n) CHECK(c.Count(n, MsgType::kReshape) == 0);
+  auto stop = c.Last<msg::Stop>(0, MsgType::kStop);
+  REQUIRE(stop);
+  CHECK(stop->generation == 0);  // the agents' generation: they confirm it
+  c.ConfirmStops();
+  CHECK(c.control().generation() == 1);
+  CHECK(c.control().state() == CoordState::kGathering);
+  CHECK(c.control().restarts() == 1);
 }
 
 TEST_CASE("job control in place: a second failure during the recovery falls back and names it", "[jobcontrol][inplace]") {
