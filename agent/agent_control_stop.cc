@@ -49,7 +49,9 @@ void AgentControl::OnChildEnded(const msg::AgentEnded& e) {
 }
 
 void AgentControl::OnStop(const msg::Stop& m) {
-  if (m.generation != generation_ && !slots_.empty()) return;  // stale
+  // An older generation's is stale; a newer one's is the coordinator's
+  // fallback from a reshape this node refused or never saw: it stops all.
+  if (m.generation < generation_ && !slots_.empty()) return;
   if (phase_ >= AgentPhase::kLingering) return;               // its workers are gone, and so is this agent
   generation_ = m.generation;
   stop_owed_ = m.generation;

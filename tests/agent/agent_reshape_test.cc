@@ -232,6 +232,22 @@ TEST_CASE("AgentControl reshape: a worker without a control channel, or a worker
   CHECK(r[0].workers[1].why == "refused: snapshot step 120 is not in /dev/shm/snap");
 }
 
+TEST_CASE("AgentControl reshape: after a refusal, the coordinator's Stop of the next generation stops the workers") {
+  AgentFixture f;
+  f.Assign(3, {0});
+  msg::Reshape r;
+  r.generation = 4;
+  r.id = msg::SnapshotId{"feed0001", 1, 0, "c0", "00000000abc12345"};
+  r.moves = {{0, 0}};
+  f.Deliver(MsgType::kReshape, r);  // snapshots off: refused
+  f.Stop(4);
+  CHECK(f.workers.SignalsTo(0) == std::vector<int>{SIGTERM});
+  f.Exit(0, 0, SIGTERM);
+  auto stopped = f.link.Of<msg::Stopped>(MsgType::kStopped);
+  REQUIRE(stopped.size() == 1);
+  CHECK(stopped[0].generation == 4);
+}
+
 TEST_CASE("AgentControl reshape: refused at once without snapshots, or while stopping") {
   AgentFixture f;
   f.Assign(3, {0});
@@ -244,6 +260,7 @@ TEST_CASE("AgentControl reshape: refused at once without snapshots, or while sto
   REQUIRE(a.size() == 1);
   CHECK(a[0].error == "host node7: snapshots are off on this node");
   CHECK(f.workers.renumbered.empty());
+  CHECK(f.control.generation() == 3);
   f.Stop(3);
   f.Deliver(MsgType::kReshape, r);
   a = f.link.Of<msg::Reshaped>(MsgType::kReshaped);
