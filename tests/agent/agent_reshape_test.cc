@@ -186,6 +186,30 @@ TEST_CASE("AgentControl reshape: a replacement's Assign waits for the gather, th
   CHECK(f.workers.SignalsTo(5) == std::vector<int>{SIGTERM});
 }
 
+TEST_CASE("AgentControl reshape: an idle standby gathers, answers, and starts the ranks it takes") {
+  AgentFixture f;
+  f.Deliver(MsgType::kSnapshotSetup, msg::SnapshotSetup{});
+  msg::Reshape r;
+  r.generation = 2;
+  r.step = 40;
+  r.id = msg::SnapshotId{"feed0001", 2, 0, "c0", "00000000abc12345"};
+  r.world = 2;
+  r.deadline_ms = 5000;
+  f.Deliver(MsgType::kReshape, r);
+  f.Assign(2, {1});
+  CHECK(f.workers.added.empty());
+  CHECK(f.workers.assigns.empty());
+  f.snapshots.outgoing.emplace_back(MsgType::kFetched, msg::Fetched{2, 40, "00000000abc12345", 0, 0, ""}.Encode());
+  f.control.OnSnapshotEvents();
+  auto answers = f.link.Of<msg::Reshaped>(MsgType::kReshaped);
+  REQUIRE(answers.size() == 1);
+  CHECK(answers[0].error.empty());
+  CHECK(answers[0].workers.empty());
+  REQUIRE(f.workers.added.size() == 1);
+  CHECK(f.link.Of<msg::WorkerStarted>(MsgType::kWorkerStarted).at(0).rank == 1);
+  CHECK(f.control.phase() == AgentPhase::kRunning);
+}
+
 TEST_CASE("AgentControl reshape: a worker moved to rank -1 is stopped, and one that ends meanwhile fails its move") {
   ReshapeFixture f;
   f.Deliver(MsgType::kReshape, f.Make({{4, -1}, {5, 0}}));

@@ -148,6 +148,42 @@ TEST_CASE("job control in place: a lost node's ranks are dropped and the survivo
   CHECK(c.control().world_size() == 4);
 }
 
+TEST_CASE("job control in place: a standby takes a lost node's ranks: it gathers, then starts them beside nobody", "[jobcontrol][inplace]") {
+  JobSpec job = InPlaceJob();
+  job.elastic.max_nodes = 2;  // w2 waits as a standby
+  FakeCluster c(kThreeHosts, job);
+  c.RegisterAll();
+  for (int n = 0; n < 3; ++n)
+    c.Send(n, MsgType::kSnapshotReady, msg::SnapshotReady{fmt::format("10.0.0.{}:5000", n + 1), "/dev/shm/x", ""}.Encode());
+  for (int n = 0; n < 2; ++n) c.Send(n, MsgType::kFetched, msg::Fetched{0, -1, "", 0, 0, ""}.Encode());
+  c.Reserve();
+  c.StartWorkers();
+  const msg::SnapshotId id{"feed0001", 4, 0, "c0", "000000005e740012"};
+  for (uint32_t n = 0; n < 2; ++n) {
+    msg::SnapshotHeld h;
+    for (uint32_t shard = 0; shard < 4; ++shard) h.added.push_back(msg::ShardEntry{400, shard, id, shard / 2, 1, 64});
+    c.Send(static_cast<int>(n), MsgType::kSnapshotHeld, h.Encode());
+  }
+  c.Drop(1);
+  auto r0 = c.Last<msg::Reshape>(0, MsgType::kReshape);
+  auto r2 = c.Last<msg::Reshape>(2, MsgType::kReshape);
+  REQUIRE((r0 && r2));
+  CHECK(Moves(*r0) == std::vector<std::pair<int, int>>{{0, 0}, {1, 1}});
+  CHECK(r2->moves.empty());  // it only gathers ...
+  CHECK(r2->sources.size() == 4);
+  CHECK(r2->world == 4);
+  auto a = c.Last<msg::Assign>(2, MsgType::kAssign);  // ... and starts ranks 2 and 3
+  REQUIRE(a);
+  REQUIRE(a->workers.size() == 2);
+  CHECK(a->workers[0].rank == 2);
+  CHECK(a->workers[1].rank == 3);
+  ConfirmReshape(c, 0);
+  ConfirmReshape(c, 2);
+  Started(c, 2, 2);
+  Started(c, 2, 3);
+  CHECK(c.notices().back() == "recovered in place at step 400 in 0 ms: 2 shards from memory, 2 from w0's replica of w1");
+}
+
 TEST_CASE("job control in place: a worker that did not confirm falls back to the full restart, said once", "[jobcontrol][inplace]") {
   FakeCluster c(kThreeHosts, InPlaceJob());
   RunWithSave(c);
