@@ -71,6 +71,10 @@ void AgentControl::OnFrame(const Frame& f) {
       auto m = msg::Fetch::Decode(f.payload);
       return m.ok() ? OnFetch(*m) : bad(m.status());
     }
+    case wire::MsgType::kReshape: {
+      auto m = msg::Reshape::Decode(f.payload);
+      return m.ok() ? OnReshape(*m) : bad(m.status());
+    }
     case wire::MsgType::kStartAgents: {
       auto m = msg::StartAgents::Decode(f.payload);
       if (!m.ok()) return bad(m.status());
@@ -92,11 +96,21 @@ void AgentControl::OnReserve(const msg::Reserve& m) {
 }
 
 void AgentControl::OnAssign(const msg::Assign& m) {
+  // A replacement rank of a generation reshaped in place: it loads the save
+  // the node is still gathering, so it starts once the gather is done, and
+  // beside the workers that stay.
+  if (reshape_ && reshape_->gathering && m.generation == reshape_->m.generation) {
+    deferred_assign_ = m;
+    return;
+  }
+  const bool beside = m.generation == reshaped_generation_ && m.generation == generation_;
   if (!Enter(AgentPhase::kRunning)) return;  // leaving: no worker starts any more
-  slots_.clear();  // the previous generation's workers are all gone (the launcher SIGKILLs any left)
-  progress_.Clear();
-  summaries_.Clear();
-  seams_.workers.KillLeftovers();  // and nothing of theirs is left to meet the new generation
+  if (!beside) {
+    slots_.clear();  // the previous generation's workers are all gone (the launcher SIGKILLs any left)
+    progress_.Clear();
+    summaries_.Clear();
+    seams_.workers.KillLeftovers();  // and nothing of theirs is left to meet the new generation
+  }
   generation_ = m.generation;
   stop_grace_ = std::chrono::milliseconds(m.stop_grace_ms);
   hang_timeout_ = std::chrono::milliseconds(m.hang_timeout_ms);
@@ -105,10 +119,11 @@ void AgentControl::OnAssign(const msg::Assign& m) {
   std::vector<std::string> tokens;
   for (size_t i = 0; i < m.workers.size(); ++i) tokens.push_back(RandomHex(kStepBeatTokenChars / 2));
   const std::string snapshot_dir = seams_.snapshots.on() ? seams_.snapshots.memory_dir() : "";
-  std::vector<WorkerStart> started = seams_.workers.StartWorkers(m, tokens, snapshot_dir);
+  std::vector<WorkerStart> started = beside ? seams_.workers.AddWorkers(m, tokens, snapshot_dir)
+                                            : seams_.workers.StartWorkers(m, tokens, snapshot_dir);
   for (size_t i = 0; i < m.workers.size(); ++i) {
     Slot s;
-    s.rank = m.workers[i].rank;
+    s.rank = s.beat_rank = m.workers[i].rank;
     s.beat_token = tokens[i];
     const WorkerStart w = i < started.size() ? started[i] : WorkerStart{-1, "dsagent: the worker was not started"};
     if (w.pid < 0) {
@@ -167,7 +182,16 @@ void AgentControl::OnSnapshotEvents() { SendSnapshotMessages(); }
 
 void AgentControl::SendSnapshotMessages() {
   if (!seams_.snapshots.on()) return;
-  for (auto& [type, payload] : seams_.snapshots.TakeOutgoing()) Send(type, payload);
+  for (auto& [type, payload] : seams_.snapshots.TakeOutgoing()) {
+    if (type == wire::MsgType::kFetched && reshape_ && reshape_->gathering) {
+      auto f = msg::Fetched::Decode(payload);  // the reshape's gather: answered in its Reshaped
+      if (f.ok() && f->generation == reshape_->m.generation) {
+        OnReshapeFetched(*f);
+        continue;
+      }
+    }
+    Send(type, payload);
+  }
   const std::string failed = seams_.snapshots.failure();
   if (failed.empty() || phase_ >= AgentPhase::kQuitting) return;
   // A thread of the agent failed: its state is unknown, so the node leaves
@@ -195,13 +219,18 @@ void AgentControl::SendLine(int rank, int stream, const std::string& line) {
 
 void AgentControl::OnStepBeat(const StepBeat& beat) {
   const int64_t rank = beat.rank;
-  const std::string& token = beat.token;
-  Slot* s = rank >= 0 && rank <= INT32_MAX ? Find(static_cast<int>(rank)) : nullptr;
+  const Bytes token(beat.token.begin(), beat.token.end());
   // A beat counts only with that worker's own token (constant-time compare):
   // anyone else who can reach the heartbeat port can neither arm a healthy
-  // worker's hang check nor keep a hung one alive.
-  if (!s || !s->running || s->beat_token.size() != kStepBeatTokenChars) return;
-  if (!MacEquals(Bytes(s->beat_token.begin(), s->beat_token.end()), Bytes(token.begin(), token.end()))) {
+  // worker's hang check nor keep a hung one alive. A worker reshaped in
+  // place beats with the RANK it was started with (beat_rank), which
+  // another worker may have now.
+  Slot* s = nullptr;
+  for (auto& c : slots_)
+    if (c.running && c.beat_rank == rank && c.beat_token.size() == kStepBeatTokenChars &&
+        MacEquals(Bytes(c.beat_token.begin(), c.beat_token.end()), token))
+      s = &c;
+  if (!s) {
     DS_LOG(Debug, Hb) << "ignored a step heartbeat for rank " << rank << " with a wrong token";
     return;
   }

@@ -63,6 +63,8 @@ class AgentControl {
   void OnStepBeat(const StepBeat& beat);
   // A worker of the current generation ended.
   void OnWorkerExited(const WorkerExit& e);
+  // A frame from `rank`'s worker over its control channel (WorkerReshaped).
+  void OnWorkerControl(int rank, const Frame& f);
   // A launch tree command this agent started ended.
   void OnChildEnded(const msg::AgentEnded& e);
   // The snapshot keeper has messages or a failure (its events fd).
@@ -73,7 +75,7 @@ class AgentControl {
   void OnTick();
 
   // When OnTick next has something to do: the next Ping, the coordinator's
-  // silence limit, the pending SIGKILL, the earliest worker hang, a kept
+  // silence limit, the pending SIGKILL, a reshape's deadline, the earliest worker hang, a kept
   // progress update, the end of kLingering. nullopt when only events can change anything.
   std::optional<TimePoint> NextDeadline() const;
   AgentPhase phase() const { return phase_; }
@@ -84,7 +86,8 @@ class AgentControl {
  private:
   using Duration = Clock::duration;
   struct Slot {
-    int rank = 0;
+    int rank = 0;            // in the current generation
+    int beat_rank = 0;       // in its step beats: the RANK it was started with
     pid_t pid = 0;
     bool running = false;    // started and not yet ended
     bool reported = false;   // WorkerExited sent
@@ -104,6 +107,14 @@ class AgentControl {
   void OnShutdown(const msg::Shutdown& m);
   void OnSnapshotSetup(const msg::SnapshotSetup& m);
   void OnFetch(const msg::Fetch& m);
+  // agent_reshape.cc: in-place recovery (Reshape -> gather -> WorkerReshape
+  // to each worker -> their WorkerReshaped -> Reshaped).
+  void OnReshape(const msg::Reshape& m);
+  void OnReshapeFetched(const msg::Fetched& m);  // the gather of the pending reshape ended
+  void TellWorkers();
+  void Verdict(int rank, bool ok, const std::string& why);  // one worker's answer
+  void MaybeFinishReshape(bool deadline_passed);
+  void StartDeferredAssign();
   void SendSnapshotMessages();
   void SendLine(int rank, int stream, const std::string& line);
   void SendDueProgress(TimePoint now);
@@ -139,6 +150,21 @@ class AgentControl {
   std::optional<TimePoint> linger_until_;  // after Shutdown: the launch tree's agents' limit
   TimePoint last_recv_;
   TimePoint last_ping_;
+  // In-place recovery (agent_reshape.cc): the Reshape being answered. Its
+  // generation is generation_ from the moment it arrives (the workers'
+  // lines and ends carry it and their new ranks).
+  struct Reshaping {
+    msg::Reshape m;
+    TimePoint received;
+    TimePoint deadline;
+    bool gathering = true;                   // Fetched owed by the snapshot keeper
+    std::vector<msg::RankVerdict> verdicts;  // by move
+    std::vector<bool> answered;              // by move
+    std::string error;                       // the node could not take part
+  };
+  std::optional<Reshaping> reshape_;
+  std::optional<uint32_t> reshaped_generation_;  // the last generation reshaped in place here
+  std::optional<msg::Assign> deferred_assign_;  // a replacement's, held until the gather is done
 };
 
 }  // namespace ds

@@ -34,6 +34,12 @@ void AgentControl::OnWorkerExited(const WorkerExit& e) {
   }
   DS_LOG(Info, Proc) << "rank " << e.rank << " pid " << e.pid << " exited (code " << e.exit_code << ", signal "
                      << e.signal << ")";
+  // It cannot confirm the reshape any more; one that had finished training
+  // (exit 0) has nothing to confirm.
+  if (reshape_)
+    Verdict(e.rank, e.signal == 0 && e.exit_code == 0,
+            e.signal != 0 ? fmt::format("was killed by signal {}", e.signal)
+                          : fmt::format("exited with code {}", e.exit_code));
   Settle();
 }
 
@@ -43,10 +49,14 @@ void AgentControl::OnChildEnded(const msg::AgentEnded& e) {
 }
 
 void AgentControl::OnStop(const msg::Stop& m) {
-  if (m.generation != generation_ && !slots_.empty()) return;  // stale
+  // An older generation's is stale; a newer one's is the coordinator's
+  // fallback from a reshape this node refused or never saw: it stops all.
+  if (m.generation < generation_ && !slots_.empty()) return;
   if (phase_ >= AgentPhase::kLingering) return;               // its workers are gone, and so is this agent
   generation_ = m.generation;
   stop_owed_ = m.generation;
+  reshape_.reset();  // the coordinator gave up on it (or never began): nothing is owed
+  deferred_assign_.reset();
   seams_.workers.ReleasePort();
   if (phase_ != AgentPhase::kQuitting && phase_ != AgentPhase::kStopping) Enter(AgentPhase::kStopping);
   BeginStop();
@@ -137,6 +147,7 @@ void AgentControl::OnTick() {
     SignalRunning(SIGKILL);
   }
   if (phase_ == AgentPhase::kRunning) CheckHangs(now);
+  if (reshape_ && now >= reshape_->deadline) MaybeFinishReshape(true);
   SendDueProgress(now);
   CheckCoordinator(now);
   Settle();
@@ -171,6 +182,7 @@ std::optional<AgentControl::TimePoint> AgentControl::NextDeadline() const {
     if (!next || t < *next) next = t;
   };
   if (kill_at_) consider(*kill_at_);
+  if (reshape_) consider(reshape_->deadline);
   if (phase_ == AgentPhase::kRunning && hang_timeout_.count() > 0) {
     for (const auto& s : slots_)
       if (s.running && s.beaten && !s.hung) consider(s.last_beat + hang_timeout_);

@@ -64,6 +64,27 @@ class WorkerLauncher {
   // before the first one starts. One WorkerStart per worker, in order.
   virtual std::vector<WorkerStart> StartWorkers(const msg::Assign& m, const std::vector<std::string>& beat_tokens,
                                                 const std::string& snapshot_dir) = 0;
+  // In-place recovery. A launcher without control channels (dssim's) keeps
+  // these defaults: a Reshape then fails on that node and the coordinator
+  // falls back to the full restart.
+  // Starts the workers of `m` (a replacement rank of a generation reshaped
+  // in place) beside the running ones, which stay; no port is held or
+  // released. As StartWorkers otherwise.
+  virtual std::vector<WorkerStart> AddWorkers(const msg::Assign& m, const std::vector<std::string>& beat_tokens,
+                                              const std::string& snapshot_dir) {
+    (void)beat_tokens, (void)snapshot_dir;
+    return std::vector<WorkerStart>(m.workers.size(), WorkerStart{-1, "dsagent: no in-place recovery here"});
+  }
+  // Every running worker takes the rank `moves` gives it (same pid, pipes,
+  // control channel); one moved to -1, or not in `moves`, is SIGKILLed and
+  // its end comes back as rank -1.
+  virtual void Renumber(const std::vector<msg::RankMove>& moves) { (void)moves; }
+  // Sends `m` to `rank`'s worker over its control channel; why not (it
+  // has none, it is not running, the channel is gone).
+  virtual Status SendControl(int rank, const msg::WorkerReshape& m) {
+    (void)rank, (void)m;
+    return Status::Unavailable("it has no control channel");
+  }
   // Sends `sig` to the process group of the current generation's `rank`
   // (nothing when it already ended). Its end comes back as an event.
   virtual void SignalGroup(int rank, int sig) = 0;

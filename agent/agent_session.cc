@@ -100,6 +100,7 @@ void AgentSession::AddPollFds(std::vector<pollfd>* fds) const {
     fds->push_back({k->events_fd(), POLLIN, 0});
   }
   children_.AddPollFds(fds);  // to the log, not the coordinator: no back-pressure
+  if (workers_) workers_->AddControlFds(fds);
   // Back-pressure: with the coordinator this far behind, the workers wait.
   if (workers_ && outbox_.bytes() < kOutboxHighWater) workers_->AddPollFds(fds);
 }
@@ -126,6 +127,10 @@ void AgentSession::HandlePollResults(const std::vector<pollfd>& fds, size_t firs
       control_->OnSnapshotEvents();
     } else if (children_.OnReadable(fd)) {
       // a launch tree command's output: relayed to the log
+    } else if (workers_ && workers_->OnControlReadable(fd, [this](int rank, const Frame& f) {
+                 control_->OnWorkerControl(rank, f);
+               })) {
+      // a worker's control frame
     } else if (workers_) {
       workers_->OnReadable(fd, [this](int rank, int stream, const std::string& line) {
         OnWorkerLine(rank, stream, line);

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "agent/agent_args.h"
+#include "agent/control_channel.h"
 #include "agent/core_binding.h"
 #include "agent/descendants.h"
 #include "agent/port_hold.h"
@@ -81,6 +82,18 @@ int ProcessLauncher::StartRelay(const msg::Assign& m) {
 std::vector<WorkerStart> ProcessLauncher::StartWorkers(const msg::Assign& m, const std::vector<std::string>& beat_tokens,
                                                        const std::string& snapshot_dir) {
   workers_.clear();  // the previous generation's, all reaped (or SIGKILLed now)
+  return Spawn(m, beat_tokens, snapshot_dir, /*spares=*/true);
+}
+
+// A replacement rank of a generation reshaped in place: the running workers,
+// the relay and the spares stay as they are.
+std::vector<WorkerStart> ProcessLauncher::AddWorkers(const msg::Assign& m, const std::vector<std::string>& beat_tokens,
+                                                     const std::string& snapshot_dir) {
+  return Spawn(m, beat_tokens, snapshot_dir, /*spares=*/false);
+}
+
+std::vector<WorkerStart> ProcessLauncher::Spawn(const msg::Assign& m, const std::vector<std::string>& beat_tokens,
+                                                const std::string& snapshot_dir, bool spares) {
   std::string ifname;
   if (!m.master_addr.empty()) {
     auto route = RouteTo(m.master_addr);
@@ -88,8 +101,10 @@ std::vector<WorkerStart> ProcessLauncher::StartWorkers(const msg::Assign& m, con
   }
   // The cores of each local rank, known before any fork (core_binding.h).
   auto cores = PlanCores(m);
-  store_port_ = StartRelay(m);
-  held_port_.Reset();  // without the relay, release MASTER_PORT just before the workers start
+  if (spares) {
+    store_port_ = StartRelay(m);
+    held_port_.Reset();  // without the relay, release MASTER_PORT just before the workers start
+  }
   std::vector<WorkerStart> out;
   std::vector<std::optional<WorkerLaunch>> launched;  // what each started worker runs, for its spare
   for (size_t i = 0; i < m.workers.size(); ++i) {
@@ -108,7 +123,7 @@ std::vector<WorkerStart> ProcessLauncher::StartWorkers(const msg::Assign& m, con
     const std::vector<int> none;
     WorkerLaunch launch = BuildLaunch(m, i, w, i < cores->size() ? (*cores)[i] : none, beat_tokens.at(i),
                                       snapshot_dir, ifname);
-    std::unique_ptr<WorkerProcess> warm = spares_.Take(i, launch);
+    std::unique_ptr<WorkerProcess> warm = spares ? spares_.Take(i, launch) : nullptr;
     auto proc = warm ? Result<std::unique_ptr<WorkerProcess>>(std::move(warm)) : WorkerProcess::Start(launch);
     if (!proc.ok()) {
       out.push_back({-1, "dsagent: " + proc.status().message()});
@@ -119,7 +134,7 @@ std::vector<WorkerStart> ProcessLauncher::StartWorkers(const msg::Assign& m, con
     workers_.push_back(std::move(w));
     launched.back() = std::move(launch);
   }
-  spares_.Refill(launched, m.preload);  // for the next generation, now that this one runs
+  if (spares) spares_.Refill(launched, m.preload);  // for the next generation, now that this one runs
   return out;
 }
 
@@ -154,6 +169,14 @@ WorkerLaunch ProcessLauncher::BuildLaunch(const msg::Assign& m, size_t i, const 
   const int omp = m.omp_from_binding && !launch.cpus.empty() ? static_cast<int>(launch.cpus.size()) : 0;
   launch.env = Environment(spec, w, token, snapshot_dir, ifname, omp);
   launch.working_dir = m.working_dir;
+  // The coordinator asks for a control channel (in-place recovery) by
+  // naming DSLAUNCH_CONTROL_FD; its value is ours. A warm spare (python:
+  // preload) has none to adopt: such a job keeps the full restart.
+  const bool asked = std::any_of(spec.env.begin(), spec.env.end(),
+                                 [](const auto& kv) { return kv.first == "DSLAUNCH_CONTROL_FD"; });
+  launch.control = asked && m.preload.empty();
+  std::erase_if(launch.env, [](const auto& kv) { return kv.first == "DSLAUNCH_CONTROL_FD"; });  // ours or none
+  if (launch.control) launch.env.emplace_back("DSLAUNCH_CONTROL_FD", std::to_string(kControlFd));
   if (m.pty_columns > 0)
     launch.pty = WorkerLaunch::PtySize{static_cast<uint16_t>(std::min<uint32_t>(m.pty_columns, UINT16_MAX)),
                                        static_cast<uint16_t>(std::min<uint32_t>(m.pty_rows, UINT16_MAX))};
@@ -197,6 +220,49 @@ int ProcessLauncher::KillLeftovers() {
   std::set<pid_t> spared = tree_.pids();
   spared.merge(spares_.pids());  // waiting for the next generation
   return KillDescendants(spared);
+}
+
+// Each running worker takes its new rank; one that has none in the new
+// world is SIGKILLed, and its end, reported as rank -1, concerns nobody.
+void ProcessLauncher::Renumber(const std::vector<msg::RankMove>& moves) {
+  for (auto& w : workers_) {
+    if (!w.proc || w.proc->exited || w.rank < 0) continue;
+    auto move = std::find_if(moves.begin(), moves.end(), [&](const auto& mv) { return mv.old_rank == w.rank; });
+    w.rank = move == moves.end() ? -1 : std::max(move->new_rank, -1);
+    if (w.rank < 0) w.proc->SignalGroup(SIGKILL);
+  }
+}
+
+Status ProcessLauncher::SendControl(int rank, const msg::WorkerReshape& m) {
+  for (auto& w : workers_) {
+    if (w.rank != rank || !w.proc || w.proc->exited) continue;
+    if (w.proc->control_fd() < 0) return Status::Unavailable("it has no control channel");
+    return SendControlFrame(w.proc->control_fd(), wire::MsgType::kWorkerReshape, m.Encode());
+  }
+  return Status::NotFound("it is not running on this node");
+}
+
+bool ProcessLauncher::OnControlReadable(int fd, const ControlSink& sink) {
+  for (auto& w : workers_) {
+    if (fd < 0 || fd != w.proc->control_fd()) continue;
+    while (w.proc->control_fd() >= 0) {
+      auto f = ReadControlFrame(fd);
+      if (f.ok() && !*f) break;  // nothing more waiting
+      if (f.ok()) {
+        sink(w.rank, **f);
+        continue;
+      }
+      DS_LOG(Info, Proc) << "rank " << w.rank << ": " << f.status().message() << "; closing it";
+      w.proc->CloseControl();
+    }
+    return true;
+  }
+  return false;
+}
+
+void ProcessLauncher::AddControlFds(std::vector<pollfd>* fds) const {
+  for (const auto& w : workers_)
+    if (w.proc->control_fd() >= 0) fds->push_back({w.proc->control_fd(), POLLIN, 0});
 }
 
 void ProcessLauncher::AddPollFds(std::vector<pollfd>* fds) const {

@@ -13,7 +13,10 @@
 // (AgentSession) it gives the workers' pipes to poll and turns a reaped pid
 // into a WorkerExit. With the Assign's preload list it keeps a warm spare
 // per local rank for the next generation (warm_spares.h): a worker it can
-// hand its assignment to instead of forking. Not thread-safe: the agent's event loop only.
+// hand its assignment to instead of forking. A worker whose Assign names
+// DSLAUNCH_CONTROL_FD (in-place recovery), without warm spares, gets a
+// control channel (control_channel.h) there, and keeps it, its pid and
+// pipes across a Renumber. Not thread-safe: the agent's event loop only.
 #pragma once
 
 #include <poll.h>
@@ -49,11 +52,24 @@ class ProcessLauncher final : public WorkerLauncher {
   void ReleasePort() override;
   std::vector<WorkerStart> StartWorkers(const msg::Assign& m, const std::vector<std::string>& beat_tokens,
                                         const std::string& snapshot_dir) override;
+  std::vector<WorkerStart> AddWorkers(const msg::Assign& m, const std::vector<std::string>& beat_tokens,
+                                      const std::string& snapshot_dir) override;
   void SignalGroup(int rank, int sig) override;
   int KillLeftovers() override;
+  void Renumber(const std::vector<msg::RankMove>& moves) override;
+  Status SendControl(int rank, const msg::WorkerReshape& m) override;
+
+  using ControlSink = std::function<void(int rank, const Frame& f)>;
 
   // The running workers' stdout/stderr pipes.
   void AddPollFds(std::vector<pollfd>* fds) const;
+  // Their control channels (polled even while output waits: back-pressure
+  // must not hold up a reshape's answers).
+  void AddControlFds(std::vector<pollfd>* fds) const;
+  // Reads the frames waiting on `fd` if it is a worker's control channel,
+  // each to `sink`; one that ended or sent garbage is closed (logged).
+  // false when `fd` is not one.
+  bool OnControlReadable(int fd, const ControlSink& sink);
   // Reads `fd` (bounded: kPipeReadPerWake) if it is a worker's pipe, its
   // whole lines to `sink`; false when it is not one.
   bool OnReadable(int fd, const LineSink& sink);
@@ -76,6 +92,10 @@ class ProcessLauncher final : public WorkerLauncher {
   // 0 when there is no relay (nothing held, no rank 0 here, opted out, or
   // it could not start: logged, and the port is released as without it).
   int StartRelay(const msg::Assign& m);
+  // Starts every worker of `m` next to workers_ (StartWorkers/AddWorkers);
+  // `spares`: a warm spare may become one, and the spares are refilled.
+  std::vector<WorkerStart> Spawn(const msg::Assign& m, const std::vector<std::string>& beat_tokens,
+                                 const std::string& snapshot_dir, bool spares);
   // The cores of each local rank (bind_cores_to_rank), or why they cannot be chosen.
   Result<std::vector<std::vector<int>>> PlanCores(const msg::Assign& m) const;
   // What worker `i` of `m` runs: argv, environment, working directory, cores.

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "agent/control_channel.h"
 #include "common/strings.h"
 #include "common/subprocess.h"
 #include "wire/protocol.h"
@@ -30,7 +31,7 @@ void WriteToStderr(std::initializer_list<const char*> parts) {
 
 // In the child, between fork and exec: only async-signal-safe calls.
 [[noreturn]] void ExecChild(const WorkerLaunch& l, char* const* argv, char* const* envp, const cpu_set_t* cpus,
-                            int in, int out, int err, pid_t parent) {
+                            int in, int out, int err, int ctl, pid_t parent) {
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(137);  // the agent died before prctl
@@ -39,6 +40,12 @@ void WriteToStderr(std::initializer_list<const char*> parts) {
   ::dup2(out, 1);
   ::dup2(err, 2);
   CloseOnExecAboveStderr();  // nothing of the agent's (sockets, snapshot files) reaches the worker
+  // ... but the worker's end of its control channel, at kControlFd (dup2
+  // clears close-on-exec; the same number keeps it, so clear it by hand).
+  if (ctl >= 0 && (ctl == kControlFd ? ::fcntl(ctl, F_SETFD, 0) : ::dup2(ctl, kControlFd)) < 0) {
+    WriteToStderr({"dsagent: cannot pass the control channel: ", std::strerror(errno), "\n"});
+    ::_exit(127);
+  }
   // Signals were blocked across fork: the agent's handlers (which write to
   // its self-pipe) must never run in the child.
   ResetSignalsInChild();
@@ -114,6 +121,15 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const WorkerLaunch& 
     close_all();
     return opened;
   }
+  std::pair<UniqueFd, UniqueFd> ctl;
+  if (l.control) {
+    auto pair = OpenControlPair();
+    if (!pair.ok()) {
+      close_all();
+      return pair.status();
+    }
+    ctl = std::move(pair).value();
+  }
   if (!l.stdin_line.empty()) {
     // One short line fits the pipe's buffer: this never blocks.
     const std::string line = l.stdin_line + "\n";
@@ -134,7 +150,8 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const WorkerLaunch& 
     return Status::IOError(fmt::format("fork: {}", std::strerror(saved)));
   }
   if (pid == 0)
-    ExecChild(l, argv.data(), envp.data(), l.cpus.empty() ? nullptr : &cpus, inp[0], outp[1], errp[1], parent);
+    ExecChild(l, argv.data(), envp.data(), l.cpus.empty() ? nullptr : &cpus, inp[0], outp[1], errp[1],
+              ctl.second.get(), parent);
   ::setpgid(pid, pid);  // also here: no race with an early SignalGroup
   for (int fd : {inp[0], outp[1], errp[1]})
     if (fd >= 0) ::close(fd);
@@ -145,6 +162,7 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const WorkerLaunch& 
   w->in_.Reset(inp[1]);
   w->out_.Reset(outp[0]);
   w->err_.Reset(errp[0]);
+  w->ctl_ = std::move(ctl.first);  // the worker's end closes here with `ctl.second`
   for (int fd : {outp[0], errp[0]}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   return w;
 }

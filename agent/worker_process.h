@@ -4,7 +4,8 @@
 // pipes the agent reads line by line (or, with WorkerLaunch::pty, each on a
 // pseudo-terminal of its own: the worker sees two terminals, the streams stay
 // apart), PR_SET_PDEATHSIG(SIGKILL) as an extra guard should the agent
-// die, and optionally a CPU affinity set between fork and exec. The command is exec'd directly with an explicit environment: values
+// die, optionally a CPU affinity set between fork and exec and a control
+// channel (control_channel.h) for in-place recovery. The command is exec'd directly with an explicit environment: values
 // are data, never shell text. Stop = signal the whole group. Not thread-safe.
 #pragma once
 
@@ -49,6 +50,9 @@ struct WorkerLaunch {
     uint16_t rows = 24;
   };
   std::optional<PtySize> pty;
+  // true: a control channel (control_channel.h) whose worker end the worker
+  // finds at kControlFd, named by DSLAUNCH_CONTROL_FD in `env` (the caller's).
+  bool control = false;
 };
 
 class WorkerProcess {
@@ -73,6 +77,8 @@ class WorkerProcess {
   pid_t pid() const { return pid_; }
   int stdout_fd() const { return out_.get(); }
   int stderr_fd() const { return err_.get(); }
+  int control_fd() const { return ctl_.get(); }  // the agent's end; -1 = none, or closed
+  void CloseControl() { ctl_.Reset(); }
   // Reads up to `max_bytes` of what is available on `fd` (one of the two
   // pipes, or pseudo-terminal masters: EIO there is the end) and emits whole
   // lines, collapsed, and progress updates of the line in progress
@@ -95,7 +101,7 @@ class WorkerProcess {
  private:
   WorkerProcess() = default;
   pid_t pid_ = -1;
-  UniqueFd in_, out_, err_;
+  UniqueFd in_, out_, err_, ctl_;
   OutputLines out_lines_, err_lines_;
 };
 

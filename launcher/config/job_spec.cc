@@ -28,7 +28,10 @@ const std::vector<std::string> kTopKeys = {"command", "trainer", "procs_per_node
 const std::vector<std::string> kElasticKeys = {"min_nodes", "max_nodes", "max_restarts",
                                                "heartbeat_interval", "heartbeat_timeout",
                                                "hang_timeout", "rejoin", "max_host_failures",
-                                               "host_cooldown", "slow_factor", "slow_window"};
+                                               "host_cooldown", "slow_factor", "slow_window",
+                                               "in_place", "in_place_deadline"};
+// elastic.in_place_deadline: Reshape carries it in milliseconds (u32).
+constexpr DurationRange kInPlaceDeadlineRange{0.01, 3600};  // 10ms .. 1h
 const std::vector<std::string> kNetworkKeys = {"interface", "master_addr", "master_port"};
 const std::vector<std::string> kCheckpointKeys = {"dir", "shared", "replicas", "keep"};
 const std::vector<std::string> kPythonKeys = {"preload"};
@@ -231,6 +234,8 @@ class JobFileReader {
       else if (k == "host_cooldown") { DS_ASSIGN_OR_RETURN(e.host_cooldown, Seconds(v, k, kHostCooldownRange)); }
       else if (k == "slow_factor") { DS_ASSIGN_OR_RETURN(e.slow_factor, Factor(v, k)); }
       else if (k == "slow_window") { DS_ASSIGN_OR_RETURN(e.slow_window, Seconds(v, k, kSlowWindowRange)); }
+      else if (k == "in_place") { DS_ASSIGN_OR_RETURN(e.in_place, Bool(v, k)); }
+      else if (k == "in_place_deadline") { DS_ASSIGN_OR_RETURN(e.in_place_deadline, Seconds(v, k, kInPlaceDeadlineRange)); }
     }
     if (e.max_nodes > 0 && e.min_nodes > e.max_nodes)
       return At(min_n.IsDefined() ? min_n : n, "'elastic': min_nodes (" + std::to_string(e.min_nodes) +

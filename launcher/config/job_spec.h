@@ -32,6 +32,11 @@ struct ElasticOptions {
   double slow_factor = kDefaultSlowFactor;  // a node above this x its peers' median compute (or step)
                                             // time for slow_window is reported slow; 0 = off
   double slow_window = kDefaultSlowWindow;  // seconds
+  // In-place recovery (dstrain with snapshots only, else ignored with a
+  // notice): survivors keep their processes; anything not confirmed within
+  // in_place_deadline falls back to the full restart.
+  bool in_place = false;
+  double in_place_deadline = 5.0;   // seconds
   bool min_nodes_set = false;       // min_nodes was written in the job file: start on the
                                     // reachable hosts when at least min_nodes of them are
 };

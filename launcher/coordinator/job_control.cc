@@ -9,7 +9,6 @@
 
 #include "common/log.h"
 #include "common/strings.h"
-#include "launcher/coordinator/assign_builder.h"
 #include "wire/hmac_auth.h"
 
 namespace ds {
@@ -37,6 +36,7 @@ JobControl::JobControl(const LaunchPlan& plan, CoordinatorOptions options, JobRe
   if (opt_.run_id.empty()) opt_.run_id = RandomHex(8);
   if (plan_.job.checkpoint.Snapshots(static_cast<int>(plan_.nodes.size())))
     gather_ = std::make_unique<SnapshotGather>(plan_, names_, opt_.secret, opt_.job_id, opt_.run_id);
+  in_place_ = plan_.job.elastic.in_place && plan_.job.command.empty() && gather_;
 }
 
 JobControl::~JobControl() {
@@ -48,6 +48,11 @@ JobControl::~JobControl() {
 void JobControl::Start(const std::string& store_addr, FleetEvents& fleet) {
   store_addr_ = store_addr;
   fleet_ = &fleet;
+  if (plan_.job.elastic.in_place && !in_place_)
+    Notice(fmt::format("elastic.in_place: {}, so a failure restarts every worker",
+                       !plan_.job.command.empty()
+                           ? fmt::format("the workers run '{}', not dstrain", Printable(plan_.job.command[0]))
+                           : "snapshots are off (no checkpoint dir, or checkpoint.shared: true with replicas: 0)"));
   start_time_ = clock_.Now();
   liveness_.Start(start_time_);
   Rearm();
@@ -132,6 +137,11 @@ Status JobControl::OnAgentFrame(int node, const Frame& f) {
       if (static_cast<int>(m.generation) == generation_) OnProgress(node, m);
       return Status::OK();
     }
+    case wire::MsgType::kReshaped: {
+      DS_ASSIGN_OR_RETURN(msg::Reshaped m, msg::Reshaped::Decode(f.payload));
+      if (static_cast<int>(m.generation) == generation_) OnReshaped(node, m);
+      return Status::OK();
+    }
     case wire::MsgType::kAgentEnded: {
       DS_ASSIGN_OR_RETURN(msg::AgentEnded m, msg::AgentEnded::Decode(f.payload));
       fleet_->OnAgentEnded(node, m);
@@ -180,8 +190,7 @@ void JobControl::OnReserved(int node, const msg::Reserved& m) {
   SendAssigns();
 }
 
-void JobControl::SendAssigns() {
-  state_ = CoordState::kRunning;
+AssignContext JobControl::MakeAssignContext() const {
   AssignContext ctx;
   ctx.gen.job_id = opt_.job_id;
   ctx.gen.run_id = opt_.run_id;
@@ -195,14 +204,28 @@ void JobControl::SendAssigns() {
   ctx.argv = opt_.argv;
   ctx.stop_grace = opt_.stop_grace;
   ctx.hang_timeout = opt_.hang_timeout;
+  return ctx;
+}
+
+msg::Assign JobControl::NodeAssign(size_t gen_node, const AssignContext& ctx) {
+  msg::Assign a = BuildAssign(gen_plan_, static_cast<int>(gen_node), agents_[gen_agents_[gen_node]].facts, ctx);
+  if (gather_)
+    for (msg::WorkerSpec& w : a.workers) {
+      w.env.emplace_back("DSLAUNCH_RESUME_STEP", std::to_string(gather_->resume_step()));
+      w.env.emplace_back("DSLAUNCH_RESUME_SET", gather_->resume_id().set);
+    }
+  // In place: the agent gives each worker a control channel there (it picks the number).
+  if (in_place_)
+    for (msg::WorkerSpec& w : a.workers) w.env.emplace_back("DSLAUNCH_CONTROL_FD", "3");
+  return a;
+}
+
+void JobControl::SendAssigns() {
+  state_ = CoordState::kRunning;
+  const AssignContext ctx = MakeAssignContext();
   for (size_t i = 0; i < gen_agents_.size(); ++i) {
     const int agent = gen_agents_[i];
-    msg::Assign a = BuildAssign(gen_plan_, static_cast<int>(i), agents_[agent].facts, ctx);
-    if (gather_)
-      for (msg::WorkerSpec& w : a.workers) {
-        w.env.emplace_back("DSLAUNCH_RESUME_STEP", std::to_string(gather_->resume_step()));
-        w.env.emplace_back("DSLAUNCH_RESUME_SET", gather_->resume_id().set);
-      }
+    msg::Assign a = NodeAssign(i, ctx);
     for (const auto& w : a.workers) record_.OnAssigned(w.rank, agent, names_[agent]);
     agents_[agent].stopped = a.workers.empty();
     SendTo(agent, wire::MsgType::kAssign, a.Encode());
@@ -213,6 +236,10 @@ void JobControl::SendAssigns() {
 
 void JobControl::OnWorkerStarted(const msg::WorkerStarted& m) {
   record_.OnStarted(m.rank, m.pid);
+  if (reshaping_) {  // a replacement rank: its start is part of the recovery's line
+    reshaping_->starting.erase(m.rank);
+    return MaybeFinishReshape();
+  }
   if (record_.num_started() != gen_plan_.world_size) return;
   const auto now = clock_.Now();
   DS_LOG(Info, Coord) << "all " << gen_plan_.world_size << " workers running after " << MsSince(start_time_, now)
@@ -227,7 +254,13 @@ void JobControl::OnWorkerExited(const msg::WorkerExited& m) {
       record_.OnExited(m.rank, m.pid, m.exit_code, m.signal, m.hung != 0, TorchError{m.error_message, m.error_trace});
   if (state_ != CoordState::kRunning) return;
   if (failed) {
-    StopGeneration(fmt::format("rank {} failed", m.rank), /*restartable=*/true);
+    // "w1 rank 3 exited with code 1": the in-place fallback's line may say it.
+    const auto w = record_.workers().find(m.rank);
+    const std::string host = w != record_.workers().end() ? w->second.host + " " : "";
+    const std::string how = m.signal != 0 ? fmt::format("was killed by signal {}", m.signal)
+                            : m.hung != 0 ? "hung"
+                                          : fmt::format("exited with code {}", m.exit_code);
+    StopGeneration(fmt::format("{}rank {} {}", host, m.rank, how), /*restartable=*/true);
   } else if (record_.AllExitedOk()) {
     DS_LOG(Info, Coord) << "every worker exited 0";
     Finish();

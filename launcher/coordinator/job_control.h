@@ -28,6 +28,15 @@
 // living nodes and has every agent of the generation fetch it; the
 // generation starts when all have.
 //
+// With elastic.in_place (dstrain workers, snapshots on;
+// job_control_inplace.cc) a worker's failure or a lost node does not stop
+// the generation: the survivors' agents get Reshape (the next generation,
+// their workers' new ranks, the save to roll back to), a replacement rank an
+// Assign; once every agent answered Reshaped and every replacement started,
+// the job runs on in the new generation (state kRunning throughout). Any
+// failure to confirm within elastic.in_place_deadline, or a second failure
+// meanwhile, falls back to the full restart with one line saying why.
+//
 // Inputs are events (a registration, an agent's frame, a closed link, a
 // signal) and the one DeadlineTimer it keeps armed at its next deadline;
 // time comes from the injected Clock. Work per event is O(1) (a frame moves
@@ -48,6 +57,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -56,6 +66,7 @@
 #include "common/defaults.h"
 #include "launcher/config/plan.h"
 #include "launcher/coordinator/agent_link.h"
+#include "launcher/coordinator/assign_builder.h"
 #include "launcher/coordinator/deadline_timer.h"
 #include "launcher/coordinator/fleet_events.h"
 #include "launcher/coordinator/kv_store.h"
@@ -189,6 +200,8 @@ class JobControl {
   void StartGeneration();
   void OnReserved(int node, const msg::Reserved& m);
   void SendAssigns();
+  AssignContext MakeAssignContext() const;
+  msg::Assign NodeAssign(size_t gen_node, const AssignContext& ctx);  // gen_plan_ node's, resume env added
   void OnWorkerStarted(const msg::WorkerStarted& m);
   void OnWorkerExited(const msg::WorkerExited& m);
   void OnProgress(int node, const msg::Progress& m);
@@ -215,6 +228,18 @@ class JobControl {
   // job_control_restart.cc: the next generation after RestartPolicy's yes.
   std::vector<bool> AliveAgents() const;  // by node: registered, not lost, connected
   void Restart();
+  // job_control_inplace.cc: in-place recovery (elastic.in_place).
+  // Instead of stopping after a failure: true when the reshape began.
+  bool TryReshape(const std::string& why);
+  void SendReshapes(const LaunchPlan& old_plan, const std::vector<int>& old_agents,
+                    const std::map<int, int>& old_pids, const std::vector<msg::ShardSource>& sources,
+                    uint32_t deadline_ms);
+  void OnReshaped(int node, const msg::Reshaped& m);
+  void MaybeFinishReshape();
+  // The reshape under way ends without success: the line (when the job
+  // restarts), the restart it counted refunded; the caller stops the generation.
+  void EndReshape(const std::string& why, bool restartable);
+  void CheckReshapeDeadline(Clock::time_point now);
   // job_control_join.cc: --nnodes MIN:MAX joined (options.start_nodes).
   void CheckLastCall(Clock::time_point now);  // starts on the registered nodes once the window is over
   void StartOnRegistered();                   // the first generation on the nodes registered so far
@@ -252,6 +277,17 @@ class JobControl {
   Clock::time_point stop_started_;
   std::function<void()> on_done_;
   std::unique_ptr<SnapshotGather> gather_;  // null with snapshots off
+  bool in_place_ = false;             // elastic.in_place, dstrain and snapshots: failures reshape
+  struct Reshaping {                  // the generation being reshaped in place
+    Clock::time_point began;
+    Clock::time_point deadline;       // every Reshaped and replacement start by then
+    int64_t step = 0;
+    std::string sources;              // where the save's shards come from, for the line
+    std::set<int> owed;               // agents whose Reshaped is owed
+    std::set<int> starting;           // replacement ranks not yet started
+    std::optional<Failure> cause;     // the failure it follows (its host and exit code, should it fail)
+  };
+  std::optional<Reshaping> reshaping_;
 };
 
 }  // namespace ds

@@ -19,6 +19,7 @@ void JobControl::OnAgentClosed(int node, const std::string& reason) {
     return MaybeFinishStopping();
   }
   if (std::find(gen_agents_.begin(), gen_agents_.end(), node) == gen_agents_.end()) {
+    if (reshaping_ && reshaping_->owed.erase(node)) return MaybeFinishReshape();  // its workers were leaving anyway
     Notice(fmt::format("standby {} lost ({})", names_[node], reason));
     return;
   }
@@ -53,7 +54,7 @@ void JobControl::Fail(const std::string& host, const std::string& what, int exit
   f.exit_code = exit_code;
   record_.RecordFailure(std::move(f));
   if (state_ == CoordState::kWaitingForAgents) return Finish();
-  StopGeneration(what, restartable);
+  StopGeneration(fmt::format("{}: {}", host, what), restartable);
 }
 
 void JobControl::RequestStop(int signal_number) {
@@ -74,6 +75,8 @@ void JobControl::RequestStop(int signal_number) {
 
 void JobControl::StopGeneration(const std::string& why, bool restartable) {
   if (state_ == CoordState::kStopping || state_ == CoordState::kDone) return;
+  if (reshaping_) EndReshape(why, restartable);  // a failure while reshaping: the full restart, said why
+  else if (restartable && TryReshape(why)) return;
   DS_LOG(Info, Coord) << "generation " << generation_ << ": stopping (" << why << ")";
   state_ = CoordState::kStopping;
   if (gather_) gather_->Abandon();
@@ -124,6 +127,7 @@ void JobControl::OnTimer() {
   CheckLastCall(now);
   CheckLiveness(now);
   CheckStopDeadline(now);
+  CheckReshapeDeadline(now);
   Rearm();
 }
 
@@ -180,6 +184,7 @@ Clock::time_point JobControl::NextDeadline() const {
   if (state_ == CoordState::kWaitingForAgents)
     next = std::min({next, start_time_ + Seconds(opt_.register_timeout), last_call_});
   if (state_ == CoordState::kStopping) next = std::min(next, StopDeadline());
+  if (reshaping_) next = std::min(next, reshaping_->deadline);
   return next;
 }
 

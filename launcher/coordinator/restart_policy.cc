@@ -28,25 +28,23 @@ RestartPolicy::RestartPolicy(const LaunchPlan& plan, const std::vector<std::stri
     : plan_(plan), names_(names), notice_(std::move(notice)) {}
 
 bool RestartPolicy::MayRestart(const JobRecord& record, const std::vector<bool>& alive) {
+  if (plan_.job.elastic.max_restarts == 0) return false;
+  const std::string why = WhyNot(record, alive);
+  if (!why.empty()) notice_("not restarting: " + why);
+  return why.empty();
+}
+
+std::string RestartPolicy::WhyNot(const JobRecord& record, const std::vector<bool>& alive) const {
   const ElasticOptions& el = plan_.job.elastic;
-  if (el.max_restarts == 0) return false;
+  if (el.max_restarts == 0) return "elastic.max_restarts is 0";
   const int left = static_cast<int>(std::count(alive.begin(), alive.end(), true));
-  if (const WorkerRecord* gpu = GpuFailure(plan_.job, record)) {
-    notice_(fmt::format("not restarting: rank {} on {} had a GPU failure (dstrain exit {}); a restart would "
-                        "meet the same GPU",
-                        gpu->rank, gpu->host, kDstrainExitDevice));
-    return false;
-  }
-  if (restarts_ >= el.max_restarts) {
-    notice_(fmt::format("not restarting: all {} restarts used (elastic.max_restarts)", el.max_restarts));
-    return false;
-  }
-  if (left < el.min_nodes) {
-    notice_(fmt::format("not restarting: {} node{} left, elastic.min_nodes is {}", left, left == 1 ? "" : "s",
-                        el.min_nodes));
-    return false;
-  }
-  return true;
+  if (const WorkerRecord* gpu = GpuFailure(plan_.job, record))
+    return fmt::format("rank {} on {} had a GPU failure (dstrain exit {}); a restart would meet the same GPU",
+                       gpu->rank, gpu->host, kDstrainExitDevice);
+  if (restarts_ >= el.max_restarts) return fmt::format("all {} restarts used (elastic.max_restarts)", el.max_restarts);
+  if (left < el.min_nodes)
+    return fmt::format("{} node{} left, elastic.min_nodes is {}", left, left == 1 ? "" : "s", el.min_nodes);
+  return "";
 }
 
 // elastic.max_host_failures: counts the generation's failure against its

@@ -37,11 +37,18 @@ class RestartPolicy {
   // Whether the failed generation `record` ended may be followed by
   // another with the `alive` candidates (by index); says why not.
   bool MayRestart(const JobRecord& record, const std::vector<bool>& alive);
+  // MayRestart without a word: "" when it would say yes, else its reason.
+  std::string WhyNot(const JobRecord& record, const std::vector<bool>& alive) const;
   // Counts the restart and plans the next generation on `alive` less the
   // hosts in their cooldown at `now`. Error: PlanOnNodes' (cannot happen
   // after MayRestart).
   Result<NextGeneration> Restart(std::vector<bool> alive, const JobRecord& record, Clock::time_point now);
   int restarts() const { return restarts_; }
+  // An in-place recovery counted by Restart fell back to the full restart,
+  // which counts again: the failure costs one restart, not two.
+  void Refund() {
+    if (restarts_ > 0) --restarts_;
+  }
 
  private:
   void ApplyHostCooldowns(std::vector<bool>& keep, const JobRecord& record, Clock::time_point now);

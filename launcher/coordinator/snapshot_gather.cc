@@ -89,6 +89,7 @@ Gathering SnapshotGather::Gather(const std::vector<bool>& alive, Clock::time_poi
   }
   resume_step_ = choice.step;
   resume_id_ = choice.id;
+  choice_ = choice;
   gather_started_ = now;
   phase_ = Phase::kFetching;
   out.fetch = msg::Fetch{static_cast<uint32_t>(generation_), choice.step, choice.id, {}};

@@ -91,6 +91,8 @@ class SnapshotGather {
   // What this generation's workers load (step -1: start fresh), and which save of it.
   int64_t resume_step() const { return resume_step_; }
   const msg::SnapshotId& resume_id() const { return resume_id_; }
+  // Where the last Gather() takes the save's shards from (DescribePicks).
+  std::string DescribeSources() const { return DescribePicks(choice_, names_); }
   // The job's snapshot line of the summary (the agents' counters added up).
   std::string Summary() const;
   // What the job's views show of the snapshots (job_view_builder.h).
@@ -121,6 +123,7 @@ class SnapshotGather {
   std::set<int> fetching_;             // agents whose Fetched is owed (kFetching)
   int64_t resume_step_ = -1;
   msg::SnapshotId resume_id_;
+  RecoveryChoice choice_;              // the last Gather()'s
   bool kept_said_ = false;             // the line about earlier runs' saves was given
   Clock::time_point gather_started_;
 };

@@ -111,24 +111,8 @@ void SnapshotIndex::FindLoss(const std::map<std::pair<int64_t, msg::SnapshotId>,
     if (it == best.end() || !it->second.count(s)) c->newest_missing.push_back(s);
 }
 
-std::string DescribeRecovery(const RecoveryChoice& c, const std::vector<std::string>& hosts) {
+std::string DescribePicks(const RecoveryChoice& c, const std::vector<std::string>& hosts) {
   auto host = [&](size_t i) { return i < hosts.size() ? hosts[i] : fmt::format("node {}", i); };
-  std::string lost;
-  if (c.newest > c.step) {
-    std::vector<std::string> shards;
-    for (uint32_t s : c.newest_missing) shards.push_back(std::to_string(s));
-    const char* plural = shards.size() == 1 ? "" : "s";
-    if (shards.empty())
-      lost = fmt::format("step {}{} is incomplete", c.newest, c.newest_earlier_run ? " of an earlier run" : "");
-    else if (c.newest_earlier_run)
-      lost = fmt::format("step {} of an earlier run lacks shard{} {}, on no node of this run", c.newest, plural,
-                         fmt::join(shards, ", "));
-    else
-      lost = fmt::format("step {} lost shard{} {} with the failed nodes", c.newest, plural, fmt::join(shards, ", "));
-  }
-  if (c.step < 0)
-    return lost.empty() ? "no snapshot or checkpoint held by any node: starting from scratch"
-                        : fmt::format("no complete snapshot or checkpoint left: starting from scratch ({})", lost);
   // Count the picks by where they come from, in a stable order.
   std::vector<std::pair<std::string, int>> parts;
   auto add = [&](const std::string& what) {
@@ -146,11 +130,31 @@ std::string DescribeRecovery(const RecoveryChoice& c, const std::vector<std::str
     const auto& [what, n] = parts[i];
     words.push_back(i == 0 ? fmt::format("{} shard{} {}", n, n == 1 ? "" : "s", what) : fmt::format("{} {}", n, what));
   }
+  return fmt::format("{}", fmt::join(words, ", "));
+}
+
+std::string DescribeRecovery(const RecoveryChoice& c, const std::vector<std::string>& hosts) {
+  std::string lost;
+  if (c.newest > c.step) {
+    std::vector<std::string> shards;
+    for (uint32_t s : c.newest_missing) shards.push_back(std::to_string(s));
+    const char* plural = shards.size() == 1 ? "" : "s";
+    if (shards.empty())
+      lost = fmt::format("step {}{} is incomplete", c.newest, c.newest_earlier_run ? " of an earlier run" : "");
+    else if (c.newest_earlier_run)
+      lost = fmt::format("step {} of an earlier run lacks shard{} {}, on no node of this run", c.newest, plural,
+                         fmt::join(shards, ", "));
+    else
+      lost = fmt::format("step {} lost shard{} {} with the failed nodes", c.newest, plural, fmt::join(shards, ", "));
+  }
+  if (c.step < 0)
+    return lost.empty() ? "no snapshot or checkpoint held by any node: starting from scratch"
+                        : fmt::format("no complete snapshot or checkpoint left: starting from scratch ({})", lost);
   const std::string which =
       c.earlier_run ? fmt::format(" of an earlier run ({}, {} rank{} at ZeRO stage {})", c.id.run, c.id.world,
                                   c.id.world == 1 ? "" : "s", c.id.zero_stage)
                     : "";
-  std::string out = fmt::format("resuming from step {}{}: {}", c.step, which, fmt::join(words, ", "));
+  std::string out = fmt::format("resuming from step {}{}: {}", c.step, which, DescribePicks(c, hosts));
   if (!lost.empty()) out += fmt::format("; {}, so an older step{}", lost, c.from_disk ? " from disk" : "");
   return out;
 }

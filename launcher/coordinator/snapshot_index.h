@@ -89,6 +89,8 @@ class SnapshotIndex {
 // (hosts by node index), with the earlier-run, fallback and from-scratch
 // wording.
 std::string DescribeRecovery(const RecoveryChoice& c, const std::vector<std::string>& hosts);
+// Its part after the colon: "3 shards from memory, 1 from w1's replica of w2".
+std::string DescribePicks(const RecoveryChoice& c, const std::vector<std::string>& hosts);
 // "" when c kept no earlier run's saves, else the line that says they are kept.
 std::string DescribeKept(const RecoveryChoice& c);
 

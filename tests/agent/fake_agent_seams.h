@@ -70,6 +70,21 @@ class FakeWorkers final : public WorkerLauncher {
     }
     return out;
   }
+  std::vector<WorkerStart> AddWorkers(const msg::Assign& m, const std::vector<std::string>& beat_tokens,
+                                      const std::string& snapshot_dir) override {
+    added.push_back(m);
+    std::vector<WorkerStart> out;
+    for (const auto& w : m.workers) out.push_back({1000 + w.rank, ""});
+    (void)beat_tokens, (void)snapshot_dir;
+    return out;
+  }
+  void Renumber(const std::vector<msg::RankMove>& moves) override { renumbered.push_back(moves); }
+  Status SendControl(int rank, const msg::WorkerReshape& m) override {
+    auto it = control_errors.find(rank);
+    if (it != control_errors.end()) return Status::Unavailable(it->second);
+    control.emplace_back(rank, m);
+    return Status::OK();
+  }
   void SignalGroup(int rank, int sig) override { signals.emplace_back(rank, sig); }
   int KillLeftovers() override { return ++leftover_sweeps, 0; }
 
@@ -90,6 +105,10 @@ class FakeWorkers final : public WorkerLauncher {
   std::string last_snapshot_dir;
   std::vector<std::pair<int, int>> signals;  // (rank, signal)
   int leftover_sweeps = 0;
+  std::vector<msg::Assign> added;                          // AddWorkers
+  std::vector<std::vector<msg::RankMove>> renumbered;      // Renumber
+  std::vector<std::pair<int, msg::WorkerReshape>> control;  // SendControl: (rank, frame)
+  std::map<int, std::string> control_errors;               // rank -> why SendControl fails
 };
 
 class FakeSnapshots final : public NodeSnapshots {

@@ -393,6 +393,18 @@ TEST_CASE("job spec: elastic.slow_factor and slow_window (stragglers), their def
         "train.yaml:2:24: 'slow_window': expected a duration between 100ms and 1h, got '2h'");
 }
 
+TEST_CASE("job spec: elastic.in_place and in_place_deadline, their defaults and range", "[jobspec]") {
+  const JobSpec d = Parse("command: [x]\n");
+  CHECK_FALSE(d.elastic.in_place);
+  CHECK(d.elastic.in_place_deadline == 5.0);
+  const JobSpec j = Parse("command: [x]\nelastic: {in_place: true, in_place_deadline: 800ms}\n");
+  CHECK(j.elastic.in_place);
+  CHECK(j.elastic.in_place_deadline == 0.8);
+  CHECK(ErrorOf("command: [x]\nelastic: {in_place: maybe}\n") == "train.yaml:2:21: 'in_place': expected true or false");
+  CHECK(ErrorOf("command: [x]\nelastic: {in_place_deadline: 2h}\n") ==
+        "train.yaml:2:30: 'in_place_deadline': expected a duration between 10ms and 1h, got '2h'");
+}
+
 TEST_CASE("job file: python: preload lists the modules warm spares import; off by default") {
   CHECK(Parse("command: [python3, t.py]\n").python.preload.empty());
   CHECK(Parse("command: [python3, t.py]\npython: {preload: [torch, numpy, torch.distributed]}\n").python.preload ==
