@@ -61,6 +61,8 @@ class AgentControl {
   // token; it feeds the hang check and the rank's progress summary, sent
   // with the next Ping (msg::Progress, rank_summary.h).
   void OnStepBeat(const StepBeat& beat);
+  // The workers' stacks the StackDumps seam took (after a DumpStacks): to the coordinator.
+  void OnStacksTaken(const msg::Stacks& m);
   // A worker of the current generation ended.
   void OnWorkerExited(const WorkerExit& e);
   // A launch tree command this agent started ended.
@@ -104,6 +106,7 @@ class AgentControl {
   void OnShutdown(const msg::Shutdown& m);
   void OnSnapshotSetup(const msg::SnapshotSetup& m);
   void OnFetch(const msg::Fetch& m);
+  void OnDumpStacks(const msg::DumpStacks& m);
   void SendSnapshotMessages();
   void SendLine(int rank, int stream, const std::string& line);
   void SendDueProgress(TimePoint now);

@@ -28,7 +28,11 @@ const std::vector<std::string> kTopKeys = {"command", "trainer", "procs_per_node
 const std::vector<std::string> kElasticKeys = {"min_nodes", "max_nodes", "max_restarts",
                                                "heartbeat_interval", "heartbeat_timeout",
                                                "hang_timeout", "rejoin", "max_host_failures",
-                                               "host_cooldown", "slow_factor", "slow_window"};
+                                               "host_cooldown", "slow_factor", "slow_window",
+                                               "hang_factor", "hang_floor", "evict_slow", "evict_cooldown"};
+// Ranges of the coordinator-only durations (docs/usage.md's table).
+constexpr DurationRange kHangFloorRange{0.5, 86400};     // 500ms .. 24h
+constexpr DurationRange kEvictCooldownRange{0, 604800};  // 0 .. 168h
 const std::vector<std::string> kNetworkKeys = {"interface", "master_addr", "master_port"};
 const std::vector<std::string> kCheckpointKeys = {"dir", "shared", "replicas", "keep"};
 const std::vector<std::string> kPythonKeys = {"preload"};
@@ -87,7 +91,7 @@ class JobFileReader {
     return static_cast<int>(*v);
   }
 
-  // elastic.slow_factor: 0 (off) or a number from 1.1 to 100.
+  // elastic.slow_factor, hang_factor: 0 (off) or a number from 1.1 to 100.
   Result<double> Factor(const YAML::Node& n, const std::string& key) const {
     double v = -1;
     if (n.IsScalar()) {
@@ -231,6 +235,10 @@ class JobFileReader {
       else if (k == "host_cooldown") { DS_ASSIGN_OR_RETURN(e.host_cooldown, Seconds(v, k, kHostCooldownRange)); }
       else if (k == "slow_factor") { DS_ASSIGN_OR_RETURN(e.slow_factor, Factor(v, k)); }
       else if (k == "slow_window") { DS_ASSIGN_OR_RETURN(e.slow_window, Seconds(v, k, kSlowWindowRange)); }
+      else if (k == "hang_factor") { DS_ASSIGN_OR_RETURN(e.hang_factor, Factor(v, k)); }
+      else if (k == "hang_floor") { DS_ASSIGN_OR_RETURN(e.hang_floor, Seconds(v, k, kHangFloorRange)); }
+      else if (k == "evict_slow") { DS_ASSIGN_OR_RETURN(e.evict_slow, Bool(v, k)); }
+      else if (k == "evict_cooldown") { DS_ASSIGN_OR_RETURN(e.evict_cooldown, Seconds(v, k, kEvictCooldownRange)); }
     }
     if (e.max_nodes > 0 && e.min_nodes > e.max_nodes)
       return At(min_n.IsDefined() ? min_n : n, "'elastic': min_nodes (" + std::to_string(e.min_nodes) +

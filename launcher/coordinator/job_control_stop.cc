@@ -98,7 +98,7 @@ void JobControl::MaybeFinishStopping() {
     ++stop_cursor_;
   if (stop_cursor_ < agents_.size()) return;
   record_.all_stopped_time = clock_.Now();
-  if (restart_after_stop_ && policy_.MayRestart(record_, AliveAgents())) return Restart();
+  if (restart_after_stop_ && policy_.MayRestart(record_, RestartCandidates())) return Restart();
   Finish();
 }
 
@@ -124,6 +124,7 @@ void JobControl::OnTimer() {
   CheckLastCall(now);
   CheckLiveness(now);
   CheckStopDeadline(now);
+  CheckHang(now);
   Rearm();
 }
 
@@ -180,6 +181,7 @@ Clock::time_point JobControl::NextDeadline() const {
   if (state_ == CoordState::kWaitingForAgents)
     next = std::min({next, start_time_ + Seconds(opt_.register_timeout), last_call_});
   if (state_ == CoordState::kStopping) next = std::min(next, StopDeadline());
+  if (state_ == CoordState::kRunning) next = std::min(next, stacks_.deadline);
   return next;
 }
 
