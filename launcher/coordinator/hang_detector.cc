@@ -27,9 +27,10 @@ std::optional<std::string> HangDetector::Judge(const RankProgressView& view, int
   const double silent = std::chrono::duration<double>(now - last).count();
   if (silent < threshold) return std::nullopt;
   said_ = true;
-  return fmt::format("hang: no rank advanced for {:.1f} s (threshold {:g} x the median step time {:.2f} s, at least "
-                     "{:g} s); taking every rank's stacks",
-                     silent, opt_.factor, median, opt_.floor);
+  const std::string step = median < 1 ? fmt::format("{:.1f} ms", median * 1e3) : fmt::format("{:.2f} s", median);
+  return fmt::format("hang: no rank advanced for {:.1f} s (threshold {:g} x the median step time {}, at least {:g} s); "
+                     "taking every rank's stacks",
+                     silent, opt_.factor, step, opt_.floor);
 }
 
 }  // namespace ds

@@ -33,7 +33,7 @@ class HangDetector {
 
   // At `now`, with `world_size` ranks in the generation: nullopt while not
   // hung (or off, or said already), else the one line that says so, e.g.
-  //   "hang: no rank advanced for 12.0 s (threshold 10 x the median step time 0.8 s, at least 5 s); taking stacks"
+  //   "hang: no rank advanced for 12.0 s (threshold 10 x the median step time 800.0 ms, at least 5 s); taking every rank's stacks"
   std::optional<std::string> Judge(const RankProgressView& view, int world_size, TimePoint now);
   // A new generation: judged afresh.
   void Reset() { said_ = false; }

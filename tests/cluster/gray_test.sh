@@ -60,7 +60,7 @@ trainer:
 YAML
 }
 
-# start_job JOBFILE [ARGS...]: dslaunch in the background, output in $work/out; sets JOB.
+# start_job [OPTIONS...] JOBFILE: dslaunch in the background, output in $work/out; sets JOB.
 start_job() {
   : >"$work/out"
   DSLAUNCH_STOP_GRACE=500ms "$DSLAUNCH" --hostfile hostfile --launcher ssh "$@" >"$work/out" 2>&1 &
@@ -110,10 +110,20 @@ has_worker 2 && fail "throttled: the evicted node still runs a worker"
 echo "== stuck in a collective"
 rm -rf "$work/ckpt"
 dstrain_job 100000 "max_restarts: 1, hang_factor: 10, hang_floor: 3s" >collective.yaml
-start_job collective.yaml --log-dir "$work/logs"
+start_job --log-dir "$work/logs" collective.yaml
 wait_for 60 stepped || fail "collective: no checkpoint within 60 s"
-kill -STOP "$(worker_pid 1)"
-wait_for 40 seen "generation 1: all 3 workers running" || fail "collective: no restart within 40 s"
+stopped=$(worker_pid 1)
+if [ -n "$stopped" ] && kill -STOP "$stopped"; then
+  t0=$(date +%s.%N)
+  wait_for 20 seen "hang: " && t_hang=$(date +%s.%N)
+  wait_for 20 seen "hang stacks" && t_stacks=$(date +%s.%N)
+  wait_for 40 seen "generation 1: all 3 workers running" || fail "collective: no restart within 40 s"
+  # Not asserted (the machine is shared): SIGSTOP -> the hang line -> every stack in.
+  [ -n "${t_stacks:-}" ] && echo "collective: stopped -> hang said $(echo "$t_hang - $t0" | bc -l | xargs printf '%.1f') s," \
+    "-> stacks reported $(echo "$t_stacks - $t_hang" | bc -l | xargs printf '%.1f') s later"
+else
+  fail "collective: no dstrain to stop in ${NS[1]}"
+fi
 end_job
 cat "$work/out"
 seen "hang: no rank advanced for " || fail "collective: no hang line"

@@ -33,7 +33,7 @@ TEST_CASE("hang: no rank advanced for factor x the median step time is said once
   auto line = d.Judge(v, 4, kT0 + 6s);
   REQUIRE(line);
   CHECK(*line ==
-        "hang: no rank advanced for 5.0 s (threshold 10 x the median step time 0.50 s, at least 2 s); taking every "
+        "hang: no rank advanced for 5.0 s (threshold 10 x the median step time 500.0 ms, at least 2 s); taking every "
         "rank's stacks");
   CHECK_FALSE(d.Judge(v, 4, kT0 + 7s));  // said once
   d.Reset();
