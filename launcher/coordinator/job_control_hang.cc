@@ -5,7 +5,11 @@
 // kStackCollectSeconds passed, the grouped report (hang_report.h) is said,
 // every stack goes to <log_dir>/stacks.gen<G>.txt and the job record, and
 // the generation fails as any failure does (a restart within the budget).
-#include <fstream>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -14,6 +18,26 @@
 #include "launcher/coordinator/job_control.h"
 
 namespace ds {
+namespace {
+
+// `text` into `path`, created 0600, never through a symbolic link (the log
+// directory is the user's, a file in it may be anyone's link); "" or why not.
+std::string WriteStacksFile(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return std::strerror(errno);
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  const std::string why = done == text.size() ? "" : std::strerror(errno);
+  ::close(fd);
+  return why;
+}
+
+}  // namespace
 
 void JobControl::CheckHang(Clock::time_point now) {
   if (state_ != CoordState::kRunning) return;
@@ -68,9 +92,8 @@ void JobControl::FinishStacks() {
   std::string where = "the job record";
   if (!plan_.job.log_dir.empty()) {
     const std::string path = fmt::format("{}/stacks.gen{}.txt", plan_.job.log_dir, generation_);
-    std::ofstream out(path, std::ios::trunc);
-    out << text;
-    where = out.good() ? path : fmt::format("the job record ({} could not be written)", path);
+    const std::string why = WriteStacksFile(path, text);
+    where = why.empty() ? path : fmt::format("the job record ({} could not be written: {})", path, why);
   }
   Notice(fmt::format("hang stacks, generation {} (every rank's in {}):", generation_, where));
   for (const std::string& line : HangReportLines(stacks)) Notice("  " + line);

@@ -3,10 +3,15 @@
 // its workers' stacks before anything is stopped, the report names the odd
 // rank and its node, the stacks reach the job record, and the generation
 // then fails and restarts as any failure does; an agent that does not
-// answer is named in the report after the collection deadline.
+// answer is named in the report after the collection deadline; with a log
+// directory the stacks go to stacks.gen<G>.txt, never through a link.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include "tests/launcher/coordinator/fake_cluster.h"
+#include "tests/test_util/files.h"
+#include "tests/test_util/temp_dir.h"
 
 namespace ds::test {
 namespace {
@@ -94,6 +99,38 @@ TEST_CASE("job control: an agent that does not answer is named after the collect
   CHECK(Said(c, "  ranks 2, 3 (w1): no stack (no answer from w1 within 10 s), step 40") == 1);
   CHECK(Said(c, "  2 others: in gloo::AllreduceRing::run (waiting in __GI___poll), step 40") == 1);
   CHECK(c.Count(0, MsgType::kStop) == 1);
+}
+
+TEST_CASE("job control: the stacks go to the log directory, never through a symbolic link", "[jobcontrol][hang]") {
+  testing::TempDir dir;
+  JobSpec job = Hangs();
+  job.log_dir = dir.path();
+  FakeCluster c(kTwoHosts, job);
+  c.Run();
+  Beat(c, 40);
+  c.Advance(2.0);
+  c.Send(0, MsgType::kStacks, StacksOf(0).Encode());
+  c.Send(1, MsgType::kStacks, StacksOf(1).Encode());
+  CHECK(Said(c, "hang stacks, generation 0 (every rank's in " + (dir / "stacks.gen0.txt") + "):") == 1);
+  CHECK(testing::ReadFile(dir / "stacks.gen0.txt") == c.record().hang_stacks);
+  CHECK(testing::ReadFile(dir / "stacks.gen0.txt").find("=== rank 0 (w0), step 40, eu-stack ===\n") == 0);
+
+  c.ConfirmStops();  // generation 1, whose file is someone's link
+  REQUIRE(c.control().generation() == 1);
+  REQUIRE(::symlink((dir / "elsewhere").c_str(), (dir / "stacks.gen1.txt").c_str()) == 0);
+  c.Reserve();
+  c.StartWorkers();
+  for (int node = 0; node < 2; ++node) {
+    msg::Progress p{1, {}};
+    for (int i = 0; i < 2; ++i) p.ranks.push_back({2 * node + i, 7, 100000, -1, -1});
+    c.Send(node, MsgType::kProgress, p.Encode());
+  }
+  c.Advance(2.0);
+  c.Send(0, MsgType::kStacks, msg::Stacks{1, {}}.Encode());
+  c.Send(1, MsgType::kStacks, msg::Stacks{1, {}}.Encode());
+  CHECK(Said(c, "hang stacks, generation 1 (every rank's in the job record (" + (dir / "stacks.gen1.txt") +
+                    " could not be written: Too many levels of symbolic links)):") == 1);
+  CHECK(::access((dir / "elsewhere").c_str(), F_OK) != 0);
 }
 
 TEST_CASE("job control: ranks that keep stepping are not hung; off without hang_factor", "[jobcontrol][hang]") {
