@@ -39,6 +39,8 @@ std::string FrameName(const std::string& line) {
   if (p != std::string::npos && line.compare(p, 3, "in ") == 0) p += 3;
   if (p == std::string::npos) return "";
   std::string name = line.substr(p);
+  for (size_t a; (a = name.find("(anonymous namespace)")) != std::string::npos;)
+    name.replace(a, 21, "{anon}");  // not an argument list: keep what follows
   for (const char* end : {" (", "(", " - ", " at ", " from ", "@@", "@", "+0x", " "})
     if (size_t e = name.find(end); e != std::string::npos && e > 0) name.resize(e);
   return name;
@@ -105,12 +107,16 @@ std::string WhereOf(const HangStack& s) {
 
 namespace {
 
-// The ranks grouped by their normalised main thread, the largest group last
-// (among equals the lowest rank last, so the odd ones print first).
+// The ranks grouped by their normalised main thread and last step (a rank
+// stopped inside the collective everyone waits in reads like them, but it
+// is a step behind), the largest group last (among equals the lowest rank
+// last, so the odd ones print first).
 std::vector<std::vector<const HangStack*>> Groups(const std::vector<HangStack>& stacks) {
   std::map<std::string, std::vector<const HangStack*>> by_stack;
-  for (const HangStack& s : stacks)
-    by_stack[s.tool.empty() ? "\x01" + WhereOf(s) : Join(MainThreadFrames(s.text), "\n")].push_back(&s);
+  for (const HangStack& s : stacks) {
+    const std::string where = s.tool.empty() ? "\x01" + WhereOf(s) : Join(MainThreadFrames(s.text), "\n");
+    by_stack[where + "\n@" + std::to_string(s.step)].push_back(&s);
+  }
   std::vector<std::vector<const HangStack*>> groups;
   for (auto& [key, g] : by_stack) {
     std::sort(g.begin(), g.end(), [](const HangStack* a, const HangStack* b) { return a->rank < b->rank; });

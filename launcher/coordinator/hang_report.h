@@ -3,7 +3,7 @@
 // and the odd ones out said first, one line each:
 //   rank 5 (w2): in ds::rt::Mlp::Backward, step 1201
 //   7 others: in gloo::transport::tcp::UnboundBuffer::waitRecv (waiting in pthread_cond_wait), step 1201
-// A rank's "where" is its main thread's frames with addresses, offsets,
+// Ranks group by "where" and last step. A rank's "where" is its main thread's frames with addresses, offsets,
 // arguments and symbol versions stripped (normalised: the same code stuck
 // at the same place reads the same on every node); its summary is the
 // innermost frame that is not a libc wait or syscall wrapper. The largest

@@ -8,6 +8,8 @@
 #               duty cycle: this machine has no cgroup v2 cpu.max to use), with
 #               elastic.evict_slow: node 2 is named slow, evicted, and the job
 #               restarts on nodes 0 and 1
+#   slow link   tc netem delay (tbf where the kernel lacks netem) on node 2's veth: no healthy node is named or
+#               evicted (all ranks wait alike: nothing tells the slow link)
 #   collective  rank 1's dstrain SIGSTOPped (it stops taking part in the
 #               collectives): the hang is said, every rank's stacks are taken
 #               before the stop, rank 1 is the odd one out, the stacks are in
@@ -107,13 +109,47 @@ seen "restart 1/1: generation 1 on 2 nodes, world size 2, after host ${ADDR[2]}:
   fail "throttled: no restart without ${ADDR[2]}"
 has_worker 2 && fail "throttled: the evicted node still runs a worker"
 
+echo "== slowed link"
+# node 2's veth slowed (the bridge side: every frame to node 2 waits 5 ms,
+# or at most 20 Mbit/s). Every rank of a synchronous data-parallel job waits for it at each
+# collective, so no rank's compute time rises: the detector has nothing to
+# name (docs/usage.md), and what is checked is that no healthy node is named
+# or evicted for it.
+rm -rf "$work/ckpt"
+dstrain_job 100000 "max_restarts: 1, min_nodes: 2, evict_slow: true" >link.yaml
+start_job link.yaml
+wait_for 60 stepped || fail "slowed link: no checkpoint within 60 s"
+# netem where the kernel has it, else a token bucket at 20 Mbit/s (sch_tbf).
+tc qdisc add dev "dsl$(basename "$C")v2a" root netem delay 5ms 2>/dev/null ||
+  tc qdisc add dev "dsl$(basename "$C")v2a" root tbf rate 20mbit burst 32kbit latency 50ms ||
+  fail "slowed link: tc refused both netem and tbf"
+wait_for 8 seen "slow: " || true
+tc qdisc del dev "dsl$(basename "$C")v2a" root 2>/dev/null
+end_job
+grep "slow: \|evict: " "$work/out"
+seen "slow: ${ADDR[0]} \|slow: ${ADDR[1]} \|evict: ${ADDR[0]} \|evict: ${ADDR[1]} " &&
+  fail "slowed link: a node with a healthy link was named"
+
 echo "== stuck in a collective"
 rm -rf "$work/ckpt"
 dstrain_job 100000 "max_restarts: 1, hang_factor: 10, hang_floor: 3s" >collective.yaml
 start_job --log-dir "$work/logs" collective.yaml
 wait_for 60 stepped || fail "collective: no checkpoint within 60 s"
+# Stopped where it computes, not inside the allreduce the others wait in
+# (there its stack and step read like theirs): stopped again until eu-stack
+# shows it outside gloo, at most 20 tries.
+stop_outside_gloo() {
+  local pid=$1 try
+  for try in $(seq 20); do
+    kill -STOP "$pid" || return 1
+    command -v eu-stack >/dev/null || return 0
+    eu-stack -p "$pid" 2>/dev/null | awk '/^TID/ {n++} n == 1' | grep -q "gloo::" || return 0
+    kill -CONT "$pid"
+  done
+  return 1
+}
 stopped=$(worker_pid 1)
-if [ -n "$stopped" ] && kill -STOP "$stopped"; then
+if [ -n "$stopped" ] && stop_outside_gloo "$stopped"; then
   t0=$(date +%s.%N)
   wait_for 20 seen "hang: " && t_hang=$(date +%s.%N)
   wait_for 20 seen "hang stacks" && t_stacks=$(date +%s.%N)

@@ -26,6 +26,8 @@ TEST_CASE("hang report: eu-stack and gdb frames normalise to function names, mai
       "#1  0x00007f2 in Spin (n=3) at spin.c:4\n"
       "#2  0x00007f3 in main () at spin.c:9\n"
       "Thread 2 (Thread 0x7f13 (LWP 78)):\n#0  0x1 in other () at o.c:1\n";
+  CHECK(MainThreadFrames("TID 5:\n#0  0x1 __send\n#1  0x2 ds::(anonymous namespace)::Ship(int) - /x/dstrain\n") ==
+        std::vector<std::string>{"__send", "ds::{anon}::Ship"});
   CHECK(MainThreadFrames(gdb) == std::vector<std::string>{"clock_nanosleep", "Spin", "main"});
   CHECK(WhereOf({0, "w0", 5, "gdb", gdb}) == "in Spin (waiting in clock_nanosleep)");
   CHECK(WhereOf({0, "w0", 5, "gdb", "#0  0x1 in Spin (n=3) at spin.c:4\n"}) == "in Spin");
@@ -43,6 +45,14 @@ TEST_CASE("hang report: the odd rank first, then the others as one line", "[hang
   CHECK(HangReportLines(s) ==
         std::vector<std::string>{"rank 5 (w1): in gloo::transport::tcp::Pair::recv (waiting in __GI___poll), step 1201",
                                  "7 others: in gloo::AllreduceRing<float>::run (waiting in __GI___poll), step 1202"});
+}
+
+TEST_CASE("hang report: a rank a step behind stands apart even where it waits like the others", "[hang]") {
+  std::vector<HangStack> s;
+  for (int r = 0; r < 3; ++r) s.push_back({r, "w" + std::to_string(r), r == 1 ? 385 : 386, "eu-stack", EuStack(10 * r, "Pair::read")});
+  CHECK(HangReportLines(s) == std::vector<std::string>{"rank 1 (w1): in Pair::read (waiting in __GI___poll), step 385",
+                                                       "2 others: in Pair::read (waiting in __GI___poll), step 386"});
+  CHECK(OddHosts(s) == "w1");
 }
 
 TEST_CASE("hang report: one group says all ranks; a rank without a stack stands apart", "[hang]") {
