@@ -39,8 +39,8 @@ keep_pids() { cat "$C/pids/sshd-$1.pid"; }
 cd "$work"
 printf '%s slots=1\n' "${ADDR[@]}" >hostfile
 
-# dstrain_job MAX_STEPS EXTRA_ELASTIC: a job file (synthetic data, ZeRO 0, a
-# checkpoint every 200 steps in a shared directory).
+# dstrain_job MAX_STEPS EXTRA_ELASTIC [MICRO_BATCH]: a job file (synthetic
+# data, ZeRO 0, a checkpoint every 200 steps in a shared directory).
 dstrain_job() {
   cat <<YAML
 checkpoint_dir: $work/ckpt
@@ -55,7 +55,7 @@ trainer:
   eval: {every_epoch: false}
   checkpoint: {every_steps: 200, keep: 2}
   config:
-    train_micro_batch_size_per_gpu: 32
+    train_micro_batch_size_per_gpu: ${3:-32}
     optimizer: {type: Adam, params: {lr: 0.001}}
     zero_optimization: {stage: 0}
     steps_per_print: 100000
@@ -132,15 +132,16 @@ seen "slow: ${ADDR[0]} \|slow: ${ADDR[1]} \|evict: ${ADDR[0]} \|evict: ${ADDR[1]
 
 echo "== stuck in a collective"
 rm -rf "$work/ckpt"
-dstrain_job 100000 "max_restarts: 1, hang_factor: 10, hang_floor: 3s" >collective.yaml
+# Micro-batch 512: most of a step is computation, so rank 1 is mostly stopped outside gloo.
+dstrain_job 100000 "max_restarts: 1, hang_factor: 10, hang_floor: 3s" 512 >collective.yaml
 start_job --log-dir "$work/logs" collective.yaml
 wait_for 60 stepped || fail "collective: no checkpoint within 60 s"
 # Stopped where it computes, not inside the allreduce the others wait in
 # (there its stack and step read like theirs): stopped again until eu-stack
-# shows it outside gloo, at most 20 tries.
+# shows it outside gloo, at most 50 tries.
 stop_outside_gloo() {
   local pid=$1 try
-  for try in $(seq 20); do
+  for try in $(seq 50); do
     kill -STOP "$pid" || return 1
     command -v eu-stack >/dev/null || return 0
     eu-stack -p "$pid" 2>/dev/null | awk '/^TID/ {n++} n == 1' | grep -q "gloo::" || return 0
@@ -158,7 +159,7 @@ if [ -n "$stopped" ] && stop_outside_gloo "$stopped"; then
   [ -n "${t_stacks:-}" ] && echo "collective: stopped -> hang said $(echo "$t_hang - $t0" | bc -l | xargs printf '%.1f') s," \
     "-> stacks reported $(echo "$t_stacks - $t_hang" | bc -l | xargs printf '%.1f') s later"
 else
-  fail "collective: no dstrain to stop in ${NS[1]}"
+  fail "collective: no dstrain in ${NS[1]} (pid '$stopped'), or it was inside gloo at each of 50 stops"
 fi
 end_job
 cat "$work/out"
