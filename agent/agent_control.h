@@ -1,7 +1,8 @@
 // AgentControl: the agent's logic apart from any socket, process or real
 // time, the counterpart of the coordinator's JobControl. It obeys the
 // coordinator's frames (Reserve, Assign, Stop, Shutdown, the snapshot and
-// launch tree messages), relays its workers' output and ends, watches their
+// launch tree messages, DumpStacks: its running workers to the StackDumps
+// seam, the answer up as Stacks), relays its workers' output and ends, watches their
 // step heartbeats (a worker silent past the Assign's hang timeout is killed),
 // Pings the coordinator every heartbeat_interval (with a summary of the
 // ranks that stepped since the last, msg::Progress) and leaves when it is silent
