@@ -1,6 +1,7 @@
 // JobControl and elastic.evict_slow (job_control_evict.cc): a node reported
 // slow leaves through the ordinary restart path (at once without
-// snapshots), sits out the restarts of its cooldown and is a candidate
+// snapshots; with snapshots once every node handed over a newer step),
+// sits out the restarts of its cooldown and is a candidate
 // again after it; with no restart left, or min_nodes at stake, one line
 // says it stays and nothing is stopped.
 #include <catch2/catch.hpp>
@@ -72,6 +73,40 @@ TEST_CASE("job control: evict_slow restarts without the slow node until its cool
   FailAndRestart(c);  // after it: a candidate again
   CHECK(c.control().generation() == 3);
   CHECK(c.NodesRunning() == std::vector<int>{0, 1, 2});
+}
+
+TEST_CASE("job control: with snapshots the slow node leaves at the next step every node handed over",
+          "[jobcontrol][evict]") {
+  JobSpec job = Evicting(3);
+  job.checkpoint.dir = "/ckpt/{host}";  // snapshots on
+  FakeCluster c(kThreeHosts, job);
+  c.RegisterAll();
+  for (int node = 0; node < 3; ++node)
+    c.Send(node, MsgType::kSnapshotReady, msg::SnapshotReady{"10.0.0." + std::to_string(node + 1) + ":5000", "/dev/shm/x", ""}.Encode());
+  for (int node = 0; node < 3; ++node) {
+    auto f = c.Last<msg::Fetch>(node, MsgType::kFetch);
+    REQUIRE(f);
+    c.Send(node, MsgType::kFetched, msg::Fetched{f->generation, f->step, f->id.set, 0, 0, ""}.Encode());
+  }
+  c.Reserve();
+  c.StartWorkers();
+  auto held = [&](int node, int64_t step) {
+    msg::SnapshotHeld m;
+    for (uint32_t i = 0; i < 2; ++i)
+      m.added.push_back(msg::ShardEntry{step, 2 * static_cast<uint32_t>(node) + i,
+                                        msg::SnapshotId{"feed0001", 6, 0, "c0", "00000000000000aa"},
+                                        static_cast<uint32_t>(node), 1, 64});
+    c.Send(node, MsgType::kSnapshotHeld, m.Encode());
+  };
+  for (int node = 0; node < 3; ++node) held(node, 200);
+  SlowLastNode(c, 3);
+  CHECK(c.control().slow_nodes() == std::vector<uint32_t>{2});
+  held(0, 400);
+  held(1, 400);
+  CHECK(c.Count(0, MsgType::kStop) == 0);  // not every node has a newer step yet
+  held(2, 400);
+  CHECK(Said(c, "evict: w2 (slow) leaves at the snapshot of step 400; out for 600 s") == 1);
+  CHECK(c.Count(0, MsgType::kStop) == 1);
 }
 
 TEST_CASE("job control: a slow node stays without a restart left or below min_nodes", "[jobcontrol][evict]") {
