@@ -100,7 +100,7 @@ std::string WhereOf(const HangStack& s) {
   auto shown = [](const std::string& f) { return Printable(f.size() > 120 ? f.substr(0, 117) + "..." : f); };
   for (const std::string& f : frames) {
     if (IsWait(f)) continue;
-    return f == frames.front() ? "in " + shown(f) : fmt::format("in {} (waiting in {})", shown(f), shown(frames.front()));
+    return f == frames.front() ? "in " + shown(f) : fmt::format("in {} (innermost: {})", shown(f), shown(frames.front()));
   }
   return "in " + shown(frames.front());
 }

@@ -2,7 +2,7 @@
 // eu-stack or gdb, wire Stacks) grouped by where the rank's main thread is,
 // and the odd ones out said first, one line each:
 //   rank 5 (w2): in ds::rt::Mlp::Backward, step 1201
-//   7 others: in gloo::transport::tcp::UnboundBuffer::waitRecv (waiting in pthread_cond_wait), step 1201
+//   7 others: in gloo::transport::tcp::UnboundBuffer::waitRecv (innermost: pthread_cond_wait), step 1201
 // Ranks group by "where" and last step. A rank's "where" is its main thread's frames with addresses, offsets,
 // arguments and symbol versions stripped (normalised: the same code stuck
 // at the same place reads the same on every node); its summary is the
@@ -27,8 +27,8 @@ struct HangStack {
 // The main thread's normalised frames of an eu-stack or gdb dump, innermost
 // first (empty when the text has no frame).
 std::vector<std::string> MainThreadFrames(const std::string& text);
-// "in <frame>" for the innermost frame that is not a wait, with " (waiting
-// in <innermost>)" when a wait is below it; "no stack (<why>)" without a stack.
+// "in <frame>" for the innermost frame that is not a wait, with " (innermost:
+// <frame>)" when a wait or libc internal (__name) is below it; "no stack (<why>)" without a stack.
 std::string WhereOf(const HangStack& s);
 // The report's lines, odd groups first (at most kMaxGroupLines of them), the
 // largest group last.

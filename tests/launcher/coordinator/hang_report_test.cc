@@ -29,7 +29,7 @@ TEST_CASE("hang report: eu-stack and gdb frames normalise to function names, mai
   CHECK(MainThreadFrames("TID 5:\n#0  0x1 __send\n#1  0x2 ds::(anonymous namespace)::Ship(int) - /x/dstrain\n") ==
         std::vector<std::string>{"__send", "ds::{anon}::Ship"});
   CHECK(MainThreadFrames(gdb) == std::vector<std::string>{"clock_nanosleep", "Spin", "main"});
-  CHECK(WhereOf({0, "w0", 5, "gdb", gdb}) == "in Spin (waiting in clock_nanosleep)");
+  CHECK(WhereOf({0, "w0", 5, "gdb", gdb}) == "in Spin (innermost: clock_nanosleep)");
   CHECK(WhereOf({0, "w0", 5, "gdb", "#0  0x1 in Spin (n=3) at spin.c:4\n"}) == "in Spin");
   CHECK(WhereOf({0, "w0", 5, "", "eu-stack and gdb not found on w0"}) ==
         "no stack (eu-stack and gdb not found on w0)");
@@ -43,26 +43,26 @@ TEST_CASE("hang report: the odd rank first, then the others as one line", "[hang
   s[5].step = 1201;
   CHECK(OddHosts(s) == "w1");
   CHECK(HangReportLines(s) ==
-        std::vector<std::string>{"rank 5 (w1): in gloo::transport::tcp::Pair::recv (waiting in __GI___poll), step 1201",
-                                 "7 others: in gloo::AllreduceRing<float>::run (waiting in __GI___poll), step 1202"});
+        std::vector<std::string>{"rank 5 (w1): in gloo::transport::tcp::Pair::recv (innermost: __GI___poll), step 1201",
+                                 "7 others: in gloo::AllreduceRing<float>::run (innermost: __GI___poll), step 1202"});
 }
 
 TEST_CASE("hang report: a rank a step behind stands apart even where it waits like the others", "[hang]") {
   std::vector<HangStack> s;
   for (int r = 0; r < 3; ++r) s.push_back({r, "w" + std::to_string(r), r == 1 ? 385 : 386, "eu-stack", EuStack(10 * r, "Pair::read")});
-  CHECK(HangReportLines(s) == std::vector<std::string>{"rank 1 (w1): in Pair::read (waiting in __GI___poll), step 385",
-                                                       "2 others: in Pair::read (waiting in __GI___poll), step 386"});
+  CHECK(HangReportLines(s) == std::vector<std::string>{"rank 1 (w1): in Pair::read (innermost: __GI___poll), step 385",
+                                                       "2 others: in Pair::read (innermost: __GI___poll), step 386"});
   CHECK(OddHosts(s) == "w1");
 }
 
 TEST_CASE("hang report: one group says all ranks; a rank without a stack stands apart", "[hang]") {
   std::vector<HangStack> s = {{0, "w0", 7, "eu-stack", EuStack(10, "Barrier")},
                               {1, "w1", 7, "eu-stack", EuStack(20, "Barrier")}};
-  CHECK(HangReportLines(s) == std::vector<std::string>{"all 2 ranks: in Barrier (waiting in __GI___poll), step 7"});
+  CHECK(HangReportLines(s) == std::vector<std::string>{"all 2 ranks: in Barrier (innermost: __GI___poll), step 7"});
   CHECK(OddHosts(s) == "every node");
   s.push_back({2, "w1", 6, "", "eu-stack: Operation not permitted"});
   CHECK(HangReportLines(s) == std::vector<std::string>{"rank 2 (w1): no stack (eu-stack: Operation not permitted), step 6",
-                                                       "2 others: in Barrier (waiting in __GI___poll), step 7"});
+                                                       "2 others: in Barrier (innermost: __GI___poll), step 7"});
   CHECK(StacksFileText({s[2]}) == "=== rank 2 (w1), step 6, no stack ===\neu-stack: Operation not permitted\n");
 }
 

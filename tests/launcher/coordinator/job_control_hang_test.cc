@@ -77,8 +77,8 @@ TEST_CASE("job control: a hung generation's stacks are taken before the stop, th
   CHECK(c.Count(0, MsgType::kStop) == 0);
   c.Send(1, MsgType::kStacks, StacksOf(1, "Spin").Encode());
   CHECK(Said(c, "hang stacks, generation 0 (every rank's in the job record):") == 1);
-  CHECK(Said(c, "  rank 3 (w1): in Spin (waiting in __GI___poll), step 40") == 1);
-  CHECK(Said(c, "  3 others: in gloo::AllreduceRing::run (waiting in __GI___poll), step 40") == 1);
+  CHECK(Said(c, "  rank 3 (w1): in Spin (innermost: __GI___poll), step 40") == 1);
+  CHECK(Said(c, "  3 others: in gloo::AllreduceRing::run (innermost: __GI___poll), step 40") == 1);
   CHECK(c.record().hang_stacks.find("=== rank 3 (w1), step 40, eu-stack ===\nPID 103") != std::string::npos);
   CHECK(c.Count(0, MsgType::kStop) == 1);
   c.ConfirmStops();
@@ -97,7 +97,7 @@ TEST_CASE("job control: an agent that does not answer is named after the collect
   CHECK(c.Count(0, MsgType::kStop) == 0);
   c.Advance(1.0);
   CHECK(Said(c, "  ranks 2, 3 (w1): no stack (no answer from w1 within 10 s), step 40") == 1);
-  CHECK(Said(c, "  2 others: in gloo::AllreduceRing::run (waiting in __GI___poll), step 40") == 1);
+  CHECK(Said(c, "  2 others: in gloo::AllreduceRing::run (innermost: __GI___poll), step 40") == 1);
   CHECK(c.Count(0, MsgType::kStop) == 1);
 }
 
