@@ -81,6 +81,10 @@ void AgentControl::OnFrame(const Frame& f) {
       for (const msg::AgentEnded& e : seams_.tree.Start(*m)) Send(wire::MsgType::kAgentEnded, e.Encode());
       return;
     }
+    case wire::MsgType::kDumpStacks: {
+      auto m = msg::DumpStacks::Decode(f.payload);
+      return m.ok() ? OnDumpStacks(*m) : bad(m.status());
+    }
     default:
       return Lost(fmt::format("unexpected message type {}", static_cast<int>(f.type)));
   }
@@ -176,6 +180,23 @@ void AgentControl::OnFetch(const msg::Fetch& m) {
   if (seams_.snapshots.on()) return seams_.snapshots.StartFetch(m);
   Send(wire::MsgType::kFetched,
        msg::Fetched{m.generation, m.step, m.id.set, 0, 0, "snapshots are off on this node"}.Encode());
+}
+
+// A hang (the coordinator's HangDetector): every running worker's stacks,
+// taken before anything is killed (stack_dump.h).
+void AgentControl::OnDumpStacks(const msg::DumpStacks& m) {
+  if (m.generation != generation_) return;  // stale: the coordinator moved on
+  std::vector<StackTarget> targets;
+  for (const Slot& s : slots_)
+    if (s.running) targets.push_back({s.rank, s.pid});
+  if (seams_.stacks) return seams_.stacks->Start(m.generation, std::move(targets), std::chrono::milliseconds(m.deadline_ms));
+  msg::Stacks none{m.generation, {}};
+  for (const StackTarget& t : targets) none.ranks.push_back({t.rank, t.pid, "", "this agent takes no stacks"});
+  Send(wire::MsgType::kStacks, none.Encode());
+}
+
+void AgentControl::OnStacksTaken(const msg::Stacks& m) {
+  if (m.generation == generation_) Send(wire::MsgType::kStacks, m.Encode());
 }
 
 void AgentControl::OnSnapshotEvents() { SendSnapshotMessages(); }

@@ -1,7 +1,8 @@
 // AgentControl: the agent's logic apart from any socket, process or real
 // time, the counterpart of the coordinator's JobControl. It obeys the
 // coordinator's frames (Reserve, Assign, Stop, Shutdown, the snapshot and
-// launch tree messages), relays its workers' output and ends, watches their
+// launch tree messages, DumpStacks: its running workers to the StackDumps
+// seam, the answer up as Stacks), relays its workers' output and ends, watches their
 // step heartbeats (a worker silent past the Assign's hang timeout is killed),
 // Pings the coordinator every heartbeat_interval (with a summary of the
 // ranks that stepped since the last, msg::Progress) and leaves when it is silent
@@ -61,6 +62,8 @@ class AgentControl {
   // token; it feeds the hang check and the rank's progress summary, sent
   // with the next Ping (msg::Progress, rank_summary.h).
   void OnStepBeat(const StepBeat& beat);
+  // The workers' stacks the StackDumps seam took (after a DumpStacks): to the coordinator.
+  void OnStacksTaken(const msg::Stacks& m);
   // A worker of the current generation ended.
   void OnWorkerExited(const WorkerExit& e);
   // A frame from `rank`'s worker over its control channel (WorkerReshaped).
@@ -115,6 +118,7 @@ class AgentControl {
   void Verdict(int rank, bool ok, const std::string& why);  // one worker's answer
   void MaybeFinishReshape(bool deadline_passed);
   void StartDeferredAssign();
+  void OnDumpStacks(const msg::DumpStacks& m);
   void SendSnapshotMessages();
   void SendLine(int rank, int stream, const std::string& line);
   void SendDueProgress(TimePoint now);

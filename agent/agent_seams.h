@@ -5,6 +5,7 @@
 //   WorkerLauncher      the node's worker processes and MASTER_PORT (ProcessLauncher: fork)
 //   NodeSnapshots       the snapshot keeper (KeeperSnapshots over SnapshotKeeper)
 //   LaunchTreeChildren  the agents this one starts for --fanout-tree (ChildAgents)
+//   StackDumps          the workers' stacks for a hang report (StackDumper); optional
 // AgentControl calls them from its own thread only and never re-entrantly
 // expects an event back from inside a call: what a call causes (a worker
 // exiting after SIGTERM, a child agent ending) comes back later as an event.
@@ -14,6 +15,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <utility>
@@ -126,12 +128,28 @@ class LaunchTreeChildren {
   virtual size_t running() const = 0;
 };
 
-// AgentControl's seams, all borrowed.
+// One worker whose stacks are wanted.
+struct StackTarget {
+  int rank = 0;
+  pid_t pid = 0;
+};
+
+class StackDumps {
+ public:
+  virtual ~StackDumps() = default;
+  // Begins taking `targets`' stacks within `budget`; the answer (a
+  // msg::Stacks of `generation`) comes back later as an event.
+  virtual void Start(uint32_t generation, std::vector<StackTarget> targets, std::chrono::milliseconds budget) = 0;
+};
+
+// AgentControl's seams, all borrowed; `stacks` may be null (dssim, tests):
+// then a DumpStacks is answered at once, every rank without a stack.
 struct AgentSeams {
   CoordinatorLink& link;
   WorkerLauncher& workers;
   NodeSnapshots& snapshots;
   LaunchTreeChildren& tree;
+  StackDumps* stacks = nullptr;
 };
 
 }  // namespace ds

@@ -60,7 +60,9 @@ Status AgentSession::Connect() {
   snapshots_ = std::make_unique<KeeperSnapshots>(
       SnapshotKeeper::Identity{opt_.job_id, facts.host, static_cast<uint32_t>(opt_.node_index), facts.addr});
   AgentControlOptions co{facts.host, opt_.heartbeat_interval, opt_.heartbeat_timeout};
-  control_ = std::make_unique<AgentControl>(co, AgentSeams{*this, *workers_, *snapshots_, children_}, clock_);
+  stacks_ = std::make_unique<StackDumper>();
+  control_ = std::make_unique<AgentControl>(co, AgentSeams{*this, *workers_, *snapshots_, children_, stacks_.get()},
+                                            clock_);
   DS_LOG(Info, Agent) << "registered as node " << opt_.node_index << " (" << facts.addr << ")";
   return Status::OK();
 }
@@ -99,6 +101,7 @@ void AgentSession::AddPollFds(std::vector<pollfd>* fds) const {
     fds->push_back({k->inotify_fd(), POLLIN, 0});
     fds->push_back({k->events_fd(), POLLIN, 0});
   }
+  if (stacks_) fds->push_back({stacks_->events_fd(), POLLIN, 0});
   children_.AddPollFds(fds);  // to the log, not the coordinator: no back-pressure
   if (workers_) workers_->AddControlFds(fds);
   // Back-pressure: with the coordinator this far behind, the workers wait.
@@ -125,6 +128,8 @@ void AgentSession::HandlePollResults(const std::vector<pollfd>& fds, size_t firs
       keeper->OnInotify();
     } else if (keeper && fd == keeper->events_fd()) {
       control_->OnSnapshotEvents();
+    } else if (stacks_ && fd == stacks_->events_fd()) {
+      if (auto m = stacks_->Take()) control_->OnStacksTaken(*m);
     } else if (children_.OnReadable(fd)) {
       // a launch tree command's output: relayed to the log
     } else if (workers_ && workers_->OnControlReadable(fd, [this](int rank, const Frame& f) {

@@ -32,6 +32,7 @@
 #include "agent/keeper_snapshots.h"
 #include "agent/outbox.h"
 #include "agent/process_launcher.h"
+#include "agent/stack_dump.h"
 #include "common/clock.h"
 #include "wire/client_conn.h"
 #include "wire/protocol.h"
@@ -95,6 +96,7 @@ class AgentSession final : private CoordinatorLink {
   // After Connect (they need the node's facts); control_ last, gone first.
   std::unique_ptr<ProcessLauncher> workers_;
   std::unique_ptr<KeeperSnapshots> snapshots_;
+  std::unique_ptr<StackDumper> stacks_;  // the workers' stacks for a hang report
   std::unique_ptr<AgentControl> control_;
 };
 

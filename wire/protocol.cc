@@ -359,6 +359,30 @@ DS_DECODE_BEGIN(Reshaped)
   m.micros = r.U32();
 DS_DECODE_END(Reshaped)
 
+Bytes DumpStacks::Encode() const { return PayloadWriter().U32(generation).U32(deadline_ms).Take(); }
+DS_DECODE_BEGIN(DumpStacks)
+  m.generation = r.U32();
+  m.deadline_ms = r.U32();
+DS_DECODE_END(DumpStacks)
+
+Bytes Stacks::Encode() const {
+  PayloadWriter w;
+  w.U32(generation).U32(static_cast<uint32_t>(ranks.size()));
+  for (const auto& s : ranks) w.I32(s.rank).I32(s.pid).Str(s.tool).Str(s.text);
+  return w.Take();
+}
+DS_DECODE_BEGIN(Stacks)
+  m.generation = r.U32();
+  for (uint32_t n = r.U32(); r.ok() && n > 0; --n) {
+    RankStack s;
+    s.rank = r.I32();
+    s.pid = r.I32();
+    s.tool = r.Str();
+    s.text = r.Str();
+    m.ranks.push_back(std::move(s));
+  }
+DS_DECODE_END(Stacks)
+
 Bytes WorkerReshape::Encode() const {
   return PayloadWriter().U32(generation).I32(rank).U32(world).I64(step).Str(set).Take();
 }

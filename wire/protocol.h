@@ -246,6 +246,24 @@ struct Reshaped {                 // agent -> coord: answer to Reshape
   uint32_t micros = 0;            // Reshape received -> last worker answered
   DS_MESSAGE(Reshaped);
 };
+// Hangs (issue 28; wire_format.md "Hang stacks"). Coordinator <-> agent:
+struct DumpStacks {               // coord -> agent: the job is hung, take every worker's stacks
+  uint32_t generation = 0;
+  uint32_t deadline_ms = 0;       // answer within this; a worker's dump still running then is cut off
+  DS_MESSAGE(DumpStacks);
+};
+struct RankStack {
+  int32_t rank = 0;
+  int32_t pid = 0;
+  std::string tool;               // "eu-stack", "gdb", or "" when no tool could take it
+  std::string text;               // the tool's output (at most kMaxStackBytes), or why there is none
+};
+inline constexpr size_t kMaxStackBytes = 32 * 1024;  // per rank: a deeper stack is cut, marked "[cut]"
+struct Stacks {                   // agent -> coord: answer to DumpStacks, one entry per running worker
+  uint32_t generation = 0;
+  std::vector<RankStack> ranks;
+  DS_MESSAGE(Stacks);
+};
 // Agent <-> one of its dstrain workers, over the worker's control channel
 // (DSLAUNCH_CONTROL_FD, a SOCK_SEQPACKET pair; one frame per packet, same
 // header; no handshake: only the agent holds the other end).

@@ -28,7 +28,8 @@ constexpr uint16_t kVersion = 8;  // 2: Assign and WorkerExited grew fields (iss
                                   //    Assign's warm spares (issue 31); snapshot counters (issue 27);
                                   // 8: in-place recovery: Reshape, Reshaped, WorkerReshape(d) (issue 27);
                                   //    Progress's save stall (issue 29);
-                                  //    Ping's stamp and echo: heartbeat round trips (issue 29)
+                                  //    Ping's stamp and echo: heartbeat round trips (issue 29);
+                                  //    hang stacks: DumpStacks, Stacks (issue 28)
 constexpr size_t kHeaderSize = 12;
 constexpr uint32_t kMaxPayload = 16u * 1024 * 1024;  // larger frames are rejected unread
 // Before AuthOk a frame is a Hello or an Auth, nothing larger: Hello is
@@ -86,6 +87,9 @@ enum class MsgType : uint16_t {
   kReshaped = 39,       // agent: every worker of the node answered (or why not)
   kWorkerReshape = 43,  // agent -> worker, over DSLAUNCH_CONTROL_FD
   kWorkerReshaped = 44, // worker -> agent
+  // Hangs (issue 28): every worker's stacks before anything is killed.
+  kDumpStacks = 45,     // coord -> agent: dump the generation's workers' stacks
+  kStacks = 46,         // agent: its workers' stacks (bounded), answer to DumpStacks
   // Agent <-> agent (role kPeer).
   kShardPut = 40,       // a shard's entry, crc32 and manifest; ShardData frames follow
   kShardData = 41,      // up to kMaxPayload bytes of a shard

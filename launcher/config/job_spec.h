@@ -18,6 +18,15 @@
 
 namespace ds {
 
+// Hangs (launcher/coordinator/hang_detector.h): no rank advanced for
+// max(hang_factor x the median step time, hang_floor) seconds; factor 0 = off.
+// Eviction of a slow node (launcher/coordinator/evict.h): out evict_cooldown s.
+// Only the coordinator reads them (common/defaults.h holds the defaults the
+// agent and the env registry share too).
+inline constexpr double kDefaultHangFactor = 0.0;
+inline constexpr double kDefaultHangFloor = 30.0;
+inline constexpr double kDefaultEvictCooldown = 600.0;
+
 struct ElasticOptions {
   int min_nodes = 1;                // below this the job fails
   int max_nodes = 0;                // 0 = every selected host; extra hosts wait as standbys
@@ -37,6 +46,11 @@ struct ElasticOptions {
   // in_place_deadline falls back to the full restart.
   bool in_place = false;
   double in_place_deadline = 5.0;   // seconds
+  double hang_factor = kDefaultHangFactor;  // hung: no rank advanced for max(hang_factor x the median step
+  double hang_floor = kDefaultHangFloor;    //   time, hang_floor s); stacks taken, then a failure; 0 = off
+  bool evict_slow = false;                  // a node reported slow is stopped out at the next snapshot
+                                            //   (a restart within max_restarts) ...
+  double evict_cooldown = kDefaultEvictCooldown;  // ... and not taken back for this many seconds
   bool min_nodes_set = false;       // min_nodes was written in the job file: start on the
                                     // reachable hosts when at least min_nodes of them are
 };

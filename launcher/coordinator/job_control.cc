@@ -31,7 +31,9 @@ JobControl::JobControl(const LaunchPlan& plan, CoordinatorOptions options, JobRe
       policy_(plan, names_, [this](const std::string& t) { Notice(t); }),
       master_port_(opt_.master_port), agents_(candidates_.size()),
       liveness_(candidates_.size(), Seconds(opt_.heartbeat_interval), Seconds(opt_.heartbeat_timeout)),
-      stragglers_({plan.job.elastic.slow_factor, plan.job.elastic.slow_window}) {
+      stragglers_({plan.job.elastic.slow_factor, plan.job.elastic.slow_window}),
+      hangs_({plan.job.elastic.hang_factor, plan.job.elastic.hang_floor}),
+      evictions_(plan.job.elastic.evict_slow, plan.job.elastic.evict_cooldown) {
   for (size_t i = 0; i < plan_.nodes.size(); ++i) gen_agents_.push_back(static_cast<int>(i));
   if (opt_.run_id.empty()) opt_.run_id = RandomHex(8);
   if (plan_.job.checkpoint.Snapshots(static_cast<int>(plan_.nodes.size())))
@@ -142,6 +144,11 @@ Status JobControl::OnAgentFrame(int node, const Frame& f) {
       if (static_cast<int>(m.generation) == generation_) OnReshaped(node, m);
       return Status::OK();
     }
+    case wire::MsgType::kStacks: {
+      DS_ASSIGN_OR_RETURN(msg::Stacks m, msg::Stacks::Decode(f.payload));
+      OnStacks(node, m);
+      return Status::OK();
+    }
     case wire::MsgType::kAgentEnded: {
       DS_ASSIGN_OR_RETURN(msg::AgentEnded m, msg::AgentEnded::Decode(f.payload));
       fleet_->OnAgentEnded(node, m);
@@ -172,6 +179,7 @@ void JobControl::OnProgress(int node, const msg::Progress& m) {
   if (state_ != CoordState::kRunning || now - last_judged_ < Seconds(opt_.heartbeat_interval)) return;
   last_judged_ = now;
   for (const std::string& line : stragglers_.Judge(progress_, names_, now)) Notice(line);
+  MarkSlowForEviction();
 }
 
 void JobControl::StartGeneration() {

@@ -49,7 +49,9 @@
 // Liveness, RestartPolicy and SnapshotGather. Agents are reached through AgentLink.
 // The agents' progress summaries fill a RankProgressView; a StragglerDetector
 // judges it when summaries arrive (at most once per heartbeat interval) and
-// its reports are notices.
+// its reports are notices. A HangDetector judges it from the timer; a hung
+// generation's stacks are collected from its agents before it is stopped
+// (job_control_hang.cc).
 // Tests drive it with fakes of all three, without sockets or sleeps.
 // Not thread-safe: call from one thread (the coordinator's io thread).
 #pragma once
@@ -68,7 +70,9 @@
 #include "launcher/coordinator/agent_link.h"
 #include "launcher/coordinator/assign_builder.h"
 #include "launcher/coordinator/deadline_timer.h"
+#include "launcher/coordinator/evict.h"
 #include "launcher/coordinator/fleet_events.h"
+#include "launcher/coordinator/hang_detector.h"
 #include "launcher/coordinator/kv_store.h"
 #include "launcher/coordinator/liveness.h"
 #include "launcher/coordinator/rank_progress.h"
@@ -240,6 +244,24 @@ class JobControl {
   // restarts), the restart it counted refunded; the caller stops the generation.
   void EndReshape(const std::string& why, bool restartable);
   void CheckReshapeDeadline(Clock::time_point now);
+  // job_control_hang.cc: a hung generation's stacks, then its failure.
+  struct StackCollection {
+    Clock::time_point deadline = Clock::time_point::max();  // max: not collecting
+    std::string why;                   // the detector's line, for the failure
+    std::vector<bool> answered;        // by node index
+    size_t waiting = 0;                // agents yet to answer
+    std::map<int, msg::RankStack> got;  // by rank
+  };
+  static constexpr double kStackCollectSeconds = 10.0;  // agents answer DumpStacks within this
+  bool collecting_stacks() const { return stacks_.deadline != Clock::time_point::max(); }
+  void CheckHang(Clock::time_point now);
+  void OnStacks(int node, const msg::Stacks& m);
+  void FinishStacks();
+  // job_control_evict.cc: elastic.evict_slow (evict.h).
+  void MarkSlowForEviction();
+  void OnHeldForEviction(int node, const msg::SnapshotHeld& m);
+  void Evict(const std::string& when);
+  std::vector<bool> RestartCandidates() const;  // AliveAgents less the evicted in their cooldown
   // job_control_join.cc: --nnodes MIN:MAX joined (options.start_nodes).
   void CheckLastCall(Clock::time_point now);  // starts on the registered nodes once the window is over
   void StartOnRegistered();                   // the first generation on the nodes registered so far
@@ -270,6 +292,10 @@ class JobControl {
   Liveness liveness_;                 // heartbeats: Pings and silence
   RankProgressView progress_;         // the current generation's ranks, from the agents' summaries
   StragglerDetector stragglers_;      // judges progress_: slow nodes, said as notices
+  HangDetector hangs_;                // judges progress_ from the timer: a hung generation
+  StackCollection stacks_;            // its stacks, while they are being collected
+  Evictions evictions_;               // elastic.evict_slow: slow nodes marked, evicted, cooling down
+  std::set<uint32_t> evict_said_;     // nodes judged for eviction this generation
   Clock::time_point last_judged_{};   // at most one judgement per heartbeat interval
   Clock::time_point start_time_;
   Clock::time_point last_call_ = Clock::time_point::max();  // start_nodes registered: start at this time

@@ -15,7 +15,7 @@ std::vector<bool> JobControl::AliveAgents() const {
 
 // Generation + 1 on the nodes the policy picked, the store cleared.
 void JobControl::Restart() {
-  auto next = policy_.Restart(AliveAgents(), record_, clock_.Now());
+  auto next = policy_.Restart(RestartCandidates(), record_, clock_.Now());
   if (!next.ok()) {  // cannot happen: MayRestart checked min_nodes
     Notice("not restarting: " + next.status().message());
     return Finish();
@@ -31,6 +31,10 @@ void JobControl::Restart() {
   record_.NewGeneration(generation_);
   progress_.NewGeneration();
   stragglers_.Reset();
+  hangs_.Reset();
+  evictions_.ClearMarks();
+  evict_said_.clear();
+  stacks_ = StackCollection{};  // one still being collected belonged to the generation that ended
   store_.Clear();  // the last generation's rendezvous keys must not leak into this one
   master_port_ = opt_.master_port;
   Notice(fmt::format("restart {}/{}: generation {} on {} node{}, world size {}, after {}", policy_.restarts(),

@@ -20,6 +20,7 @@ Status JobControl::OnSnapshotFrame(int node, const Frame& f) {
     case wire::MsgType::kSnapshotHeld: {
       DS_ASSIGN_OR_RETURN(msg::SnapshotHeld m, msg::SnapshotHeld::Decode(f.payload));
       if (gather_) gather_->OnHeld(node, m);
+      OnHeldForEviction(node, m);
       return Status::OK();
     }
     case wire::MsgType::kFetched: {

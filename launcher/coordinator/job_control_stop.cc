@@ -101,7 +101,7 @@ void JobControl::MaybeFinishStopping() {
     ++stop_cursor_;
   if (stop_cursor_ < agents_.size()) return;
   record_.all_stopped_time = clock_.Now();
-  if (restart_after_stop_ && policy_.MayRestart(record_, AliveAgents())) return Restart();
+  if (restart_after_stop_ && policy_.MayRestart(record_, RestartCandidates())) return Restart();
   Finish();
 }
 
@@ -128,6 +128,7 @@ void JobControl::OnTimer() {
   CheckLiveness(now);
   CheckStopDeadline(now);
   CheckReshapeDeadline(now);
+  CheckHang(now);
   Rearm();
 }
 
@@ -185,6 +186,7 @@ Clock::time_point JobControl::NextDeadline() const {
     next = std::min({next, start_time_ + Seconds(opt_.register_timeout), last_call_});
   if (state_ == CoordState::kStopping) next = std::min(next, StopDeadline());
   if (reshaping_) next = std::min(next, reshaping_->deadline);
+  if (state_ == CoordState::kRunning) next = std::min(next, stacks_.deadline);
   return next;
 }
 

@@ -107,6 +107,8 @@ class JobRecord {
   Clock::time_point all_stopped_time;
   // "snapshots: ... handed over, replicated ... MB/s" (checkpoint snapshots on), else "".
   std::string snapshot_summary;
+  // The last hang's stacks, every rank's (hang_report.h StacksFileText); "" = no hang.
+  std::string hang_stacks;
 
  private:
   LogMux* mux_;

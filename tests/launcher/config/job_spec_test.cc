@@ -405,6 +405,25 @@ TEST_CASE("job spec: elastic.in_place and in_place_deadline, their defaults and 
         "train.yaml:2:30: 'in_place_deadline': expected a duration between 10ms and 1h, got '2h'");
 }
 
+TEST_CASE("job spec: elastic.hang_factor, hang_floor, evict_slow and evict_cooldown, defaults and ranges", "[jobspec]") {
+  const JobSpec d = Parse("command: [x]\n");
+  CHECK(d.elastic.hang_factor == kDefaultHangFactor);
+  CHECK(d.elastic.hang_floor == kDefaultHangFloor);
+  CHECK_FALSE(d.elastic.evict_slow);
+  CHECK(d.elastic.evict_cooldown == kDefaultEvictCooldown);
+  const JobSpec j =
+      Parse("command: [x]\nelastic: {hang_factor: 10, hang_floor: 5s, evict_slow: true, evict_cooldown: 2m}\n");
+  CHECK(j.elastic.hang_factor == 10.0);
+  CHECK(j.elastic.hang_floor == 5.0);
+  CHECK(j.elastic.evict_slow);
+  CHECK(j.elastic.evict_cooldown == 120.0);
+  CHECK(ErrorOf("command: [x]\nelastic: {hang_factor: 1}\n") ==
+        "train.yaml:2:24: 'hang_factor': expected 0 (off) or a number from 1.1 to 100, got '1'");
+  CHECK(ErrorOf("command: [x]\nelastic: {hang_floor: 100ms}\n") ==
+        "train.yaml:2:23: 'hang_floor': expected a duration between 500ms and 24h, got '100ms'");
+  CHECK(ErrorOf("command: [x]\nelastic: {evict_slow: maybe}\n").find("'evict_slow'") != std::string::npos);
+}
+
 TEST_CASE("job file: python: preload lists the modules warm spares import; off by default") {
   CHECK(Parse("command: [python3, t.py]\n").python.preload.empty());
   CHECK(Parse("command: [python3, t.py]\npython: {preload: [torch, numpy, torch.distributed]}\n").python.preload ==

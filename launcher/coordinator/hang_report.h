@@ -1,0 +1,44 @@
+// The hang report: every rank's stacks (as the agents took them with
+// eu-stack or gdb, wire Stacks) grouped by where the rank's main thread is,
+// and the odd ones out said first, one line each:
+//   rank 5 (w2): in ds::rt::Mlp::Backward, step 1201
+//   7 others: in gloo::transport::tcp::UnboundBuffer::waitRecv (innermost: pthread_cond_wait), step 1201
+// Ranks group by "where" and last step. A rank's "where" is its main thread's frames with addresses, offsets,
+// arguments and symbol versions stripped (normalised: the same code stuck
+// at the same place reads the same on every node); its summary is the
+// innermost frame that is not a libc wait or syscall wrapper. The largest
+// group is "N others" (all ranks: "all N ranks"). Pure functions; thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ds {
+
+struct HangStack {
+  int rank = 0;
+  std::string host;   // what the user calls its node
+  int64_t step = -1;  // its last step (-1: none)
+  std::string tool;   // "eu-stack", "gdb"; "" = no stack (text says why)
+  std::string text;   // the tool's output
+};
+
+// The main thread's normalised frames of an eu-stack or gdb dump, innermost
+// first (empty when the text has no frame).
+std::vector<std::string> MainThreadFrames(const std::string& text);
+// "in <frame>" for the innermost frame that is not a wait, with " (innermost:
+// <frame>)" when a wait or libc internal (__name) is below it; "no stack (<why>)" without a stack.
+std::string WhereOf(const HangStack& s);
+// The report's lines, odd groups first (at most kMaxGroupLines of them), the
+// largest group last.
+std::vector<std::string> HangReportLines(const std::vector<HangStack>& stacks);
+// The hosts of the ranks outside the largest group, in the report's order;
+// "every node" when all ranks are in one group. The failure names them.
+std::string OddHosts(const std::vector<HangStack>& stacks);
+// Every rank's whole dump, for the log directory: a header per rank, then its text.
+std::string StacksFileText(const std::vector<HangStack>& stacks);
+
+inline constexpr size_t kMaxGroupLines = 8;
+
+}  // namespace ds

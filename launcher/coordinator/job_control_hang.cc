@@ -1,0 +1,103 @@
+// JobControl, the hang part (job_control.h): HangDetector (hang_detector.h)
+// judges the per-rank view from the timer; once it says the generation is
+// hung, every agent of the generation is asked for its workers' stacks
+// (DumpStacks) before anything is killed; when all answered or
+// kStackCollectSeconds passed, the grouped report (hang_report.h) is said,
+// every stack goes to <log_dir>/stacks.gen<G>.txt and the job record, and
+// the generation fails as any failure does (a restart within the budget).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "common/log.h"
+#include "launcher/coordinator/hang_report.h"
+#include "launcher/coordinator/job_control.h"
+
+namespace ds {
+namespace {
+
+// `text` into `path`, created 0600, never through a symbolic link (the log
+// directory is the user's, a file in it may be anyone's link); "" or why not.
+std::string WriteStacksFile(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return std::strerror(errno);
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  const std::string why = done == text.size() ? "" : std::strerror(errno);
+  ::close(fd);
+  return why;
+}
+
+}  // namespace
+
+void JobControl::CheckHang(Clock::time_point now) {
+  if (state_ != CoordState::kRunning) return;
+  if (collecting_stacks()) {
+    if (now >= stacks_.deadline) FinishStacks();
+    return;
+  }
+  std::optional<std::string> line = hangs_.Judge(progress_, gen_plan_.world_size, now);
+  if (!line) return;
+  Notice(*line);
+  stacks_ = StackCollection{};
+  stacks_.why = line->substr(0, line->find(';'));
+  stacks_.deadline = now + Seconds(kStackCollectSeconds);
+  stacks_.answered.assign(agents_.size(), true);
+  const Bytes ask = msg::DumpStacks{static_cast<uint32_t>(generation_),
+                                    static_cast<uint32_t>(kStackCollectSeconds * 1000 * 3 / 4)}.Encode();
+  for (int node : gen_agents_) {
+    if (!agents_[node].connected()) continue;
+    stacks_.answered[node] = false;
+    ++stacks_.waiting;
+    SendTo(node, wire::MsgType::kDumpStacks, ask);
+  }
+  if (stacks_.waiting == 0) FinishStacks();
+}
+
+void JobControl::OnStacks(int node, const msg::Stacks& m) {
+  if (!collecting_stacks() || state_ != CoordState::kRunning || static_cast<int>(m.generation) != generation_ ||
+      stacks_.answered[node])
+    return;
+  stacks_.answered[node] = true;
+  for (const msg::RankStack& s : m.ranks) stacks_.got[s.rank] = s;
+  if (--stacks_.waiting == 0) FinishStacks();
+}
+
+// The report, the file, the record; then the ordinary failure path.
+void JobControl::FinishStacks() {
+  StackCollection c = std::exchange(stacks_, StackCollection{});
+  if (state_ != CoordState::kRunning) return;  // the generation ended meanwhile: its own failure speaks
+  std::vector<HangStack> stacks;
+  for (const auto& [rank, w] : record_.workers()) {
+    HangStack h{rank, w.host, -1, "", fmt::format("no answer from {} within {} s", w.host, kStackCollectSeconds)};
+    for (const RankProgress& p : progress_.Ranks())
+      if (p.rank == rank) h.step = p.step;
+    if (auto it = c.got.find(rank); it != c.got.end()) {
+      h.tool = it->second.tool;
+      h.text = it->second.text;
+    }
+    stacks.push_back(std::move(h));
+  }
+  const std::string text = StacksFileText(stacks);
+  record_.hang_stacks = text;
+  std::string where = "the job record";
+  if (!plan_.job.log_dir.empty()) {
+    const std::string path = fmt::format("{}/stacks.gen{}.txt", plan_.job.log_dir, generation_);
+    const std::string why = WriteStacksFile(path, text);
+    where = why.empty() ? path : fmt::format("the job record ({} could not be written: {})", path, why);
+  }
+  Notice(fmt::format("hang stacks, generation {} (every rank's in {}):", generation_, where));
+  for (const std::string& line : HangReportLines(stacks)) Notice("  " + line);
+  Fail(OddHosts(stacks), c.why, 1, /*restartable=*/true);
+}
+
+}  // namespace ds
