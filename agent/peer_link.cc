@@ -31,8 +31,10 @@ constexpr size_t kReceiveStep = 256 * 1024;
 
 Deadline After(double seconds) { return std::chrono::steady_clock::now() + Seconds(seconds); }
 
-Result<UniqueFd> Open(const std::string& peer_addr, const PeerIdentity& me, Deadline deadline) {
-  DS_ASSIGN_OR_RETURN(UniqueFd fd, ConnectTcp(peer_addr, "", deadline));
+Result<UniqueFd> Open(const std::string& peer_addr, const PeerIdentity& me, Deadline deadline,
+                      SocketCancel* cancel = nullptr) {
+  DS_ASSIGN_OR_RETURN(UniqueFd fd, ConnectTcp(peer_addr, "", deadline, cancel));
+  SocketCancelScope cancellable(cancel, fd.get());
   msg::Hello hello{wire::Role::kPeer, me.host, me.job_id, me.node};
   DS_RETURN_IF_ERROR(ClientHandshake(fd.get(), hello, me.key, deadline));
   return fd;
@@ -155,9 +157,11 @@ void LowerThreadPriority() {
   ::syscall(SYS_ioprio_set, kIoprioWhoProcess, tid, kIoprioClassIdle << kIoprioClassShift);
 }
 
-Status SendShard(const std::string& peer_addr, const PeerIdentity& me, const ShardFile& file, Deadline deadline) {
+Status SendShard(const std::string& peer_addr, const PeerIdentity& me, const ShardFile& file, Deadline deadline,
+                 SocketCancel* cancel) {
   auto run = [&]() -> Status {
-    DS_ASSIGN_OR_RETURN(UniqueFd fd, Open(peer_addr, me, deadline));
+    DS_ASSIGN_OR_RETURN(UniqueFd fd, Open(peer_addr, me, deadline, cancel));
+    SocketCancelScope cancellable(cancel, fd.get());
     DS_RETURN_IF_ERROR(WriteShard(fd.get(), file, deadline));
     return ExpectFrame(ReadFrame(fd.get(), deadline), wire::MsgType::kStoreOk, "replica");
   };

@@ -41,8 +41,10 @@ struct PeerIdentity {
   std::string host;        // this agent's host name
 };
 
-// Sends the shard in `file` to the agent at `peer_addr` (host:port).
-Status SendShard(const std::string& peer_addr, const PeerIdentity& me, const ShardFile& file, Deadline deadline);
+// Sends the shard in `file` to the agent at `peer_addr` (host:port); a
+// Cancel() of `cancel` ends it at once (the connect included).
+Status SendShard(const std::string& peer_addr, const PeerIdentity& me, const ShardFile& file, Deadline deadline,
+                 SocketCancel* cancel = nullptr);
 // Asks the agent at `peer_addr` for shard `shard` of the save `set` of
 // `step` (the answer must be that shard of that save), its bytes written to
 // the sink `open` gives; returns what was received.

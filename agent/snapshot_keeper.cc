@@ -305,8 +305,9 @@ void SnapshotKeeper::PersistAndSend(const ShardFile& f, bool replicate) {
     targets = targets_;
   }
   for (const msg::ReplicaPeer& t : targets) {
+    if (sends_cancel_.cancelled()) break;  // a gather waits: the copies may go to a node that is gone
     const auto t0 = SteadyClock::now();
-    Status st = SendShard(t.peer_addr, peer_, f, SteadyClock::now() + Seconds(kTransferTimeout));
+    Status st = SendShard(t.peer_addr, peer_, f, SteadyClock::now() + Seconds(kTransferTimeout), &sends_cancel_);
     if (!st.ok()) {
       DS_LOG(Warn, Ckpt) << "snapshots: " << st.message();
       continue;
@@ -336,10 +337,12 @@ Result<ShardFile> SnapshotKeeper::Lookup(int64_t step, const std::string& set, u
 }
 
 void SnapshotKeeper::StartFetch(const msg::Fetch& m) {
+  sends_cancel_.Cancel();  // a replica under way (or queued) to a lost node must not hold up the gather
   Post([this, m] { Fetch(m); });
 }
 
 void SnapshotKeeper::Fetch(const msg::Fetch& m) {
+  sends_cancel_.Reset();  // the replicas queued before the gather were dropped; later ones go
   const auto t0 = SteadyClock::now();
   // This run's saves that lost to m's: newer steps, and other saves of the
   // same step (a timeline a restart abandoned). Other runs' saves stay on

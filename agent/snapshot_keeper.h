@@ -39,6 +39,7 @@
 #include "agent/snapshot_disk.h"
 #include "agent/snapshot_store.h"
 #include "wire/protocol.h"
+#include "wire/socket_cancel.h"
 
 namespace ds {
 
@@ -110,6 +111,7 @@ class SnapshotKeeper : private ShardService {
   std::unique_ptr<PeerServer> server_;
   UniqueFd inotify_;
   UniqueFd events_[2];                  // pipe: a byte per batch of outgoing messages
+  SocketCancel sends_cancel_;           // StartFetch cuts the replica under way short; the gather resets it
 
   std::mutex mu_;                       // guards everything below
   std::condition_variable cv_;

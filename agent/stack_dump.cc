@@ -9,11 +9,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include <fmt/format.h>
 
+#include "common/files.h"
 #include "common/log.h"
 #include "common/strings.h"
 #include "common/subprocess.h"
@@ -53,7 +56,34 @@ pid_t Spawn(const std::vector<std::string>& argv, int* read_fd, std::string* why
   return pid;
 }
 
+// The thread's name (its comm), "" when it is gone or unreadable.
+std::string ThreadName(pid_t pid, long tid) {
+  Result<std::string> read = ReadTextFile(fmt::format("/proc/{}/task/{}/comm", pid, tid), "thread name", 64);
+  if (!read.ok()) return "";
+  std::string name = std::move(*read);
+  while (!name.empty() && (name.back() == '\n' || name.back() == '\r')) name.pop_back();
+  return name;
+}
+
 }  // namespace
+
+std::string NameThreads(const std::string& text, const std::function<std::string(long tid)>& name_of) {
+  std::string out;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    const std::string line = text.substr(at, end - at);
+    long tid = 0;
+    std::string name;
+    if (std::sscanf(line.c_str(), "TID %ld", &tid) == 1 && line == fmt::format("TID {}:", tid) &&
+        !(name = name_of(tid)).empty())
+      out += fmt::format("TID {} ({}):", tid, Printable(name));
+    else
+      out += line;
+    if (end < text.size()) out += '\n';
+    at = end + 1;
+  }
+  return out;
+}
 
 std::string FindTool(const std::string& name, const std::string& path) {
   for (const std::string& dir : Split(path, ':')) {
@@ -134,7 +164,10 @@ void StackDumper::Dump(uint32_t generation, std::vector<StackTarget> targets,
       continue;
     }
     each.emplace_back([&, i] {
-      answer.ranks[i].text = RunBounded(StackCommand(eu_stack, gdb, targets[i].pid), msg::kMaxStackBytes, deadline);
+      const pid_t pid = targets[i].pid;
+      std::string text = RunBounded(StackCommand(eu_stack, gdb, pid), msg::kMaxStackBytes, deadline);
+      if (!eu_stack.empty()) text = NameThreads(text, [pid](long tid) { return ThreadName(pid, tid); });
+      answer.ranks[i].text = std::move(text);
     });
   }
   for (std::thread& t : each) t.join();

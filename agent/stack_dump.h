@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -39,6 +40,11 @@ std::string FindTool(const std::string& name, const std::string& path);
 // `deadline` ("[timed out]" appended). Blocking; any thread.
 std::string RunBounded(const std::vector<std::string>& argv, size_t max_bytes,
                        std::chrono::steady_clock::time_point deadline);
+// eu-stack's "TID 123:" headers as "TID 123 (name):", the name from
+// `name_of(123)` (the agent: /proc/PID/task/123/comm; "" leaves the header
+// as it is), so the hang report can find the training thread (gdb names
+// threads itself).
+std::string NameThreads(const std::string& eu_stack_text, const std::function<std::string(long tid)>& name_of);
 
 class StackDumper : public StackDumps {
  public:

@@ -1,5 +1,7 @@
 #include "runtime/worker_generations.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -13,6 +15,7 @@
 
 #include "common/dstrain_exit.h"
 #include "common/log.h"
+#include "common/training_thread.h"
 #include "runtime/device_failure.h"
 
 namespace ds::rt {
@@ -187,6 +190,7 @@ std::shared_ptr<Generation> StartGeneration(Worker& w, const Membership& m, std:
   g->rt = w.rt;
   g->reshape = std::move(reshape);
   *t = std::thread([g, &w] {
+    ::pthread_setname_np(::pthread_self(), kTrainingThreadName);  // what a hang report shows
     GenerationEnd end = RunGeneration(w, *g);
     {
       std::lock_guard<std::mutex> lock(g->mu);

@@ -42,7 +42,8 @@ Result<std::pair<std::string, int>> SplitHostPort(const std::string& addr) {
   return std::make_pair(host, static_cast<int>(*p));
 }
 
-Result<UniqueFd> ConnectTcp(const std::string& addr, const std::string& bind_addr, Deadline deadline) {
+Result<UniqueFd> ConnectTcp(const std::string& addr, const std::string& bind_addr, Deadline deadline,
+                            SocketCancel* cancel) {
   DS_ASSIGN_OR_RETURN(auto hp, SplitHostPort(addr));
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
@@ -53,6 +54,7 @@ Result<UniqueFd> ConnectTcp(const std::string& addr, const std::string& bind_add
 
   UniqueFd fd(::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (fd.get() < 0) return Status::IOError(fmt::format("{}: socket: {}", addr, std::strerror(errno)));
+  SocketCancelScope cancellable(cancel, fd.get());
   if (!bind_addr.empty()) {
     addrinfo* local = nullptr;
     hints.ai_flags = AI_NUMERICHOST;
@@ -79,6 +81,7 @@ Result<UniqueFd> ConnectTcp(const std::string& addr, const std::string& bind_add
   socklen_t len = sizeof(err);
   ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
   if (err != 0) return Status::Unavailable(fmt::format("{}: {}", addr, std::strerror(err)));
+  if (cancel && cancel->cancelled()) return Status::Unavailable(fmt::format("{}: connect cancelled", addr));
   int one = 1;
   ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   return fd;

@@ -10,6 +10,7 @@
 #include "common/unique_fd.h"
 #include "wire/frame_io.h"
 #include "wire/protocol.h"
+#include "wire/socket_cancel.h"
 
 namespace ds {
 
@@ -18,8 +19,11 @@ Result<std::pair<std::string, int>> SplitHostPort(const std::string& addr);
 
 // Connects to "host:port" (numeric or resolvable host). `bind_addr` ("" =
 // any) is the local address to connect from. Errors: "<addr>: connection
-// refused", "<addr>: timed out after Ns".
-Result<UniqueFd> ConnectTcp(const std::string& addr, const std::string& bind_addr, Deadline deadline);
+// refused", "<addr>: timed out after Ns". With `cancel`, the socket is
+// attached to it while connecting (a Cancel() ends the connect at once);
+// the caller attaches the returned one again for what follows.
+Result<UniqueFd> ConnectTcp(const std::string& addr, const std::string& bind_addr, Deadline deadline,
+                            SocketCancel* cancel = nullptr);
 
 // Runs the client handshake on `fd` with `key` (secret or store token).
 // PermissionDenied when the server refuses the proof or answers with a bad

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/strings.h"
+#include "common/training_thread.h"
 
 namespace ds {
 namespace {
@@ -78,24 +79,33 @@ std::string Who(const std::vector<const HangStack*>& g) {
 
 }  // namespace
 
-std::vector<std::string> MainThreadFrames(const std::string& text) {
-  std::vector<std::string> frames;
-  bool seen_thread = false;
+std::vector<std::string> RankThreadFrames(const std::string& text) {
+  // Each thread's frames; the first thread listed is the main one (eu-stack:
+  // TID == PID; gdb: its bt, or Thread 1).
+  const std::string training = std::string("(") + kTrainingThreadName + "):";       // eu-stack, named by the agent
+  const std::string training_gdb = std::string("\"") + kTrainingThreadName + "\")";  // gdb's own
+  std::vector<std::vector<std::string>> threads(1);
+  size_t chosen = 0;
+  bool named = false;
   for (const std::string& line : Split(text, '\n')) {
     if (IsThreadHeader(line)) {
-      if (seen_thread) break;  // the first thread listed is the main one (eu-stack: TID == PID; gdb: Thread 1)
-      seen_thread = true;
+      if (!threads.back().empty()) threads.emplace_back();
+      if (!named && (line.find(training) != std::string::npos || line.find(training_gdb) != std::string::npos)) {
+        chosen = threads.size() - 1;
+        named = true;
+      }
       continue;
     }
     std::string f = FrameName(line);
-    if (!f.empty()) frames.push_back(std::move(f));
+    if (!f.empty()) threads.back().push_back(std::move(f));
   }
-  return frames;
+  if (!named) chosen = threads.front().empty() && threads.size() > 1 ? 1 : 0;
+  return threads[chosen];
 }
 
 std::string WhereOf(const HangStack& s) {
   if (s.tool.empty()) return fmt::format("no stack ({})", Printable(FirstLine(s.text)));
-  const std::vector<std::string> frames = MainThreadFrames(s.text);
+  const std::vector<std::string> frames = RankThreadFrames(s.text);
   if (frames.empty()) return "no frames";
   auto shown = [](const std::string& f) { return Printable(f.size() > 120 ? f.substr(0, 117) + "..." : f); };
   for (const std::string& f : frames) {
@@ -107,14 +117,14 @@ std::string WhereOf(const HangStack& s) {
 
 namespace {
 
-// The ranks grouped by their normalised main thread and last step (a rank
+// The ranks grouped by their normalised training (or main) thread and last step (a rank
 // stopped inside the collective everyone waits in reads like them, but it
 // is a step behind), the largest group last (among equals the lowest rank
 // last, so the odd ones print first).
 std::vector<std::vector<const HangStack*>> Groups(const std::vector<HangStack>& stacks) {
   std::map<std::string, std::vector<const HangStack*>> by_stack;
   for (const HangStack& s : stacks) {
-    const std::string where = s.tool.empty() ? "\x01" + WhereOf(s) : Join(MainThreadFrames(s.text), "\n");
+    const std::string where = s.tool.empty() ? "\x01" + WhereOf(s) : Join(RankThreadFrames(s.text), "\n");
     by_stack[where + "\n@" + std::to_string(s.step)].push_back(&s);
   }
   std::vector<std::vector<const HangStack*>> groups;

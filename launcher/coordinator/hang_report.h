@@ -1,9 +1,9 @@
 // The hang report: every rank's stacks (as the agents took them with
-// eu-stack or gdb, wire Stacks) grouped by where the rank's main thread is,
+// eu-stack or gdb, wire Stacks) grouped by where the rank's training (or main) thread is,
 // and the odd ones out said first, one line each:
 //   rank 5 (w2): in ds::rt::Mlp::Backward, step 1201
 //   7 others: in gloo::transport::tcp::UnboundBuffer::waitRecv (innermost: pthread_cond_wait), step 1201
-// Ranks group by "where" and last step. A rank's "where" is its main thread's frames with addresses, offsets,
+// Ranks group by "where" and last step. A rank's "where" is its RankThreadFrames with addresses, offsets,
 // arguments and symbol versions stripped (normalised: the same code stuck
 // at the same place reads the same on every node); its summary is the
 // innermost frame that is not a libc wait or syscall wrapper. The largest
@@ -24,9 +24,11 @@ struct HangStack {
   std::string text;   // the tool's output
 };
 
-// The main thread's normalised frames of an eu-stack or gdb dump, innermost
-// first (empty when the text has no frame).
-std::vector<std::string> MainThreadFrames(const std::string& text);
+// The normalised frames, innermost first, of the thread of an eu-stack or gdb
+// dump that shows where the rank is: the one named kTrainingThreadName
+// (common/training_thread.h: dstrain trains on it while its main thread
+// waits), else the main thread (empty when the text has no frame).
+std::vector<std::string> RankThreadFrames(const std::string& text);
 // "in <frame>" for the innermost frame that is not a wait, with " (innermost:
 // <frame>)" when a wait or libc internal (__name) is below it; "no stack (<why>)" without a stack.
 std::string WhereOf(const HangStack& s);

@@ -8,7 +8,10 @@
 // another save of the same step.
 #include "agent/snapshot_keeper.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -147,6 +150,37 @@ TEST_CASE("snapshot keeper: a standby gathers a step from its peers' memory and 
   c.keeper->StartFetch(msg::Fetch{4, 90, later, {{0, 0, a.keeper->peer_addr()}}});
   REQUIRE(c.WaitFor([&] { return c.fetched.size() == 2; }));
   CHECK_THAT(c.fetched[1].error, Catch::Contains("fetching shard 0 of step 90"));
+}
+
+// A TCP listener that never accepts: the kernel completes a connect, and
+// the sender then waits for a handshake that never comes (a node that went
+// silent mid-replication).
+UniqueFd SilentListener(std::string* addr) {
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(sa);
+  REQUIRE(::bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), len) == 0);
+  REQUIRE(::listen(fd.get(), 16) == 0);
+  REQUIRE(::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&sa), &len) == 0);
+  *addr = "127.0.0.1:" + std::to_string(ntohs(sa.sin_port));
+  return fd;
+}
+
+TEST_CASE("snapshot keeper: a gather never waits for a replica stuck on a silent node", "[snapshots]") {
+  Node a(0), b(1);
+  std::string silent;
+  UniqueFd listener = SilentListener(&silent);
+  a.keeper->SetTargets(msg::Replicate{1, {{2, silent}}});
+  a.HandOff(50, 0, 2, "zero");
+  REQUIRE(a.WaitFor([&] { return a.Reported(50, 0, 2); }));  // persisted: its replica is under way, stuck
+  const msg::SnapshotId id = b.HandOff(80, 1, 2, "one");
+  REQUIRE(b.WaitFor([&] { return b.Reported(80, 1, 2); }));
+  a.keeper->StartFetch(msg::Fetch{3, 80, id, {{1, 1, b.keeper->peer_addr()}}});
+  REQUIRE(a.WaitFor([&] { return !a.fetched.empty(); }));  // within WaitFor's 10 s, not the send's 60 s
+  CHECK(a.fetched[0].error == "");
+  CHECK(ReadFile(a.MemoryDir(80, id) + "/shard_1.bin") == "one");
 }
 
 TEST_CASE("snapshot keeper: a new agent finds the node's disk, and a fetch drops newer steps", "[snapshots]") {

@@ -26,6 +26,14 @@ TEST_CASE("stack dump: tools are looked for on the path; eu-stack first, gdb in 
   CHECK(StackCommand("", "", 42).empty());
 }
 
+TEST_CASE("stack dump: eu-stack's thread headers get the threads' names, nothing else changes") {
+  auto names = [](long tid) { return tid == 11 ? std::string("ds-train") : tid == 12 ? std::string("a\x1b[2J") : ""; };
+  CHECK(NameThreads("PID 10 - process\nTID 10:\n#0  0x1 main\nTID 11:\n#0  0x2 gloo::Loop\nTID 12:\nTID 11: x\n", names) ==
+        "PID 10 - process\nTID 10:\n#0  0x1 main\nTID 11 (ds-train):\n#0  0x2 gloo::Loop\nTID 12 (a\\x1b[2J):\nTID 11: x\n");
+  CHECK(NameThreads("TID 11:", names) == "TID 11 (ds-train):");  // no newline at the end stays so
+  CHECK(NameThreads("", names).empty());
+}
+
 TEST_CASE("stack dump: output is cut at the bound; a tool past the deadline is killed") {
   const std::string cut = RunBounded({"/bin/sh", "-c", "head -c 100000 /dev/zero | tr '\\0' x"}, 1000,
                                      std::chrono::steady_clock::now() + 60s);

@@ -18,7 +18,7 @@ std::string EuStack(int pid, const std::string& inner) {
 }
 
 TEST_CASE("hang report: eu-stack and gdb frames normalise to function names, main thread only", "[hang]") {
-  CHECK(MainThreadFrames(EuStack(10, "gloo::AllreduceRing<float>::run")) ==
+  CHECK(RankThreadFrames(EuStack(10, "gloo::AllreduceRing<float>::run")) ==
         std::vector<std::string>{"__GI___poll", "gloo::AllreduceRing<float>::run", "ds::rt::Train", "main"});
   const std::string gdb =
       "Thread 1 (Thread 0x7f12 (LWP 77) \"dstrain\"):\n"
@@ -26,13 +26,26 @@ TEST_CASE("hang report: eu-stack and gdb frames normalise to function names, mai
       "#1  0x00007f2 in Spin (n=3) at spin.c:4\n"
       "#2  0x00007f3 in main () at spin.c:9\n"
       "Thread 2 (Thread 0x7f13 (LWP 78)):\n#0  0x1 in other () at o.c:1\n";
-  CHECK(MainThreadFrames("TID 5:\n#0  0x1 __send\n#1  0x2 ds::(anonymous namespace)::Ship(int) - /x/dstrain\n") ==
+  CHECK(RankThreadFrames("TID 5:\n#0  0x1 __send\n#1  0x2 ds::(anonymous namespace)::Ship(int) - /x/dstrain\n") ==
         std::vector<std::string>{"__send", "ds::{anon}::Ship"});
-  CHECK(MainThreadFrames(gdb) == std::vector<std::string>{"clock_nanosleep", "Spin", "main"});
+  CHECK(RankThreadFrames(gdb) == std::vector<std::string>{"clock_nanosleep", "Spin", "main"});
   CHECK(WhereOf({0, "w0", 5, "gdb", gdb}) == "in Spin (innermost: clock_nanosleep)");
   CHECK(WhereOf({0, "w0", 5, "gdb", "#0  0x1 in Spin (n=3) at spin.c:4\n"}) == "in Spin");
   CHECK(WhereOf({0, "w0", 5, "", "eu-stack and gdb not found on w0"}) ==
         "no stack (eu-stack and gdb not found on w0)");
+}
+
+TEST_CASE("hang report: the training thread (ds-train) speaks for a rank whose main thread waits for it", "[hang]") {
+  const std::string eu =
+      "PID 10 - process\nTID 10:\n#0  0x1 __futex_abstimed_wait_common\n#1  0x2 std::thread::join()\n#2  0x3 main\n"
+      "TID 11 (dstrain):\n#0  0x4 epoll_wait\nTID 12 (ds-train):\n#0  0x5 __recv\n#1  0x6 gloo::transport::tcp::Pair::read\n";
+  CHECK(RankThreadFrames(eu) == std::vector<std::string>{"__recv", "gloo::transport::tcp::Pair::read"});
+  CHECK(WhereOf({1, "w1", 7, "eu-stack", eu}) == "in gloo::transport::tcp::Pair::read (innermost: __recv)");
+  const std::string gdb =
+      "#0  0x1 in __futex_abstimed_wait_common () from libc.so.6\n#1  0x2 in main ()\n"
+      "Thread 1 (Thread 0x7f12 (LWP 77) \"dstrain\"):\n#0  0x1 in __futex_abstimed_wait_common ()\n"
+      "Thread 2 (Thread 0x7f13 (LWP 78) \"ds-train\"):\n#0  0x9 in ds::rt::Mlp::Backward (this=0x1) at m.cc:3\n";
+  CHECK(RankThreadFrames(gdb) == std::vector<std::string>{"ds::rt::Mlp::Backward"});
 }
 
 TEST_CASE("hang report: the odd rank first, then the others as one line", "[hang]") {
