@@ -142,13 +142,16 @@ start_job --log-dir "$work/logs" collective.yaml
 wait_for 60 stepped || fail "collective: no checkpoint within 60 s"
 # Stopped where it computes, not inside the allreduce the others wait in
 # (there its stack and step read like theirs): stopped again until eu-stack
-# shows it outside gloo, at most 50 tries.
+# shows its training thread (named ds-train) outside gloo, at most 50 tries.
 stop_outside_gloo() {
-  local pid=$1 try
+  local pid=$1 try tid
   for try in $(seq 50); do
     kill -STOP "$pid" || return 1
     command -v eu-stack >/dev/null || return 0
-    eu-stack -p "$pid" 2>/dev/null | awk '/^TID/ {n++} n == 1' | grep -q "gloo::" || return 0
+    tid=$(grep -lx ds-train /proc/"$pid"/task/*/comm 2>/dev/null | head -1 | cut -d/ -f5)
+    [ -n "$tid" ] || return 1
+    eu-stack -p "$pid" 2>/dev/null | awk -v t="TID $tid:" '$0 == t {p = 1; next} /^TID/ {p = 0} p' |
+      grep -q "gloo::" || return 0
     kill -CONT "$pid"
   done
   return 1
