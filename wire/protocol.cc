@@ -211,6 +211,24 @@ Status CheckId(const PayloadReader& r, const SnapshotId& id, const char* what) {
   if (problem.empty()) return Status::OK();
   return Status::InvalidArgument(fmt::format("{} payload: {}", what, problem));
 }
+
+// Fetch's and Reshape's shard sources: u32 n, n x {u32 shard, u32 node, str peer_addr}.
+PayloadWriter& PutSources(PayloadWriter& w, const std::vector<ShardSource>& sources) {
+  w.U32(static_cast<uint32_t>(sources.size()));
+  for (const auto& s : sources) w.U32(s.shard).U32(s.node).Str(s.peer_addr);
+  return w;
+}
+std::vector<ShardSource> GetSources(PayloadReader& r) {
+  std::vector<ShardSource> sources;
+  for (uint32_t n = r.U32(); r.ok() && n > 0; --n) {
+    ShardSource s;
+    s.shard = r.U32();
+    s.node = r.U32();
+    s.peer_addr = r.Str();
+    sources.push_back(std::move(s));
+  }
+  return sources;
+}
 PayloadWriter& PutEntry(PayloadWriter& w, const ShardEntry& e) {
   w.I64(e.step).U32(e.shard);
   return PutId(w, e.id).U32(e.origin).U8(e.tier).I64(static_cast<int64_t>(e.bytes));
@@ -279,8 +297,7 @@ DS_DECODE_END(SnapshotHeld)
 Bytes Fetch::Encode() const {
   PayloadWriter w;
   w.U32(generation).I64(step);
-  PutId(w, id).U32(static_cast<uint32_t>(sources.size()));
-  for (const auto& s : sources) w.U32(s.shard).U32(s.node).Str(s.peer_addr);
+  PutSources(PutId(w, id), sources);
   return w.Take();
 }
 DS_DECODE_BEGIN(Fetch)
@@ -288,13 +305,7 @@ DS_DECODE_BEGIN(Fetch)
   m.step = r.I64();
   m.id = GetId(r);
   if (m.step >= 0) DS_RETURN_IF_ERROR(CheckId(r, m.id, "Fetch"));
-  for (uint32_t n = r.U32(); r.ok() && n > 0; --n) {
-    ShardSource s;
-    s.shard = r.U32();
-    s.node = r.U32();
-    s.peer_addr = r.Str();
-    m.sources.push_back(std::move(s));
-  }
+  m.sources = GetSources(r);
 DS_DECODE_END(Fetch)
 
 Bytes Fetched::Encode() const {
@@ -314,8 +325,7 @@ Bytes Reshape::Encode() const {
   w.U32(generation).I64(step);
   PutId(w, id).U32(world).U32(static_cast<uint32_t>(moves.size()));
   for (const auto& mv : moves) w.I32(mv.old_rank).I32(mv.new_rank);
-  w.U32(static_cast<uint32_t>(sources.size()));
-  for (const auto& s : sources) w.U32(s.shard).U32(s.node).Str(s.peer_addr);
+  PutSources(w, sources);
   return w.U32(deadline_ms).Take();
 }
 DS_DECODE_BEGIN(Reshape)
@@ -330,13 +340,7 @@ DS_DECODE_BEGIN(Reshape)
     mv.new_rank = r.I32();
     m.moves.push_back(mv);
   }
-  for (uint32_t n = r.U32(); r.ok() && n > 0; --n) {
-    ShardSource s;
-    s.shard = r.U32();
-    s.node = r.U32();
-    s.peer_addr = r.Str();
-    m.sources.push_back(std::move(s));
-  }
+  m.sources = GetSources(r);
   m.deadline_ms = r.U32();
 DS_DECODE_END(Reshape)
 
