@@ -49,11 +49,11 @@ namespace fs = std::filesystem;
 constexpr int64_t kSteps = 150;
 constexpr char kRun[] = "abc123";
 
-std::string Config(int stage) {
+std::string Config(int stage, int64_t steps = kSteps) {
   return "trainer:\n"
          "  model: {layers: [32, 64, 64, 8]}\n"
          "  data: {dataset: synthetic, samples: 3000, features: 32, classes: 8}\n"
-         "  max_steps: " + std::to_string(kSteps) + "\n"
+         "  max_steps: " + std::to_string(steps) + "\n"
          "  checkpoint: {every_steps: 10}\n"
          "  config: {train_batch_size: 48, optimizer: {type: Adam, params: {lr: 0.01}},\n"
          "           zero_optimization: {stage: " + std::to_string(stage) + "}}\n";
@@ -78,8 +78,8 @@ Rank Spawn(std::vector<std::string> env, const std::string& out, bool with_contr
 }
 
 std::vector<std::string> Env(const std::string& dir, const std::string& snapshots, int stage, int rank, int world,
-                             int generation) {
-  return {"DSLAUNCH_TRAINER_CONFIG=" + Config(stage), "RANK=" + std::to_string(rank),
+                             int generation, int64_t steps = kSteps) {
+  return {"DSLAUNCH_TRAINER_CONFIG=" + Config(stage, steps), "RANK=" + std::to_string(rank),
           "WORLD_SIZE=" + std::to_string(world), "DSLAUNCH_STORE_PATH=" + dir + "/store", "DSLAUNCH_STORE_ADDR=",
           "DSLAUNCH_JOB_ID=reshape", "DSLAUNCH_GENERATION=" + std::to_string(generation),
           "DSLAUNCH_RUN_ID=" + std::string(kRun), "DSLAUNCH_SNAPSHOT_DIR=" + snapshots,
@@ -342,7 +342,8 @@ TEST_CASE("a reshape to a save that is not there is answered ok 0 with why, and 
   ds::testing::TempDir dir("dstrain-reshape");
   auto store = SnapshotStore::Create(dir.path());
   REQUIRE(store.ok());
-  Rank rank = Spawn(Env(dir.path(), (*store)->dir(), 0, 0, 1, 0), dir / "out0", true);
+  // Training until told (one rank alone runs kSteps in a few ms: it could end before the request).
+  Rank rank = Spawn(Env(dir.path(), (*store)->dir(), 0, 0, 1, 0, int64_t{1} << 40), dir / "out0", true);
   REQUIRE(WaitForSave((*store)->incoming_dir(), 1, steady_clock::now() + seconds(60)));
   Send(rank, msg::WorkerReshape{2, 0, 1, 10, "0123456789abcdef"});
   Result<msg::WorkerReshaped> answer = Receive(rank.control);
