@@ -16,6 +16,11 @@ inline constexpr double kDefaultHangTimeout = 0.0;        // a stalled step hear
 // kDefaultSlowFactor x their peers' median for kDefaultSlowWindow seconds is reported.
 inline constexpr double kDefaultSlowFactor = 1.5;
 inline constexpr double kDefaultSlowWindow = 2.0;
+// Slow links (launcher/coordinator/slow_link.h): a node whose heartbeat round
+// trip stays above kDefaultSlowLinkFactor x the other nodes' median, and
+// kDefaultSlowLinkFloor seconds above it, is reported.
+inline constexpr double kDefaultSlowLinkFactor = 4.0;
+inline constexpr double kDefaultSlowLinkFloor = 0.01;
 // Every agent must register within connect timeout + this (the coordinator's
 // register deadline); until then an agent retries a coordinator that resets,
 // refuses or does not answer its connection (thousands arriving at once).

@@ -29,6 +29,7 @@ const std::vector<std::string> kElasticKeys = {"min_nodes", "max_nodes", "max_re
                                                "heartbeat_interval", "heartbeat_timeout",
                                                "hang_timeout", "rejoin", "max_host_failures",
                                                "host_cooldown", "slow_factor", "slow_window",
+                                               "slow_link_factor", "slow_link_floor",
                                                "in_place", "in_place_deadline",
                                                "hang_factor", "hang_floor", "evict_slow", "evict_cooldown"};
 // elastic.in_place_deadline: Reshape carries it in milliseconds (u32).
@@ -36,6 +37,7 @@ constexpr DurationRange kInPlaceDeadlineRange{0.01, 3600};  // 10ms .. 1h
 // Ranges of the coordinator-only durations (docs/usage.md's table).
 constexpr DurationRange kHangFloorRange{0.5, 86400};     // 500ms .. 24h
 constexpr DurationRange kEvictCooldownRange{0, 604800};  // 0 .. 168h
+constexpr DurationRange kSlowLinkFloorRange{0.001, 60};   // 1ms .. 1m
 const std::vector<std::string> kNetworkKeys = {"interface", "master_addr", "master_port"};
 const std::vector<std::string> kCheckpointKeys = {"dir", "shared", "replicas", "keep"};
 const std::vector<std::string> kPythonKeys = {"preload"};
@@ -94,7 +96,7 @@ class JobFileReader {
     return static_cast<int>(*v);
   }
 
-  // elastic.slow_factor, hang_factor: 0 (off) or a number from 1.1 to 100.
+  // elastic.slow_factor, slow_link_factor, hang_factor: 0 (off) or a number from 1.1 to 100.
   Result<double> Factor(const YAML::Node& n, const std::string& key) const {
     double v = -1;
     if (n.IsScalar()) {
@@ -238,6 +240,8 @@ class JobFileReader {
       else if (k == "host_cooldown") { DS_ASSIGN_OR_RETURN(e.host_cooldown, Seconds(v, k, kHostCooldownRange)); }
       else if (k == "slow_factor") { DS_ASSIGN_OR_RETURN(e.slow_factor, Factor(v, k)); }
       else if (k == "slow_window") { DS_ASSIGN_OR_RETURN(e.slow_window, Seconds(v, k, kSlowWindowRange)); }
+      else if (k == "slow_link_factor") { DS_ASSIGN_OR_RETURN(e.slow_link_factor, Factor(v, k)); }
+      else if (k == "slow_link_floor") { DS_ASSIGN_OR_RETURN(e.slow_link_floor, Seconds(v, k, kSlowLinkFloorRange)); }
       else if (k == "in_place") { DS_ASSIGN_OR_RETURN(e.in_place, Bool(v, k)); }
       else if (k == "in_place_deadline") { DS_ASSIGN_OR_RETURN(e.in_place_deadline, Seconds(v, k, kInPlaceDeadlineRange)); }
       else if (k == "hang_factor") { DS_ASSIGN_OR_RETURN(e.hang_factor, Factor(v, k)); }

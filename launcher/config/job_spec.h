@@ -41,6 +41,9 @@ struct ElasticOptions {
   double slow_factor = kDefaultSlowFactor;  // a node above this x its peers' median compute (or step)
                                             // time for slow_window is reported slow; 0 = off
   double slow_window = kDefaultSlowWindow;  // seconds
+  double slow_link_factor = kDefaultSlowLinkFactor;  // a node whose heartbeat round trip stays above this x
+  double slow_link_floor = kDefaultSlowLinkFloor;    //   the other nodes' median, and this many seconds
+                                                     //   above it, is reported (its link is slow); 0 = off
   // In-place recovery (dstrain with snapshots only, else ignored with a
   // notice): survivors keep their processes; anything not confirmed within
   // in_place_deadline falls back to the full restart.

@@ -31,7 +31,8 @@ JobControl::JobControl(const LaunchPlan& plan, CoordinatorOptions options, JobRe
       policy_(plan, names_, [this](const std::string& t) { Notice(t); }),
       master_port_(opt_.master_port), agents_(candidates_.size()),
       liveness_(candidates_.size(), Seconds(opt_.heartbeat_interval), Seconds(opt_.heartbeat_timeout)),
-      stragglers_({plan.job.elastic.slow_factor, plan.job.elastic.slow_window}),
+      stragglers_({plan.job.elastic.slow_factor, plan.job.elastic.slow_window, opt_.heartbeat_interval}),
+      slow_links_({plan.job.elastic.slow_link_factor, plan.job.elastic.slow_link_floor}),
       hangs_({plan.job.elastic.hang_factor, plan.job.elastic.hang_floor}),
       evictions_(plan.job.elastic.evict_slow, plan.job.elastic.evict_cooldown) {
   for (size_t i = 0; i < plan_.nodes.size(); ++i) gen_agents_.push_back(static_cast<int>(i));
@@ -80,6 +81,7 @@ Status JobControl::OnRegister(const msg::Register& facts, std::shared_ptr<AgentL
   a.lost = false;
   a.stopped = true;
   liveness_.Watch(node, clock_.Now());
+  slow_links_.Forget(static_cast<uint32_t>(node));
   if (gather_) SendTo(node, wire::MsgType::kSnapshotSetup, gather_->Setup(node).Encode());
   fleet_->OnAgentRegistered(node);
   if (rejoin || late) {
@@ -104,6 +106,7 @@ Status JobControl::OnAgentFrame(int node, const Frame& f) {
     case wire::MsgType::kPing: {
       DS_ASSIGN_OR_RETURN(msg::Ping m, msg::Ping::Decode(f.payload));
       liveness_.Echoed(node, m.echo_micros, clock_.Now());
+      if (m.echo_micros != 0) slow_links_.OnRoundTrip(static_cast<uint32_t>(node), liveness_.RoundTrip(node));
       return Status::OK();
     }
     case wire::MsgType::kReserved: {

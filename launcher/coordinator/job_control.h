@@ -76,6 +76,7 @@
 #include "launcher/coordinator/kv_store.h"
 #include "launcher/coordinator/liveness.h"
 #include "launcher/coordinator/rank_progress.h"
+#include "launcher/coordinator/slow_link.h"
 #include "launcher/coordinator/restart_policy.h"
 #include "launcher/coordinator/snapshot_gather.h"
 #include "launcher/coordinator/straggler.h"
@@ -186,8 +187,9 @@ class JobControl {
   Clock::time_point start_time() const { return start_time_; }
   // The snapshot figures (snapshot_tally.h); null with snapshots off.
   const SnapshotTally* snapshots() const { return gather_ ? &gather_->tally() : nullptr; }
-  // The nodes (by index) reported slow this generation and not recovered.
-  std::vector<uint32_t> slow_nodes() const { return stragglers_.Slow(); }
+  // The nodes (by index) reported slow (a straggler this generation, or a
+  // slow link) and not recovered, in node order.
+  std::vector<uint32_t> slow_nodes() const;
 
  private:
   struct Agent {
@@ -292,6 +294,7 @@ class JobControl {
   Liveness liveness_;                 // heartbeats: Pings and silence
   RankProgressView progress_;         // the current generation's ranks, from the agents' summaries
   StragglerDetector stragglers_;      // judges progress_: slow nodes, said as notices
+  SlowLinkDetector slow_links_;       // judges the heartbeat round trips: slow links, said as notices
   HangDetector hangs_;                // judges progress_ from the timer: a hung generation
   StackCollection stacks_;            // its stacks, while they are being collected
   Evictions evictions_;               // elastic.evict_slow: slow nodes marked, evicted, cooling down

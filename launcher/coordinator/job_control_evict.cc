@@ -1,5 +1,5 @@
 // JobControl, eviction (job_control.h, evict.h): with elastic.evict_slow a
-// node the StragglerDetector reported is marked, and at the next snapshot
+// node the StragglerDetector or the SlowLinkDetector reported is marked, and at the next snapshot
 // boundary (at once without snapshots) the generation fails as "evicted"
 // and restarts through the ordinary path without it; it sits out restarts
 // for elastic.evict_cooldown. Only with a restart left and min_nodes kept:
@@ -14,7 +14,8 @@ namespace ds {
 
 void JobControl::MarkSlowForEviction() {
   if (!evictions_.on() || state_ != CoordState::kRunning) return;
-  for (uint32_t node : stragglers_.Slow()) {
+  for (uint32_t node : slow_nodes()) {
+    if (std::find(gen_agents_.begin(), gen_agents_.end(), static_cast<int>(node)) == gen_agents_.end()) continue;
     if (evictions_.marked().count(node) || !evict_said_.insert(node).second) continue;
     const std::vector<bool> candidates = RestartCandidates();
     const size_t alive = static_cast<size_t>(std::count(candidates.begin(), candidates.end(), true));
@@ -45,6 +46,14 @@ void JobControl::Evict(const std::string& when) {
   for (uint32_t node : evictions_.Evict(clock_.Now())) who += (who.empty() ? "" : ", ") + names_[node];
   Notice(fmt::format("evict: {} (slow) leaves {}; out for {:g} s", who, when, plan_.job.elastic.evict_cooldown));
   Fail(who, "evicted as slow", 1, /*restartable=*/true);
+}
+
+std::vector<uint32_t> JobControl::slow_nodes() const {
+  std::vector<uint32_t> out = stragglers_.Slow();
+  for (uint32_t node : slow_links_.Slow())
+    if (std::find(out.begin(), out.end(), node) == out.end()) out.push_back(node);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 // The candidates of a restart: the alive ones less the evicted in their cooldown.

@@ -36,6 +36,7 @@ void JobControl::LoseAgent(int node, const std::string& reason) {
   if (a.link) a.link->Close(reason);
   if (gather_) gather_->Forget(node);
   liveness_.Unwatch(node);
+  slow_links_.Forget(static_cast<uint32_t>(node));
   if (state_ != CoordState::kDone) fleet_->OnAgentLost(node);
 }
 
@@ -161,6 +162,9 @@ void JobControl::CheckLiveness(Clock::time_point now) {
   if (state_ == CoordState::kDone) return;
   const Bytes ping = msg::Ping{Liveness::Stamp(now), 0}.Encode();
   for (int node : due.ping) SendTo(node, wire::MsgType::kPing, ping);
+  if (due.ping.empty() || state_ != CoordState::kRunning) return;
+  for (const std::string& line : slow_links_.Judge(names_)) Notice(line);  // once per interval
+  MarkSlowForEviction();
 }
 
 // An agent that cannot confirm its workers are dead is lost: it takes no part

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "common/log.h"
+
 namespace ds {
 namespace {
 
@@ -68,7 +70,8 @@ std::vector<StragglerDetector::NodeJudgement> StragglerDetector::Measure(const R
     if (median <= 0) continue;
     NodeJudgement j{node, mine.back() / median, {}};
     for (const RankProgress* r : ranks)
-      if ((*by_compute ? r->compute_seconds : r->step_seconds) > opt_.factor * median) j.slow.push_back(r->rank);
+      if ((*by_compute ? r->compute_seconds : r->step_seconds) > (1 + opt_.factor) / 2 * median)
+        j.slow.push_back(r->rank);
     out.push_back(std::move(j));
   }
   return out;
@@ -80,6 +83,8 @@ std::vector<std::string> StragglerDetector::Judge(const RankProgressView& view, 
   if (opt_.factor <= 0) return lines;
   bool by_compute = false;
   for (const NodeJudgement& j : Measure(view, &by_compute)) {
+    DS_LOG(Debug, Coord) << "straggler: node " << j.node << " at " << j.ratio << "x the median "
+                         << (by_compute ? "compute" : "step") << " time";
     std::string line = Act(j, by_compute, names, now);
     if (!line.empty()) lines.push_back(std::move(line));
   }
@@ -89,31 +94,27 @@ std::vector<std::string> StragglerDetector::Judge(const RankProgressView& view, 
 std::string StragglerDetector::Act(const NodeJudgement& j, bool by_compute, const std::vector<std::string>& names,
                                    TimePoint now) {
   NodeState& st = nodes_[j.node];
-  const auto window = std::chrono::duration<double>(opt_.window);
-  const std::string name = j.node < names.size() ? names[j.node] : fmt::format("node {}", j.node);
-  const char* what = by_compute ? "compute" : "step";
-  if (!st.reported) {
-    if (j.ratio <= opt_.factor) {
-      st.above_since = {};
-      return "";
-    }
-    if (Unset(st.above_since)) st.above_since = now;
-    const double lasted = std::chrono::duration<double>(now - st.above_since).count();
-    if (lasted < window.count()) return "";
-    st.reported = true;
-    st.below_since = {};
-    return fmt::format("slow: {} (rank{} {}) {:.1f}x the median {} time for the last {:.0f} s", name,
-                       j.slow.size() == 1 ? "" : "s", RankRanges(j.slow), j.ratio, what, lasted);
-  }
-  if (j.ratio >= (1 + opt_.factor) / 2) {
-    st.below_since = {};
+  const double dt = Unset(st.last) ? opt_.interval
+                                   : std::min(std::chrono::duration<double>(now - st.last).count(), 2 * opt_.interval);
+  st.last = now;
+  const double halfway = (1 + opt_.factor) / 2;
+  // Above the halfway mark counts towards a report; once reported, below it towards recovery.
+  st.evidence = std::max(0.0, st.evidence + (st.reported ? halfway - j.ratio : j.ratio - halfway) * dt);
+  if (st.evidence == 0) {
+    st.seconds = st.ratio_sum = 0;
     return "";
   }
-  if (Unset(st.below_since)) st.below_since = now;
-  if (now - st.below_since < window) return "";
-  st.reported = false;
-  st.above_since = {};
-  return fmt::format("recovered: {} at {:.1f}x the median {} time", name, j.ratio, what);
+  st.seconds += dt;
+  st.ratio_sum += j.ratio * dt;
+  if (st.evidence < (opt_.factor - halfway) * opt_.window - 1e-9) return "";  // at the factor is enough
+  const std::string name = j.node < names.size() ? names[j.node] : fmt::format("node {}", j.node);
+  const char* what = by_compute ? "compute" : "step";
+  const double mean = st.ratio_sum / st.seconds, lasted = st.seconds;
+  st.reported = !st.reported;
+  st.evidence = st.seconds = st.ratio_sum = 0;
+  if (!st.reported) return fmt::format("recovered: {} at {:.1f}x the median {} time", name, j.ratio, what);
+  return fmt::format("slow: {} (rank{} {}) {:.1f}x the median {} time for the last {:.0f} s", name,
+                     j.slow.size() == 1 ? "" : "s", RankRanges(j.slow), mean, what, lasted);
 }
 
 std::vector<uint32_t> StragglerDetector::Slow() const {

@@ -2,13 +2,22 @@
 // per-rank view (rank_progress.h) it compares each rank's compute time per
 // step (time between collectives; the step time when some rank does not say,
 // since in data-parallel training every rank's step waits for the slowest)
-// with the median of the other nodes' ranks. A node with a rank above
-// factor x that median for `window` seconds is reported once, in one line:
+// with the median of the other nodes' ranks: the node's ratio is its slowest
+// rank's. Evidence is summed per node (a CUSUM): each judgement adds
+// (ratio - halfway) x the seconds since the last, halfway = (1 + factor) / 2,
+// and the sum never goes below 0; the node is reported once it reaches
+// (factor - halfway) x window, what `window` seconds at exactly `factor`
+// give, in one line:
 //   slow: w3 (ranks 6-7) 2.4x the median compute time for the last 2 s
-// and, once all its ranks stay below the halfway mark ((1 + factor) / 2) for
-// `window` again, recovered in one line. Nothing is said with fewer than two
-// nodes reporting. Pure logic on given times; JobControl calls Judge() when
-// summaries arrive, at most once per heartbeat interval. Not thread-safe.
+// (the mean ratio and length of the stretch the evidence built up over).
+// So a node steadily at `factor` is named after `window`, a slower one
+// sooner, and one whose ratio wavers around the factor (a throttled CPU: a
+// stall that lands while the rank is inside a collective does not show in
+// its compute time) is not lost to one dip. Recovery is the mirror: the
+// same sum of (halfway - ratio), recovered in one line. Nothing is said with
+// fewer than two nodes reporting. Pure logic on given times; JobControl calls
+// Judge() when summaries arrive, at most once per heartbeat interval. Not
+// thread-safe.
 #pragma once
 
 #include <chrono>
@@ -24,7 +33,9 @@ namespace ds {
 
 struct StragglerOptions {
   double factor = kDefaultSlowFactor;  // slow: above factor x the peers' median; 0 = off
-  double window = kDefaultSlowWindow;  // seconds it must last before it is said (both ways)
+  double window = kDefaultSlowWindow;  // seconds at `factor` before it is said (both ways)
+  double interval = kDefaultHeartbeatInterval;  // seconds between judgements: a judgement's weight
+                                                // (the first's, and at most twice it after a gap)
 };
 
 class StragglerDetector {
@@ -44,13 +55,15 @@ class StragglerDetector {
  private:
   struct NodeState {
     bool reported = false;
-    TimePoint above_since{};  // first judged above factor; {} = not above
-    TimePoint below_since{};  // reported, first judged below the halfway mark; {} = not below
+    TimePoint last{};       // the last judgement; {} = none
+    double evidence = 0;    // ratio-seconds above the halfway mark (below it, once reported)
+    double seconds = 0;     // the stretch the evidence built up over ...
+    double ratio_sum = 0;   // ... and the sum of ratio x seconds over it
   };
   struct NodeJudgement {
     uint32_t node = 0;
     double ratio = 0;              // its slowest rank / the peers' median
-    std::vector<int32_t> slow;     // its ranks above factor x the median
+    std::vector<int32_t> slow;     // its ranks above the halfway mark x the median
   };
   std::vector<NodeJudgement> Measure(const RankProgressView& view, bool* by_compute) const;
   std::string Act(const NodeJudgement& j, bool by_compute, const std::vector<std::string>& names, TimePoint now);

@@ -8,8 +8,9 @@
 #               duty cycle: this machine has no cgroup v2 cpu.max to use), with
 #               elastic.evict_slow: node 2 is named slow, evicted, and the job
 #               restarts on nodes 0 and 1
-#   slow link   tc netem delay (tbf where the kernel lacks netem) on node 2's veth: no healthy node is named or
-#               evicted (all ranks wait alike: nothing tells the slow link)
+#   slow link   tc netem delay (tbf where the kernel lacks netem) on node 2's veth, with
+#               elastic.evict_slow: node 2 is named by its heartbeat round trip (no rank's
+#               compute time tells: all wait alike), evicted, and no healthy node is named
 #   collective  rank 1's dstrain SIGSTOPped (it stops taking part in the
 #               collectives): the hang is said, every rank's stacks are taken
 #               before the stop, rank 1 is the odd one out, the stacks are in
@@ -113,26 +114,30 @@ seen "restart 1/1: generation 1 on 2 nodes, world size 2, after host ${ADDR[2]}:
   fail "throttled: no restart without ${ADDR[2]}"
 has_worker 2 && fail "throttled: the evicted node still runs a worker"
 
-echo "== slowed link"
-# node 2's veth slowed (the bridge side: every frame to node 2 waits 5 ms,
-# or at most 20 Mbit/s). Every rank of a synchronous data-parallel job waits for it at each
-# collective, so no rank's compute time rises: the detector has nothing to
-# name (docs/usage.md), and what is checked is that no healthy node is named
-# or evicted for it.
+echo "== slowed link, evict_slow"
+# node 2's veth slowed (the bridge side: every frame to node 2 waits 50 ms,
+# or at most 10 Mbit/s). Every rank of a synchronous data-parallel job waits
+# for it at each collective, so no rank's compute time tells; the heartbeat
+# round trip to node 2 does (its Pings queue behind the job's traffic).
 rm -rf "$work/ckpt"
 dstrain_job 100000 "max_restarts: 1, min_nodes: 2, evict_slow: true" >link.yaml
 start_job link.yaml
 wait_for 60 stepped || fail "slowed link: no checkpoint within 60 s"
-# netem where the kernel has it, else a token bucket at 20 Mbit/s (sch_tbf).
-tc qdisc add dev "dsl$(basename "$C")v2a" root netem delay 5ms 2>/dev/null ||
-  tc qdisc add dev "dsl$(basename "$C")v2a" root tbf rate 20mbit burst 32kbit latency 50ms ||
+# netem where the kernel has it, else a token bucket at 10 Mbit/s (sch_tbf).
+slowed=$(date +%s.%N)
+tc qdisc add dev "dsl$(basename "$C")v2a" root netem delay 50ms 2>/dev/null ||
+  tc qdisc add dev "dsl$(basename "$C")v2a" root tbf rate 10mbit burst 32kbit latency 100ms ||
   fail "slowed link: tc refused both netem and tbf"
-wait_for 8 seen "slow: " || true
+wait_for 30 seen "slow link: " && echo "slowed link: named $(echo "$(date +%s.%N) - $slowed" | bc) s after the slowdown"
+wait_for 30 seen "generation 1: all 2 workers running" || fail "slowed link: no restart on 2 nodes within 30 s"
 tc qdisc del dev "dsl$(basename "$C")v2a" root 2>/dev/null
 end_job
-grep "slow: \|evict: " "$work/out"
-seen "slow: ${ADDR[0]} \|slow: ${ADDR[1]} \|evict: ${ADDR[0]} \|evict: ${ADDR[1]} " &&
+grep "slow\( link\)\?: \|evict: \|restart " "$work/out"
+seen "slow link: ${ADDR[2]} heartbeat round trip " || fail "slowed link: ${ADDR[2]} not named"
+seen "slow\( link\)\?: ${ADDR[0]} \|slow\( link\)\?: ${ADDR[1]} \|evict: ${ADDR[0]} \|evict: ${ADDR[1]} " &&
   fail "slowed link: a node with a healthy link was named"
+seen "evict: ${ADDR[2]} (slow) leaves" || fail "slowed link: no eviction line"
+has_worker 2 && fail "slowed link: the evicted node still runs a worker"
 
 echo "== stuck in a collective"
 rm -rf "$work/ckpt"

@@ -393,6 +393,20 @@ TEST_CASE("job spec: elastic.slow_factor and slow_window (stragglers), their def
         "train.yaml:2:24: 'slow_window': expected a duration between 100ms and 1h, got '2h'");
 }
 
+TEST_CASE("job spec: elastic.slow_link_factor and slow_link_floor, their defaults and ranges", "[jobspec]") {
+  const JobSpec d = Parse("command: [x]\n");
+  CHECK(d.elastic.slow_link_factor == kDefaultSlowLinkFactor);
+  CHECK(d.elastic.slow_link_floor == kDefaultSlowLinkFloor);
+  const JobSpec j = Parse("command: [x]\nelastic: {slow_link_factor: 8, slow_link_floor: 5ms}\n");
+  CHECK(j.elastic.slow_link_factor == 8.0);
+  CHECK(j.elastic.slow_link_floor == 0.005);
+  CHECK(Parse("command: [x]\nelastic: {slow_link_factor: 0}\n").elastic.slow_link_factor == 0.0);
+  CHECK(ErrorOf("command: [x]\nelastic: {slow_link_factor: 1}\n") ==
+        "train.yaml:2:29: 'slow_link_factor': expected 0 (off) or a number from 1.1 to 100, got '1'");
+  CHECK(ErrorOf("command: [x]\nelastic: {slow_link_floor: 2m}\n") ==
+        "train.yaml:2:28: 'slow_link_floor': expected a duration between 1ms and 1m, got '2m'");
+}
+
 TEST_CASE("job spec: elastic.in_place and in_place_deadline, their defaults and range", "[jobspec]") {
   const JobSpec d = Parse("command: [x]\n");
   CHECK_FALSE(d.elastic.in_place);

@@ -1,5 +1,5 @@
 // JobControl and elastic.evict_slow (job_control_evict.cc): a node reported
-// slow leaves through the ordinary restart path (at once without
+// slow (in compute, or by its heartbeat round trip: a slow link) leaves through the ordinary restart path (at once without
 // snapshots; with snapshots once every node handed over a newer step),
 // sits out the restarts of its cooldown and is a candidate
 // again after it; with no restart left, or min_nodes at stake, one line
@@ -45,6 +45,19 @@ int Said(const FakeCluster& c, const std::string& text) {
   return n;
 }
 
+// Six heartbeats whose Pings the last node answers `rtt` seconds late, the others after 1 ms.
+void SlowLastLink(FakeCluster& c, int nodes, double rtt) {
+  for (int s = 0; s < 6; ++s) {
+    c.Advance(s == 0 ? 1.0 : 1.0 - rtt);  // to the coordinator's Pings, stamped
+    std::vector<uint64_t> stamps;
+    for (int node = 0; node < nodes; ++node) stamps.push_back(c.Last<msg::Ping>(node, MsgType::kPing)->sent_micros);
+    c.Advance(0.001);
+    for (int node = 0; node + 1 < nodes; ++node) c.Send(node, MsgType::kPing, msg::Ping{0, stamps[node]}.Encode());
+    c.Advance(rtt - 0.001);
+    c.Send(nodes - 1, MsgType::kPing, msg::Ping{0, stamps[nodes - 1]}.Encode());
+  }
+}
+
 // Rank 0 fails; the next generation reserves (its Assigns are sent) and starts.
 void FailAndRestart(FakeCluster& c) {
   c.Exit(0, 1);
@@ -54,6 +67,24 @@ void FailAndRestart(FakeCluster& c) {
 }
 
 }  // namespace
+
+TEST_CASE("job control: a node whose heartbeat round trip stays high is named and evicted", "[jobcontrol][evict]") {
+  FakeCluster c(kThreeHosts, Evicting(1));
+  c.Run();
+  SlowLastLink(c, 3, 0.08);
+  CHECK(Said(c, "slow link: w2 heartbeat round trip 80 ms, 80x the other nodes' (1.0 ms)") == 1);
+  CHECK(Said(c, "evict: w2 (slow) leaves now (the job keeps no snapshots); out for 600 s") == 1);
+  c.ConfirmStops();
+  c.Reserve();
+  CHECK(c.control().generation() == 1);
+  CHECK(c.NodesRunning() == std::vector<int>{0, 1});
+
+  FakeCluster fine(kThreeHosts, Evicting(1));  // 7 ms more than the others: under slow_link_floor
+  fine.Run();
+  SlowLastLink(fine, 3, 0.008);
+  CHECK(fine.control().slow_nodes().empty());
+  CHECK(fine.control().generation() == 0);
+}
 
 TEST_CASE("job control: evict_slow restarts without the slow node until its cooldown ends", "[jobcontrol][evict]") {
   FakeCluster c(kThreeHosts, Evicting(3));

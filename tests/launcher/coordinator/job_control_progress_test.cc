@@ -90,7 +90,7 @@ TEST_CASE("job control: a node slower in compute than its peers is said once as 
     c.Advance(1.0);
   }
   int slow = 0;
-  for (const auto& n : c.notices()) slow += n == "slow: w3 (ranks 6-7) 2.4x the median compute time for the last 2 s";
+  for (const auto& n : c.notices()) slow += n == "slow: w3 (ranks 6-7) 2.4x the median compute time for the last 1 s";
   CHECK(slow == 1);
   CHECK(c.control().slow_nodes() == std::vector<uint32_t>{3});
 }
