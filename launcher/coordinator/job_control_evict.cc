@@ -1,9 +1,10 @@
 // JobControl, eviction (job_control.h, evict.h): with elastic.evict_slow a
-// node the StragglerDetector or the SlowLinkDetector reported is marked, and at the next snapshot
-// boundary (at once without snapshots) the generation fails as "evicted"
-// and restarts through the ordinary path without it; it sits out restarts
-// for elastic.evict_cooldown. Only with a restart left and min_nodes kept:
-// otherwise one line says why it stays.
+// node of the generation that the StragglerDetector or the SlowLinkDetector
+// reported is marked, and at the next snapshot boundary (at once without
+// snapshots) the generation fails as "evicted" and restarts through the
+// ordinary path without it; it sits out restarts for elastic.evict_cooldown.
+// Only with a restart left and min_nodes kept: otherwise one line says why
+// it stays.
 #include <algorithm>
 
 #include <fmt/format.h>
