@@ -25,7 +25,7 @@ std::string Seconds3(double s) { return fmt::format("{:g} s", s); }
 
 bool JobControl::TryReshape(const std::string& why) {
   if (!in_place_ || state_ != CoordState::kRunning || reshaping_) return false;
-  const std::vector<bool> alive = AliveAgents();
+  const std::vector<bool> alive = RestartCandidates();  // an evicted node's workers move to -1
   if (!policy_.WhyNot(record_, alive).empty()) return false;  // the full stop says why not
   const auto now = clock_.Now();
   auto next = policy_.Restart(alive, record_, now);  // counts it

@@ -1,7 +1,8 @@
 // JobControl's in-place recovery (job_control_inplace.cc), the agents played
 // by the test on a fake clock: a crashed worker or a lost node reshapes the
 // survivors (Reshape with their moves, an Assign only for a replacement,
-// no Stop), the success line, the restart budget; and every fallback to the
+// no Stop), a node evicted as slow leaving the same way (its workers moved
+// to -1), the success line, the restart budget; and every fallback to the
 // full restart with its one line: a worker that did not confirm, a node that
 // did not answer, a save not gathered, a second failure meanwhile; and the
 // switch's notice when the job cannot recover in place.
@@ -146,6 +147,43 @@ TEST_CASE("job control in place: a lost node's ranks are dropped and the survivo
   ConfirmReshape(c, 2);
   CHECK(c.notices().back() == "recovered in place at step 400 in 0 ms: 2 shards from w1's replica of w0, 4 from memory");
   CHECK(c.control().world_size() == 4);
+}
+
+TEST_CASE("job control in place: a node evicted as slow leaves through the in-place path", "[jobcontrol][inplace]") {
+  JobSpec job = InPlaceJob();
+  job.elastic.evict_slow = true;
+  FakeCluster c(kThreeHosts, job);
+  RunWithSave(c);
+  for (int s = 0; s <= 4; ++s) {  // w2 2.4x slower in compute than the others
+    for (int node = 0; node < 3; ++node) {
+      msg::Progress p{0, {}};
+      for (int i = 0; i < 2; ++i) p.ranks.push_back({2 * node + i, 410 + s, 500000, node == 2 ? 480000 : 200000, -1});
+      c.Send(node, MsgType::kProgress, p.Encode());
+    }
+    c.Advance(1.0);
+  }
+  REQUIRE(HasNotice(c, "slow: w2 (ranks 4-5)"));
+  for (uint32_t n = 0; n < 3; ++n) {  // the next save, every node's: the snapshot boundary
+    const uint32_t prev = (n + 2) % 3;
+    msg::SnapshotHeld h;
+    for (uint32_t shard : {2 * n, 2 * n + 1, 2 * prev, 2 * prev + 1}) {
+      msg::ShardEntry e = E(shard, shard / 2);
+      e.step = 500;
+      h.added.push_back(e);
+    }
+    c.Send(static_cast<int>(n), MsgType::kSnapshotHeld, h.Encode());
+  }
+  CHECK(HasNotice(c, "evict: w2 (slow) leaves at the snapshot of step 500"));
+  CHECK(Stops(c) == 0);
+  auto r0 = c.Last<msg::Reshape>(0, MsgType::kReshape);
+  auto r1 = c.Last<msg::Reshape>(1, MsgType::kReshape);
+  auto r2 = c.Last<msg::Reshape>(2, MsgType::kReshape);
+  REQUIRE((r0 && r1 && r2));
+  CHECK(Moves(*r0) == std::vector<std::pair<int, int>>{{0, 0}, {1, 1}});
+  CHECK(Moves(*r1) == std::vector<std::pair<int, int>>{{2, 2}, {3, 3}});
+  CHECK(Moves(*r2) == std::vector<std::pair<int, int>>{{4, -1}, {5, -1}});  // the evicted node's workers stop
+  CHECK(r0->world == 4);
+  CHECK(r0->step == 500);
 }
 
 TEST_CASE("job control in place: a standby takes a lost node's ranks: it gathers, then starts them beside nobody", "[jobcontrol][inplace]") {
