@@ -132,7 +132,10 @@ std::string CPythonInMaps(const std::string& maps) {
 std::vector<std::string> PythonDumpCommand(const std::string& gdb, pid_t pid, const std::string& file) {
   const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;  // this machine's values, as the worker's
   return {gdb, "-p", std::to_string(pid), "-batch", "-nx",
-          "-iex", "set debuginfod enabled off",
+          "-iex", "set debuginfod enabled off", "-iex", "set auto-load off",
+          // Only libc's and libpython's symbols (with torch loaded, reading every
+          // library's took gdb 1.4 s instead of 0.25 s).
+          "-iex", "set auto-solib-add off", "-ex", "sharedlibrary /libc\\.so", "-ex", "sharedlibrary /libpython3",
           "-ex", "set scheduler-locking on",              // the other threads stay stopped
           "-ex", "set unwindonsignal on",                 // a signal in the call: back to where it was
           "-ex", "handle SIGSTOP nostop noprint nopass",  // a stopped worker's pending stop

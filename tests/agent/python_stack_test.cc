@@ -39,6 +39,8 @@ TEST_CASE("python stack: gdb calls CPython's dumper on a new file, the worker's 
   const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
   CHECK(cmd == std::vector<std::string>{
                    "/usr/bin/gdb", "-p", "42", "-batch", "-nx", "-iex", "set debuginfod enabled off",
+                   "-iex", "set auto-load off", "-iex", "set auto-solib-add off",
+                   "-ex", "sharedlibrary /libc\\.so", "-ex", "sharedlibrary /libpython3",
                    "-ex", "set scheduler-locking on", "-ex", "set unwindonsignal on",
                    "-ex", "handle SIGSTOP nostop noprint nopass",
                    "-ex", "set $dsl_errno = (int*)((int*(*)(void))__errno_location)()",

@@ -207,6 +207,7 @@ end_job
 cat "$work/out"
 [ $RC -eq 1 ] || fail "user code: dslaunch exited $RC, expected 1"
 # Where each is in its Python code (gdb calls CPython's faulthandler dumper: agent/python_stack.h).
+command -v gdb >/dev/null || fail "user code: gdb is not installed (scripts/install-deps installs it): no Python frames"
 seen "  rank 2 (${ADDR[2]}): in stuck.py:7 in spin_in_user_code, step 30" ||
   fail "user code: rank 2 not the odd one out at step 30, in spin_in_user_code"
 seen "  2 others: in stuck.py:9 in wait_for_peers, step 30" || fail "user code: ranks 0 and 1 not grouped in wait_for_peers"
