@@ -28,10 +28,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// gdb needs this long to attach, find the symbol and call it (0.2-0.5 s on
-// an idle machine): with less left it would likely be killed in the middle
-// of the call, which a worker does not survive (it returns to gdb's dummy
-// frame with nobody tracing it: SIGTRAP).
+// gdb needs this long to attach, find the symbols and call (0.2-0.35 s
+// measured): with less left it could be killed in the middle of the call,
+// which a worker does not survive (it returns into gdb's dummy frame with
+// gdb gone: SIGSEGV, tried with a call to sleep()).
 constexpr auto kMinGdbTime = std::chrono::seconds(1);
 constexpr size_t kMaxGdbOutput = 16 * 1024;
 constexpr char kFdTag[] = "dsl-fd ";

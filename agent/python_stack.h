@@ -9,7 +9,9 @@
 // its own, bounded) and removes it. gdb holds the worker's other threads
 // during the call (scheduler-locking), drops a pending SIGSTOP (a stopped
 // worker stays stopped after), restores the worker's errno, and unwinds
-// the call if a signal interrupts it, so the worker goes on as it was.
+// the call if a signal interrupts it, so the worker goes on as it was. (A
+// gdb killed in the middle of the call would leave the worker to crash:
+// gdb is not started with less than a second to the deadline.)
 // Found by its name in the dynamic symbol table (Debian's python3.11 has
 // it) or in an unstripped interpreter; CPython 3.6 to 3.13 checked.
 // The rank's text: kPythonFramesHeader, faulthandler's dump, then
