@@ -1,6 +1,9 @@
-// StackDumper (stack_dump.h): eu-stack or gdb per worker, all at once on one
-// thread, each child in its own process group with its output on a pipe.
+// StackDumper (stack_dump.h): eu-stack or gdb per worker, then gdb for a
+// CPython worker's Python frames (python_stack.h), all workers at once on
+// one thread each, each child in its own process group with its output on a pipe.
 #include "agent/stack_dump.h"
+
+#include "agent/python_stack.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -155,6 +158,7 @@ void StackDumper::Dump(uint32_t generation, std::vector<StackTarget> targets,
   const std::string eu_stack = FindTool("eu-stack", path_), gdb = FindTool("gdb", path_);
   const std::string tool = !eu_stack.empty() ? "eu-stack" : !gdb.empty() ? "gdb" : "";
   msg::Stacks answer{generation, {}};
+  std::optional<PythonFrames> python(std::in_place, gdb, msg::kMaxStackBytes);
   std::vector<std::thread> each;  // the workers at once: one hung tool does not starve the others
   answer.ranks.resize(targets.size());
   for (size_t i = 0; i < targets.size(); ++i) {
@@ -167,10 +171,11 @@ void StackDumper::Dump(uint32_t generation, std::vector<StackTarget> targets,
       const pid_t pid = targets[i].pid;
       std::string text = RunBounded(StackCommand(eu_stack, gdb, pid), msg::kMaxStackBytes, deadline);
       if (!eu_stack.empty()) text = NameThreads(text, [pid](long tid) { return ThreadName(pid, tid); });
-      answer.ranks[i].text = std::move(text);
+      answer.ranks[i].text = python->Add(pid, text, tool, deadline);  // after the native frames: the same deadline
     });
   }
   for (std::thread& t : each) t.join();
+  python.reset();  // its private directory is gone before the answer is announced
   {
     std::lock_guard<std::mutex> lock(mu_);
     done_ = std::move(answer);

@@ -2,7 +2,9 @@
 // says the job is hung (wire DumpStacks), before anything is killed: native
 // frames of every thread with elfutils' `eu-stack -p PID`, or `gdb -p PID
 // -batch` when eu-stack is not installed, all workers at once, each bounded
-// by the request's deadline and its output by msg::kMaxStackBytes. The
+// by the request's deadline and its output by msg::kMaxStackBytes; then,
+// for a CPython worker, its Python frames (python_stack.h: gdb calls
+// CPython's faulthandler dumper) within the same deadline and bound. The
 // tools run on the dumper's own thread, so the agent's loop keeps beating
 // meanwhile; the answer is announced on events_fd() (an eventfd) and picked
 // up with Take(). Attaching needs ptrace rights over the workers (the

@@ -259,6 +259,11 @@ struct RankStack {
   std::string text;               // the tool's output (at most kMaxStackBytes), or why there is none
 };
 inline constexpr size_t kMaxStackBytes = 32 * 1024;  // per rank: a deeper stack is cut, marked "[cut]"
+// A CPython worker's text (agent/python_stack.h) starts with this line, then
+// faulthandler's dump of its Python threads, a blank line, kNativeFramesHeader
+// " (<tool>):" and the tool's output; or with "Python frames: none (<why>)".
+inline constexpr char kPythonFramesHeader[] = "Python frames (faulthandler's dump via gdb):";
+inline constexpr char kNativeFramesHeader[] = "Native frames";
 struct Stacks {                   // agent -> coord: answer to DumpStacks, one entry per running worker
   uint32_t generation = 0;
   std::vector<RankStack> ranks;

@@ -9,6 +9,7 @@
 
 #include "common/strings.h"
 #include "common/training_thread.h"
+#include "wire/protocol.h"
 
 namespace ds {
 namespace {
@@ -57,6 +58,37 @@ std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); 
 
 bool IsThreadHeader(const std::string& line) { return line.rfind("TID ", 0) == 0 || line.rfind("Thread ", 0) == 0; }
 
+// A CPython rank's text (agent/python_stack.h): its Python section (after
+// the kPythonFramesHeader line) and its native one (after the "Native frames
+// (<tool>):" line). Any other text is all native.
+struct Sections {
+  std::string python;
+  std::string native;
+};
+Sections SplitSections(const std::string& text) {
+  if (!StartsWith(text, "Python frames")) return {"", text};
+  const std::string native_header = std::string("\n") + msg::kNativeFramesHeader + " (";
+  const size_t native = text.find(native_header);
+  if (native == std::string::npos) return {"", text};
+  const size_t native_text = text.find('\n', native + 1);
+  const std::string python_header = std::string(msg::kPythonFramesHeader) + "\n";
+  return {StartsWith(text, python_header) ? text.substr(python_header.size(), native - python_header.size()) : "",
+          native_text == std::string::npos ? "" : text.substr(native_text + 1)};
+}
+
+// `  File "/x/stuck.py", line 12 in spin` -> "stuck.py:12 in spin"; "" when the line is not a frame.
+std::string PythonFrameName(const std::string& line) {
+  const std::string file = "  File \"", at = "\", line ", in = " in ";
+  const size_t comma = line.rfind(at);
+  if (!StartsWith(line, file) || comma == std::string::npos || comma < file.size()) return "";
+  const size_t func = line.find(in, comma + at.size());
+  if (func == std::string::npos) return "";
+  std::string path = line.substr(file.size(), comma - file.size());
+  if (const size_t slash = path.rfind('/'); slash != std::string::npos) path.erase(0, slash + 1);
+  return fmt::format("{}:{} in {}", path, line.substr(comma + at.size(), func - comma - at.size()),
+                     line.substr(func + in.size()));
+}
+
 std::string StepText(const std::vector<const HangStack*>& g) {
   int64_t lo = g.front()->step, hi = lo;
   for (const HangStack* s : g) lo = std::min(lo, s->step), hi = std::max(hi, s->step);
@@ -79,7 +111,24 @@ std::string Who(const std::vector<const HangStack*>& g) {
 
 }  // namespace
 
-std::vector<std::string> RankThreadFrames(const std::string& text) {
+std::vector<std::string> PythonMainFrames(const std::string& text) {
+  std::vector<std::vector<std::string>> threads;
+  for (const std::string& line : Split(SplitSections(text).python, '\n')) {
+    if (line == "...") return {};  // more than faulthandler's 100 threads: the main one is not there
+    if (StartsWith(line, "Thread 0x") || StartsWith(line, "Current thread 0x")) {
+      threads.emplace_back();
+      continue;
+    }
+    std::string f = PythonFrameName(line);
+    if (f.empty()) continue;
+    if (threads.empty()) threads.emplace_back();  // the dump's start was cut
+    threads.back().push_back(std::move(f));
+  }
+  return threads.empty() ? std::vector<std::string>{} : threads.back();
+}
+
+std::vector<std::string> RankThreadFrames(const std::string& all) {
+  const std::string text = SplitSections(all).native;
   // Each thread's frames; the first thread listed is the main one (eu-stack:
   // TID == PID; gdb: its bt, or Thread 1).
   const std::string training = std::string("(") + kTrainingThreadName + "):";       // eu-stack, named by the agent
@@ -105,9 +154,10 @@ std::vector<std::string> RankThreadFrames(const std::string& text) {
 
 std::string WhereOf(const HangStack& s) {
   if (s.tool.empty()) return fmt::format("no stack ({})", Printable(FirstLine(s.text)));
+  auto shown = [](const std::string& f) { return Printable(f.size() > 120 ? f.substr(0, 117) + "..." : f); };
+  if (const std::vector<std::string> python = PythonMainFrames(s.text); !python.empty()) return "in " + shown(python.front());
   const std::vector<std::string> frames = RankThreadFrames(s.text);
   if (frames.empty()) return "no frames";
-  auto shown = [](const std::string& f) { return Printable(f.size() > 120 ? f.substr(0, 117) + "..." : f); };
   for (const std::string& f : frames) {
     if (IsWait(f)) continue;
     return f == frames.front() ? "in " + shown(f) : fmt::format("in {} (innermost: {})", shown(f), shown(frames.front()));
@@ -117,14 +167,18 @@ std::string WhereOf(const HangStack& s) {
 
 namespace {
 
-// The ranks grouped by their normalised training (or main) thread and last step (a rank
+// The ranks grouped by their normalised training (or main) thread -- a
+// CPython rank's by its main thread's Python frames -- and last step (a rank
 // stopped inside the collective everyone waits in reads like them, but it
 // is a step behind), the largest group last (among equals the lowest rank
 // last, so the odd ones print first).
 std::vector<std::vector<const HangStack*>> Groups(const std::vector<HangStack>& stacks) {
   std::map<std::string, std::vector<const HangStack*>> by_stack;
   for (const HangStack& s : stacks) {
-    const std::string where = s.tool.empty() ? "\x01" + WhereOf(s) : Join(RankThreadFrames(s.text), "\n");
+    const std::vector<std::string> python = PythonMainFrames(s.text);
+    const std::string where = s.tool.empty()     ? "\x01" + WhereOf(s)
+                              : !python.empty() ? "\x02" + Join(python, "\n")
+                                                : Join(RankThreadFrames(s.text), "\n");
     by_stack[where + "\n@" + std::to_string(s.step)].push_back(&s);
   }
   std::vector<std::vector<const HangStack*>> groups;

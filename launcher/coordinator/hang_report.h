@@ -6,8 +6,13 @@
 // Ranks group by "where" and last step. A rank's "where" is its RankThreadFrames with addresses, offsets,
 // arguments and symbol versions stripped (normalised: the same code stuck
 // at the same place reads the same on every node); its summary is the
-// innermost frame that is not a libc wait or syscall wrapper. The largest
-// group is "N others" (all ranks: "all N ranks"). Pure functions; thread-compatible.
+// innermost frame that is not a libc wait or syscall wrapper. A CPython
+// rank's text begins with its Python frames (agent/python_stack.h); then
+// its "where" is the Python frames of its main thread instead, as
+// "stuck.py:12 in spin", and its summary the innermost of them:
+//   rank 2 (w2): in stuck.py:17 in spin_in_user_code, step 30
+// The largest group is "N others" (all ranks: "all N ranks"). Pure
+// functions; thread-compatible.
 #pragma once
 
 #include <cstdint>
@@ -29,8 +34,16 @@ struct HangStack {
 // (common/training_thread.h: dstrain trains on it while its main thread
 // waits), else the main thread (empty when the text has no frame).
 std::vector<std::string> RankThreadFrames(const std::string& text);
+// The Python frames, innermost first, as "file.py:12 in func" (the file's
+// base name), of the main thread in a rank's text: the last thread of
+// faulthandler's dump, which lists the newest first (the thread marked
+// "Current thread" is the one gdb made the call in, also the main one);
+// empty when the text has no Python section, the main thread has no Python
+// frame, or the dump was cut at faulthandler's 100 threads.
+std::vector<std::string> PythonMainFrames(const std::string& text);
 // "in <frame>" for the innermost frame that is not a wait, with " (innermost:
-// <frame>)" when a wait or libc internal (__name) is below it; "no stack (<why>)" without a stack.
+// <frame>)" when a wait or libc internal (__name) is below it; "in
+// <innermost Python frame>" when the rank has Python frames; "no stack (<why>)" without a stack.
 std::string WhereOf(const HangStack& s);
 // The report's lines, odd groups first (at most kMaxGroupLines of them), the
 // largest group last.

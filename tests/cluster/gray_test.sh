@@ -17,7 +17,8 @@
 #               --log-dir, and the job restarts (max_restarts 1)
 #   user code   a Python worker that beats its steps (the documented datagram):
 #               rank 2 spins in its own code at step 30 while the others wait
-#               for it: the hang names rank 2 on node 2; no restart left: exit 1
+#               for it: the hang names rank 2 on node 2 and the Python line
+#               each rank is at; no restart left: exit 1
 # Each job is bounded: dslaunch is stopped with SIGINT once what is checked was
 # seen, or at a deadline.
 set -uo pipefail
@@ -192,11 +193,9 @@ token = os.environ["DSLAUNCH_HEARTBEAT_TOKEN"].encode()
 host, port = os.environ["DSLAUNCH_HEARTBEAT_ADDR"].rsplit(":", 1)
 beats = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 def spin_in_user_code():
-    while True:
-        pass
+    while True: pass
 def wait_for_peers():
-    while True:
-        time.sleep(0.05)
+    while True: time.sleep(0.05)
 for step in range(1, 1000000):
     time.sleep(0.05)
     beats.sendto(struct.pack(">qq", rank, step) + token, (host, int(port)))
@@ -207,13 +206,19 @@ cat >user.yaml <<YAML
 command: [/usr/bin/python3, $work/stuck.py]
 elastic: {heartbeat_interval: 500ms, heartbeat_timeout: 3s, hang_factor: 10, hang_floor: 3s}
 YAML
-start_job user.yaml
+start_job --log-dir "$work/user-logs" user.yaml
 wait_for 60 bash -c "! kill -0 $JOB 2>/dev/null" || fail "user code: dslaunch still running after 60 s"
 end_job
 cat "$work/out"
 [ $RC -eq 1 ] || fail "user code: dslaunch exited $RC, expected 1"
-seen "  rank 2 (${ADDR[2]}): in .*, step 30" || fail "user code: rank 2 not the odd one out at step 30"
-seen "  2 others: in .*, step 30" || fail "user code: ranks 0 and 1 not grouped"
+# Where each is in its Python code (gdb calls CPython's faulthandler dumper: agent/python_stack.h).
+command -v gdb >/dev/null || fail "user code: gdb is not installed (scripts/install-deps installs it): no Python frames"
+seen "  rank 2 (${ADDR[2]}): in stuck.py:7 in spin_in_user_code, step 30" ||
+  fail "user code: rank 2 not the odd one out at step 30, in spin_in_user_code"
+seen "  2 others: in stuck.py:9 in wait_for_peers, step 30" || fail "user code: ranks 0 and 1 not grouped in wait_for_peers"
+sed -n "/^=== rank 2 /,/^=== /p" "$work/user-logs/stacks.gen0.txt" | grep -q "^Python frames (faulthandler's dump via gdb):" &&
+  grep -q "^Native frames (\(eu-stack\|gdb\)):" "$work/user-logs/stacks.gen0.txt" ||
+  fail "user code: rank 2's Python and native frames not in the log directory"
 wait_for 10 no_leftovers || fail "processes left in the namespaces: $(leftovers 2>&1 >/dev/null)"
 
 [ $fails -eq 0 ] && echo "gray failures: all checks passed"
