@@ -20,7 +20,7 @@ inline constexpr double kDefaultSlowWindow = 2.0;
 // trip stays above kDefaultSlowLinkFactor x the other nodes' median, and
 // kDefaultSlowLinkFloor seconds above it, is reported.
 inline constexpr double kDefaultSlowLinkFactor = 4.0;
-inline constexpr double kDefaultSlowLinkFloor = 0.01;
+inline constexpr double kDefaultSlowLinkFloor = 0.005;
 // Every agent must register within connect timeout + this (the coordinator's
 // register deadline); until then an agent retries a coordinator that resets,
 // refuses or does not answer its connection (thousands arriving at once).

@@ -117,17 +117,17 @@ has_worker 2 && fail "throttled: the evicted node still runs a worker"
 
 echo "== slowed link, evict_slow"
 # node 2's veth slowed (the bridge side: every frame to node 2 waits 50 ms,
-# or at most 10 Mbit/s). Every rank of a synchronous data-parallel job waits
+# or at most 5 Mbit/s). Every rank of a synchronous data-parallel job waits
 # for it at each collective, so no rank's compute time tells; the heartbeat
 # round trip to node 2 does (its Pings queue behind the job's traffic).
 rm -rf "$work/ckpt"
 dstrain_job 100000 "max_restarts: 1, min_nodes: 2, evict_slow: true" >link.yaml
 start_job link.yaml
 wait_for 60 stepped || fail "slowed link: no checkpoint within 60 s"
-# netem where the kernel has it, else a token bucket at 10 Mbit/s (sch_tbf).
+# netem where the kernel has it, else a token bucket at 5 Mbit/s (sch_tbf).
 slowed=$(date +%s.%N)
 tc qdisc add dev "dsl$(basename "$C")v2a" root netem delay 50ms 2>/dev/null ||
-  tc qdisc add dev "dsl$(basename "$C")v2a" root tbf rate 10mbit burst 32kbit latency 100ms ||
+  tc qdisc add dev "dsl$(basename "$C")v2a" root tbf rate 5mbit burst 32kbit latency 100ms ||
   fail "slowed link: tc refused both netem and tbf"
 wait_for 30 seen "slow link: " && echo "slowed link: named $(echo "$(date +%s.%N) - $slowed" | bc) s after the slowdown"
 wait_for 30 seen "generation 1: all 2 workers running" || fail "slowed link: no restart on 2 nodes within 30 s"

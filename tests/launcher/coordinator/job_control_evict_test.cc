@@ -79,9 +79,9 @@ TEST_CASE("job control: a node whose heartbeat round trip stays high is named an
   CHECK(c.control().generation() == 1);
   CHECK(c.NodesRunning() == std::vector<int>{0, 1});
 
-  FakeCluster fine(kThreeHosts, Evicting(1));  // 7 ms more than the others: under slow_link_floor
+  FakeCluster fine(kThreeHosts, Evicting(1));  // 3 ms more than the others: under slow_link_floor
   fine.Run();
-  SlowLastLink(fine, 3, 0.008);
+  SlowLastLink(fine, 3, 0.004);
   CHECK(fine.control().slow_nodes().empty());
   CHECK(fine.control().generation() == 0);
 }
