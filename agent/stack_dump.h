@@ -8,7 +8,8 @@
 // tools run on the dumper's own thread, so the agent's loop keeps beating
 // meanwhile; the answer is announced on events_fd() (an eventfd) and picked
 // up with Take(). Attaching needs ptrace rights over the workers (the
-// agent's user, with kernel.yama.ptrace_scope 0, or CAP_SYS_PTRACE); without
+// agent's user, with kernel.yama.ptrace_scope 0, or 1 since each worker
+// names the agent its tracer (worker_process.cc), or CAP_SYS_PTRACE); without
 // them each rank's text is the tool's own refusal.
 // The tools' children are reaped by whoever reaps the agent's children
 // (AgentSession::Reap) or here, whichever comes first; neither needs the status.

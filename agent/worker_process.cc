@@ -35,6 +35,10 @@ void WriteToStderr(std::initializer_list<const char*> parts) {
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(137);  // the agent died before prctl
+  // Yama's ptrace_scope 1 (Ubuntu's default) lets only a declared tracer and
+  // its descendants attach: the agent's hang stack tools (eu-stack, gdb) are
+  // its children. It lasts across exec; EINVAL without Yama, which is fine.
+  ::prctl(PR_SET_PTRACER, parent, 0, 0, 0);
   int stdin_fd = in >= 0 ? in : ::open("/dev/null", O_RDONLY);
   if (stdin_fd >= 0) ::dup2(stdin_fd, 0);
   ::dup2(out, 1);
