@@ -190,6 +190,9 @@ class JobControl {
   // The nodes (by index) reported slow (a straggler this generation, or a
   // slow link) and not recovered, in node order.
   std::vector<uint32_t> slow_nodes() const;
+  // Each kind alone: slow in compute (this generation), slow links.
+  std::vector<uint32_t> straggling_nodes() const { return stragglers_.Slow(); }
+  std::vector<uint32_t> slow_link_nodes() const { return slow_links_.Slow(); }
 
  private:
   struct Agent {

@@ -24,6 +24,7 @@ NodeSnapshotView NodeSnapshots(const NodeSnapshotFigures& f) {
 
 void AddNodes(const JobControl& c, Clock::time_point now, JobView& v) {
   const std::vector<int>& running = c.generation_nodes();
+  const std::vector<uint32_t> straggling = c.straggling_nodes(), slow_links = c.slow_link_nodes();  // sorted
   for (size_t i = 0; i < c.num_candidates(); ++i) {
     NodeView n;
     n.node = static_cast<uint32_t>(i);
@@ -40,6 +41,8 @@ void AddNodes(const JobControl& c, Clock::time_point now, JobView& v) {
       n.rtt_seconds = c.HeartbeatRtt(i);
     }
     if (const SnapshotTally* t = c.snapshots()) n.snapshot = NodeSnapshots(t->Node(static_cast<int>(i)));
+    n.slow = std::binary_search(straggling.begin(), straggling.end(), n.node);
+    n.slow_link = std::binary_search(slow_links.begin(), slow_links.end(), n.node);
     v.nodes.push_back(std::move(n));
   }
 }

@@ -31,6 +31,8 @@ struct NodeView {
   double heard_seconds_ago = -1;   // since its agent's last frame; <0: never heard
   double rtt_seconds = -1;         // its last heartbeat round trip (a stamped Ping echoed); <0: none measured
   NodeSnapshotView snapshot;
+  bool slow = false;               // reported slow in compute (straggler.h) and not recovered
+  bool slow_link = false;          // reported slow by its heartbeat round trip (slow_link.h)
 };
 
 struct RankView {

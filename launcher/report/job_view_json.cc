@@ -28,7 +28,7 @@ std::string JobViewJson(const JobView& v) {
   for (const NodeView& n : v.nodes) {
     const NodeSnapshotView& s = n.snapshot;
     nodes.push_back({{"node", n.node}, {"host", n.host}, {"state", n.state}, {"heard_seconds_ago", n.heard_seconds_ago},
-                     {"rtt_seconds", n.rtt_seconds},
+                     {"rtt_seconds", n.rtt_seconds}, {"slow", n.slow}, {"slow_link", n.slow_link},
                      {"snapshot", {{"step", s.step}, {"in_memory", s.in_memory}, {"bytes_held", s.bytes_held},
                                    {"handed_bytes", s.handed_bytes}, {"replica_bytes", s.replica_bytes},
                                    {"replica_seconds", s.replica_seconds}, {"disk_bytes", s.disk_bytes},
@@ -73,6 +73,8 @@ Result<JobView> ParseJobViewJson(const std::string& text) {
       NodeView nv{n.at("node").get<uint32_t>(), n.at("host").get<std::string>(), n.at("state").get<std::string>(),
                   n.at("heard_seconds_ago").get<double>(), n.value("rtt_seconds", -1.0), {}};
       if (n.contains("snapshot")) nv.snapshot = ParseNodeSnapshot(n.at("snapshot"));
+      nv.slow = n.value("slow", false);  // records before issue 28's views: not slow
+      nv.slow_link = n.value("slow_link", false);
       v.nodes.push_back(std::move(nv));
     }
     for (const json& r : j.at("ranks"))

@@ -37,6 +37,14 @@ void NodeFamilies(Exposition& e, const JobView& v) {
            "The node's last heartbeat round trip: a Ping of the launcher's echoed by its agent.");
   for (const NodeView& n : v.nodes)
     if (n.rtt_seconds >= 0) e.Sample(n.rtt_seconds, NodeLabels(n.node, n.host));
+  e.Family("dslaunch_node_slow", "gauge",
+           "1 while the node is reported slow: cause=\"compute\" (its ranks' compute time against the other "
+           "nodes'), cause=\"link\" (its heartbeat round trip against the other nodes').");
+  for (const NodeView& n : v.nodes) {
+    if (n.heard_seconds_ago < 0) continue;  // not registered: nothing judged
+    e.Sample(n.slow ? 1 : 0, NodeLabels(n.node, n.host) + ",cause=\"compute\"");
+    e.Sample(n.slow_link ? 1 : 0, NodeLabels(n.node, n.host) + ",cause=\"link\"");
+  }
 }
 
 // With checkpoint snapshots on: what the agents hold and did, per node.

@@ -1,6 +1,7 @@
 // BuildJobView from a JobControl driven by fake agents (fake_cluster.h): a
 // node's heartbeat round trip from its echo of the coordinator's stamped
-// Ping, and the snapshot figures from the agents' SnapshotHeld.
+// Ping, the snapshot figures from the agents' SnapshotHeld, and which nodes
+// are reported slow (in compute, or by their link).
 #include "launcher/coordinator/job_view_builder.h"
 
 #include <catch2/catch.hpp>
@@ -37,6 +38,28 @@ TEST_CASE("job view: a node's round trip is the coordinator's clock at its echo 
   CHECK(v.nodes[1].rtt_seconds < 0);  // node 1 did not answer
   c.Send(1, MsgType::kPing, msg::Ping{0, ping->sent_micros + 60'000'000}.Encode());  // not our stamp: ignored
   CHECK(BuildJobView(c.control(), c.record(), c.control().LastHeard(0)).nodes[1].rtt_seconds < 0);
+}
+
+TEST_CASE("job view: a node slow in compute and one with a slow link are marked, each by its kind", "[job_view]") {
+  FakeCluster c("a slots=1\nb slots=1\nc slots=1\nd slots=1\n", Job());
+  c.Run();
+  for (int s = 0; s < 6; ++s) {  // d answers every Ping 80 ms late; c is 2.4x slower in compute
+    c.Advance(s == 0 ? 1.0 : 0.92);
+    std::vector<uint64_t> stamps;
+    for (int n = 0; n < 4; ++n) stamps.push_back(c.Last<msg::Ping>(n, MsgType::kPing)->sent_micros);
+    for (int n = 0; n < 4; ++n) {
+      msg::Progress p{0, {{n, 10 + s, 500000, n == 2 ? 480000 : 200000, -1}}};
+      c.Send(n, MsgType::kProgress, p.Encode());
+    }
+    c.Advance(0.001);
+    for (int n = 0; n < 3; ++n) c.Send(n, MsgType::kPing, msg::Ping{0, stamps[n]}.Encode());
+    c.Advance(0.079);
+    c.Send(3, MsgType::kPing, msg::Ping{0, stamps[3]}.Encode());
+  }
+  const JobView v = BuildJobView(c.control(), c.record(), c.control().LastHeard(0));
+  CHECK_FALSE((v.nodes[0].slow || v.nodes[0].slow_link || v.nodes[1].slow || v.nodes[1].slow_link));
+  CHECK((v.nodes[2].slow && !v.nodes[2].slow_link));
+  CHECK((v.nodes[3].slow_link && !v.nodes[3].slow));
 }
 
 TEST_CASE("job view: snapshot figures come from the agents' SnapshotHeld, off when snapshots are", "[job_view]") {

@@ -26,6 +26,7 @@ TEST_CASE("job view json: every field survives the round trip", "[job_view_json]
   v.snapshot_step = 60;
   v.nodes = {{0, "n0", "running", 0.5, 0.00125, {60, true, 4096, 8192, 2048, 0.5, 1024, 0.25}},
              {1, "n\"1", "lost", -1}};
+  v.nodes[0].slow_link = true;
   v.ranks = {{0, 0, "n0", 40, 0.25, 64, 0.0005}};
   Result<JobView> back = ParseJobViewJson(JobViewJson(v));
   REQUIRE(back.ok());
@@ -41,6 +42,9 @@ TEST_CASE("job view json: every field survives the round trip", "[job_view_json]
   CHECK(back->nodes[0].snapshot.replica_seconds == 0.5);
   CHECK(back->nodes[1].rtt_seconds == -1);
   CHECK(back->nodes[1].snapshot.step == -1);
+  CHECK(back->nodes[0].slow_link);
+  CHECK_FALSE(back->nodes[0].slow);
+  CHECK_FALSE(back->nodes[1].slow_link);
 }
 
 TEST_CASE("job view json: a record of a job before round trips and snapshot figures still reads", "[job_view_json]") {
@@ -54,6 +58,7 @@ TEST_CASE("job view json: a record of a job before round trips and snapshot figu
   CHECK(v->snapshot_step == -1);
   CHECK(v->nodes[0].rtt_seconds == -1);
   CHECK(v->nodes[0].snapshot.step == -1);
+  CHECK_FALSE(v->nodes[0].slow);
 }
 
 TEST_CASE("job view json: not JSON, or not a view, is an error that says so", "[job_view_json]") {

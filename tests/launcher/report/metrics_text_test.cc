@@ -38,6 +38,21 @@ TEST_CASE("metrics text: job-level families and per-node, per-rank samples", "[m
   CHECK(t.back() == '\n');
 }
 
+TEST_CASE("metrics text: each registered node's slow gauge, by cause", "[metrics_text]") {
+  JobView v;
+  v.job_id = "ab12";
+  v.nodes = {{0, "n0", "running", 0.25}, {1, "n1", "running", 0.25}, {2, "n2", "waiting", -1}};
+  v.nodes[0].slow_link = true;
+  v.nodes[1].slow = true;
+  const std::string t = MetricsText(v);
+  CHECK(t.find("# TYPE dslaunch_node_slow gauge\n"
+               "dslaunch_node_slow{job=\"ab12\",node=\"0\",host=\"n0\",cause=\"compute\"} 0\n"
+               "dslaunch_node_slow{job=\"ab12\",node=\"0\",host=\"n0\",cause=\"link\"} 1\n"
+               "dslaunch_node_slow{job=\"ab12\",node=\"1\",host=\"n1\",cause=\"compute\"} 1\n"
+               "dslaunch_node_slow{job=\"ab12\",node=\"1\",host=\"n1\",cause=\"link\"} 0\n") != std::string::npos);
+  CHECK(t.find("dslaunch_node_slow{job=\"ab12\",node=\"2\"") == std::string::npos);  // never registered
+}
+
 TEST_CASE("metrics text: heartbeat round trips per node, snapshot families only with snapshots on", "[metrics_text]") {
   JobView v;
   v.job_id = "ab12";
