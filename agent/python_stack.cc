@@ -83,9 +83,9 @@ std::string KeepHead(const std::string& text, size_t n) {
 
 std::string NativeHeader(const std::string& tool) { return fmt::format("{} ({}):\n", msg::kNativeFramesHeader, tool); }
 
-// The last `max_bytes` of the dump file at `path`, then removes it; "" with
-// `why` set when it is missing or not a regular file of ours.
-std::string ReadBack(const std::string& path, size_t max_bytes, std::string* why) {
+}  // namespace
+
+std::string ReadDumpFile(const std::string& path, size_t max_bytes, std::string* why) {
   // O_NOFOLLOW and O_NONBLOCK: whatever a process of this user put there
   // in its place (a link, a FIFO) is neither followed nor waited for.
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
@@ -113,8 +113,6 @@ std::string ReadBack(const std::string& path, size_t max_bytes, std::string* why
   text.resize(got);
   return from > 0 ? MarkCutHead(text) : text;
 }
-
-}  // namespace
 
 std::string CPythonInMaps(const std::string& maps) {
   for (const std::string& line : Split(maps, '\n')) {
@@ -236,7 +234,7 @@ std::optional<std::string> PythonFrames::Dump(pid_t pid, Clock::time_point deadl
   const std::string out = RunBounded(PythonDumpCommand(gdb_, pid, file), kMaxGdbOutput, deadline);
   DS_LOG(Debug, Proc) << "Python frames of pid " << pid << ": gdb took "
                       << std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count() << " ms";
-  std::string text = ReadBack(file, max_bytes_, why);
+  std::string text = ReadDumpFile(file, max_bytes_, why);
   if (text.find("(most recent call first):") != std::string::npos) return text;
   if (why->empty()) *why = WhyNoPythonFrames(out);
   return std::nullopt;

@@ -42,6 +42,11 @@ std::vector<std::string> PythonDumpCommand(const std::string& gdb, pid_t pid, co
 // error, gdb's (no such symbol, ptrace refused, a signal during the call),
 // the file not created, the deadline, else gdb's last line.
 std::string WhyNoPythonFrames(const std::string& gdb_output);
+// The last `max_bytes` of the dump file at `path` (older text marked cut),
+// which is removed; "" with `why` set when it is not a regular file of this
+// user's (a symbolic link is not followed, a FIFO not waited for), `why`
+// left empty when there is none.
+std::string ReadDumpFile(const std::string& path, size_t max_bytes, std::string* why);
 // The rank's text: the Python section (`python`, faulthandler's dump) and
 // the native one (`native`, by `tool`), within `max_bytes` split fairly
 // (the smaller one whole, when it fits in half): the Python dump keeps its

@@ -1,8 +1,14 @@
 // Python frames for hang stacks (agent/python_stack.h), without processes:
 // which process is CPython (from real /proc/PID/maps lines), gdb's command
-// line, why a gdb run left no frames (its real output), and the rank's text
-// with both sections within the bound, split fairly.
+// line, why a gdb run left no frames (its real output), the rank's text
+// with both sections within the bound, split fairly, and reading the dump
+// back: what else stands at its path (a link, a FIFO) is refused, not used.
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -115,6 +121,43 @@ TEST_CASE("python stack: over the bound, the smaller section stays whole; Python
   CHECK(b.substr(b.size() - 207) == std::string(200, 'n') + "\n[cut]\n");
   // A cut that falls on a line start keeps that line.
   CHECK(JoinSections("aaaaaaaaaa\nbbbb\n", "", "gdb", 11) == header + "[cut]\nbbbb\n\nNative frames (gdb):\n");
+}
+
+TEST_CASE("python stack: the dump is read back bounded and removed; a link or a FIFO in its place is refused") {
+  char dir_template[] = "/tmp/dsl-pyread-test.XXXXXX";
+  const std::string dir = ::mkdtemp(dir_template);
+  const std::string dump = dir + "/rank0.py", secret = dir + "/secret";
+  auto write = [](const std::string& path, const std::string& text) { std::ofstream(path) << text; };
+  auto exists = [](const std::string& path) { return ::access(path.c_str(), F_OK) == 0; };
+  std::string why;
+  write(dump, "Thread 0x1 (most recent call first):\n  File \"x.py\", line 3 in f\n");
+  CHECK(ReadDumpFile(dump, 4096, &why) == "Thread 0x1 (most recent call first):\n  File \"x.py\", line 3 in f\n");
+  CHECK(why.empty());
+  CHECK_FALSE(exists(dump));
+  write(dump, std::string(100, 'a') + "\nthe end\n");
+  const std::string cut = ReadDumpFile(dump, 20, &why);
+  CHECK(cut.size() <= 30);
+  CHECK(cut.find("the end\n") != std::string::npos);
+  CHECK(cut.find("[cut]") != std::string::npos);
+
+  write(secret, "not for the report\n");
+  REQUIRE(::symlink(secret.c_str(), dump.c_str()) == 0);
+  CHECK(ReadDumpFile(dump, 4096, &why).empty());
+  CHECK(why.find(dump) != std::string::npos);  // ELOOP, said
+  CHECK_FALSE(exists(dump));
+  CHECK(exists(secret));  // the target untouched
+
+  REQUIRE(::mkfifo(dump.c_str(), 0600) == 0);  // nobody writes it: a blocking open would hang
+  why.clear();
+  CHECK(ReadDumpFile(dump, 4096, &why).empty());
+  CHECK(why == dump + " is not a regular file of this user's");
+  CHECK_FALSE(exists(dump));
+
+  why = "stale";
+  CHECK(ReadDumpFile(dump, 4096, &why).empty());  // none: gdb's own output says why
+  CHECK(why.empty());
+  ::unlink(secret.c_str());
+  ::rmdir(dir.c_str());
 }
 
 }  // namespace
