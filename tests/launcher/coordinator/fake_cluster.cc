@@ -122,6 +122,22 @@ void FakeCluster::Advance(double seconds) {
   }
 }
 
+void FakeCluster::EchoPings(const std::vector<double>& delays) {
+  std::vector<std::pair<double, int>> order;
+  std::vector<uint64_t> stamps;
+  for (size_t n = 0; n < delays.size(); ++n) {
+    order.emplace_back(delays[n], static_cast<int>(n));
+    stamps.push_back(Last<msg::Ping>(static_cast<int>(n), wire::MsgType::kPing)->sent_micros);
+  }
+  std::sort(order.begin(), order.end());
+  double at = 0;
+  for (const auto& [delay, node] : order) {
+    clock_.Advance(Seconds(delay - at));  // no Ping of the agents' own in between
+    at = delay;
+    Send(node, wire::MsgType::kPing, msg::Ping{0, stamps[static_cast<size_t>(node)]}.Encode());
+  }
+}
+
 int FakeCluster::Count(int node, wire::MsgType type) const {
   const auto& sent = links_[node]->sent;
   return static_cast<int>(std::count_if(sent.begin(), sent.end(), [&](const auto& m) { return m.first == type; }));

@@ -113,6 +113,9 @@ class FakeCluster {
   // machine): time passes, no timer fires, no frame is read.
   void Stall(double seconds) { clock_.Advance(Seconds(seconds)); }
 
+  // Each node n echoes the coordinator's newest Ping delays[n] seconds after
+  // now (in order of delay; time moves to the last): its round trip.
+  void EchoPings(const std::vector<double>& delays);
   // The newest message of `type` sent to `node`, decoded; nullopt if none.
   template <class M>
   std::optional<M> Last(int node, wire::MsgType type) const {

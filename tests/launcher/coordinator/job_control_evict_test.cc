@@ -49,12 +49,9 @@ int Said(const FakeCluster& c, const std::string& text) {
 void SlowLastLink(FakeCluster& c, int nodes, double rtt) {
   for (int s = 0; s < 6; ++s) {
     c.Advance(s == 0 ? 1.0 : 1.0 - rtt);  // to the coordinator's Pings, stamped
-    std::vector<uint64_t> stamps;
-    for (int node = 0; node < nodes; ++node) stamps.push_back(c.Last<msg::Ping>(node, MsgType::kPing)->sent_micros);
-    c.Advance(0.001);
-    for (int node = 0; node + 1 < nodes; ++node) c.Send(node, MsgType::kPing, msg::Ping{0, stamps[node]}.Encode());
-    c.Advance(rtt - 0.001);
-    c.Send(nodes - 1, MsgType::kPing, msg::Ping{0, stamps[nodes - 1]}.Encode());
+    std::vector<double> delays(static_cast<size_t>(nodes), 0.001);
+    delays.back() = rtt;
+    c.EchoPings(delays);
   }
 }
 

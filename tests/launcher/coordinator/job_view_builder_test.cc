@@ -45,16 +45,11 @@ TEST_CASE("job view: a node slow in compute and one with a slow link are marked,
   c.Run();
   for (int s = 0; s < 6; ++s) {  // d answers every Ping 80 ms late; c is 2.4x slower in compute
     c.Advance(s == 0 ? 1.0 : 0.92);
-    std::vector<uint64_t> stamps;
-    for (int n = 0; n < 4; ++n) stamps.push_back(c.Last<msg::Ping>(n, MsgType::kPing)->sent_micros);
     for (int n = 0; n < 4; ++n) {
       msg::Progress p{0, {{n, 10 + s, 500000, n == 2 ? 480000 : 200000, -1}}};
       c.Send(n, MsgType::kProgress, p.Encode());
     }
-    c.Advance(0.001);
-    for (int n = 0; n < 3; ++n) c.Send(n, MsgType::kPing, msg::Ping{0, stamps[n]}.Encode());
-    c.Advance(0.079);
-    c.Send(3, MsgType::kPing, msg::Ping{0, stamps[3]}.Encode());
+    c.EchoPings({0.001, 0.001, 0.001, 0.08});
   }
   const JobView v = BuildJobView(c.control(), c.record(), c.control().LastHeard(0));
   CHECK_FALSE((v.nodes[0].slow || v.nodes[0].slow_link || v.nodes[1].slow || v.nodes[1].slow_link));
