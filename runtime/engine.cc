@@ -21,8 +21,8 @@ double ZeroMemoryFormula(int stage, bool half, int state_slots, double psi, int 
   }
 }
 
-BatchStats Engine::MicroBatchSamples(const Dataset& data, const int64_t* indices, int batch, int64_t global_batch,
-                                     bool last) {
+void Engine::MicroBatchSamples(const Dataset& data, const int64_t* indices, int batch, int64_t global_batch,
+                               bool last) {
   const size_t f = static_cast<size_t>(data.features);
   batch_x_.resize(static_cast<size_t>(batch) * f);
   batch_y_.resize(batch);
@@ -30,7 +30,7 @@ BatchStats Engine::MicroBatchSamples(const Dataset& data, const int64_t* indices
     std::memcpy(batch_x_.data() + i * f, data.sample(indices[i]), f * sizeof(float));
     batch_y_[i] = data.y[indices[i]];
   }
-  return MicroBatch(batch_x_.data(), batch_y_.data(), batch, global_batch, last);
+  train_stats_ += MicroBatch(batch_x_.data(), batch_y_.data(), batch, global_batch, last);
 }
 
 bool NeedsGradNorm(const ZeroOptions& options) {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "common/check.h"
@@ -99,11 +100,17 @@ class Engine {
   virtual BatchStats MicroBatch(const float* x, const int32_t* y, int batch, int64_t global_batch,
                                 bool last) = 0;
 
-  // The same for samples indices[0..batch) of `data` (the trainer's way):
-  // this default gathers them into host memory and calls MicroBatch; the
-  // device engine keeps the data set in GPU memory and gathers there.
-  virtual BatchStats MicroBatchSamples(const Dataset& data, const int64_t* indices, int batch,
-                                       int64_t global_batch, bool last);
+  // The same for samples indices[0..batch) of `data` (the trainer's way),
+  // the batch's loss and accuracy added to what TakeTrainStats returns
+  // instead of returned, so that an engine on a GPU need not wait for the
+  // batch: this default gathers them into host memory and calls MicroBatch;
+  // the device engine keeps the data set in GPU memory, gathers there and
+  // keeps the sums there.
+  virtual void MicroBatchSamples(const Dataset& data, const int64_t* indices, int batch, int64_t global_batch,
+                                 bool last);
+  // The loss and accuracy sums of every MicroBatchSamples since the last
+  // call (the device engine waits for the GPU here, once).
+  virtual BatchStats TakeTrainStats() { return std::exchange(train_stats_, {}); }
 
   // Reduces what is left, checks overflow, clips, updates, re-gathers params.
   virtual StepResult Step(float lr) = 0;
@@ -136,6 +143,7 @@ class Engine {
  private:
   std::vector<float> batch_x_;  // MicroBatchSamples' gathered batch
   std::vector<int32_t> batch_y_;
+  BatchStats train_stats_;      // its sums since TakeTrainStats
 };
 
 template <typename MasterAt, typename StateAt>

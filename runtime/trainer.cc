@@ -192,16 +192,13 @@ void Trainer::TrainStep(const std::vector<int64_t>& indices, int64_t k) {
     throw CommError(fmt::format("rank {}: stopped before step {} for an in-place reshape", comm_.rank(), step_ + 1));
   const auto start = std::chrono::steady_clock::now();
   const auto in_collectives = timed_.in_collectives();
-  double sums[2] = {0, 0};  // loss sum, count
-  AccumulateGradients(indices, k, sums);
+  AccumulateGradients(indices, k);
   const double lr = LearningRate(ds_.scheduler, ds_.optimizer.lr, engine_->applied_steps());
   StepResult sr = engine_->Step(static_cast<float>(lr));
   ++step_;
   position_ += global_batch_;
   samples_here_ += global_batch_;
   evaluated_last_ = false;
-  window_[0] += sums[0];
-  window_[1] += sums[1];
   const auto wall = std::chrono::steady_clock::now() - start;
   StepCost cost{-1, per_step_};
   if (!runtime_.make_engine)
@@ -210,26 +207,25 @@ void Trainer::TrainStep(const std::vector<int64_t>& indices, int64_t k) {
   if (steps_here_ == 1 && runtime_.on_first_step) runtime_.on_first_step(step_);
 }
 
-void Trainer::AccumulateGradients(const std::vector<int64_t>& indices, int64_t k, double sums[2]) {
-  for (int m = 0; m < gas_; ++m) {
-    BatchStats st = engine_->MicroBatchSamples(data_->train, &indices[k * per_step_ + m * micro_], micro_,
-                                               global_batch_, m == gas_ - 1);
-    sums[0] += st.loss_sum;
-    sums[1] += st.count;
-  }
+void Trainer::AccumulateGradients(const std::vector<int64_t>& indices, int64_t k) {
+  for (int m = 0; m < gas_; ++m)
+    engine_->MicroBatchSamples(data_->train, &indices[k * per_step_ + m * micro_], micro_, global_batch_,
+                               m == gas_ - 1);
 }
 
 // After a step: the global loss (once per steps_per_print window: it costs a
-// latency-bound allreduce, as DeepSpeed's prints do; and at the end), the
-// heartbeat, progress and metrics. `step_seconds` so far excludes the report.
+// latency-bound allreduce, as DeepSpeed's prints do, and on a GPU the one
+// host wait for the window's losses; and at the end), the heartbeat,
+// progress and metrics. `step_seconds` so far excludes the report.
 void Trainer::Report(const StepResult& sr, double lr, double step_seconds, const StepCost& cost) {
   const auto start = std::chrono::steady_clock::now();
   const bool report = step_ % print_every_ == 0 || step_ == total_steps_;
   if (report) {
-    comm_.AllReduceSum(window_, 2);
-    loss_ = window_[0] / std::max(1.0, window_[1]);
+    const BatchStats mine = engine_->TakeTrainStats();
+    double window[2] = {mine.loss_sum, static_cast<double>(mine.count)};
+    comm_.AllReduceSum(window, 2);
+    loss_ = window[0] / std::max(1.0, window[1]);
     result_.losses.push_back(loss_);
-    window_[0] = window_[1] = 0;
   }
   if (runtime_.heartbeat) {
     StepCost said = cost;

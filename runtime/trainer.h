@@ -120,7 +120,7 @@ class Trainer {
   void PrintBanner() const;
   Status TrainEpochs();                            // the loop over epochs and steps
   void TrainStep(const std::vector<int64_t>& indices, int64_t k);
-  void AccumulateGradients(const std::vector<int64_t>& indices, int64_t k, double sums[2]);
+  void AccumulateGradients(const std::vector<int64_t>& indices, int64_t k);
   void Report(const StepResult& step, double lr, double step_seconds, const StepCost& cost);
   void EvaluateEpoch(bool epoch_finished);
   Status Save(int64_t at_epoch, int64_t at_position);
@@ -155,7 +155,6 @@ class Trainer {
   int64_t step_ = 0, epoch_ = 0, position_ = 0;
 
   // This run's bookkeeping.
-  double window_[2] = {0, 0};  // loss sum, samples since the last report (this rank)
   double loss_ = 0;            // global mean loss of the last window
   double train_seconds_ = 0;   // in training steps only (no evaluation, no checkpoints)
   int64_t samples_here_ = 0;

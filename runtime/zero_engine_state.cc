@@ -68,10 +68,7 @@ BatchStats ZeroEngine::EvaluateRange(const Dataset& test, int64_t lo, int64_t hi
   BatchStats sums;
   for (int64_t i = lo; i < hi; i += kEvalBatch) {
     const int b = static_cast<int>(std::min<int64_t>(kEvalBatch, hi - i));
-    const BatchStats st = model_.Evaluate(params, test.sample(i), test.y.data() + i, b);
-    sums.loss_sum += st.loss_sum;
-    sums.correct += st.correct;
-    sums.count += st.count;
+    sums += model_.Evaluate(params, test.sample(i), test.y.data() + i, b);
   }
   return sums;
 }

@@ -150,7 +150,7 @@ inline void FreeAsync(void* p, cudaStream_t s) { DS_CUDA(cudaFreeAsync(p, s)); }
 
 // Memory given back with FreeAsync stays in the current device's default
 // pool for the next AllocAsync. The pool's release threshold is 0 unless
-// set: every synchronize (each micro-batch's, each step's) would hand the
+// set: every synchronize (a step's, an evaluation batch's) would hand the
 // freed memory back to the driver and the next allocation map it again
 // (stage 3 allocates every layer's gathered parameters and gradient per
 // micro-batch). Unlimited, as PyTorch's caching allocator keeps what it

@@ -14,6 +14,12 @@ cudaError_t QueryStream(cudaStream_t s) {
   return e;
 }
 
+cudaError_t QueryEvent(cudaEvent_t event) {
+  const cudaError_t e = cudaEventQuery(event);
+  if (e == cudaErrorNotReady) (void)cudaGetLastError();
+  return e;
+}
+
 std::string DescribeFailure(const char* call, const char* file, int line, const std::string& message) {
   return fmt::format("{}:{}: {}: {}", file, line, call, message);
 }

@@ -36,6 +36,8 @@ void DropStaleError();
 // no later check reads it. Returns cudaSuccess, cudaErrorNotReady or the
 // stream's error (which stays recorded: a real error is the caller's to report).
 cudaError_t QueryStream(cudaStream_t s);
+// The same for cudaEventQuery: has the work before the event's record run?
+cudaError_t QueryEvent(cudaEvent_t e);
 
 // "file:line: call: message": what the three throw (tests read it).
 std::string DescribeFailure(const char* call, const char* file, int line, const std::string& message);

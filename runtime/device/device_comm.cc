@@ -98,6 +98,7 @@ class NcclDeviceComm final : public DeviceComm {
   }
 
   void Synchronize(cudaStream_t s) override { nccl_.WaitFor(s, "device step"); }
+  void WaitEvent(cudaEvent_t e) override { nccl_.WaitForEvent(e, "device step"); }
 
  private:
   void After(cudaStream_t after) {
@@ -178,6 +179,7 @@ class StagedDeviceComm final : public DeviceComm {
     done_.MakeWait(s);
   }
   void Synchronize(cudaStream_t s) override { DS_CUDA(cudaStreamSynchronize(s)); }
+  void WaitEvent(cudaEvent_t e) override { DS_CUDA(cudaEventSynchronize(e)); }
 
  private:
   // `bytes` of `from` into pinned `b`, once `after`'s work is done.
@@ -224,6 +226,7 @@ class SoloDeviceComm final : public DeviceComm {
   }
   // No peer can hold the stream up: only this GPU's own work is waited for.
   void Synchronize(cudaStream_t s) override { DS_CUDA(cudaStreamSynchronize(s)); }
+  void WaitEvent(cudaEvent_t e) override { DS_CUDA(cudaEventSynchronize(e)); }
 
  private:
   void After(cudaStream_t after) {

@@ -64,6 +64,8 @@ class DeviceComm {
   // collectives are involved; throws CommError on a failure or timeout,
   // dev::DeviceError when the GPU faulted.
   virtual void Synchronize(cudaStream_t s) = 0;
+  // The same for the work queued before event `e` was recorded.
+  virtual void WaitEvent(cudaEvent_t e) = 0;
 };
 
 // NCCL on device buffers; `nccl` must outlive it.

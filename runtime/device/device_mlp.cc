@@ -18,7 +18,10 @@ DeviceMlp::DeviceMlp(const Mlp& shape, Precision fmt, cudaStream_t stream, bool 
       acts_(shape.num_layers()),
       pre_(shape.num_layers()),
       stats_(1),
-      stats_host_(1) {}
+      train_totals_(1),
+      stats_host_(1) {
+  DS_CUDA(cudaMemsetAsync(train_totals_.data(), 0, sizeof(Stats), stream_));
+}
 
 void* DeviceMlp::At(DeviceBuffer<uint8_t>& b, size_t elements) { return b.Reserve(elements * esize_); }
 
@@ -30,8 +33,9 @@ void* Offset(void* p, size_t n, size_t esize) { return static_cast<uint8_t*>(p) 
 
 }  // namespace
 
-// The batch to the device through pinned buffers (the previous batch's
-// copies are done: every batch ends with a synchronize), then into fmt_.
+// The batch to the device through pinned buffers (the previous host
+// batch's copies are done: each such batch ends with a synchronize), then
+// into fmt_.
 void DeviceMlp::Upload(const float* x, const int32_t* y, int batch) {
   const size_t nx = static_cast<size_t>(batch) * shape_.layer(0).in;
   std::memcpy(x_host_.Reserve(nx), x, nx * sizeof(float));
@@ -52,7 +56,8 @@ DeviceMlp::Input DeviceMlp::PrepareInput(int batch) {
 // layer's parameters stay acquired (kept_) for backward's first product,
 // which releases them (ZeRO-3 would gather them again). Each layer's
 // successor is prefetched before its products are queued.
-void DeviceMlp::Forward(DeviceParamSource& params, int batch, float grad_scale, bool backward) {
+void DeviceMlp::Forward(DeviceParamSource& params, int batch, float grad_scale, bool backward, Stats* stats,
+                        bool add) {
   const int L = shape_.num_layers();
   const Activation act = shape_.config().activation;
   for (int l = 0; l < L; ++l) {
@@ -70,15 +75,14 @@ void DeviceMlp::Forward(DeviceParamSource& params, int batch, float grad_scale, 
   const int C = shape_.layer(L - 1).out;
   const size_t n = static_cast<size_t>(batch) * C;
   Cast(pre_[L - 1].data(), fmt_, logits_.Reserve(n), Precision::kFp32, n, stream_);
-  DS_CUDA(cudaMemsetAsync(stats_.data(), 0, sizeof(Stats), stream_));
-  Stats* st = stats_.data();
+  if (!add) DS_CUDA(cudaMemsetAsync(stats, 0, sizeof(Stats), stream_));
   SoftmaxXent(logits_.data(), labels_.data(), batch, C, grad_scale, backward ? dlogits_.Reserve(n) : nullptr,
-              row_loss_.Reserve(batch), &st->loss, &st->correct, &st->bad_label, stream_);
+              row_loss_.Reserve(batch), &stats->loss, &stats->correct, &stats->bad_label, add, stream_);
   if (backward) Cast(dlogits_.data(), Precision::kFp32, At(dcur_, n), fmt_, n, stream_);
 }
 
-BatchStats DeviceMlp::ReadStats(int batch) {
-  CopyToHost(stats_host_.data(), stats_.data(), 1, stream_);
+BatchStats DeviceMlp::Read(const Stats* stats, int64_t count) {
+  CopyToHost(stats_host_.data(), stats, 1, stream_);
   if (sync_) sync_(stream_);
   else DS_CUDA(cudaStreamSynchronize(stream_));
   const Stats& s = stats_host_[0];
@@ -86,19 +90,33 @@ BatchStats DeviceMlp::ReadStats(int batch) {
   BatchStats out;
   out.loss_sum = s.loss;
   out.correct = static_cast<int64_t>(s.correct);
-  out.count = batch;
+  out.count = count;
   return out;
 }
 
 BatchStats DeviceMlp::ForwardBackward(DeviceParamSource& params, const float* x, const int32_t* y, int batch,
                                       float grad_scale, DeviceGradSink& grads) {
   Upload(x, y, batch);
-  return ForwardBackward(params, batch, grad_scale, grads);
+  Forward(params, batch, grad_scale, true, stats_.data(), false);
+  Backward(params, batch, grads);
+  return Read(stats_.data(), batch);
 }
 
-BatchStats DeviceMlp::ForwardBackward(DeviceParamSource& params, int batch, float grad_scale,
-                                      DeviceGradSink& grads) {
-  Forward(params, batch, grad_scale, true);
+void DeviceMlp::QueueForwardBackward(DeviceParamSource& params, int batch, float grad_scale,
+                                     DeviceGradSink& grads) {
+  Forward(params, batch, grad_scale, true, train_totals_.data(), true);
+  Backward(params, batch, grads);
+  train_count_ += batch;
+}
+
+BatchStats DeviceMlp::TakeTrainStats() {
+  if (train_count_ == 0) return {};
+  const BatchStats out = Read(train_totals_.data(), std::exchange(train_count_, 0));
+  DS_CUDA(cudaMemsetAsync(train_totals_.data(), 0, sizeof(Stats), stream_));
+  return out;
+}
+
+void DeviceMlp::Backward(DeviceParamSource& params, int batch, DeviceGradSink& grads) {
   const Activation act = shape_.config().activation;
   for (int l = shape_.num_layers() - 1; l >= 0; --l) {
     // The next layer whose parameters backward needs (l - 1, unless it is
@@ -128,7 +146,6 @@ BatchStats DeviceMlp::ForwardBackward(DeviceParamSource& params, int batch, floa
       std::swap(dcur_, dprev_);
     }
   }
-  return ReadStats(batch);
 }
 
 BatchStats DeviceMlp::Evaluate(DeviceParamSource& params, const float* x, const int32_t* y, int batch) {
@@ -137,8 +154,8 @@ BatchStats DeviceMlp::Evaluate(DeviceParamSource& params, const float* x, const 
 }
 
 BatchStats DeviceMlp::Evaluate(DeviceParamSource& params, int batch) {
-  Forward(params, batch, 0.0f, false);
-  return ReadStats(batch);
+  Forward(params, batch, 0.0f, false, stats_.data(), false);
+  return Read(stats_.data(), batch);
 }
 
 }  // namespace ds::rt::dev

@@ -8,8 +8,11 @@
 // Parameters, activations and gradients are stored in one format (`fmt`:
 // fp32, or fp16/bf16 as DeepSpeed's 16-bit modes compute); the logits are
 // turned to fp32 for the softmax cross-entropy, whose gradient goes back in
-// `fmt`. All work is queued on one stream; ForwardBackward and Evaluate
-// synchronize once at the end, to read the batch's loss and accuracy.
+// `fmt`. All work is queued on one stream. The calls on host batches and
+// Evaluate synchronize once at the end, to read the batch's loss and
+// accuracy; QueueForwardBackward (a batch already on the device) does not
+// wait at all: its loss and accuracy are added up on the device until
+// TakeTrainStats reads them (the trainer does once per steps_per_print).
 #pragma once
 
 #include <cstddef>
@@ -76,20 +79,31 @@ class DeviceMlp {
 
   // A batch produced on the device (a data set resident in GPU memory):
   // PrepareInput gives the buffers for `batch` samples (x in the model's
-  // format), which the caller fills by work queued on stream(); then the
-  // overloads without x and y run on them.
+  // format), which the caller fills by work queued on stream(); then
+  // QueueForwardBackward or the Evaluate without x and y runs on them.
   struct Input {
     void* x = nullptr;
     int32_t* y = nullptr;
   };
   Input PrepareInput(int batch);
-  BatchStats ForwardBackward(DeviceParamSource& params, int batch, float grad_scale, DeviceGradSink& grads);
+  void QueueForwardBackward(DeviceParamSource& params, int batch, float grad_scale, DeviceGradSink& grads);
   BatchStats Evaluate(DeviceParamSource& params, int batch);
+  // The loss and accuracy sums of every QueueForwardBackward since the last
+  // call (one host wait); zero without any.
+  BatchStats TakeTrainStats();
 
  private:
+  struct Stats {  // on the device: a batch's, or a sum of batches'
+    double loss = 0;
+    unsigned long long correct = 0;
+    int bad_label = 0;
+  };
   void Upload(const float* x, const int32_t* y, int batch);
-  void Forward(DeviceParamSource& params, int batch, float grad_scale, bool backward);
-  BatchStats ReadStats(int batch);
+  // Into `stats`: assigned (the batch's own), or added to what it holds.
+  void Forward(DeviceParamSource& params, int batch, float grad_scale, bool backward, Stats* stats, bool add);
+  void Backward(DeviceParamSource& params, int batch, DeviceGradSink& grads);
+  // `stats` (device) read by the host, after a wait for the stream.
+  BatchStats Read(const Stats* stats, int64_t count);
   void* At(DeviceBuffer<uint8_t>& b, size_t elements);  // b grown to `elements` in fmt_
 
   const Mlp& shape_;
@@ -107,12 +121,9 @@ class DeviceMlp {
   DeviceBuffer<int32_t> labels_;
   PinnedBuffer<float> x_host_;
   PinnedBuffer<int32_t> y_host_;
-  struct Stats {
-    double loss = 0;
-    unsigned long long correct = 0;
-    int bad_label = 0;
-  };
-  DeviceBuffer<Stats> stats_;
+  DeviceBuffer<Stats> stats_;          // one batch's
+  DeviceBuffer<Stats> train_totals_;   // QueueForwardBackward's since TakeTrainStats
+  int64_t train_count_ = 0;            // their samples
   PinnedBuffer<Stats> stats_host_;
 };
 

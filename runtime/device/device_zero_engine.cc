@@ -177,34 +177,56 @@ void DeviceZeroEngine::LayerGrad(int layer) {
 }
 
 template <typename Fn>
-BatchStats DeviceZeroEngine::Micro(int64_t global_batch, bool last, Fn forward_backward) {
+void DeviceZeroEngine::Micro(int batch, int64_t global_batch, bool last, Fn forward_backward) {
+  // A batch larger than any before grows the model's scratch, and freeing
+  // the old buffers waits for the device without a bound: wait here first,
+  // bounded (once per size, in practice the first batch).
+  if (batch > largest_batch_) {
+    comm_.Synchronize(compute());
+    largest_batch_ = batch;
+  }
   last_micro_ = last;
   pending_hi_ = num_params_;
   const double scale = options_.precision == Precision::kFp16 ? scaler_.scale() : 1.0;
   // The next micro-batch's backward writes the gradients the last one's
   // collectives may still read (stage 2/3 accumulation): wait for them.
   comm_.Join(compute());
-  const BatchStats stats = forward_backward(static_cast<float>(scale / global_batch));
+  forward_backward(static_cast<float>(scale / global_batch));
   if (last && options_.stage <= 1) AllReduceGrads(0, pending_hi_);
   last_micro_ = false;
   grads_empty_ = false;
-  return stats;
 }
 
 BatchStats DeviceZeroEngine::MicroBatch(const float* x, const int32_t* y, int batch, int64_t global_batch,
                                         bool last) {
-  return Micro(global_batch, last,
-               [&](float gs) { return mlp_.ForwardBackward(*this, x, y, batch, gs, *this); });
+  BatchStats stats;
+  Micro(batch, global_batch, last,
+        [&](float gs) { stats = mlp_.ForwardBackward(*this, x, y, batch, gs, *this); });
+  return stats;
 }
 
-BatchStats DeviceZeroEngine::MicroBatchSamples(const Dataset& data, const int64_t* indices, int batch,
-                                               int64_t global_batch, bool last) {
+// Queued without a host wait: the host runs ahead of the GPU by up to
+// kQueuedBatches micro-batches. The bound keeps CUDA's launch queue from
+// filling (a full queue blocks the host inside CUDA, where no deadline
+// reaches) and frees the pinned index buffer the next batch reuses.
+void DeviceZeroEngine::MicroBatchSamples(const Dataset& data, const int64_t* indices, int batch,
+                                         int64_t global_batch, bool last) {
   const Resident* resident = ResidentOf(data);
   if (resident == nullptr) return Engine::MicroBatchSamples(data, indices, batch, global_batch, last);
-  return Micro(global_batch, last, [&](float gs) {
+  const size_t slot = queued_ % kQueuedBatches;
+  if (queued_ >= kQueuedBatches) comm_.WaitEvent(queued_done_[slot].get());
+  Micro(batch, global_batch, last, [&](float gs) {
     Gather(*resident, data.features, indices, batch);
-    return mlp_.ForwardBackward(*this, batch, gs, *this);
+    mlp_.QueueForwardBackward(*this, batch, gs, *this);
   });
+  queued_done_[slot].Record(compute());
+  ++queued_;
+}
+
+BatchStats DeviceZeroEngine::TakeTrainStats() {
+  BatchStats stats = Engine::TakeTrainStats();  // batches of a data set that is not resident
+  stats += mlp_.TakeTrainStats();
+  return stats;
 }
 
 const DeviceZeroEngine::Resident* DeviceZeroEngine::ResidentOf(const Dataset& data) {
@@ -239,11 +261,13 @@ const DeviceZeroEngine::Resident* DeviceZeroEngine::ResidentOf(const Dataset& da
   return &r;
 }
 
-// The indices go through pinned memory: the previous batch's copy is done
-// (every batch ends with the host reading its loss).
+// The indices go through pinned memory, one buffer per queued batch: the
+// copy from this one, kQueuedBatches batches ago, is done (MicroBatchSamples
+// waited for it; evaluation waits for each batch).
 void DeviceZeroEngine::Gather(const Resident& data, int features, const int64_t* indices, int batch) {
-  std::copy(indices, indices + batch, index_host_.Reserve(batch));
-  CopyToDevice(index_.Reserve(batch), index_host_.data(), batch, compute());
+  PinnedBuffer<int64_t>& staging = index_host_[queued_ % kQueuedBatches];
+  std::copy(indices, indices + batch, staging.Reserve(batch));
+  CopyToDevice(index_.Reserve(batch), staging.data(), batch, compute());
   const DeviceMlp::Input in = mlp_.PrepareInput(batch);
   GatherRows(data.x.data(), data.y.data(), index_.data(), batch, features, in.x, fmt_, in.y, compute());
 }

@@ -27,10 +27,14 @@
 // step runs on the host (the CPU path's vectorized Optimizer::Step), chunk
 // by chunk as the gradients come down, each chunk's new parameters going up
 // in the compute format while the next one is stepped (two copy streams).
-// The GPU keeps the compute copy only (stage 3: this rank's shard of it). The host waits for the
-// GPU once per micro-batch (the batch's loss) and once per step that needs
-// the gradient norm, each wait bounded by the collective timeout through
-// DeviceComm::Synchronize.
+// The GPU keeps the compute copy only (stage 3: this rank's shard of it).
+//
+// The host waits for the GPU once per step that needs the gradient norm
+// (clipping, fp16's overflow check) and once per TakeTrainStats (the
+// trainer's steps_per_print), not per micro-batch: the trainer's batches
+// (MicroBatchSamples on a resident data set) add their loss on the device,
+// and the host queues up to kQueuedBatches of them ahead. Every wait is
+// bounded by the collective timeout (DeviceComm::Synchronize, WaitEvent).
 #pragma once
 
 #include <deque>
@@ -65,8 +69,9 @@ class DeviceZeroEngine final : public Engine, private DeviceParamSource, private
   // copies of every rank on the GPU fit in half of what is free, decided by
   // all ranks together (collective: one answer, measured before anyone
   // allocates).
-  BatchStats MicroBatchSamples(const Dataset& data, const int64_t* indices, int batch, int64_t global_batch,
-                               bool last) override;
+  void MicroBatchSamples(const Dataset& data, const int64_t* indices, int batch, int64_t global_batch,
+                         bool last) override;
+  BatchStats TakeTrainStats() override;
   StepResult Step(float lr) override;
   BatchStats EvaluateRange(const Dataset& test, int64_t lo, int64_t hi) override;
   std::vector<float> GatherComputeParams() override;
@@ -103,9 +108,9 @@ class DeviceZeroEngine final : public Engine, private DeviceParamSource, private
   // The owned master weights and states as host vectors in shard layout.
   std::vector<float> OwnedMaster() const;
   std::vector<std::vector<float>> OwnedState() const;
-  // One micro-batch around `forward_backward(grad_scale)`.
+  // One micro-batch of `batch` samples around `forward_backward(grad_scale)`.
   template <typename Fn>
-  BatchStats Micro(int64_t global_batch, bool last, Fn forward_backward);
+  void Micro(int batch, int64_t global_batch, bool last, Fn forward_backward);
   // A data set in GPU memory, or nullptr when it does not fit.
   struct Resident {
     DeviceBuffer<float> x;
@@ -160,7 +165,13 @@ class DeviceZeroEngine final : public Engine, private DeviceParamSource, private
   Event step_ready_, params_up_;
   std::map<const Dataset*, Resident> resident_;
   DeviceBuffer<int64_t> index_;
-  PinnedBuffer<int64_t> index_host_;
+  // MicroBatchSamples' batches in flight: each one's indices (pinned) and
+  // the end of its work on the compute stream, in a ring.
+  static constexpr size_t kQueuedBatches = 2;
+  PinnedBuffer<int64_t> index_host_[kQueuedBatches];
+  Event queued_done_[kQueuedBatches];
+  size_t queued_ = 0;  // batches queued so far
+  int largest_batch_ = 0;
   std::map<int, void*> gathered_;             // stage 3: layers between Prefetch/Acquire and Release
   std::vector<Event> gathered_done_;          // stage 3: per layer, the end of its last gather
   std::map<int, void*> layer_grads_;          // stage 2/3: between GradTarget and LayerGrad

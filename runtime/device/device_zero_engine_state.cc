@@ -197,9 +197,7 @@ BatchStats DeviceZeroEngine::EvaluateRange(const Dataset& test, int64_t lo, int6
     } else {
       st = mlp_.Evaluate(params, test.sample(i), test.y.data() + i, b);
     }
-    sums.loss_sum += st.loss_sum;
-    sums.correct += st.correct;
-    sums.count += st.count;
+    sums += st;
   }
   comm_.Synchronize(compute());  // `gathered` is freed on return
   return sums;

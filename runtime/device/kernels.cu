@@ -174,7 +174,8 @@ __global__ void SumSquaresKernel(const UpdateSegment* segs, const void* grads, d
 }
 
 // One block adds the n partial sums in a fixed order.
-__global__ void SumKernel(const double* part, size_t n, double* out) {
+// *out = (add ? *out : 0) + the sum of part[0..n), in the fixed order.
+__global__ void SumKernel(const double* part, size_t n, double* out, bool add) {
   __shared__ double shared[kThreads];
   double sum = 0;
   for (size_t i = threadIdx.x; i < n; i += kThreads) sum += part[i];
@@ -184,7 +185,7 @@ __global__ void SumKernel(const double* part, size_t n, double* out) {
     if (threadIdx.x < width) shared[threadIdx.x] += shared[threadIdx.x + width];
     __syncthreads();
   }
-  if (threadIdx.x == 0) *out = shared[0];
+  if (threadIdx.x == 0) *out = add ? *out + shared[0] : shared[0];
 }
 
 // Grid (blocks, segments): the multi-tensor optimizer step.
@@ -237,11 +238,11 @@ void BiasGrad(const void* dz, int rows, int cols, Precision fmt, void* db, bool 
 
 void SoftmaxXent(const float* logits, const int32_t* labels, int rows, int C, float grad_scale,
                  float* dlogits, double* row_loss, double* loss_sum, unsigned long long* correct, int* bad_label,
-                 cudaStream_t stream) {
+                 bool add, cudaStream_t stream) {
   if (rows == 0) return;
   DS_CUDA_LAUNCH(SoftmaxXentKernel<<<(rows + kThreads - 1) / kThreads, kThreads, 0, stream>>>(
       logits, labels, rows, C, grad_scale, dlogits, row_loss, correct, bad_label));
-  DS_CUDA_LAUNCH(SumKernel<<<1, kThreads, 0, stream>>>(row_loss, static_cast<size_t>(rows), loss_sum));
+  DS_CUDA_LAUNCH(SumKernel<<<1, kThreads, 0, stream>>>(row_loss, static_cast<size_t>(rows), loss_sum, add));
 }
 
 void GatherRows(const float* data, const int32_t* labels, const int64_t* index, int rows, int cols,
@@ -290,7 +291,7 @@ void GradSumOfSquares(const UpdateSegment* segments, int count, const void* grad
     DS_CUDA_LAUNCH(SumSquaresKernel<decltype(g)::value>
         <<<dim3(kNormBlocks, count), kThreads, 0, stream>>>(segments, grads, scratch));
   });
-  DS_CUDA_LAUNCH(SumKernel<<<1, kThreads, 0, stream>>>(scratch, NormScratchSize(count), out));
+  DS_CUDA_LAUNCH(SumKernel<<<1, kThreads, 0, stream>>>(scratch, NormScratchSize(count), out, false));
 }
 
 void OptimizerUpdate(const ew::OptimizerStep& plan, const UpdateSegment* segments, int count,

@@ -36,14 +36,16 @@ void BiasGrad(const void* dz, int rows, int cols, Precision fmt, void* db, bool 
 // Softmax cross-entropy of each row of fp32 logits (rows x C) against
 // labels. Each row's loss goes to row_loss[r] (rows doubles of scratch, 0
 // for a bad label); *loss_sum becomes their sum, added in a fixed order
-// (kSumLanes below), so the same rows give the same bits on every run. Adds
+// (kSumLanes below), so the same rows give the same bits on every run
+// (with `add`, the sum is added to *loss_sum: batches summed on the device
+// in the order they are queued, also reproducible). Adds
 // the rows whose first maximum is the label to *correct (on the device, for
 // the caller to zero and read). When dlogits (rows x C, fp32) is set it
 // receives grad_scale * (softmax - onehot). A label outside [0, C) sets
 // *bad_label to 1.
 void SoftmaxXent(const float* logits, const int32_t* labels, int rows, int C, float grad_scale,
                  float* dlogits, double* row_loss, double* loss_sum, unsigned long long* correct, int* bad_label,
-                 cudaStream_t stream);
+                 bool add, cudaStream_t stream);
 
 // The fixed order of SoftmaxXent's and GradSumOfSquares' final sums: lane
 // t of kSumLanes adds elements t, t + kSumLanes, ... in turn, then the lanes

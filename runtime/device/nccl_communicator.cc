@@ -114,10 +114,16 @@ struct NcclCommunicator::Impl {
   // Waits for stream `s`, watching NCCL's async error and the deadline
   // (wait_verdict.h decides what each look means).
   void WaitFor(cudaStream_t s, const char* what) {
+    WaitUntil([s] { return dev::QueryStream(s); }, what);
+  }
+  // The same for the work before an event: query() is cudaStreamQuery's or
+  // cudaEventQuery's answer, its "not ready" already taken.
+  template <typename Query>
+  void WaitUntil(Query query, const char* what) {
     const auto start = std::chrono::steady_clock::now();
     const auto deadline = start + timeout;
     for (;;) {
-      const cudaError_t q = dev::QueryStream(s);
+      const cudaError_t q = query();
       ncclResult_t async = ncclSuccess;
       if (q == cudaErrorNotReady) ncclCommGetAsyncError(comm, &async);
       switch (dev::Judge(q, async, std::chrono::steady_clock::now() > deadline)) {
@@ -329,6 +335,10 @@ cudaStream_t NcclCommunicator::stream() const { return impl_->stream; }
 void NcclCommunicator::WaitFor(cudaStream_t s, const char* what) {
   impl_->Enter(what);
   impl_->WaitFor(s, what);
+}
+void NcclCommunicator::WaitForEvent(cudaEvent_t e, const char* what) {
+  impl_->Enter(what);
+  impl_->WaitUntil([e] { return dev::QueryEvent(e); }, what);
 }
 void NcclCommunicator::Check(ncclResult_t result, const char* what) {
   impl_->Enter(what);

@@ -70,11 +70,13 @@ class NcclCommunicator : public Communicator {
   // calls on device buffers itself: the communicator and its stream; Check
   // turns an NCCL result into the abort-and-throw above (ncclInProgress is
   // fine); WaitFor waits for any stream `s` against the collective timeout,
-  // watching NCCL's asynchronous error, and aborts and throws on failure.
+  // watching NCCL's asynchronous error, and aborts and throws on failure;
+  // WaitForEvent the same for the work queued before event `e`.
   ncclComm_t handle() const;
   cudaStream_t stream() const;
   void Check(ncclResult_t result, const char* what);
   void WaitFor(cudaStream_t s, const char* what);
+  void WaitForEvent(cudaEvent_t e, const char* what);
 
   struct Impl;
 

@@ -56,6 +56,12 @@ struct BatchStats {
   double loss_sum = 0;  // sum over the batch of per-sample cross-entropy (unscaled)
   int64_t correct = 0;  // argmax == label
   int64_t count = 0;
+  BatchStats& operator+=(const BatchStats& o) {
+    loss_sum += o.loss_sum;
+    correct += o.correct;
+    count += o.count;
+    return *this;
+  }
 };
 
 class Mlp {

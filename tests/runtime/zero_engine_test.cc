@@ -246,3 +246,41 @@ TEST_CASE("in fp32 the formula counts 4-byte params and no separate master", "[z
   CHECK(m[6] == Approx(16 * psi / 2).epsilon(0.01));
   CHECK(m[7] == Approx(16 * psi / 2));
 }
+
+// The trainer's way of passing a batch (sample indices) adds the batch's
+// loss and accuracy to what TakeTrainStats returns, once: the sums of the
+// batches one at a time, and nothing the second time.
+TEST_CASE("MicroBatchSamples' loss sums are taken once, as the batches one at a time give them", "[zero]") {
+  Mlp model(SmallModel());
+  OptimizerConfig oc;
+  auto opt = MakeOptimizer(oc);
+  ZeroOptions zo;
+  LocalCommunicator local;
+  ZeroEngine by_index(model, local, *opt, zo), by_value(model, local, *opt, zo);
+  by_index.InitParams(7);
+  by_value.InitParams(7);
+  const Dataset& d = Data();
+  BatchStats want;
+  for (int m = 0; m < 3; ++m) {
+    std::vector<int64_t> index;
+    std::vector<float> x;
+    std::vector<int32_t> y;
+    for (int i = 0; i < kGlobalBatch; ++i) {
+      index.push_back((m * kGlobalBatch + 37 * i) % d.n);
+      x.insert(x.end(), d.sample(index.back()), d.sample(index.back()) + d.features);
+      y.push_back(d.y[index.back()]);
+    }
+    by_index.MicroBatchSamples(d, index.data(), kGlobalBatch, kGlobalBatch, true);
+    want += by_value.MicroBatch(x.data(), y.data(), kGlobalBatch, kGlobalBatch, true);
+    by_index.Step(1e-2f);
+    by_value.Step(1e-2f);
+  }
+  const BatchStats got = by_index.TakeTrainStats();
+  CHECK(got.count == 3 * kGlobalBatch);
+  CHECK(got.count == want.count);
+  CHECK(got.correct == want.correct);
+  CHECK(got.loss_sum == want.loss_sum);
+  const BatchStats again = by_index.TakeTrainStats();
+  CHECK(again.count == 0);
+  CHECK(again.loss_sum == 0);
+}

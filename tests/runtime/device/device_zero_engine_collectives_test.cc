@@ -18,6 +18,7 @@
 
 #include "runtime/zero_engine.h"
 #include "tests/runtime/device/engine_test_bed.h"
+#include "tests/runtime/device/recording_device_comm.h"
 
 namespace ds::rt::dev {
 namespace {
@@ -108,53 +109,6 @@ TEST_CASE_METHOD(Bed, "device engine: stage 3's freed scratch stays in the memor
   const LayerShape& widest = model.layer(0);  // 20 x 16 + 16 parameters: the largest layer
   CHECK(reserved >= widest.size() * sizeof(uint16_t));
 }
-
-// A DeviceComm that writes down each call ("G336": an all-gather of 336
-// elements in all, "R65" a reduce-scatter, "A1" an all-reduce, "J" a Join,
-// "S" a Synchronize) and passes it on to `inner`.
-class RecordingDeviceComm final : public DeviceComm {
- public:
-  explicit RecordingDeviceComm(DeviceComm& inner) : inner_(inner) {}
-  std::vector<std::string> calls;
-
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
-  cudaStream_t stream() const override { return inner_.stream(); }
-  void AllReduceSum(void* data, size_t n, Precision fmt, cudaStream_t after) override {
-    calls.push_back("A" + std::to_string(n));
-    inner_.AllReduceSum(data, n, fmt, after);
-  }
-  void AllReduceSum(double* data, size_t n, cudaStream_t after) override {
-    calls.push_back("A" + std::to_string(n));
-    inner_.AllReduceSum(data, n, after);
-  }
-  void ReduceScatter(const void* in, void* out, const std::vector<size_t>& counts, Precision fmt,
-                     cudaStream_t after) override {
-    calls.push_back("R" + std::to_string(Total(counts)));
-    inner_.ReduceScatter(in, out, counts, fmt, after);
-  }
-  void AllGather(const void* in, void* out, const std::vector<size_t>& counts, Precision fmt,
-                 cudaStream_t after) override {
-    calls.push_back("G" + std::to_string(Total(counts)));
-    inner_.AllGather(in, out, counts, fmt, after);
-  }
-  void Join(cudaStream_t s) override {
-    calls.push_back("J");
-    inner_.Join(s);
-  }
-  void Synchronize(cudaStream_t s) override {
-    calls.push_back("S");
-    inner_.Synchronize(s);
-  }
-
- private:
-  static size_t Total(const std::vector<size_t>& counts) {
-    size_t t = 0;
-    for (size_t c : counts) t += c;
-    return t;
-  }
-  DeviceComm& inner_;
-};
 
 // Issue 34 item 8: ZeRO-3's gathers overlap compute. Within a micro-batch
 // the compute stream waits for each gather's own event, never for the whole

@@ -132,7 +132,7 @@ TEST_CASE("device: softmax cross-entropy per row, loss and accuracy sums, bad la
     DeviceBuffer<int> bad = Upload(std::vector<int>{0});
     DeviceBuffer<double> row_loss(rows);
     SoftmaxXent(dl.data(), dy.data(), rows, C, 0.5f, dd.data(), row_loss.data(), loss.data(), correct.data(),
-                bad.data(), nullptr);
+                bad.data(), false, nullptr);
     double want_loss = 0;
     long want_correct = 0;
     std::vector<float> want_d(logits.size());
@@ -155,7 +155,7 @@ TEST_CASE("device: softmax cross-entropy per row, loss and accuracy sums, bad la
   DeviceBuffer<int> bad = Upload(std::vector<int>{0});
   DeviceBuffer<double> row_loss(1);
   SoftmaxXent(dl.data(), dy.data(), 1, 3, 1.0f, nullptr, row_loss.data(), loss.data(), correct.data(), bad.data(),
-              nullptr);
+              false, nullptr);
   CHECK(Download(bad)[0] == 1);
   CHECK(Download(loss)[0] == 0);
 }
@@ -187,12 +187,17 @@ TEST_CASE("device: the loss sum is the rows' losses added in the documented fixe
     DS_CUDA(cudaMemset(correct.data(), 0, sizeof(unsigned long long)));
     DS_CUDA(cudaDeviceSynchronize());
     SoftmaxXent(dl.data(), dy.data(), rows, C, 1.0f, nullptr, row_loss.data(), loss.data(), correct.data(),
-                bad.data(), nullptr);
+                bad.data(), false, nullptr);
     const double got = Download(loss)[0];
     CHECK(got == FixedOrderSum(Download(row_loss)));
     if (run == 0) first = got;
     CHECK(got == first);
   }
+  // With `add` (the trainer's batches summed on the device until it reads
+  // them), the batch's fixed-order sum is added to what is there.
+  SoftmaxXent(dl.data(), dy.data(), rows, C, 1.0f, nullptr, row_loss.data(), loss.data(), correct.data(),
+              bad.data(), true, nullptr);
+  CHECK(Download(loss)[0] == first + first);
 }
 
 // Two segments with a gap between them in the gradients and the compute
