@@ -24,6 +24,8 @@ ZeroPartition::ZeroPartition(const std::vector<LayerShape>& layers, int world, i
     seg.len = counts[rank];
     seg.shard_offset = shard_size_;
     shard_size_ += seg.len;
+    padded_offsets_.push_back(padded_shard_size_);
+    padded_shard_size_ += piece;
     owned_.push_back(seg);
     counts_.push_back(std::move(counts));
   }

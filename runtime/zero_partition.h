@@ -35,12 +35,27 @@ class ZeroPartition {
   const std::vector<Segment>& owned() const { return owned_; }
   size_t shard_size() const { return shard_size_; }
 
+  // DeepSpeed's padded partition of layer l: every rank's piece takes
+  // Stride(l) = ceil(size / world) elements, the last pieces padded. Since
+  // every piece before a short one is whole, rank r's piece starts at
+  // r * Stride(l) in a buffer of world * Stride(l) elements, whose first
+  // size elements are the layer: NCCL's equal-count all-gather and
+  // reduce-scatter run on such buffers directly. PaddedOffset(l) is where
+  // this rank's piece of layer l starts in a shard of padded pieces
+  // (padded_shard_size() elements).
+  size_t Stride(int layer) const { return counts_[layer][0]; }
+  std::vector<size_t> PaddedCounts(int layer) const { return std::vector<size_t>(world_, Stride(layer)); }
+  size_t PaddedOffset(int layer) const { return padded_offsets_[layer]; }
+  size_t padded_shard_size() const { return padded_shard_size_; }
+
  private:
   int world_;
   int rank_;
   std::vector<std::vector<size_t>> counts_;
   std::vector<Segment> owned_;
   size_t shard_size_ = 0;
+  std::vector<size_t> padded_offsets_;
+  size_t padded_shard_size_ = 0;
 };
 
 // The layer shapes of a model, in order.

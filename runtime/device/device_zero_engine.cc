@@ -47,16 +47,15 @@ DeviceZeroEngine::DeviceZeroEngine(const Mlp& model, DeviceComm& comm, const Opt
     state_.resize(optimizer_.state_slots());
     for (auto& s : state_) s.Resize(shard);
   }
-  grads_.Resize((options_.stage <= 1 ? num_params_ : shard) * esize_);
+  grads_.Resize((options_.stage <= 1 ? num_params_ : owned_.padded_shard_size()) * esize_);
   std::vector<UpdateSegment> segs;
   for (const Segment& s : owned_.owned()) {
-    segs.push_back({alias_master_ ? s.flat_offset : s.shard_offset, s.shard_offset,
-                    options_.stage <= 1 ? s.flat_offset : s.shard_offset, s.flat_offset, s.len});
+    const size_t grad = GradOffset(s.layer);
+    segs.push_back({alias_master_ ? s.flat_offset : s.shard_offset, s.shard_offset, grad, s.flat_offset, s.len});
     max_segment_ = std::max(max_segment_, s.len);
     if (!offload_) continue;
     constexpr size_t kChunk = size_t{1} << 22;  // elements per host step chunk
     for (size_t at = 0; at < s.len; at += kChunk) {
-      const size_t grad = options_.stage <= 1 ? s.flat_offset : s.shard_offset;
       chunks_.push_back({s.shard_offset + at, grad + at, s.flat_offset + at, std::min(kChunk, s.len - at)});
       chunk_down_.emplace_back();
     }
@@ -88,6 +87,10 @@ DeviceZeroEngine::~DeviceZeroEngine() {
   }
 }
 
+size_t DeviceZeroEngine::GradOffset(int layer) const {
+  return options_.stage <= 1 ? owned_.Owned(layer).flat_offset : owned_.PaddedOffset(layer);
+}
+
 float* DeviceZeroEngine::MasterAt(const Segment& s) {
   return alias_master_ ? reinterpret_cast<float*>(compute_.data()) + s.flat_offset : master_.data() + s.shard_offset;
 }
@@ -95,25 +98,31 @@ float* DeviceZeroEngine::MasterAt(const Segment& s) {
 // --- parameters ------------------------------------------------------------
 
 // Queued on the communication stream after the compute stream's work so far;
-// gathered_done_[layer] marks its end there.
+// gathered_done_[layer] marks its end there. `out` holds the padded
+// partition (zero_partition.h): this rank's piece goes to its slot, padded
+// with zeros, and NCCL gathers equal counts in place, with no copies.
 void DeviceZeroEngine::GatherLayer(int layer, void* out) {
   const Segment& seg = owned_.Owned(layer);
-  const auto& counts = owned_.LayerCounts(layer);
-  size_t before = 0;
-  for (int r = 0; r < owned_.rank(); ++r) before += counts[r];
-  void* mine = ComputeAt(out, before);
+  const size_t stride = owned_.Stride(layer);
+  void* mine = ComputeAt(out, owned_.rank() * stride);
   if (offload_)
     DS_CUDA(cudaMemcpyAsync(mine, ComputeAt(owned_params_.data(), seg.shard_offset), seg.len * esize_,
                             cudaMemcpyDeviceToDevice, compute()));
   else
     Cast(MasterAt(seg), Precision::kFp32, mine, fmt_, seg.len, compute());
-  comm_.AllGather(mine, out, counts, fmt_, compute());
+  ZeroTail(mine, seg.len, stride, compute());
+  comm_.AllGather(mine, out, owned_.PaddedCounts(layer), fmt_, compute());
   gathered_done_[layer].Record(comm_.stream());
+}
+
+// Elements [from, to) of `p` (compute format) set to zero, on `s`.
+void DeviceZeroEngine::ZeroTail(void* p, size_t from, size_t to, cudaStream_t s) const {
+  if (to > from) DS_CUDA(cudaMemsetAsync(ComputeAt(p, from), 0, (to - from) * esize_, s));
 }
 
 void DeviceZeroEngine::Prefetch(int layer) {
   if (options_.stage < 3 || gathered_.count(layer)) return;
-  void* p = AllocAsync(layers_[layer].size() * esize_, compute());
+  void* p = AllocAsync(owned_.Stride(layer) * owned_.world() * esize_, compute());
   gathered_[layer] = p;  // listed before the gather: the destructor frees it after a throw
   GatherLayer(layer, p);
 }
@@ -145,8 +154,11 @@ void DeviceZeroEngine::AllReduceGrads(size_t lo, size_t hi) {
 DeviceGradSink::Target DeviceZeroEngine::GradTarget(int layer) {
   const LayerShape& shape = layers_[layer];
   if (options_.stage <= 1) return {ComputeAt(grads_.data(), shape.offset), !grads_empty_};
-  void* p = AllocAsync(shape.size() * esize_, compute());
+  // The padded partition: the layer, then zeros to world x stride.
+  const size_t padded = owned_.Stride(layer) * owned_.world();
+  void* p = AllocAsync(padded * esize_, compute());
   layer_grads_[layer] = p;
+  ZeroTail(p, shape.size(), padded, compute());
   return {p, false};
 }
 
@@ -161,15 +173,17 @@ void DeviceZeroEngine::LayerGrad(int layer) {
   }
   // Stages 2, 3: reduce-scatter the layer now (on the communication stream,
   // after its gradient), keep the owned piece, free the full gradient there.
+  // Both in the padded partition: equal counts, no copies; the piece's
+  // padding receives a sum of zeros.
   void* full = layer_grads_.at(layer);  // listed until freed: the destructor frees it after a throw
-  const Segment& seg = owned_.Owned(layer);
-  void* mine = ComputeAt(grads_.data(), seg.shard_offset);
+  const size_t stride = owned_.Stride(layer);
+  void* mine = ComputeAt(grads_.data(), owned_.PaddedOffset(layer));
   if (grads_empty_) {
-    comm_.ReduceScatter(full, mine, owned_.LayerCounts(layer), fmt_, compute());
+    comm_.ReduceScatter(full, mine, owned_.PaddedCounts(layer), fmt_, compute());
   } else {
-    void* piece = AllocAsync(seg.len * esize_, comm_.stream());
-    comm_.ReduceScatter(full, piece, owned_.LayerCounts(layer), fmt_, compute());
-    Accumulate(mine, fmt_, piece, fmt_, seg.len, comm_.stream());
+    void* piece = AllocAsync(stride * esize_, comm_.stream());
+    comm_.ReduceScatter(full, piece, owned_.PaddedCounts(layer), fmt_, compute());
+    Accumulate(mine, fmt_, piece, fmt_, owned_.Owned(layer).len, comm_.stream());
     FreeAsync(piece, comm_.stream());
   }
   FreeAsync(full, comm_.stream());

@@ -18,6 +18,14 @@
 //                 only the owned shard, each layer reduce-scattered as soon
 //                 as backward has produced it
 //
+// ZeRO-3's gathers and stage 2/3's reduce-scatters run on DeepSpeed's padded
+// partition (zero_partition.h: every piece ceil(size / world) elements), so
+// NCCL's equal-count collectives take the buffers as they are; the owned
+// gradients sit in a shard of padded pieces. Master weights, states and
+// checkpoints keep the unpadded shard. Stage 1/2's all-gather of the new
+// compute copy, once per step, still goes through the uneven path (its
+// target is the unpadded flat vector).
+//
 // The step runs the norm/overflow check (GradSumOfSquares), DecideStep and
 // one multi-tensor optimizer launch that also writes the 16-bit copy; then
 // stages 1 and 2 all-gather the new compute copy.
@@ -92,6 +100,9 @@ class DeviceZeroEngine final : public Engine, private DeviceParamSource, private
 
   // Element i of a buffer in the compute format.
   void* ComputeAt(void* base, size_t i) const { return static_cast<uint8_t*>(base) + i * esize_; }
+  void ZeroTail(void* p, size_t from, size_t to, cudaStream_t s) const;
+  // Where layer l's owned gradient starts in grads_.
+  size_t GradOffset(int layer) const;
   float* MasterAt(const Segment& s);
   // Layer l's full parameters gathered from the owned master pieces into
   // `out` (compute format), queued after the compute stream's work; the

@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -143,6 +144,71 @@ TEST_CASE_METHOD(Bed, "device engine: stage 3 prefetches the next layer's gather
     cpu.MicroBatch(Data().sample(0), Data().y.data(), kBatch, kBatch, true);
     cpu.Step(1e-2f);
     CHECK(Close(gpu.GatherMasterParams(), cpu.GatherMasterParams(), p));
+  }
+}
+
+// A DeviceComm that stands for rank 1 of 3 and moves no data: it writes
+// down each all-gather ("G") and reduce-scatter ("R") with its element
+// count, "~" after it when the ranks' counts differ.
+class ThreeRankShape final : public DeviceComm {
+ public:
+  std::vector<std::string> calls;
+
+  int rank() const override { return 1; }
+  int size() const override { return 3; }
+  cudaStream_t stream() const override { return stream_.get(); }
+  void AllReduceSum(void*, size_t, Precision, cudaStream_t after) override { After(after); }
+  void AllReduceSum(double*, size_t, cudaStream_t after) override { After(after); }
+  void ReduceScatter(const void*, void*, const std::vector<size_t>& counts, Precision,
+                     cudaStream_t after) override {
+    calls.push_back("R" + Describe(counts));
+    After(after);
+  }
+  void AllGather(const void*, void*, const std::vector<size_t>& counts, Precision, cudaStream_t after) override {
+    calls.push_back("G" + Describe(counts));
+    After(after);
+  }
+  // Ordered as a real one: its stream after the caller's, Join after its stream.
+  void Join(cudaStream_t s) override {
+    done_.Record(stream_.get());
+    done_.MakeWait(s);
+  }
+  void Synchronize(cudaStream_t s) override { DS_CUDA(cudaStreamSynchronize(s)); }
+  void WaitEvent(cudaEvent_t e) override { DS_CUDA(cudaEventSynchronize(e)); }
+
+ private:
+  static std::string Describe(const std::vector<size_t>& counts) {
+    size_t total = 0;
+    for (size_t c : counts) total += c;
+    const bool even = std::all_of(counts.begin(), counts.end(), [&](size_t c) { return c == counts[0]; });
+    return std::to_string(total) + (even ? "" : "~");
+  }
+  void After(cudaStream_t after) {
+    ready_.Record(after);
+    ready_.MakeWait(stream_.get());
+  }
+  Stream stream_;
+  Event ready_, done_;
+};
+
+// Issue 34 item 8: ZeRO-3's gathers and stage 2/3's reduce-scatters use
+// DeepSpeed's padded partition: equal counts, which NCCL takes without the
+// padding copies. At 3 ranks the last layer (65 parameters) pads to 66.
+// Before: "G65~" and "R65~", each a copy of the layer in and one out.
+TEST_CASE_METHOD(Bed, "device engine: stage 2/3 collectives run on padded, equal pieces", "[gpu]") {
+  for (int stage : {2, 3}) {
+    CAPTURE(stage);
+    ThreeRankShape shape;
+    const Spec spec{stage, Precision::kBf16, 1, 0, OptimizerType::kAdam};
+    OptimizerConfig oc;
+    auto opt = MakeOptimizer(oc);
+    DeviceZeroEngine gpu(model, shape, *opt, Options(spec), false);
+    gpu.InitParams(7);
+    shape.calls.clear();
+    gpu.MicroBatch(Data().sample(0), Data().y.data(), kBatch / 3, kBatch, true);
+    std::vector<std::string> want{"R66", "R204", "R336"};
+    if (stage == 3) want = {"G336", "G204", "G66", "G204", "R66", "R204", "R336"};
+    CHECK(shape.calls == want);
   }
 }
 
