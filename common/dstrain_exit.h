@@ -10,6 +10,7 @@ inline constexpr int kDstrainExitConfig = 1;  // bad config, data or checkpoint 
 inline constexpr int kDstrainExitUsage = 2;   // bad command line or environment
 inline constexpr int kDstrainExitComm = 3;    // a peer died or timed out: restartable
 inline constexpr int kDstrainExitDevice = 4;  // this rank's GPU failed (CUDA, cuBLAS, a
-                                              // kernel's fault): a restart would meet it again
+                                              // kernel's fault): a restart on this host would
+                                              // meet it again
 
 }  // namespace ds

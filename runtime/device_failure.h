@@ -1,8 +1,9 @@
 // DeviceFailure: a GPU failure (CUDA, cuBLAS, a kernel's fault seen while
 // waiting for a collective) as the CUDA-free part of dstrain sees it. The
 // GPU plugin throws its subclass dev::DeviceError (runtime/device/check.h);
-// dstrain reports it and exits 4 (common/dstrain_exit.h), which dslaunch
-// does not restart. NCCL's own failures are CommErrors, as any lost peer.
+// dstrain reports it and exits 4 (common/dstrain_exit.h): dslaunch leaves
+// the host out of any restart. NCCL's own failures are CommErrors, as any
+// lost peer.
 #pragma once
 
 #include <stdexcept>

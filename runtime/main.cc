@@ -19,7 +19,7 @@
 // out: dslaunch restarts the generation from the last checkpoint; with a
 // control channel only once no reshape came within the collective timeout); 4 a GPU
 // failure (CUDA, cuBLAS, a kernel's fault seen while waiting for NCCL:
-// dslaunch does not restart, and says so).
+// dslaunch restarts without this host, and says so).
 #include <sched.h>
 #include <unistd.h>
 

@@ -1,24 +1,28 @@
 #include "launcher/coordinator/restart_policy.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "common/dstrain_exit.h"
 
 namespace ds {
 namespace {
 
-// A worker of this generation that ended with dstrain's GPU failure (exit
-// kDstrainExitDevice: CUDA, cuBLAS, a kernel's fault), when the job runs
-// the built-in trainer (another program's exit 4 means nothing here); else
-// nullptr. Any worker, not only the first failure: the faulting rank and
-// its peers' communication failures race to be first.
-const WorkerRecord* GpuFailure(const JobSpec& job, const JobRecord& record) {
-  if (job.trainer_yaml.empty()) return nullptr;
+// The workers of this generation that ended with dstrain's GPU failure
+// (exit kDstrainExitDevice: CUDA, cuBLAS, a kernel's fault), first by rank
+// on each host, when the job runs the built-in trainer (another program's
+// exit 4 means nothing here). Any worker, not only the first failure: the
+// faulting rank and its peers' communication failures race to be first.
+std::map<std::string, int> GpuFailures(const JobSpec& job, const JobRecord& record) {
+  std::map<std::string, int> out;
+  if (job.trainer_yaml.empty()) return out;
   for (const auto& [rank, w] : record.workers())
-    if (w.exited && w.signal == 0 && w.exit_code == kDstrainExitDevice) return &w;
-  return nullptr;
+    if (w.exited && w.signal == 0 && w.exit_code == kDstrainExitDevice) out.emplace(w.host, rank);
+  return out;
 }
 
 }  // namespace
@@ -37,14 +41,35 @@ bool RestartPolicy::MayRestart(const JobRecord& record, const std::vector<bool>&
 std::string RestartPolicy::WhyNot(const JobRecord& record, const std::vector<bool>& alive) const {
   const ElasticOptions& el = plan_.job.elastic;
   if (el.max_restarts == 0) return "elastic.max_restarts is 0";
-  const int left = static_cast<int>(std::count(alive.begin(), alive.end(), true));
-  if (const WorkerRecord* gpu = GpuFailure(plan_.job, record))
-    return fmt::format("rank {} on {} had a GPU failure (dstrain exit {}); a restart would meet the same GPU",
-                       gpu->rank, gpu->host, kDstrainExitDevice);
+  const std::map<std::string, int> gpu = GpuFailures(plan_.job, record);
+  std::set<std::string> gpu_hosts = gpu_out_;
+  for (const auto& [host, rank] : gpu) gpu_hosts.insert(host);
+  if (gpu_hosts.size() > 1)
+    return fmt::format("GPU failures (dstrain exit {}) on {} hosts, {}: a fault on more than one host follows "
+                       "the job, not a GPU",
+                       kDstrainExitDevice, gpu_hosts.size(), fmt::join(gpu_hosts, ", "));
   if (restarts_ >= el.max_restarts) return fmt::format("all {} restarts used (elastic.max_restarts)", el.max_restarts);
-  if (left < el.min_nodes)
-    return fmt::format("{} node{} left, elastic.min_nodes is {}", left, left == 1 ? "" : "s", el.min_nodes);
+  int left = 0;
+  for (size_t i = 0; i < alive.size(); ++i) left += alive[i] && !gpu_hosts.count(names_[i]);
+  if (left < el.min_nodes) {
+    const std::string without =
+        gpu.empty() ? "" : fmt::format(" without {} (rank {}: a GPU failure)", gpu.begin()->first, gpu.begin()->second);
+    return fmt::format("{} node{} left{}, elastic.min_nodes is {}", left, left == 1 ? "" : "s", without, el.min_nodes);
+  }
   return "";
+}
+
+// A host whose GPU failed sits out the rest of the job: a restart on it
+// would likely meet the same fault (a sticky CUDA error, a GPU off the bus
+// needs the node reset). WhyNot has checked that min_nodes holds without it.
+void RestartPolicy::LeaveOutGpuFailures(std::vector<bool>& keep, const JobRecord& record) {
+  for (const auto& [host, rank] : GpuFailures(plan_.job, record)) {
+    if (gpu_out_.insert(host).second)
+      notice_(fmt::format("{} sits out the rest of the job: rank {} had a GPU failure (dstrain exit {})", host, rank,
+                          kDstrainExitDevice));
+  }
+  for (size_t i = 0; i < keep.size(); ++i)
+    if (gpu_out_.count(names_[i])) keep[i] = false;
 }
 
 // elastic.max_host_failures: counts the generation's failure against its
@@ -76,6 +101,7 @@ void RestartPolicy::ApplyHostCooldowns(std::vector<bool>& keep, const JobRecord&
 
 Result<NextGeneration> RestartPolicy::Restart(std::vector<bool> alive, const JobRecord& record,
                                               Clock::time_point now) {
+  LeaveOutGpuFailures(alive, record);
   ApplyHostCooldowns(alive, record, now);
   DS_ASSIGN_OR_RETURN(LaunchPlan plan, PlanOnNodes(plan_, alive));
   NextGeneration next{std::move(plan), {}};

@@ -1,9 +1,11 @@
 // RestartPolicy: JobControl's restart decision, by its own name. After a
 // generation failed (a worker's failure, a hang, a lost agent) it says
-// whether the job restarts: never after a GPU failure of dstrain (a restart
-// would meet the same GPU), not once elastic.max_restarts (job-wide) are
-// used, not below elastic.min_nodes alive; and on which candidates the next
-// generation runs: the alive ones less the hosts in their cooldown
+// whether the job restarts: not once elastic.max_restarts (job-wide) are
+// used, not below elastic.min_nodes alive, not after dstrain's GPU failures
+// on two hosts (then it follows the job, not a GPU); and on which
+// candidates the next generation runs: the alive ones less a host whose
+// GPU failed (for the rest of the job: a restart there would meet the same
+// GPU; min_nodes must hold without it) and less the hosts in their cooldown
 // (elastic.max_host_failures worker failures, then elastic.host_cooldown out)
 // while min_nodes still holds, standbys stepping in (PlanOnNodes).
 // Every "not restarting" and "sits out" line goes to `notice`.
@@ -12,6 +14,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,6 +54,7 @@ class RestartPolicy {
   }
 
  private:
+  void LeaveOutGpuFailures(std::vector<bool>& keep, const JobRecord& record);
   void ApplyHostCooldowns(std::vector<bool>& keep, const JobRecord& record, Clock::time_point now);
 
   const LaunchPlan& plan_;
@@ -59,6 +63,7 @@ class RestartPolicy {
   int restarts_ = 0;
   std::map<std::string, int> host_failures_;  // worker failures per host since its last cooldown
   std::map<std::string, Clock::time_point> cooldown_until_;
+  std::set<std::string> gpu_out_;  // hosts out for the rest of the job: their GPU failed
 };
 
 }  // namespace ds

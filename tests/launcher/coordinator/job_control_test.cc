@@ -114,7 +114,11 @@ TEST_CASE("job control: the restart budget is job-wide, then the failure ends th
   CHECK(c.record().restart_causes().size() == 2);
 }
 
-TEST_CASE("job control: dstrain's GPU failure (exit 4) spends no restart and says so; another program's 4 does",
+// A GPU failure (dstrain's exit 4) leaves its host out for the rest of the
+// job: the restart runs on the others; a second host's GPU failure ends the
+// job (then it follows the job, not a GPU). Before, the first one ended the
+// job: "not restarting: rank 3 on w1 had a GPU failure".
+TEST_CASE("job control: dstrain's GPU failure (exit 4) restarts without its host; a second host's ends the job",
           "[jobcontrol]") {
   JobSpec trainer = Elastic(3);
   trainer.command.clear();
@@ -124,18 +128,27 @@ TEST_CASE("job control: dstrain's GPU failure (exit 4) spends no restart and say
   c.Exit(2, 3);  // a peer's communication failure may arrive first
   c.Exit(3, 4);  // the rank whose GPU faulted
   c.ConfirmStops();
+  REQUIRE(c.control().state() == CoordState::kReserving);
+  CHECK(c.control().restarts() == 1);
+  CHECK(HasNotice(c, "w1 sits out the rest of the job: rank 3 had a GPU failure (dstrain exit 4)"));
+  c.Reserve();
+  CHECK(c.NodesRunning() == std::vector<int>{0, 2});
+  c.StartWorkers();
+  c.Exit(3, 4);  // now on w2
+  c.ConfirmStops();
   CHECK(c.done());
-  CHECK(c.control().restarts() == 0);
-  CHECK(HasNotice(c, "not restarting: rank 3 on w1 had a GPU failure (dstrain exit 4); a restart would meet "
-                     "the same GPU"));
-  CHECK(c.record().ExitCode() == 3);
+  CHECK(HasNotice(c, "not restarting: GPU failures (dstrain exit 4) on 2 hosts, w1, w2: a fault on more than one "
+                     "host follows the job, not a GPU"));
+  CHECK(c.record().ExitCode() == 4);
 
-  FakeCluster other(kThreeHosts, Elastic(3));
+  FakeCluster other(kThreeHosts, Elastic(3));  // a command's exit 4 is any failure: no host is left out
   other.Run();
   other.Exit(3, 4);
   other.ConfirmStops();
   CHECK_FALSE(other.done());
   CHECK(other.control().restarts() == 1);
+  other.Reserve();
+  CHECK(other.NodesRunning() == std::vector<int>{0, 1, 2});
 }
 
 TEST_CASE("job control: a lost node restarts on the survivors with fewer ranks, renumbered", "[jobcontrol]") {

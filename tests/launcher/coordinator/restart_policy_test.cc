@@ -102,5 +102,41 @@ TEST_CASE("restart policy: a host whose workers failed sits out its cooldown unl
   CHECK(p.notices[1] == "w1 is in its cooldown (30 s left) but elastic.min_nodes needs it");
 }
 
+void FailGpu(JobRecord& record, int rank, const std::string& host) {
+  record.OnAssigned(rank, rank, host);
+  record.OnStarted(rank, 100 + rank);
+  record.OnExited(rank, 100 + rank, 4, 0, false, {});
+}
+
+LaunchPlan TrainerPlan(const std::string& hostfile, const ElasticOptions& el) {
+  LaunchPlan plan = PlanFor(hostfile, el);
+  plan.job.trainer_yaml = "model: {layers: [4, 2]}";
+  return plan;
+}
+
+TEST_CASE("restart policy: a host whose GPU failed sits out the rest of the job, if min_nodes holds without it",
+          "[restart]") {
+  Policy p(kThree, Elastic(3, 2));
+  p.plan = TrainerPlan(kThree, Elastic(3, 2));
+  FailGpu(p.record, 1, "w1");
+  const std::vector<bool> all(3, true);
+  REQUIRE(p.policy.MayRestart(p.record, all));
+  auto next = p.policy.Restart(all, p.record, kT0);
+  REQUIRE(next.ok());
+  CHECK(next->agents == V{0, 2});
+  CHECK(p.notices == std::vector<std::string>{"w1 sits out the rest of the job: rank 1 had a GPU failure (dstrain "
+                                              "exit 4)"});
+  next = p.policy.Restart(all, JobRecord(), kT0);  // later restarts too, w1 alive or not
+  REQUIRE(next.ok());
+  CHECK(next->agents == V{0, 2});
+
+  Policy few(kThree, Elastic(3, 3));
+  few.plan = TrainerPlan(kThree, Elastic(3, 3));
+  FailGpu(few.record, 2, "w2");
+  CHECK_FALSE(few.policy.MayRestart(few.record, all));
+  CHECK(few.notices == std::vector<std::string>{"not restarting: 2 nodes left without w2 (rank 2: a GPU failure), "
+                                                "elastic.min_nodes is 3"});
+}
+
 }  // namespace
 }  // namespace ds
