@@ -186,6 +186,24 @@ TEST_CASE("job control in place: a node evicted as slow leaves through the in-pl
   CHECK(r0->step == 500);
 }
 
+TEST_CASE("job control in place: a GPU failure's host leaves through the in-place path", "[jobcontrol][inplace]") {
+  JobSpec job = InPlaceJob();
+  job.trainer_yaml = "model: {layers: [4, 2]}";
+  FakeCluster c(kThreeHosts, job);
+  RunWithSave(c);
+  c.Exit(3, 4);  // dstrain's GPU failure on w1
+  CHECK(HasNotice(c, "w1 sits out the rest of the job: rank 3 had a GPU failure (dstrain exit 4)"));
+  CHECK(Stops(c) == 0);
+  auto r0 = c.Last<msg::Reshape>(0, MsgType::kReshape);
+  auto r1 = c.Last<msg::Reshape>(1, MsgType::kReshape);
+  auto r2 = c.Last<msg::Reshape>(2, MsgType::kReshape);
+  REQUIRE((r0 && r1 && r2));
+  CHECK(Moves(*r0) == std::vector<std::pair<int, int>>{{0, 0}, {1, 1}});
+  CHECK(Moves(*r1) == std::vector<std::pair<int, int>>{{2, -1}});  // rank 2 stops too; rank 3 has exited
+  CHECK(Moves(*r2) == std::vector<std::pair<int, int>>{{4, 2}, {5, 3}});
+  CHECK(r0->world == 4);
+}
+
 TEST_CASE("job control in place: a standby takes a lost node's ranks: it gathers, then starts them beside nobody", "[jobcontrol][inplace]") {
   JobSpec job = InPlaceJob();
   job.elastic.max_nodes = 2;  // w2 waits as a standby
