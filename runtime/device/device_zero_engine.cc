@@ -70,17 +70,18 @@ DeviceZeroEngine::DeviceZeroEngine(const Mlp& model, DeviceComm& comm, const Opt
 }
 
 DeviceZeroEngine::~DeviceZeroEngine() {
-  // Scratch still held after a failure mid-step: give it back in order.
-  for (auto& [layer, p] : gathered_) cudaFreeAsync(p, compute());
-  for (auto& [layer, p] : layer_grads_) cudaFreeAsync(p, compute());
   // The buffers' cudaFree below waits for the whole device, which may still
   // run a collective whose peer is gone: wait here first, bounded by the
   // collective timeout (NCCL: a timeout or failure aborts the communicator,
   // which ends its kernels). An unusable communicator was aborted already.
   // The communication stream is joined first: the compute stream alone does
-  // not wait for the last micro-batch's gradient reductions (Step does).
+  // not wait for the last micro-batch's gradient reductions (Step does), nor
+  // for a prefetched gather. Scratch still held after a failure mid-step is
+  // given back after that join, in stream order.
   try {
     comm_.Join(compute());
+    for (auto& [layer, p] : gathered_) FreeAsync(p, compute());
+    for (auto& [layer, p] : layer_grads_) FreeAsync(p, compute());
     comm_.Synchronize(compute());
   } catch (const std::exception& e) {
     DS_LOG(Warn, Train) << "device engine: not waiting for the GPU at teardown: " << e.what();
@@ -192,9 +193,13 @@ void DeviceZeroEngine::LayerGrad(int layer) {
 
 template <typename Fn>
 void DeviceZeroEngine::Micro(int batch, int64_t global_batch, bool last, Fn forward_backward) {
+  // The next micro-batch's backward writes the gradients the last one's
+  // collectives may still read (stage 2/3 accumulation): wait for them.
+  comm_.Join(compute());
   // A batch larger than any before grows the model's scratch, and freeing
-  // the old buffers waits for the device without a bound: wait here first,
-  // bounded (once per size, in practice the first batch).
+  // the old buffers waits for the whole device without a bound: wait for
+  // it here first (the compute stream, which now waits for every collective
+  // queued), bounded; once per size, in practice the first batch.
   if (batch > largest_batch_) {
     comm_.Synchronize(compute());
     largest_batch_ = batch;
@@ -202,9 +207,6 @@ void DeviceZeroEngine::Micro(int batch, int64_t global_batch, bool last, Fn forw
   last_micro_ = last;
   pending_hi_ = num_params_;
   const double scale = options_.precision == Precision::kFp16 ? scaler_.scale() : 1.0;
-  // The next micro-batch's backward writes the gradients the last one's
-  // collectives may still read (stage 2/3 accumulation): wait for them.
-  comm_.Join(compute());
   forward_backward(static_cast<float>(scale / global_batch));
   if (last && options_.stage <= 1) AllReduceGrads(0, pending_hi_);
   last_micro_ = false;
@@ -220,9 +222,11 @@ BatchStats DeviceZeroEngine::MicroBatch(const float* x, const int32_t* y, int ba
 }
 
 // Queued without a host wait: the host runs ahead of the GPU by up to
-// kQueuedBatches micro-batches. The bound keeps CUDA's launch queue from
-// filling (a full queue blocks the host inside CUDA, where no deadline
-// reaches) and frees the pinned index buffer the next batch reuses.
+// kQueuedBatches micro-batches. The bound frees the pinned index buffer the
+// next batch reuses, and keeps the host from queueing without end: a full
+// launch queue blocks the host inside CUDA, where no deadline reaches (one
+// micro-batch's launches, about 15 per layer, still must fit: a model of
+// hundreds of layers would need a bound per layer instead).
 void DeviceZeroEngine::MicroBatchSamples(const Dataset& data, const int64_t* indices, int batch,
                                          int64_t global_batch, bool last) {
   const Resident* resident = ResidentOf(data);

@@ -128,11 +128,20 @@ void DeviceZeroEngine::ExportShardInto(ShardState* out) const {
       [&](int k, const Segment& s) { return state[k].data() + s.shard_offset; }, out);
 }
 
+// Stage 3: each layer gathered as the forward pass gathers it, into its
+// padded partition (world x stride elements, more than the layer), then its
+// layer's part copied into place, so no piece spills into the next layer.
 const void* DeviceZeroEngine::FullCompute(DeviceBuffer<uint8_t>* gathered) {
   if (options_.stage < 3) return compute_.data();
   gathered->Resize(num_params_ * esize_);
-  for (size_t l = 0; l < layers_.size(); ++l)
-    GatherLayer(static_cast<int>(l), ComputeAt(gathered->data(), layers_[l].offset));
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const int layer = static_cast<int>(l);
+    void* padded = AllocAsync(owned_.Stride(layer) * owned_.world() * esize_, compute());
+    GatherLayer(layer, padded);
+    DS_CUDA(cudaMemcpyAsync(ComputeAt(gathered->data(), layers_[l].offset), padded, layers_[l].size() * esize_,
+                            cudaMemcpyDeviceToDevice, comm_.stream()));
+    FreeAsync(padded, comm_.stream());
+  }
   comm_.Join(compute());
   return gathered->data();
 }

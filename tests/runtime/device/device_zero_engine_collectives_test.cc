@@ -147,9 +147,10 @@ TEST_CASE_METHOD(Bed, "device engine: stage 3 prefetches the next layer's gather
   }
 }
 
-// A DeviceComm that stands for rank 1 of 3 and moves no data: it writes
-// down each all-gather ("G") and reduce-scatter ("R") with its element
-// count, "~" after it when the ranks' counts differ.
+// A DeviceComm that stands for rank 1 of 3 and moves no data (what it
+// should write, it zeroes): it writes down each all-gather ("G") and
+// reduce-scatter ("R") with its element count, "~" after it when the
+// ranks' counts differ.
 class ThreeRankShape final : public DeviceComm {
  public:
   std::vector<std::string> calls;
@@ -159,14 +160,19 @@ class ThreeRankShape final : public DeviceComm {
   cudaStream_t stream() const override { return stream_.get(); }
   void AllReduceSum(void*, size_t, Precision, cudaStream_t after) override { After(after); }
   void AllReduceSum(double*, size_t, cudaStream_t after) override { After(after); }
-  void ReduceScatter(const void*, void*, const std::vector<size_t>& counts, Precision,
+  void ReduceScatter(const void*, void* out, const std::vector<size_t>& counts, Precision fmt,
                      cudaStream_t after) override {
     calls.push_back("R" + Describe(counts));
     After(after);
+    Zero(out, counts[rank()] * ElementSize(fmt));
   }
-  void AllGather(const void*, void*, const std::vector<size_t>& counts, Precision, cudaStream_t after) override {
+  void AllGather(const void*, void* out, const std::vector<size_t>& counts, Precision fmt,
+                 cudaStream_t after) override {
     calls.push_back("G" + Describe(counts));
     After(after);
+    size_t total = 0;
+    for (size_t c : counts) total += c;
+    Zero(out, total * ElementSize(fmt));
   }
   // Ordered as a real one: its stream after the caller's, Join after its stream.
   void Join(cudaStream_t s) override {
@@ -186,6 +192,9 @@ class ThreeRankShape final : public DeviceComm {
   void After(cudaStream_t after) {
     ready_.Record(after);
     ready_.MakeWait(stream_.get());
+  }
+  void Zero(void* p, size_t bytes) {
+    if (bytes > 0) DS_CUDA(cudaMemsetAsync(p, 0, bytes, stream_.get()));
   }
   Stream stream_;
   Event ready_, done_;

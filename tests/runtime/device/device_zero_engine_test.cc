@@ -233,9 +233,11 @@ TEST_CASE_METHOD(Bed, "device engine: after one and two steps every layer moved,
 // communicator and the hybrid mode's staging: world 2 and 3 over the 605
 // parameters (odd, and not a multiple of 3: every stage's partition is
 // uneven, the last rank's shard shorter, and stage 3's layers split
-// mid-tensor) train to one process's weights. A shard boundary off by one,
-// a tail dropped or a rank's piece written at another's offset fails here
-// and not at world 1.
+// mid-tensor) train to one process's weights, and gather the compute copy
+// and evaluate as that process does (stage 3 gathers every layer at once
+// there: a padded piece must not spill past its layer). A shard boundary
+// off by one, a tail dropped or a rank's piece written at another's offset
+// fails here and not at world 1.
 TEST_CASE_METHOD(Bed, "device engine: world 2 and 3 with uneven shards trains as one CPU process", "[gpu]") {
   REQUIRE(model.num_params() == 605);
   for (Precision p : {Precision::kFp32, Precision::kBf16}) {
@@ -247,12 +249,14 @@ TEST_CASE_METHOD(Bed, "device engine: world 2 and 3 with uneven shards trains as
         auto opt = MakeOptimizer(oc);
         ZeroEngine cpu(model, local, *opt, Options(spec));
         const std::vector<int> cpu_skips = Train(cpu, spec);
-        const std::vector<float> want = cpu.GatherMasterParams();
+        const std::vector<float> want = cpu.GatherMasterParams(), want_compute = cpu.GatherComputeParams();
+        const BatchStats want_eval = cpu.EvaluateRange(Data(), 0, 600);
         cpu.InitParams(7);
         const std::vector<float> initial = cpu.GatherMasterParams();
 
         gloo::rendezvous::HashStore store;
-        std::vector<std::vector<float>> got(world);
+        std::vector<std::vector<float>> got(world), compute(world);
+        std::vector<BatchStats> eval(world);
         std::vector<std::vector<int>> skips(world);
         std::vector<std::string> errors(world);
         std::vector<std::thread> ranks;
@@ -268,6 +272,8 @@ TEST_CASE_METHOD(Bed, "device engine: world 2 and 3 with uneven shards trains as
               DeviceZeroEngine gpu(mine, *comm, *ropt, Options(spec), false);
               skips[r] = Train(gpu, spec, r, world);
               got[r] = gpu.GatherMasterParams();
+              compute[r] = gpu.GatherComputeParams();  // stage 3: every layer gathered (padded) at once
+              eval[r] = gpu.EvaluateRange(Data(), 0, 600);
             } catch (const std::exception& e) {
               errors[r] = e.what();
             }
@@ -281,6 +287,9 @@ TEST_CASE_METHOD(Bed, "device engine: world 2 and 3 with uneven shards trains as
           REQUIRE(got[r].size() == want.size());
           CHECK(Close(got[r], want, p));
           CHECK(Unchanged(model, initial, got[r]).empty());
+          REQUIRE(compute[r].size() == want_compute.size());
+          CHECK(Close(compute[r], want_compute, p));
+          CHECK(eval[r].loss_sum == Approx(want_eval.loss_sum).epsilon(p == Precision::kFp32 ? 1e-4 : 3e-2));
         }
         CHECK(got[0] == got[world - 1]);  // every rank gathered the same weights
       }
