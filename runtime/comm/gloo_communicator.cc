@@ -12,6 +12,7 @@
 #include <set>
 #include <fstream>
 #include <numeric>
+#include <optional>
 
 #include <fmt/format.h>
 #include <gloo/allgatherv.h>
@@ -28,6 +29,7 @@
 #include "common/check.h"
 #include "common/log.h"
 #include "common/netif.h"
+#include "runtime/comm/gloo_loop_ticker.h"
 #include "runtime/numeric/half.h"
 
 namespace ds::rt {
@@ -180,7 +182,11 @@ std::unique_ptr<GlooCommunicator> GlooCommunicator::Connect(gloo::rendezvous::St
   }
   const std::set<int> before = ConnectedTcpSockets();
   try {
+    // Each pair's connect and sync switch waits for a turn of the device's
+    // loop; the ticker goes last (after a failure it holds the device's last reference).
+    std::optional<GlooLoopTicker> ticker;
     auto device = gloo::transport::tcp::CreateDevice(attr);
+    ticker.emplace(device);
     auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
     context->setTimeout(options.timeout);
     context->connectFullMesh(store, device);
@@ -223,6 +229,11 @@ GlooCommunicator::GlooCommunicator(std::shared_ptr<gloo::Context> context,
       abort_fds_(std::move(abort_fds)) {}
 
 GlooCommunicator::~GlooCommunicator() {
+  {
+    GlooLoopTicker ticker(context_->getDevice());  // each pair's close waits for a turn of the loop
+    bulk_.reset();
+    context_.reset();
+  }
   for (int fd : abort_fds_) ::close(fd);
 }
 
