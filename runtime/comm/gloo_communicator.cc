@@ -230,7 +230,11 @@ GlooCommunicator::GlooCommunicator(std::shared_ptr<gloo::Context> context,
 
 GlooCommunicator::~GlooCommunicator() {
   {
-    GlooLoopTicker ticker(context_->getDevice());  // each pair's close waits for a turn of the loop
+    // Each pair's close waits for a turn of the loop, and so does the
+    // device's end: everything holding a context goes while the ticker lives
+    // (the reduce-scatter classes hold the bulk one).
+    GlooLoopTicker ticker(context_->getDevice());
+    scatter_classes_.clear();
     bulk_.reset();
     context_.reset();
   }
