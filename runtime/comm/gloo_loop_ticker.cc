@@ -25,6 +25,7 @@ class GlooLoopTicker::Handler final : public gloo::transport::tcp::Handler {
  public:
   Handler(int fd, gloo::transport::tcp::Device& device) : fd_(fd), device_(device) {}
   ~Handler() override { ::close(fd_); }
+  int fd() const { return fd_; }
 
   void handleEvents(int /*events*/) override {
     uint64_t expirations = 0;  // level-triggered: read it, or the loop spins
@@ -55,7 +56,8 @@ class GlooLoopTicker::Handler final : public gloo::transport::tcp::Handler {
 };
 
 GlooLoopTicker::GlooLoopTicker(std::shared_ptr<gloo::transport::Device> device, std::chrono::microseconds period)
-    : device_(std::move(device)) {
+    : period_(period), device_(std::move(device)) {
+  DS_CHECK(period.count() > 0 && period < std::chrono::seconds(1));
   auto* tcp = dynamic_cast<gloo::transport::tcp::Device*>(device_.get());
   DS_CHECK(tcp != nullptr);
   const int fd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -65,10 +67,6 @@ GlooLoopTicker::GlooLoopTicker(std::shared_ptr<gloo::transport::Device> device, 
     return;
   }
   auto handler = std::make_unique<Handler>(fd, *tcp);
-  itimerspec spec{};
-  spec.it_interval.tv_nsec = std::chrono::duration_cast<std::chrono::nanoseconds>(period).count();
-  spec.it_value = spec.it_interval;
-  DS_CHECK(::timerfd_settime(fd, 0, &spec, nullptr) == 0);
   try {
     tcp->registerDescriptor(fd, EPOLLIN, handler.get());
   } catch (const std::exception& e) {
@@ -77,10 +75,12 @@ GlooLoopTicker::GlooLoopTicker(std::shared_ptr<gloo::transport::Device> device, 
     return;
   }
   handler_ = std::move(handler);
+  Resume();
 }
 
 GlooLoopTicker::~GlooLoopTicker() {
   if (!handler_) return;
+  Resume();  // what follows waits for its expiries
   if (device_.use_count() == 1) {
     // The last holder: the device's loop stops at its next turn and its
     // thread is joined, which the timer, still on the loop, brings within a
@@ -91,6 +91,18 @@ GlooLoopTicker::~GlooLoopTicker() {
     handler_->Stop();
   }
   handler_.reset();
+}
+
+void GlooLoopTicker::Pause() { Arm(std::chrono::microseconds(0)); }
+
+void GlooLoopTicker::Resume() { Arm(period_); }
+
+void GlooLoopTicker::Arm(std::chrono::microseconds period) {
+  if (!handler_) return;
+  itimerspec spec{};
+  spec.it_interval.tv_nsec = std::chrono::duration_cast<std::chrono::nanoseconds>(period).count();
+  spec.it_value = spec.it_interval;  // zero: disarmed
+  DS_CHECK(::timerfd_settime(handler_->fd(), 0, &spec, nullptr) == 0);
 }
 
 }  // namespace ds::rt

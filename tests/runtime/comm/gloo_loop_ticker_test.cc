@@ -1,6 +1,7 @@
 // GlooLoopTicker (gloo_loop_ticker.h) on a real Gloo TCP device of this
 // process: while it lives, the device's epoll set holds its timer, armed
-// with the period; once it is destroyed the timer is off the set and closed,
+// with the period (disarmed while paused); once it is destroyed (paused or
+// not) the timer is off the set and closed,
 // also when tickers come and go back to back (each destructor racing the
 // loop's own turn); a ticker left with the device's last reference
 // destroys it (the loop's thread joined, its descriptors closed). A
@@ -75,6 +76,14 @@ TEST_CASE("a ticker keeps its timer on the device's loop while it lives, and tak
     REQUIRE(::timerfd_gettime(tfd, &spec) == 0);
     CHECK(spec.it_interval.tv_sec == 0);
     CHECK(spec.it_interval.tv_nsec == 300000);
+    ticker.Pause();  // while a store request waits: no turns
+    REQUIRE(::timerfd_gettime(tfd, &spec) == 0);
+    CHECK((spec.it_value.tv_sec == 0 && spec.it_value.tv_nsec == 0));
+    CHECK(Registered(d.epfd).count(tfd) == 1);
+    ticker.Resume();
+    REQUIRE(::timerfd_gettime(tfd, &spec) == 0);
+    CHECK(spec.it_interval.tv_nsec == 300000);
+    ticker.Pause();  // destroyed while paused: it turns the loop again to take its timer off
   }
   CHECK(FdsOf("anon_inode:[timerfd]") == timers_before);
   CHECK(Registered(d.epfd).empty());
