@@ -161,6 +161,9 @@ void JobControl::EndReshape(const std::string& why, bool restartable) {
     f.exit_code = reshaping_->cause ? reshaping_->cause->ProcessExitCode() : 1;
     record_.RecordFailure(std::move(f));
   }
+  // The failure it followed is the restart's cause (the record took it when
+  // the recovery began): the full restart is the same restart, with this one's why.
+  if (restartable && reshaping_->cause) record_.InPlaceRecoveryFailed(why);
   reshaping_.reset();
   policy_.Refund();  // the full restart counts this failure's restart
 }

@@ -102,7 +102,10 @@ int JobRecord::ExitCode() const {
 }
 
 void JobRecord::NewGeneration(int generation) {
-  if (first_failure_) restart_causes_.push_back(*RootCause());
+  if (in_place_failed_ && !restart_causes_.empty()) restart_causes_.back().in_place_failed = std::move(*in_place_failed_);
+  else if (first_failure_) restart_causes_.push_back(*RootCause());
+  in_place_failed_.reset();
+  generation_ = generation;
   first_failure_.reset();
   workers_.clear();
   assigned_on_node_.clear();
@@ -110,6 +113,8 @@ void JobRecord::NewGeneration(int generation) {
   num_exited_ok_ = 0;
   if (mux_) mux_->Marker("--- dslaunch: restarted, generation " + std::to_string(generation) + " ---");
 }
+
+void JobRecord::InPlaceRecoveryFailed(std::string why) { in_place_failed_ = std::move(why); }
 
 bool JobRecord::AllExitedOk() const {
   return !workers_.empty() && num_exited_ok_ == static_cast<int>(workers_.size());

@@ -61,6 +61,8 @@ struct Failure {
   TorchError error;     // the worker's own report (TORCHELASTIC_ERROR_FILE); message "" = none
   std::deque<std::string> last_lines;
   std::string cause_note;  // how the root cause was chosen among several failed ranks ("" = the only one)
+  std::string in_place_failed;  // a restart cause: why the in-place recovery after it failed before the full
+                                //   restart, both one restart ("" = none tried, or it worked)
   // dslaunch's exit code for this failure.
   int ProcessExitCode() const { return signal != 0 ? 128 + signal : exit_code; }
 };
@@ -88,6 +90,11 @@ class JobRecord {
   // root cause of its failure as a restart cause (the next generation
   // starts clean) and marks the per-rank log files.
   void NewGeneration(int generation);
+  // The in-place recovery that began this generation failed (`why`) and the
+  // full restart follows: one restart for one failure, so the next
+  // NewGeneration adds no restart cause of its own but writes `why` into the
+  // one the recovery added. Only after a NewGeneration that added a cause.
+  void InPlaceRecoveryFailed(std::string why);
 
   // The first failure as it arrived (what stopped the generation).
   const std::optional<Failure>& first_failure() const { return first_failure_; }
@@ -95,6 +102,7 @@ class JobRecord {
   // failed on their own, root_cause.h's choice; else first_failure().
   std::optional<Failure> RootCause() const;
   const std::vector<Failure>& restart_causes() const { return restart_causes_; }
+  int generation() const { return generation_; }  // NewGeneration's; 0 before any
   const std::map<int, WorkerRecord>& workers() const { return workers_; }
   int num_started() const { return num_started_; }
   bool AllExitedOk() const;
@@ -117,6 +125,8 @@ class JobRecord {
   std::map<int, int> assigned_on_node_;  // node -> workers assigned this generation (the next local rank)
   std::optional<Failure> first_failure_;
   std::vector<Failure> restart_causes_;
+  int generation_ = 0;
+  std::optional<std::string> in_place_failed_;  // InPlaceRecoveryFailed's, for the next NewGeneration
   int num_started_ = 0;
   int num_exited_ok_ = 0;  // workers of this generation that exited 0 (O(1) AllExitedOk)
   uint64_t seq_ = 0;       // the last event's number (WorkerRecord's *_seq)

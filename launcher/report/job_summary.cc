@@ -108,8 +108,9 @@ std::string Restarts(const JobRecord& record) {
   std::string out;
   int n = 0;
   for (const Failure& f : record.restart_causes())
-    out += fmt::format("  restart {} after a failure at {}: {}{}\n", ++n, FormatTime(f.time), DescribeFailure(f),
-                       f.error.message.empty() ? "" : " (" + FirstLine(f.error.message) + ")");
+    out += fmt::format("  restart {} after a failure at {}: {}{}{}\n", ++n, FormatTime(f.time), DescribeFailure(f),
+                       f.error.message.empty() ? "" : " (" + FirstLine(f.error.message) + ")",
+                       f.in_place_failed.empty() ? "" : "; in-place reshape failed (" + f.in_place_failed + "), restarted");
   return out;
 }
 
@@ -150,7 +151,7 @@ std::string FormatSummary(const JobRecord& record, int world_size, bool color) {
   }
   if (f.rank >= 0) out += FailedRanks(record);
   if (restarts > 0)
-    out += fmt::format("  that was generation {}; before it:\n", restarts) + Restarts(record);
+    out += fmt::format("  that was generation {}; before it:\n", record.generation()) + Restarts(record);
   out += snapshots;
   out += fmt::format("dslaunch: exit code {}\n", f.ProcessExitCode());
   return out;

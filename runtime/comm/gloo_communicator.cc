@@ -12,6 +12,7 @@
 #include <set>
 #include <fstream>
 #include <numeric>
+#include <optional>
 
 #include <fmt/format.h>
 #include <gloo/allgatherv.h>
@@ -28,6 +29,7 @@
 #include "common/check.h"
 #include "common/log.h"
 #include "common/netif.h"
+#include "runtime/comm/gloo_loop_ticker.h"
 #include "runtime/numeric/half.h"
 
 namespace ds::rt {
@@ -129,6 +131,40 @@ void AllReduceInPlace(const std::shared_ptr<gloo::Context>& context, T* data, si
   gloo::allreduce(opts);
 }
 
+// `base` as connectFullMesh sees it: the ticker pauses while a request waits
+// for the store's answer (seconds, when a peer is late) and turns the loop
+// again for the pairs' connects in between.
+class TickerPausingStore final : public gloo::rendezvous::Store {
+ public:
+  TickerPausingStore(gloo::rendezvous::Store& base, GlooLoopTicker& ticker) : base_(base), ticker_(ticker) {}
+  void set(const std::string& key, const std::vector<char>& data) override {
+    Paused([&] { base_.set(key, data); });
+  }
+  std::vector<char> get(const std::string& key) override {
+    std::vector<char> value;
+    Paused([&] { value = base_.get(key); });
+    return value;
+  }
+  void wait(const std::vector<std::string>& keys) override { Paused([&] { base_.wait(keys); }); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
+    Paused([&] { base_.wait(keys, timeout); });
+  }
+
+ private:
+  void Paused(const std::function<void()>& request) {
+    struct Resume {
+      GlooLoopTicker& ticker;
+      ~Resume() { ticker.Resume(); }
+    };
+    ticker_.Pause();
+    Resume resume{ticker_};
+    request();
+  }
+
+  gloo::rendezvous::Store& base_;
+  GlooLoopTicker& ticker_;
+};
+
 // The descriptors of this process's connected TCP sockets.
 std::set<int> ConnectedTcpSockets() {
   std::set<int> fds;
@@ -180,17 +216,22 @@ std::unique_ptr<GlooCommunicator> GlooCommunicator::Connect(gloo::rendezvous::St
   }
   const std::set<int> before = ConnectedTcpSockets();
   try {
+    // Each pair's connect and sync switch waits for a turn of the device's
+    // loop; the ticker goes last (after a failure it holds the device's last reference).
+    std::optional<GlooLoopTicker> ticker;
     auto device = gloo::transport::tcp::CreateDevice(attr);
+    ticker.emplace(device);
+    TickerPausingStore paused(store, *ticker);
     auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
     context->setTimeout(options.timeout);
-    context->connectFullMesh(store, device);
+    context->connectFullMesh(paused, device);
     std::shared_ptr<gloo::rendezvous::Context> bulk;
     size_t bulk_chunk_bytes = 0;
     if (size > 1 && options.bulk) {
       bulk_chunk_bytes = BulkChunkBytes(context, options.bulk_chunk_bytes, options.timeout);
       bulk = std::make_shared<gloo::rendezvous::Context>(rank, size);
       bulk->setTimeout(options.timeout);
-      gloo::rendezvous::PrefixStore bulk_store("bulk", store);
+      gloo::rendezvous::PrefixStore bulk_store("bulk", paused);
       bulk->connectFullMesh(bulk_store, device);
       for (int peer = 0; peer < size; ++peer)
         if (peer != rank) bulk->getPair(peer)->setSync(true, /*busyPoll=*/false);
@@ -223,6 +264,15 @@ GlooCommunicator::GlooCommunicator(std::shared_ptr<gloo::Context> context,
       abort_fds_(std::move(abort_fds)) {}
 
 GlooCommunicator::~GlooCommunicator() {
+  {
+    // Each pair's close waits for a turn of the loop, and so does the
+    // device's end: everything holding a context goes while the ticker lives
+    // (the reduce-scatter classes hold the bulk one).
+    GlooLoopTicker ticker(context_->getDevice());
+    scatter_classes_.clear();
+    bulk_.reset();
+    context_.reset();
+  }
   for (int fd : abort_fds_) ::close(fd);
 }
 

@@ -3,7 +3,8 @@
 // halving-doubling reduce-scatter and persistent allreduce, ring persistent
 // all-gather, allgatherv,
 // broadcast and barrier. Bootstraps with connectFullMesh over a
-// gloo::rendezvous::Store (see gloo_store.h).
+// gloo::rendezvous::Store (see gloo_store.h). While pairs connect or close,
+// a GlooLoopTicker keeps Gloo's event loop turning (gloo_loop_ticker.h).
 //
 // Two Gloo contexts (two TCP connections per peer): the main one, in Gloo's
 // default async mode, for every collective but one; and a "bulk" one whose

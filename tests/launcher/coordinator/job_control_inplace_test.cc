@@ -4,13 +4,15 @@
 // no Stop), a node evicted as slow leaving the same way (its workers moved
 // to -1), the success line, the restart budget; and every fallback to the
 // full restart with its one line: a worker that did not confirm, a node that
-// did not answer, a save not gathered, a second failure meanwhile; and the
-// switch's notice when the job cannot recover in place.
+// did not answer, a save not gathered, a second failure meanwhile (one
+// restart in the summary, the recovery's failure folded into its cause); and
+// the switch's notice when the job cannot recover in place.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
 #include <functional>
 
+#include "launcher/report/job_summary.h"
 #include "tests/launcher/coordinator/fake_cluster.h"
 
 namespace ds::test {
@@ -80,6 +82,19 @@ bool HasNotice(const FakeCluster& c, const std::string& text) {
   for (const auto& n : c.notices())
     if (n.find(text) != std::string::npos) return true;
   return false;
+}
+// The generation after a full restart fetches its save, starts, and every
+// rank exits 0: the job is done.
+void FinishGeneration(FakeCluster& c) {
+  for (size_t n = 0; n < c.candidates(); ++n) {
+    auto f = c.Last<msg::Fetch>(static_cast<int>(n), MsgType::kFetch);
+    if (f && static_cast<int>(f->generation) == c.control().generation())
+      c.Send(static_cast<int>(n), MsgType::kFetched, msg::Fetched{f->generation, f->step, f->id.set, 0, 0, ""}.Encode());
+  }
+  c.Reserve();
+  c.StartWorkers();
+  for (int rank = 0; rank < c.control().world_size(); ++rank) c.Exit(rank, 0);
+  REQUIRE(c.done());
 }
 int Stops(FakeCluster& c) { return c.Count(0, MsgType::kStop) + c.Count(1, MsgType::kStop) + c.Count(2, MsgType::kStop); }
 
@@ -258,9 +273,15 @@ TEST_CASE("job control in place: a worker that did not confirm falls back to the
   CHECK(c.control().restarts() == 1);  // the failure costs one restart, not two
   CHECK(HasNotice(c, "restart 1/3: generation 2 on 3 nodes, world size 6, after host w1: in-place recovery failed: "
                      "w1 rank 2 did not confirm within 5 s"));
-  REQUIRE(c.record().restart_causes().size() == 2);  // the crash (generation 0), the recovery (generation 1)
+  // One restart, one cause: the crash, the recovery's failure folded into it.
+  REQUIRE(c.record().restart_causes().size() == 1);
   CHECK(c.record().restart_causes()[0].rank == 3);
-  CHECK(c.record().restart_causes()[1].exit_code == 1);
+  FinishGeneration(c);
+  const std::string summary = FormatSummary(c.record(), 6, false);
+  CHECK(summary.rfind("dslaunch: all 6 workers exited 0, after 1 restart\n  restart 1 after a failure at ", 0) == 0);
+  CHECK(summary.find(" UTC: host w1, rank 3, pid 1003: exited with code 1; in-place reshape failed (w1 rank 2 did not "
+                     "confirm within 5 s), restarted\n") != std::string::npos);
+  CHECK(summary.find("restart 2") == std::string::npos);
 }
 
 TEST_CASE("job control in place: a node that does not answer by the deadline, or cannot gather, falls back", "[jobcontrol][inplace]") {
@@ -326,6 +347,12 @@ TEST_CASE("job control in place: a second failure during the recovery falls back
   CHECK(c.control().generation() == 2);
   CHECK(c.control().world_size() == 4);
   CHECK(c.control().restarts() == 1);
+  REQUIRE(c.record().restart_causes().size() == 1);  // the crash, not w2's loss as a second restart
+  CHECK(c.record().restart_causes()[0].rank == 3);
+  FinishGeneration(c);
+  CHECK(FormatSummary(c.record(), 4, false).find(" UTC: host w1, rank 3, pid 1003: exited with code 1; in-place reshape "
+                                                 "failed (w2: agent lost: connection reset by peer), restarted\n") !=
+        std::string::npos);
 }
 
 TEST_CASE("job control in place: a worker failing during the recovery is named with its host", "[jobcontrol][inplace]") {

@@ -63,6 +63,18 @@ std::string AbortedWhileBlocked(Communicator& abort, const std::function<void()>
   _exit(0);
 }
 
+// A rank's abort shuts its sockets down: a peer still finishing its own
+// Connect would fail there. The peer says it is past its Connect with a byte
+// on `connected` (a pipe) before the rank blocks.
+void SayConnected(const int connected[2]) {
+  const char byte = 0;
+  (void)!::write(connected[1], &byte, 1);
+}
+void AwaitConnected(const int connected[2]) {
+  char byte;
+  (void)!::read(connected[0], &byte, 1);
+}
+
 void Report(const MultiProc& mp, int rank, const std::string& what) {
   std::ofstream(mp.dir() + "/rank" + std::to_string(rank)) << what;
 }
@@ -75,14 +87,16 @@ std::string Reported(const MultiProc& mp, int rank) {
 }  // namespace
 
 TEST_CASE("Abort ends an allreduce in flight on another thread, and the peer's next collective", "[abort]") {
-  int go[2], done[2];  // rank 1 -> rank 0: aborted; rank 0 -> rank 1: tried
+  int go[2], done[2], connected[2];  // rank 1 -> rank 0: aborted; rank 0 -> rank 1: tried, connected
   REQUIRE(::pipe(go) == 0);
   REQUIRE(::pipe(done) == 0);
+  REQUIRE(::pipe(connected) == 0);
   MultiProc mp;
   mp.Start(2, [&](Communicator& c) -> int {
     std::vector<float> a(1000, 1.f);
     char byte = 0;
     if (c.rank() == 1) {  // blocks: rank 0 does not join yet
+      AwaitConnected(connected);
       Report(mp, 1, AbortedWhileBlocked(c, [&] { c.AllReduceSum(a.data(), a.size()); }));
       // Later calls throw at once, naming the abort; aborting again is harmless.
       c.Abort();
@@ -94,6 +108,7 @@ TEST_CASE("Abort ends an allreduce in flight on another thread, and the peer's n
       (void)!::write(go[1], &byte, 1);
       (void)!::read(done[0], &byte, 1);  // alive (its sockets open) while rank 0 tries
     } else {
+      SayConnected(connected);
       (void)!::read(go[0], &byte, 1);
       try {  // rank 1's connections were shut down: a failure at once, not a timeout
         c.AllReduceSum(a.data(), a.size());
@@ -104,7 +119,7 @@ TEST_CASE("Abort ends an allreduce in flight on another thread, and the peer's n
     }
     _exit(0);
   }, std::chrono::seconds(60));
-  for (int fd : {go[0], go[1], done[0], done[1]}) ::close(fd);
+  for (int fd : {go[0], go[1], done[0], done[1], connected[0], connected[1]}) ::close(fd);
   CHECK(mp.Wait(std::chrono::seconds(50)) == std::vector<int>{0, 0});
   CHECK_THAT(Reported(mp, 1), Catch::StartsWith("rank 1: allreduce aborted ("));
   CHECK_THAT(Reported(mp, 0), Catch::StartsWith("rank 0: allreduce failed"));
@@ -117,19 +132,26 @@ TEST_CASE("Abort ends an allreduce in flight on another thread, and the peer's n
 
 TEST_CASE("Abort wakes a persistent allreduce blocked in recv (sync-mode pairs), through TimedCommunicator",
           "[abort]") {
-  int hold[2];
+  int hold[2], connected[2];
   REQUIRE(::pipe(hold) == 0);
+  REQUIRE(::pipe(connected) == 0);
   MultiProc mp;
   mp.Start(2, [&](Communicator& c) -> int {
     ::close(hold[1]);
     std::vector<float> a(4096, 1.f);
     TimedCommunicator timed(c);  // the trainer's wrapper forwards Abort
     auto op = timed.MakePersistentAllReduce(a.data(), a.size());
-    if (c.rank() == 1) Hold(hold[0]);  // never runs its half
+    if (c.rank() == 1) {
+      SayConnected(connected);
+      Hold(hold[0]);  // never runs its half
+    }
+    AwaitConnected(connected);
     Report(mp, 0, AbortedWhileBlocked(timed, [&] { op->Run(); }));
     _exit(0);
   }, std::chrono::seconds(60));
   ::close(hold[0]);
+  ::close(connected[0]);
+  ::close(connected[1]);
   CHECK(mp.WaitRank(0, std::chrono::seconds(50)) == 0);
   ::close(hold[1]);
   CHECK(mp.Wait() == std::vector<int>{0, 0});
