@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstring>
 #include <exception>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -196,10 +197,12 @@ Result<std::unique_ptr<PeerServer>> PeerServer::Start(const std::string& bind_ad
   ::listen(s->listen_.get(), 64);
   const std::string host = bind_addr.find(':') != std::string::npos ? "[" + bind_addr + "]" : bind_addr;
   s->addr_ = fmt::format("{}:{}", host, held.second);
-  int p[2];
-  if (::pipe2(p, O_CLOEXEC) != 0) return Status::IOError(std::string("pipe: ") + std::strerror(errno));
-  s->wake_[0].Reset(p[0]);
-  s->wake_[1].Reset(p[1]);
+  for (UniqueFd* pipe : {s->wake_, s->freed_}) {
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) return Status::IOError(std::string("pipe: ") + std::strerror(errno));
+    pipe[0].Reset(p[0]);
+    pipe[1].Reset(p[1]);
+  }
   s->me_ = std::move(me);
   s->service_ = service;
   s->request_timeout_ = request_timeout;
@@ -215,36 +218,105 @@ PeerServer::~PeerServer() {
   }
 }
 
-// The thread's boundary: an exception (say, std::bad_alloc) ends the server
-// and is reported to its service, which fails the node cleanly.
+// The loop's thread: accepts while fewer than kMaxConnections are served,
+// reaps the connections that ended, and on the destructor's (or a
+// failure's) word shuts down those left and joins them. Its boundary: an
+// exception (say, std::bad_alloc) ends the server and is reported to its
+// service, which fails the node cleanly.
 void PeerServer::Loop() {
   try {
     LowerThreadPriority();
     for (;;) {
-      pollfd fds[2] = {{listen_.get(), POLLIN, 0}, {wake_[0].get(), POLLIN, 0}};
-      if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
-      if (fds[1].revents) return;
-      if (!(fds[0].revents & POLLIN)) continue;
-      sockaddr_storage sa{};
-      socklen_t len = sizeof(sa);
-      UniqueFd conn(::accept4(listen_.get(), reinterpret_cast<sockaddr*>(&sa), &len, SOCK_CLOEXEC | SOCK_NONBLOCK));
-      if (conn.get() >= 0) Serve(conn.get(), PeerName(sa, len));
+      const bool room = Reap() < kMaxConnections;
+      pollfd fds[3] = {{wake_[0].get(), POLLIN, 0}, {freed_[0].get(), POLLIN, 0}, {room ? listen_.get() : -1, POLLIN, 0}};
+      if (::poll(fds, 3, -1) < 0 && errno != EINTR) break;
+      if (fds[0].revents) break;
+      if (fds[1].revents) {
+        char buf[64];
+        while (::read(freed_[0].get(), buf, sizeof(buf)) > 0) {
+        }
+      }
+      if (fds[2].revents & POLLIN) Accept();
     }
   } catch (const std::exception& e) {
-    service_->ServerFailed(fmt::format("the shard server on {} stopped: {}", addr_, e.what()));
+    Failed(fmt::format("the shard server on {} stopped: {}", addr_, e.what()));
   } catch (...) {
-    service_->ServerFailed(fmt::format("the shard server on {} stopped: an unknown exception", addr_));
+    Failed(fmt::format("the shard server on {} stopped: an unknown exception", addr_));
   }
+  StopConns();
+}
+
+void PeerServer::Accept() {
+  sockaddr_storage sa{};
+  socklen_t len = sizeof(sa);
+  UniqueFd fd(::accept4(listen_.get(), reinterpret_cast<sockaddr*>(&sa), &len, SOCK_CLOEXEC | SOCK_NONBLOCK));
+  if (fd.get() < 0) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  Conn& c = conns_.emplace_back();
+  c.fd = std::move(fd);
+  c.thread = std::thread([this, conn = &c, peer = PeerName(sa, len)] { ServeConn(conn, peer); });
+}
+
+// A connection's thread, and its boundary (as the loop's).
+void PeerServer::ServeConn(Conn* c, const std::string& peer) {
+  try {
+    LowerThreadPriority();
+    Serve(c->fd.get(), peer);
+  } catch (const std::exception& e) {
+    Failed(fmt::format("the shard server on {} stopped: {}", addr_, e.what()));
+  } catch (...) {
+    Failed(fmt::format("the shard server on {} stopped: an unknown exception", addr_));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    c->done = true;
+  }
+  char one = 1;
+  (void)!::write(freed_[1].get(), &one, 1);
+}
+
+size_t PeerServer::Reap() {
+  std::list<Conn> ended;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = conns_.begin(); it != conns_.end();) {
+      auto next = std::next(it);
+      if (it->done) ended.splice(ended.end(), conns_, it);
+      it = next;
+    }
+  }
+  for (Conn& c : ended) c.thread.join();  // each has ended or is about to: it set done last
+  std::lock_guard<std::mutex> lock(mu_);
+  return conns_.size();
+}
+
+// Every blocking call of a connection's thread is on its socket: a shutdown
+// ends them at once. The sockets close after the threads are joined.
+void PeerServer::StopConns() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (Conn& c : conns_)
+      if (!c.done) ::shutdown(c.fd.get(), SHUT_RDWR);
+  }
+  for (Conn& c : conns_) c.thread.join();
+  conns_.clear();
+}
+
+void PeerServer::Failed(const std::string& what) {
+  if (failed_.exchange(true)) return;
+  service_->ServerFailed(what);
+  char c = 0;
+  (void)!::write(wake_[1].get(), &c, 1);  // the server stops
 }
 
 // The 1st, 2nd, 4th, 8th ... refusal is logged: a flood of connections
 // costs log2(n) lines. The reason may quote the peer: escaped.
 void PeerServer::Refused(const std::string& peer, const Status& why) {
-  ++refused_;
-  if ((refused_ & (refused_ - 1)) != 0) return;
+  const uint64_t n = ++refused_;
+  if ((n & (n - 1)) != 0) return;
   DS_LOG(Warn, Agent) << fmt::format("snapshots: refused a peer connection from {}: {} ({} refused so far; logged "
                                      "at 1, 2, 4, 8, ...)",
-                                     peer, Printable(why.message()), refused_);
+                                     peer, Printable(why.message()), n);
 }
 
 void PeerServer::Serve(int fd, const std::string& peer) {

@@ -18,6 +18,8 @@
 
 #include <atomic>
 #include <functional>
+#include <list>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -52,7 +54,7 @@ Result<HeldShard> FetchShard(const std::string& peer_addr, const PeerIdentity& m
                              const std::string& set, uint32_t shard, const OpenSink& open, Deadline deadline);
 
 // What a PeerServer serves from and receives into (SnapshotKeeper; a map in
-// tests). Called on the server's thread, one request at a time.
+// tests). Called on the server's connection threads, several at once.
 class ShardService {
  public:
   virtual ~ShardService() = default;
@@ -62,14 +64,19 @@ class ShardService {
   virtual Result<std::unique_ptr<ShardSink>> Receive(const HeldShard& held, const std::string& manifest) = 0;
   // A shard arrived whole and its sink committed.
   virtual void Received(const HeldShard& held) = 0;
-  // The server's thread ended on an exception (`what`): it serves no more.
+  // A server thread ended on an exception (`what`): it serves no more.
   virtual void ServerFailed(const std::string& what) = 0;
 };
 
-// Accepts peer connections on `bind_addr` (port chosen by the kernel) and
-// serves them one at a time on its own thread, each within `request_timeout`.
-// Connections that fail the handshake are logged escaped, the 1st, 2nd,
-// 4th, 8th ... of them only, each line with the count so far.
+// Accepts peer connections on `bind_addr` (port chosen by the kernel) on its
+// own thread and serves each on a thread of its own, at most
+// kMaxConnections at once (more wait in the listen backlog), each within
+// `request_timeout`: a peer that stalls (one cut off mid-transfer, one that
+// never finishes its handshake) holds only its own connection, never the
+// fetches of a recovery. Connections that fail the handshake are logged
+// escaped, the 1st, 2nd, 4th, 8th ... of them only, each line with the count
+// so far. Its destruction shuts down the connections still served and joins
+// their threads.
 class PeerServer {
  public:
   // `service` outlives the server.
@@ -78,19 +85,35 @@ class PeerServer {
   ~PeerServer();  // stops the thread
   const std::string& addr() const { return addr_; }
 
+  static constexpr size_t kMaxConnections = 32;
+
  private:
+  struct Conn {
+    UniqueFd fd;
+    std::thread thread;
+    bool done = false;  // mu_
+  };
   PeerServer() = default;
   void Loop();
+  void Accept();
+  void ServeConn(Conn* c, const std::string& peer);  // a connection's thread
   void Serve(int fd, const std::string& peer);
   void Refused(const std::string& peer, const Status& why);
+  size_t Reap();      // joins the finished connections' threads; returns how many are left
+  void StopConns();   // shuts down every connection's socket and joins its thread
+  void Failed(const std::string& what);  // reported once; the server stops
 
   PeerIdentity me_;
   ShardService* service_ = nullptr;
   double request_timeout_ = 30.0;
-  uint64_t refused_ = 0;  // handshakes failed so far (server thread)
+  std::atomic<uint64_t> refused_{0};  // handshakes failed so far
+  std::atomic<bool> failed_{false};
   UniqueFd listen_;
-  UniqueFd wake_[2];  // a pipe: the destructor writes to stop the loop
+  UniqueFd wake_[2];   // a pipe: the destructor (or a failure) writes to stop the loop
+  UniqueFd freed_[2];  // a pipe: a connection's thread writes when it ends
   std::string addr_;
+  std::mutex mu_;
+  std::list<Conn> conns_;  // mu_; only the loop adds and removes
   std::thread thread_;
 };
 

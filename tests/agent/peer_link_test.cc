@@ -10,6 +10,7 @@
 #include <signal.h>
 
 #include <new>
+#include <vector>
 
 #include "checkpoint_format/checkpoint_format.h"
 #include "tests/agent/peer_link_fixture.h"
@@ -91,6 +92,28 @@ TEST_CASE("peer link: bytes that do not match the crc32 are refused by the recei
 struct ThrowingService : MapService {
   Result<std::unique_ptr<ShardSink>> Receive(const HeldShard&, const std::string&) override { throw std::bad_alloc(); }
 };
+
+// Each connection is served on its own thread: peers that never finish
+// their handshake (a host cut off mid-connect) hold only their own
+// connections. Before, the server took one at a time and gave each silent
+// one 5 s: three of them held this fetch for 15 s, past its 10 s deadline.
+TEST_CASE("peer link: peers stalled in their handshake do not hold up another's fetch", "[snapshots]") {
+  PeerIdentity a{"job1", "key", 0, "w0"}, b{"job1", "key", 1, "w1"};
+  MapService server;
+  server.Serve(b);
+  testing::TempDir tmp;
+  REQUIRE(SendShard(server.addr(), a, FileOf(tmp, Copy(3, 0, "held bytes")), Soon()).ok());
+  std::vector<UniqueFd> silent;
+  for (int i = 0; i < 3; ++i) {
+    auto fd = ConnectTcp(server.addr(), "", Soon());
+    REQUIRE(fd.ok());
+    silent.push_back(std::move(fd).value());
+  }
+  MapService client;
+  auto got = FetchShard(server.addr(), a, 3, kSet, 0, client.Opener(), Soon());
+  REQUIRE(got.ok());
+  CHECK(client.Data(3, 0) == "held bytes");
+}
 
 TEST_CASE("peer link: an exception on the server's thread is reported as the server's failure, the process lives",
           "[snapshots]") {
