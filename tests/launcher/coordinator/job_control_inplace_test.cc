@@ -73,6 +73,12 @@ std::vector<std::pair<int, int>> Moves(const msg::Reshape& r) {
   for (const auto& m : r.moves) out.emplace_back(m.old_rank, m.new_rank);
   return out;
 }
+// The moves of the last Reshape `node` got (it must have got one).
+std::vector<std::pair<int, int>> MovesOf(FakeCluster& c, int node) {
+  auto r = c.Last<msg::Reshape>(node, MsgType::kReshape);
+  REQUIRE(r);
+  return Moves(*r);
+}
 std::string Env(const msg::WorkerSpec& w, const std::string& key) {
   for (const auto& [k, v] : w.env)
     if (k == key) return v;
@@ -190,15 +196,11 @@ TEST_CASE("job control in place: a node evicted as slow leaves through the in-pl
   }
   CHECK(HasNotice(c, "evict: w2 (slow) leaves at the snapshot of step 500"));
   CHECK(Stops(c) == 0);
-  auto r0 = c.Last<msg::Reshape>(0, MsgType::kReshape);
-  auto r1 = c.Last<msg::Reshape>(1, MsgType::kReshape);
-  auto r2 = c.Last<msg::Reshape>(2, MsgType::kReshape);
-  REQUIRE((r0 && r1 && r2));
-  CHECK(Moves(*r0) == std::vector<std::pair<int, int>>{{0, 0}, {1, 1}});
-  CHECK(Moves(*r1) == std::vector<std::pair<int, int>>{{2, 2}, {3, 3}});
-  CHECK(Moves(*r2) == std::vector<std::pair<int, int>>{{4, -1}, {5, -1}});  // the evicted node's workers stop
-  CHECK(r0->world == 4);
-  CHECK(r0->step == 500);
+  CHECK(MovesOf(c, 0) == std::vector<std::pair<int, int>>{{0, 0}, {1, 1}});
+  CHECK(MovesOf(c, 1) == std::vector<std::pair<int, int>>{{2, 2}, {3, 3}});
+  CHECK(MovesOf(c, 2) == std::vector<std::pair<int, int>>{{4, -1}, {5, -1}});  // the evicted node's workers stop
+  CHECK(c.Last<msg::Reshape>(0, MsgType::kReshape)->world == 4);
+  CHECK(c.Last<msg::Reshape>(0, MsgType::kReshape)->step == 500);
 }
 
 TEST_CASE("job control in place: a GPU failure's host leaves through the in-place path", "[jobcontrol][inplace]") {
@@ -209,14 +211,10 @@ TEST_CASE("job control in place: a GPU failure's host leaves through the in-plac
   c.Exit(3, 4);  // dstrain's GPU failure on w1
   CHECK(HasNotice(c, "w1 sits out the rest of the job: rank 3 had a GPU failure (dstrain exit 4)"));
   CHECK(Stops(c) == 0);
-  auto r0 = c.Last<msg::Reshape>(0, MsgType::kReshape);
-  auto r1 = c.Last<msg::Reshape>(1, MsgType::kReshape);
-  auto r2 = c.Last<msg::Reshape>(2, MsgType::kReshape);
-  REQUIRE((r0 && r1 && r2));
-  CHECK(Moves(*r0) == std::vector<std::pair<int, int>>{{0, 0}, {1, 1}});
-  CHECK(Moves(*r1) == std::vector<std::pair<int, int>>{{2, -1}});  // rank 2 stops too; rank 3 has exited
-  CHECK(Moves(*r2) == std::vector<std::pair<int, int>>{{4, 2}, {5, 3}});
-  CHECK(r0->world == 4);
+  CHECK(MovesOf(c, 0) == std::vector<std::pair<int, int>>{{0, 0}, {1, 1}});
+  CHECK(MovesOf(c, 1) == std::vector<std::pair<int, int>>{{2, -1}});  // rank 2 stops too; rank 3 has exited
+  CHECK(MovesOf(c, 2) == std::vector<std::pair<int, int>>{{4, 2}, {5, 3}});
+  CHECK(c.Last<msg::Reshape>(0, MsgType::kReshape)->world == 4);
 }
 
 TEST_CASE("job control in place: a standby takes a lost node's ranks: it gathers, then starts them beside nobody", "[jobcontrol][inplace]") {
