@@ -224,13 +224,12 @@ PeerServer::~PeerServer() {
 // exception (say, std::bad_alloc) ends the server and is reported to its
 // service, which fails the node cleanly.
 void PeerServer::Loop() {
-  try {
-    LowerThreadPriority();
+  Guarded([this] {
     for (;;) {
       const bool room = Reap() < kMaxConnections;
       pollfd fds[3] = {{wake_[0].get(), POLLIN, 0}, {freed_[0].get(), POLLIN, 0}, {room ? listen_.get() : -1, POLLIN, 0}};
-      if (::poll(fds, 3, -1) < 0 && errno != EINTR) break;
-      if (fds[0].revents) break;
+      if (::poll(fds, 3, -1) < 0 && errno != EINTR) return;
+      if (fds[0].revents) return;
       if (fds[1].revents) {
         char buf[64];
         while (::read(freed_[0].get(), buf, sizeof(buf)) > 0) {
@@ -238,12 +237,20 @@ void PeerServer::Loop() {
       }
       if (fds[2].revents & POLLIN) Accept();
     }
+  });
+  StopConns();
+}
+
+// A server thread's body at low priority, and its boundary.
+void PeerServer::Guarded(const std::function<void()>& body) {
+  try {
+    LowerThreadPriority();
+    body();
   } catch (const std::exception& e) {
     Failed(fmt::format("the shard server on {} stopped: {}", addr_, e.what()));
   } catch (...) {
     Failed(fmt::format("the shard server on {} stopped: an unknown exception", addr_));
   }
-  StopConns();
 }
 
 void PeerServer::Accept() {
@@ -257,16 +264,9 @@ void PeerServer::Accept() {
   c.thread = std::thread([this, conn = &c, peer = PeerName(sa, len)] { ServeConn(conn, peer); });
 }
 
-// A connection's thread, and its boundary (as the loop's).
+// A connection's thread.
 void PeerServer::ServeConn(Conn* c, const std::string& peer) {
-  try {
-    LowerThreadPriority();
-    Serve(c->fd.get(), peer);
-  } catch (const std::exception& e) {
-    Failed(fmt::format("the shard server on {} stopped: {}", addr_, e.what()));
-  } catch (...) {
-    Failed(fmt::format("the shard server on {} stopped: an unknown exception", addr_));
-  }
+  Guarded([&] { Serve(c->fd.get(), peer); });
   {
     std::lock_guard<std::mutex> lock(mu_);
     c->done = true;

@@ -102,6 +102,7 @@ class PeerServer {
   size_t Reap();      // joins the finished connections' threads; returns how many are left
   void StopConns();   // shuts down every connection's socket and joins its thread
   void Failed(const std::string& what);  // reported once; the server stops
+  void Guarded(const std::function<void()>& body);  // a thread's body: an exception is Failed
 
   PeerIdentity me_;
   ShardService* service_ = nullptr;
