@@ -17,15 +17,33 @@
 
 namespace ds {
 
-Result<std::string> ReadTextFile(const std::string& path, const std::string& what, size_t max_bytes) {
-  const std::string name = what + " " + path;
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+namespace {
+
+// Opens `path` for reading without waiting: O_NONBLOCK, so that a FIFO with
+// no writer cannot hang open() (a named one is refused; the pipe behind
+// /dev/fd/N, whose writer is the shell, is read blocking as before).
+// `follow` false adds O_NOFOLLOW. `st` is the opened file's.
+Result<UniqueFd> OpenForReading(const std::string& path, const std::string& name, bool follow, struct stat* st) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | (follow ? 0 : O_NOFOLLOW)));
   if (fd.get() < 0) {
     std::string reason = std::strerror(errno);
-    return errno == ENOENT ? Status::NotFound(name + ": " + reason) : Status::IOError(name + ": " + reason);
+    if (errno == ENOENT) return Status::NotFound(name + ": " + reason);
+    if (errno == ELOOP && !follow) return Status::InvalidArgument(name + ": is a symbolic link: refusing to follow it");
+    return Status::IOError(name + ": " + reason);
   }
-  struct stat st;
-  if (::fstat(fd.get(), &st) == 0 && S_ISDIR(st.st_mode)) return Status::InvalidArgument(name + ": is a directory");
+  if (::fstat(fd.get(), st) != 0) return Status::IOError(name + ": " + std::strerror(errno));
+  if (S_ISDIR(st->st_mode)) return Status::InvalidArgument(name + ": is a directory");
+  struct stat link;
+  if (S_ISFIFO(st->st_mode) && ::lstat(path.c_str(), &link) == 0 && S_ISFIFO(link.st_mode))
+    return Status::InvalidArgument(name + ": is a named pipe (FIFO): refusing to wait for a writer; give a regular file");
+  const int flags = ::fcntl(fd.get(), F_GETFL);
+  if (flags >= 0) ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK);
+  return fd;
+}
+
+// Reads the open file `fd` (shown as `name`), at most `max_bytes`.
+Result<std::string> ReadOpenFile(int fd, const struct stat& st, const std::string& name, const std::string& what,
+                                 size_t max_bytes) {
   auto too_big = [&] {
     return Status::InvalidArgument(fmt::format("{}: is larger than {} MiB, the most a {} may be", name,
                                                max_bytes >> 20, what));
@@ -34,13 +52,39 @@ Result<std::string> ReadTextFile(const std::string& path, const std::string& wha
   std::string text;
   char buf[65536];
   for (;;) {  // a pipe, or a file that grows while read, is bounded too
-    const ssize_t n = ::read(fd.get(), buf, sizeof(buf));
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return Status::IOError(name + ": " + std::strerror(errno));
     if (n == 0) return text;
     if (text.size() + static_cast<size_t>(n) > max_bytes) return too_big();
     text.append(buf, static_cast<size_t>(n));
   }
+}
+
+}  // namespace
+
+Result<std::string> ReadTextFile(const std::string& path, const std::string& what, size_t max_bytes) {
+  const std::string name = what + " " + path;
+  struct stat st;
+  DS_ASSIGN_OR_RETURN(UniqueFd fd, OpenForReading(path, name, /*follow=*/true, &st));
+  return ReadOpenFile(fd.get(), st, name, what, max_bytes);
+}
+
+Result<std::string> ReadTrustedTextFile(const std::string& path, const std::string& what) {
+  const std::string name = what + " " + path;
+  struct stat st;
+  DS_ASSIGN_OR_RETURN(UniqueFd fd, OpenForReading(path, name, /*follow=*/false, &st));
+  if (!S_ISREG(st.st_mode)) return Status::InvalidArgument(name + ": is not a regular file: refusing to read it");
+  if (st.st_uid != ::geteuid() && st.st_uid != 0)
+    return Status::InvalidArgument(fmt::format("{}: is owned by uid {}, not by you (uid {}) or root: refusing to "
+                                                "read it", name, st.st_uid, ::geteuid()));
+  if (st.st_mode & 022)
+    return Status::InvalidArgument(fmt::format("{}: mode {:o} lets {} change it: refusing to read it; chmod go-w it",
+                                                name, st.st_mode & 0777,
+                                                (st.st_mode & 020) && (st.st_mode & 002) ? "its group and others"
+                                                : (st.st_mode & 020)                    ? "its group"
+                                                                                        : "others"));
+  return ReadOpenFile(fd.get(), st, name, what, kMaxTextFile);
 }
 
 Result<std::string> ReadPrivateLine(const std::string& path, const std::string& name, SecretDir dir) {

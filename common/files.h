@@ -15,7 +15,20 @@ namespace ds {
 // 16 MiB, the most a hostfile may be" (InvalidArgument), or the open/read
 // error (IOError).
 inline constexpr size_t kMaxTextFile = 16u << 20;
+// A named pipe (FIFO) is refused at once ("... is a named pipe (FIFO):
+// refusing to wait for a writer; give a regular file"), never waited on.
 Result<std::string> ReadTextFile(const std::string& path, const std::string& what, size_t max_bytes = kMaxTextFile);
+
+// The same for a file whose contents are trusted, not only parsed (env
+// files: their variables reach every worker, BASH_ENV and LD_PRELOAD too):
+// read only when it is a regular file owned by this user or root that
+// neither its group nor others may write, judged on the file opened with
+// O_NOFOLLOW. Errors (InvalidArgument: bad input) name it and why: "<what> <path>: is
+// a symbolic link: refusing to follow it", "... is owned by uid 65534, not
+// by you (uid 0) or root: refusing to read it", "... mode 666 lets its group
+// and others change it: refusing to read it; chmod go-w it". A missing file
+// is NotFound.
+Result<std::string> ReadTrustedTextFile(const std::string& path, const std::string& what);
 
 // The first line of `path`, trimmed, when it is a regular file of this user
 // that nobody else may read or write (mode 0600 or stricter): how secrets are

@@ -92,9 +92,11 @@ namespace {
 
 using Parser = Result<DotEnv> (*)(const std::string&, const std::string&);
 
-// Reads `path` with `parse`; a missing file is an empty result.
+// Reads `path` with `parse`; a missing file is an empty result. What it
+// sets reaches every worker (BASH_ENV, LD_PRELOAD, PYTHONPATH): it is read
+// only when it is ours or root's and nobody else may change it.
 Result<DotEnv> LoadEnvFile(const std::string& path, Parser parse, bool* found = nullptr) {
-  Result<std::string> text = ReadTextFile(path, "env file");
+  Result<std::string> text = ReadTrustedTextFile(path, "env file");
   if (!text.ok()) {
     if (text.status().code() == Status::Code::kNotFound) return DotEnv{};  // optional file
     return text.status();

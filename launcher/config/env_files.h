@@ -29,7 +29,9 @@ using DotEnv = std::vector<std::pair<std::string, std::string>>;
 // ".dslaunch_env:2: RANK is set by dslaunch for every worker and cannot be overridden".
 Result<DotEnv> ParseDotEnv(const std::string& text, const std::string& path);
 Result<DotEnv> ParseDeepSpeedEnv(const std::string& text, const std::string& path);
-// Reads the file; a missing file is an empty result, not an error.
+// Reads the file; a missing file is an empty result, not an error. Only a
+// regular file of this user or root that its group and others cannot write
+// is read (ReadTrustedTextFile): another one is an error naming it and why.
 Result<DotEnv> LoadDotEnv(const std::string& path);
 // <home>/.dslaunch_env then <dir>/.dslaunch_env (home "" = not read, dir "" =
 // current directory).

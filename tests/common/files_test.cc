@@ -66,6 +66,22 @@ TEST_CASE("ReadTextFile: a file or pipe past the cap is refused without reading 
   CHECK(ReadTextFile(tmp.path(), "job file").status().message() == "job file " + tmp.path() + ": is a directory");
 }
 
+// Issue 42 item 7: a job file or hostfile that is a FIFO nobody writes to
+// blocked dslaunch in open() forever, silently.
+TEST_CASE("ReadTextFile: a named FIFO is refused at once; the pipe of <(...) is still read", "[unit]") {
+  testing::TempDir tmp("dsl-test-text");
+  const std::string fifo = tmp.path() + "/hostfile";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK(ReadTextFile(fifo, "hostfile").status().message() ==
+        "hostfile " + fifo + ": is a named pipe (FIFO): refusing to wait for a writer; give a regular file");
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  REQUIRE(::write(fds[1], "a slots=1\n", 10) == 10);
+  ::close(fds[1]);
+  CHECK(*ReadTextFile("/dev/fd/" + std::to_string(fds[0]), "hostfile") == "a slots=1\n");
+  ::close(fds[0]);
+}
+
 // mpirun's token path exists on the launcher's node only; on another node
 // another user may plant it first: a directory of theirs holding a symlink
 // to a 0600 file of ours, whose first line would be taken as the key.

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
@@ -26,6 +27,16 @@ bool AsNobody(std::vector<std::string> argv) {
   }
   int status = 0;
   return pid > 0 && ::waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+bool WriteAsNobody(const std::string& path, const std::string& content) {
+  return AsNobody({"sh", "-c", "printf %s \"$1\" > \"$2\"", "sh", content, path});
+}
+
+bool NoOtherUser() {
+  if (CanActAsNobody()) return false;
+  std::fprintf(stderr, "skipped: not root, so another user (nobody) cannot be staged\n");
+  return true;
 }
 
 SharedDir::SharedDir() {

@@ -22,6 +22,14 @@ bool CanActAsNobody();
 // --clear-groups); true when it exits 0.
 bool AsNobody(std::vector<std::string> argv);
 
+// Writes `content` to `path` as nobody (a file another user plants); true
+// when it was written.
+bool WriteAsNobody(const std::string& path, const std::string& content);
+
+// For a test case that stages another user: true (and a line on stderr
+// saying it is skipped) when this process cannot; `if (NoOtherUser()) return;`.
+bool NoOtherUser();
+
 // <base> (0755, ours) holding `shared`, a 0777 directory that is not sticky:
 // anyone may add, rename or remove its entries. Removed with everything in it.
 struct SharedDir {

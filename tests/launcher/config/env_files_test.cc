@@ -100,3 +100,56 @@ TEST_CASE("deepspeed_env: errors name file:line", "[dotenv]") {
 
 }  // namespace
 }  // namespace ds
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/test_util/files.h"
+#include "tests/test_util/other_user.h"
+
+namespace ds {
+namespace {
+
+// Issue 42 item 1: another user who can write in the working directory (a
+// shared one, or /tmp) plants .dslaunch_env or .deepspeed_env with BASH_ENV,
+// LD_PRELOAD or PYTHONPATH: it would run code as the job's user. Only a file
+// of ours (or root's) that nobody else may change is read.
+TEST_CASE("env files: a file planted by another user, a link, or one others may change is refused, naming it",
+          "[dotenv]") {
+  if (testing::NoOtherUser()) return;
+  testing::SharedDir dir;
+  const std::string dot = dir.shared + "/.dslaunch_env", ds_env = dir.shared + "/.deepspeed_env";
+  REQUIRE(testing::WriteAsNobody(dot, "BASH_ENV=/tmp/theirs.sh\n"));
+  REQUIRE(testing::WriteAsNobody(ds_env, "LD_PRELOAD=/tmp/theirs.so\n"));
+  const std::string uid = std::to_string(::geteuid());
+  CHECK(LoadDotEnvFiles("", dir.shared).status().message() ==
+        "env file " + dot + ": is owned by uid 65534, not by you (uid " + uid + ") or root: refusing to read it");
+  CHECK(LoadDeepSpeedEnvFiles("", dir.shared, "").status().message() ==
+        "env file " + ds_env + ": is owned by uid 65534, not by you (uid " + uid + ") or root: refusing to read it");
+  // Ours, but others (or the group) may change it.
+  const std::string mine = dir.base + "/.dslaunch_env";
+  testing::WriteFile(mine, "A=1\n");
+  REQUIRE(::chmod(mine.c_str(), 0666) == 0);
+  CHECK(LoadDotEnv(mine).status().message() ==
+        "env file " + mine + ": mode 666 lets its group and others change it: refusing to read it; chmod go-w it");
+  REQUIRE(::chmod(mine.c_str(), 0620) == 0);
+  CHECK(LoadDotEnv(mine).status().message() ==
+        "env file " + mine + ": mode 620 lets its group change it: refusing to read it; chmod go-w it");
+  // A symlink (nobody's) to a file of ours is not followed.
+  ::unlink(dot.c_str());
+  REQUIRE(::chmod(mine.c_str(), 0644) == 0);
+  REQUIRE(testing::AsNobody({"ln", "-s", mine, dot}));
+  CHECK(LoadDotEnvFiles("", dir.shared).status().message() ==
+        "env file " + dot + ": is a symbolic link: refusing to follow it");
+  // A FIFO is refused at once, never waited on.
+  ::unlink(dot.c_str());
+  REQUIRE(testing::AsNobody({"mkfifo", "-m", "644", dot}));
+  CHECK(LoadDotEnvFiles("", dir.shared).status().code() == Status::Code::kInvalidArgument);
+  // Ours, 0644: read.
+  auto ok = LoadDotEnv(mine);
+  REQUIRE(ok.ok());
+  CHECK(*ok == DotEnv{{"A", "1"}});
+}
+
+}  // namespace
+}  // namespace ds
