@@ -23,6 +23,7 @@
 #include "launcher/cmd/run.h"
 #include "launcher/cmd/report_cmd.h"
 #include "launcher/cmd/status_cmd.h"
+#include "launcher/cmd/subcommand_typo.h"
 #include "launcher/report/exit_status.h"
 
 namespace ds {
@@ -186,6 +187,15 @@ int CmdStatus(const Args& args) { return ExitCode(RunStatus(args, std::cout)); }
 
 int CmdReport(const Args& args) { return ExitCode(RunReport(args, std::cout)); }
 
+// `dslaunch statu` is a typo, not a job (subcommand_typo.h), unless a
+// program or a file has that name.
+Status CheckFirstWord(const std::string& word) {
+  std::vector<std::string> names;
+  for (const Subcommand& s : kSubcommands) names.push_back(s.name);
+  const std::string path = GetAnyEnv("PATH").value_or("/usr/bin:/bin");
+  return CheckSubcommandTypo(word, names, [&path](const std::string& w) { return NamesProgram(w, path); });
+}
+
 int CmdCompletion(const Args& args) {
   if (args.size() == 1 && (args[0] == "-h" || args[0] == "--help")) {
     std::cout << "usage: dslaunch completion bash\n  prints the bash completion script; load it with\n"
@@ -219,6 +229,7 @@ int main(int argc, char** argv) {
     for (const ds::Subcommand& s : ds::kSubcommands) {
       if (args[0] == s.name) return s.handler(ds::Args(args.begin() + 1, args.end()));
     }
+    if (ds::Status typo = ds::CheckFirstWord(args[0]); !typo.ok()) return ds::Usage(typo);
   }
   return ds::CmdRun(args);
 }
