@@ -1,4 +1,4 @@
-// Python frames for a CPython worker's hang stacks (issue 28): after its
+// Python frames for a CPython worker's hang stacks (docs/usage.md "Hangs"): after its
 // native frames are taken, gdb attaches to the worker and calls CPython's
 // own _Py_DumpTracebackThreads(fd, NULL, NULL) -- the async-signal-safe
 // dumper faulthandler's signal handler calls: it takes no lock, allocates

@@ -1,5 +1,5 @@
 // SnapshotKeeper: what a node's agent does with checkpoint shards when
-// snapshots are on (issue 14; checkpoint_format.md "Snapshots"). It owns
+// snapshots are on (checkpoint_format.md "Snapshots"). It owns
 //   - the memory store (SnapshotStore, tmpfs) the workers hand shards to,
 //     watched with inotify: a handoff is adopted the moment its manifest
 //     lands, which costs the worker one tmpfs write;

@@ -1,6 +1,6 @@
 // StoreRelay: the node of rank 0 keeps MASTER_PORT listening for the whole
 // generation and connects each client through to rank 0's own store, which
-// listens on a second port (issue 33 item 2). Without it the port is free
+// listens on a second port (docs/coming-from.md, difference 6). Without it the port is free
 // until rank 0 reaches init_process_group, and torch's store client, refused,
 // retries once a second: every other rank lost up to 1 s in every generation.
 // With it a client is accepted at once; its bytes wait in the relay until

@@ -1,4 +1,4 @@
-// The rules of warm spares (issue 31) that need no process: which worker
+// The rules of warm spares (docs/usage.md "Warm spares") that need no process: which worker
 // commands a spare can run, whether a spare started for one generation may
 // take the next one's assignment, and whether the node has the memory for
 // spares. Pure functions of their arguments; thread-safe.

@@ -1,5 +1,5 @@
 // WarmSpare: one waiting Python interpreter for the next generation's local
-// rank (issue 31). Started like a worker (its own process group, pgid ==
+// rank (warm_spares.h). Started like a worker (its own process group, pgid ==
 // pid; PR_SET_PDEATHSIG(SIGKILL) with the re-check; the rank's cores; the
 // current generation's environment and working directory; /dev/null for
 // stdin, stdout and stderr), at nice 19 when the agent may raise it back,

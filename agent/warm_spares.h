@@ -1,6 +1,6 @@
 // WarmSpares: the node's warm spares (warm_spare.h), one per local rank of
 // the current generation, waiting to become the next generation's workers
-// (issue 31, the job file's python: preload). ProcessLauncher asks Take for
+// (the job file's python: preload; docs/usage.md "Warm spares"). ProcessLauncher asks Take for
 // each worker it starts and calls Refill once the generation's workers run;
 // everything not taken is killed then. Spares are killed (and reaped) when
 // this object goes, with the agent: PR_SET_PDEATHSIG covers an agent that is

@@ -1,5 +1,5 @@
 // SnapshotWriter: a rank's snapshot saves with the rank standing still only
-// for a copy of its shard (issue 27 item 3). For the save of step S the
+// for a copy of its shard. For the save of step S the
 // caller copies the step's shard into spare() (the parameters as they are
 // after step S: consistent) and calls Begin; a helper thread then, off the
 // training thread's path:

@@ -1,4 +1,4 @@
-// The generations one dstrain process takes part in (issue 27 item 1). It
+// The generations one dstrain process takes part in (in-place recovery). It
 // trains the first; when its agent sends WorkerReshape over the control
 // channel (runtime/control_channel.h, which aborts the communicators at
 // once), the process stays: it drops the trainer and the communicators,

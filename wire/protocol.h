@@ -104,7 +104,7 @@ struct WorkerExited {
   std::string error_trace;     // at most kMaxErrorTrace bytes (the traceback's tail)
   DS_MESSAGE(WorkerExited);
 };
-// Snapshots (issue 14; wire_format.md "Snapshots"): agent-owned copies of
+// Snapshots (wire_format.md "Snapshots"): agent-owned copies of
 // the workers' checkpoint shards, replicated between agents.
 struct SnapshotSetup {            // coord -> agent, once after Register
   std::string dir;                // this node's checkpoint directory ("" = none)
@@ -206,7 +206,7 @@ struct AgentEnded {               // agent -> coord: one of those commands ended
   DS_MESSAGE(AgentEnded);
 };
 inline constexpr size_t kMaxAgentEndedReason = 1024;
-// Progress summaries (issue 28; wire_format.md "Progress summaries"): agent
+// Progress summaries (wire_format.md "Progress summaries"): agent
 // -> coord, sent with its Ping, for the ranks that stepped since the last one.
 struct RankStat {
   int32_t rank = 0;
@@ -221,7 +221,7 @@ struct Progress {
   std::vector<RankStat> ranks;
   DS_MESSAGE(Progress);
 };
-// In-place recovery (issue 27; checkpoint_format.md "In-place recovery",
+// In-place recovery (checkpoint_format.md "In-place recovery",
 // wire_format.md "In-place recovery"). Coordinator <-> agent:
 struct RankMove { int32_t old_rank = 0; int32_t new_rank = 0; };
 struct Reshape {                  // coord -> a surviving agent: go on in generation `generation`
@@ -246,7 +246,7 @@ struct Reshaped {                 // agent -> coord: answer to Reshape
   uint32_t micros = 0;            // Reshape received -> last worker answered
   DS_MESSAGE(Reshaped);
 };
-// Hangs (issue 28; wire_format.md "Hang stacks"). Coordinator <-> agent:
+// Hangs (wire_format.md "Hang stacks"). Coordinator <-> agent:
 struct DumpStacks {               // coord -> agent: the job is hung, take every worker's stacks
   uint32_t generation = 0;
   uint32_t deadline_ms = 0;       // answer within this; a worker's dump still running then is cut off

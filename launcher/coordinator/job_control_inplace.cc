@@ -1,5 +1,5 @@
-// JobControl, fifth part: in-place recovery (job_control.h; issue 27,
-// checkpoint_format.md "In-place recovery"). After a worker's failure or a
+// JobControl, fifth part: in-place recovery (job_control.h; docs/usage.md
+// "In-place recovery", checkpoint_format.md "In-place recovery"). After a worker's failure or a
 // lost node, with elastic.in_place on a dstrain job with snapshots, the
 // generation is not stopped: RestartPolicy plans the next one as for a
 // restart (and counts it), SnapshotGather picks the save, and each agent of

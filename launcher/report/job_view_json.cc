@@ -65,7 +65,7 @@ Result<JobView> ParseJobViewJson(const std::string& text) {
     v.agents_registered = j.at("agents_registered").get<int>();
     v.nodes_lost = j.at("nodes_lost").get<int>();
     v.exit_code = j.at("exit_code").get<int>();
-    // Records of jobs before issue 29's RTT and snapshot figures lack them: their defaults.
+    // Records of an older dslaunch lack the RTT and snapshot figures: their defaults.
     v.snapshots = j.value("snapshots", false);
     v.snapshots_taken = j.value("snapshots_taken", uint64_t{0});
     v.snapshot_step = j.value("snapshot_step", int64_t{-1});
@@ -73,7 +73,7 @@ Result<JobView> ParseJobViewJson(const std::string& text) {
       NodeView nv{n.at("node").get<uint32_t>(), n.at("host").get<std::string>(), n.at("state").get<std::string>(),
                   n.at("heard_seconds_ago").get<double>(), n.value("rtt_seconds", -1.0), {}};
       if (n.contains("snapshot")) nv.snapshot = ParseNodeSnapshot(n.at("snapshot"));
-      nv.slow = n.value("slow", false);  // records before issue 28's views: not slow
+      nv.slow = n.value("slow", false);  // records of an older dslaunch: not slow
       nv.slow_link = n.value("slow_link", false);
       v.nodes.push_back(std::move(nv));
     }

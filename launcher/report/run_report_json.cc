@@ -38,7 +38,7 @@ Result<RunTimeline> ParseTimeline(const std::string& record, const std::string& 
       t.events.push_back({e.at("t").get<double>(), e.at("kind").get<std::string>(), e.at("node").get<int>(),
                           e.at("host").get<std::string>(), e.at("text").get<std::string>()});
     for (const json& s : tj.at("samples")) t.samples.push_back({s.at(0).get<double>(), s.at(1).get<double>()});
-    if (tj.contains("snapshots"))  // records before issue 29's snapshot points have none
+    if (tj.contains("snapshots"))  // records of an older dslaunch have no snapshot points
       for (const json& s : tj.at("snapshots")) t.snapshots.push_back({s.at(0).get<double>(), s.at(1).get<int64_t>()});
     return t;
   } catch (const json::exception& e) {

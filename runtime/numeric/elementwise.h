@@ -1,5 +1,5 @@
 // The per-element math of training, written once for the CPU loops and the
-// CUDA kernels (issue 13): activations and their derivatives, the optimizer
+// CUDA kernels (docs/gpu.md): activations and their derivatives, the optimizer
 // updates (torch.optim semantics, runtime/model/optimizer.h). Each function is DS_HD: __host__
 // __device__ under nvcc, plain inline elsewhere, so the CPU tests exercise
 // the same formulas in the same order as a kernel. Not the same bits in
