@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -56,10 +57,14 @@ class JobFileReader {
   explicit JobFileReader(std::string path) : path_(std::move(path)) {}
 
   Status At(const YAML::Node& n, const std::string& msg) const {
+    return Status::InvalidArgument(Where(n) + ": " + msg);
+  }
+
+  // "path:line:col" of `n`; "path" when yaml-cpp has no position for it.
+  std::string Where(const YAML::Node& n) const {
     YAML::Mark m = n.Mark();
-    if (m.is_null()) return Status::InvalidArgument(path_ + ": " + msg);
-    return Status::InvalidArgument(path_ + ":" + std::to_string(m.line + 1) + ":" +
-                                   std::to_string(m.column + 1) + ": " + msg);
+    if (m.is_null()) return path_;
+    return path_ + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
   }
 
   // Checks that `map` is a mapping whose keys are unique strings from
@@ -356,7 +361,10 @@ class JobFileReader {
         has_trainer = true;
         if (has_command) return At(kv.first, "'command' and 'trainer' are both set; use one of them");
       }
-      else if (k == "procs_per_node") { DS_ASSIGN_OR_RETURN(job.procs_per_node, Int(v, k, 1, 1 << 20)); }
+      else if (k == "procs_per_node") {
+        DS_ASSIGN_OR_RETURN(job.procs_per_node, Int(v, k, 1, 1 << 20));
+        job.procs_per_node_at = Where(v);
+      }
       else if (k == "env") { DS_RETURN_IF_ERROR(Env(v, job)); }
       else if (k == "working_dir") { DS_ASSIGN_OR_RETURN(job.working_dir, Str(v, k)); }
       else if (k == "log_dir") { DS_ASSIGN_OR_RETURN(job.log_dir, Str(v, k)); }
@@ -399,15 +407,56 @@ class JobFileReader {
   std::string path_;
 };
 
+// The line `lineno` (1-based) of `text` without its line end; nullopt past the end.
+std::optional<std::string> LineOf(const std::string& text, int64_t lineno) {
+  size_t start = 0;
+  for (int64_t i = 1; i < lineno; ++i) {
+    start = text.find('\n', start);
+    if (start == std::string::npos) return std::nullopt;
+    ++start;
+  }
+  if (start >= text.size()) return std::nullopt;
+  std::string line = text.substr(start, text.find('\n', start) - start);
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  return line;
+}
+
+// An error "path:line:col: message" gets that line of `text` and a caret
+// under the column (the hostfile's LineError form; tabs copied so the caret
+// lines up). Anything else is returned as it is.
+Status WithSourceLine(Status st, const std::string& text, const std::string& path) {
+  constexpr size_t kMaxEcho = 200;
+  const std::string& m = st.message();
+  if (st.code() != Status::Code::kInvalidArgument || !StartsWith(m, path + ":") ||
+      m.find('\n') != std::string::npos)
+    return st;
+  const size_t l0 = path.size() + 1, l1 = m.find(':', l0);
+  const size_t c1 = l1 == std::string::npos ? l1 : m.find(':', l1 + 1);
+  if (c1 == std::string::npos) return st;
+  const std::optional<int64_t> lineno = ParseInt(std::string_view(m).substr(l0, l1 - l0));
+  const std::optional<int64_t> col = ParseInt(std::string_view(m).substr(l1 + 1, c1 - l1 - 1));
+  if (!lineno || !col || *lineno < 1 || *col < 1) return st;
+  const std::optional<std::string> line = LineOf(text, *lineno);
+  if (!line || line->empty() || line->size() > kMaxEcho) return st;
+  if (std::any_of(line->begin(), line->end(), [](char c) { return c != '\t' && (c < 0x20 || c > 0x7e); })) return st;
+  std::string caret;
+  for (size_t i = 0; i + 1 < static_cast<size_t>(*col) && i < line->size(); ++i) caret += (*line)[i] == '\t' ? '\t' : ' ';
+  return Status::InvalidArgument(m + "\n" + *line + "\n" + caret + "^");
+}
+
 }  // namespace
 
 Result<JobSpec> ParseJobFile(const std::string& text, const std::string& path) {
-  try {
-    return JobFileReader(path).Read(text);
-  } catch (const YAML::Exception& e) {  // defensive: yaml-cpp throws from accessors too
-    return Status::InvalidArgument(path + ":" + std::to_string(e.mark.line + 1) + ":" +
-                                   std::to_string(e.mark.column + 1) + ": " + e.msg);
-  }
+  Result<JobSpec> job = [&]() -> Result<JobSpec> {
+    try {
+      return JobFileReader(path).Read(text);
+    } catch (const YAML::Exception& e) {  // defensive: yaml-cpp throws from accessors too
+      return Status::InvalidArgument(path + ":" + std::to_string(e.mark.line + 1) + ":" +
+                                     std::to_string(e.mark.column + 1) + ": " + e.msg);
+    }
+  }();
+  if (!job.ok()) return WithSourceLine(job.status(), text, path);
+  return job;
 }
 
 Result<JobSpec> LoadJobFile(const std::string& path) {

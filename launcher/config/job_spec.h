@@ -96,6 +96,8 @@ struct JobSpec {
   std::string trainer_yaml;                // the trainer: section (checked) as YAML text; "" when
                                            // `command` is set
   int procs_per_node = 0;                  // 0 = the host's slots
+  std::string procs_per_node_at;           // "train.yaml:3:17": where procs_per_node was set, for the
+                                           //   plan's errors; "" = not from a file
   std::vector<std::pair<std::string, std::string>> env;  // extra worker environment, in order
   std::string working_dir;                 // "" = the launcher's current directory (made absolute
                                            //   at plan time, so remote workers start there too)
@@ -123,7 +125,10 @@ struct JobSpec {
                                            //   every worker gets (DeepSpeed's exported list)
 };
 
-// Parses a job file's YAML text. `path` is used in messages only.
+// Parses a job file's YAML text. `path` is used in messages only. An error
+// that points into the file ("train.yaml:3:17: ...") is followed by that line
+// and a caret under the column, as the hostfile's errors are (lines over 200
+// bytes, or with bytes other than printable ASCII and tabs, are not echoed).
 Result<JobSpec> ParseJobFile(const std::string& text, const std::string& path);
 Result<JobSpec> LoadJobFile(const std::string& path);
 

@@ -70,9 +70,11 @@ Result<LaunchPlan> MakePlan(const std::vector<SelectedHost>& hosts, const JobSpe
       return Status::InvalidArgument("host '" + sel.host.name + "': no slots selected");
     if (job.procs_per_node > 0) {
       if (job.procs_per_node > static_cast<int>(node.slots.size()))
-        return Status::InvalidArgument("procs_per_node is " + std::to_string(job.procs_per_node) +
-                                       " but host '" + sel.host.name + "' has " +
-                                       std::to_string(node.slots.size()) + " selected slot(s)");
+        return Status::InvalidArgument(
+            fmt::format("{}procs_per_node is {} but host '{}'{} has {} selected slot(s)",
+                        job.procs_per_node_at.empty() ? "" : job.procs_per_node_at + ": ", job.procs_per_node,
+                        sel.host.name, sel.host.line > 0 ? fmt::format(" (hostfile line {})", sel.host.line) : "",
+                        node.slots.size()));
       node.slots.resize(job.procs_per_node);
     }
     if (job.bind_cores && listed_cores > 0 && listed_cores < node.slots.size())

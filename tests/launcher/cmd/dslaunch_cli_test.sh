@@ -50,6 +50,12 @@ expect 2 "$tmp/hf:2: expected 'slots=N', got 'slot=4' (did you mean 'slots'?)" -
 expect 2 "   ^" -- -H "$tmp/hf" --dry-run -- true
 printf 'command: [x]\nprocs_per_nod: 1\n' >"$tmp/job.yaml"
 expect 2 "$tmp/job.yaml:2:1: unknown key 'procs_per_nod' (did you mean 'procs_per_node'?)" -- --dry-run "$tmp/job.yaml"
+expect 2 "procs_per_nod: 1" -- --dry-run "$tmp/job.yaml"  # the line echoed under the message (and a caret)
+# procs_per_node over a host's slots: the job file's line and the host's.
+printf 'command: [x]\nprocs_per_node: 2\n' >"$tmp/job.yaml"
+printf 'w0 slots=1\n' >"$tmp/hf1"
+expect 2 "$tmp/job.yaml:2:17: procs_per_node is 2 but host 'w0' (hostfile line 1) has 1 selected slot(s)" -- \
+  -H "$tmp/hf1" --dry-run "$tmp/job.yaml"
 # The trainer: section is checked by dstrain's parser before anything starts.
 printf 'trainer:\n  model: {layers: [784, 10], activaton: relu}\n' >"$tmp/job.yaml"
 expect 2 "$tmp/job.yaml:2:30: unknown key 'activaton' in trainer.model (did you mean 'activation'?)" -- --dry-run "$tmp/job.yaml"

@@ -14,7 +14,8 @@ namespace {
 std::string ErrorOf(const std::string& text) {
   auto r = ParseJobFile(text, "train.yaml");
   REQUIRE_FALSE(r.ok());
-  return r.status().message();
+  const std::string& m = r.status().message();
+  return m.substr(0, m.find('\n'));  // the echoed line and caret: "job file: errors echo ..." below
 }
 
 JobSpec Parse(const std::string& text) {
@@ -135,14 +136,18 @@ TEST_CASE("job file: LoadJobFile names trainer.model and trainer.config typos wo
   auto model = LoadJobFile(path);
   REQUIRE_FALSE(model.ok());
   CHECK(model.status().message() ==
-        path + ":4:5: unknown key 'activaton' in trainer.model (did you mean 'activation'?)");
+        path + ":4:5: unknown key 'activaton' in trainer.model (did you mean 'activation'?)\n"
+               "    activaton: relu\n"
+               "    ^");
   std::ofstream(path) << "trainer:\n  config:\n    train_batch_size: 8\n"
                          "    optimizer: {type: Adam, params: {lr: 0.1, weight_decy: 0}}\n";
   auto config = LoadJobFile(path);
   REQUIRE_FALSE(config.ok());
   CHECK(config.status().message() ==
         path + ":4:47: unknown key 'weight_decy' in trainer.config.optimizer.params "
-               "(did you mean 'weight_decay'?)");
+               "(did you mean 'weight_decay'?)\n"
+               "    optimizer: {type: Adam, params: {lr: 0.1, weight_decy: 0}}\n"
+               "                                              ^");
   std::filesystem::remove_all(dir);
 }
 
@@ -452,6 +457,34 @@ TEST_CASE("job file: python: preload lists the modules warm spares import; off b
   CHECK(ErrorOf("command: [python3, t.py]\npython: {prelaod: [torch]}\n").find("prelaod") != std::string::npos);
   CHECK(ErrorOf("trainer: {model: {layers: [784, 10]}}\npython: {preload: [torch]}\n") ==
         "train.yaml:2:9: 'python': preload applies to a Python command; this job runs the built-in trainer");
+}
+
+TEST_CASE("job file: errors echo the line and put a caret under the column, as the hostfile's do") {
+  auto full = [](const std::string& text) {
+    auto r = ParseJobFile(text, "train.yaml");
+    REQUIRE_FALSE(r.ok());
+    return r.status().message();
+  };
+  CHECK(full("command: [x]\nprocs_per_nod: 1\n") ==
+        "train.yaml:2:1: unknown key 'procs_per_nod' (did you mean 'procs_per_node'?)\n"
+        "procs_per_nod: 1\n"
+        "^");
+  CHECK(full("command: [x]\nelastic:\n  hang_timeout: 4294968s\n") ==
+        "train.yaml:3:17: 'hang_timeout': expected 0 (off) or a duration between 100ms and 168h, got '4294968s'\n"
+        "  hang_timeout: 4294968s\n"
+        "                ^");
+  CHECK(full("trainer:\n  model: {layers: [784, 10], activaton: relu}\n") ==
+        "train.yaml:2:30: unknown key 'activaton' in trainer.model (did you mean 'activation'?)\n"
+        "  model: {layers: [784, 10], activaton: relu}\n"
+        "                             ^");
+  CHECK(full("command: [a, b]\r\n  bad: indent\r\n") ==
+        "train.yaml:2:3: YAML syntax error: end of map not found\n"
+        "  bad: indent\n"
+        "  ^");
+  // Nothing to echo: past the end, a line over 200 bytes, bytes that are not printable ASCII.
+  CHECK(full("command: [x]\nenv: {A: 1\n") == "train.yaml:3:1: YAML syntax error: end of map flow not found");
+  CHECK(full("command: [x]\nprocs_per_node: " + std::string(300, '9') + "\n").find('\n') == std::string::npos);
+  CHECK(full("command: [x]\n# caf\xc3\xa9\nbanana: 1  # caf\xc3\xa9\n") == "train.yaml:3:1: unknown key 'banana'");
 }
 
 }  // namespace

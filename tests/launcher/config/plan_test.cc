@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "launcher/config/job_spec.h"
+
 namespace ds {
 namespace {
 
@@ -125,7 +127,17 @@ TEST_CASE("plan: procs_per_node and its errors") {
   j.procs_per_node = 3;
   auto bad = MakePlan(Hosts("a slots=4\nb slots=2\n"), j, false);
   REQUIRE_FALSE(bad.ok());
-  CHECK(bad.status().message() == "procs_per_node is 3 but host 'b' has 2 selected slot(s)");
+  CHECK(bad.status().message() == "procs_per_node is 3 but host 'b' (hostfile line 2) has 2 selected slot(s)");
+}
+
+TEST_CASE("plan: procs_per_node over a host's slots names the job file's line and the host's") {
+  auto job = ParseJobFile("command: [x]\nprocs_per_node: 2\n", "train.yaml");
+  REQUIRE(job.ok());
+  CHECK(job->procs_per_node_at == "train.yaml:2:17");
+  auto bad = MakePlan(Hosts("a slots=2\nb slots=1\n"), *job, false);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message() ==
+        "train.yaml:2:17: procs_per_node is 2 but host 'b' (hostfile line 2) has 1 selected slot(s)");
 }
 
 TEST_CASE("plan: bind_core_list is checked at plan time, naming the value and the expected form") {
