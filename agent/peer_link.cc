@@ -12,6 +12,7 @@
 #include <zlib.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <iterator>
@@ -34,7 +35,7 @@ Deadline After(double seconds) { return std::chrono::steady_clock::now() + Secon
 
 Result<UniqueFd> Open(const std::string& peer_addr, const PeerIdentity& me, Deadline deadline,
                       SocketCancel* cancel = nullptr) {
-  DS_ASSIGN_OR_RETURN(UniqueFd fd, ConnectTcp(peer_addr, "", deadline, cancel));
+  DS_ASSIGN_OR_RETURN(UniqueFd fd, ConnectTcp(peer_addr, me.source, deadline, cancel));
   SocketCancelScope cancellable(cancel, fd.get());
   msg::Hello hello{wire::Role::kPeer, me.host, me.job_id, me.node};
   DS_RETURN_IF_ERROR(ClientHandshake(fd.get(), hello, me.key, deadline));
@@ -134,13 +135,19 @@ Result<HeldShard> ReadShard(int fd, const msg::ShardPut& put, const OpenSink& op
   return held;
 }
 
-// "host:port" of a connected peer, numeric.
-std::string PeerName(const sockaddr_storage& sa, socklen_t len) {
+// A connected peer's numeric address without its port (an IPv4 address
+// mapped into IPv6 as IPv4), and "host:port" of it.
+struct PeerAddress {
+  std::string source, name;
+};
+PeerAddress AddressOf(const sockaddr_storage& sa, socklen_t len) {
   char host[NI_MAXHOST], port[NI_MAXSERV];
   if (::getnameinfo(reinterpret_cast<const sockaddr*>(&sa), len, host, sizeof(host), port, sizeof(port),
                     NI_NUMERICHOST | NI_NUMERICSERV) != 0)
-    return "?";
-  return sa.ss_family == AF_INET6 ? fmt::format("[{}]:{}", host, port) : fmt::format("{}:{}", host, port);
+    return {"?", "?"};
+  std::string h = host;
+  if (StartsWith(h, "::ffff:") && h.find('.') != std::string::npos) h = h.substr(7);
+  return {h, h.find(':') != std::string::npos ? fmt::format("[{}]:{}", h, port) : fmt::format("{}:{}", h, port)};
 }
 
 Status ReplyOk(int fd, Deadline deadline) { return WriteFrame(fd, wire::MsgType::kStoreOk, msg::StoreOk{}.Encode(), deadline); }
@@ -194,7 +201,7 @@ Result<std::unique_ptr<PeerServer>> PeerServer::Start(const std::string& bind_ad
   std::unique_ptr<PeerServer> s(new PeerServer());
   DS_ASSIGN_OR_RETURN(auto held, HoldPort(bind_addr, 0));
   s->listen_ = std::move(held.first);
-  ::listen(s->listen_.get(), 64);
+  ::listen(s->listen_.get(), 256);
   const std::string host = bind_addr.find(':') != std::string::npos ? "[" + bind_addr + "]" : bind_addr;
   s->addr_ = fmt::format("{}:{}", host, held.second);
   for (UniqueFd* pipe : {s->wake_, s->freed_}) {
@@ -210,6 +217,24 @@ Result<std::unique_ptr<PeerServer>> PeerServer::Start(const std::string& bind_ad
   return s;
 }
 
+void PeerServer::AllowPeers(const std::vector<std::string>& peer_addrs) {
+  std::vector<std::string> hosts;
+  for (const std::string& a : peer_addrs)
+    if (auto hp = SplitHostPort(a); hp.ok()) hosts.push_back(hp->first);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    allowed_ = std::move(hosts);
+    told_ = true;
+  }
+  char one = 1;
+  (void)!::write(freed_[1].get(), &one, 1);  // the loop admits what waited for this
+}
+
+bool PeerServer::Allowed(const std::string& source) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !told_ || std::find(allowed_.begin(), allowed_.end(), source) != allowed_.end();
+}
+
 PeerServer::~PeerServer() {
   if (thread_.joinable()) {
     char c = 0;
@@ -218,17 +243,24 @@ PeerServer::~PeerServer() {
   }
 }
 
-// The loop's thread: accepts while fewer than kMaxConnections are served,
-// reaps the connections that ended, and on the destructor's (or a
-// failure's) word shuts down those left and joins them. Its boundary: an
-// exception (say, std::bad_alloc) ends the server and is reported to its
-// service, which fails the node cleanly.
+// The loop's thread: accepts whatever is offered, starts the job's nodes'
+// connections while fewer than kMaxConnections are served (the rest wait,
+// see the header), reaps the connections that ended, and on the
+// destructor's (or a failure's) word shuts down those left and joins them.
+// Its boundary: an exception (say, std::bad_alloc) ends the server and is
+// reported to its service, which fails the node cleanly.
 void PeerServer::Loop() {
   Guarded([this] {
     for (;;) {
-      const bool room = Reap() < kMaxConnections;
-      pollfd fds[3] = {{wake_[0].get(), POLLIN, 0}, {freed_[0].get(), POLLIN, 0}, {room ? listen_.get() : -1, POLLIN, 0}};
-      if (::poll(fds, 3, -1) < 0 && errno != EINTR) return;
+      Admit();
+      int timeout_ms = -1;  // until the next waiting connection's time is up
+      for (const Waiting& w : waiting_) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(w.until - std::chrono::steady_clock::now());
+        const int ms = static_cast<int>(std::clamp<int64_t>(left.count() + 1, 0, 60000));
+        if (timeout_ms < 0 || ms < timeout_ms) timeout_ms = ms;
+      }
+      pollfd fds[3] = {{wake_[0].get(), POLLIN, 0}, {freed_[0].get(), POLLIN, 0}, {listen_.get(), POLLIN, 0}};
+      if (::poll(fds, 3, timeout_ms) < 0 && errno != EINTR) return;
       if (fds[0].revents) return;
       if (fds[1].revents) {
         char buf[64];
@@ -253,20 +285,78 @@ void PeerServer::Guarded(const std::function<void()>& body) {
   }
 }
 
+// Every connection offered is taken off the backlog at once: one from a
+// node of the job is served (or waits for room), any other waits for its
+// address to become a node's, holding its descriptor only.
 void PeerServer::Accept() {
-  sockaddr_storage sa{};
-  socklen_t len = sizeof(sa);
-  UniqueFd fd(::accept4(listen_.get(), reinterpret_cast<sockaddr*>(&sa), &len, SOCK_CLOEXEC | SOCK_NONBLOCK));
-  if (fd.get() < 0) return;
+  for (int i = 0; i < 64; ++i) {  // a burst, then the loop's other work
+    sockaddr_storage sa{};
+    socklen_t len = sizeof(sa);
+    UniqueFd fd(::accept4(listen_.get(), reinterpret_cast<sockaddr*>(&sa), &len, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    if (fd.get() < 0) return;
+    PeerAddress a = AddressOf(sa, len);
+    MakeRoom(a.source);
+    const double wait = Allowed(a.source) ? request_timeout_ : kUnknownWait;
+    waiting_.push_back({std::move(fd), std::move(a.source), std::move(a.name), After(wait)});
+  }
+}
+
+// Before one more connection from `source` waits: when it has
+// kMaxPendingPerSource not yet authenticated, the oldest goes (one in its
+// handshake, whose socket is shut down, else the oldest waiting); the
+// oldest waiting one goes when kMaxWaiting wait.
+void PeerServer::MakeRoom(const std::string& source) {
+  size_t pending = 0;
+  auto oldest_waiting = waiting_.end();
+  for (auto it = waiting_.begin(); it != waiting_.end(); ++it)
+    if (it->source == source && pending++ == 0) oldest_waiting = it;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Conn* oldest = nullptr;  // conns_ is in start order
+    for (Conn& c : conns_) {
+      if (c.source != source || c.authed || c.cut || c.done) continue;
+      if (!oldest) oldest = &c;
+      ++pending;
+    }
+    if (pending >= kMaxPendingPerSource && oldest) {
+      ::shutdown(oldest->fd.get(), SHUT_RDWR);
+      oldest->cut = true;
+    } else if (pending >= kMaxPendingPerSource) {
+      waiting_.erase(oldest_waiting);
+    }
+  }
+  if (waiting_.size() >= kMaxWaiting) waiting_.pop_front();
+}
+
+// The waiting connections of the job's nodes start while there is room;
+// those past their time are closed.
+void PeerServer::Admit() {
+  const auto now = std::chrono::steady_clock::now();
+  size_t served = Reap();
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    auto next = std::next(it);
+    if (served < kMaxConnections && Allowed(it->source)) {
+      Start(std::move(it->fd), std::move(it->source), std::move(it->peer));
+      ++served;
+      waiting_.erase(it);
+    } else if (it->until <= now) {
+      waiting_.erase(it);
+    }
+    it = next;
+  }
+}
+
+void PeerServer::Start(UniqueFd fd, std::string source, std::string peer) {
   std::lock_guard<std::mutex> lock(mu_);
   Conn& c = conns_.emplace_back();
   c.fd = std::move(fd);
-  c.thread = std::thread([this, conn = &c, peer = PeerName(sa, len)] { ServeConn(conn, peer); });
+  c.source = std::move(source);
+  c.thread = std::thread([this, conn = &c, peer = std::move(peer)] { ServeConn(conn, peer); });
 }
 
 // A connection's thread.
 void PeerServer::ServeConn(Conn* c, const std::string& peer) {
-  Guarded([&] { Serve(c->fd.get(), peer); });
+  Guarded([&] { Serve(c, peer); });
   {
     std::lock_guard<std::mutex> lock(mu_);
     c->done = true;
@@ -319,11 +409,18 @@ void PeerServer::Refused(const std::string& peer, const Status& why) {
                                      peer, Printable(why.message()), n);
 }
 
-void PeerServer::Serve(int fd, const std::string& peer) {
-  // A peer that does not know the key holds the server for 5 s at most, and
-  // costs it 512 bytes a frame (ServerHandshake's budget).
-  auto hello = ServerHandshake(fd, wire::Role::kPeer, me_.job_id, me_.key, std::min(After(5), After(request_timeout_)));
+void PeerServer::Serve(Conn* c, const std::string& peer) {
+  // A peer that does not know the key holds its connection for
+  // kHandshakeBudget at most, and costs it 512 bytes a frame
+  // (ServerHandshake's budget).
+  const int fd = c->fd.get();
+  auto hello = ServerHandshake(fd, wire::Role::kPeer, me_.job_id, me_.key,
+                               std::min(After(kHandshakeBudget), After(request_timeout_)));
   if (!hello.ok()) return Refused(peer, hello.status());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    c->authed = true;
+  }
   const Deadline deadline = After(request_timeout_);
   auto f = ReadFrame(fd, deadline);
   if (!f.ok()) return;

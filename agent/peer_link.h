@@ -22,6 +22,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "agent/shard_sink.h"
 #include "agent/snapshot_store.h"
@@ -41,6 +42,8 @@ struct PeerIdentity {
   std::string key;         // SnapshotSetup.peer_key
   uint32_t node = 0;       // this agent's node index
   std::string host;        // this agent's host name
+  std::string source;      // the local address connections are made from: the one peers
+                           // know this node by ("" = the kernel's choice)
 };
 
 // Sends the shard in `file` to the agent at `peer_addr` (host:port); a
@@ -70,13 +73,24 @@ class ShardService {
 
 // Accepts peer connections on `bind_addr` (port chosen by the kernel) on its
 // own thread and serves each on a thread of its own, at most
-// kMaxConnections at once (more wait in the listen backlog), each within
-// `request_timeout`: a peer that stalls (one cut off mid-transfer, one that
-// never finishes its handshake) holds only its own connection, never the
-// fetches of a recovery. Connections that fail the handshake are logged
-// escaped, the 1st, 2nd, 4th, 8th ... of them only, each line with the count
-// so far. Its destruction shuts down the connections still served and joins
-// their threads.
+// kMaxConnections at once, each within `request_timeout`: a peer that
+// stalls (one cut off mid-transfer) holds only its own connection, never the
+// fetches of a recovery. What has not proved the key is bounded (idle
+// connections once held every slot and replication failed):
+//   - only the job's nodes get a thread: a connection from another address
+//     (AllowPeers) waits, holding only its descriptor, at most
+//     kUnknownWait for its address to become a node's (a node the
+//     coordinator just told us about), then is closed;
+//   - a handshake has kHandshakeBudget;
+//   - at most kMaxPendingPerSource connections per source address wait or
+//     handshake at once; a newer one closes the oldest (a flood cannot keep
+//     out the one honest connection, whose handshake takes milliseconds);
+//     kMaxWaiting wait in all, the oldest closed first.
+// The loop accepts whenever a connection is offered, so the listen backlog
+// never fills. Connections that fail the handshake are logged escaped, the
+// 1st, 2nd, 4th, 8th ... of them only, each line with the count so far. Its
+// destruction shuts down the connections still served and joins their
+// threads.
 class PeerServer {
  public:
   // `service` outlives the server.
@@ -84,20 +98,41 @@ class PeerServer {
                                                    ShardService* service, double request_timeout = 30.0);
   ~PeerServer();  // stops the thread
   const std::string& addr() const { return addr_; }
+  // The job's nodes from now on: `peer_addrs` are their shard servers'
+  // host:port (numeric hosts; ports ignored). The keeper calls it with each
+  // generation's Replicate; until the first call (before the job's first
+  // generation) every address is taken for a node's. Any thread.
+  void AllowPeers(const std::vector<std::string>& peer_addrs);
 
   static constexpr size_t kMaxConnections = 32;
+  static constexpr size_t kMaxPendingPerSource = 8;
+  static constexpr size_t kMaxWaiting = 64;
+  static constexpr double kHandshakeBudget = 1.0;  // seconds
+  static constexpr double kUnknownWait = 1.0;      // seconds
 
  private:
   struct Conn {
     UniqueFd fd;
+    std::string source;   // the peer's address, without its port
     std::thread thread;
-    bool done = false;  // mu_
+    bool authed = false;  // mu_: the handshake passed
+    bool cut = false;     // mu_: shut down to make room for a newer connection from its source
+    bool done = false;    // mu_
+  };
+  struct Waiting {        // accepted, no thread yet
+    UniqueFd fd;
+    std::string source, peer;
+    Deadline until;
   };
   PeerServer() = default;
   void Loop();
   void Accept();
+  void Admit();       // starts the waiting connections of the job's nodes while there is room; closes the expired
+  void MakeRoom(const std::string& source);  // the per-source and total caps, before one more waits or starts
+  void Start(UniqueFd fd, std::string source, std::string peer);
+  bool Allowed(const std::string& source);
   void ServeConn(Conn* c, const std::string& peer);  // a connection's thread
-  void Serve(int fd, const std::string& peer);
+  void Serve(Conn* c, const std::string& peer);
   void Refused(const std::string& peer, const Status& why);
   size_t Reap();      // joins the finished connections' threads; returns how many are left
   void StopConns();   // shuts down every connection's socket and joins its thread
@@ -115,6 +150,9 @@ class PeerServer {
   std::string addr_;
   std::mutex mu_;
   std::list<Conn> conns_;  // mu_; only the loop adds and removes
+  std::vector<std::string> allowed_;  // mu_: the job's nodes' addresses ...
+  bool told_ = false;                 // mu_: ... once AllowPeers said them
+  std::list<Waiting> waiting_;        // the loop's only, oldest first
   std::thread thread_;
 };
 

@@ -51,7 +51,7 @@ Result<std::unique_ptr<SnapshotKeeper>> SnapshotKeeper::Start(const Identity& me
                                                               const std::string& memory_parent) {
   std::unique_ptr<SnapshotKeeper> k(new SnapshotKeeper());
   k->me_ = me;
-  k->peer_ = PeerIdentity{me.job_id, setup.peer_key, me.node, me.host};
+  k->peer_ = PeerIdentity{me.job_id, setup.peer_key, me.node, me.host, me.bind_addr};
   k->keep_ = std::max<int>(1, static_cast<int>(setup.keep));
   if (!IsRunId(setup.run_id))
     return Status::InvalidArgument("snapshots: run id '" + Printable(setup.run_id) + "' is not 1 to 32 hex digits");
@@ -238,6 +238,9 @@ void SnapshotKeeper::OnInotify() {
 }
 
 void SnapshotKeeper::SetTargets(const msg::Replicate& m) {
+  std::vector<std::string> nodes = m.peers;
+  for (const msg::ReplicaPeer& t : m.targets) nodes.push_back(t.peer_addr);
+  server_->AllowPeers(nodes);  // only the job's nodes are served
   std::lock_guard<std::mutex> lock(mu_);
   targets_ = m.targets;
 }

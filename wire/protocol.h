@@ -176,6 +176,7 @@ struct ReplicaPeer { uint32_t node = 0; std::string peer_addr; };
 struct Replicate {                // coord -> agent, per generation: copy new shards to these nodes
   uint32_t generation = 0;
   std::vector<ReplicaPeer> targets;
+  std::vector<std::string> peers; // every node's shard server: who may connect to this agent's (peer_link.h)
   DS_MESSAGE(Replicate);
 };
 // Agent <-> agent (role kPeer, key SnapshotSetup.peer_key): one request per connection.

@@ -207,6 +207,7 @@ Bytes Replicate::Encode() const {
   PayloadWriter w;
   w.U32(generation).U32(static_cast<uint32_t>(targets.size()));
   for (const auto& t : targets) w.U32(t.node).Str(t.peer_addr);
+  w.StrList(peers);
   return w.Take();
 }
 DS_DECODE_BEGIN(Replicate)
@@ -217,6 +218,7 @@ DS_DECODE_BEGIN(Replicate)
     t.peer_addr = r.Str();
     m.targets.push_back(std::move(t));
   }
+  m.peers = r.StrList();
 DS_DECODE_END(Replicate)
 
 Bytes ShardPut::Encode() const {

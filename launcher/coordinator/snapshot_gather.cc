@@ -95,12 +95,17 @@ Gathering SnapshotGather::Gather(const std::vector<bool>& alive, Clock::time_poi
   out.fetch = msg::Fetch{static_cast<uint32_t>(generation_), choice.step, choice.id, {}};
   for (const ShardPick& p : choice.picks)
     out.fetch.sources.push_back({p.shard, static_cast<uint32_t>(p.holder), agents_[p.holder].peer_addr});
+  // Every node's shard server may connect to every other's (a fetch of a
+  // shard an older node holds, a replica): the rest are no node of the job.
+  std::vector<std::string> peers;
+  for (const Agent& a : agents_)
+    if (a.ready && !a.peer_addr.empty()) peers.push_back(a.peer_addr);
   // Each node's replicas go to the next R nodes of this generation, in ring order.
   const int n = static_cast<int>(gen_agents_.size());
   const int replicas = std::min(plan_.job.checkpoint.Replicas(static_cast<int>(plan_.nodes.size())), n - 1);
   fetching_.clear();
   for (int i = 0; i < n; ++i) {
-    Gathering::Order order{gen_agents_[i], msg::Replicate{static_cast<uint32_t>(generation_), {}}};
+    Gathering::Order order{gen_agents_[i], msg::Replicate{static_cast<uint32_t>(generation_), {}, peers}};
     for (int k = 1; k <= replicas; ++k) {
       const int t = gen_agents_[(i + k) % n];
       order.replicate.targets.push_back({static_cast<uint32_t>(t), agents_[t].peer_addr});

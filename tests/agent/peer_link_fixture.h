@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "agent/peer_link.h"
 #include "checkpoint_format/checkpoint_format.h"
@@ -49,12 +50,15 @@ class MapService : public ShardService {
  public:
   MapService() = default;
   ~MapService() override { server_.reset(); }  // the thread stops before the map goes
-  // Starts the server (once this object, and any subclass, is whole).
-  void Serve(const PeerIdentity& me) {
+  // Starts the server (once this object, and any subclass, is whole); the
+  // job's nodes are at `peers` (host:port).
+  void Serve(const PeerIdentity& me, const std::vector<std::string>& peers = {"127.0.0.1:1"}) {
     auto s = PeerServer::Start("127.0.0.1", me, this, 5.0);
     REQUIRE(s.ok());
     server_ = std::move(s).value();
+    server_->AllowPeers(peers);
   }
+  PeerServer& server() { return *server_; }
 
   const std::string& addr() const { return server_->addr(); }
   OpenSink Opener() {

@@ -26,6 +26,7 @@
 #include "agent/port_hold.h"
 #include "common/log.h"
 #include "tests/agent/peer_link_fixture.h"
+#include "tests/test_util/hostile_peer.h"
 
 namespace ds {
 namespace {
@@ -206,6 +207,7 @@ struct StoreService : ShardService {
     StoreService service(store->get());
     auto server = PeerServer::Start("127.0.0.1", me, &service, 10.0);
     if (!server.ok()) ::_exit(4);
+    (*server)->AllowPeers({"127.0.0.1:1"});
     const std::string line = (*server)->addr() + " " + (*store)->dir() + "\n";
     if (::write(up, line.data(), line.size()) != static_cast<ssize_t>(line.size())) ::_exit(5);
     char c;
@@ -328,6 +330,68 @@ TEST_CASE("peer link: what a peer announces costs the receiver nothing until it 
   INFO("peak RSS " << peak_before << " KiB before, " << peak_after << " KiB after");
   CHECK(peak_after - peak_before < 8 * 1024);
   CHECK(child.Stop() == 0);
+}
+
+// Issue 42 item 2: each agent served 32 connections at once, a silent peer
+// held a slot 5 s and refilled it, the backlog filled, and replication
+// failed ("sending shard 0 ... handshake: connection closed"). Now only the
+// job's nodes get a slot, each source has a few unauthenticated ones (a
+// newer one closes the oldest), and a handshake has 1 s. Hostile here: 200
+// idle connections from an address that is no node of the job and 40 from
+// a node's own address (another user on that node). On the old server the
+// replica below timed out after 3 s.
+TEST_CASE("peer link: idle unauthenticated connections, from anywhere or from a node's address, do not keep a "
+          "replica or a fetch out",
+          "[snapshots][hostile]") {
+  PeerIdentity a{"job1", "key", 0, "w0", "127.0.0.2"}, b{"job1", "key", 1, "w1"};
+  MapService server;
+  server.Serve(b, {"127.0.0.2:7000", "127.0.0.1:7001"});
+  testing::IdlePeers elsewhere(server.addr(), 200, "127.0.0.3");
+  testing::IdlePeers same_node(server.addr(), 40, "127.0.0.2");
+  REQUIRE(elsewhere.opened() == 200);
+  REQUIRE(same_node.opened() == 40);
+  testing::TempDir tmp;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto deadline = t0 + std::chrono::seconds(3);
+  Status sent = SendShard(server.addr(), a, FileOf(tmp, Copy(9, 0, "replica bytes")), deadline);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  REQUIRE(sent.ok());
+  INFO("the replica took " << took << " s");
+  CHECK(took < 0.5);
+  CHECK(server.Data(9, 0) == "replica bytes");
+  MapService into;
+  REQUIRE(FetchShard(server.addr(), a, 9, kSet, 0, into.Opener(), deadline).ok());
+  CHECK(into.Data(9, 0) == "replica bytes");
+}
+
+// A connection from an address that is not a node's is never served: it
+// waits, holding only its descriptor, kUnknownWait (a node the coordinator
+// has just told the other agents about is served meanwhile), then is
+// closed unread. On the old server the stranger's replica was taken.
+TEST_CASE("peer link: a connection from an unknown address is not served, and closed after a second unless its "
+          "address becomes a node's",
+          "[snapshots][hostile]") {
+  PeerIdentity a{"job1", "key", 0, "w0", "127.0.0.4"}, b{"job1", "key", 1, "w1"};
+  MapService server;
+  server.Serve(b, {"127.0.0.1:7001"});
+  testing::TempDir tmp;
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_FALSE(SendShard(server.addr(), a, FileOf(tmp, Copy(2, 0, "stranger")), t0 + std::chrono::milliseconds(300)).ok());
+  CHECK_FALSE(server.Has(2, 0));
+  testing::IdlePeers stranger(server.addr(), 3, "127.0.0.5");
+  REQUIRE(stranger.opened() == 3);
+  const auto t1 = std::chrono::steady_clock::now();
+  CHECK(stranger.WaitClosedByPeer(5.0) == 3);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  INFO("closed after " << took << " s");
+  CHECK(took < 2.0);
+  // The replica's connection may arrive before this or after it: served either way.
+  Status sent;
+  std::thread replica([&] { sent = SendShard(server.addr(), a, FileOf(tmp, Copy(2, 0, "late")), Soon()); });
+  server.server().AllowPeers({"127.0.0.1:7001", "127.0.0.4:7002"});
+  replica.join();
+  CHECK(sent.ok());
+  CHECK(server.Data(2, 0) == "late");
 }
 
 }  // namespace

@@ -56,9 +56,10 @@ TEST_CASE("protocol: the snapshot messages round-trip every field", "[protocol][
   REQUIRE(get.ok());
   CHECK(get->set == "0123456789abcdef");
   CHECK(get->shard == 2);
-  auto r = Replicate::Decode(Replicate{2, {{1, "a:1"}, {2, "b:2"}}}.Encode());
+  auto r = Replicate::Decode(Replicate{2, {{1, "a:1"}, {2, "b:2"}}, {"a:1", "b:2", "c:3"}}.Encode());
   REQUIRE(r.ok());
   CHECK(r->targets[1].peer_addr == "b:2");
+  CHECK(r->peers == std::vector<std::string>{"a:1", "b:2", "c:3"});
   auto s = SnapshotSetup::Decode(SnapshotSetup{"/l/w0", 3, "key", "6b0735a0c0ffee00"}.Encode());
   REQUIRE(s.ok());
   CHECK(s->keep == 3);
@@ -73,7 +74,7 @@ TEST_CASE("protocol: every truncation of a snapshot message is refused, trailing
   CheckTruncations(Fetched{3, 400, "0123456789abcdef", 10, 9, "e"});
   CheckTruncations(ShardPut{Entry(), 1, "m"});
   CheckTruncations(ShardGet{400, "0123456789abcdef", 2});
-  CheckTruncations(Replicate{2, {{1, "a:1"}}});
+  CheckTruncations(Replicate{2, {{1, "a:1"}}, {"a:1"}});
   CheckTruncations(SnapshotSetup{"/d", 2, "k", "ab"});
   CheckTruncations(SnapshotReady{"a:1", "/dev/shm/x", ""});
 }
