@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "common/env_registry.h"
 #include "common/log.h"
@@ -83,6 +84,24 @@ Result<Hostfile> LocalHosts(const CliOptions& cli, const MachineFacts& local, co
         cli.selection.num_gpus_flag, kMaxLocalWorkers, cli.selection.num_gpus));
   if (local.gpus == 0) slots = std::max({slots, cli.selection.num_gpus, job.procs_per_node});
   return hf;
+}
+
+// --local-ranks-filter naming a local rank that no node (standbys included)
+// has would silently show nothing of it: an error naming what the nodes have.
+Status CheckLocalRanksFilter(const std::vector<int>& filter, const LaunchPlan& plan) {
+  int most = 0;
+  for (const auto* nodes : {&plan.nodes, &plan.standbys})
+    for (const NodePlan& n : *nodes) most = std::max(most, n.num_workers());
+  std::vector<std::string> missing, given;
+  for (int r : filter) {
+    given.push_back(std::to_string(r));
+    if (r >= most) missing.push_back(std::to_string(r));
+  }
+  if (missing.empty()) return Status::OK();
+  return Status::InvalidArgument(fmt::format(
+      "--local-ranks-filter {}: no node has local rank{} {} (the most a node has is {}: local rank{} {})",
+      fmt::join(given, ","), missing.size() == 1 ? "" : "s", fmt::join(missing, ", "), most, most == 1 ? "" : "s",
+      most == 1 ? "0" : fmt::format("0-{}", most - 1)));
 }
 
 }  // namespace
@@ -189,6 +208,7 @@ Result<LaunchPlan> PlanFromCli(const CliOptions& cli, const MachineFacts& local,
   DS_ASSIGN_OR_RETURN(std::vector<SelectedHost> hosts, SelectHosts(hostfile, cli.selection));
   DS_ASSIGN_OR_RETURN(LaunchPlan plan, MakePlan(hosts, job, use_gpus));
   DS_RETURN_IF_ERROR(CheckTrainerForWorld(plan.job, plan.world_size));
+  if (!cli.local_ranks_filter.empty()) DS_RETURN_IF_ERROR(CheckLocalRanksFilter(cli.local_ranks_filter, plan));
   plan.hostfile_path = path;
   if (notes_out) *notes_out = std::move(notes);
   return plan;

@@ -199,5 +199,22 @@ TEST_CASE("PlanFromCli: selection errors quote the option as typed") {
   CHECK(PlanError(Parse({"-H", hf, "-i", "w9", "--", "true"})).rfind("-i: unknown host 'w9'", 0) == 0);
 }
 
+TEST_CASE("PlanFromCli: --local-ranks-filter naming a local rank no node has says so") {
+  testing::TempDir dir;
+  const std::string hf = dir / "hf";
+  testing::WriteFile(hf, "w0 slots=2\nw1 slots=2\n");
+  CHECK(PlanError(Parse({"-H", hf, "--local-ranks-filter", "4", "--", "true"})) ==
+        "--local-ranks-filter 4: no node has local rank 4 (the most a node has is 2: local ranks 0-1)");
+  CHECK(PlanError(Parse({"-H", hf, "--local-ranks-filter", "0,2,5", "--", "true"})) ==
+        "--local-ranks-filter 0,2,5: no node has local ranks 2, 5 (the most a node has is 2: local ranks 0-1)");
+  CHECK(PlanError(Parse({"-H", hf, "--nproc_per_node", "1", "--local-ranks-filter", "1", "--", "true"})) ==
+        "--local-ranks-filter 1: no node has local rank 1 (the most a node has is 1: local rank 0)");
+  CHECK(Plan(Parse({"-H", hf, "--local-ranks-filter", "1", "--", "true"})).world_size == 4);
+  // A standby with more slots has the rank: no error.
+  testing::WriteFile(hf, "w0 slots=1\nw1 slots=3\n");
+  testing::WriteFile(dir / "job.yaml", "command: [x]\nelastic: {max_nodes: 1}\n");
+  CHECK(Plan(Parse({"-H", hf, "--local-ranks-filter", "2", dir / "job.yaml"})).standbys.size() == 1);
+}
+
 }  // namespace
 }  // namespace ds
