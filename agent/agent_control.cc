@@ -67,6 +67,12 @@ void AgentControl::OnFrame(const Frame& f) {
       if (seams_.snapshots.on()) seams_.snapshots.SetTargets(*m);
       return;
     }
+    case wire::MsgType::kSnapshotPlan: {
+      auto m = msg::SnapshotPlan::Decode(f.payload);
+      if (!m.ok()) return bad(m.status());
+      if (seams_.snapshots.on()) seams_.snapshots.SetPlan(*m);
+      return;
+    }
     case wire::MsgType::kFetch: {
       auto m = msg::Fetch::Decode(f.payload);
       return m.ok() ? OnFetch(*m) : bad(m.status());

@@ -110,6 +110,7 @@ class NodeSnapshots {
   // The rest only when on():
   virtual std::string memory_dir() const = 0;
   virtual void SetTargets(const msg::Replicate& m) = 0;
+  virtual void SetPlan(const msg::SnapshotPlan& m) = 0;  // what to keep and secure (SnapshotKeeper::SetPlan)
   virtual void StartFetch(const msg::Fetch& m) = 0;
   // Messages for the coordinator (SnapshotHeld, Fetched, counters).
   virtual std::vector<std::pair<wire::MsgType, Bytes>> TakeOutgoing() = 0;

@@ -22,6 +22,7 @@ class KeeperSnapshots final : public NodeSnapshots {
   bool on() const override { return keeper_ != nullptr; }
   std::string memory_dir() const override { return keeper_->memory_dir(); }
   void SetTargets(const msg::Replicate& m) override { keeper_->SetTargets(m); }
+  void SetPlan(const msg::SnapshotPlan& m) override { keeper_->SetPlan(m); }
   void StartFetch(const msg::Fetch& m) override { keeper_->StartFetch(m); }
   std::vector<std::pair<wire::MsgType, Bytes>> TakeOutgoing() override { return keeper_->TakeOutgoing(); }
   std::string failure() override { return keeper_->failure(); }

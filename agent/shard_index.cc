@@ -1,6 +1,7 @@
 #include "agent/shard_index.h"
 
 #include <algorithm>
+#include <climits>
 #include <set>
 
 #include "common/log.h"
@@ -32,15 +33,6 @@ std::vector<HeldShard> ShardIndex::All() const {
   return out;
 }
 
-bool ShardIndex::HasNewer(const msg::ShardEntry& e) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [key, h] : held_) {
-    const msg::ShardEntry& n = h.entry;
-    if (n.step > e.step && n.shard == e.shard && n.origin == e.origin && n.id.run == e.id.run) return true;
-  }
-  return false;
-}
-
 uint32_t ShardIndex::CountAt(int64_t step, const std::string& set) const {
   std::lock_guard<std::mutex> lock(mu_);
   uint32_t n = 0;
@@ -69,14 +61,23 @@ std::vector<msg::ShardEntry> ShardIndex::DropIf(const SavePredicate& doomed) {
   return DropLocked(doomed);
 }
 
-std::vector<msg::ShardEntry> ShardIndex::Prune(int keep, const std::string& run) {
+std::vector<msg::ShardEntry> ShardIndex::Prune(int keep, const std::string& run, const msg::SnapshotPlan& plan) {
   std::lock_guard<std::mutex> lock(mu_);
-  std::set<int64_t> steps;  // the run's steps held, oldest first
+  std::set<int64_t> settled, in_flight;  // the run's steps held, oldest first
   for (const auto& [k, h] : held_)
-    if (h.entry.id.run == run) steps.insert(h.entry.step);
-  if (static_cast<int>(steps.size()) <= std::max(keep, 1)) return {};
-  const int64_t oldest_kept = *std::prev(steps.end(), std::max(keep, 1));
-  return DropLocked([&](int64_t step, const msg::SnapshotId& id) { return id.run == run && step < oldest_kept; });
+    if (h.entry.id.run == run) (h.entry.step <= plan.complete ? settled : in_flight).insert(h.entry.step);
+  // The oldest step of `steps` kept when `n` are.
+  auto oldest_kept = [](const std::set<int64_t>& steps, int n) {
+    return static_cast<int>(steps.size()) <= n ? INT64_MIN : *std::prev(steps.end(), n);
+  };
+  const int64_t settled_from = oldest_kept(settled, std::max(keep, 1));
+  const int64_t in_flight_from = oldest_kept(in_flight, kMaxInFlight);
+  return DropLocked([&](int64_t step, const msg::SnapshotId& id) {
+    if (id.run != run) return false;
+    if (std::find(plan.protect.begin(), plan.protect.end(), msg::SaveRef{step, id.set}) != plan.protect.end())
+      return false;
+    return step < (step <= plan.complete ? settled_from : in_flight_from);
+  });
 }
 
 void RemoveStepDirs(const Dir& root, const std::vector<msg::ShardEntry>& gone) {

@@ -39,17 +39,19 @@ class ShardIndex {
   bool Has(int64_t step, const std::string& set, uint32_t shard) const { return Find(step, set, shard).has_value(); }
   std::vector<HeldShard> All() const;
   uint32_t CountAt(int64_t step, const std::string& set) const;  // shards of that save held
-  // Whether a later step of `e`'s run holds the same shard from the same
-  // origin: `e` is superseded (the agent neither persists nor replicates it).
-  bool HasNewer(const msg::ShardEntry& e) const;
   void Clear();
   // Drop whole saves and return what went (the owner removes their
   // directories: RemoveStepDirs): those `doomed` picks ...
   using SavePredicate = std::function<bool(int64_t step, const msg::SnapshotId& id)>;
   std::vector<msg::ShardEntry> DropIf(const SavePredicate& doomed);
-  // ... or those of run `run` at steps older than its newest `keep` (at
-  // least 1). Other runs' saves are never pruned.
-  std::vector<msg::ShardEntry> Prune(int keep, const std::string& run);
+  // ... or run `run`'s that `plan` (the coordinator's, recovery_point.h)
+  // lets go: never a save it protects; of the steps up to plan.complete
+  // (handed over by every rank) all but the newest `keep` (at least 1); of
+  // the newer ones, still being handed over, all but the newest
+  // kMaxInFlight (an incomplete save no rank will finish). Other runs'
+  // saves are never pruned.
+  std::vector<msg::ShardEntry> Prune(int keep, const std::string& run, const msg::SnapshotPlan& plan);
+  static constexpr int kMaxInFlight = 4;
 
  private:
   std::vector<msg::ShardEntry> DropLocked(const SavePredicate& doomed);  // mu_ held

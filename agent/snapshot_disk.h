@@ -42,8 +42,10 @@ class SnapshotDisk {
   // record; ReadVerified checks the crc32).
   Result<ShardFile> Open(int64_t step, const std::string& set, uint32_t shard) const;
   bool Has(int64_t step, const std::string& set, uint32_t shard) const { return index_.Has(step, set, shard); }
-  // Drops run `run`'s steps older than its newest `keep`. Returns what went.
-  std::vector<msg::ShardEntry> Prune(int keep, const std::string& run) { return RemoveSteps(index_.Prune(keep, run)); }
+  // Drops what ShardIndex::Prune lets go of run `run`. Returns what went.
+  std::vector<msg::ShardEntry> Prune(int keep, const std::string& run, const msg::SnapshotPlan& plan) {
+    return RemoveSteps(index_.Prune(keep, run, plan));
+  }
   // Drops the saves `doomed` picks (ShardIndex::DropIf). Returns what went.
   std::vector<msg::ShardEntry> DropIf(const ShardIndex::SavePredicate& doomed) {
     return RemoveSteps(index_.DropIf(doomed));

@@ -25,12 +25,13 @@ uint64_t MicrosSince(SteadyClock::time_point t0) {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - t0).count());
 }
 constexpr double kTransferTimeout = 60.0;  // seconds per shard sent or fetched
-// What persisting and replicating may cost while the job trains: this share
-// of one core on average since the keeper started, plus a burst of CPU
-// seconds ahead of it. On a node whose ranks keep every core busy each
-// cycle the agent takes is a rank's; a shard whose turn comes when the work
-// is over budget is skipped (held in memory only, counted), and Drain
-// writes each of the node's newest shards to disk at the end regardless.
+// What securing saves (persisting and replicating) may cost while the job
+// trains: this share of one core on average since the keeper started, plus a
+// burst of CPU seconds ahead of it. On a node whose ranks keep every core
+// busy each cycle the agent takes is a rank's. Over budget, the task waits
+// until the budget allows (or the save is superseded): the coordinator picks
+// the next save to secure only when this one is done, so what cannot keep up
+// is the cadence of recoverable saves, skipped whole, never their existence.
 constexpr double kBackgroundCpuShare = 0.02;
 constexpr double kBackgroundBurstSeconds = 0.05;
 double ThreadCpuSeconds() {
@@ -135,7 +136,7 @@ void SnapshotKeeper::Drain() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     draining_ = true;  // what is left only goes to disk: the peers are shutting down too
-    tasks_.push_back([this] { PersistNewest(); });  // what the budget skipped reaches the disk
+    tasks_.push_back([this] { PersistNewest(); });  // the newest shards reach the disk, secured or not
   }
   cv_.notify_all();
   std::unique_lock<std::mutex> lock(mu_);
@@ -186,11 +187,12 @@ std::vector<std::pair<wire::MsgType, Bytes>> SnapshotKeeper::TakeOutgoing() {
 }
 
 std::vector<msg::ShardEntry> SnapshotKeeper::PruneAll() {
-  std::vector<msg::ShardEntry> gone = store_->Prune(keep_, run_, me_.node);
+  const msg::SnapshotPlan plan = this->plan();
+  std::vector<msg::ShardEntry> gone = store_->Prune(keep_, run_, plan, me_.node);
   // Handed to the workers after the tasks queued now, which may still read them.
   if (!gone.empty()) Post([this] { store_->ReleaseSpares(); });
   if (disk_) {
-    auto d = disk_->Prune(keep_, run_);
+    auto d = disk_->Prune(keep_, run_, plan);
     gone.insert(gone.end(), d.begin(), d.end());
   }
   return gone;
@@ -214,9 +216,8 @@ void SnapshotKeeper::OnInotify() {
       }
     }
   }
-  // Every handoff there is adopted before any is persisted or replicated, so
-  // of several steps of one shard only the newest is (the rest are skipped).
-  std::vector<msg::ShardEntry> adopted;
+  // Adopted and reported: what is persisted and replicated, and when, is the
+  // coordinator's SnapshotPlan (SetPlan).
   for (const std::string& name : names) {
     if (!ParseHandoffManifest(name)) continue;  // the .shard, or a temporary name
     auto held = store_->Adopt(name, me_.node);
@@ -231,10 +232,7 @@ void SnapshotKeeper::OnInotify() {
       counters_.handoff_bytes += held->entry.bytes;
     }
     Report({held->entry}, PruneAll());
-    adopted.push_back(held->entry);
   }
-  for (const msg::ShardEntry& e : adopted)
-    Post([this, e] { PersistAndReplicate(e.step, e.id.set, e.shard, /*replicate=*/true); });
 }
 
 void SnapshotKeeper::SetTargets(const msg::Replicate& m) {
@@ -245,24 +243,53 @@ void SnapshotKeeper::SetTargets(const msg::Replicate& m) {
   targets_ = m.targets;
 }
 
-void SnapshotKeeper::PersistAndReplicate(int64_t step, const std::string& set, uint32_t shard, bool replicate) {
-  auto file = store_->Open(step, set, shard);
-  if (!file.ok()) return;  // pruned meanwhile
-  const double elapsed = std::chrono::duration<double>(SteadyClock::now() - started_).count();
-  const bool over_budget = background_cpu_ > kBackgroundCpuShare * elapsed + kBackgroundBurstSeconds;
-  if (store_->HasNewer(file->held.entry) || (over_budget && !draining())) {
-    std::lock_guard<std::mutex> lock(mu_);  // the newer step's task, or Drain, does the work
-    ++counters_.skipped;
-    return;
+void SnapshotKeeper::SetPlan(const msg::SnapshotPlan& m) {
+  bool secure = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    secure = m.secure.step >= 0 && m.secure != plan_.secure;
+    plan_ = m;
   }
-  const double cpu0 = ThreadCpuSeconds();
-  PersistAndSend(*file, replicate);
-  background_cpu_ += ThreadCpuSeconds() - cpu0;
+  cv_.notify_all();  // a budget wait for a save no longer secured ends
+  if (auto gone = PruneAll(); !gone.empty()) Report({}, std::move(gone));
+  if (secure) Post([this, save = m.secure] { Secure(save); });
 }
 
-bool SnapshotKeeper::draining() {
+msg::SnapshotPlan SnapshotKeeper::plan() {
   std::lock_guard<std::mutex> lock(mu_);
-  return draining_;
+  return plan_;
+}
+
+void SnapshotKeeper::Secure(const msg::SaveRef& save) {
+  for (const HeldShard& h : store_->Entries()) {
+    const msg::ShardEntry& e = h.entry;
+    if (e.step != save.step || e.id.set != save.set || e.origin != me_.node || e.id.run != run_) continue;
+    if (!WaitForBudget(save)) return;  // superseded, or the keeper stops
+    auto file = store_->Open(e.step, e.id.set, e.shard);
+    if (!file.ok()) continue;  // dropped meanwhile: the coordinator picks another save
+    const double cpu0 = ThreadCpuSeconds();
+    PersistAndSend(*file, /*replicate=*/true);
+    background_cpu_ += ThreadCpuSeconds() - cpu0;
+  }
+}
+
+bool SnapshotKeeper::WaitForBudget(const msg::SaveRef& save) {
+  const auto t0 = SteadyClock::now();
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    if (stopping_ || draining_ || fetches_owed_ > 0 || plan_.secure != save) return false;
+    const double elapsed = std::chrono::duration<double>(SteadyClock::now() - started_).count();
+    const double over = background_cpu_ - (kBackgroundCpuShare * elapsed + kBackgroundBurstSeconds);
+    if (over <= 0) break;
+    cv_.wait_for(lock, std::chrono::duration<double>(over / kBackgroundCpuShare));
+  }
+  counters_.budget_wait_micros += MicrosSince(t0);
+  return true;
+}
+
+void SnapshotKeeper::Persist(const msg::ShardEntry& e) {
+  auto file = store_->Open(e.step, e.id.set, e.shard);
+  if (file.ok()) PersistAndSend(*file, /*replicate=*/false);
 }
 
 void SnapshotKeeper::PersistNewest() {
@@ -298,7 +325,7 @@ void SnapshotKeeper::PersistAndSend(const ShardFile& f, bool replicate) {
         counters_.persisted_bytes += e.bytes;
         counters_.persist_micros += MicrosSince(t0);
       }
-      Report({e}, disk_->Prune(keep_, run_));
+      Report({e}, disk_->Prune(keep_, run_, plan()));
     }
   }
   std::vector<msg::ReplicaPeer> targets;
@@ -330,7 +357,7 @@ void SnapshotKeeper::Received(const HeldShard& held) {
   msg::ShardEntry e = held.entry;
   e.tier = 1;
   Report({e}, PruneAll());
-  Post([this, e] { PersistAndReplicate(e.step, e.id.set, e.shard, /*replicate=*/false); });
+  Post([this, e] { Persist(e); });
 }
 
 Result<ShardFile> SnapshotKeeper::Lookup(int64_t step, const std::string& set, uint32_t shard) {
@@ -341,11 +368,20 @@ Result<ShardFile> SnapshotKeeper::Lookup(int64_t step, const std::string& set, u
 
 void SnapshotKeeper::StartFetch(const msg::Fetch& m) {
   sends_cancel_.Cancel();  // a replica under way (or queued) to a lost node must not hold up the gather
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++fetches_owed_;       // nor a wait for the CPU budget
+  }
+  cv_.notify_all();
   Post([this, m] { Fetch(m); });
 }
 
 void SnapshotKeeper::Fetch(const msg::Fetch& m) {
   sends_cancel_.Reset();  // the replicas queued before the gather were dropped; later ones go
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --fetches_owed_;
+  }
   const auto t0 = SteadyClock::now();
   // This run's saves that lost to m's: newer steps, and other saves of the
   // same step (a timeline a restart abandoned). Other runs' saves stay on
@@ -382,11 +418,13 @@ void SnapshotKeeper::Fetch(const msg::Fetch& m) {
     msg::ShardEntry e = got->entry;
     e.tier = 1;
     added.push_back(e);
-    if (!local) Post([this, e] { PersistAndReplicate(e.step, e.id.set, e.shard, false); });
+    if (!local) Post([this, e] { Persist(e); });
   }
   done.micros = static_cast<uint32_t>(std::min<uint64_t>(MicrosSince(t0), UINT32_MAX));
   Report(std::move(added), std::move(removed));
   PushOutgoing(wire::MsgType::kFetched, done.Encode());
+  // A save being secured that the gather cut short is taken up again.
+  if (const msg::SaveRef save = plan().secure; save.step >= 0) Post([this, save] { Secure(save); });
 }
 
 Result<HeldShard> SnapshotKeeper::LoadFromDisk(int64_t step, const std::string& set, uint32_t shard) {

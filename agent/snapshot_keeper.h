@@ -5,14 +5,16 @@
 //     lands, which costs the worker one tmpfs write;
 //   - the node's checkpoint directory (SnapshotDisk), written in the
 //     background;
-//   - a task thread that persists, replicates (to the nodes of the current
-//     Replicate) and fetches (Fetch), in order; a shard superseded by a
-//     later step of it before its turn is skipped (held in memory only,
-//     counted), so a keeper that falls behind sends only the newest;
+//   - a task thread that secures the one save the coordinator's
+//     SnapshotPlan names (persists this node's shards of it and sends them
+//     to the nodes of the current Replicate, within a CPU budget it waits
+//     for), persists replicas, and fetches (Fetch), in order;
 //   - the shard server (PeerServer) other agents send replicas to and fetch
 //     from.
 // Shards are held per save (step and set, wire/snapshot_handoff.h); the
-// keeper prunes and drops only this run's saves (SnapshotSetup.run_id), so
+// keeper prunes only what the plan lets go (never the recovery point, nor
+// the save being secured: shard_index.h) and drops only this run's saves
+// (SnapshotSetup.run_id), so
 // what earlier runs left on the node's disk is kept, reported and offered,
 // never overwritten. Every change of what the node holds becomes a
 // SnapshotHeld, every Fetch a Fetched, queued for the agent's loop, which
@@ -66,6 +68,9 @@ class SnapshotKeeper : private ShardService {
   void OnInotify();
   // The nodes new shards are copied to from now on.
   void SetTargets(const msg::Replicate& m);
+  // What the coordinator says to keep and to secure: prunes what it lets go,
+  // and secures its `secure` save when that is new.
+  void SetPlan(const msg::SnapshotPlan& m);
   // Gathers every shard of the save m.id of m.step (or, for step < 0,
   // starts fresh), first dropping this run's saves that lost (newer steps,
   // and other saves of m.step: an abandoned timeline) and other runs'
@@ -90,12 +95,14 @@ class SnapshotKeeper : private ShardService {
   Result<std::unique_ptr<ShardSink>> Receive(const HeldShard& held, const std::string& manifest) override;
   void Received(const HeldShard& held) override;
   void ServerFailed(const std::string& what) override { Fail(what); }
-  // Task thread: a shard's turn to be persisted (and replicated), unless a
-  // newer step of it is held or the work is over its CPU budget (skipped).
-  void PersistAndReplicate(int64_t step, const std::string& set, uint32_t shard, bool replicate);
+  msg::SnapshotPlan plan();
+  // Task thread: persists and replicates this node's shards of `save`,
+  // each once the CPU budget allows, unless it is no longer the one to secure.
+  void Secure(const msg::SaveRef& save);
+  bool WaitForBudget(const msg::SaveRef& save);  // false: superseded, or stopping
+  void Persist(const msg::ShardEntry& e);        // task thread: a replica or a fetched shard to disk
   void PersistAndSend(const ShardFile& file, bool replicate);  // task thread: the work itself
   void PersistNewest();                                        // task thread, at Drain
-  bool draining();
   void Fetch(const msg::Fetch& m);              // task thread
   Result<HeldShard> LoadFromDisk(int64_t step, const std::string& set, uint32_t shard);  // task thread: the node's disk to memory
   std::vector<msg::ShardEntry> PruneAll();
@@ -119,7 +126,9 @@ class SnapshotKeeper : private ShardService {
   bool busy_ = false;
   bool stopping_ = false;
   bool draining_ = false;               // Drain() began: no more replication
+  int fetches_owed_ = 0;                // StartFetch calls whose Fetch has not begun: no budget waits
   std::vector<msg::ReplicaPeer> targets_;
+  msg::SnapshotPlan plan_;              // the coordinator's latest (none yet: nothing is settled)
   std::vector<std::pair<wire::MsgType, Bytes>> outgoing_;
   msg::SnapshotCounters counters_;
   std::string failure_;                 // the first exception that ended a thread's work

@@ -247,10 +247,10 @@ Result<ShardFile> SnapshotStore::Open(int64_t step, const std::string& set, uint
   return OpenShardFile(step_dir, ShardFileName(shard), *h, std::move(manifest));
 }
 
-std::vector<msg::ShardEntry> SnapshotStore::Prune(int keep, const std::string& run,
+std::vector<msg::ShardEntry> SnapshotStore::Prune(int keep, const std::string& run, const msg::SnapshotPlan& plan,
                                                   std::optional<uint32_t> spares_of) {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<msg::ShardEntry> gone = index_.Prune(keep, run);
+  std::vector<msg::ShardEntry> gone = index_.Prune(keep, run, plan);
   for (const msg::ShardEntry& e : gone) {
     if (!spares_of || e.origin != *spares_of) continue;
     auto step = ckpt::OpenStepDir(dir_, SnapshotStepDirName(e.step, e.id.set));

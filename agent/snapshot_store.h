@@ -95,14 +95,14 @@ class SnapshotStore {
   // The shard's file with its manifest; NotFound when not held.
   Result<ShardFile> Open(int64_t step, const std::string& set, uint32_t shard) const;
   bool Has(int64_t step, const std::string& set, uint32_t shard) const { return index_.Has(step, set, shard); }
-  bool HasNewer(const msg::ShardEntry& e) const { return index_.HasNewer(e); }  // ShardIndex::HasNewer
   std::vector<HeldShard> Entries() const { return index_.All(); }
-  // Drops run `run`'s steps older than its newest `keep`; returns what went.
+  // Drops what ShardIndex::Prune lets go of run `run`; returns what went.
   // The files of dropped shards that node `spares_of` wrote are kept aside
   // (receiving/spare.<r>) instead of freed: ReleaseSpares hands them to the
   // workers, whose next handoff of that rank is written into the memory
   // they already have (no page allocation on the worker's side).
-  std::vector<msg::ShardEntry> Prune(int keep, const std::string& run, std::optional<uint32_t> spares_of = {});
+  std::vector<msg::ShardEntry> Prune(int keep, const std::string& run, const msg::SnapshotPlan& plan,
+                                     std::optional<uint32_t> spares_of = {});
   // Moves the files kept aside to incoming/spare.<r> (call when nobody reads
   // them any more: after the tasks that were sending or persisting them).
   void ReleaseSpares();

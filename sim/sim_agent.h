@@ -74,6 +74,7 @@ class SimAgent final : private CoordinatorLink, private NodeSnapshots, private L
   bool on() const override { return false; }
   std::string memory_dir() const override { return ""; }
   void SetTargets(const msg::Replicate&) override {}
+  void SetPlan(const msg::SnapshotPlan&) override {}
   void StartFetch(const msg::Fetch&) override {}
   std::vector<std::pair<wire::MsgType, Bytes>> TakeOutgoing() override { return {}; }
   std::string failure() override { return ""; }

@@ -146,7 +146,7 @@ struct SnapshotCounters {         // an agent's totals since it started
   uint64_t sent_micros = 0;       // time spent sending them
   uint64_t persisted_bytes = 0;   // written to the node's disk
   uint64_t persist_micros = 0;
-  uint64_t skipped = 0;           // shards neither persisted nor replicated: superseded, or over budget
+  uint64_t budget_wait_micros = 0; // time its replication waited for its CPU budget (snapshot_keeper.h)
   uint64_t cpu_micros = 0;        // the agent process's CPU time (user + system, all its threads)
 };
 struct SnapshotHeld {             // agent -> coord: shards it now holds / dropped
@@ -178,6 +178,18 @@ struct Replicate {                // coord -> agent, per generation: copy new sh
   std::vector<ReplicaPeer> targets;
   std::vector<std::string> peers; // every node's shard server: who may connect to this agent's (peer_link.h)
   DS_MESSAGE(Replicate);
+};
+// One save, by step and set (step -1: none).
+struct SaveRef {
+  int64_t step = -1;
+  std::string set;
+  auto operator<=>(const SaveRef&) const = default;
+};
+struct SnapshotPlan {             // coord -> agent, whenever it changes (launcher/coordinator/recovery_point.h)
+  int64_t complete = -1;          // the newest step every rank handed over: saves up to it count toward `keep`
+  std::vector<SaveRef> protect;   // saves no copy of which may be dropped (the recovery point, the one being secured)
+  SaveRef secure;                 // the one save whose own shards the agent persists and replicates now
+  DS_MESSAGE(SnapshotPlan);
 };
 // Agent <-> agent (role kPeer, key SnapshotSetup.peer_key): one request per connection.
 struct ShardPut {                 // then the shard's bytes in ShardData frames

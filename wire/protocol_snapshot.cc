@@ -3,6 +3,7 @@
 // one, refused at decoding when it could not name a directory.
 #include <fmt/format.h>
 
+#include "common/strings.h"
 #include "wire/protocol.h"
 #include "wire/protocol_codec.h"
 #include "wire/snapshot_handoff.h"
@@ -98,7 +99,7 @@ Bytes SnapshotHeld::Encode() const {
   PutEntries(w, removed);
   const SnapshotCounters& c = counters;
   for (uint64_t v : {c.handoffs, c.handoff_bytes, c.sent_bytes, c.sent_micros, c.persisted_bytes, c.persist_micros,
-                     c.skipped, c.cpu_micros})
+                     c.budget_wait_micros, c.cpu_micros})
     w.I64(static_cast<int64_t>(v));
   return w.Take();
 }
@@ -109,7 +110,7 @@ DS_DECODE_BEGIN(SnapshotHeld)
   DS_RETURN_IF_ERROR(CheckEntries(r, m.removed, "SnapshotHeld"));
   SnapshotCounters& c = m.counters;
   for (uint64_t* v : {&c.handoffs, &c.handoff_bytes, &c.sent_bytes, &c.sent_micros, &c.persisted_bytes, &c.persist_micros,
-                      &c.skipped, &c.cpu_micros})
+                      &c.budget_wait_micros, &c.cpu_micros})
     *v = static_cast<uint64_t>(r.I64());
 DS_DECODE_END(SnapshotHeld)
 
@@ -220,6 +221,39 @@ DS_DECODE_BEGIN(Replicate)
   }
   m.peers = r.StrList();
 DS_DECODE_END(Replicate)
+
+namespace {
+PayloadWriter& PutSave(PayloadWriter& w, const SaveRef& s) { return w.I64(s.step).Str(s.set); }
+SaveRef GetSave(PayloadReader& r) {
+  SaveRef s;
+  s.step = r.I64();
+  s.set = r.Str();
+  return s;
+}
+// A save reference names a directory: a set digest, or nothing for step -1.
+Status CheckSave(const PayloadReader& r, const SaveRef& s) {
+  if (!r.ok()) return Status::OK();
+  if (s.step < 0 ? s.set.empty() : IsSetDigest(s.set)) return Status::OK();
+  return Status::InvalidArgument(fmt::format("SnapshotPlan payload: step {} with set '{}' (expected 16 hex digits, "
+                                             "or none for step -1)", s.step, Printable(s.set)));
+}
+}  // namespace
+
+Bytes SnapshotPlan::Encode() const {
+  PayloadWriter w;
+  w.I64(complete).U32(static_cast<uint32_t>(protect.size()));
+  for (const SaveRef& s : protect) PutSave(w, s);
+  return PutSave(w, secure).Take();
+}
+DS_DECODE_BEGIN(SnapshotPlan)
+  m.complete = r.I64();
+  for (uint32_t n = r.U32(); r.ok() && n > 0; --n) {
+    m.protect.push_back(GetSave(r));
+    DS_RETURN_IF_ERROR(CheckSave(r, m.protect.back()));
+  }
+  m.secure = GetSave(r);
+  DS_RETURN_IF_ERROR(CheckSave(r, m.secure));
+DS_DECODE_END(SnapshotPlan)
 
 Bytes ShardPut::Encode() const {
   PayloadWriter w;

@@ -19,17 +19,18 @@
 namespace ds::wire {
 
 constexpr uint32_t kMagic = 0x44534C4E;            // "DSLN"
-constexpr uint16_t kVersion = 8;  // 2: Assign and WorkerExited grew fields (issue 11); 3: snapshots (issue 14);
-                                  // 4: the launch tree (issue 16); 5: a token per child agent, and
-                                  // snapshot entries carry their save's identity (issue 26);
-                                  // 6: Output's progress flag (issue 33);
+constexpr uint16_t kVersion = 9;  // 2: Assign and WorkerExited grew fields; 3: snapshots;
+                                  // 4: the launch tree; 5: a token per child agent, and
+                                  // snapshot entries carry their save's identity;
+                                  // 6: Output's progress flag;
                                   // 7: Assign's pty size, role join and Joined (ranks given at join),
-                                  //    Shutdown's exit code (issue 33); Progress summaries (issue 28);
-                                  //    Assign's warm spares (issue 31); snapshot counters (issue 27);
-                                  // 8: in-place recovery: Reshape, Reshaped, WorkerReshape(d) (issue 27);
-                                  //    Progress's save stall (issue 29);
-                                  //    Ping's stamp and echo: heartbeat round trips (issue 29);
-                                  //    hang stacks: DumpStacks, Stacks (issue 28)
+                                  //    Shutdown's exit code; Progress summaries;
+                                  //    Assign's warm spares; snapshot counters;
+                                  // 8: in-place recovery: Reshape, Reshaped, WorkerReshape(d);
+                                  //    Progress's save stall;
+                                  //    Ping's stamp and echo: heartbeat round trips;
+                                  //    hang stacks: DumpStacks, Stacks;
+                                  // 9: SnapshotPlan (the recovery point), the counters' budget wait
 constexpr size_t kHeaderSize = 12;
 constexpr uint32_t kMaxPayload = 16u * 1024 * 1024;  // larger frames are rejected unread
 // Before AuthOk a frame is a Hello or an Auth, nothing larger: Hello is
@@ -75,6 +76,7 @@ enum class MsgType : uint16_t {
   kFetch = 24,          // coord -> agent: gather every shard of a step
   kFetched = 25,        // agent: done (or why not)
   kReplicate = 26,      // coord -> agent: the nodes new shards are copied to
+  kSnapshotPlan = 47,   // coord -> agent: what it must keep, and the one save it secures now
   // The launch tree (--fanout-tree; wire_format.md "Launch tree").
   kStartAgents = 27,    // coord -> agent: start these nodes' agents (their commands)
   kAgentEnded = 28,     // agent: the command starting one of them ended (status, why)
@@ -87,7 +89,7 @@ enum class MsgType : uint16_t {
   kReshaped = 39,       // agent: every worker of the node answered (or why not)
   kWorkerReshape = 43,  // agent -> worker, over DSLAUNCH_CONTROL_FD
   kWorkerReshaped = 44, // worker -> agent
-  // Hangs (issue 28): every worker's stacks before anything is killed.
+  // Hangs: every worker's stacks before anything is killed.
   kDumpStacks = 45,     // coord -> agent: dump the generation's workers' stacks
   kStacks = 46,         // agent: its workers' stacks (bounded), answer to DumpStacks
   // Agent <-> agent (role kPeer).

@@ -179,6 +179,8 @@ void JobControl::OnProgress(int node, const msg::Progress& m) {
   }
   const auto now = clock_.Now();
   progress_.Update(static_cast<uint32_t>(node), ranks, now);
+  if (gather_)
+    for (const RankProgress& r : ranks) gather_->NoteProgress(r.step);
   if (state_ != CoordState::kRunning || now - last_judged_ < Seconds(opt_.heartbeat_interval)) return;
   last_judged_ = now;
   for (const std::string& line : stragglers_.Judge(progress_, names_, now)) Notice(line);

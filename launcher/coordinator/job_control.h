@@ -187,6 +187,9 @@ class JobControl {
   Clock::time_point start_time() const { return start_time_; }
   // The snapshot figures (snapshot_tally.h); null with snapshots off.
   const SnapshotTally* snapshots() const { return gather_ ? &gather_->tally() : nullptr; }
+  std::optional<RecoveryFigures> recovery() const {
+    return gather_ ? std::optional<RecoveryFigures>(gather_->recovery()) : std::nullopt;
+  }
   // The nodes (by index) reported slow (a straggler this generation, or a
   // slow link) and not recovered, in node order.
   std::vector<uint32_t> slow_nodes() const;
@@ -234,6 +237,7 @@ class JobControl {
   void PrepareGeneration();  // gathers first when snapshots are on, then StartGeneration
   void OnGatherEvent(int node, const GatherEvent& e);
   void Gather();             // sends what gather_ decided
+  void SendSnapshotPlan();   // to every agent, when the recovery point's plan changed
   // job_control_restart.cc: the next generation after RestartPolicy's yes.
   std::vector<bool> AliveAgents() const;  // by node: registered, not lost, connected
   void Restart();

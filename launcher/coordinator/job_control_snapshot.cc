@@ -14,12 +14,17 @@ Status JobControl::OnSnapshotFrame(int node, const Frame& f) {
   switch (f.type) {
     case wire::MsgType::kSnapshotReady: {
       DS_ASSIGN_OR_RETURN(msg::SnapshotReady m, msg::SnapshotReady::Decode(f.payload));
-      if (gather_) OnGatherEvent(node, gather_->OnReady(node, m));
+      if (!gather_) return Status::OK();
+      if (m.error.empty()) SendTo(node, wire::MsgType::kSnapshotPlan, gather_->plan().Encode());
+      OnGatherEvent(node, gather_->OnReady(node, m));
       return Status::OK();
     }
     case wire::MsgType::kSnapshotHeld: {
       DS_ASSIGN_OR_RETURN(msg::SnapshotHeld m, msg::SnapshotHeld::Decode(f.payload));
-      if (gather_) gather_->OnHeld(node, m);
+      if (gather_) {
+        gather_->OnHeld(node, m);
+        SendSnapshotPlan();
+      }
       OnHeldForEviction(node, m);
       return Status::OK();
     }
@@ -55,6 +60,16 @@ void JobControl::OnGatherEvent(int node, const GatherEvent& e) {
   }
 }
 
+// The recovery point moved, or the save being secured: every agent hears
+// what it must keep (recovery_point.h); once, the cadence they can sustain.
+void JobControl::SendSnapshotPlan() {
+  if (auto line = gather_->TakeCadenceNotice()) Notice(*line);
+  const auto plan = gather_->TakePlan();
+  if (!plan) return;
+  const Bytes payload = plan->Encode();
+  for (size_t i = 0; i < agents_.size(); ++i) SendTo(static_cast<int>(i), wire::MsgType::kSnapshotPlan, payload);
+}
+
 void JobControl::Gather() {
   const Gathering g = gather_->Gather(AliveAgents(), clock_.Now());
   for (const std::string& n : g.notices) Notice(n);
@@ -63,6 +78,7 @@ void JobControl::Gather() {
     SendTo(o.node, wire::MsgType::kReplicate, o.replicate.Encode());
     SendTo(o.node, wire::MsgType::kFetch, fetch);
   }
+  SendSnapshotPlan();
 }
 
 }  // namespace ds

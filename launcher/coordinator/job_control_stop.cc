@@ -34,7 +34,10 @@ void JobControl::LoseAgent(int node, const std::string& reason) {
   // An agent leaving after the job is done (Shutdown, or its own end) is not lost.
   (state_ == CoordState::kDone ? a.ended : a.lost) = true;
   if (a.link) a.link->Close(reason);
-  if (gather_) gather_->Forget(node);
+  if (gather_) {
+    gather_->Forget(node);
+    SendSnapshotPlan();
+  }
   liveness_.Unwatch(node);
   slow_links_.Forget(static_cast<uint32_t>(node));
   if (state_ != CoordState::kDone) fleet_->OnAgentLost(node);

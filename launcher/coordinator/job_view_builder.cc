@@ -78,6 +78,11 @@ JobView BuildJobView(const JobControl& c, const JobRecord& record, Clock::time_p
     v.snapshots_taken = t->saves();
     v.snapshot_step = t->newest_step();
   }
+  if (const auto r = c.recovery()) {
+    v.recovery_point_step = r->point;
+    v.steps_at_risk = r->steps_at_risk;
+    v.worst_steps_at_risk = r->worst_at_risk;
+  }
   for (const RankProgress& p : c.progress().Ranks()) {
     RankView r{p.rank, p.node, "", p.step, p.step_seconds, p.samples_per_second, p.save_stall_seconds};
     if (p.node < c.num_candidates()) r.host = c.NodeName(p.node);

@@ -26,7 +26,7 @@ double Mb(uint64_t bytes) { return static_cast<double>(bytes) / 1e6; }
 SnapshotGather::SnapshotGather(const LaunchPlan& plan, const std::vector<std::string>& names,
                                const std::string& secret, const std::string& job_id, std::string run_id)
     : plan_(plan), candidates_(Candidates(plan)), names_(names), peer_key_(PeerKey(secret, job_id)), run_id_(std::move(run_id)),
-      agents_(candidates_.size()), tally_(candidates_.size()) {}
+      agents_(candidates_.size()), point_(run_id_, !plan.job.checkpoint.dir.empty()), tally_(candidates_.size()) {}
 
 msg::SnapshotSetup SnapshotGather::Setup(int node) {
   const CheckpointOptions& ck = plan_.job.checkpoint;
@@ -42,8 +42,7 @@ msg::SnapshotSetup SnapshotGather::Setup(int node) {
   Agent& a = agents_[node];
   if (a.ready && a.in_generation && phase_ == Phase::kWaiting) ++unready_;
   a.ready = false;
-  index_.Forget(node);
-  tally_.Forget(node);
+  Forget(node);
   return m;
 }
 
@@ -59,6 +58,7 @@ GatherEvent SnapshotGather::OnReady(int node, const msg::SnapshotReady& m) {
 
 void SnapshotGather::OnHeld(int node, const msg::SnapshotHeld& m) {
   index_.Apply(node, m);
+  point_.Apply(node, m);
   agents_[node].counters = m.counters;
   tally_.OnHeld(node, m);
 }
@@ -103,6 +103,7 @@ Gathering SnapshotGather::Gather(const std::vector<bool>& alive, Clock::time_poi
   // Each node's replicas go to the next R nodes of this generation, in ring order.
   const int n = static_cast<int>(gen_agents_.size());
   const int replicas = std::min(plan_.job.checkpoint.Replicas(static_cast<int>(plan_.nodes.size())), n - 1);
+  point_.NewGeneration(1 + replicas, choice.step);
   fetching_.clear();
   for (int i = 0; i < n; ++i) {
     Gathering::Order order{gen_agents_[i], msg::Replicate{static_cast<uint32_t>(generation_), {}, peers}};
@@ -136,6 +137,21 @@ GatherEvent SnapshotGather::OnFetched(int node, const msg::Fetched& m, Clock::ti
   return {GatherEvent::Kind::kGathered, ""};
 }
 
+std::optional<msg::SnapshotPlan> SnapshotGather::TakePlan() {
+  if (!point_.Update()) return std::nullopt;
+  return point_.plan();
+}
+
+std::optional<std::string> SnapshotGather::TakeCadenceNotice() {
+  // Said once, when the skipping is plain: a few saves secured, and more complete.
+  const RecoveryFigures f = point_.figures();
+  if (cadence_said_ || f.secured_saves < 4) return std::nullopt;
+  std::string line = point_.DescribeCadence();
+  if (line.empty()) return std::nullopt;
+  cadence_said_ = true;
+  return line;
+}
+
 std::string SnapshotGather::Summary() const {
   msg::SnapshotCounters t;
   for (const Agent& a : agents_) {
@@ -145,18 +161,26 @@ std::string SnapshotGather::Summary() const {
     t.sent_micros += a.counters.sent_micros;
     t.persisted_bytes += a.counters.persisted_bytes;
     t.persist_micros += a.counters.persist_micros;
-    t.skipped += a.counters.skipped;
+    t.budget_wait_micros += a.counters.budget_wait_micros;
     t.cpu_micros += a.counters.cpu_micros;
   }
   auto rate = [](uint64_t bytes, uint64_t micros) {
     return micros == 0 ? std::string("-") : fmt::format("{:.0f} MB/s", Mb(bytes) / (static_cast<double>(micros) / 1e6));
   };
-  return fmt::format("snapshots: {} shards handed to the agents ({:.1f} MB); replicated {:.1f} MB ({}); "
-                     "written to the nodes' disks {:.1f} MB ({}); {} skipped (superseded, or over the "
-                     "agents' CPU budget: kept in memory only); agents' CPU {:.2f} s",
-                     t.handoffs, Mb(t.handoff_bytes), Mb(t.sent_bytes), rate(t.sent_bytes, t.sent_micros),
-                     Mb(t.persisted_bytes), rate(t.persisted_bytes, t.persist_micros), t.skipped,
-                     static_cast<double>(t.cpu_micros) / 1e6);
+  const RecoveryFigures f = point_.figures();
+  std::string out = fmt::format(
+      "snapshots: {} shards handed to the agents ({:.1f} MB); replicated {:.1f} MB ({}); written to the nodes' "
+      "disks {:.1f} MB ({}); agents' CPU {:.2f} s",
+      t.handoffs, Mb(t.handoff_bytes), Mb(t.sent_bytes), rate(t.sent_bytes, t.sent_micros), Mb(t.persisted_bytes),
+      rate(t.persisted_bytes, t.persist_micros), static_cast<double>(t.cpu_micros) / 1e6);
+  if (t.budget_wait_micros > 0)
+    out += fmt::format(" (and {:.2f} s waiting for their CPU budget)", static_cast<double>(t.budget_wait_micros) / 1e6);
+  if (f.complete_saves > 0)
+    out += fmt::format("; {} of {} complete saves on enough nodes to survive a loss", f.secured_saves, f.complete_saves);
+  if (f.point >= 0) out += fmt::format("; recovery point step {}", f.point);
+  if (f.worst_at_risk >= 0) out += fmt::format("; at worst a loss would have cost {} steps", f.worst_at_risk);
+  if (const std::string c = point_.DescribeCadence(); !c.empty()) out += "; " + c;
+  return out;
 }
 
 }  // namespace ds

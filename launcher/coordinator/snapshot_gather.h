@@ -6,6 +6,7 @@
 // agent of the generation where its replicas go (Replicate, ring order) and
 // what to fetch from whom (Fetch), and waits for every Fetched. A save that
 // one node cannot gather is left out and the next older one is tried.
+// Between gathers its RecoveryPoint says what the agents keep and secure.
 //
 // Its phases move forward only, within one generation's gather:
 //   kIdle -> Begin -> kWaiting (agents' SnapshotReady owed) -> kFetching -> kIdle
@@ -15,12 +16,14 @@
 // Not thread-safe: the coordinator's io thread; time is passed in.
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "common/clock.h"
 #include "launcher/config/plan.h"
+#include "launcher/coordinator/recovery_point.h"
 #include "launcher/coordinator/snapshot_index.h"
 #include "launcher/coordinator/snapshot_tally.h"
 #include "wire/protocol.h"
@@ -66,6 +69,7 @@ class SnapshotGather {
   // `node` was lost: its copies are gone.
   void Forget(int node) {
     index_.Forget(node);
+    point_.Forget(node);
     tally_.Forget(node);
   }
   // SnapshotReady: kSetupFailed on the agent's error, kReady when it was the
@@ -87,6 +91,18 @@ class SnapshotGather {
   Gathering Gather(const std::vector<bool>& alive, Clock::time_point now);
   // The generation stops before it gathered: later answers are stale.
   void Abandon() { phase_ = Phase::kIdle; }
+
+  // What every agent must keep and secure (RecoveryPoint), when it changed
+  // since the last time it was taken; nullopt otherwise.
+  std::optional<msg::SnapshotPlan> TakePlan();
+  // The plan as it is, for an agent that just set up its snapshots.
+  const msg::SnapshotPlan& plan() const { return point_.plan(); }
+  // The line that says the cadence the agents can sustain, once, when
+  // whole saves are being skipped; nullopt otherwise.
+  std::optional<std::string> TakeCadenceNotice();
+  // The newest step a rank reached, for the steps a loss would cost now.
+  void NoteProgress(int64_t step) { point_.NoteProgress(step); }
+  RecoveryFigures recovery() const { return point_.figures(); }
 
   // What this generation's workers load (step -1: start fresh), and which save of it.
   int64_t resume_step() const { return resume_step_; }
@@ -114,7 +130,9 @@ class SnapshotGather {
   std::string run_id_;
   std::vector<Agent> agents_;
   SnapshotIndex index_;
+  RecoveryPoint point_;
   SnapshotTally tally_;
+  bool cadence_said_ = false;
   Phase phase_ = Phase::kIdle;
   int generation_ = 0;
   std::vector<int> gen_agents_;        // Begin's

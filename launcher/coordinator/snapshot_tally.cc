@@ -9,7 +9,7 @@ namespace {
 std::array<uint64_t msg::SnapshotCounters::*, 8> Fields() {
   using C = msg::SnapshotCounters;
   return {&C::handoffs, &C::handoff_bytes, &C::sent_bytes,  &C::sent_micros,
-          &C::persisted_bytes, &C::persist_micros, &C::skipped, &C::cpu_micros};
+          &C::persisted_bytes, &C::persist_micros, &C::budget_wait_micros, &C::cpu_micros};
 }
 
 }  // namespace

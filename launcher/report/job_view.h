@@ -59,6 +59,11 @@ struct JobView {
   bool snapshots = false;          // checkpoint snapshots on (the agents keep them)
   uint64_t snapshots_taken = 0;    // saves handed to the agents so far
   int64_t snapshot_step = -1;      // the newest step any node holds a shard of; -1: none
+  // The recovery point (launcher/coordinator/recovery_point.h): the newest
+  // save on enough nodes to survive a loss, and what a loss would cost now.
+  int64_t recovery_point_step = -1;  // -1: none yet
+  int64_t steps_at_risk = -1;        // -1: unknown (no rank reported a step)
+  int64_t worst_steps_at_risk = -1;  // the most it ever was
   std::vector<NodeView> nodes;     // every candidate, by node index
   std::vector<RankView> ranks;     // sorted by rank; only ranks heard of this generation
   int exit_code = -1;              // dslaunch's exit code once the job ended (the job record); -1: running

@@ -43,7 +43,8 @@ std::string JobViewJson(const JobView& v) {
             {"world_size", v.world_size}, {"ranks_running", v.ranks_running},
             {"agents_registered", v.agents_registered}, {"nodes_lost", v.nodes_lost}, {"exit_code", v.exit_code},
             {"snapshots", v.snapshots}, {"snapshots_taken", v.snapshots_taken}, {"snapshot_step", v.snapshot_step},
-            {"nodes", nodes}, {"ranks", ranks}};
+            {"recovery_point_step", v.recovery_point_step}, {"steps_at_risk", v.steps_at_risk},
+            {"worst_steps_at_risk", v.worst_steps_at_risk}, {"nodes", nodes}, {"ranks", ranks}};
   // Host names are the user's; replace anything not UTF-8 rather than throw.
   return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
@@ -69,6 +70,9 @@ Result<JobView> ParseJobViewJson(const std::string& text) {
     v.snapshots = j.value("snapshots", false);
     v.snapshots_taken = j.value("snapshots_taken", uint64_t{0});
     v.snapshot_step = j.value("snapshot_step", int64_t{-1});
+    v.recovery_point_step = j.value("recovery_point_step", int64_t{-1});
+    v.steps_at_risk = j.value("steps_at_risk", int64_t{-1});
+    v.worst_steps_at_risk = j.value("worst_steps_at_risk", int64_t{-1});
     for (const json& n : j.at("nodes")) {
       NodeView nv{n.at("node").get<uint32_t>(), n.at("host").get<std::string>(), n.at("state").get<std::string>(),
                   n.at("heard_seconds_ago").get<double>(), n.value("rtt_seconds", -1.0), {}};

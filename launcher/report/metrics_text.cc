@@ -54,6 +54,11 @@ void SnapshotFamilies(Exposition& e, const JobView& v) {
   e.Sample(static_cast<double>(v.snapshots_taken));
   e.Family("dslaunch_snapshot_newest_step", "gauge", "The newest step any node holds a snapshot shard of.");
   if (v.snapshot_step >= 0) e.Sample(static_cast<double>(v.snapshot_step));
+  e.Family("dslaunch_recovery_point_step", "gauge",
+           "The newest snapshot save on enough nodes to survive a node loss: a loss resumes from it or later.");
+  if (v.recovery_point_step >= 0) e.Sample(static_cast<double>(v.recovery_point_step));
+  e.Family("dslaunch_steps_at_risk", "gauge", "Steps a node loss would cost now (the newest step minus the recovery point).");
+  if (v.steps_at_risk >= 0) e.Sample(static_cast<double>(v.steps_at_risk));
   struct Family {
     const char* name;
     const char* type;

@@ -60,6 +60,7 @@ std::string StatusLineText(const JobView& view) {
   if (view.snapshots) {
     s += fmt::format(" snapshots {}", view.snapshots_taken);
     if (view.snapshot_step >= 0) s += fmt::format(" (newest step {})", view.snapshot_step);
+    if (view.steps_at_risk >= 0) s += fmt::format(" at risk {} steps", view.steps_at_risk);
   }
   return s;
 }

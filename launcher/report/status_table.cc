@@ -18,10 +18,19 @@ std::string SnapshotHeldText(const NodeSnapshotView& s) {
                      static_cast<double>(s.bytes_held) / 1e6);
 }
 
+std::string RecoveryPointText(const JobView& v) {
+  std::string out = v.recovery_point_step < 0 ? "recovery point: none yet (no save is on enough nodes to survive a loss)"
+                                              : fmt::format("recovery point: step {}", v.recovery_point_step);
+  if (v.steps_at_risk >= 0) out += fmt::format("; a node loss now would cost {} steps", v.steps_at_risk);
+  if (v.worst_steps_at_risk >= 0) out += fmt::format(" (at worst so far {})", v.worst_steps_at_risk);
+  return out;
+}
+
 std::string StatusTable(const JobView& v) {
   std::string out = fmt::format("job {} (dslaunch pid {}): {}\n", v.job_id, v.pid,
                                 v.exit_code >= 0 ? fmt::format("ended, exit code {}", v.exit_code) : v.state);
   out += StatusLineText(v) + "\n";
+  if (v.snapshots) out += RecoveryPointText(v) + "\n";
   auto node_row = [&](const auto& node, const auto& host, const auto& state, const auto& heard, const auto& rtt,
                       const std::string& snapshot) {
     std::string row = fmt::format("{:<5} {:<24} {:<8} {:<10} {:<8}", node, host, state, heard, rtt);

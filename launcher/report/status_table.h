@@ -20,4 +20,7 @@ std::string RoundTripText(double seconds);
 // A node's snapshots: "step 400 memory 12.3 MB", "step 380 disk 12.3 MB", "-" when it holds none.
 std::string SnapshotHeldText(const NodeSnapshotView& s);
 
+// "recovery point: step 400; a node loss now would cost 37 steps (at worst so far 120)".
+std::string RecoveryPointText(const JobView& v);
+
 }  // namespace ds

@@ -121,6 +121,7 @@ class FakeSnapshots final : public NodeSnapshots {
   bool on() const override { return on_; }
   std::string memory_dir() const override { return "/dev/shm/snap"; }
   void SetTargets(const msg::Replicate& m) override { targets.push_back(m); }
+  void SetPlan(const msg::SnapshotPlan& m) override { plans.push_back(m); }
   void StartFetch(const msg::Fetch& m) override { fetches.push_back(m); }
   std::vector<std::pair<wire::MsgType, Bytes>> TakeOutgoing() override { return std::exchange(outgoing, {}); }
   std::string failure() override { return failed; }
@@ -132,6 +133,7 @@ class FakeSnapshots final : public NodeSnapshots {
 
   std::string start_error;
   std::vector<msg::Replicate> targets;
+  std::vector<msg::SnapshotPlan> plans;
   std::vector<msg::Fetch> fetches;
   std::vector<std::pair<wire::MsgType, Bytes>> outgoing;  // ready for TakeOutgoing
   std::vector<std::pair<wire::MsgType, Bytes>> pending;   // become outgoing on FinishHandoffs

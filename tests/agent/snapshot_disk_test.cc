@@ -20,6 +20,9 @@
 
 namespace ds {
 namespace {
+
+// A coordinator's plan that settles every step and protects none: `keep` alone decides.
+const msg::SnapshotPlan kSettled{INT64_MAX, {}, {}};
 using testing::ReadFile;
 using testing::TempDir;
 using testing::WriteFile;
@@ -122,7 +125,7 @@ TEST_CASE("snapshot disk: prune removes this run's older steps only; DropIf remo
   SnapshotDisk disk(tmp / "ckpt");
   for (int64_t s : {1, 2, 3}) REQUIRE(disk.Persist(Copy(s, 0, 1, "d")).ok());
   REQUIRE(disk.Persist(Copy(0, 0, 1, "earlier run's", "cd")).ok());
-  CHECK(disk.Prune(2, "ab").size() == 1);
+  CHECK(disk.Prune(2, "ab", kSettled).size() == 1);
   CHECK_FALSE(fs::exists(tmp / ("ckpt/" + SaveDir(1))));
   CHECK(fs::exists(tmp / ("ckpt/" + SaveDir(0, "cd"))));
   CHECK(disk.DropIf([](int64_t step, const msg::SnapshotId& id) { return id.run == "ab" && step > 2; }).size() == 1);
@@ -154,7 +157,7 @@ TEST_CASE("snapshot disk attack: the node directory planted by nobody as a symli
   Status st = disk.Persist(Copy(10, 0, 1, "ours"));
   CHECK(st.code() == Status::Code::kPermissionDenied);
   CHECK(st.message() == "checkpoint directory " + planted + " is a symlink; expected a directory owned by uid 0");
-  CHECK(disk.Prune(1, "ab").empty());
+  CHECK(disk.Prune(1, "ab", kSettled).empty());
   CHECK(disk.DropIf([](int64_t step, const msg::SnapshotId&) { return step > 0; }).empty());
   CHECK(disk.Open(1, SetOf(1), 0).status().code() == Status::Code::kNotFound);
   CHECK(testing::TreeOf(target) == before);
@@ -186,7 +189,7 @@ TEST_CASE("snapshot disk attack: a step directory swapped by nobody for a symlin
   CHECK(st.code() == Status::Code::kPermissionDenied);
   CHECK(st.message() == refusal);
   REQUIRE(disk.Persist(Copy(6, 0, 1, "six")).ok());
-  CHECK(disk.Prune(1, "ab").size() == 1);  // step 5 goes: the symlink is removed, not followed
+  CHECK(disk.Prune(1, "ab", kSettled).size() == 1);  // step 5 goes: the symlink is removed, not followed
   CHECK_FALSE(fs::exists(fs::symlink_status(step)));
   CHECK(testing::TreeOf(other) == before);
   CHECK(ReadFile(node + "/moved/shard_0.bin") == "ours");

@@ -1,7 +1,8 @@
 // SnapshotKeeper (agent/snapshot_keeper.h) with real threads, inotify and
-// loopback sockets: a worker's handoff adopted, persisted and replicated to
-// the next node, and of two waiting together only the newer (the older
-// skipped, held in memory only);
+// loopback sockets: a worker's handoff adopted, then persisted and
+// replicated to the next node once the coordinator's plan names its save,
+// and only that save (the others held in memory only, pruned as the plan
+// lets go, never what it protects);
 // a third node gathering a save from its peers; a new agent
 // finding the node's disk again; an abandoned timeline dropped; an earlier
 // run's saves kept through a fresh start and pruning, and never taken for
@@ -83,6 +84,18 @@ struct Node {
   static std::string Manifest(int64_t step, const std::string& run, uint32_t world) {
     return "{manifest " + std::to_string(step) + " " + run + " " + std::to_string(world) + "}";
   }
+  // The coordinator's plan once `step` is handed over here: complete, to be
+  // secured (persisted, replicated), protected.
+  void Secure(int64_t step, const msg::SnapshotId& id, uint32_t shard = 0) {
+    REQUIRE(WaitFor([&] { return Reported(step, shard, 1); }));
+    const msg::SaveRef save{step, id.set};
+    keeper->SetPlan(msg::SnapshotPlan{step, {save}, save});
+  }
+  // ... and until its shard is on the node's disk.
+  void Persisted(int64_t step, const msg::SnapshotId& id, uint32_t shard = 0) {
+    Secure(step, id, shard);
+    REQUIRE(WaitFor([&] { return Reported(step, shard, 2); }));
+  }
   std::string MemoryDir(int64_t step, const msg::SnapshotId& id) const {
     return keeper->memory_dir() + "/" + SnapshotStepDirName(step, id.set);
   }
@@ -92,7 +105,7 @@ TEST_CASE("snapshot keeper: a handoff is held, written to disk and replicated to
   Node a(0), b(1);
   a.keeper->SetTargets(msg::Replicate{1, {{1, b.keeper->peer_addr()}}});
   const msg::SnapshotId id = a.HandOff(50, 0, 2, "rank-zero-state");
-  REQUIRE(a.WaitFor([&] { return a.Reported(50, 0, 1) && a.Reported(50, 0, 2); }));
+  a.Persisted(50, id);
   CHECK(ReadFile(a.MemoryDir(50, id) + "/shard_0.bin") == "rank-zero-state");
   CHECK(ReadFile(a.tmp / ("ckpt/" + SnapshotStepDirName(50, id.set) + "/shard_0.bin")) == "rank-zero-state");
   REQUIRE(b.WaitFor([&] { return b.Reported(50, 0, 1) && b.Reported(50, 0, 2); }));
@@ -108,33 +121,43 @@ TEST_CASE("snapshot keeper: a handoff is held, written to disk and replicated to
   CHECK(a.held.back().counters.handoffs == 1);
 }
 
-TEST_CASE("snapshot keeper: of two steps of a shard waiting together, only the newer is persisted and replicated",
+TEST_CASE("snapshot keeper: only the save the plan names is persisted and replicated, and what it protects stays",
           "[snapshots]") {
   Node a(0), b(1);
   a.keeper->SetTargets(msg::Replicate{1, {{1, b.keeper->peer_addr()}}});
-  const msg::SnapshotId ten = a.HandOff(10, 0, 1, "ten");  // the agent fell behind: both wait for it
+  const msg::SnapshotId ten = a.HandOff(10, 0, 1, "ten");
   const msg::SnapshotId twenty = a.HandOff(20, 0, 1, "twenty");
-  REQUIRE(a.WaitFor([&] {
-    return a.Reported(20, 0, 2) && !a.held.empty() && a.held.back().counters.sent_bytes == 6 &&
-           a.held.back().counters.skipped == 1;
-  }));
-  CHECK(a.Reported(10, 0, 1));  // step 10 is held in memory ...
-  CHECK(ReadFile(a.MemoryDir(10, ten) + "/shard_0.bin") == "ten");
-  CHECK_FALSE(a.Reported(10, 0, 2));  // ... but not written to disk
-  CHECK_FALSE(std::filesystem::exists(a.tmp / ("ckpt/" + SnapshotStepDirName(10, ten.set))));
-  CHECK(a.held.back().counters.handoffs == 2);
-  CHECK(a.held.back().counters.cpu_micros > 0);
+  const msg::SnapshotId thirty = a.HandOff(30, 0, 1, "thirty");
+  REQUIRE(a.WaitFor([&] { return a.Reported(10, 0, 1) && a.Reported(20, 0, 1) && a.Reported(30, 0, 1); }));
+  // Nothing is settled before the plan: all three held, none persisted.
+  CHECK_FALSE(a.Removed(10, ten.set));
+  // The coordinator secures 20 (10 is the recovery point, 30 is skipped whole).
+  const msg::SaveRef point{10, ten.set}, secure{20, twenty.set};
+  a.keeper->SetPlan(msg::SnapshotPlan{30, {point, secure}, secure});
+  REQUIRE(a.WaitFor([&] { return a.Reported(20, 0, 2) && !a.held.empty() && a.held.back().counters.sent_bytes == 6; }));
   REQUIRE(b.WaitFor([&] { return b.Reported(20, 0, 1); }));
   CHECK(ReadFile(b.MemoryDir(20, twenty) + "/shard_0.bin") == "twenty");
-  CHECK_FALSE(b.Reported(10, 0, 1));  // nor sent to the peer
+  CHECK_FALSE(a.Reported(10, 0, 2));  // neither persisted ...
+  CHECK_FALSE(a.Reported(30, 0, 2));
+  CHECK_FALSE(b.Reported(10, 0, 1));  // ... nor sent
+  CHECK_FALSE(b.Reported(30, 0, 1));
+  // keep 2 would drop 10, but the plan protects it.
+  CHECK(ReadFile(a.MemoryDir(10, ten) + "/shard_0.bin") == "ten");
+  CHECK_FALSE(a.Removed(10, ten.set));
+  // 20 is the point now: 10 may go.
+  a.keeper->SetPlan(msg::SnapshotPlan{30, {secure}, {}});
+  REQUIRE(a.WaitFor([&] { return a.Removed(10, ten.set); }));
+  CHECK(ReadFile(a.MemoryDir(30, thirty) + "/shard_0.bin") == "thirty");
+  CHECK(a.held.back().counters.handoffs == 3);
+  CHECK(a.held.back().counters.cpu_micros > 0);
 }
 
 TEST_CASE("snapshot keeper: a standby gathers a step from its peers' memory and disks", "[snapshots]") {
   Node a(0), b(1), c(2);
   const msg::SnapshotId id = a.HandOff(80, 0, 2, "zero");
   b.HandOff(80, 1, 2, "one");
-  REQUIRE(a.WaitFor([&] { return a.Reported(80, 0, 2); }));
-  REQUIRE(b.WaitFor([&] { return b.Reported(80, 1, 2); }));
+  a.Persisted(80, id);
+  b.Persisted(80, id, 1);
   c.keeper->StartFetch(msg::Fetch{3, 80, id, {{0, 0, a.keeper->peer_addr()}, {1, 1, b.keeper->peer_addr()}}});
   REQUIRE(c.WaitFor([&] { return !c.fetched.empty(); }));
   CHECK(c.fetched[0].error == "");
@@ -173,10 +196,9 @@ TEST_CASE("snapshot keeper: a gather never waits for a replica stuck on a silent
   std::string silent;
   UniqueFd listener = SilentListener(&silent);
   a.keeper->SetTargets(msg::Replicate{1, {{2, silent}}});
-  a.HandOff(50, 0, 2, "zero");
-  REQUIRE(a.WaitFor([&] { return a.Reported(50, 0, 2); }));  // persisted: its replica is under way, stuck
+  a.Persisted(50, a.HandOff(50, 0, 2, "zero"));  // persisted: its replica is under way, stuck
   const msg::SnapshotId id = b.HandOff(80, 1, 2, "one");
-  REQUIRE(b.WaitFor([&] { return b.Reported(80, 1, 2); }));
+  b.Persisted(80, id, 1);
   a.keeper->StartFetch(msg::Fetch{3, 80, id, {{1, 1, b.keeper->peer_addr()}}});
   REQUIRE(a.WaitFor([&] { return !a.fetched.empty(); }));  // within WaitFor's 10 s, not the send's 60 s
   CHECK(a.fetched[0].error == "");
@@ -189,9 +211,9 @@ TEST_CASE("snapshot keeper: a new agent finds the node's disk, and a fetch drops
   {
     Node a(0, disk / "ckpt");
     ten = a.HandOff(10, 0, 1, "ten");
-    REQUIRE(a.WaitFor([&] { return a.Reported(10, 0, 2); }));  // on disk before 20 could supersede it
+    a.Persisted(10, ten);
     twenty = a.HandOff(20, 0, 1, "twenty");
-    REQUIRE(a.WaitFor([&] { return a.Reported(20, 0, 2); }));
+    a.Persisted(20, twenty);
   }
   Node again(0, disk / "ckpt");
   REQUIRE(again.WaitFor([&] { return again.Reported(10, 0, 2) && again.Reported(20, 0, 2); }));
@@ -215,7 +237,7 @@ TEST_CASE("snapshot keeper: a later run keeps an earlier run's saves through a f
   {
     Node a(0, disk / "ckpt", "aa01");  // an earlier 2-node run: this node's shard 0 of step 10
     first = a.HandOff(10, 0, 2, "two-node shard 0");
-    REQUIRE(a.WaitFor([&] { return a.Reported(10, 0, 2); }));
+    a.Persisted(10, first);
   }
   Node b(0, disk / "ckpt", "bb02");  // a 1-node run on the same directory
   REQUIRE(b.WaitFor([&] { return b.Reported(10, 0, 2); }));
@@ -227,8 +249,8 @@ TEST_CASE("snapshot keeper: a later run keeps an earlier run's saves through a f
   // Its own saves of steps 10, 20 and 30 (keep 2): its step 10 is pruned, the earlier run's is not.
   const msg::SnapshotId own10 = b.HandOff(10, 0, 1, "one-node 10");
   b.HandOff(20, 0, 1, "one-node 20");
-  b.HandOff(30, 0, 1, "one-node 30");
-  REQUIRE(b.WaitFor([&] { return b.Reported(30, 0, 2) && b.Removed(10, own10.set); }));
+  b.Persisted(30, b.HandOff(30, 0, 1, "one-node 30"));
+  REQUIRE(b.WaitFor([&] { return b.Removed(10, own10.set); }));
   CHECK(ReadFile(kept) == "two-node shard 0");
   CHECK_FALSE(b.Removed(10, first.set));
 }
@@ -241,8 +263,7 @@ TEST_CASE("snapshot keeper: a fetch takes the save asked for, not another save o
   Node a(0);
   {
     Node b(1, disk / "ckpt");
-    b.HandOff(20, 0, 2, "2-rank shard 0");
-    REQUIRE(b.WaitFor([&] { return b.Reported(20, 0, 2); }));
+    b.Persisted(20, b.HandOff(20, 0, 2, "2-rank shard 0"));
   }
   Node b(1, disk / "ckpt");
   REQUIRE(b.WaitFor([&] { return b.Reported(20, 0, 2); }));

@@ -17,6 +17,9 @@
 
 namespace ds {
 namespace {
+
+// A coordinator's plan that settles every step and protects none: `keep` alone decides.
+const msg::SnapshotPlan kSettled{INT64_MAX, {}, {}};
 using testing::ReadFile;
 using testing::TempDir;
 using testing::WriteFile;
@@ -125,7 +128,7 @@ TEST_CASE("snapshot store: prune keeps this run's newest steps and no other run'
     for (uint32_t shard : {0u, 1u}) REQUIRE(store->Put(Copy(step, shard, 2, shard, "x" + std::to_string(step))).ok());
   const ShardCopy earlier = Copy(5, 0, 1, 0, "old", "cc");
   REQUIRE(store->Put(earlier).ok());
-  auto gone = store->Prune(2, "ab");
+  auto gone = store->Prune(2, "ab", kSettled);
   CHECK(gone.size() == 4);
   CHECK_FALSE(store->Has(10, Copy(10, 0, 2, 0, "").held.entry.id.set, 0));
   CHECK(store->Has(30, Copy(30, 0, 2, 0, "").held.entry.id.set, 0));
@@ -139,6 +142,25 @@ TEST_CASE("snapshot store: prune keeps this run's newest steps and no other run'
   CHECK(store->Entries().empty());
 }
 
+TEST_CASE("snapshot store: prune never drops what the plan protects, and keeps saves still being handed over",
+          "[snapshots]") {
+  TempDir parent;
+  auto store = std::move(SnapshotStore::Create(parent.path())).value();
+  auto set = [](int64_t step) { return Copy(step, 0, 2, 0, "").held.entry.id.set; };
+  for (int64_t step = 10; step <= 100; step += 10) REQUIRE(store->Put(Copy(step, 0, 2, 0, "x")).ok());
+  // Complete up to 50: of 10..50 the newest 2 (40, 50) and the protected 10 (the recovery
+  // point) stay; 60..100 are still being handed over: the newest 4 of them stay.
+  const msg::SnapshotPlan plan{50, {{10, set(10)}, {70, set(70)}}, {70, set(70)}};
+  store->Prune(2, "ab", plan);
+  std::vector<int64_t> held;
+  for (const HeldShard& h : store->Entries()) held.push_back(h.entry.step);
+  CHECK(held == std::vector<int64_t>{10, 40, 50, 70, 80, 90, 100});
+  // Before the coordinator said anything, nothing is settled: only the in-flight bound applies.
+  auto fresh = std::move(SnapshotStore::Create(parent.path())).value();
+  for (int64_t step : {1, 2, 3, 4, 5}) REQUIRE(fresh->Put(Copy(step, 0, 2, 0, "y")).ok());
+  CHECK(fresh->Prune(1, "ab", msg::SnapshotPlan{}).size() == 1);
+}
+
 TEST_CASE("snapshot store: a pruned shard this node wrote becomes its rank's spare, once released", "[snapshots]") {
   TempDir parent;
   auto store = std::move(SnapshotStore::Create(parent.path())).value();
@@ -147,7 +169,7 @@ TEST_CASE("snapshot store: a pruned shard this node wrote becomes its rank's spa
   const std::string step10 = store->dir() + "/" + SnapshotStepDirName(10, Copy(10, 0, 2, 0, "").held.entry.id.set);
   struct stat before {};
   REQUIRE(::stat((step10 + "/shard_1.bin").c_str(), &before) == 0);
-  CHECK(store->Prune(2, "ab", 1).size() == 2);  // node 1 wrote shard 1; shard 0 is another node's
+  CHECK(store->Prune(2, "ab", kSettled, 1).size() == 2);  // node 1 wrote shard 1; shard 0 is another node's
   const std::string spare = store->incoming_dir() + "/spare.1";
   CHECK_FALSE(std::filesystem::exists(spare));  // not before its readers are done
   store->ReleaseSpares();

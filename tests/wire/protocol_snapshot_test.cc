@@ -31,7 +31,7 @@ TEST_CASE("protocol: the snapshot messages round-trip every field", "[protocol][
   CHECK(h->added[1].id.run == "a");
   CHECK(h->removed.size() == 1);
   CHECK(h->counters.persist_micros == 6);
-  CHECK(h->counters.skipped == 7);
+  CHECK(h->counters.budget_wait_micros == 7);
   CHECK(h->counters.cpu_micros == 8);
   CHECK(h->counters.handoffs == 1);
 
@@ -64,6 +64,21 @@ TEST_CASE("protocol: the snapshot messages round-trip every field", "[protocol][
   REQUIRE(s.ok());
   CHECK(s->keep == 3);
   CHECK(s->run_id == "6b0735a0c0ffee00");
+  const SaveRef point{400, "0123456789abcdef"}, secure{500, "fedcba9876543210"};
+  auto plan = SnapshotPlan::Decode(SnapshotPlan{510, {point, secure}, secure}.Encode());
+  REQUIRE(plan.ok());
+  CHECK(plan->complete == 510);
+  CHECK(plan->protect == std::vector<SaveRef>{point, secure});
+  CHECK(plan->secure == secure);
+  CHECK(SnapshotPlan::Decode(SnapshotPlan{}.Encode())->secure.step == -1);  // nothing to secure yet
+}
+
+TEST_CASE("protocol: a plan naming a save that could not name a directory is refused", "[protocol][snapshots]") {
+  auto bad = SnapshotPlan::Decode(SnapshotPlan{5, {{5, "../../etc"}}, {}}.Encode());
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message() ==
+        "SnapshotPlan payload: step 5 with set '../../etc' (expected 16 hex digits, or none for step -1)");
+  CHECK_FALSE(SnapshotPlan::Decode(SnapshotPlan{5, {}, {-1, "0123456789abcdef"}}.Encode()).ok());
 }
 
 TEST_CASE("protocol: every truncation of a snapshot message is refused, trailing bytes too", "[protocol][snapshots]") {
@@ -77,6 +92,7 @@ TEST_CASE("protocol: every truncation of a snapshot message is refused, trailing
   CheckTruncations(Replicate{2, {{1, "a:1"}}, {"a:1"}});
   CheckTruncations(SnapshotSetup{"/d", 2, "k", "ab"});
   CheckTruncations(SnapshotReady{"a:1", "/dev/shm/x", ""});
+  CheckTruncations(SnapshotPlan{510, {{400, "0123456789abcdef"}}, {400, "0123456789abcdef"}});
 }
 
 TEST_CASE("protocol: a save's identity that could not name a directory is refused at decoding", "[protocol][snapshots]") {

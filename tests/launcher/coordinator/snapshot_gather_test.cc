@@ -241,14 +241,14 @@ TEST_CASE("snapshot gather: the summary adds up the agents' latest totals", "[sn
   m.counters.handoff_bytes = 2'000'000;
   m.counters.sent_bytes = 2'000'000;
   m.counters.sent_micros = 10'000;
-  m.counters.skipped = 1;
+  m.counters.budget_wait_micros = 100'000;
   m.counters.cpu_micros = 250'000;
   g.gather.OnHeld(0, m);
   g.gather.OnHeld(0, m);  // totals, not increments
   g.gather.OnHeld(1, m);
   CHECK(g.gather.Summary() == "snapshots: 4 shards handed to the agents (4.0 MB); replicated 4.0 MB (200 MB/s); "
-                              "written to the nodes' disks 0.0 MB (-); 2 skipped (superseded, or over the agents' "
-                              "CPU budget: kept in memory only); agents' CPU 0.50 s");
+                              "written to the nodes' disks 0.0 MB (-); agents' CPU 0.50 s (and 0.20 s waiting for "
+                              "their CPU budget)");
 }
 
 }  // namespace ds

@@ -24,6 +24,9 @@ TEST_CASE("job view json: every field survives the round trip", "[job_view_json]
   v.snapshots = true;
   v.snapshots_taken = 7;
   v.snapshot_step = 60;
+  v.recovery_point_step = 50;
+  v.steps_at_risk = 12;
+  v.worst_steps_at_risk = 30;
   v.nodes = {{0, "n0", "running", 0.5, 0.00125, {60, true, 4096, 8192, 2048, 0.5, 1024, 0.25}},
              {1, "n\"1", "lost", -1}};
   v.nodes[0].slow_link = true;
@@ -36,6 +39,9 @@ TEST_CASE("job view json: every field survives the round trip", "[job_view_json]
   CHECK(back->ranks[0].save_stall_seconds == 0.0005);
   CHECK(back->snapshots_taken == 7);
   CHECK(back->snapshot_step == 60);
+  CHECK(back->recovery_point_step == 50);
+  CHECK(back->steps_at_risk == 12);
+  CHECK(back->worst_steps_at_risk == 30);
   CHECK(back->nodes[0].rtt_seconds == 0.00125);
   CHECK(back->nodes[0].snapshot.step == 60);
   CHECK(back->nodes[0].snapshot.in_memory);
@@ -56,6 +62,8 @@ TEST_CASE("job view json: a record of a job before round trips and snapshot figu
   REQUIRE(v.ok());
   CHECK_FALSE(v->snapshots);
   CHECK(v->snapshot_step == -1);
+  CHECK(v->recovery_point_step == -1);
+  CHECK(v->steps_at_risk == -1);
   CHECK(v->nodes[0].rtt_seconds == -1);
   CHECK(v->nodes[0].snapshot.step == -1);
   CHECK_FALSE(v->nodes[0].slow);

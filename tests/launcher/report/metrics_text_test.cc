@@ -70,6 +70,13 @@ TEST_CASE("metrics text: heartbeat round trips per node, snapshot families only 
   CHECK(t.find("# TYPE dslaunch_snapshot_saves_total counter\ndslaunch_snapshot_saves_total{job=\"ab12\"} 7\n") !=
         std::string::npos);
   CHECK(t.find("dslaunch_snapshot_newest_step{job=\"ab12\"} 60\n") != std::string::npos);
+  CHECK(t.find("# TYPE dslaunch_recovery_point_step gauge\n#") != std::string::npos);  // none yet: no sample
+  v.recovery_point_step = 50;
+  v.steps_at_risk = 12;
+  t = MetricsText(v);
+  CHECK(t.find("# TYPE dslaunch_recovery_point_step gauge\ndslaunch_recovery_point_step{job=\"ab12\"} 50\n") !=
+        std::string::npos);
+  CHECK(t.find("# TYPE dslaunch_steps_at_risk gauge\ndslaunch_steps_at_risk{job=\"ab12\"} 12\n") != std::string::npos);
   CHECK(t.find("dslaunch_snapshot_held_step{job=\"ab12\",node=\"0\",host=\"n0\"} 60\n") != std::string::npos);
   CHECK(t.find("dslaunch_snapshot_held_step{job=\"ab12\",node=\"1\"") == std::string::npos);  // holds nothing
   CHECK(t.find("dslaunch_snapshot_held_bytes{job=\"ab12\",node=\"0\",host=\"n0\"} 4096\n") != std::string::npos);

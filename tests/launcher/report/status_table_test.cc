@@ -29,9 +29,17 @@ TEST_CASE("status table: per node when heard, its heartbeat round trip and, with
   CHECK(StatusTable(v) ==
         "job ab12 (dslaunch pid 42): running\n"
         "dslaunch 5s gen 0 (restarts left 0) ranks 2/2 snapshots 3 (newest step 60)\n"
+        "recovery point: none yet (no save is on enough nodes to survive a loss)\n"
         "NODE  HOST                     STATE    HEARD      RTT      SNAPSHOT\n"
         "0     n0                       running  0.3s ago   1.5ms    step 60 memory 4.1 MB\n"
         "1     n1                       lost     -          -        step 40 disk 2.0 MB\n");
+  v.recovery_point_step = 40;
+  v.steps_at_risk = 27;
+  v.worst_steps_at_risk = 55;
+  CHECK_THAT(StatusTable(v), Catch::Contains("ranks 2/2 snapshots 3 (newest step 60) at risk 27 steps\n"
+                                             "recovery point: step 40; a node loss now would cost 27 steps (at "
+                                             "worst so far 55)\n"));
+  v.recovery_point_step = v.steps_at_risk = v.worst_steps_at_risk = -1;
   v.snapshots = false;  // no SNAPSHOT column
   CHECK(StatusTable(v).find("NODE  HOST                     STATE    HEARD      RTT\n") != std::string::npos);
   CHECK(StatusTable(v).find("SNAPSHOT") == std::string::npos);
