@@ -144,6 +144,7 @@ int CmdRun(const Args& args) {
     opts.launcher = choice->launcher == cli->launcher ? cli->launcher : choice->launcher + " (" + cli->launcher + ")";
     opts.hostfile_source = notes.hostfile_source;
     opts.inherited = ProcessEnvironment();
+    opts.short_form = cli->dry_run_short;
     std::cout << FormatDryRun(*plan, opts);
     return kExitSuccess;
   }

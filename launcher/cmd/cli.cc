@@ -103,7 +103,10 @@ void DeclareOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
                "give each worker's stdout and stderr a pseudo-terminal, so colours and progress bars show as in "
                "a local run")
       ->group(launch);
-  app.add_flag("--dry-run,--dry_run", o.dry_run, "print the launch plan and start nothing")->group(launch);
+  app.add_flag("--dry-run,--dry_run", raw.dry_run,
+               "print the launch plan and start nothing (every variable of every node; =short: one line per node)")
+      ->type_name("[=short]")
+      ->group(launch);
   app.add_option("--ssh_port,--ssh-port", raw.ssh_port, "SSH port for hosts without ssh_port=")
       ->type_name("PORT")->group(launch);
   app.add_option("--fanout", raw.fanout, "start at most N agents at once (default 32)")
@@ -239,6 +242,14 @@ Result<CliOptions> ParseCli(const std::vector<std::string>& args, bool require_j
   if (o.version) return o;
 
   DS_RETURN_IF_ERROR(cli::ApplyRaw(raw, words.options, o));
+  if (!raw.dry_run.empty()) {
+    if (raw.dry_run == "true") raw.dry_run = "full";  // given bare (CLI11's value for a flag)
+    if (raw.dry_run != "full" && raw.dry_run != "short")
+      return Status::InvalidArgument("--dry-run=" + raw.dry_run +
+                                     ": expected --dry-run, --dry-run=short or --dry-run=full (see dslaunch --help)");
+    o.dry_run = true;
+    o.dry_run_short = raw.dry_run == "short";
+  }
   DS_RETURN_IF_ERROR(TakePositionals(rest, require_job, o));
   DS_RETURN_IF_ERROR(AppendDeepSpeedFlags(o));
   return o;

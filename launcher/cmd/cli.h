@@ -88,6 +88,7 @@ struct CliOptions {
                                      //   terminal (0 = none); -1 = the job file's (60)
   int max_restarts = -1;             // --max_restarts (torchrun's --max-restarts); -1 = job file's
   bool dry_run = false;              // --dry-run: print the plan, start nothing
+  bool dry_run_short = false;        // --dry-run=short: one line per node (dry_run.h)
   std::optional<int> ssh_port;       // --ssh_port: default for hosts without ssh_port=
   int fanout = 32;                   // --fanout: agents started in parallel at most
   int fanout_tree = 0;               // --fanout-tree K: agents start K agents each (0 = off)

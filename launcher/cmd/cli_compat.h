@@ -38,6 +38,7 @@ struct RawOptions {
   std::string each_rank_log;      // --enable_each_rank_log DIR
   std::string node_rank;          // --node_rank R (the per-node launch form)
   std::string rdzv_endpoint;      // --rdzv-endpoint HOST:PORT
+  std::string dry_run;            // --dry-run (CLI11 gives "true"), --dry-run=short or =full
   // One per ignored flag given: {its declared names, its value ("" for a flag), why}; the notice
   // names it as typed.
   struct Ignored {

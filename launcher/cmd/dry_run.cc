@@ -58,17 +58,8 @@ std::string CheckpointMode(const CheckpointOptions& ck, int nodes) {
   return out + ")";
 }
 
-}  // namespace
-
-bool IsSecretName(const std::string& name) {
-  std::string up = name;
-  std::transform(up.begin(), up.end(), up.begin(), ::toupper);
-  for (const char* w : {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE"})
-    if (up.find(w) != std::string::npos) return true;
-  return up == "KEY" || up.ends_with("_KEY") || up.ends_with("APIKEY");
-}
-
-std::string FormatDryRun(const LaunchPlan& plan, const DryRunOptions& opts) {
+// The lines about the whole job: size, job, hostfile, directories, elastic bounds.
+std::string Header(const LaunchPlan& plan, const DryRunOptions& opts) {
   const JobSpec& job = plan.job;
   std::string out = "dslaunch dry run: " + std::to_string(plan.nodes.size()) + " node(s), " +
                     std::to_string(plan.world_size) + " worker(s), launcher " + opts.launcher + "\n";
@@ -85,13 +76,61 @@ std::string FormatDryRun(const LaunchPlan& plan, const DryRunOptions& opts) {
   out += "  elastic: min_nodes " + std::to_string(el.min_nodes) + ", max_nodes " +
          (el.max_nodes > 0 ? std::to_string(el.max_nodes) : std::string("all")) + ", max_restarts " +
          std::to_string(el.max_restarts) + "\n";
+  return out;
+}
 
+// One line per standby host.
+std::string Standbys(const LaunchPlan& plan) {
+  std::string out;
+  for (const NodePlan& node : plan.standbys) {
+    out += "\nstandby: " + node.host.name + " (" + Origin(node.host, plan.hostfile_path) + "), slots " +
+           Join(node.slots) + " (joins when a node is lost; elastic.max_nodes " +
+           std::to_string(plan.job.elastic.max_nodes) + ")\n";
+  }
+  return out;
+}
+
+// --dry-run=short: the master and the command once, then one line per node.
+std::string ShortNodes(const LaunchPlan& plan, const GenerationInfo& gen, const DryRunOptions& opts) {
+  std::string master_addr, master_port;
+  for (const auto& [k, v] : WorkerEnv(plan, 0, 0, gen, opts.inherited)) {
+    if (k == "MASTER_ADDR") master_addr = v;
+    if (k == "MASTER_PORT") master_port = v == "0" ? kAtLaunch : v;
+  }
+  std::string out = "  master: " + master_addr + ":" + master_port + "\n";
+  out += "  command: " + CommandLine(plan.job) + "\n";
+  for (const NodePlan& node : plan.nodes) {
+    out += "node " + std::to_string(node.node_rank) + ": " + node.host.name + " (" +
+           Origin(node.host, plan.hostfile_path) + "), ranks " + Range(node.first_rank, node.num_workers()) +
+           ", slots " + Join(node.slots);
+    if (!node.host.user.empty()) out += ", ssh user " + node.host.user;
+    if (node.host.ssh_port) out += ", ssh port " + std::to_string(*node.host.ssh_port);
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+bool IsSecretName(const std::string& name) {
+  std::string up = name;
+  std::transform(up.begin(), up.end(), up.begin(), ::toupper);
+  for (const char* w : {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE"})
+    if (up.find(w) != std::string::npos) return true;
+  return up == "KEY" || up.ends_with("_KEY") || up.ends_with("APIKEY");
+}
+
+std::string FormatDryRun(const LaunchPlan& plan, const DryRunOptions& opts) {
+  const JobSpec& job = plan.job;
+  std::string out = Header(plan, opts);
   GenerationInfo gen;  // what a real generation would fill in
   gen.job_id = "(assigned at launch)";
   gen.store_addr = "(the coordinator, at launch)";
   gen.store_token = "(per generation)";
   gen.heartbeat_addr = "(the node's agent, at launch)";
   gen.socket_ifname = "(detected on the node at launch)";
+  if (opts.short_form)
+    return out + ShortNodes(plan, gen, opts) + Standbys(plan) + "(every variable of every node: --dry-run)\n";
   for (size_t i = 0; i < plan.nodes.size(); ++i) {
     const NodePlan& node = plan.nodes[i];
     out += "\nnode " + std::to_string(node.node_rank) + ": " + node.host.name + " (" +
@@ -118,12 +157,7 @@ std::string FormatDryRun(const LaunchPlan& plan, const DryRunOptions& opts) {
     }
     out += "  command: " + CommandLine(job) + "\n";
   }
-  for (const NodePlan& node : plan.standbys) {
-    out += "\nstandby: " + node.host.name + " (" + Origin(node.host, plan.hostfile_path) + "), slots " +
-           Join(node.slots) + " (joins when a node is lost; elastic.max_nodes " +
-           std::to_string(el.max_nodes) + ")\n";
-  }
-  return out;
+  return out + Standbys(plan);
 }
 
 }  // namespace ds

@@ -3,7 +3,8 @@
 // command; standby hosts last. Values only known at launch (MASTER_PORT when
 // not fixed, the store address, the interface, OMP_NUM_THREADS) are shown as
 // placeholders; secret-like values are masked. The header says which
-// hostfile the hosts came from. Pure function.
+// hostfile the hosts came from. The short form (`--dry-run=short`) leaves
+// the environment out. Pure function.
 #pragma once
 
 #include <string>
@@ -17,6 +18,8 @@ struct DryRunOptions {
   KeyValues inherited;              // the environment workers would inherit (decides "user set")
   std::string hostfile_source;    // where plan.hostfile_path came from, e.g. "--hostfile" or
                                   //   "DSLAUNCH_DEFAULT_HOSTFILE" (PlanNotes); "" = not said
+  bool short_form = false;        // --dry-run=short: the header, the master, the command once and
+                                  //   one line per node, no environment
 };
 
 std::string FormatDryRun(const LaunchPlan& plan, const DryRunOptions& opts);

@@ -26,6 +26,20 @@ TEST_CASE("cli: a job file") {
   CHECK_FALSE(o.ssh_port);
 }
 
+TEST_CASE("cli: --dry-run, --dry-run=short and --dry-run=full") {
+  CHECK_FALSE(Parse({"--dry-run", "job.yaml"}).dry_run_short);
+  CHECK(Parse({"--dry-run", "job.yaml"}).job_file == "job.yaml");  // a flag: the job file is not its value
+  CliOptions s = Parse({"--dry-run=short", "job.yaml"});
+  CHECK(s.dry_run);
+  CHECK(s.dry_run_short);
+  CHECK(Parse({"--dry_run=short", "--", "true"}).dry_run_short);
+  CHECK(Parse({"--dry-run=full", "job.yaml"}).dry_run);
+  CHECK_FALSE(Parse({"--dry-run=full", "job.yaml"}).dry_run_short);
+  CHECK_FALSE(Parse({"job.yaml"}).dry_run);
+  CHECK(ErrorOf({"--dry-run=brief", "job.yaml"}) ==
+        "--dry-run=brief: expected --dry-run, --dry-run=short or --dry-run=full (see dslaunch --help)");
+}
+
 TEST_CASE("cli: DeepSpeed's form, script arguments pass through untouched") {
   CliOptions o = Parse({"-H", "hf", "-i", "w0:0,2@w1", "train.py", "--deepspeed", "--deepspeed_config", "ds.json",
                         "-H", "x", "--", "y"});

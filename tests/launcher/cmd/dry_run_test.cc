@@ -75,6 +75,26 @@ TEST_CASE("dry run: which hostfile, --local_rank and core binding") {
   CHECK(FormatDryRun(plan, {}).find("\n  hostfile: none, this machine\n") != std::string::npos);
 }
 
+TEST_CASE("dry run: the short form is the header, the master, the command once and a line per node") {
+  JobSpec job;
+  job.command = {"python3", "-u", "train.py"};
+  job.env = {{"HF_TOKEN", "hf_x"}};
+  job.elastic.max_nodes = 2;
+  const std::string out = FormatDryRun(TwoNodes(job), {.launcher = "ssh", .inherited = {}, .short_form = true});
+  CHECK(out ==
+        "dslaunch dry run: 2 node(s), 3 worker(s), launcher ssh\n"
+        "  job: from the command line\n"
+        "  hostfile: hf\n"
+        "  elastic: min_nodes 1, max_nodes 2, max_restarts 0\n"
+        "  master: a:(reserved at launch)\n"
+        "  command: python3 -u train.py\n"
+        "node 0: a (hf:1), ranks 0-1, slots 0,1, ssh user me, ssh port 2222\n"
+        "node 1: b (hf:2), ranks 2, slots 0\n"
+        "\n"
+        "standby: c (hf:3), slots 0 (joins when a node is lost; elastic.max_nodes 2)\n"
+        "(every variable of every node: --dry-run)\n");
+}
+
 TEST_CASE("dry run: IsSecretName") {
   for (const char* s : {"DSLAUNCH_STORE_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "OPENAI_API_KEY", "KEY",
                         "my_token", "GOOGLE_APPLICATION_CREDENTIALS"})

@@ -37,6 +37,7 @@ expect 0 "DSLAUNCH_CONNECT_TIMEOUT" -- env
 expect 2 "dslaunch: error: unknown subcommand 'statu' (did you mean 'status'?); to run a program called 'statu' on every slot, put it after \`--\`: dslaunch [options] -- statu" -- statu
 expect 2 "unknown subcommand 'reprot' (did you mean 'report'?)" -- reprot
 expect 0 "node 2: 127.0.0.3" -- --hostfile "$src/hostfiles/local" --dry-run "$src/examples/train.yaml"
+expect 0 "(every variable of every node: --dry-run)" -- --hostfile "$src/hostfiles/local" --dry-run=short "$src/examples/train.yaml"
 expect 0 "command: python3 -u train.py --local_rank=(LOCAL_RANK) --deepspeed_config ds.json" -- \
   run -H "$src/hostfiles/example" -i 'worker-0:0,2@worker-1' --dry-run train.py --deepspeed_config ds.json
 expect 0 "MASTER_PORT=29501" -- --master_port 29501 --dry-run -- true
