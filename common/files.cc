@@ -124,18 +124,28 @@ std::string Errno() { return std::strerror(errno); }
 // A stale temporary file `name` of `dirfd` (shown as `tmp`) is removed only
 // when it is a regular file of ours; unlinkat() never follows a symlink, so a
 // swap between the check and the removal cannot redirect it.
-Status RemoveStaleTemp(int dirfd, const std::string& name, const std::string& tmp) {
+// OK when `name` of `dirfd` (shown as `shown`) is absent (*exists false) or
+// a regular file of this user; else PermissionDenied saying what it is.
+Status CheckOwnFileAt(int dirfd, const std::string& name, const std::string& shown, bool* exists) {
   struct stat st;
+  *exists = false;
   if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
-    return errno == ENOENT ? Status::OK() : Status::IOError(fmt::format("{}: {}", tmp, Errno()));
+    return errno == ENOENT ? Status::OK() : Status::IOError(fmt::format("{}: {}", shown, Errno()));
+  *exists = true;
   if (S_ISLNK(st.st_mode))
-    return Status::PermissionDenied(fmt::format("{} is a symbolic link: refusing to write through it", tmp));
+    return Status::PermissionDenied(fmt::format("{} is a symbolic link: refusing to write through it", shown));
   if (!S_ISREG(st.st_mode))
-    return Status::PermissionDenied(fmt::format("{} is not a regular file: refusing to replace it", tmp));
+    return Status::PermissionDenied(fmt::format("{} is not a regular file: refusing to replace it", shown));
   if (st.st_uid != ::geteuid())
     return Status::PermissionDenied(fmt::format("file {} is owned by uid {}, not by this user (uid {}): refusing to "
-                                                "replace it", tmp, st.st_uid, ::geteuid()));
-  if (::unlinkat(dirfd, name.c_str(), 0) != 0 && errno != ENOENT)
+                                                "replace it", shown, st.st_uid, ::geteuid()));
+  return Status::OK();
+}
+
+Status RemoveStaleTemp(int dirfd, const std::string& name, const std::string& tmp) {
+  bool exists = false;
+  DS_RETURN_IF_ERROR(CheckOwnFileAt(dirfd, name, tmp, &exists));
+  if (exists && ::unlinkat(dirfd, name.c_str(), 0) != 0 && errno != ENOENT)
     return Status::IOError(fmt::format("{}: cannot remove: {}", tmp, Errno()));
   return Status::OK();
 }
@@ -200,13 +210,16 @@ Status WriteDurablyAt(int dirfd, const std::string& name, const std::string& pat
   return Status::OK();
 }
 
-// The same for `path`, relative to its parent directory (followed as usual).
+// The same for `path`, relative to its parent directory (followed as usual);
+// with `own_only`, an existing `path` must be a regular file of ours.
 template <typename Fill>
-Status WriteDurably(const std::string& path, unsigned mode, Fill fill) {
+Status WriteDurably(const std::string& path, unsigned mode, Fill fill, bool own_only = false) {
   const std::filesystem::path p(path);
   const std::string dir = p.parent_path().string();
   UniqueFd dfd(::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dfd.get() < 0) return Status::IOError(fmt::format("{}.tmp: cannot create: {}", path, Errno()));
+  bool exists = false;
+  if (own_only) DS_RETURN_IF_ERROR(CheckOwnFileAt(dfd.get(), p.filename().string(), path, &exists));
   return WriteDurablyAt(dfd.get(), p.filename().string(), path, mode, fill);
 }
 
@@ -215,6 +228,12 @@ Status WriteDurably(const std::string& path, unsigned mode, Fill fill) {
 Status WriteFileDurably(const std::string& path, const std::string& data, unsigned mode) {
   return WriteDurably(path, mode,
                       [&](int fd, const std::string& tmp) { return WriteAll(fd, tmp, data.data(), data.size()); });
+}
+
+Status ReplaceOwnFile(const std::string& path, const std::string& data, unsigned mode) {
+  return WriteDurably(
+      path, mode, [&](int fd, const std::string& tmp) { return WriteAll(fd, tmp, data.data(), data.size()); },
+      /*own_only=*/true);
 }
 
 Status CopyFileDurably(int src_fd, uint64_t bytes, const std::string& path, unsigned mode) {

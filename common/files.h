@@ -54,6 +54,12 @@ Result<std::string> ReadPrivateLine(const std::string& path, const std::string& 
 // PermissionDenied, e.g. "<path>.tmp is a symbolic link: refusing to write
 // through it". On any failure the temporary file is removed.
 Status WriteFileDurably(const std::string& path, const std::string& data, unsigned mode);
+// The same for a file written where others may write too (the working
+// directory): an existing `path` must be a regular file of this user's, else
+// PermissionDenied ("<path> is a symbolic link: refusing to write through
+// it", "file <path> is owned by uid N, not by this user (uid M): refusing to
+// replace it"); the rename never follows what is at `path` anyway.
+Status ReplaceOwnFile(const std::string& path, const std::string& data, unsigned mode);
 // The same with the first `bytes` of the open file `src_fd` as the contents,
 // copied in the kernel (sendfile) where it can: the bytes never pass
 // through this process's memory.

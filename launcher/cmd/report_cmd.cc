@@ -7,10 +7,10 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 
 #include <fmt/format.h>
 
+#include "common/files.h"
 #include "common/private_dir.h"
 #include "common/unique_fd.h"
 #include "launcher/report/job_view_json.h"
@@ -62,10 +62,10 @@ Status Write(const std::string& file, const std::string& html, std::ostream& out
     out << html;
     return Status::OK();
   }
-  std::ofstream f(file, std::ios::binary | std::ios::trunc);
-  f << html;
-  f.close();
-  if (!f) return Status::Unavailable(fmt::format("report: cannot write {}: {}", file, std::strerror(errno)));
+  // The working directory may be shared: a name others can guess (job id and
+  // pid are in `ps`) is never opened, only renamed over, and only when it is
+  // ours; the page is as private as the record (0600).
+  if (Status st = ReplaceOwnFile(file, html, 0600); !st.ok()) return st.Prefixed("report");
   out << "dslaunch: report written to " << file << "\n";
   return Status::OK();
 }
