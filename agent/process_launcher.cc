@@ -18,6 +18,7 @@
 #include "common/env_registry.h"
 #include "common/log.h"
 #include "common/netif.h"
+#include "common/strings.h"
 
 namespace ds {
 
@@ -54,6 +55,15 @@ bool RelayWanted(const msg::WorkerSpec& spec) {
   return !v || !(*v == "0" || *v == "false" || *v == "no" || *v == "off");
 }
 
+// Clients the relay lets wait for rank 0's store: every rank's store
+// client, a few times over (torch reconnects), and no more for anyone else.
+size_t MaxWaitingClients(const msg::WorkerSpec& rank0) {
+  for (const auto& [k, v] : rank0.env)
+    if (k == "WORLD_SIZE")
+      if (auto n = ParseInt(v); n && *n > 0) return static_cast<size_t>(4 * *n + 16);
+  return StoreRelayOptions{}.max_waiting;
+}
+
 }  // namespace
 
 int ProcessLauncher::StartRelay(const msg::Assign& m) {
@@ -69,6 +79,7 @@ int ProcessLauncher::StartRelay(const msg::Assign& m) {
   }
   StoreRelayOptions o;
   o.upstream_port = upstream->second;
+  o.max_waiting = MaxWaitingClients(*rank0);
   auto relay = StoreRelay::Start(std::move(held_port_), o);
   if (!relay.ok()) {
     DS_LOG(Warn, Agent) << "no store relay: " << relay.status().message();

@@ -1,17 +1,21 @@
 #include "agent/relay_link.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace ds {
 
 std::span<uint8_t> RelayDirection::ReadSpace() {
-  if (buf_.empty()) buf_.resize(capacity_);
-  if (head_ > 0 && tail_ == capacity_) {  // room only before the pending bytes: move them to the front
+  if (head_ > 0 && tail_ == buf_.size()) {  // room only before the pending bytes: move them to the front
     std::memmove(buf_.data(), buf_.data() + head_, tail_ - head_);
     tail_ -= head_;
     head_ = 0;
   }
-  return {buf_.data() + tail_, capacity_ - tail_};
+  // The buffer grows with what is held (4 KiB, doubling up to capacity): a
+  // client that sent a few bytes costs a few KiB, not the whole capacity.
+  if (tail_ == buf_.size() && buf_.size() < capacity_)
+    buf_.resize(std::min(capacity_, std::max<size_t>(4096, 2 * buf_.size())));
+  return {buf_.data() + tail_, buf_.size() - tail_};
 }
 
 void RelayDirection::Written(size_t n) {

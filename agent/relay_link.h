@@ -29,8 +29,9 @@ class RelayDirection {
   bool WantsRead() const { return !source_ended_ && tail_ - head_ < capacity_; }
   // Bytes wait for the sink.
   bool WantsWrite() const { return tail_ > head_; }
-  // Where the next read goes (non-empty when WantsRead); the buffer is
-  // allocated on the first call, so a silent client costs no memory.
+  // Where the next read goes (non-empty when WantsRead); the buffer grows
+  // with what it holds (from 4 KiB, doubling up to the capacity), so a
+  // silent client costs no memory and a chatty one what it sent.
   std::span<uint8_t> ReadSpace();
   void Filled(size_t n) { tail_ += n; }
   void SourceEnded() { source_ended_ = true; }

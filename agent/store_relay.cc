@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <list>
 #include <optional>
@@ -59,7 +60,8 @@ class StoreRelay::Loop {
   Loop(UniqueFd listener, const StoreRelayOptions& o) : listener_(std::move(listener)), opt_(o) {}
   void Run(int wake_fd);
   Counts counts() const {
-    return {accepted_.load(), connected_.load(), refused_.load(), expired_.load(), open_.load()};
+    return {accepted_.load(), connected_.load(), refused_.load(), expired_.load(), open_.load(), waiting_.load(),
+            held_.load()};
   }
 
  private:
@@ -77,7 +79,8 @@ class StoreRelay::Loop {
   void DialWaiting(Clock::time_point now);
   void OnDialResult(Link& l, int err, Clock::time_point now);
   void Pump(Link& l, short client_revents, short upstream_revents);
-  void Read(int fd, RelayDirection& d, RelayLink& s, const char* side);
+  void Read(int fd, RelayDirection& d, RelayLink& s, const char* side, size_t limit);
+  void CountWaiting();  // waiting_ and held_, from the links
   void Write(int fd, RelayDirection& d, RelayLink& s, const char* side);
   void Close(std::list<Link>::iterator it);
   int TimeoutMs(Clock::time_point now) const;
@@ -88,19 +91,24 @@ class StoreRelay::Loop {
   bool accept_paused_ = false;  // out of descriptors: resumes when a link closes
   bool upstream_up_ = false;    // the last try connected: the waiting dial at once
   Clock::time_point next_try_{};
-  std::atomic<uint64_t> accepted_{0}, connected_{0}, refused_{0}, expired_{0}, open_{0};
+  std::atomic<uint64_t> accepted_{0}, connected_{0}, refused_{0}, expired_{0}, open_{0}, waiting_{0}, held_{0};
 };
 
 void StoreRelay::Loop::Run(int wake_fd) {
   std::vector<pollfd> fds;
   std::vector<std::list<Link>::iterator> owners;  // fds[2 + 2k], fds[3 + 2k] belong to owners[k]
   while (true) {
-    fds.assign({{wake_fd, POLLIN, 0}, {accept_paused_ ? -1 : listener_.get(), POLLIN, 0}});
+    CountWaiting();
+    const bool full = waiting_ >= opt_.max_waiting, over_budget = held_ >= opt_.held_budget;
+    fds.assign({{wake_fd, POLLIN, 0}, {accept_paused_ || full ? -1 : listener_.get(), POLLIN, 0}});
     owners.clear();
     for (auto it = links_.begin(); it != links_.end(); ++it) {
       // A socket with nothing to do now is left out (fd -1): its hang-up or
       // error would wake every poll; a later read or write meets it instead.
-      const short cev = it->state.ClientEvents(), uev = it->state.UpstreamEvents();
+      // Past the budget, clients not connected through are not read.
+      short cev = it->state.ClientEvents();
+      if (over_budget && !it->state.connected()) cev &= static_cast<short>(~POLLIN);
+      const short uev = it->state.UpstreamEvents();
       fds.push_back({cev != 0 ? it->client.get() : -1, cev, 0});
       fds.push_back({uev != 0 ? it->upstream.get() : -1, uev, 0});  // -1 too while there is none
       owners.push_back(it);
@@ -139,8 +147,16 @@ void StoreRelay::Loop::Run(int wake_fd) {
   }
 }
 
+void StoreRelay::Loop::CountWaiting() {
+  uint64_t waiting = 0, held = 0;
+  for (const Link& l : links_)
+    if (!l.state.connected()) ++waiting, held += l.state.up().buffered();
+  waiting_ = waiting;
+  held_ = held;
+}
+
 void StoreRelay::Loop::Accept() {
-  while (true) {
+  while (waiting_ < opt_.max_waiting) {
     int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
@@ -154,6 +170,7 @@ void StoreRelay::Loop::Accept() {
     links_.emplace_back(UniqueFd(fd), opt_.buffer_bytes, Clock::now() + opt_.wait_limit);
     ++accepted_;
     ++open_;
+    ++waiting_;
     DS_LOG(Debug, Agent) << "store relay: accepted " << links_.back().peer;
   }
 }
@@ -222,17 +239,23 @@ void StoreRelay::Loop::OnDialResult(Link& l, int err, Clock::time_point now) {
 
 void StoreRelay::Loop::Pump(Link& l, short crev, short urev) {
   RelayLink& s = l.state;
-  if (crev != 0 && s.up().WantsRead()) Read(l.client.get(), s.up(), s, "client");
-  if (s.connected() && urev != 0 && s.down().WantsRead()) Read(l.upstream.get(), s.down(), s, "store");
+  // A client not connected through reads only into what is left of the budget.
+  const size_t limit = s.connected() ? SIZE_MAX : opt_.held_budget - std::min<uint64_t>(held_, opt_.held_budget);
+  if (crev != 0 && s.up().WantsRead() && limit > 0) {
+    const size_t before = s.up().buffered();
+    Read(l.client.get(), s.up(), s, "client", limit);
+    if (!s.connected()) held_ += s.up().buffered() - std::min(before, s.up().buffered());
+  }
+  if (s.connected() && urev != 0 && s.down().WantsRead()) Read(l.upstream.get(), s.down(), s, "store", SIZE_MAX);
   if (s.connected()) Write(l.upstream.get(), s.up(), s, "store");
   Write(l.client.get(), s.down(), s, "client");
 }
 
-void StoreRelay::Loop::Read(int fd, RelayDirection& d, RelayLink& s, const char* side) {
-  while (d.WantsRead() && !s.finished()) {
+void StoreRelay::Loop::Read(int fd, RelayDirection& d, RelayLink& s, const char* side, size_t limit) {
+  while (d.WantsRead() && !s.finished() && limit > 0) {
     std::span<uint8_t> space = d.ReadSpace();
-    ssize_t n = ::recv(fd, space.data(), space.size(), MSG_DONTWAIT);
-    if (n > 0) d.Filled(static_cast<size_t>(n));
+    ssize_t n = ::recv(fd, space.data(), std::min(space.size(), limit), MSG_DONTWAIT);
+    if (n > 0) d.Filled(static_cast<size_t>(n)), limit -= static_cast<size_t>(n);
     else if (n == 0) d.SourceEnded();
     else if (errno == EINTR) continue;
     else if (errno == EAGAIN || errno == EWOULDBLOCK) return;

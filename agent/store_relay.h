@@ -36,6 +36,12 @@ struct StoreRelayOptions {
   std::chrono::milliseconds retry_step{5};             // between tries while it does not listen
   std::chrono::milliseconds wait_limit{kDefaultStoreRelayWait};  // a client waits this long at most
   size_t buffer_bytes = 256 * 1024;                    // per connection and direction
+  // What clients not yet connected through (anyone who reaches MASTER_PORT:
+  // it has no authentication) may cost, in all: past held_budget bytes the
+  // relay stops reading them, past max_waiting of them it stops accepting
+  // (the rest wait in the backlog) until some are connected or gone.
+  size_t held_budget = 4u << 20;
+  size_t max_waiting = 1024;                           // the agent: a few times the world size
 };
 
 class StoreRelay {
@@ -46,6 +52,8 @@ class StoreRelay {
     uint64_t refused = 0;    // tries the upstream refused (it was not listening yet)
     uint64_t expired = 0;    // clients closed after waiting wait_limit
     uint64_t open = 0;       // clients now open
+    uint64_t waiting = 0;    // of them, not yet connected through
+    uint64_t held = 0;       // bytes held for those (at most held_budget)
   };
 
   // Relays what `listener` (a listening TCP socket, now the relay's)
