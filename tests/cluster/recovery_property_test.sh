@@ -1,0 +1,225 @@
+#!/bin/bash
+# The recovery point as an invariant (docs/usage.md "Checkpoints without
+# shared storage"), on the netns cluster with real ssh, agents and dstrain:
+# seeded random snapshot cadences (every 1 to 500 steps), ZeRO stages 0-3,
+# replicas 1-2, keep 1-3, in place or not, with and without a CPU hog, and a
+# random fault at a random time once the job has a recovery point: a worker
+# SIGKILLed, a whole host SIGKILLed, a host's link cut, its agent SIGSTOPped,
+# or two of them close together (a worker and a host). After each trial:
+#   - the job resumed at a step >= the recovery point `dslaunch status`
+#     published before the fault (when no more nodes were lost than replicas);
+#   - never backwards across generations, never from scratch once a
+#     recovery point existed;
+#   - the job ends 0, and its losses and test accuracy equal a fault-free
+#     run resumed from the same save at the same world size (dstrain is
+#     bitwise deterministic at a given world size), where that save is on
+#     the survivors' disks (RECOVERY_EXACT=0 leaves this out).
+# Run inside tests/cluster/with-cluster with 3 nodes (which tears down).
+#   recovery_property_test.sh DSLAUNCH [TRIALS]
+# RECOVERY_SEED=N replays a schedule (the seed is printed first);
+# RECOVERY_RESULTS=FILE appends one line per trial (bench/recovery).
+set -uo pipefail
+DSLAUNCH=$(readlink -f "$1")
+trials=${2:-5}
+C=${DSLAUNCH_TEST_CLUSTER:?run me inside tests/cluster/with-cluster}
+work=$(mktemp -d /tmp/dsl-recovery.XXXXXX)
+hog=""
+cleanup() {
+  [ -n "$hog" ] && kill "$hog" 2>/dev/null
+  for ns in "${NS[@]}"; do ip netns pids "$ns" | xargs -r kill -CONT 2>/dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+seed=${RECOVERY_SEED:-$(( $(date +%s) % 100000 ))}
+RANDOM=$seed
+echo "recovery property: seed $seed, $trials trials (RECOVERY_SEED=$seed replays them)"
+fails=0
+fail() { echo "FAIL (seed $seed, trial $trial): $*" >&2; fails=$((fails + 1)); }
+mapfile -t ADDR < <(awk '{print $3}' "$C/nodes")
+mapfile -t NS < <(awk '{print $2}' "$C/nodes")
+name=$(basename "$C")
+cd "$work"
+pick() { local a=("$@"); echo "${a[RANDOM % ${#a[@]}]}"; }
+
+job_yaml() {  # EVERY STAGE REPLICAS KEEP IN_PLACE STEPS
+  cat <<YAML
+checkpoint: {dir: "$work/ckpt-{host}", keep: $4, replicas: $3}
+elastic: {max_restarts: 3, min_nodes: 1, heartbeat_interval: 250ms, heartbeat_timeout: 1s, in_place: $5, in_place_deadline: 5s}
+ssh: {strict_host_key_checking: yes}
+env: {OMP_NUM_THREADS: '1', OPENBLAS_NUM_THREADS: '1'}
+trainer:
+  model: {layers: [64, 48, 8], activation: relu}
+  data: {dataset: synthetic, samples: 6144, features: 64, classes: 8}
+  epochs: 100000
+  max_steps: $6
+  seed: 5
+  eval: {every_epoch: false}
+  checkpoint: {every_steps: $1, keep: $4}
+  config:
+    train_micro_batch_size_per_gpu: 32
+    optimizer: {type: Adam, params: {lr: 0.0002}}
+    zero_optimization: {stage: $2}
+    steps_per_print: 100
+YAML
+}
+hostfile() { printf '%s slots=1\n' "$@" >"$work/hostfile"; }
+run() {  # NAME: dslaunch in the background, output in $work/NAME.out
+  DSLAUNCH_STOP_GRACE=500ms "$DSLAUNCH" --hostfile "$work/hostfile" --launcher ssh "$work/job.yaml" \
+    >"$work/$1.out" 2>&1 &
+  pid=$!
+}
+finish() {  # NAME: waits for dslaunch (90 s at most); its exit code in $rc
+  local i
+  for i in $(seq 4500); do kill -0 "$pid" 2>/dev/null || break; sleep 0.02; done
+  kill -0 "$pid" 2>/dev/null && { fail "$1: still running after 90 s"; kill -INT "$pid"; }
+  wait "$pid"; rc=$?
+}
+# The recovery point the running job publishes (-1: none yet, or not running).
+# A dslaunch from before the recovery point publishes none: then the newest
+# step of which every host has its own shard on its disk stands in (the
+# check that the old code fails).
+published_point() {
+  "$DSLAUNCH" status --json 2>/dev/null | python3 -c '
+import glob, json, re, sys
+pid, work, hosts = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+for line in sys.stdin:
+    v = json.loads(line)
+    if v.get("pid") != pid: continue
+    if "recovery_point_step" in v: print(v["recovery_point_step"]); break
+    own = []
+    for r, h in enumerate(hosts):
+        own.append({int(re.search(r"step_(\d+)", p).group(1)) for p in glob.glob(f"{work}/ckpt-{h}/step_*/shard_{r}.held")})
+    both = set.intersection(*own) if own else set()
+    print(max(both) if both else -1); break
+else: print(-1)' "$pid" "$work" "${ADDR[@]}"
+}
+running_step() {  # the newest step rank 0 printed
+  sed -n 's/.* step \([0-9]*\)\/.*/\1/p' "$work/$1.out" | tail -1
+}
+worker_pid() { ip netns pids "${NS[$1]}" | xargs -r ps -o pid=,comm= -p | awk '$2 == "dstrain" {print $1}'; }
+agent_pid() { ip netns pids "${NS[$1]}" | xargs -r ps -o pid=,comm= -p | awk '$2 == "dsagent" {print $1}'; }
+kill_host() {
+  local sshd pids
+  sshd=$(cat "$C/pids/sshd-$1.pid")
+  pids=$(ip netns pids "${NS[$1]}" | grep -vx "$sshd")
+  echo "$pids" | xargs -r kill -STOP; echo "$pids" | xargs -r kill -9
+}
+resumed_steps() {  # every generation's resumed step, in order (-1: from scratch)
+  sed -n -e 's/.*recovered in place at step \([0-9]*\) in .*/\1/p' -e 's/.*resuming from step \([0-9]*\).*/\1/p' \
+    -e 's/.*starting from scratch.*/-1/p' "$work/$1.out"
+}
+losses_after() {  # NAME STEP: rank 0's losses of steps > STEP after the last resumption
+  awk -v s="$2" '
+    /recovered in place at step|resuming from step/ { n = 0; delete got; on = 1; next }
+    on && match($0, / step [0-9]+\//) {
+      k = substr($0, RSTART + 6, RLENGTH - 7) + 0
+      if (k > s && match($0, / loss [0-9.]+/)) got[n++] = k " " substr($0, RSTART + 6, RLENGTH - 6)
+    }
+    END { for (i = 0; i < n; i++) print got[i] }' "$work/$1.out"
+}
+accuracy() { sed -n 's/.*\(test accuracy [0-9.]*, test loss [0-9.]*\).*/\1/p' "$work/$1.out" | tail -1; }
+
+# keep_resumed NAME (in the background): once NAME resumes, copies what the
+# nodes' disks hold of that step to $work/kept (the agents prune it later).
+keep_resumed() {
+  local s i d
+  for i in $(seq 3000); do
+    s=$(resumed_steps "$1" | head -1)
+    [ -n "$s" ] && break
+    sleep 0.01
+  done
+  [ -n "$s" ] && [ "$s" -ge 0 ] || return
+  rm -rf "$work/kept"; mkdir -p "$work/kept"
+  for d in "$work"/ckpt-*; do
+    mkdir -p "$work/kept/${d##*/}"
+    cp -a "$d"/step_$(printf '%08d' "$s").* "$work/kept/${d##*/}/" 2>/dev/null
+  done
+}
+# exact NAME STEP HOSTS...: the nodes' disks hold what they held of STEP
+# when NAME resumed from it; a plain run on HOSTS resumes from STEP and must
+# end where NAME did.
+exact() {
+  local n=$1 s=$2; shift 2
+  [ -d "$work/kept" ] || { echo "   exactness not checked: nothing of step $s was on the disks"; return; }
+  rm -rf "$work"/ckpt-*
+  cp -a "$work"/kept/ckpt-* "$work"/
+  hostfile "$@"
+  job_yaml "$every" "$stage" "$replicas" 100 false "$steps" >"$work/job.yaml"
+  run "$n-ref"; finish "$n-ref"
+  [ "$rc" -eq 0 ] || { fail "$n: the reference run exited $rc"; return; }
+  # A save the job resumed from memory need not be on the disks (only the saves the agents
+  # secure are written there): then there is nothing to compare with.
+  grep -q "resuming from step $s" "$work/$n-ref.out" ||
+    { echo "   exactness not checked: step $s is not on the disks of ${*}"; return; }
+  local got want
+  got=$(losses_after "$n" "$s") want=$(losses_after "$n-ref" "$s")
+  [ "$got" = "$want" ] || fail "$n: losses after step $s differ from a run resumed from it: $(echo $got) vs $(echo $want)"
+  [ "$(accuracy "$n")" = "$(accuracy "$n-ref")" ] ||
+    fail "$n: '$(accuracy "$n")' after the recovery, '$(accuracy "$n-ref")' resumed from step $s"
+}
+
+for trial in $(seq "$trials"); do
+  every=$(pick 1 2 5 10 10 20 50 100 200 500)
+  stage=$((RANDOM % 4)); replicas=$(pick 1 1 2); keep=$((1 + RANDOM % 3))
+  in_place=$(pick true true false); fault=$(pick worker host partition stop two)
+  loaded=$(pick no no yes); victim=$((RANDOM % 3)); delay=$((RANDOM % 1500))
+  steps=$(( every * 12 > 6000 ? every * 12 : 6000 ))
+  echo "== trial $trial: every $every, ZeRO $stage, replicas $replicas, keep $keep, in place $in_place," \
+       "fault $fault on host $victim, +${delay} ms, CPU hog $loaded"
+  rm -rf "$work"/ckpt-*
+  hostfile "${ADDR[@]}"
+  job_yaml "$every" "$stage" "$replicas" "$keep" "$in_place" "$steps" >"$work/job.yaml"
+  [ "$loaded" = yes ] && { sh -c 'while :; do :; done' & hog=$!; }
+  run t$trial
+  point=-1
+  for i in $(seq 1500); do  # 30 s at most for the first recovery point
+    point=$(published_point); [ "$point" -ge 0 ] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.02
+  done
+  [ "$point" -ge 0 ] || fail "no recovery point published within 30 s"
+  sleep "$(printf '0.%03d' "$delay")"  # the random schedule, not a synchronisation
+  p=$(published_point); [ "$p" -gt "$point" ] && point=$p
+  lost=1; survivors=()
+  for h in 0 1 2; do [ "$h" -ne "$victim" ] && survivors+=("${ADDR[$h]}"); done
+  rm -rf "$work/kept"
+  keep_resumed t$trial & watcher=$!
+  case $fault in
+    worker) kill -9 $(worker_pid "$victim"); lost=0; survivors=("${ADDR[@]}");;
+    host) kill_host "$victim";;
+    partition) ip link set "dsl${name}v${victim}a" down;;
+    stop) kill -STOP $(agent_pid "$victim");;
+    two) kill -9 $(worker_pid $(( (victim + 1) % 3 ))); kill_host "$victim";;
+  esac
+  finish t$trial
+  wait "$watcher"
+  case $fault in
+    partition) ip link set "dsl${name}v${victim}a" up; ip -n "${NS[$victim]}" neigh flush all;;
+    stop) kill -CONT $(agent_pid "$victim") 2>/dev/null;;
+  esac
+  [ -n "$hog" ] && { kill "$hog"; wait "$hog" 2>/dev/null; hog=""; }
+  mapfile -t resumed < <(resumed_steps t$trial)
+  echo "   point before the fault $point; resumed at ${resumed[*]:-(none)}; exit $rc"
+  [ "$rc" -eq 0 ] || { fail "dslaunch exited $rc"; tail -20 "$work/t$trial.out" >&2; }
+  [ "${#resumed[@]}" -gt 0 ] || fail "no generation resumed after the fault"
+  prev=-1
+  for s in "${resumed[@]}"; do
+    [ "$s" -ge 0 ] || fail "started from scratch with a recovery point at step $point"
+    [ "$lost" -le "$replicas" ] && [ "$s" -lt "$point" ] && fail "resumed at step $s, before the recovery point $point"
+    [ "$s" -lt "$prev" ] && fail "went backwards across generations: step $prev, then $s"
+    prev=$s
+  done
+  if [ -n "${RECOVERY_RESULTS:-}" ]; then
+    how=fell-back; grep -q "recovered in place" "$work/t$trial.out" && how=in-place
+    grep -q "starting from scratch" "$work/t$trial.out" && how=lost
+    [ "$rc" -eq 0 ] || how=failed
+    echo "$seed $trial $every $stage $replicas $keep $in_place $fault $loaded $point ${resumed[0]:--} $how" \
+      >>"$RECOVERY_RESULTS"
+  fi
+  # Exactness: from the first resumption on, at the world size the job ended
+  # with (two resumptions: not compared).
+  [ "$rc" -eq 0 ] && [ "${#resumed[@]}" -eq 1 ] && [ "${resumed[0]}" -ge 0 ] && [ "${RECOVERY_EXACT:-1}" = 1 ] &&
+    exact t$trial "${resumed[0]}" "${survivors[@]}"
+done
+echo "recovery property: $fails failure(s) (seed $seed)"
+[ "$fails" -eq 0 ]
