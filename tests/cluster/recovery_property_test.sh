@@ -17,7 +17,8 @@
 # Run inside tests/cluster/with-cluster with 3 nodes (which tears down).
 #   recovery_property_test.sh DSLAUNCH [TRIALS]
 # RECOVERY_SEED=N replays a schedule (the seed is printed first);
-# RECOVERY_RESULTS=FILE appends one line per trial (bench/recovery).
+# RECOVERY_RESULTS=FILE appends one line per trial (bench/recovery);
+# RECOVERY_EVERY, _STAGE, _REPLICAS, _KEEP, _IN_PLACE, _FAULT, _LOADED, _VICTIM fix a choice.
 set -uo pipefail
 DSLAUNCH=$(readlink -f "$1")
 trials=${2:-5}
@@ -39,7 +40,13 @@ mapfile -t ADDR < <(awk '{print $3}' "$C/nodes")
 mapfile -t NS < <(awk '{print $2}' "$C/nodes")
 name=$(basename "$C")
 cd "$work"
-pick() { local a=("$@"); echo "${a[RANDOM % ${#a[@]}]}"; }
+# pick NAME VAR VALUES...: sets NAME to $VAR when set (bench/recovery fixes
+# some choices), else to one of VALUES; never in a subshell, which would
+# reseed RANDOM and lose the replay.
+pick() {
+  local -n to=$1; local fixed=${!2:-} a=("${@:3}") r=$RANDOM
+  if [ -n "$fixed" ]; then to=$fixed; else to=${a[r % ${#a[@]}]}; fi
+}
 
 job_yaml() {  # EVERY STAGE REPLICAS KEEP IN_PLACE STEPS
   cat <<YAML
@@ -159,10 +166,10 @@ exact() {
 }
 
 for trial in $(seq "$trials"); do
-  every=$(pick 1 2 5 10 10 20 50 100 200 500)
-  stage=$((RANDOM % 4)); replicas=$(pick 1 1 2); keep=$((1 + RANDOM % 3))
-  in_place=$(pick true true false); fault=$(pick worker host partition stop two)
-  loaded=$(pick no no yes); victim=$((RANDOM % 3)); delay=$((RANDOM % 1500))
+  pick every RECOVERY_EVERY 1 2 5 10 10 20 50 100 200 500
+  pick stage RECOVERY_STAGE 0 1 2 3; pick replicas RECOVERY_REPLICAS 1 1 2; pick keep RECOVERY_KEEP 1 2 3
+  pick in_place RECOVERY_IN_PLACE true true false; pick fault RECOVERY_FAULT worker host partition stop two
+  pick loaded RECOVERY_LOADED no no yes; pick victim RECOVERY_VICTIM 0 1 2; delay=$((RANDOM % 1500))
   steps=$(( every * 12 > 6000 ? every * 12 : 6000 ))
   echo "== trial $trial: every $every, ZeRO $stage, replicas $replicas, keep $keep, in place $in_place," \
        "fault $fault on host $victim, +${delay} ms, CPU hog $loaded"
