@@ -92,6 +92,18 @@ std::string DidYouMeanHint(std::string_view word, const std::vector<std::string>
   return near.empty() ? "" : " (did you mean '" + near + "'?)";
 }
 
+std::string PrintableText(std::string_view s) {
+  std::string out;
+  size_t start = 0;
+  for (size_t i = 0; i <= s.size(); ++i) {
+    if (i < s.size() && s[i] != '\n' && s[i] != '\t') continue;
+    out += Printable(s.substr(start, i - start));
+    if (i < s.size()) out += s[i];
+    start = i + 1;
+  }
+  return out;
+}
+
 std::string Printable(std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;

@@ -49,6 +49,11 @@ void TakeLines(std::string& pending, Fn&& fn) {
 // written as \xNN (lower-case hex), so a peer-supplied string can neither end
 // a log line nor send terminal escapes. Idempotent.
 std::string Printable(std::string_view s);
+// The same for a message of several lines that quotes what a file said (a
+// parse error and its echoed line): newlines and tabs kept, every other
+// byte Printable writes as \xNN escaped. The one function input errors go
+// through before they reach a terminal.
+std::string PrintableText(std::string_view s);
 
 // Quotes `s` for a POSIX shell (single quotes), only when needed.
 std::string ShellQuote(std::string_view s);

@@ -57,7 +57,7 @@ Result<DotEnv> ParseEnvText(const std::string& text, const std::string& path, bo
   while (std::getline(in, raw)) {
     ++lineno;
     auto err = [&](const std::string& what) {
-      return Status::InvalidArgument(fmt::format("{}:{}: {}", path, lineno, what));
+      return Status::InvalidArgument(PrintableText(fmt::format("{}:{}: {}", path, lineno, what)));
     };
     std::string_view line = Trim(raw);
     if (line.empty() || line[0] == '#') continue;

@@ -38,14 +38,16 @@ std::vector<Token> Tokenize(const std::string& line) {
 }
 
 // "path:line: message\n<line>\n<caret>" (ninja's Lexer::Error style). Tabs in
-// the line are copied into the caret line so the caret lines up.
+// the line are copied into the caret line so the caret lines up. What the
+// file said (the line, the quoted words) reaches the terminal escaped
+// (PrintableText); the caret counts the escapes.
 Status LineError(const std::string& path, int lineno, const std::string& line, size_t col,
                  const std::string& message) {
   std::string caret;
-  for (size_t i = 0; i < col && i < line.size(); ++i) caret += line[i] == '\t' ? '\t' : ' ';
+  for (char c : PrintableText(line.substr(0, std::min(col, line.size())))) caret += c == '\t' ? '\t' : ' ';
   caret += '^';
-  return Status::InvalidArgument(path + ":" + std::to_string(lineno) + ": " + message + "\n" +
-                                 line + "\n" + caret);
+  return Status::InvalidArgument(PrintableText(path + ":" + std::to_string(lineno) + ": " + message) + "\n" +
+                                 PrintableText(line) + "\n" + caret);
 }
 
 bool IsHostChar(char c) {

@@ -455,7 +455,10 @@ Result<JobSpec> ParseJobFile(const std::string& text, const std::string& path) {
                                      std::to_string(e.mark.column + 1) + ": " + e.msg);
     }
   }();
-  if (!job.ok()) return WithSourceLine(job.status(), text, path);
+  if (!job.ok()) {  // what the file said reaches the terminal escaped
+    Status st = WithSourceLine(job.status(), text, path);
+    return st.code() == Status::Code::kInvalidArgument ? Status::InvalidArgument(PrintableText(st.message())) : st;
+  }
   return job;
 }
 

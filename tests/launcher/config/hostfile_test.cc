@@ -1,4 +1,6 @@
 #include "launcher/config/hostfile.h"
+#include "launcher/config/env_files.h"
+#include "launcher/config/job_spec.h"
 
 #include <catch2/catch.hpp>
 
@@ -201,11 +203,40 @@ TEST_CASE("hostfile: limits checked at parse time") {
         "hostfile:1: slots must be between 1 and 1048576, got 2000000000\nw0 slots=2000000000\n         ^");
   // A NUL byte would end the value at exec; a value over MAX_ARG_STRLEN would fail exec with E2BIG.
   CHECK(ErrorOf(std::string("w0 slots=1 FOO=a\0b\n", 19)) ==
-        "hostfile:1: unexpected NUL byte\n" + std::string("w0 slots=1 FOO=a\0b", 18) + "\n                ^");
+        "hostfile:1: unexpected NUL byte\nw0 slots=1 FOO=a\\x00b\n                ^");  // echoed escaped
   std::string big = "w0 slots=1 FOO=" + std::string(131070, 'x');
   CHECK(ErrorOf(big + "\n") ==
         "hostfile:1: FOO=... is 131075 bytes, over the kernel's limit of 131072 for one environment string "
         "(MAX_ARG_STRLEN)\n" + big + "\n               ^");
+}
+
+}  // namespace
+}  // namespace ds
+
+namespace ds {
+namespace {
+
+// Issue 42 item 8: a hostfile line or a job-file key with terminal escapes
+// reached the terminal raw, in the message and in the echoed line (set the
+// window title, clear the screen). Every quoted word and echoed line is
+// escaped (PrintableText); the caret still points under the column.
+TEST_CASE("input errors: terminal escapes in a hostfile line or a job-file key are escaped, message and echo",
+          "[hostfile]") {
+  auto hf = ParseHostfile("a\x1b]0;PWNED\x07" "b slots=1\n", "hostfile");
+  REQUIRE_FALSE(hf.ok());
+  const std::string& m = hf.status().message();
+  CHECK(m.find('\x1b') == std::string::npos);
+  CHECK(m.find('\x07') == std::string::npos);
+  CHECK(m == "hostfile:1: unexpected character '\\x1b' in host name 'a\\x1b]0;PWNED\\x07b'\n"
+             "a\\x1b]0;PWNED\\x07b slots=1\n"
+             " ^");
+  auto job = ParseJobFile("command: [true]\nfoo\x1b[2J: 1\n", "train.yaml");
+  REQUIRE_FALSE(job.ok());
+  CHECK(job.status().message().find('\x1b') == std::string::npos);
+  CHECK(job.status().message().find("foo\\x1b[2J") != std::string::npos);
+  auto env = ParseDotEnv("A='x' \x1b[2J\n", ".dslaunch_env");
+  REQUIRE_FALSE(env.ok());
+  CHECK(env.status().message() == ".dslaunch_env:1: unexpected text after the quoted value of A: '\\x1b[2J'");
 }
 
 }  // namespace
