@@ -52,7 +52,7 @@ constexpr Subcommand kSubcommands[] = {
     {"check", "preflight: reach every host of the hostfile and check it can run dsagent", CmdCheck},
     {"cluster", "up|down|status|run: a training cluster of Docker containers on an overlay network",
      CmdCluster},
-    {"status", "[--json] [JOB]: this user's running jobs on this machine (or JOB's record after it ended)", CmdStatus},
+    {"status", "[--json] [--all | JOB]: this user's running jobs on this machine (or JOB's record after it ended; --all: every job, one line each)", CmdStatus},
     {"report", "[JOB] [-o FILE]: one HTML page of an ended job: a timeline per node, restarts, samples/s", CmdReport},
     {"completion", "bash: print the shell completion script (the package installs it)", CmdCompletion},
 };

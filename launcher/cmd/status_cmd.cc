@@ -17,6 +17,7 @@
 
 #include "common/private_dir.h"
 #include "common/unique_fd.h"
+#include "launcher/cmd/job_list.h"
 #include "launcher/report/job_view_json.h"
 #include "launcher/report/status_table.h"
 
@@ -30,6 +31,7 @@ struct Found {
   std::string name;   // <job>-<pid>
   bool live = false;  // a .sock (else a .json record)
   time_t mtime = 0;
+  int64_t mtime_ns = 0;  // the same to the nanosecond: the order of jobs ended in one second
 };
 
 std::vector<Found> List(const PrivateDir& dir) {
@@ -44,7 +46,8 @@ std::vector<Found> List(const PrivateDir& dir) {
       if (n.size() <= len || n.compare(n.size() - len, len, ext) != 0) continue;
       struct stat st{};
       ::fstatat(dir.fd.get(), n.c_str(), &st, AT_SYMLINK_NOFOLLOW);
-      out.push_back({n.substr(0, n.size() - len), ext[1] == 's', st.st_mtime});
+      out.push_back({n.substr(0, n.size() - len), ext[1] == 's', st.st_mtime,
+                     static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec});
     }
   }
   ::closedir(d);
@@ -88,22 +91,54 @@ Result<JobView> ReadRecord(const PrivateDir& dir, const std::string& name) {
 
 std::string Print(const JobView& v, bool json) { return json ? JobViewJson(v) : StatusTable(v); }
 
+// --all: every job `found` names, running (from its socket) or ended (its
+// record), newest first. A job's start is its view's time less its elapsed
+// time: now for a running one, the record's mtime for an ended one.
+std::vector<JobListEntry> Every(const PrivateDir& dir, const std::vector<Found>& found) {
+  std::vector<JobListEntry> out;
+  const time_t now = ::time(nullptr);
+  for (const Found& f : found) {
+    const bool running = std::any_of(found.begin(), found.end(), [&](const Found& g) { return g.live && g.name == f.name; });
+    if (!f.live && running) continue;  // the socket's answer is newer than a record of the same name
+    Result<JobView> v = f.live ? Ask(dir, f.name) : ReadRecord(dir, f.name);
+    if (!v.ok()) continue;  // a job killed before it could leave a record, or a record that is not one
+    const time_t seen = f.live ? now : f.mtime;
+    out.push_back({*v, f.live, seen - static_cast<time_t>(v->elapsed_seconds)});
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<int> RunStatus(const std::vector<std::string>& args, std::ostream& out) {
-  bool json = false;
+  bool json = false, all = false;
   std::string job;
   for (const std::string& a : args) {
     if (a == "--json") json = true;
+    else if (a == "--all") all = true;
     else if (a == "-h" || a == "--help") {
-      out << "usage: dslaunch status [--json] [JOB]\n";
+      out << "usage: dslaunch status [--json] [--all | JOB]\n"
+             "  without JOB: this user's running jobs, else the newest ended one; --all: every job, one line each\n";
       return 0;
     } else if (!a.empty() && a[0] != '-' && job.empty()) job = a;
-    else return Status::InvalidArgument(fmt::format("status: unexpected '{}': usage: dslaunch status [--json] [JOB]", a));
+    else return Status::InvalidArgument(fmt::format("status: unexpected '{}': usage: dslaunch status [--json] [--all | JOB]", a));
   }
+  if (all && !job.empty())
+    return Status::InvalidArgument("status: --all lists every job; to see one, give its JOB without --all");
   DS_ASSIGN_OR_RETURN(PrivateDir dir, OpenPrivateDir());
   std::vector<Found> found = List(dir);
-  std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.mtime > b.mtime; });
+  std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.mtime_ns > b.mtime_ns; });
+  if (all) {
+    const std::vector<JobListEntry> jobs = Every(dir, found);
+    if (jobs.empty())
+      return Status::NotFound(fmt::format("status: no job of yours in {} (a running job has a socket there, an "
+                                          "ended one its record)", dir.path));
+    if (json)
+      for (const JobListEntry& e : jobs) out << JobViewJson(e.view);
+    else
+      out << JobListTable(jobs);
+    return 0;
+  }
   int shown = 0;
   for (const Found& f : found) {  // live jobs (with JOB: that one, live or from its record)
     if (!job.empty() && f.name.rfind(job, 0) != 0) continue;
@@ -126,6 +161,9 @@ Result<int> RunStatus(const std::vector<std::string>& args, std::ostream& out) {
       if (!f.live) {  // nothing running: the newest record
         DS_ASSIGN_OR_RETURN(JobView v, ReadRecord(dir, f.name));
         out << Print(v, json);
+        if (!json)
+          out << "(nothing of yours is running: this is your newest ended job; dslaunch status --all lists every "
+                 "job, dslaunch status JOB shows one)\n";
         return 0;
       }
   return Status::NotFound(job.empty() ? fmt::format("status: no job of yours in {} (a running job has a socket "

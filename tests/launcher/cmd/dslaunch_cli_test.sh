@@ -33,6 +33,17 @@ expect 0 "dslaunch 0." -- --version
 expect 0 "Subcommands:" -- --help
 expect 0 "--nproc_per_node" -- --help
 expect 0 "DSLAUNCH_CONNECT_TIMEOUT" -- env
+# status --all: every job of this user, one line each, from a record left in the private directory.
+mkdir -p "$tmp/xdg/dslaunch" && chmod 700 "$tmp/xdg" "$tmp/xdg/dslaunch"
+printf '%s' '{"job_id":"abcdef012345","pid":999,"state":"done","elapsed_seconds":42.5,"generation":0,"restarts":0,"max_restarts":0,"world_size":2,"ranks_running":0,"agents_registered":2,"nodes_lost":0,"exit_code":3,"nodes":[],"ranks":[]}' \
+  >"$tmp/xdg/dslaunch/abcdef012345-999.json" && chmod 600 "$tmp/xdg/dslaunch/abcdef012345-999.json"
+( export XDG_RUNTIME_DIR="$tmp/xdg"
+  expect 0 "JOB           PID      STARTED (UTC)           STATE     EXIT  TIME     WORLD  RESTARTS" -- status --all
+  expect 0 "abcdef012345  999      " -- status --all
+  expect 0 " ended     3     42s      2      0/0" -- status --all
+  expect 0 "(nothing of yours is running: this is your newest ended job; dslaunch status --all lists every job, dslaunch status JOB shows one)" -- status
+  expect 2 "status: --all lists every job; to see one, give its JOB without --all" -- status --all abc
+  exit $fail ) || fail=1
 # A near miss of a subcommand is a typo, not a job (unless a program has that name).
 expect 2 "dslaunch: error: unknown subcommand 'statu' (did you mean 'status'?); to run a program called 'statu' on every slot, put it after \`--\`: dslaunch [options] -- statu" -- statu
 expect 2 "unknown subcommand 'reprot' (did you mean 'report'?)" -- reprot

@@ -1,0 +1,24 @@
+// `dslaunch status --all`: one line per job of this user, running or ended,
+// newest first: its id, dslaunch's pid, when it started, its state, its exit
+// code, how long it ran, its world size and restarts. Pure formatting; the
+// caller (status_cmd.cc) finds the jobs and their views.
+#pragma once
+
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "launcher/report/job_view.h"
+
+namespace ds {
+
+struct JobListEntry {
+  JobView view;
+  bool live = false;    // answered on its socket (else read from its record)
+  time_t started = 0;   // wall clock, seconds (the caller derives it: the view's time less its elapsed)
+};
+
+// The table, a header line first; "" for no entries. Times in UTC.
+std::string JobListTable(const std::vector<JobListEntry>& jobs);
+
+}  // namespace ds
