@@ -95,8 +95,8 @@ Result<int> RunReport(const std::vector<std::string>& args, std::ostream& out) {
     return Status::NotFound(job.empty() ? fmt::format("report: no job record in {} (a job leaves <job>-<pid>.json "
                                                       "there when it ends)", dir.path)
                                         : fmt::format("report: no record of job {} in {} (a job leaves "
-                                                      "<job>-<pid>.json there when it ends; `dslaunch status` "
-                                                      "lists them)", job, dir.path));
+                                                      "<job>-<pid>.json there when it ends; `dslaunch status "
+                                                      "--all` lists them)", job, dir.path));
   DS_ASSIGN_OR_RETURN(std::string text, ReadRecord(dir, name));
   const std::string what = fmt::format("report: {}/{}.json", dir.path, name);
   Result<JobView> view = ParseJobViewJson(text);
