@@ -2,7 +2,9 @@
 // plants the name first in a shared sticky directory, as /tmp is.
 #include "common/private_dir.h"
 
+#include <grp.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -53,6 +55,53 @@ TEST_CASE("private dir: another user's directory, a symlink or loose permissions
         t.base + "/loose has mode 755: expected 700 (nobody else may enter it); chmod 700 it");
   REQUIRE(testing::AsNobody({"touch", t.base + "/file"}));
   CHECK(OpenPrivateDirIn(t.base, "file").status().message() == t.base + "/file is not a directory; remove it");
+}
+
+// Issue 42 item 9: anyone can make /tmp/dslaunch-<uid> for every uid first.
+// A user without XDG_RUNTIME_DIR (root over ssh, containers, sudo) then lost
+// the per-node form on loopback and `status`/`report`, and one who is not
+// root got only "Permission denied". Now who made it is said to anyone, and
+// dslaunch uses $HOME/.dslaunch instead (/run/user/<uid> first, where ours).
+TEST_CASE("private dir: a name another user made first in /tmp: who made it is said, to a user who is not root "
+          "too, and $HOME/.dslaunch is used instead; /run/user/<uid> first",
+          "[unit]") {
+  if (testing::NoOtherUser()) return;
+  SharedTmp t;
+  const std::string name = "dslaunch-" + std::to_string(::geteuid()), planted = t.base + "/" + name;
+  REQUIRE(testing::AsNobody({"mkdir", "-m", "700", planted}));
+  testing::TempDir home("dsl-test-home");
+  PrivateDirBases b;
+  b.tmp = t.base;
+  b.home = home.path();
+  b.run_user = home.path() + "/no-run-user";
+  auto d = OpenPrivateDirFrom(b);
+  REQUIRE(d.ok());
+  CHECK(d->path == home.path() + "/.dslaunch");
+  b.home = "";
+  CHECK(OpenPrivateDirFrom(b).status().message() == planted + " is owned by uid 65534, not by you (uid " +
+                                                        std::to_string(::geteuid()) + "): another user made it; remove it");
+  b.run_user = home.path() + "/run";
+  REQUIRE(::mkdir(b.run_user.c_str(), 0700) == 0);
+  d = OpenPrivateDirFrom(b);
+  REQUIRE(d.ok());
+  CHECK(d->path == b.run_user + "/dslaunch");
+  // A victim who is not root (uid 65533) cannot open nobody's 0700
+  // directory: it is told who made it all the same.
+  REQUIRE(testing::AsNobody({"mkdir", "-m", "700", t.base + "/dslaunch-65533"}));
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(65533, 65533, 65533) != 0 || ::setresuid(65533, 65533, 65533) != 0)
+      ::_exit(2);
+    auto r = OpenPrivateDirIn(t.base, "dslaunch-65533");
+    ::_exit(r.status().message() ==
+                    t.base + "/dslaunch-65533 is owned by uid 65534, not by you (uid 65533): another user made it; remove it"
+                ? 0
+                : 1);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }
 
 }  // namespace
