@@ -141,7 +141,8 @@ std::string FormatSummary(const JobRecord& record, int world_size, bool color) {
     if (f.last_lines.empty()) {
       out += fmt::format("  rank {} printed nothing\n", f.rank);
     } else {
-      out += fmt::format("  last {} lines of rank {}:\n", f.last_lines.size(), f.rank);
+      out += fmt::format("  last {} line{} of rank {}:\n", f.last_lines.size(), f.last_lines.size() == 1 ? "" : "s",
+                         f.rank);
       for (const auto& l : f.last_lines) out += "    | " + l + "\n";
     }
   } else if (f.signal != 0) {

@@ -32,6 +32,21 @@ std::chrono::system_clock::time_point FirstSignTime(const WorkerRecord& w) {
   return w.traceback_seq != 0 ? w.traceback_time : w.end_time;
 }
 
+std::string LastLine(const WorkerRecord& w) { return w.last_lines.empty() ? "" : w.last_lines.back(); }
+
+// The first `n` of `failed` ended alike: the same exit code or signal, hung
+// or not, and the same last line (a script that is not executable, on every
+// rank). Which of them reached dslaunch first then does not matter.
+bool Alike(const std::vector<const WorkerRecord*>& failed, size_t n) {
+  const WorkerRecord& a = *failed[0];
+  for (size_t i = 1; i < n; ++i) {
+    const WorkerRecord& w = *failed[i];
+    if (w.exit_code != a.exit_code || w.signal != a.signal || w.hung != a.hung || LastLine(w) != LastLine(a))
+      return false;
+  }
+  return true;
+}
+
 std::string HowChosen(const std::vector<const WorkerRecord*>& failed, size_t collateral) {
   const WorkerRecord& c = *failed[0];
   const char* sign = c.traceback_seq != 0 ? "its traceback" : "its exit";
@@ -41,6 +56,9 @@ std::string HowChosen(const std::vector<const WorkerRecord*>& failed, size_t col
                        collateral == 1 ? "" : "s");
   if (own == 0)
     return fmt::format("a guess: every failed rank reported a lost connection, and {} reached dslaunch first", sign);
+  if (Alike(failed, own))
+    return fmt::format("{} ranks failed the same way{}, so which came first does not matter", own,
+                       collateral == 0 ? "" : fmt::format(" and {} reported a lost connection", collateral));
   const WorkerRecord& next = *failed[1];
   return fmt::format("a guess: {} ranks failed for their own reasons, and {} reached dslaunch {:.3f} s before rank "
                      "{}'s; that order crosses pipes and hosts, so read every failed rank below",

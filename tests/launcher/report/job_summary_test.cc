@@ -125,7 +125,7 @@ TEST_CASE("summary: the failing rank's own error message and innermost frames; e
       "      return self.w @ x\n"
       "    File \"/work/train.py\", line 12, in step\n"
       "      raise ValueError(\"boom\")\n"
-      "  last 1 lines of rank 1:\n"
+      "  last 1 line of rank 1:\n"
       "    | ValueError: boom\n"
       "dslaunch: exit code 1\n";
   INFO(s);

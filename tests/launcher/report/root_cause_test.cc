@@ -76,6 +76,28 @@ TEST_CASE("root cause: the first traceback in time outranks an earlier exit, and
   CHECK(rec.ExitCode() == 1);
 }
 
+TEST_CASE("root cause: ranks that failed the same way need no guess", "[summary]") {
+  JobRecord rec = FourRanks();
+  for (int r : {1, 0, 3, 2}) {  // a script that is not executable, on every rank
+    rec.OnOutput(r, kStderr, "dsagent: cannot run './train.sh': Permission denied");
+    rec.OnExited(r, 100 + r, 127, 0, false);
+  }
+  const RootCauseChoice c = ChooseRootCause(rec);
+  CHECK(c.cause.rank == 1);
+  CHECK(c.cause.cause_note == "4 ranks failed the same way, so which came first does not matter");
+  const std::string s = FormatSummary(rec, 4, false);
+  INFO(s);
+  CHECK(s.find("  root cause: rank 1 (4 ranks failed the same way, so which came first does not matter)\n"
+               "  last 1 line of rank 1:\n") != std::string::npos);
+  // Another last line, or another exit, is not the same way: the guess stays.
+  JobRecord other = FourRanks();
+  other.OnOutput(0, kStderr, "ValueError: a");
+  other.OnExited(0, 100, 1, 0, false);
+  other.OnOutput(1, kStderr, "ValueError: b");
+  other.OnExited(1, 101, 1, 0, false);
+  CHECK(ChooseRootCause(other).cause.cause_note.rfind("a guess: 2 ranks failed for their own reasons", 0) == 0);
+}
+
 TEST_CASE("root cause: one failed rank needs no note; an error file's message decides collateral", "[summary]") {
   JobRecord rec = FourRanks();
   CHECK(rec.OnExited(1, 101, 3, 0, false));
