@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -384,9 +385,13 @@ void SnapshotKeeper::Fetch(const msg::Fetch& m) {
   }
   const auto t0 = SteadyClock::now();
   // This run's saves that lost to m's: newer steps, and other saves of the
-  // same step (a timeline a restart abandoned). Other runs' saves stay on
-  // disk; in memory only the one being resumed stays.
+  // same step (a timeline a restart abandoned), but never one the plan
+  // protects: a gather that failed (a source on a node not yet known dead)
+  // and gave way to an older step must not cost the recovery point. Other
+  // runs' saves stay on disk; in memory only the one being resumed stays.
+  const std::vector<msg::SaveRef> kept = plan().protect;
   auto lost = [&](int64_t step, const msg::SnapshotId& id) {
+    if (std::find(kept.begin(), kept.end(), msg::SaveRef{step, id.set}) != kept.end()) return false;
     return id.run == run_ && (step > m.step || (step == m.step && id != m.id));
   };
   std::vector<msg::ShardEntry> added, removed = store_->DropIf([&](int64_t step, const msg::SnapshotId& id) {

@@ -230,6 +230,27 @@ TEST_CASE("snapshot keeper: a new agent finds the node's disk, and a fetch drops
   CHECK_FALSE(std::filesystem::exists(disk / ("ckpt/" + SnapshotStepDirName(10, ten.set))));
 }
 
+TEST_CASE("snapshot keeper: a fetch of an older step never drops the recovery point", "[snapshots]") {
+  TempDir disk;
+  Node a(0, disk / "ckpt");
+  const msg::SnapshotId ten = a.HandOff(10, 0, 1, "ten");
+  a.Persisted(10, ten);
+  const msg::SnapshotId twenty = a.HandOff(20, 0, 1, "twenty");
+  a.Persisted(20, twenty);  // the plan now protects 20: say it is the recovery point
+  // A gather of 20 failed elsewhere and gave way to 10: 20 stays, in memory and on disk.
+  a.keeper->StartFetch(msg::Fetch{1, 10, ten, {{0, 0, "127.0.0.1:1"}}});
+  REQUIRE(a.WaitFor([&] { return !a.fetched.empty(); }));
+  CHECK(a.fetched[0].error == "");
+  CHECK_FALSE(a.Removed(20, twenty.set));
+  CHECK(ReadFile(a.MemoryDir(20, twenty) + "/shard_0.bin") == "twenty");
+  CHECK(std::filesystem::exists(disk / ("ckpt/" + SnapshotStepDirName(20, twenty.set))));
+  // Once the plan lets it go, the next fetch of 10 drops it as before.
+  a.keeper->SetPlan(msg::SnapshotPlan{20, {{10, ten.set}}, {}});
+  a.keeper->StartFetch(msg::Fetch{2, 10, ten, {{0, 0, "127.0.0.1:1"}}});
+  REQUIRE(a.WaitFor([&] { return a.fetched.size() == 2; }));
+  CHECK(a.Removed(20, twenty.set));
+}
+
 TEST_CASE("snapshot keeper: a later run keeps an earlier run's saves through a fresh start and pruning",
           "[snapshots]") {
   TempDir disk;

@@ -111,9 +111,16 @@ kill_host() {
   pids=$(ip netns pids "${NS[$1]}" | grep -vx "$sshd")
   echo "$pids" | xargs -r kill -STOP; echo "$pids" | xargs -r kill -9
 }
-resumed_steps() {  # every generation's resumed step, in order (-1: from scratch)
-  sed -n -e 's/.*recovered in place at step \([0-9]*\) in .*/\1/p' -e 's/.*resuming from step \([0-9]*\).*/\1/p' \
-    -e 's/.*starting from scratch.*/-1/p' "$work/$1.out"
+# NAME [FROM]: each generation's resumed step after line FROM, in order (-1:
+# from scratch): the last save a gather tried before its workers ran (a save
+# one node could not gather gives way to an older one within a generation).
+resumed_steps() {
+  tail -n +"$(( ${2:-0} + 1 ))" "$work/$1.out" | awk '
+    match($0, /recovered in place at step [0-9]+ in /) { print substr($0, RSTART + 27, RLENGTH - 31) + 0; cur = ""; next }
+    match($0, /resuming from step [0-9]+/) { cur = substr($0, RSTART + 19, RLENGTH - 19) + 0; next }
+    /starting from scratch/ { cur = -1; next }
+    /dslaunch: generation [0-9]+: all [0-9]+ workers running/ { if (cur != "") print cur; cur = "" }
+    END { if (cur != "") print cur }'
 }
 losses_after() {  # NAME STEP: rank 0's losses of steps > STEP after the last resumption
   awk -v s="$2" '
@@ -126,12 +133,12 @@ losses_after() {  # NAME STEP: rank 0's losses of steps > STEP after the last re
 }
 accuracy() { sed -n 's/.*\(test accuracy [0-9.]*, test loss [0-9.]*\).*/\1/p' "$work/$1.out" | tail -1; }
 
-# keep_resumed NAME (in the background): once NAME resumes, copies what the
+# keep_resumed NAME FROM (in the background): once NAME resumes (after line FROM), copies what the
 # nodes' disks hold of that step to $work/kept (the agents prune it later).
 keep_resumed() {
   local s i d
   for i in $(seq 3000); do
-    s=$(resumed_steps "$1" | head -1)
+    s=$(resumed_steps "$1" "$2" | head -1)
     [ -n "$s" ] && break
     sleep 0.01
   done
@@ -190,7 +197,8 @@ for trial in $(seq "$trials"); do
   lost=1; survivors=()
   for h in 0 1 2; do [ "$h" -ne "$victim" ] && survivors+=("${ADDR[$h]}"); done
   rm -rf "$work/kept"
-  keep_resumed t$trial & watcher=$!
+  at_fault=$(wc -l <"$work/t$trial.out")  # what generation 0 said is not a resumption
+  keep_resumed t$trial "$at_fault" & watcher=$!
   case $fault in
     worker) kill -9 $(worker_pid "$victim"); lost=0; survivors=("${ADDR[@]}");;
     host) kill_host "$victim";;
@@ -204,16 +212,26 @@ for trial in $(seq "$trials"); do
     partition) ip link set "dsl${name}v${victim}a" up; ip -n "${NS[$victim]}" neigh flush all;;
     stop) kill -CONT $(agent_pid "$victim") 2>/dev/null;;
   esac
+  # The next trial starts on empty disks: nothing of this one may still be writing.
+  for i in $(seq 500); do
+    left=$(for h in 0 1 2; do agent_pid $h; worker_pid $h; done)
+    [ -z "$left" ] && break
+    sleep 0.02
+  done
+  [ -z "$left" ] || fail "left running 10 s after the job ended: $(echo $left)"
   [ -n "$hog" ] && { kill "$hog"; wait "$hog" 2>/dev/null; hog=""; }
-  mapfile -t resumed < <(resumed_steps t$trial)
+  mapfile -t resumed < <(resumed_steps t$trial "$at_fault")
   echo "   point before the fault $point; resumed at ${resumed[*]:-(none)}; exit $rc"
   [ "$rc" -eq 0 ] || { fail "dslaunch exited $rc"; tail -20 "$work/t$trial.out" >&2; }
-  [ "${#resumed[@]}" -gt 0 ] || fail "no generation resumed after the fault"
+  if [ "${#resumed[@]}" -eq 0 ]; then
+    tail -n +"$((at_fault + 1))" "$work/t$trial.out" | grep -q "restart [0-9]*/\|in-place recovery" &&
+      fail "no generation resumed after the fault" || echo "   the job ended before the fault was noticed"
+  fi
   prev=-1
   for s in "${resumed[@]}"; do
-    [ "$s" -ge 0 ] || fail "started from scratch with a recovery point at step $point"
+    [ "$s" -ge 0 ] || { fail "started from scratch with a recovery point at step $point"; grep "^dslaunch:" "$work/t$trial.out" >&2; }
     [ "$lost" -le "$replicas" ] && [ "$s" -lt "$point" ] && fail "resumed at step $s, before the recovery point $point"
-    [ "$s" -lt "$prev" ] && fail "went backwards across generations: step $prev, then $s"
+    [ "$s" -lt "$prev" ] && { fail "went backwards across generations: step $prev, then $s"; grep "^dslaunch:" "$work/t$trial.out" >&2; }
     prev=$s
   done
   if [ -n "${RECOVERY_RESULTS:-}" ]; then
