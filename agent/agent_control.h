@@ -96,7 +96,9 @@ class AgentControl {
     bool reported = false;   // WorkerExited sent
     bool beaten = false;     // at least one step heartbeat
     bool hung = false;       // killed for its silence
+    bool hang_said = false;  // WorkerHung sent: the coordinator takes every rank's stacks, then stops us
     TimePoint last_beat;
+    TimePoint hang_kill_at;  // with hang_said: killed here if no stop came by then
     std::string beat_token;  // DSLAUNCH_HEARTBEAT_TOKEN
   };
 
@@ -150,6 +152,9 @@ class AgentControl {
   std::optional<uint32_t> stop_owed_;      // a Stop's generation awaiting its Stopped
   Duration stop_grace_ = Seconds(kDefaultStopGrace);
   Duration hang_timeout_ = Seconds(kDefaultHangTimeout);
+  // A worker the coordinator was told is hung is killed here after this if
+  // no stop came (its stack collection takes at most 10 s).
+  static constexpr Duration kHangStopGrace = std::chrono::seconds(15);
   std::optional<TimePoint> kill_at_;       // SIGKILL the remaining groups then
   std::optional<TimePoint> linger_until_;  // after Shutdown: the launch tree's agents' limit
   TimePoint last_recv_;

@@ -153,13 +153,26 @@ void AgentControl::OnTick() {
   Settle();
 }
 
+// A worker silent for hang_timeout: the coordinator hears of it first and
+// takes every rank's stacks before it stops the generation; only when no
+// stop came within kHangStopGrace (or no coordinator listens) is the worker
+// killed here.
 void AgentControl::CheckHangs(TimePoint now) {
   if (hang_timeout_.count() <= 0) return;
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(hang_timeout_).count();
   for (auto& s : slots_) {
     if (!s.running || !s.beaten || s.hung || now - s.last_beat < hang_timeout_) continue;
+    if (!s.hang_said && seams_.link.open()) {
+      s.hang_said = true;
+      s.hang_kill_at = now + kHangStopGrace;
+      SendLine(s.rank, 2, fmt::format("dsagent: rank {} made no step for {} ms; every rank's stacks are taken "
+                                      "before the job is stopped", s.rank, ms));
+      Send(wire::MsgType::kWorkerHung, msg::WorkerHung{generation_, s.rank, static_cast<uint32_t>(ms)}.Encode());
+      continue;
+    }
+    if (s.hang_said && now < s.hang_kill_at) continue;
     s.hung = true;
-    SendLine(s.rank, 2, fmt::format("dsagent: rank {} made no step for {} ms; killing it", s.rank,
-                                    std::chrono::duration_cast<std::chrono::milliseconds>(hang_timeout_).count()));
+    SendLine(s.rank, 2, fmt::format("dsagent: rank {} made no step for {} ms; killing it", s.rank, ms));
     seams_.workers.SignalGroup(s.rank, SIGKILL);
   }
 }
@@ -185,7 +198,7 @@ std::optional<AgentControl::TimePoint> AgentControl::NextDeadline() const {
   if (reshape_) consider(reshape_->deadline);
   if (phase_ == AgentPhase::kRunning && hang_timeout_.count() > 0) {
     for (const auto& s : slots_)
-      if (s.running && s.beaten && !s.hung) consider(s.last_beat + hang_timeout_);
+      if (s.running && s.beaten && !s.hung) consider(s.hang_said ? s.hang_kill_at : s.last_beat + hang_timeout_);
   }
   if (phase_ == AgentPhase::kLingering && linger_until_) consider(*linger_until_);
   if (auto p = progress_.NextDeadline()) consider(*p);

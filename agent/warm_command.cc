@@ -27,14 +27,13 @@ bool IsPlainFlags(const std::string& a) {
                      [](char c) { return std::string_view("bBdEiIOqsSuvx").find(c) != std::string_view::npos; });
 }
 
-// Set per generation by dslaunch and read by nothing at interpreter start.
+}  // namespace
+
 bool VariesPerGeneration(const std::string& name) {
   if (name == "OMP_NUM_THREADS") return false;  // OpenMP reads it when its library loads
   const EnvParam* p = FindEnvParam(name);
   return p != nullptr && p->scope == EnvScope::kWorkerContract;
 }
-
-}  // namespace
 
 std::optional<PythonCommand> SplitPythonCommand(const std::vector<std::string>& argv) {
   if (argv.empty() || !IsPythonName(argv[0])) return std::nullopt;

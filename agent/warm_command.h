@@ -43,6 +43,12 @@ struct SpareStart {
   std::vector<int> cpus;
 };
 
+// Whether dslaunch sets `name` anew each generation and nothing reads it
+// at interpreter start (RANK, MASTER_PORT, DSLAUNCH_GENERATION, ...): a
+// spare imports its preload without these, and may take an assignment
+// that differs in them.
+bool VariesPerGeneration(const std::string& name);
+
 // Why a spare started as `started` cannot take `assigned`, in words for the
 // agent's log ("PYTHONPATH differs", "the cores differ"); "" when it can.
 std::string SpareMismatch(const SpareStart& started, const SpareStart& assigned);

@@ -14,9 +14,15 @@ def _dsagent_spare():
             return os.getcwd()
         return os.path.dirname(os.path.realpath(first))
 
+    # -c put '' first on the path where a script would put its directory;
+    # under -I or PYTHONSAFEPATH (-P) the interpreter puts nothing there, and
+    # the path is left as it made it.
+    own_slot = (not sys.flags.isolated and not getattr(sys.flags, 'safe_path', False)
+                and bool(sys.path) and sys.path[0] == '')
     ctl = socket.socket(fileno=int(sys.argv[1]))
     prefix = sys.orig_argv[:sys.orig_argv.index('-c')]
-    sys.path[0] = path0(sys.argv[2])
+    if own_slot:
+        sys.path[0] = path0(sys.argv[2])
     started = time.monotonic()
     before = dict(os.environb)
     name = ''
@@ -95,7 +101,8 @@ def _dsagent_spare():
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
 
     sys.orig_argv[:] = prefix + target
-    sys.path[0] = path0(target[0])
+    if own_slot:
+        sys.path[0] = path0(target[0])
     main = sys.modules['__main__']
     g = main.__dict__
     keep = {k: g[k] for k in ('__builtins__', '__annotations__') if k in g}

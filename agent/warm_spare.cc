@@ -4,7 +4,6 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -25,9 +24,7 @@ namespace {
 // In the child, between fork and exec: only async-signal-safe calls.
 [[noreturn]] void ExecSpare(char* const* argv, char* const* envp, const cpu_set_t* cpus, const char* dir,
                             int devnull, int ctl, bool low_priority, pid_t parent) {
-  ::setpgid(0, 0);
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) ::_exit(137);  // the agent died before prctl
+  StartWorkerChild(parent);  // as a cold worker's child starts
   for (int fd = 0; fd <= 2; ++fd) ::dup2(devnull, fd);
   CloseOnExecAboveStderr({ctl});
   ResetSignalsInChild();
@@ -112,7 +109,13 @@ Result<std::unique_ptr<WarmSpare>> WarmSpare::Start(const SpareStart& start, con
     args.push_back(std::move(a));
   args.insert(args.end(), preload.begin(), preload.end());
   const CStringArray argv(args);
-  const CStringArray envp(start.env);
+  // The preload is imported without the generation's own variables (RANK,
+  // MASTER_PORT, ...): they would be stale by the time the spare runs, and
+  // the old MASTER_PORT is free for anyone to bind. The assignment brings them.
+  KeyValues env;
+  for (const auto& kv : start.env)
+    if (!VariesPerGeneration(kv.first)) env.push_back(kv);
+  const CStringArray envp(env);
   const pid_t parent = ::getpid();
   const pid_t pid = ForkWithSignalsBlocked();
   if (pid < 0) return Status::IOError(fmt::format("fork: {}", std::strerror(errno)));

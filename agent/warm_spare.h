@@ -1,7 +1,9 @@
 // WarmSpare: one waiting Python interpreter for the next generation's local
 // rank (warm_spares.h). Started like a worker (its own process group, pgid ==
 // pid; PR_SET_PDEATHSIG(SIGKILL) with the re-check; the rank's cores; the
-// current generation's environment and working directory; /dev/null for
+// current generation's environment less the variables that vary per
+// generation (VariesPerGeneration: RANK, MASTER_PORT, ...) and its working
+// directory; /dev/null for
 // stdin, stdout and stderr), at nice 19 when the agent may raise it back,
 // it runs kWarmShim (warm_shim.h): imports the preload list and reports on
 // a private socketpair. HandOff sends the assignment on that socket:

@@ -22,6 +22,17 @@
 #include "wire/protocol.h"
 
 namespace ds {
+
+void StartWorkerChild(pid_t agent) {
+  ::setpgid(0, 0);
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != agent) ::_exit(137);  // the agent died before prctl
+  // Yama's ptrace_scope 1 (Ubuntu's default) lets only a declared tracer and
+  // its descendants attach: the agent's hang stack tools (eu-stack, gdb) are
+  // its children. It lasts across exec; EINVAL without Yama, which is fine.
+  ::prctl(PR_SET_PTRACER, agent, 0, 0, 0);
+}
+
 namespace {
 
 // In the child: the parts of one message to its stderr, with write(2) only.
@@ -32,13 +43,7 @@ void WriteToStderr(std::initializer_list<const char*> parts) {
 // In the child, between fork and exec: only async-signal-safe calls.
 [[noreturn]] void ExecChild(const WorkerLaunch& l, char* const* argv, char* const* envp, const cpu_set_t* cpus,
                             int in, int out, int err, int ctl, pid_t parent) {
-  ::setpgid(0, 0);
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) ::_exit(137);  // the agent died before prctl
-  // Yama's ptrace_scope 1 (Ubuntu's default) lets only a declared tracer and
-  // its descendants attach: the agent's hang stack tools (eu-stack, gdb) are
-  // its children. It lasts across exec; EINVAL without Yama, which is fine.
-  ::prctl(PR_SET_PTRACER, parent, 0, 0, 0);
+  StartWorkerChild(parent);
   int stdin_fd = in >= 0 ? in : ::open("/dev/null", O_RDONLY);
   if (stdin_fd >= 0) ::dup2(stdin_fd, 0);
   ::dup2(out, 1);

@@ -181,6 +181,13 @@ DS_DECODE_BEGIN(StoreValue) m.value = r.Blob(); DS_DECODE_END(StoreValue)
 Bytes StoreInt::Encode() const { return PayloadWriter().I64(value).Take(); }
 DS_DECODE_BEGIN(StoreInt) m.value = r.I64(); DS_DECODE_END(StoreInt)
 
+Bytes WorkerHung::Encode() const { return PayloadWriter().U32(generation).I32(rank).U32(silent_ms).Take(); }
+DS_DECODE_BEGIN(WorkerHung)
+  m.generation = r.U32();
+  m.rank = r.I32();
+  m.silent_ms = r.U32();
+DS_DECODE_END(WorkerHung)
+
 Bytes DumpStacks::Encode() const { return PayloadWriter().U32(generation).U32(deadline_ms).Take(); }
 DS_DECODE_BEGIN(DumpStacks)
   m.generation = r.U32();

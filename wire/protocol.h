@@ -260,6 +260,12 @@ struct Reshaped {                 // agent -> coord: answer to Reshape
   DS_MESSAGE(Reshaped);
 };
 // Hangs (wire_format.md "Hang stacks"). Coordinator <-> agent:
+struct WorkerHung {               // agent -> coord: a worker made no step for elastic.hang_timeout
+  uint32_t generation = 0;
+  int32_t rank = 0;
+  uint32_t silent_ms = 0;         // since its last step beat
+  DS_MESSAGE(WorkerHung);
+};
 struct DumpStacks {               // coord -> agent: the job is hung, take every worker's stacks
   uint32_t generation = 0;
   uint32_t deadline_ms = 0;       // answer within this; a worker's dump still running then is cut off

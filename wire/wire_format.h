@@ -30,7 +30,8 @@ constexpr uint16_t kVersion = 9;  // 2: Assign and WorkerExited grew fields; 3: 
                                   //    Progress's save stall;
                                   //    Ping's stamp and echo: heartbeat round trips;
                                   //    hang stacks: DumpStacks, Stacks;
-                                  // 9: SnapshotPlan (the recovery point), the counters' budget wait
+                                  // 9: SnapshotPlan (the recovery point), the counters' budget wait;
+                                  //    WorkerHung (elastic.hang_timeout's verdict takes stacks first)
 constexpr size_t kHeaderSize = 12;
 constexpr uint32_t kMaxPayload = 16u * 1024 * 1024;  // larger frames are rejected unread
 // Before AuthOk a frame is a Hello or an Auth, nothing larger: Hello is
@@ -92,6 +93,7 @@ enum class MsgType : uint16_t {
   // Hangs: every worker's stacks before anything is killed.
   kDumpStacks = 45,     // coord -> agent: dump the generation's workers' stacks
   kStacks = 46,         // agent: its workers' stacks (bounded), answer to DumpStacks
+  kWorkerHung = 48,     // agent: a worker made no step for elastic.hang_timeout (stacks before the stop)
   // Agent <-> agent (role kPeer).
   kShardPut = 40,       // a shard's entry, crc32 and manifest; ShardData frames follow
   kShardData = 41,      // up to kMaxPayload bytes of a shard

@@ -147,6 +147,11 @@ Status JobControl::OnAgentFrame(int node, const Frame& f) {
       if (static_cast<int>(m.generation) == generation_) OnReshaped(node, m);
       return Status::OK();
     }
+    case wire::MsgType::kWorkerHung: {
+      DS_ASSIGN_OR_RETURN(msg::WorkerHung m, msg::WorkerHung::Decode(f.payload));
+      OnWorkerHung(node, m);
+      return Status::OK();
+    }
     case wire::MsgType::kStacks: {
       DS_ASSIGN_OR_RETURN(msg::Stacks m, msg::Stacks::Decode(f.payload));
       OnStacks(node, m);

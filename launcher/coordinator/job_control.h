@@ -260,10 +260,13 @@ class JobControl {
     std::vector<bool> answered;        // by node index
     size_t waiting = 0;                // agents yet to answer
     std::map<int, msg::RankStack> got;  // by rank
+    int culprit_node = -1;             // an agent's hang_timeout verdict: whose host the failure names
   };
   static constexpr double kStackCollectSeconds = 10.0;  // agents answer DumpStacks within this
   bool collecting_stacks() const { return stacks_.deadline != Clock::time_point::max(); }
   void CheckHang(Clock::time_point now);
+  void OnWorkerHung(int node, const msg::WorkerHung& m);  // elastic.hang_timeout: the same, naming that rank
+  void CollectStacks(const std::string& why, Clock::time_point now, int culprit = -1);
   void OnStacks(int node, const msg::Stacks& m);
   void FinishStacks();
   // job_control_evict.cc: elastic.evict_slow (evict.h).

@@ -48,8 +48,25 @@ void JobControl::CheckHang(Clock::time_point now) {
   std::optional<std::string> line = hangs_.Judge(progress_, gen_plan_.world_size, now);
   if (!line) return;
   Notice(*line);
+  CollectStacks(line->substr(0, line->find(';')), now);
+}
+
+// An agent's verdict (elastic.hang_timeout): its worker made no step for that
+// long. Every rank's stacks first, as for the detector's, and the failure
+// names that rank; a second verdict while collecting changes nothing.
+void JobControl::OnWorkerHung(int node, const msg::WorkerHung& m) {
+  if (state_ != CoordState::kRunning || static_cast<int>(m.generation) != generation_ || collecting_stacks()) return;
+  const std::string why = fmt::format("rank {} made no step for {:g} s (elastic.hang_timeout)", m.rank,
+                                      static_cast<double>(m.silent_ms) / 1000);
+  Notice(fmt::format("{}: {}; taking every rank's stacks before anything is stopped", names_[node], why));
+  CollectStacks(why, clock_.Now(), node);
+  Rearm();
+}
+
+void JobControl::CollectStacks(const std::string& why, Clock::time_point now, int culprit) {
   stacks_ = StackCollection{};
-  stacks_.why = line->substr(0, line->find(';'));
+  stacks_.why = why;
+  stacks_.culprit_node = culprit;
   stacks_.deadline = now + Seconds(kStackCollectSeconds);
   stacks_.answered.assign(agents_.size(), true);
   const Bytes ask = msg::DumpStacks{static_cast<uint32_t>(generation_),
@@ -97,6 +114,8 @@ void JobControl::FinishStacks() {
   }
   Notice(fmt::format("hang stacks, generation {} (every rank's in {}):", generation_, where));
   for (const std::string& line : HangReportLines(stacks)) Notice("  " + line);
+  if (c.culprit_node >= 0)  // killed by SIGKILL, as the agent would have: 128 + 9
+    return Fail(names_[c.culprit_node], c.why, 137, /*restartable=*/true);
   Fail(OddHosts(stacks), c.why, 1, /*restartable=*/true);
 }
 

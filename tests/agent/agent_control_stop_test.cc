@@ -217,23 +217,49 @@ TEST_CASE("AgentControl: after Shutdown the launch tree's agents get stop grace 
   CHECK(f.control.finished());
 }
 
-TEST_CASE("AgentControl: a worker whose step beats stop for hang_timeout is killed and reported hung") {
+TEST_CASE("AgentControl: a worker silent for hang_timeout is reported first, its stacks taken before any kill") {
   AgentFixture f;
   f.Assign(0, {0, 1}, /*hang_ms=*/1500);
   f.control.OnStepBeat({0, 1, f.workers.tokens[0]});
   f.Tick(1499ms);
   f.control.OnFrame(Frame{MsgType::kPing, msg::Ping{}.Encode()});
-  CHECK(f.workers.signals.empty());
+  CHECK(f.link.Count(MsgType::kWorkerHung) == 0);
   f.Tick(1ms);
-  CHECK(f.workers.SignalsTo(0) == std::vector<int>{SIGKILL});
-  CHECK(f.workers.SignalsTo(1).empty());  // never beat: never judged
+  auto hung = f.link.Of<msg::WorkerHung>(MsgType::kWorkerHung);
+  REQUIRE(hung.size() == 1);
+  CHECK(hung[0].rank == 0);
+  CHECK(hung[0].silent_ms == 1500);
+  CHECK(f.workers.signals.empty());  // the coordinator takes every rank's stacks first
   auto lines = f.link.Of<msg::Output>(MsgType::kOutput);
   REQUIRE(lines.size() == 1);
-  CHECK(lines[0].line == "dsagent: rank 0 made no step for 1500 ms; killing it");
-  for (int i = 0; i < 5; ++i) {
+  CHECK(lines[0].line == "dsagent: rank 0 made no step for 1500 ms; every rank's stacks are taken before the job is "
+                         "stopped");
+  // The coordinator's Stop ends it as every worker is ended.
+  f.Stop(0);
+  CHECK(f.workers.SignalsTo(0) == std::vector<int>{SIGTERM});
+  CHECK(f.link.Count(MsgType::kWorkerHung) == 1);  // said once
+}
+
+TEST_CASE("AgentControl: a hung worker no stop came for within the grace is killed and reported hung") {
+  AgentFixture f;
+  f.Assign(0, {0, 1}, /*hang_ms=*/1500);
+  f.control.OnStepBeat({0, 1, f.workers.tokens[0]});
+  f.Tick(1500ms);
+  REQUIRE(f.link.Count(MsgType::kWorkerHung) == 1);
+  for (int i = 0; i < 7; ++i) {  // the coordinator answers Pings but never stops the generation
     f.control.OnFrame(Frame{MsgType::kPing, msg::Ping{}.Encode()});
     f.Tick(2s);
   }
+  CHECK(f.workers.SignalsTo(0).empty());  // 14 s of the 15 s grace
+  f.control.OnFrame(Frame{MsgType::kPing, msg::Ping{}.Encode()});
+  f.Tick(1s);
+  CHECK(f.workers.SignalsTo(0) == std::vector<int>{SIGKILL});
+  CHECK(f.workers.SignalsTo(1).empty());  // never beat: never judged
+  auto lines = f.link.Of<msg::Output>(MsgType::kOutput);
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[1].line == "dsagent: rank 0 made no step for 1500 ms; killing it");
+  f.control.OnFrame(Frame{MsgType::kPing, msg::Ping{}.Encode()});
+  f.Tick(2s);
   CHECK(f.workers.SignalsTo(0) == std::vector<int>{SIGKILL});  // once
   f.Exit(0, 0, SIGKILL);
   auto exited = f.link.Of<msg::WorkerExited>(MsgType::kWorkerExited);

@@ -254,8 +254,7 @@ TEST_CASE("elastic: a hung worker (step heartbeat stalled past hang_timeout) res
   INFO(err << out);
   CHECK(code == 0);
   CHECK(out.find("GEN 1 1") != std::string::npos);
-  CHECK(err.find("killed by signal 9 (SIGKILL) after its step heartbeat stalled (hang_timeout)") !=
-        std::string::npos);  // named as the restart's cause
+  CHECK(err.find("made no step for 1 s (elastic.hang_timeout)") != std::string::npos);  // the restart's cause
   CHECK(err.find("restart 1/1: generation 1 on 1 node, world size 2") != std::string::npos);
 }
 

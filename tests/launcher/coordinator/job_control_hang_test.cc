@@ -151,3 +151,36 @@ TEST_CASE("job control: ranks that keep stepping are not hung; off without hang_
 }
 
 }  // namespace ds::test
+
+namespace ds::test {
+
+TEST_CASE("job control: an agent's hang_timeout verdict takes every rank's stacks first and names that rank",
+          "[jobcontrol][hang]") {
+  JobSpec job = Hangs();
+  job.elastic.hang_factor = 0;  // only the agent's per-worker limit
+  job.elastic.hang_timeout = 2.0;
+  FakeCluster c(kTwoHosts, job);
+  c.Run();
+  Beat(c, 40);
+  c.Send(1, MsgType::kWorkerHung, msg::WorkerHung{0, 3, 2000}.Encode());
+  CHECK(Said(c, "w1: rank 3 made no step for 2 s (elastic.hang_timeout); taking every rank's stacks before anything "
+                "is stopped") == 1);
+  REQUIRE(c.Count(0, MsgType::kDumpStacks) == 1);
+  REQUIRE(c.Count(1, MsgType::kDumpStacks) == 1);
+  c.Send(0, MsgType::kWorkerHung, msg::WorkerHung{0, 1, 2000}.Encode());  // a second verdict while collecting
+  CHECK(c.Count(0, MsgType::kDumpStacks) == 1);
+  c.Send(0, MsgType::kStacks, StacksOf(0).Encode());
+  CHECK(c.Count(0, MsgType::kStop) == 0);  // nothing stopped before every stack is in
+  c.Send(1, MsgType::kStacks, StacksOf(1, "Spin").Encode());
+  CHECK(Said(c, "  rank 3 (w1): in Spin (innermost: __GI___poll), step 40") == 1);
+  CHECK(c.Count(0, MsgType::kStop) == 1);
+  c.ConfirmStops();
+  const auto& cause = c.record().restart_causes().at(0);
+  CHECK(cause.host == "w1");
+  CHECK(cause.what == "rank 3 made no step for 2 s (elastic.hang_timeout)");
+  // Another generation's verdict is stale.
+  c.Send(1, MsgType::kWorkerHung, msg::WorkerHung{0, 3, 2000}.Encode());
+  CHECK(c.Count(1, MsgType::kDumpStacks) == 1);
+}
+
+}  // namespace ds::test
