@@ -25,14 +25,15 @@ std::string Duration(double seconds) {
 
 std::string JobListTable(const std::vector<JobListEntry>& jobs) {
   if (jobs.empty()) return "";
-  std::string out = fmt::format("{:<14}{:<9}{:<24}{:<10}{:<6}{:<9}{:<7}{}\n", "JOB", "PID", "STARTED (UTC)", "STATE",
-                                "EXIT", "TIME", "WORLD", "RESTARTS");
+  std::string out = fmt::format("{:<14}{:<9}{:<24}{:<10}{:<6}{:<9}{:<7}{:<10}{}\n", "JOB", "PID", "STARTED (UTC)",
+                                "STATE", "EXIT", "TIME", "WORLD", "RESTARTS", "COMMAND");
   for (const JobListEntry& e : jobs) {
     const JobView& v = e.view;
     const std::string state = e.live ? v.state : "ended";
     const std::string exit = e.live || v.exit_code < 0 ? "-" : std::to_string(v.exit_code);
-    out += fmt::format("{:<14}{:<9}{:<24}{:<10}{:<6}{:<9}{:<7}{}/{}\n", v.job_id, v.pid, Utc(e.started), state, exit,
-                       Duration(v.elapsed_seconds), v.world_size, v.restarts, v.max_restarts);
+    const std::string restarts = fmt::format("{}/{}", v.restarts, v.max_restarts);
+    out += fmt::format("{:<14}{:<9}{:<24}{:<10}{:<6}{:<9}{:<7}{:<10}{}\n", v.job_id, v.pid, Utc(e.started), state, exit,
+                       Duration(v.elapsed_seconds), v.world_size, restarts, e.command.empty() ? "-" : e.command);
   }
   return out;
 }

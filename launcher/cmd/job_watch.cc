@@ -57,6 +57,12 @@ void JobWatch::Stop() {
   last.exit_code = record_.ExitCode();
   Sample(last);
   Result<std::string> text = WithTimeline(JobViewJson(last), sampler_.timeline());
+  if (text.ok()) {  // how it ended, for `dslaunch status JOB` and the report after the fact
+    const auto started = std::chrono::system_clock::now() - std::chrono::duration<double>(last.elapsed_seconds);
+    text = WithEnding(*text, RecordEnding{FormatSummary(record_, last.world_size, /*color=*/false),
+                                          coord_.control().options().argv,
+                                          std::chrono::duration_cast<std::chrono::seconds>(started.time_since_epoch()).count()});
+  }
   if (Status st = text.ok() ? status_->Finish(*text) : text.status(); !st.ok())
     mux_.Notice("dslaunch: warning: no job record for `dslaunch status`: " + st.message());
   status_.reset();

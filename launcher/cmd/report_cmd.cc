@@ -102,7 +102,9 @@ Result<int> RunReport(const std::vector<std::string>& args, std::ostream& out) {
   Result<JobView> view = ParseJobViewJson(text);
   if (!view.ok()) return Status::InvalidArgument(fmt::format("{}: not a job record: {}", what, view.status().message()));
   DS_ASSIGN_OR_RETURN(RunTimeline timeline, ParseTimeline(text, what));
-  DS_RETURN_IF_ERROR(Write(file.empty() ? "dslaunch-report-" + name + ".html" : file, RunReportHtml(*view, timeline), out));
+  DS_ASSIGN_OR_RETURN(RecordEnding ending, ParseEnding(text, what));
+  DS_RETURN_IF_ERROR(Write(file.empty() ? "dslaunch-report-" + name + ".html" : file,
+                           RunReportHtml(*view, timeline, ending), out));
   return 0;
 }
 

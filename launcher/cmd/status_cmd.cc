@@ -18,7 +18,9 @@
 #include "common/private_dir.h"
 #include "common/unique_fd.h"
 #include "launcher/cmd/job_list.h"
+#include "common/strings.h"
 #include "launcher/report/job_view_json.h"
+#include "launcher/report/run_report_json.h"
 #include "launcher/report/status_table.h"
 
 namespace ds {
@@ -79,14 +81,31 @@ Result<JobView> Ask(const PrivateDir& dir, const std::string& name) {
   return ParseJobViewJson(text);
 }
 
-Result<JobView> ReadRecord(const PrivateDir& dir, const std::string& name) {
+// An ended job's record: its view and how it ended (run_report_json.h).
+struct Record {
+  JobView view;
+  RecordEnding ending;
+};
+
+Result<Record> ReadRecord(const PrivateDir& dir, const std::string& name) {
   UniqueFd fd(::openat(dir.fd.get(), (name + ".json").c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (fd.get() < 0) return Status::NotFound(fmt::format("{}/{}.json: {}", dir.path, name, std::strerror(errno)));
   std::string text;
   char buf[65536];
   ssize_t n;
   while ((n = ::read(fd.get(), buf, sizeof(buf))) > 0 && text.size() < kMaxReply) text.append(buf, n);
-  return ParseJobViewJson(text);
+  DS_ASSIGN_OR_RETURN(JobView view, ParseJobViewJson(text));
+  DS_ASSIGN_OR_RETURN(RecordEnding ending, ParseEnding(text, fmt::format("{}/{}.json", dir.path, name)));
+  return Record{std::move(view), std::move(ending)};
+}
+
+// An ended job as `status` shows it: its table, then how it ended (the
+// summary dslaunch printed then) when the record kept it.
+std::string PrintEnded(const Record& r, bool json) {
+  if (json) return JobViewJson(r.view);
+  std::string out = StatusTable(r.view);
+  if (!r.ending.summary.empty()) out += "how it ended:\n" + r.ending.summary;
+  return out;
 }
 
 std::string Print(const JobView& v, bool json) { return json ? JobViewJson(v) : StatusTable(v); }
@@ -100,10 +119,18 @@ std::vector<JobListEntry> Every(const PrivateDir& dir, const std::vector<Found>&
   for (const Found& f : found) {
     const bool running = std::any_of(found.begin(), found.end(), [&](const Found& g) { return g.live && g.name == f.name; });
     if (!f.live && running) continue;  // the socket's answer is newer than a record of the same name
-    Result<JobView> v = f.live ? Ask(dir, f.name) : ReadRecord(dir, f.name);
-    if (!v.ok()) continue;  // a job killed before it could leave a record, or a record that is not one
-    const time_t seen = f.live ? now : f.mtime;
-    out.push_back({*v, f.live, seen - static_cast<time_t>(v->elapsed_seconds)});
+    if (f.live) {
+      Result<JobView> v = Ask(dir, f.name);
+      if (v.ok()) out.push_back({*v, true, now - static_cast<time_t>(v->elapsed_seconds), ""});
+      continue;  // else a job killed before it could leave a record
+    }
+    Result<Record> r = ReadRecord(dir, f.name);
+    if (!r.ok()) continue;  // a record that is not one
+    const time_t started = r->ending.started > 0 ? static_cast<time_t>(r->ending.started)
+                                                 : f.mtime - static_cast<time_t>(r->view.elapsed_seconds);
+    std::string command;
+    for (const std::string& a : r->ending.argv) command += (command.empty() ? "" : " ") + ShellQuote(a);
+    out.push_back({r->view, false, started, command});
   }
   return out;
 }
@@ -150,8 +177,8 @@ Result<int> RunStatus(const std::vector<std::string>& args, std::ostream& out) {
     } else if (!job.empty() && std::none_of(found.begin(), found.end(), [&](const Found& g) {
                  return g.live && g.name == f.name;
                })) {
-      DS_ASSIGN_OR_RETURN(JobView v, ReadRecord(dir, f.name));
-      out << Print(v, json);
+      DS_ASSIGN_OR_RETURN(Record r, ReadRecord(dir, f.name));
+      out << PrintEnded(r, json);
       ++shown;
     }
   }
@@ -159,8 +186,8 @@ Result<int> RunStatus(const std::vector<std::string>& args, std::ostream& out) {
   if (job.empty())
     for (const Found& f : found)
       if (!f.live) {  // nothing running: the newest record
-        DS_ASSIGN_OR_RETURN(JobView v, ReadRecord(dir, f.name));
-        out << Print(v, json);
+        DS_ASSIGN_OR_RETURN(Record r, ReadRecord(dir, f.name));
+        out << PrintEnded(r, json);
         if (!json)
           out << "(nothing of yours is running: this is your newest ended job; dslaunch status --all lists every "
                  "job, dslaunch status JOB shows one)\n";

@@ -1,9 +1,11 @@
 #include "launcher/report/run_report.h"
 
 #include <algorithm>
+#include <ctime>
 
 #include <fmt/format.h>
 
+#include "common/strings.h"
 #include "launcher/report/run_report_svg.h"
 
 namespace ds {
@@ -13,6 +15,7 @@ constexpr const char* kStyle = R"(body{font:14px/1.4 system-ui,sans-serif;margin
 h1{font-size:20px;margin:0 0 12px}h2{font-size:16px;margin:20px 0 6px}
 table{border-collapse:collapse}td,th{padding:2px 10px;text-align:left;border-bottom:1px solid #ddd}
 th{font-weight:600}.bad{color:#b00020;font-weight:600}.ok{color:#1b7f3b;font-weight:600}
+pre.ending{background:#f6f6f6;padding:8px;white-space:pre-wrap}
 svg text{font:12px system-ui,sans-serif;fill:#222}text.host{text-anchor:end}text.tick{text-anchor:middle;fill:#555}
 text.ytick{text-anchor:end;fill:#555}text.caption{text-anchor:middle;fill:#555}
 line.axis{stroke:#444}line.tick{stroke:#444}line.row{stroke:#eee}line.grid{stroke:#eee}
@@ -27,16 +30,34 @@ std::string Row(const std::string& key, const std::string& value) {
   return fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", key, value);
 }
 
-std::string Summary(const JobView& v, const RunTimeline& t) {
+std::string Utc(int64_t seconds) {
+  const time_t t = static_cast<time_t>(seconds);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
+}
+
+std::string Command(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const std::string& a : argv) out += (out.empty() ? "" : " ") + ShellQuote(a);
+  return out;
+}
+
+std::string Summary(const JobView& v, const RunTimeline& t, const RecordEnding& e) {
   std::string exit = v.exit_code < 0 ? "running (no exit yet)"
                      : v.exit_code == 0 ? "<span class=\"ok\">0 (success)</span>"
                                         : fmt::format("<span class=\"bad\">{} (failed)</span>", v.exit_code);
   std::string out = "<table class=\"summary\">\n";
   out += Row("job", HtmlEscape(v.job_id)) + Row("exit code", exit);
+  if (!e.argv.empty()) out += Row("command", "<code>" + HtmlEscape(Command(e.argv)) + "</code>");
+  if (e.started > 0) out += Row("started", Utc(e.started));
   out += Row("elapsed", fmt::format("{:.1f} s", v.elapsed_seconds));
   out += Row("restarts", fmt::format("{} of at most {}", v.restarts, v.max_restarts));
   out += Row("generation", std::to_string(v.generation));
-  out += Row("ranks", fmt::format("{} running of world size {}", v.ranks_running, v.world_size));
+  out += Row("ranks", v.exit_code < 0 ? fmt::format("{} running of world size {}", v.ranks_running, v.world_size)
+                                      : fmt::format("world size {}", v.world_size));
   // The record's own count includes the agents leaving at the end: the timeline's lost marks do not.
   const auto lost = std::count_if(t.events.begin(), t.events.end(), [](const TimelineEvent& e) { return e.kind == "lost"; });
   out += Row("nodes", fmt::format("{}, {} lost while the job ran", v.nodes.size(), lost));
@@ -81,11 +102,12 @@ std::string HtmlEscape(const std::string& s) {
   return out;
 }
 
-std::string RunReportHtml(const JobView& v, const RunTimeline& t) {
+std::string RunReportHtml(const JobView& v, const RunTimeline& t, const RecordEnding& e) {
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   out += fmt::format("<title>dslaunch report: job {}</title>\n<style>\n{}</style>\n</head>\n<body>\n",
                      HtmlEscape(v.job_id), kStyle);
-  out += fmt::format("<h1>dslaunch job {}</h1>\n", HtmlEscape(v.job_id)) + Summary(v, t);
+  out += fmt::format("<h1>dslaunch job {}</h1>\n", HtmlEscape(v.job_id)) + Summary(v, t, e);
+  if (!e.summary.empty()) out += "<h2>How it ended</h2>\n<pre class=\"ending\">" + HtmlEscape(e.summary) + "</pre>\n";
   out += "<h2>Timeline per node</h2>\n" + TimelineSvg(v.nodes, t);
   if (t.dropped > 0)
     out += fmt::format("<p class=\"dropped\">{} later events not kept (the record's bound).</p>\n", t.dropped);

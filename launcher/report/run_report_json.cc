@@ -47,4 +47,27 @@ Result<RunTimeline> ParseTimeline(const std::string& record, const std::string& 
   }
 }
 
+Result<std::string> WithEnding(const std::string& record, const RecordEnding& e) {
+  json j = json::parse(record, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return Status::InvalidArgument("job record: not a JSON object");
+  j["ending"] = {{"summary", e.summary}, {"argv", e.argv}, {"started", e.started}};
+  return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+Result<RecordEnding> ParseEnding(const std::string& record, const std::string& what) {
+  json j = json::parse(record, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return Status::InvalidArgument(what + ": not a JSON object");
+  RecordEnding e;
+  if (!j.contains("ending")) return e;
+  try {
+    const json& ej = j.at("ending");
+    e.summary = ej.at("summary").get<std::string>();
+    e.argv = ej.at("argv").get<std::vector<std::string>>();
+    e.started = ej.at("started").get<int64_t>();
+    return e;
+  } catch (const json::exception& ex) {
+    return Status::InvalidArgument(what + ": not an ending (\"ending\" with summary, argv, started): " + ex.what());
+  }
+}
+
 }  // namespace ds

@@ -4,7 +4,9 @@
 // Pure; thread-compatible.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "launcher/report/run_report_timeline.h"
@@ -18,5 +20,21 @@ Result<std::string> WithTimeline(const std::string& record, const RunTimeline& t
 // empty timeline. Error: not JSON, or a timeline of the wrong shape, said as
 // "<what>: ..." with `what` naming the record.
 Result<RunTimeline> ParseTimeline(const std::string& record, const std::string& what);
+
+// How the job ended, kept in its record ("ending") so that `dslaunch status
+// JOB` and `dslaunch report` say it after the fact: the summary dslaunch
+// printed at the end (the root cause, every failed rank, the restarts and
+// their causes), the worker command and when the job started.
+struct RecordEnding {
+  std::string summary;            // FormatSummary's text, "" = not kept (an older dslaunch)
+  std::vector<std::string> argv;  // the worker command
+  int64_t started = 0;            // wall clock, seconds since the epoch; 0 = unknown
+};
+
+// `record` with "ending" added; one line, "\n" ended. Error: not a JSON object.
+Result<std::string> WithEnding(const std::string& record, const RecordEnding& ending);
+// The record's ending; an empty one when the record has none. Error: not
+// JSON, or an ending of the wrong shape, said as "<what>: ...".
+Result<RecordEnding> ParseEnding(const std::string& record, const std::string& what);
 
 }  // namespace ds

@@ -246,6 +246,43 @@ TEST_CASE("dslaunch status finds the running job from another process, and its r
   CHECK(Status(dir, {"--json", job}).first == 1);  // gone: "status: no job <job> in ..."
 }
 
+// The job remembers why it ended: after rank 1 exits 3 (rank 0 is stopped),
+// `dslaunch status JOB` shows the summary dslaunch printed at the end, and
+// `status --all` the job's line with its exit code and command.
+TEST_CASE("dslaunch status after the end says how the job ended, and --all lists it", "[watch]") {
+  TempDir dir("ended");
+  const std::string xdg = dir / "xdg";  // a private directory of this test's own
+  REQUIRE(::mkdir(xdg.c_str(), 0700) == 0);
+  auto env = JobEnv(dir);
+  env.push_back({"XDG_RUNTIME_DIR", xdg});
+  const std::string script = "[ $RANK = 1 ] && { echo boom >&2; exit 3; }; exec sleep 60";
+  Child job;
+  CHECK(Run({DslaunchPath(), "--hostfile", HostfileFor(dir, 2, 1), "--", "/bin/sh", "-c", script}, dir.path(), &job,
+            seconds(60), env) == 3);
+  auto status = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> argv{DslaunchPath(), "status"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Child c;
+    const int code = Run(argv, dir.path(), &c, seconds(30), env);
+    return std::make_pair(code, ReadFile(c.out_path));
+  };
+  auto [code, all] = status({"--all"});
+  INFO(all);
+  CHECK(code == 0);
+  const size_t line = all.find('\n') + 1;
+  const std::string job_id = all.substr(line, all.find(' ', line) - line);
+  REQUIRE(job_id.size() == 12);
+  CHECK(all.find(" ended     3     ") != std::string::npos);
+  CHECK(all.find("/bin/sh -c '" + script + "'\n") != std::string::npos);
+  auto [code2, ended] = status({job_id});
+  INFO(ended);
+  CHECK(code2 == 0);
+  CHECK(ended.find("how it ended:\ndslaunch: job failed; first failure at ") != std::string::npos);
+  CHECK(std::regex_search(ended, std::regex("\n  host 127\\.0\\.0\\.2, rank 1, pid [0-9]+: exited with code 3\n")));
+  CHECK(ended.find("    | boom\n") != std::string::npos);
+  CHECK(ended.find("dslaunch: exit code 3\n") != std::string::npos);
+}
+
 // dstrain on two nodes, training until stopped: once the agents' progress
 // summaries arrive, the plain progress line carries steps and samples/s, and
 // /metrics every rank's step, step time and samples/s.

@@ -90,6 +90,12 @@ want 'killed by signal 9 (SIGKILL)'
 want '>samples/s</text>'
 want '<polyline class="sps" points="'
 want '<span class="ok">0 (success)</span>'
+# How it ended, from the record's ending: the summary dslaunch printed, the command, the start.
+want '<h2>How it ended</h2>'
+want 'dslaunch: all 2 workers exited 0, after 1 restart'
+want '<tr><th>command</th><td><code>python3 worker.py</code></td></tr>'
+want '<tr><th>started</th><td>20'
+want '<tr><th>ranks</th><td>world size 2</td></tr>'
 grep -q '<g class="lost">' "$work/dom" && fail "a node shown lost (the agents leaving at the end are not)"
 grep -q '<script' "$work/dom" && fail "the page has a script"
 

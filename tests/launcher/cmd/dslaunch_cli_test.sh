@@ -35,12 +35,14 @@ expect 0 "--nproc_per_node" -- --help
 expect 0 "DSLAUNCH_CONNECT_TIMEOUT" -- env
 # status --all: every job of this user, one line each, from a record left in the private directory.
 mkdir -p "$tmp/xdg/dslaunch" && chmod 700 "$tmp/xdg" "$tmp/xdg/dslaunch"
-printf '%s' '{"job_id":"abcdef012345","pid":999,"state":"done","elapsed_seconds":42.5,"generation":0,"restarts":0,"max_restarts":0,"world_size":2,"ranks_running":0,"agents_registered":2,"nodes_lost":0,"exit_code":3,"nodes":[],"ranks":[]}' \
+printf '%s' '{"job_id":"abcdef012345","pid":999,"state":"done","elapsed_seconds":42.5,"generation":0,"restarts":0,"max_restarts":0,"world_size":2,"ranks_running":0,"agents_registered":2,"nodes_lost":0,"exit_code":3,"nodes":[],"ranks":[],"ending":{"summary":"dslaunch: job failed; first failure at 2026-12-01 22:52:16.327 UTC\n  host w1, rank 1, pid 7: exited with code 3\n","argv":["python3","-u","train.py"],"started":1796165536}}' \
   >"$tmp/xdg/dslaunch/abcdef012345-999.json" && chmod 600 "$tmp/xdg/dslaunch/abcdef012345-999.json"
 ( export XDG_RUNTIME_DIR="$tmp/xdg"
-  expect 0 "JOB           PID      STARTED (UTC)           STATE     EXIT  TIME     WORLD  RESTARTS" -- status --all
-  expect 0 "abcdef012345  999      " -- status --all
-  expect 0 " ended     3     42s      2      0/0" -- status --all
+  expect 0 "JOB           PID      STARTED (UTC)           STATE     EXIT  TIME     WORLD  RESTARTS  COMMAND" -- status --all
+  expect 0 "abcdef012345  999      2026-12-01 22:52:16     ended     3     42s      2      0/0       python3 -u train.py" -- status --all
+  # After the end, status JOB says how it ended: the summary dslaunch printed then.
+  expect 0 "how it ended:" -- status abcdef
+  expect 0 "  host w1, rank 1, pid 7: exited with code 3" -- status abcdef
   expect 0 "(nothing of yours is running: this is your newest ended job; dslaunch status --all lists every job, dslaunch status JOB shows one)" -- status
   expect 2 "status: --all lists every job; to see one, give its JOB without --all" -- status --all abc
   exit $fail ) || fail=1

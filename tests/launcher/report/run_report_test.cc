@@ -131,5 +131,36 @@ TEST_CASE("run report json: the timeline survives the record, status still reads
   CHECK(ParseTimeline("[", "r.json").status().message() == "r.json: not a JSON object");
 }
 
+TEST_CASE("run report: the record's ending gives the command, the start and how it ended", "[run_report]") {
+  RecordEnding e;
+  e.summary = "dslaunch: job failed; first failure at 2026-12-01 22:52:16.327 UTC\n"
+              "  host beta, rank 1, pid 7: exited with code 3\n"
+              "  last 1 line of rank 1:\n    | <boom>\n";
+  e.argv = {"python3", "-u", "train.py", "--name", "my run"};
+  e.started = 1796165536;  // 2026-12-01 22:52:16 UTC
+  Result<std::string> record = WithEnding(*WithTimeline(JobViewJson(Summary()), Timeline()), e);
+  REQUIRE(record.ok());
+  Result<RecordEnding> back = ParseEnding(*record, "r.json");
+  REQUIRE(back.ok());
+  CHECK(back->summary == e.summary);
+  CHECK(back->argv == e.argv);
+  CHECK(back->started == e.started);
+  CHECK(ParseJobViewJson(*record).ok());  // status still reads the record
+  const std::string html = RunReportHtml(Summary(), Timeline(), *back);
+  CHECK(Has(html, "<tr><th>command</th><td><code>python3 -u train.py --name &#39;my run&#39;</code></td></tr>"));
+  CHECK(Has(html, "<tr><th>started</th><td>2026-12-01 22:52:16 UTC</td></tr>"));
+  CHECK(Has(html, "<h2>How it ended</h2>\n<pre class=\"ending\">dslaunch: job failed; first failure at "
+                  "2026-12-01 22:52:16.327 UTC\n  host beta, rank 1, pid 7: exited with code 3\n"
+                  "  last 1 line of rank 1:\n    | &lt;boom&gt;\n</pre>"));
+  CHECK(Has(html, "<tr><th>ranks</th><td>world size 2</td></tr>"));  // ended: no "0 running"
+  // A record without an ending (an older dslaunch): no such parts.
+  Result<RecordEnding> none = ParseEnding(JobViewJson(Summary()), "r.json");
+  REQUIRE(none.ok());
+  CHECK(none->summary.empty());
+  CHECK(RunReportHtml(Summary(), Timeline()).find("How it ended") == std::string::npos);
+  CHECK(ParseEnding("{\"ending\": {\"summary\": 1}}", "r.json").status().message().rfind(
+            "r.json: not an ending (\"ending\" with summary, argv, started): ", 0) == 0);
+}
+
 }  // namespace
 }  // namespace ds
