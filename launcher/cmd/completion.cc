@@ -13,12 +13,12 @@ namespace {
 std::string ValueAction(const CLI::Option& opt) {
   if (opt.get_expected_max() == 0 || opt.get_type_size_max() == 0) return "";  // a flag
   const std::string type = opt.get_type_name();
-  if (type.find("FILE") != std::string::npos || type.find("PATH") != std::string::npos) return "compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- \"$cur\"))";
-  if (type.find("DIR") != std::string::npos) return "compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- \"$cur\"))";
+  if (type.find("FILE") != std::string::npos || type.find("PATH") != std::string::npos) return "compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- \"$cur\")";
+  if (type.find("DIR") != std::string::npos) return "compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -d -- \"$cur\")";
   if (type.size() > 2 && type.front() == '{' && type.back() == '}') {
     std::string words = type.substr(1, type.size() - 2);
     std::replace(words.begin(), words.end(), ',', ' ');
-    return fmt::format("COMPREPLY=($(compgen -W '{}' -- \"$cur\"))", words);
+    return fmt::format("mapfile -t COMPREPLY < <(compgen -W '{}' -- \"$cur\")", words);
   }
   return "COMPREPLY=()";  // a number, a list, a name: nothing to offer
 }
@@ -55,10 +55,10 @@ std::string Completer(const std::string& fn, const CLI::App& app, const std::vec
   std::string subwords;
   for (const CompletionCommand& c : words) subwords += (subwords.empty() ? "" : " ") + c.word;
   std::string out = fmt::format("{}() {{\n  local cur=$1 prev=$2 first=$3\n  case \"$prev\" in\n{}  esac\n", fn, arms);
-  out += fmt::format("  if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W '{}' -- \"$cur\")); return; fi\n",
+  out += fmt::format("  if [[ $cur == -* ]]; then mapfile -t COMPREPLY < <(compgen -W '{}' -- \"$cur\"); return; fi\n",
                      fmt::join(options, " "));
   if (!subwords.empty()) {
-    out += fmt::format("  if [[ $first == 1 ]]; then COMPREPLY=($(compgen -W '{}' -- \"$cur\")); fi\n", subwords);
+    out += fmt::format("  if [[ $first == 1 ]]; then mapfile -t COMPREPLY < <(compgen -W '{}' -- \"$cur\"); fi\n", subwords);
   }
   out += "  _dslaunch_paths \"$cur\"\n}\n";
   return out;
@@ -114,7 +114,7 @@ std::string BashCompletion(const std::string& program, const CLI::App& main_app,
       "  COMPREPLY=()\n"
       "  [[ $prev == = ]] && prev=${{COMP_WORDS[COMP_CWORD-2]}}\n"
       "  for ((i = 1; i < COMP_CWORD; i++)); do\n"
-      "    [[ ${{COMP_WORDS[i]}} == -- ]] && {{ compopt -o default 2>/dev/null; COMPREPLY=($(compgen -f -- \"$cur\")); return; }}\n"
+      "    [[ ${{COMP_WORDS[i]}} == -- ]] && {{ compopt -o default 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- \"$cur\"); return; }}\n"
       "  done\n"
       "  if ((COMP_CWORD > 1)); then\n"
       "    i=1\n"

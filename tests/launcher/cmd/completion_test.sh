@@ -45,6 +45,25 @@ has --keep-image dslaunch cluster down --keep
 expect "" dslaunch --nproc_per_node ""
 expect "dir job.yaml train.py" dslaunch --dry-run ""
 expect "dir hosts job.yaml notes.txt train.py" dslaunch -- ./prog ""
+# Issue 42 item 13: file names were word-split and globbed ('a b.yaml' was
+# offered as two words, a file named '*' expanded to every file). Each name
+# is one word, as it is.
+mkdir -p "$work/odd/sub" && (cd "$work/odd" && touch "a b.yaml" "*")
+odd_words() {  # odd_words WORD...: COMPREPLY in $work/odd, each element in [], sorted
+  (cd "$work/odd" && bash --norc --noprofile -c '
+    source ../dslaunch.bash || exit 9
+    spec=$(complete -p dslaunch) || exit 8
+    COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+    fn=${spec#*-F }; fn=${fn%% *}
+    "$fn"
+    printf "%s\n" "${COMPREPLY[@]}" | LC_ALL=C sort | sed "s/.*/[&]/" | paste -sd ""' bash "$@")
+}
+got=$(odd_words dslaunch --hostfile "")
+[ "$got" = "[*][a b.yaml][sub]" ] || fail "dslaunch --hostfile <Tab> among odd names: got '$got', expected '[*][a b.yaml][sub]'"
+got=$(odd_words dslaunch --hostfile hosts "")
+[ "$got" = "[a b.yaml][sub]" ] || fail "dslaunch --hostfile hosts <Tab> among odd names: got '$got', expected '[a b.yaml][sub]'"
+got=$(odd_words dslaunch -- ./prog "")
+[ "$got" = "[*][a b.yaml][sub]" ] || fail "dslaunch -- ./prog <Tab> among odd names: got '$got', expected '[*][a b.yaml][sub]'"
 # Every option the parser declares is offered: the long options of --help's
 # option lines ("  -H,--hostfile FILE   ...").
 "$DSLAUNCH" --help | grep -E '^  -' | awk '{print $1}' | tr ',' '\n' | grep -- '^--' | sort -u >"$work/help-options"
