@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -119,6 +120,15 @@ Result<int> RunPreflight(const CliOptions& cli) {
   o.working_dir = AbsoluteWorkingDir(job->working_dir, std::filesystem::current_path(ec).string());
   o.master_addr = job->network.master_addr;
   o.master_port = job->network.master_port;
+  JobChecksFor(job->command, "", o);  // which script; then its imports, read from here
+  if (!o.job_script.empty()) {
+    const std::filesystem::path script = std::filesystem::path(o.working_dir) / o.job_script;
+    std::ifstream in(script);
+    std::string text(1 << 20, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+    JobChecksFor(job->command, text, o);
+  }
   DS_ASSIGN_OR_RETURN(const std::string launcher, LauncherFor(hosts, cli));
   std::vector<PreflightRow> rows;
   if (launcher == "local") {

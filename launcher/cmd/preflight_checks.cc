@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 
 #include <fmt/format.h>
@@ -69,6 +70,16 @@ std::string ProbeScript(const PreflightOptions& o, const std::string& master_add
     std::string m = ShellQuote(master_addr);
     s += "echo \"own=$(ip -o addr show to " + m + " 2>/dev/null | head -n1 | awk '{print $2}')\"\n";
     s += "echo \"route=$(ip -o route get " + m + " 2>&1 | head -n1)\"\n";
+  }
+  if (!o.job_command.empty()) {  // from the working directory, as the workers start
+    s += "p=" + ShellQuote(o.job_command[0]) + "; s=" + ShellQuote(o.job_script) + "; m=" + ShellQuote(o.import_module) +
+         "\n(if [ -n \"$wd\" ] && [ -d \"$wd\" ]; then cd \"$wd\"; fi\n"
+         " case $p in */*) if [ -f \"$p\" ] && [ -x \"$p\" ]; then f=1; else f=; fi;;\n"
+         "   *) if command -v \"$p\" >/dev/null 2>&1; then f=1; else f=; fi;; esac\n"
+         " if [ -n \"$f\" ]; then echo prog=ok; else echo prog=missing; fi\n"
+         " if [ -n \"$s\" ]; then if [ -f \"$s\" ]; then echo script=ok; else echo script=missing; fi; fi\n"
+         " if [ -n \"$m\" ] && [ -n \"$f\" ]; then e=$(\"$p\" -c \"import $m\" 2>&1); rc=$?\n"
+         "   if [ $rc -eq 0 ]; then echo mod=ok; else echo \"mod=$(printf '%s\\n' \"$e\" | awk 'NF { l = $0 } END { print l }')\"; fi; fi)\n";
   }
   if (is_first && o.master_port > 0)
     s += "if command -v ss >/dev/null 2>&1; then if ss -Hltn \"sport = :" + std::to_string(o.master_port) +
@@ -157,6 +168,27 @@ void CheckInterface(PreflightRow& r, std::map<std::string, std::string>& kv) {
   }
 }
 
+void CheckJob(PreflightRow& r, std::map<std::string, std::string>& kv, const PreflightOptions& o) {
+  if (o.job_command.empty()) return;
+  const std::string& prog = o.job_command[0];
+  const bool python = std::filesystem::path(prog).filename().string().rfind("python", 0) == 0;
+  if (kv["prog"] != "ok") {
+    Fail(r, r.job, "no " + std::filesystem::path(prog).filename().string(),
+         prog + (prog.find('/') != std::string::npos ? " is not an executable file"
+                                                     : " is not on the PATH a non-interactive ssh login gets") +
+             (python ? " (PYTHON_EXEC names the interpreter to use, by its path)" : ""));
+  } else if (!o.job_script.empty() && kv["script"] != "ok") {
+    Fail(r, r.job, "no " + o.job_script,
+         fmt::format("{} is not in {}: every node needs the script at the same path", o.job_script,
+                     o.working_dir.empty() ? "the working directory" : o.working_dir));
+  } else if (!o.import_module.empty() && kv["mod"] != "ok") {
+    Fail(r, r.job, "no " + o.import_module,
+         fmt::format("{} cannot import {}: {}", prog, o.import_module, kv["mod"].empty() ? "no answer" : kv["mod"]));
+  } else {
+    r.job = {true, "ok"};
+  }
+}
+
 void CheckClock(PreflightRow& r, const std::string& time, double skew, double rtt, const PreflightOptions& o) {
   if (time.empty() || !std::isfinite(skew)) {
     Fail(r, r.clock, "?", "cannot read the clock");
@@ -170,6 +202,22 @@ void CheckClock(PreflightRow& r, const std::string& time, double skew, double rt
 
 }  // namespace
 
+void JobChecksFor(const std::vector<std::string>& command, const std::string& script_text, PreflightOptions& o) {
+  o.job_command = command;
+  o.job_script.clear();
+  o.import_module.clear();
+  if (command.empty() || std::filesystem::path(command[0]).filename().string().rfind("python", 0) != 0) return;
+  for (size_t i = 1; i < command.size(); ++i) {
+    if (command[i] == "-m" || command[i] == "-c") return;  // a module or inline code: no script file
+    if (command[i].size() > 3 && command[i].compare(command[i].size() - 3, 3, ".py") == 0) {
+      o.job_script = command[i];
+      break;
+    }
+  }
+  if (script_text.find("import torch") != std::string::npos || script_text.find("from torch") != std::string::npos)
+    o.import_module = "torch";
+}
+
 PreflightRow EvaluateProbe(const HostEntry& host, const std::string& peer, const std::string& out, double skew,
                        double rtt, const PreflightOptions& o) {
   PreflightRow r;
@@ -180,6 +228,7 @@ PreflightRow EvaluateProbe(const HostEntry& host, const std::string& peer, const
   const std::string wd = kv["wd"];
   if (wd == "ok" || wd == "skip") r.workdir = {true, wd == "ok" ? "ok" : "-"};
   else Fail(r, r.workdir, "missing", "working directory " + o.working_dir + " does not exist");
+  CheckJob(r, kv, o);
   CheckSlots(r, host, kv, ProbeValues(out, "gpu"));
   CheckInterface(r, kv);
   const std::string port = kv["port"];
@@ -193,7 +242,7 @@ PreflightRow UnreachableRow(const HostEntry& host, const Status& error) {
   PreflightRow r;
   r.host = host.name;
   r.ssh = {false, "unreachable"};
-  for (PreflightCell* c : {&r.agent, &r.workdir, &r.slots, &r.iface, &r.port, &r.clock}) *c = {true, "-"};
+  for (PreflightCell* c : {&r.agent, &r.workdir, &r.job, &r.slots, &r.iface, &r.port, &r.clock}) *c = {true, "-"};
   std::string msg = error.message();
   if (!StartsWith(msg, host.name + ": ")) msg = host.name + ": " + msg;
   r.problems.push_back(msg);
@@ -201,12 +250,17 @@ PreflightRow UnreachableRow(const HostEntry& host, const Status& error) {
 }
 
 std::string FormatPreflightTable(const std::vector<PreflightRow>& rows) {
-  const std::vector<std::string> head = {"HOST", "SSH", "AGENT", "WORKDIR", "SLOTS", "IFACE->MASTER", "PORT", "CLOCK"};
+  // The JOB column only when a job was checked (a row with a verdict there).
+  const bool job = std::any_of(rows.begin(), rows.end(), [](const PreflightRow& r) { return r.job.text != "" && r.job.text != "-"; });
+  std::vector<std::string> head = {"HOST", "SSH", "AGENT", "WORKDIR", "SLOTS", "IFACE->MASTER", "PORT", "CLOCK"};
+  if (job) head.insert(head.begin() + 4, "JOB");
   std::vector<std::vector<std::string>> cells;
   for (const auto& r : rows) {
     std::vector<std::string> line = {r.host};
-    for (const PreflightCell* c : {&r.ssh, &r.agent, &r.workdir, &r.slots, &r.iface, &r.port, &r.clock})
+    for (const PreflightCell* c : {&r.ssh, &r.agent, &r.workdir, &r.job, &r.slots, &r.iface, &r.port, &r.clock}) {
+      if (c == &r.job && !job) continue;
       line.push_back(c->ok ? c->text : "FAIL " + c->text);
+    }
     cells.push_back(line);
   }
   std::vector<size_t> w(head.size());

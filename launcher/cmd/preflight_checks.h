@@ -22,7 +22,20 @@ struct PreflightOptions {
   int master_port = 0;            // checked free on the first host when > 0
   double max_clock_skew = 2.0;    // seconds
   std::string local_version = DSLAUNCH_VERSION;  // expected in `dsagent --version`
+  // The job, when one is given (a command or a job file's command:), checked
+  // on every node from the working directory: its program found (on the PATH
+  // a non-interactive SSH login has, or as a path), the Python script it runs
+  // there, and `import_module` importable by its interpreter. An empty
+  // job_command checks nothing and leaves the JOB column out.
+  std::vector<std::string> job_command;
+  std::string job_script;         // the .py a Python command runs, as written ("" = none)
+  std::string import_module;      // e.g. "torch", when the script here imports it ("" = none)
 };
+
+// What to check of `command` (a worker's argv): the script a Python
+// interpreter runs (the first argument ending in .py) and, when that file
+// here (`script_text`) imports torch, "torch".
+void JobChecksFor(const std::vector<std::string>& command, const std::string& script_text, PreflightOptions& o);
 
 // One cell: a check's verdict and what to show.
 struct PreflightCell {
@@ -32,7 +45,7 @@ struct PreflightCell {
 
 struct PreflightRow {
   std::string host;
-  PreflightCell ssh, agent, workdir, slots, iface, port, clock;
+  PreflightCell ssh, agent, workdir, job, slots, iface, port, clock;  // job: "" when no job was checked
   std::vector<std::string> problems;  // "host: what is wrong", in column order
   bool ok() const { return problems.empty(); }
 };

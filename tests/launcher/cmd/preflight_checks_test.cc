@@ -256,4 +256,92 @@ TEST_CASE("FormatPreflightTable: aligned columns, problems, a count", "[unit]") 
         "1 of 2 hosts ready\n");
 }
 
+TEST_CASE("JobChecksFor: a Python command's script, and torch when the script imports it", "[unit]") {
+  PreflightOptions o;
+  JobChecksFor({"python3", "-u", "train.py", "--lr", "1"}, "import os\nimport torch.distributed as dist\n", o);
+  CHECK(o.job_command[0] == "python3");
+  CHECK(o.job_script == "train.py");
+  CHECK(o.import_module == "torch");
+  JobChecksFor({"/venv/bin/python3", "-u", "train.py"}, "print(1)\n", o);
+  CHECK(o.job_script == "train.py");
+  CHECK(o.import_module.empty());
+  JobChecksFor({"python3", "-u", "-m", "pkg.train"}, "", o);
+  CHECK(o.job_script.empty());
+  JobChecksFor({"./run.sh", "x.py"}, "import torch", o);
+  CHECK(o.job_script.empty());  // not a Python interpreter: only the program is checked
+  CHECK(o.import_module.empty());
+}
+
+TEST_CASE("EvaluateProbe: the job's program, script and torch on the node, word for word", "[unit]") {
+  PreflightOptions o = Opts();
+  JobChecksFor({"python3", "-u", "train.py"}, "import torch\n", o);
+  const std::string base = kGoodProbe;
+  PreflightRow ok = EvaluateProbe(Host("w1", 4, 2), "", base + "prog=ok\nscript=ok\nmod=ok\n", 0, 0, o);
+  CHECK(ok.ok());
+  CHECK(ok.job.text == "ok");
+  PreflightRow prog = EvaluateProbe(Host("w1", 4, 2), "", base + "prog=missing\n", 0, 0, o);
+  CHECK(prog.problems == std::vector<std::string>{
+                             "w1: python3 is not on the PATH a non-interactive ssh login gets (PYTHON_EXEC names the "
+                             "interpreter to use, by its path)"});
+  CHECK(prog.job.text == "no python3");
+  PreflightRow script = EvaluateProbe(Host("w1", 4, 2), "", base + "prog=ok\nscript=missing\n", 0, 0, o);
+  CHECK(script.problems ==
+        std::vector<std::string>{"w1: train.py is not in /work: every node needs the script at the same path"});
+  PreflightRow mod = EvaluateProbe(Host("w1", 4, 2), "",
+                                   base + "prog=ok\nscript=ok\nmod=ModuleNotFoundError: No module named 'torch'\n", 0, 0, o);
+  CHECK(mod.problems == std::vector<std::string>{
+                            "w1: python3 cannot import torch: ModuleNotFoundError: No module named 'torch'"});
+  CHECK(FormatPreflightTable({ok, mod}) ==
+        "HOST  SSH  AGENT  WORKDIR  JOB            SLOTS     IFACE->MASTER  PORT  CLOCK\n"
+        "w1    ok   0.1.0  ok       ok             4/8 cpus  eth1 10.0.0.2  free  +0.000s\n"
+        "w1    ok   0.1.0  ok       FAIL no torch  4/8 cpus  eth1 10.0.0.2  free  +0.000s\n"
+        "  w1: python3 cannot import torch: ModuleNotFoundError: No module named 'torch'\n"
+        "1 of 2 hosts ready\n");
+  PreflightOptions tool = Opts();
+  JobChecksFor({"./run.sh"}, "", tool);
+  CHECK(EvaluateProbe(Host("w1", 4, 2), "", base + "prog=missing\n", 0, 0, tool).problems ==
+        std::vector<std::string>{"w1: ./run.sh is not an executable file"});
+}
+
+TEST_CASE("ProbeScript: the job's checks run from the working directory, with the node's interpreter", "[process]") {
+  testing::TempDir tmp("dsl-test-probe-job");
+  std::filesystem::create_directories(tmp / "bin");
+  std::filesystem::create_directories(tmp / "wd");
+  testing::WriteFile(tmp / "wd/train.py", "import torch\n");
+  // A stand-in python3 whose torch is missing.
+  testing::WriteFile(tmp / "bin/python3",
+                     "#!/bin/sh\n[ \"$1\" = -c ] && [ \"$2\" = 'import torch' ] || exit 2\n"
+                     "echo 'Traceback (most recent call last):' >&2\n"
+                     "echo \"ModuleNotFoundError: No module named 'torch'\" >&2\nexit 1\n");
+  std::filesystem::permissions(tmp / "bin/python3", std::filesystem::perms::owner_all);
+  auto run = [&](const PreflightOptions& o) {
+    testing::WriteFile(tmp / "probe.sh", ProbeScript(o, "", false));
+    const std::string cmd = "PATH=" + ShellQuote(tmp / "bin") + ":/usr/bin:/bin sh " + ShellQuote(tmp / "probe.sh");
+    FILE* p = popen(cmd.c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::string out;
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
+    pclose(p);
+    return out;
+  };
+  PreflightOptions o = Opts();
+  o.working_dir = tmp / "wd";
+  JobChecksFor({"python3", "-u", "train.py"}, "import torch\n", o);
+  std::string out = run(o);
+  INFO(out);
+  CHECK(LinesStartingWith(out, "prog=") == std::vector<std::string>{"prog=ok"});
+  CHECK(LinesStartingWith(out, "script=") == std::vector<std::string>{"script=ok"});
+  CHECK(LinesStartingWith(out, "mod=") == std::vector<std::string>{"mod=ModuleNotFoundError: No module named 'torch'"});
+  // An import that warns on stderr but succeeds is fine.
+  testing::WriteFile(tmp / "bin/python3.11", "#!/bin/sh\necho 'UserWarning: something' >&2\nexit 0\n");
+  std::filesystem::permissions(tmp / "bin/python3.11", std::filesystem::perms::owner_all);
+  JobChecksFor({"python3.11", "train.py"}, "import torch\n", o);
+  CHECK(LinesStartingWith(run(o), "mod=") == std::vector<std::string>{"mod=ok"});
+  JobChecksFor({"python3", "-u", "other.py"}, "", o);
+  CHECK(LinesStartingWith(run(o), "script=") == std::vector<std::string>{"script=missing"});
+  JobChecksFor({"no-such-program-here"}, "", o);
+  CHECK(LinesStartingWith(run(o), "prog=") == std::vector<std::string>{"prog=missing"});
+}
+
 }  // namespace ds
