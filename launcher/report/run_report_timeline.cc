@@ -48,9 +48,10 @@ void TimelineSampler::Sample(const JobView& v, const std::vector<uint32_t>& slow
     saves_seen_ = v.snapshots_taken;
     AddSnapshot(t, newest_step_seen_);
   }
-  if (v.state == "done") return;  // the agents leave at the end: not nodes lost
+  // Also at the end: a restart in the job's last seconds is one the report shows.
   for (; causes_seen_ < restart_causes.size(); ++causes_seen_)
     Event({std::clamp(restart_causes[causes_seen_].t, 0.0, t), "restart", -1, "", restart_causes[causes_seen_].text});
+  if (v.state == "done") return;  // the agents leave at the end: not nodes lost
   if (v.generation != generation_) {
     generation_ = v.generation;
     if (t_.generations.size() < kMaxGenerations) t_.generations.push_back({v.generation, t, 0, {}});

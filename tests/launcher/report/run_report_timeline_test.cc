@@ -51,6 +51,20 @@ TEST_CASE("timeline: the agents leaving a done job are not nodes lost", "[timeli
   CHECK(s.timeline().end == 3);
 }
 
+// Issue 42 item 10: a restart in the job's last 2 s (after the last periodic
+// sample) came only with the final sample, which returned before taking the
+// causes: the report said "No restarts."
+TEST_CASE("timeline: a restart told of only by the final sample is kept", "[timeline]") {
+  TimelineSampler s;
+  s.Sample(View(2, 0, {{0, "a", "running", 0}}, 100), {}, {});
+  JobView done = View(3, 1, {{0, "a", "lost", 1}}, -1);
+  done.state = "done";
+  s.Sample(done, {}, {{2.5, "rank 0 exited with code 1"}});
+  REQUIRE(s.timeline().events.size() == 1);
+  CHECK((s.timeline().events[0].kind == "restart" && s.timeline().events[0].t == 2.5 &&
+         s.timeline().events[0].text == "rank 0 exited with code 1"));
+}
+
 TEST_CASE("timeline: samples stay bounded, the oldest thinned, the newest kept", "[timeline]") {
   TimelineSampler s;
   const int n = static_cast<int>(TimelineSampler::kMaxSamples) * 3;
