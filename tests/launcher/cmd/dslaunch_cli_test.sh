@@ -162,6 +162,9 @@ expect 0 "localhost  local, no ssh" -- check
 expect 0 "127.0.0.3  local, no ssh" -- check --hostfile "$src/hostfiles/local"
 expect 2 "--launcher local: host 'h1' (hostfile line 1) is not this machine" -- check -H "$tmp/hostfile.remote" --launcher local
 expect 1 "127.0.0.2: " -- check --hostfile "$src/hostfiles/local" --launcher ssh --connect-timeout 2s
+# Given the job, check checks it on every host: here a script that is not there.
+expect 1 "127.0.0.3: nope.py is not in $PWD: every node needs the script at the same path" -- \
+  check --hostfile "$src/hostfiles/local" nope.py
 printf 'w0 slots=x\n' >"$tmp/bad_default_hf"
 ( export DSLAUNCH_DEFAULT_HOSTFILE="$tmp/bad_default_hf"
   expect 2 "$tmp/bad_default_hf:1:" -- check
