@@ -237,7 +237,8 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMu
   if (Status st = coord.Listen(); !st.ok()) return Status::Unavailable(st.message());
   JobWatch watch(io, coord, record, mux,
                  {l.plan.job.progress_interval, l.plan.job.metrics_port, l.plan.job.metrics_addr});
-  if (Status st = watch.Start(); !st.ok()) return Status::Unavailable(st.message());
+  if (Status st = watch.Start(); !st.ok())  // a bad --metrics-addr is an input error (exit 2)
+    return st.code() == Status::Code::kInvalidArgument ? st : Status::Unavailable(st.message());
   LogSetSink([&io, &mux](std::string line) {
     if (!line.empty() && line.back() == '\n') line.pop_back();
     asio::post(io, [&mux, line = std::move(line)] { mux.Notice(line); });

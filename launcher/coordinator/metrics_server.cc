@@ -38,8 +38,14 @@ Status MetricsServer::Listen() {
   UniqueFd fd(::socket(ep.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   const int one = 1;
   if (fd.get() < 0 || ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
-      ::bind(fd.get(), ep.data(), static_cast<socklen_t>(ep.size())) != 0 || ::listen(fd.get(), 64) != 0)
-    return Status::IOError(fmt::format("{}: {}", where, std::strerror(errno)));
+      ::bind(fd.get(), ep.data(), static_cast<socklen_t>(ep.size())) != 0 || ::listen(fd.get(), 64) != 0) {
+    // An address this host does not have, a port taken or not ours to bind:
+    // what the user asked for is wrong (exit 2), said as such.
+    const int err = errno;
+    const std::string why = fmt::format("{}: {}", where, std::strerror(err));
+    return err == EADDRNOTAVAIL || err == EADDRINUSE || err == EACCES ? Status::InvalidArgument(why)
+                                                                       : Status::IOError(why);
+  }
   sockaddr_storage bound{};
   socklen_t len = sizeof(bound);
   if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &len) != 0)

@@ -178,6 +178,10 @@ expect 2 "dslaunch: error: cluster: unknown verb 'bogus': expected up, down, sta
 expect 2 "dslaunch: error: cluster up: --nodes: Value 0 not in range 1 to 1000" -- cluster up --nodes 0
 expect 2 "expected a job file" --
 expect 2 "env: unexpected argument 'x'" -- env x
+# A --metrics-addr that is not a numeric address, or one this host cannot
+# bind, is an input error (issue 42 item 14: it exited 1).
+expect 2 "--metrics-addr 'localhost': expected a numeric address" -- -H "$src/hostfiles/local" --metrics-port 0 --metrics-addr localhost -- true
+expect 2 "--metrics-port 0 on 10.99.99.99: Cannot assign requested address" -- -H "$src/hostfiles/local" --metrics-port 0 --metrics-addr 10.99.99.99 -- true
 # Too few file descriptors for 100 agents, and the hard limit cannot be
 # raised (no CAP_SYS_RESOURCE, as in a container): refused before any agent
 # starts, naming the number. Where the limit can be raised, nothing to check.
