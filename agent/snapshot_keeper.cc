@@ -26,15 +26,12 @@ uint64_t MicrosSince(SteadyClock::time_point t0) {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - t0).count());
 }
 constexpr double kTransferTimeout = 60.0;  // seconds per shard sent or fetched
-// What securing saves (persisting and replicating) may cost while the job
-// trains: this share of one core on average since the keeper started, plus a
-// burst of CPU seconds ahead of it. On a node whose ranks keep every core
-// busy each cycle the agent takes is a rank's. Over budget, the task waits
-// until the budget allows (or the save is superseded): the coordinator picks
-// the next save to secure only when this one is done, so what cannot keep up
-// is the cadence of recoverable saves, skipped whole, never their existence.
-constexpr double kBackgroundCpuShare = 0.02;
-constexpr double kBackgroundBurstSeconds = 0.05;
+// Securing saves (persisting and replicating) has a CPU budget (SnapshotBudget): on
+// a node whose ranks keep every core busy each cycle the agent takes is a
+// rank's. Over budget, the task waits until the budget allows (or the save
+// is superseded): the coordinator picks the next save to secure only when
+// this one is done, so what cannot keep up is the cadence of recoverable
+// saves, skipped whole, never their existence.
 double ThreadCpuSeconds() {
   timespec ts {};
   ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -50,9 +47,10 @@ uint64_t ProcessCpuMicros() {
 }  // namespace
 
 Result<std::unique_ptr<SnapshotKeeper>> SnapshotKeeper::Start(const Identity& me, const msg::SnapshotSetup& setup,
-                                                              const std::string& memory_parent) {
+                                                              const std::string& memory_parent, SnapshotBudget budget) {
   std::unique_ptr<SnapshotKeeper> k(new SnapshotKeeper());
   k->me_ = me;
+  k->budget_ = budget;
   k->peer_ = PeerIdentity{me.job_id, setup.peer_key, me.node, me.host, me.bind_addr};
   k->keep_ = std::max<int>(1, static_cast<int>(setup.keep));
   if (!IsRunId(setup.run_id))
@@ -252,7 +250,20 @@ void SnapshotKeeper::SetPlan(const msg::SnapshotPlan& m) {
     plan_ = m;
   }
   cv_.notify_all();  // a budget wait for a save no longer secured ends
-  if (auto gone = PruneAll(); !gone.empty()) Report({}, std::move(gone));
+  std::vector<msg::ShardEntry> gone;
+  if (!m.drop.empty()) {
+    auto dropped = [&](int64_t step, const msg::SnapshotId& id) {
+      return id.run == run_ && std::find(m.drop.begin(), m.drop.end(), msg::SaveRef{step, id.set}) != m.drop.end();
+    };
+    gone = store_->DropIf(dropped);
+    if (disk_) {
+      auto d = disk_->DropIf(dropped);
+      gone.insert(gone.end(), d.begin(), d.end());
+    }
+  }
+  auto pruned = PruneAll();
+  gone.insert(gone.end(), pruned.begin(), pruned.end());
+  if (!gone.empty()) Report({}, std::move(gone));
   if (secure) Post([this, save = m.secure] { Secure(save); });
 }
 
@@ -278,14 +289,15 @@ bool SnapshotKeeper::WaitForBudget(const msg::SaveRef& save) {
   const auto t0 = SteadyClock::now();
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    if (stopping_ || draining_ || fetches_owed_ > 0 || plan_.secure != save) return false;
+    const bool go_on = !stopping_ && !draining_ && fetches_owed_ == 0 && plan_.secure == save;
     const double elapsed = std::chrono::duration<double>(SteadyClock::now() - started_).count();
-    const double over = background_cpu_ - (kBackgroundCpuShare * elapsed + kBackgroundBurstSeconds);
-    if (over <= 0) break;
-    cv_.wait_for(lock, std::chrono::duration<double>(over / kBackgroundCpuShare));
+    const double over = background_cpu_ - (budget_.share * elapsed + budget_.burst);
+    if (!go_on || over <= 0) {
+      counters_.budget_wait_micros += MicrosSince(t0);
+      return go_on;
+    }
+    cv_.wait_for(lock, std::chrono::duration<double>(over / budget_.share));
   }
-  counters_.budget_wait_micros += MicrosSince(t0);
-  return true;
 }
 
 void SnapshotKeeper::Persist(const msg::ShardEntry& e) {

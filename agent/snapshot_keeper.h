@@ -45,6 +45,13 @@
 
 namespace ds {
 
+// What securing saves may cost a keeper while the job trains: `share` of
+// one core on average since it started, plus `burst` CPU seconds ahead of it.
+struct SnapshotBudget {
+  double share = 0.02;
+  double burst = 0.05;
+};
+
 class SnapshotKeeper : private ShardService {
  public:
   struct Identity {
@@ -56,7 +63,7 @@ class SnapshotKeeper : private ShardService {
   // Creates the memory store (under `memory_parent`, "" = /dev/shm),
   // scans the node's directory and starts the server and the task thread.
   static Result<std::unique_ptr<SnapshotKeeper>> Start(const Identity& me, const msg::SnapshotSetup& setup,
-                                                       const std::string& memory_parent = "");
+                                                       const std::string& memory_parent = "", SnapshotBudget budget = {});
   ~SnapshotKeeper() override;  // finishes queued disk writes, stops the threads, removes the memory store
 
   const std::string& memory_dir() const { return store_->dir(); }
@@ -68,8 +75,9 @@ class SnapshotKeeper : private ShardService {
   void OnInotify();
   // The nodes new shards are copied to from now on.
   void SetTargets(const msg::Replicate& m);
-  // What the coordinator says to keep and to secure: prunes what it lets go,
-  // and secures its `secure` save when that is new.
+  // What the coordinator says to keep and to secure: drops an abandoned
+  // timeline's saves, prunes what it lets go, and secures its `secure` save
+  // when that is new.
   void SetPlan(const msg::SnapshotPlan& m);
   // Gathers every shard of the save m.id of m.step (or, for step < 0,
   // starts fresh), first dropping this run's saves that lost (newer steps,
@@ -111,6 +119,7 @@ class SnapshotKeeper : private ShardService {
   PeerIdentity peer_;
   std::string run_;                     // this run's id: the saves it prunes and drops
   int keep_ = 2;
+  SnapshotBudget budget_;
   std::chrono::steady_clock::time_point started_;
   double background_cpu_ = 0;           // task thread: CPU seconds spent persisting and replicating
   std::unique_ptr<SnapshotStore> store_;

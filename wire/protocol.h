@@ -189,6 +189,7 @@ struct SnapshotPlan {             // coord -> agent, whenever it changes (launch
   int64_t complete = -1;          // the newest step every rank handed over: saves up to it count toward `keep`
   std::vector<SaveRef> protect;   // saves no copy of which may be dropped (the recovery point, the one being secured)
   SaveRef secure;                 // the one save whose own shards the agent persists and replicates now
+  std::vector<SaveRef> drop;      // saves of a timeline the running generation abandoned: dropped now
   DS_MESSAGE(SnapshotPlan);
 };
 // Agent <-> agent (role kPeer, key SnapshotSetup.peer_key): one request per connection.

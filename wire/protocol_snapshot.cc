@@ -243,7 +243,9 @@ Bytes SnapshotPlan::Encode() const {
   PayloadWriter w;
   w.I64(complete).U32(static_cast<uint32_t>(protect.size()));
   for (const SaveRef& s : protect) PutSave(w, s);
-  return PutSave(w, secure).Take();
+  PutSave(w, secure).U32(static_cast<uint32_t>(drop.size()));
+  for (const SaveRef& s : drop) PutSave(w, s);
+  return w.Take();
 }
 DS_DECODE_BEGIN(SnapshotPlan)
   m.complete = r.I64();
@@ -253,6 +255,10 @@ DS_DECODE_BEGIN(SnapshotPlan)
   }
   m.secure = GetSave(r);
   DS_RETURN_IF_ERROR(CheckSave(r, m.secure));
+  for (uint32_t n = r.U32(); r.ok() && n > 0; --n) {
+    m.drop.push_back(GetSave(r));
+    DS_RETURN_IF_ERROR(CheckSave(r, m.drop.back()));
+  }
 DS_DECODE_END(SnapshotPlan)
 
 Bytes ShardPut::Encode() const {

@@ -144,6 +144,8 @@ void JobControl::MaybeFinishReshape() {
   if (!reshaping_ || !reshaping_->owed.empty() || !reshaping_->starting.empty()) return;
   const double ms = std::chrono::duration<double, std::milli>(clock_.Now() - reshaping_->began).count();
   Notice(fmt::format("recovered in place at step {} in {:.0f} ms: {}", reshaping_->step, ms, reshaping_->sources));
+  gather_->Resumed();
+  SendSnapshotPlan();
   reshaping_.reset();
   Rearm();
 }

@@ -12,7 +12,7 @@ namespace ds {
 namespace {
 uint8_t TierBit(uint8_t tier) { return tier == 2 ? 2 : 1; }
 bool operator==(const msg::SnapshotPlan& a, const msg::SnapshotPlan& b) {
-  return a.complete == b.complete && a.protect == b.protect && a.secure == b.secure;
+  return a.complete == b.complete && a.protect == b.protect && a.secure == b.secure && a.drop == b.drop;
 }
 }  // namespace
 
@@ -78,6 +78,19 @@ void RecoveryPoint::NewGeneration(int copies, int64_t resumed) {
   newest_step_ = -1;
 }
 
+void RecoveryPoint::Resumed(int64_t resumed) {
+  abandoned_.clear();
+  for (auto it = saves_.begin(); it != saves_.end();) {
+    if (it->first.first <= resumed) {
+      ++it;
+      continue;
+    }
+    abandoned_.push_back({it->first.first, it->first.second});
+    it = saves_.erase(it);
+  }
+  if (point_.step > resumed) point_ = {};
+}
+
 void RecoveryPoint::NoteProgress(int64_t step) {
   newest_step_ = std::max(newest_step_, step);
   worst_ = std::max(worst_, figures().steps_at_risk);
@@ -140,6 +153,7 @@ bool RecoveryPoint::Update() {
     if (s.step >= 0 && std::find(plan_.protect.begin(), plan_.protect.end(), s) == plan_.protect.end())
       plan_.protect.push_back(s);
   plan_.secure = securing_;
+  plan_.drop = std::exchange(abandoned_, {});
   if (sent_once_ && plan_ == sent_) return false;
   sent_ = plan_;
   sent_once_ = true;

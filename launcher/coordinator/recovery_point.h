@@ -61,6 +61,10 @@ class RecoveryPoint {
   // resumes from `resumed` (step -1: from scratch). The save being secured is
   // given up (the agents drop the lost timeline's saves themselves).
   void NewGeneration(int copies, int64_t resumed);
+  // The generation started from `resumed` (its gather succeeded): this run's
+  // saves newer than it are an abandoned timeline, forgotten here and named
+  // in the next plan's `drop` (until then a fallback drops nothing protected).
+  void Resumed(int64_t resumed);
   // The newest step any rank reached (its Progress), for the steps at risk.
   void NoteProgress(int64_t step);
   // Recomputes the plan; true when it changed since the last true (send it).
@@ -101,6 +105,7 @@ class RecoveryPoint {
   std::map<Key, Save> saves_;
   msg::SaveRef point_;
   msg::SaveRef securing_;
+  std::vector<msg::SaveRef> abandoned_;  // for the next plan's drop
   msg::SnapshotPlan plan_;
   msg::SnapshotPlan sent_;
   bool sent_once_ = false;

@@ -132,6 +132,7 @@ GatherEvent SnapshotGather::OnFetched(int node, const msg::Fetched& m, Clock::ti
                       << m.micros / 1000.0 << " ms)";
   if (!fetching_.empty()) return {};
   phase_ = Phase::kIdle;
+  point_.Resumed(resume_step_);
   DS_LOG(Info, Coord) << "generation " << generation_ << ": every node holds step " << resume_step_ << " after "
                       << std::chrono::duration<double, std::milli>(now - gather_started_).count() << " ms";
   return {GatherEvent::Kind::kGathered, ""};

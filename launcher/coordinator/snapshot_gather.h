@@ -103,6 +103,8 @@ class SnapshotGather {
   // The newest step a rank reached, for the steps a loss would cost now.
   void NoteProgress(int64_t step) { point_.NoteProgress(step); }
   RecoveryFigures recovery() const { return point_.figures(); }
+  // An in-place recovery went on from resume_step() (RecoveryPoint::Resumed).
+  void Resumed() { point_.Resumed(resume_step_); }
 
   // What this generation's workers load (step -1: start fresh), and which save of it.
   int64_t resume_step() const { return resume_step_; }

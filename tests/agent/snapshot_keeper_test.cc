@@ -36,9 +36,11 @@ struct Node {
 
   std::string run;
 
-  explicit Node(uint32_t index, const std::string& disk_dir = "", std::string run_id = "ab") : run(std::move(run_id)) {
+  explicit Node(uint32_t index, const std::string& disk_dir = "", std::string run_id = "ab",
+                SnapshotBudget budget = {})
+      : run(std::move(run_id)) {
     msg::SnapshotSetup setup{disk_dir.empty() ? tmp / "ckpt" : disk_dir, 2, "peer-key", run};
-    auto k = SnapshotKeeper::Start({"job", "w" + std::to_string(index), index, "127.0.0.1"}, setup, tmp.path());
+    auto k = SnapshotKeeper::Start({"job", "w" + std::to_string(index), index, "127.0.0.1"}, setup, tmp.path(), budget);
     REQUIRE(k.ok());
     keeper = std::move(k).value();
   }
@@ -244,11 +246,24 @@ TEST_CASE("snapshot keeper: a fetch of an older step never drops the recovery po
   CHECK_FALSE(a.Removed(20, twenty.set));
   CHECK(ReadFile(a.MemoryDir(20, twenty) + "/shard_0.bin") == "twenty");
   CHECK(std::filesystem::exists(disk / ("ckpt/" + SnapshotStepDirName(20, twenty.set))));
-  // Once the plan lets it go, the next fetch of 10 drops it as before.
-  a.keeper->SetPlan(msg::SnapshotPlan{20, {{10, ten.set}}, {}});
-  a.keeper->StartFetch(msg::Fetch{2, 10, ten, {{0, 0, "127.0.0.1:1"}}});
-  REQUIRE(a.WaitFor([&] { return a.fetched.size() == 2; }));
-  CHECK(a.Removed(20, twenty.set));
+  // The generation went on from 10: the plan names 20's timeline as abandoned.
+  a.keeper->SetPlan(msg::SnapshotPlan{10, {{10, ten.set}}, {}, {{20, twenty.set}}});
+  REQUIRE(a.WaitFor([&] { return a.Removed(20, twenty.set); }));
+  CHECK_FALSE(std::filesystem::exists(disk / ("ckpt/" + SnapshotStepDirName(20, twenty.set))));
+}
+
+TEST_CASE("snapshot keeper: over its CPU budget it waits instead of skipping, and never holds up a gather",
+          "[snapshots]") {
+  Node a(0, "", "ab", SnapshotBudget{1e-9, 0});  // after the first save, any CPU is over budget
+  const msg::SnapshotId ten = a.HandOff(10, 0, 1, "ten");
+  a.Persisted(10, ten);  // nothing spent yet: at once
+  const msg::SnapshotId twenty = a.HandOff(20, 0, 1, "twenty");
+  a.Secure(20, twenty);  // waits for a budget that will not come in this test's life
+  a.keeper->StartFetch(msg::Fetch{1, 10, ten, {{0, 0, "127.0.0.1:1"}}});
+  REQUIRE(a.WaitFor([&] { return !a.fetched.empty(); }));  // the gather is not held behind the wait
+  CHECK(a.fetched[0].error == "");
+  CHECK_FALSE(a.Reported(20, 0, 2));  // not written while over budget ...
+  CHECK(ReadFile(a.MemoryDir(20, twenty) + "/shard_0.bin") == "twenty");  // ... and kept, protected
 }
 
 TEST_CASE("snapshot keeper: a later run keeps an earlier run's saves through a fresh start and pruning",

@@ -21,6 +21,7 @@ void RecoveryCluster::StartRun(const std::string& run, const std::vector<int>& n
   EndRun();
   run_ = run;
   index_ = SnapshotIndex();
+  point_ = std::make_unique<RecoveryPoint>(run, /*on_disk=*/true);
   bad_.clear();
   seen_.clear();
   for (int n : nodes) StartNode(n);
@@ -33,14 +34,20 @@ void RecoveryCluster::EndRun() {
 void RecoveryCluster::KillNode(int n) {
   slots_[n].keeper.reset();
   index_.Forget(n);
+  point_->Forget(n);
 }
 
 void RecoveryCluster::StartNode(int n) {
   msg::SnapshotSetup setup{slots_[n].disk, 2, "peer-key", run_};
-  auto k = SnapshotKeeper::Start({"job", fmt::format("w{}", n), static_cast<uint32_t>(n), "127.0.0.1"}, setup);
+  // The property is about what is kept, not about the agents' CPU budget
+  // (snapshot_keeper_test's): a whole core, so a burst of saves is secured at once.
+  auto k = SnapshotKeeper::Start({"job", fmt::format("w{}", n), static_cast<uint32_t>(n), "127.0.0.1"}, setup, "",
+                                 SnapshotBudget{1.0, 1.0});
   if (!k.ok()) throw std::runtime_error("starting node " + std::to_string(n) + "'s agent: " + k.status().message());
   slots_[n].keeper = std::move(k).value();
   index_.Forget(n);  // what it held before is reported again (JobControl::SetUpSnapshots)
+  point_->Forget(n);
+  slots_[n].keeper->SetPlan(point_->plan());
   Pump(0);
 }
 
@@ -75,12 +82,15 @@ void RecoveryCluster::Pump(int timeout_ms) {
         auto m = msg::SnapshotHeld::Decode(payload);
         if (!m.ok()) throw std::runtime_error("SnapshotHeld: " + m.status().message());
         index_.Apply(n, *m);
+        point_->Apply(n, *m);
         for (const msg::ShardEntry& e : m->added) seen_.insert({n, e.step, e.id.set, e.shard, e.tier});
       } else if (type == wire::MsgType::kFetched) {
         fetched_.emplace_back(n, msg::Fetched::Decode(payload).value());
       }
     }
   }
+  if (point_->Update())
+    for (int n : UpNodes()) slots_[n].keeper->SetPlan(point_->plan());
 }
 
 bool RecoveryCluster::WaitFor(const std::function<bool()>& done) {
@@ -130,8 +140,12 @@ RecoveryChoice RecoveryCluster::Gather(int gen, int replicas, std::string* said)
     for (const auto& [n, f] : fetched_)
       if (!f.error.empty() && error.empty()) error = fmt::format("w{} could not gather step {}: {}", n, c.step, f.error);
     if (error.empty()) {
+      const std::vector<int> ups = UpNodes();
+      point_->NewGeneration(ups.empty() ? 1 : 1 + static_cast<int>(Targets(ups.front(), replicas).size()), c.step);
+      point_->Resumed(c.step);
       for (int n : UpNodes()) {
-        msg::Replicate r{static_cast<uint32_t>(gen), {}};
+        msg::Replicate r{static_cast<uint32_t>(gen), {}, {}};
+        for (int m : ups) r.peers.push_back(slots_[m].keeper->peer_addr());
         for (int t : Targets(n, replicas))
           r.targets.push_back({static_cast<uint32_t>(t), slots_[t].keeper->peer_addr()});
         slots_[n].keeper->SetTargets(r);

@@ -3,10 +3,11 @@
 // checkpoint directory that outlives runs and, while it is up, a real
 // SnapshotKeeper (the agent's snapshot side: its memory store, disk,
 // task thread, inotify and loopback peer links); the coordinator's part is
-// a real SnapshotIndex fed with the agents' SnapshotHeld reports, and
-// Gather does what JobControl::Gather and OnFetched do (decide, have every
-// agent fetch, leave out a save that failed and decide again), without
-// sockets to a coordinator. Not thread-safe: one test thread drives it.
+// a real SnapshotIndex and RecoveryPoint fed with the agents' SnapshotHeld
+// reports (the plan they give goes to every agent, as JobControl sends it),
+// and Gather does what JobControl::Gather and OnFetched do (decide, have
+// every agent fetch, leave out a save that failed and decide again),
+// without sockets to a coordinator. Not thread-safe: one test thread drives it.
 #pragma once
 
 #include <memory>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "agent/snapshot_keeper.h"
+#include "launcher/coordinator/recovery_point.h"
 #include "launcher/coordinator/snapshot_index.h"
 
 namespace ds::testing {
@@ -69,6 +71,7 @@ class RecoveryCluster {
   std::vector<Slot> slots_;
   std::string run_;
   SnapshotIndex index_;
+  std::unique_ptr<RecoveryPoint> point_;       // this run's
   std::set<SnapshotIndex::Save> bad_;
   std::set<Held> seen_;                        // every addition reported, this run
   std::vector<std::pair<int, msg::Fetched>> fetched_;

@@ -65,8 +65,9 @@ TEST_CASE("protocol: the snapshot messages round-trip every field", "[protocol][
   CHECK(s->keep == 3);
   CHECK(s->run_id == "6b0735a0c0ffee00");
   const SaveRef point{400, "0123456789abcdef"}, secure{500, "fedcba9876543210"};
-  auto plan = SnapshotPlan::Decode(SnapshotPlan{510, {point, secure}, secure}.Encode());
+  auto plan = SnapshotPlan::Decode(SnapshotPlan{510, {point, secure}, secure, {point}}.Encode());
   REQUIRE(plan.ok());
+  CHECK(plan->drop == std::vector<SaveRef>{point});
   CHECK(plan->complete == 510);
   CHECK(plan->protect == std::vector<SaveRef>{point, secure});
   CHECK(plan->secure == secure);
@@ -92,7 +93,7 @@ TEST_CASE("protocol: every truncation of a snapshot message is refused, trailing
   CheckTruncations(Replicate{2, {{1, "a:1"}}, {"a:1"}});
   CheckTruncations(SnapshotSetup{"/d", 2, "k", "ab"});
   CheckTruncations(SnapshotReady{"a:1", "/dev/shm/x", ""});
-  CheckTruncations(SnapshotPlan{510, {{400, "0123456789abcdef"}}, {400, "0123456789abcdef"}});
+  CheckTruncations(SnapshotPlan{510, {{400, "0123456789abcdef"}}, {400, "0123456789abcdef"}, {{300, "0123456789abcdef"}}});
 }
 
 TEST_CASE("protocol: a save's identity that could not name a directory is refused at decoding", "[protocol][snapshots]") {

@@ -115,6 +115,29 @@ TEST_CASE("recovery point: a node loss leaves the point where it was while copie
   CHECK(p.point() == Ref(10));
 }
 
+TEST_CASE("recovery point: a generation resumed from an older step abandons the newer saves, point included",
+          "[snapshots]") {
+  RecoveryPoint p = Three();
+  Handed(p, 10);
+  Replicated(p, 10);
+  Handed(p, 20);
+  Replicated(p, 20);
+  p.Update();
+  REQUIRE(p.point() == Ref(20));
+  p.NewGeneration(2, 10);  // a gather of 20 failed: 10 is tried; nothing is dropped yet
+  p.Update();
+  CHECK(p.point() == Ref(20));
+  CHECK(p.plan().drop.empty());
+  p.Resumed(10);  // the generation started from 10: 20's timeline is over
+  p.Update();
+  CHECK(p.point() == Ref(10));
+  CHECK(p.plan().drop == std::vector<msg::SaveRef>{Ref(20)});
+  CHECK(p.plan().protect == std::vector<msg::SaveRef>{Ref(10)});
+  Handed(p, 30);
+  p.Update();
+  CHECK(p.plan().drop.empty());  // said once
+}
+
 TEST_CASE("recovery point: a save a writer dropped before it was secured is given up for a newer one",
           "[snapshots]") {
   RecoveryPoint p = Three();

@@ -15,7 +15,7 @@
 #     bitwise deterministic at a given world size), where that save is on
 #     the survivors' disks (RECOVERY_EXACT=0 leaves this out).
 # Run inside tests/cluster/with-cluster with 3 nodes (which tears down).
-#   recovery_property_test.sh DSLAUNCH [TRIALS]
+#   recovery_point_test.sh DSLAUNCH [TRIALS]
 # RECOVERY_SEED=N replays a schedule (the seed is printed first);
 # RECOVERY_RESULTS=FILE appends one line per trial (bench/recovery);
 # RECOVERY_EVERY, _STAGE, _REPLICAS, _KEEP, _IN_PLACE, _FAULT, _LOADED, _VICTIM fix a choice.
@@ -33,7 +33,7 @@ cleanup() {
 trap cleanup EXIT
 seed=${RECOVERY_SEED:-$(( $(date +%s) % 100000 ))}
 RANDOM=$seed
-echo "recovery property: seed $seed, $trials trials (RECOVERY_SEED=$seed replays them)"
+echo "recovery point: seed $seed, $trials trials (RECOVERY_SEED=$seed replays them)"
 fails=0
 fail() { echo "FAIL (seed $seed, trial $trial): $*" >&2; fails=$((fails + 1)); }
 mapfile -t ADDR < <(awk '{print $3}' "$C/nodes")
@@ -235,7 +235,9 @@ for trial in $(seq "$trials"); do
     prev=$s
   done
   if [ -n "${RECOVERY_RESULTS:-}" ]; then
-    how=fell-back; grep -q "recovered in place" "$work/t$trial.out" && how=in-place
+    how=fell-back; [ "$in_place" = false ] && how=restarted
+    grep -q "recovered in place" "$work/t$trial.out" && how=in-place
+    [ "${#resumed[@]}" -eq 0 ] && how=unnoticed  # the job ended before the fault was seen
     grep -q "starting from scratch" "$work/t$trial.out" && how=lost
     [ "$rc" -eq 0 ] || how=failed
     echo "$seed $trial $every $stage $replicas $keep $in_place $fault $loaded $point ${resumed[0]:--} $how" \
@@ -246,5 +248,5 @@ for trial in $(seq "$trials"); do
   [ "$rc" -eq 0 ] && [ "${#resumed[@]}" -eq 1 ] && [ "${resumed[0]}" -ge 0 ] && [ "${RECOVERY_EXACT:-1}" = 1 ] &&
     exact t$trial "${resumed[0]}" "${survivors[@]}"
 done
-echo "recovery property: $fails failure(s) (seed $seed)"
+echo "recovery point: $fails failure(s) (seed $seed)"
 [ "$fails" -eq 0 ]
