@@ -137,13 +137,25 @@ std::vector<std::string> PythonDumpCommand(const std::string& gdb, pid_t pid, co
           "-ex", "set scheduler-locking on",              // the other threads stay stopped
           "-ex", "set unwindonsignal on",                 // a signal in the call: back to where it was
           "-ex", "handle SIGSTOP nostop noprint nopass",  // a stopped worker's pending stop
+          // A thread stopped inside an interrupted system call (time.sleep,
+          // a poll) returns -ERESTART* to the kernel, which restarts the call
+          // on resume; after gdb's calls this kernel (6.18) no longer did, and
+          // the worker got OSError 514 (stack_dump_test). So the restart is
+          // done here, as the kernel would: the call's number back in rax and
+          // the pc on the syscall instruction again (x86-64; elsewhere these
+          // lines fail harmlessly and nothing changes).
+          "-ex", "set $dsl_rax = $rax", "-ex", "set $dsl_orig_rax = $orig_rax",
           "-ex", "set $dsl_errno = (int*)((int*(*)(void))__errno_location)()",
           "-ex", "set $dsl_saved_errno = *$dsl_errno",
           "-ex", fmt::format("set $dsl_fd = (int)open({}, {}, 0600)", GdbString(file), flags),
           "-ex", fmt::format("printf \"{}%d\\n\", $dsl_fd", kFdTag),
           "-ex", "print (char*)_Py_DumpTracebackThreads($dsl_fd, 0, 0)",
           "-ex", "print (int)close($dsl_fd)",
-          "-ex", "set *$dsl_errno = $dsl_saved_errno"};
+          "-ex", "set *$dsl_errno = $dsl_saved_errno",
+          "-ex", "set $dsl_restart = $dsl_rax == -512 || $dsl_rax == -513 || $dsl_rax == -514 || $dsl_rax == -516",
+          "-ex", "set $pc = $dsl_restart ? $pc - 2 : $pc",
+          "-ex", "set $rax = $dsl_restart ? ($dsl_rax == -516 ? 219 : $dsl_orig_rax) : $rax",
+          "-ex", "set $orig_rax = $dsl_restart ? -1 : $orig_rax"};
 }
 
 std::string WhyNoPythonFrames(const std::string& out) {
@@ -155,6 +167,8 @@ std::string WhyNoPythonFrames(const std::string& out) {
     last = line;
     if (StartsWith(l, "No symbol \"_Py_DumpTracebackThreads\""))
       return fmt::format("gdb: {} (an interpreter that does not export it, or not CPython)", Printable(l));
+    if (StartsWith(l, "Couldn't write extended state status"))  // gdb 13 on kernel 6.18: no call into a process
+      return "gdb cannot call into a process on this kernel: " + Printable(l);
     if (StartsWith(l, "ptrace:") || StartsWith(l, "Could not attach") ||
         StartsWith(l, "The program being debugged was signaled"))
       return "gdb: " + Printable(l);

@@ -49,13 +49,18 @@ TEST_CASE("python stack: gdb calls CPython's dumper on a new file, the worker's 
                    "-ex", "sharedlibrary /libc\\.so", "-ex", "sharedlibrary /libpython3",
                    "-ex", "set scheduler-locking on", "-ex", "set unwindonsignal on",
                    "-ex", "handle SIGSTOP nostop noprint nopass",
+                   "-ex", "set $dsl_rax = $rax", "-ex", "set $dsl_orig_rax = $orig_rax",
                    "-ex", "set $dsl_errno = (int*)((int*(*)(void))__errno_location)()",
                    "-ex", "set $dsl_saved_errno = *$dsl_errno",
                    "-ex", fmt::format("set $dsl_fd = (int)open(\"/tmp/d \\\"x\\\"\\\\y/pid42.txt\", {}, 0600)", flags),
                    "-ex", "printf \"dsl-fd %d\\n\", $dsl_fd",
                    "-ex", "print (char*)_Py_DumpTracebackThreads($dsl_fd, 0, 0)",
                    "-ex", "print (int)close($dsl_fd)",
-                   "-ex", "set *$dsl_errno = $dsl_saved_errno"});
+                   "-ex", "set *$dsl_errno = $dsl_saved_errno",
+                   "-ex", "set $dsl_restart = $dsl_rax == -512 || $dsl_rax == -513 || $dsl_rax == -514 || $dsl_rax == -516",
+                   "-ex", "set $pc = $dsl_restart ? $pc - 2 : $pc",
+                   "-ex", "set $rax = $dsl_restart ? ($dsl_rax == -516 ? 219 : $dsl_orig_rax) : $rax",
+                   "-ex", "set $orig_rax = $dsl_restart ? -1 : $orig_rax"});
 }
 
 TEST_CASE("python stack: why gdb left no frames, from its own output") {

@@ -120,7 +120,7 @@ TEST_CASE("relay link: a silent client costs no buffer", "[relay]") {
   RelayDirection d(1 << 20);
   CHECK(d.Pending().empty());
   CHECK(d.buffered() == 0);
-  CHECK(d.ReadSpace().size() == 1 << 20);  // allocated on the first read
+  CHECK(d.ReadSpace().size() == 4096);  // allocated on the first read, 4 KiB, growing with what is held
 }
 
 }  // namespace

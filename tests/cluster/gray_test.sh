@@ -213,12 +213,19 @@ cat "$work/out"
 [ $RC -eq 1 ] || fail "user code: dslaunch exited $RC, expected 1"
 # Where each is in its Python code (gdb calls CPython's faulthandler dumper: agent/python_stack.h).
 command -v gdb >/dev/null || fail "user code: gdb is not installed (scripts/install-deps installs it): no Python frames"
+if grep -q "gdb cannot call into a process on this kernel" "$work/user-logs/stacks.gen0.txt"; then
+  # gdb 13 on a 6.18 kernel cannot call the dumper: the precondition of the Python part is missing.
+  echo "SKIPPED (user code's Python frames): gdb cannot call into a process on this kernel"
+  grep -q "^Native frames (\(eu-stack\|gdb\)):" "$work/user-logs/stacks.gen0.txt" ||
+    fail "user code: no native frames in the log directory"
+else
 seen "  rank 2 (${ADDR[2]}): in stuck.py:7 in spin_in_user_code, step 30" ||
   fail "user code: rank 2 not the odd one out at step 30, in spin_in_user_code"
 seen "  2 others: in stuck.py:9 in wait_for_peers, step 30" || fail "user code: ranks 0 and 1 not grouped in wait_for_peers"
 sed -n "/^=== rank 2 /,/^=== /p" "$work/user-logs/stacks.gen0.txt" | grep -q "^Python frames (faulthandler's dump via gdb):" &&
   grep -q "^Native frames (\(eu-stack\|gdb\)):" "$work/user-logs/stacks.gen0.txt" ||
   fail "user code: rank 2's Python and native frames not in the log directory"
+fi
 wait_for 10 no_leftovers || fail "processes left in the namespaces: $(leftovers 2>&1 >/dev/null)"
 
 [ $fails -eq 0 ] && echo "gray failures: all checks passed"
