@@ -124,7 +124,7 @@ TEST_CASE("snapshot index: removals, dead nodes and excluded steps are not chose
   CHECK(c.picks[0].holder == 1);
 }
 
-TEST_CASE("snapshot index: shards of one step from different worlds or runs never complete it (issue 26)",
+TEST_CASE("snapshot index: shards of one step from different worlds or runs never complete it",
           "[snapshots]") {
   // A 2-node run's shard 1 on node 1's disk, and a 1-node run's shard 0 of
   // the same step on node 0's disk: the third run must not see a step 10.
