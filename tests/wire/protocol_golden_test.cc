@@ -219,5 +219,43 @@ TEST_CASE("protocol: every message refuses each truncation and a trailing byte, 
   }
 }
 
+// Where a decoding check sits against the payload's end: a check that fails
+// is the error even when the payload is also cut further on or too long, but
+// not when the cut comes before what it checks; Output's stream is checked
+// only once the payload matched exactly.
+TEST_CASE("protocol: a decoding check's error comes where the check is", "[protocol][golden]") {
+  auto cut = [](Bytes b, size_t less) { return Bytes(b.begin(), b.end() - static_cast<ptrdiff_t>(less)); };
+  auto longer = [](Bytes b) {
+    b.push_back(0);
+    return b;
+  };
+  ShardEntry bad = kEntry;
+  bad.id.run = "not-hex";
+  const Bytes held = SnapshotHeld{{bad}, {kEntry}, {1, 2, 3, 4, 5, 6, 7, 8}}.Encode();
+  CHECK(SnapshotHeld::Decode(cut(held, 1)).status().message() ==
+        "SnapshotHeld payload: run id 'not-hex' is not 1 to 32 hex digits");
+  CHECK(SnapshotHeld::Decode(cut(held, 8 * 8 + 1)).status().message() == "truncated SnapshotHeld payload");
+  const Bytes fetch = Fetch{3, 400, bad.id, {{2, 5, "10.0.0.6:4000"}}}.Encode();
+  CHECK(Fetch::Decode(cut(fetch, 1)).status().message() ==
+        "Fetch payload: run id 'not-hex' is not 1 to 32 hex digits");
+  CHECK(Fetch::Decode(Fetch{3, -1, bad.id, {}}.Encode()).ok());  // a fresh start's id is not looked at
+  const Bytes reshape = Reshape{5, 400, bad.id, 6, {{3, 2}}, {}, 20000}.Encode();
+  CHECK(Reshape::Decode(longer(reshape)).status().message() ==
+        "Reshape payload: run id 'not-hex' is not 1 to 32 hex digits");
+  const Bytes plan = SnapshotPlan{400, {{300, "../x"}}, {400, "fedcba9876543210"}, {}}.Encode();
+  CHECK(SnapshotPlan::Decode(cut(plan, 1)).status().message() ==
+        "SnapshotPlan payload: step 300 with set '../x' (expected 16 hex digits, or none for step -1)");
+  CHECK(ShardPut::Decode(longer(ShardPut{bad, 1, "{}"}.Encode())).status().message() ==
+        "ShardPut payload: run id 'not-hex' is not 1 to 32 hex digits");
+  CHECK(ShardGet::Decode(longer(ShardGet{400, "nope", 2}.Encode())).status().message() ==
+        "ShardGet payload: not a set digest");
+  CHECK(ShardGet::Decode(cut(ShardGet{400, "nope", 2}.Encode(), 1)).status().message() ==
+        "truncated ShardGet payload");
+  const Bytes output = Output{4, 5, 7, "x"}.Encode();
+  CHECK(Output::Decode(longer(output)).status().message() == "Output payload has 1 trailing bytes");
+  CHECK(Output::Decode(cut(output, 1)).status().message() == "truncated Output payload");
+  CHECK(Output::Decode(output).status().message() == "Output payload: stream 7 (expected 1 or 2, optionally | 0x80)");
+}
+
 }  // namespace
 }  // namespace ds::msg
