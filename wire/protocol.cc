@@ -1,3 +1,6 @@
+// The session, worker, launch tree, progress, hang and store messages of
+// wire/protocol.h: one field list each, in wire order (wire_format.md), which
+// drives both Encode and Decode (wire/protocol_codec.h).
 #include "wire/protocol.h"
 
 #include <fmt/format.h>
@@ -6,233 +9,89 @@
 
 namespace ds::msg {
 
-Bytes Hello::Encode() const {
-  return PayloadWriter().U8(static_cast<uint8_t>(role)).Str(name).Str(job_id).U32(node_index).Take();
+DS_FIELDS(Hello) { io(m.role, m.name, m.job_id, m.node_index); }
+DS_FIELDS(Challenge) { io(m.nonce); }
+DS_FIELDS(Auth) { io(m.mac); }
+DS_FIELDS(AuthOk) { io(m.mac); }
+DS_FIELDS(Error) { io(m.code, m.message); }
+DS_FIELDS(Register) {
+  io(m.node_index, m.host, m.hostname, m.addr, m.ifname, m.addrs, m.cpus, m.gpus, m.pid, m.heartbeat_addr, m.env);
 }
-DS_DECODE_BEGIN(Hello)
-  m.role = static_cast<wire::Role>(r.U8());
-  m.name = r.Str();
-  m.job_id = r.Str();
-  m.node_index = r.U32();
-DS_DECODE_END(Hello)
-
-Bytes Challenge::Encode() const { return PayloadWriter().Blob(nonce).Take(); }
-DS_DECODE_BEGIN(Challenge) m.nonce = r.Blob(); DS_DECODE_END(Challenge)
-
-Bytes Auth::Encode() const { return PayloadWriter().Blob(mac).Take(); }
-DS_DECODE_BEGIN(Auth) m.mac = r.Blob(); DS_DECODE_END(Auth)
-
-Bytes AuthOk::Encode() const { return PayloadWriter().Blob(mac).Take(); }
-DS_DECODE_BEGIN(AuthOk) m.mac = r.Blob(); DS_DECODE_END(AuthOk)
-
-Bytes Error::Encode() const { return PayloadWriter().U32(code).Str(message).Take(); }
-DS_DECODE_BEGIN(Error) m.code = r.U32(); m.message = r.Str(); DS_DECODE_END(Error)
-
-Bytes Register::Encode() const {
-  return PayloadWriter().U32(node_index).Str(host).Str(hostname).Str(addr).Str(ifname)
-      .StrList(addrs).U32(cpus).U32(gpus).I32(pid).Str(heartbeat_addr).KvList(env).Take();
+DS_FIELDS(Reserve) { io(m.generation, m.port); }
+DS_FIELDS(Reserved) { io(m.generation, m.port, m.error); }
+DS_FIELDS(WorkerSpec) { io(m.rank, m.local_rank, m.env); }
+// Wire order, not the struct's: the fields added later come last.
+DS_FIELDS(Assign) {
+  io(m.generation, m.argv, m.working_dir, m.master_addr, m.stop_grace_ms, m.hang_timeout_ms, m.workers,
+     m.local_rank_arg, m.bind_cores, m.core_list, m.omp_from_binding, m.local_rank_at, m.pty_columns, m.pty_rows,
+     m.preload);
 }
-DS_DECODE_BEGIN(Register)
-  m.node_index = r.U32();
-  m.host = r.Str();
-  m.hostname = r.Str();
-  m.addr = r.Str();
-  m.ifname = r.Str();
-  m.addrs = r.StrList();
-  m.cpus = r.U32();
-  m.gpus = r.U32();
-  m.pid = r.I32();
-  m.heartbeat_addr = r.Str();
-  m.env = r.KvList();
-DS_DECODE_END(Register)
-
-Bytes Reserve::Encode() const { return PayloadWriter().U32(generation).U32(port).Take(); }
-DS_DECODE_BEGIN(Reserve) m.generation = r.U32(); m.port = r.U32(); DS_DECODE_END(Reserve)
-
-Bytes Reserved::Encode() const { return PayloadWriter().U32(generation).U32(port).Str(error).Take(); }
-DS_DECODE_BEGIN(Reserved)
-  m.generation = r.U32();
-  m.port = r.U32();
-  m.error = r.Str();
-DS_DECODE_END(Reserved)
-
-Bytes Assign::Encode() const {
-  PayloadWriter w;
-  w.U32(generation).StrList(argv).Str(working_dir).Str(master_addr).U32(stop_grace_ms)
-      .U32(hang_timeout_ms).U32(static_cast<uint32_t>(workers.size()));
-  for (const auto& ws : workers) w.I32(ws.rank).I32(ws.local_rank).KvList(ws.env);
-  w.U8(local_rank_arg).U8(bind_cores).Str(core_list).U8(omp_from_binding).I32(local_rank_at);
-  w.U32(pty_columns).U32(pty_rows).StrList(preload);
-  return w.Take();
+DS_FIELDS(WorkerStarted) { io(m.generation, m.rank, m.pid); }
+DS_FIELDS(Output) { io(m.generation, m.rank, m.stream, m.line); }
+DS_FIELDS(WorkerExited) {
+  io(m.generation, m.rank, m.pid, m.exit_code, m.signal, m.hung, m.spawn_failed, m.error_message, m.error_trace);
 }
-DS_DECODE_BEGIN(Assign)
-  m.generation = r.U32();
-  m.argv = r.StrList();
-  m.working_dir = r.Str();
-  m.master_addr = r.Str();
-  m.stop_grace_ms = r.U32();
-  m.hang_timeout_ms = r.U32();
-  uint32_t n = r.U32();
-  for (uint32_t i = 0; i < n && r.ok(); ++i) {
-    WorkerSpec ws;
-    ws.rank = r.I32();
-    ws.local_rank = r.I32();
-    ws.env = r.KvList();
-    m.workers.push_back(std::move(ws));
-  }
-  m.local_rank_arg = r.U8();
-  m.bind_cores = r.U8();
-  m.core_list = r.Str();
-  m.omp_from_binding = r.U8();
-  m.local_rank_at = r.I32();
-  m.pty_columns = r.U32();
-  m.pty_rows = r.U32();
-  m.preload = r.StrList();
-DS_DECODE_END(Assign)
+DS_FIELDS(RankStat) { io(m.rank, m.step, m.step_micros, m.compute_micros, m.samples_milli, m.save_stall_micros); }
+DS_FIELDS(Progress) { io(m.generation, m.ranks); }
+DS_FIELDS(Stop) { io(m.generation); }
+DS_FIELDS(Stopped) { io(m.generation); }
+DS_FIELDS(Ping) { io(m.sent_micros, m.echo_micros); }
+DS_FIELDS(Shutdown) { io(m.exit_code); }
+DS_FIELDS(Joined) { io(m.node_index, m.max_nodes); }
+DS_FIELDS(StoreSet) { io(m.key, m.value); }
+DS_FIELDS(StoreGet) { io(m.key, m.timeout_ms); }
+DS_FIELDS(StoreAdd) { io(m.key, m.delta); }
+DS_FIELDS(StoreWait) { io(m.keys, m.timeout_ms); }
+DS_FIELDS(StoreOk) {}
+DS_FIELDS(StoreValue) { io(m.value); }
+DS_FIELDS(StoreInt) { io(m.value); }
+DS_FIELDS(WorkerHung) { io(m.generation, m.rank, m.silent_ms); }
+DS_FIELDS(DumpStacks) { io(m.generation, m.deadline_ms); }
+DS_FIELDS(RankStack) { io(m.rank, m.pid, m.tool, m.text); }
+DS_FIELDS(Stacks) { io(m.generation, m.ranks); }
+DS_FIELDS(AgentCommand) { io(m.node, m.host, m.argv, m.token); }
+DS_FIELDS(StartAgents) { io(m.agents); }
+DS_FIELDS(AgentEnded) { io(m.node, m.exit_code, m.signal, m.reason); }
 
-Bytes WorkerStarted::Encode() const { return PayloadWriter().U32(generation).I32(rank).I32(pid).Take(); }
-DS_DECODE_BEGIN(WorkerStarted)
-  m.generation = r.U32();
-  m.rank = r.I32();
-  m.pid = r.I32();
-DS_DECODE_END(WorkerStarted)
+DS_CODEC(Hello)
+DS_CODEC(Challenge)
+DS_CODEC(Auth)
+DS_CODEC(AuthOk)
+DS_CODEC(Error)
+DS_CODEC(Register)
+DS_CODEC(Reserve)
+DS_CODEC(Reserved)
+DS_CODEC(Assign)
+DS_CODEC(WorkerStarted)
+DS_CODEC(WorkerExited)
+DS_CODEC(Progress)
+DS_CODEC(Stop)
+DS_CODEC(Stopped)
+DS_CODEC(Ping)
+DS_CODEC(Shutdown)
+DS_CODEC(Joined)
+DS_CODEC(StoreSet)
+DS_CODEC(StoreGet)
+DS_CODEC(StoreAdd)
+DS_CODEC(StoreWait)
+DS_CODEC(StoreOk)
+DS_CODEC(StoreValue)
+DS_CODEC(StoreInt)
+DS_CODEC(WorkerHung)
+DS_CODEC(DumpStacks)
+DS_CODEC(Stacks)
+DS_CODEC(StartAgents)
+DS_CODEC(AgentEnded)
 
-Bytes Output::Encode() const {
-  return PayloadWriter().U32(generation).I32(rank).U8(stream).Str(line).Take();
-}
+// Output's stream is checked once the payload matched exactly (so a
+// truncation or trailing bytes say so first).
+Bytes Output::Encode() const { return codec::Encode(*this); }
 Result<Output> Output::Decode(const Bytes& payload) {
-  PayloadReader r(payload);
-  Output m;
-  m.generation = r.U32();
-  m.rank = r.I32();
-  m.stream = r.U8();
-  m.line = r.Str();
-  DS_RETURN_IF_ERROR(r.Finish("Output"));
+  DS_ASSIGN_OR_RETURN(Output m, codec::Decode<Output>(payload, "Output"));
   const int stream = m.stream & ~kOutputProgress;
   if (stream != 1 && stream != 2)
     return Status::InvalidArgument(fmt::format("Output payload: stream {} (expected 1 or 2, optionally | 0x80)", m.stream));
   return m;
 }
-
-Bytes WorkerExited::Encode() const {
-  return PayloadWriter().U32(generation).I32(rank).I32(pid).I32(exit_code).I32(signal).U8(hung)
-      .U8(spawn_failed).Str(error_message).Str(error_trace).Take();
-}
-DS_DECODE_BEGIN(WorkerExited)
-  m.generation = r.U32();
-  m.rank = r.I32();
-  m.pid = r.I32();
-  m.exit_code = r.I32();
-  m.signal = r.I32();
-  m.hung = r.U8();
-  m.spawn_failed = r.U8();
-  m.error_message = r.Str();
-  m.error_trace = r.Str();
-DS_DECODE_END(WorkerExited)
-
-Bytes Progress::Encode() const {
-  PayloadWriter w;
-  w.U32(generation).U32(static_cast<uint32_t>(ranks.size()));
-  for (const auto& r : ranks)
-    w.I32(r.rank).I64(r.step).I64(r.step_micros).I64(r.compute_micros).I64(r.samples_milli).I64(r.save_stall_micros);
-  return w.Take();
-}
-DS_DECODE_BEGIN(Progress)
-  m.generation = r.U32();
-  uint32_t n = r.U32();
-  for (uint32_t i = 0; i < n && r.ok(); ++i) {
-    RankStat s;
-    s.rank = r.I32();
-    s.step = r.I64();
-    s.step_micros = r.I64();
-    s.compute_micros = r.I64();
-    s.samples_milli = r.I64();
-    s.save_stall_micros = r.I64();
-    if (r.ok()) m.ranks.push_back(s);
-  }
-DS_DECODE_END(Progress)
-
-Bytes Stop::Encode() const { return PayloadWriter().U32(generation).Take(); }
-DS_DECODE_BEGIN(Stop) m.generation = r.U32(); DS_DECODE_END(Stop)
-Bytes Stopped::Encode() const { return PayloadWriter().U32(generation).Take(); }
-DS_DECODE_BEGIN(Stopped) m.generation = r.U32(); DS_DECODE_END(Stopped)
-Bytes Ping::Encode() const {
-  return PayloadWriter().I64(static_cast<int64_t>(sent_micros)).I64(static_cast<int64_t>(echo_micros)).Take();
-}
-DS_DECODE_BEGIN(Ping)
-  m.sent_micros = static_cast<uint64_t>(r.I64());
-  m.echo_micros = static_cast<uint64_t>(r.I64());
-DS_DECODE_END(Ping)
-Bytes Shutdown::Encode() const { return PayloadWriter().I32(exit_code).Take(); }
-DS_DECODE_BEGIN(Shutdown) m.exit_code = r.I32(); DS_DECODE_END(Shutdown)
-
-Bytes StoreSet::Encode() const { return PayloadWriter().Str(key).Blob(value).Take(); }
-DS_DECODE_BEGIN(StoreSet) m.key = r.Str(); m.value = r.Blob(); DS_DECODE_END(StoreSet)
-Bytes StoreGet::Encode() const { return PayloadWriter().Str(key).U32(timeout_ms).Take(); }
-DS_DECODE_BEGIN(StoreGet) m.key = r.Str(); m.timeout_ms = r.U32(); DS_DECODE_END(StoreGet)
-Bytes StoreAdd::Encode() const { return PayloadWriter().Str(key).I64(delta).Take(); }
-DS_DECODE_BEGIN(StoreAdd) m.key = r.Str(); m.delta = r.I64(); DS_DECODE_END(StoreAdd)
-Bytes StoreWait::Encode() const { return PayloadWriter().StrList(keys).U32(timeout_ms).Take(); }
-DS_DECODE_BEGIN(StoreWait) m.keys = r.StrList(); m.timeout_ms = r.U32(); DS_DECODE_END(StoreWait)
-Bytes StoreOk::Encode() const { return {}; }
-DS_DECODE_BEGIN(StoreOk) DS_DECODE_END(StoreOk)
-Bytes StoreValue::Encode() const { return PayloadWriter().Blob(value).Take(); }
-DS_DECODE_BEGIN(StoreValue) m.value = r.Blob(); DS_DECODE_END(StoreValue)
-Bytes StoreInt::Encode() const { return PayloadWriter().I64(value).Take(); }
-DS_DECODE_BEGIN(StoreInt) m.value = r.I64(); DS_DECODE_END(StoreInt)
-
-Bytes WorkerHung::Encode() const { return PayloadWriter().U32(generation).I32(rank).U32(silent_ms).Take(); }
-DS_DECODE_BEGIN(WorkerHung)
-  m.generation = r.U32();
-  m.rank = r.I32();
-  m.silent_ms = r.U32();
-DS_DECODE_END(WorkerHung)
-
-Bytes DumpStacks::Encode() const { return PayloadWriter().U32(generation).U32(deadline_ms).Take(); }
-DS_DECODE_BEGIN(DumpStacks)
-  m.generation = r.U32();
-  m.deadline_ms = r.U32();
-DS_DECODE_END(DumpStacks)
-
-Bytes Stacks::Encode() const {
-  PayloadWriter w;
-  w.U32(generation).U32(static_cast<uint32_t>(ranks.size()));
-  for (const auto& s : ranks) w.I32(s.rank).I32(s.pid).Str(s.tool).Str(s.text);
-  return w.Take();
-}
-DS_DECODE_BEGIN(Stacks)
-  m.generation = r.U32();
-  for (uint32_t n = r.U32(); r.ok() && n > 0; --n) {
-    RankStack s;
-    s.rank = r.I32();
-    s.pid = r.I32();
-    s.tool = r.Str();
-    s.text = r.Str();
-    m.ranks.push_back(std::move(s));
-  }
-DS_DECODE_END(Stacks)
-
-Bytes StartAgents::Encode() const {
-  PayloadWriter w;
-  w.U32(static_cast<uint32_t>(agents.size()));
-  for (const auto& a : agents) w.U32(a.node).Str(a.host).StrList(a.argv).Str(a.token);
-  return w.Take();
-}
-DS_DECODE_BEGIN(StartAgents)
-  for (uint32_t n = r.U32(); r.ok() && n > 0; --n) {
-    AgentCommand a;
-    a.node = r.U32();
-    a.host = r.Str();
-    a.argv = r.StrList();
-    a.token = r.Str();
-    m.agents.push_back(std::move(a));
-  }
-DS_DECODE_END(StartAgents)
-
-Bytes Joined::Encode() const { return PayloadWriter().U32(node_index).U32(max_nodes).Take(); }
-DS_DECODE_BEGIN(Joined) m.node_index = r.U32(); m.max_nodes = r.U32(); DS_DECODE_END(Joined)
-
-Bytes AgentEnded::Encode() const { return PayloadWriter().U32(node).I32(exit_code).I32(signal).Str(reason).Take(); }
-DS_DECODE_BEGIN(AgentEnded) m.node = r.U32(); m.exit_code = r.I32(); m.signal = r.I32(); m.reason = r.Str(); DS_DECODE_END(AgentEnded)
 
 }  // namespace ds::msg
