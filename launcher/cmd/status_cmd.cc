@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -53,6 +55,38 @@ std::vector<Found> List(const PrivateDir& dir) {
     }
   }
   ::closedir(d);
+  return out;
+}
+
+// A job whose socket stays but whose dslaunch is gone (SIGKILL, a crash,
+// the machine's OOM killer) could leave no record. Its socket is removed
+// (the directory is ours) and it moves from `found` to what is returned, so
+// what status shows next can say that a newer job ended unrecorded. The pid
+// is the name's last part (<job>-<pid>); a pid that is alive, if reused,
+// keeps the socket: harmless.
+std::vector<Found> SweepVanished(const PrivateDir& dir, std::vector<Found>* found) {
+  std::vector<Found> gone;
+  for (auto it = found->begin(); it != found->end();) {
+    const size_t dash = it->name.rfind('-');
+    const long pid = dash == std::string::npos ? 0 : std::strtol(it->name.c_str() + dash + 1, nullptr, 10);
+    if (!it->live || pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) {
+      ++it;
+      continue;
+    }
+    ::unlinkat(dir.fd.get(), (it->name + ".sock").c_str(), 0);
+    gone.push_back(*it);
+    it = found->erase(it);
+  }
+  return gone;
+}
+
+// One line per job of `gone` newer than `than` (mtime in ns; 0 = all).
+std::string VanishedLines(const PrivateDir& dir, const std::vector<Found>& gone, int64_t than) {
+  std::string out;
+  for (const Found& g : gone)
+    if (g.mtime_ns > than)
+      out += fmt::format("(job {} ended without a record: its dslaunch was killed, by SIGKILL or a crash; its "
+                         "stale socket {}/{}.sock is removed)\n", g.name, dir.path, g.name);
   return out;
 }
 
@@ -155,9 +189,11 @@ Result<int> RunStatus(const std::vector<std::string>& args, std::ostream& out) {
   DS_ASSIGN_OR_RETURN(PrivateDir dir, OpenPrivateDir());
   std::vector<Found> found = List(dir);
   std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.mtime_ns > b.mtime_ns; });
+  const std::vector<Found> gone = SweepVanished(dir, &found);
   if (all) {
     const std::vector<JobListEntry> jobs = Every(dir, found);
-    if (jobs.empty())
+    if (!json) out << VanishedLines(dir, gone, 0);
+    if (jobs.empty() && gone.empty())
       return Status::NotFound(fmt::format("status: no job of yours in {} (a running job has a socket there, an "
                                           "ended one its record)", dir.path));
     if (json)
@@ -185,14 +221,16 @@ Result<int> RunStatus(const std::vector<std::string>& args, std::ostream& out) {
   if (shown > 0) return 0;
   if (job.empty())
     for (const Found& f : found)
-      if (!f.live) {  // nothing running: the newest record
+      if (!f.live) {  // nothing running: the newest record, after any newer job that left none
         DS_ASSIGN_OR_RETURN(Record r, ReadRecord(dir, f.name));
+        if (!json) out << VanishedLines(dir, gone, f.mtime_ns);
         out << PrintEnded(r, json);
         if (!json)
           out << "(nothing of yours is running: this is your newest ended job; dslaunch status --all lists every "
                  "job, dslaunch status JOB shows one)\n";
         return 0;
       }
+  if (job.empty() && !json) out << VanishedLines(dir, gone, 0);
   return Status::NotFound(job.empty() ? fmt::format("status: no job of yours in {} (a running job has a socket "
                                                     "there, an ended one its record)", dir.path)
                                       : fmt::format("status: no job {} in {}", job, dir.path));

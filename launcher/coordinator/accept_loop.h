@@ -5,9 +5,12 @@
 // each connection's descriptor to `on_accept`. At most `max_open`
 // connections are open at once: at the limit it stops waiting on the
 // listener, so more connections wait in the kernel's backlog, unaccepted,
-// and resumes when the server reports one Closed(). It reads and writes
-// nothing itself: a connection's budget (its deadline, what it may send) is
-// its server's. Not thread-safe: the io thread only (or before run()).
+// and resumes when the server reports one Closed(), unless the server can
+// make room: then a connection arriving at the limit asks `make_room` to
+// close one it holds (the metrics server's oldest that has not sent a whole
+// request head), so idle connections never keep a real one out. It reads
+// and writes nothing itself: a connection's budget (its deadline, what it
+// may send) is its server's. Not thread-safe: the io thread only (or before run()).
 #pragma once
 
 #include <functional>
@@ -23,7 +26,12 @@ class AcceptLoop {
  public:
   // `on_accept` runs on the io thread with each accepted connection; the
   // server must call Closed() once for each when it ends.
-  AcceptLoop(asio::io_context& io, int max_open, std::function<void(UniqueFd)> on_accept);
+  // `make_room`, where given, is called at the limit with a connection
+  // waiting: true = it closed one of its connections (its Closed() follows),
+  // so the waiting one is accepted now; false = the waiting one stays in the
+  // backlog until a Closed().
+  AcceptLoop(asio::io_context& io, int max_open, std::function<void(UniqueFd)> on_accept,
+             std::function<bool()> make_room = nullptr);
   ~AcceptLoop();  // Stop()
 
   // Adopts `listener` (bound and listening) and starts accepting. Error:
@@ -43,7 +51,8 @@ class AcceptLoop {
   asio::posix::stream_descriptor listener_;
   const int max_open_;
   std::function<void(UniqueFd)> on_accept_;
-  int open_ = 0;
+  std::function<bool()> make_room_;
+  int open_ = 0;  // handed to on_accept and not yet Closed(): past max_open_ only by closes in flight
   bool waiting_ = false;  // an async_wait on the listener is pending
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // handlers check it after Stop/destruction
 };

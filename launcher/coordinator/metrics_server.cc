@@ -18,12 +18,16 @@ struct MetricsServer::Conn {
   asio::steady_timer timer;
   std::string head;            // what arrived so far
   std::string reply;           // being written
+  bool headed = false;         // being answered (its head arrived, or was too long)
+  bool evicted = false;        // closed by CloseOldestIdle; its Done is on its way
+  std::list<std::shared_ptr<Conn>>::iterator at;  // in conns_
   char buf[1024];
 };
 
 MetricsServer::MetricsServer(asio::io_context& io, MetricsServerOptions options, std::function<std::string()> render)
     : io_(io), opt_(std::move(options)), render_(std::move(render)),
-      loop_(io, opt_.max_connections, [this](UniqueFd fd) { Serve(std::move(fd)); }) {}
+      loop_(io, opt_.max_connections, [this](UniqueFd fd) { Serve(std::move(fd)); },
+            [this] { return CloseOldestIdle(); }) {}
 
 MetricsServer::~MetricsServer() { Close(); }
 
@@ -60,6 +64,23 @@ void MetricsServer::Close() {
   *alive_ = false;
   alive_ = std::make_shared<bool>(true);
   loop_.Stop();
+  for (const auto& c : conns_) {
+    boost::system::error_code ignored;
+    c->timer.cancel();
+    c->sock.close(ignored);
+  }
+  conns_.clear();
+}
+
+bool MetricsServer::CloseOldestIdle() {
+  for (const auto& c : conns_) {
+    if (c->headed || c->evicted) continue;
+    c->evicted = true;
+    boost::system::error_code ignored;
+    c->sock.close(ignored);  // its read ends with an error: Done
+    return true;
+  }
+  return false;
 }
 
 // A connection accepted (accept_loop.h): its whole request within
@@ -70,6 +91,7 @@ void MetricsServer::Serve(UniqueFd fd) {
   c->sock.assign(protocol_, fd.get(), ec);
   if (ec) return loop_.Closed();  // fd closes with it
   fd.release();
+  c->at = conns_.insert(conns_.end(), c);
   c->timer.expires_after(opt_.request_timeout);
   c->timer.async_wait([c](boost::system::error_code e) {
     if (e) return;
@@ -110,6 +132,7 @@ void MetricsServer::Answer(const std::shared_ptr<Conn>& c) {
 
 void MetricsServer::Reply(const std::shared_ptr<Conn>& c, const std::string& status, const std::string& body,
                           const std::string& type) {
+  c->headed = true;
   c->reply = fmt::format("HTTP/1.1 {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
                          status, type, body.size(), body);
   asio::async_write(c->sock, asio::buffer(c->reply), [this, c, alive = alive_](boost::system::error_code, size_t) {
@@ -124,6 +147,7 @@ void MetricsServer::Done(const std::shared_ptr<Conn>& c) {
   boost::system::error_code ignored;
   c->timer.cancel();
   c->sock.close(ignored);
+  conns_.erase(c->at);
   loop_.Closed();
 }
 

@@ -6,8 +6,9 @@
 // It never blocks the io thread and holds a peer to a small budget: a request
 // head of at most kMaxRequestBytes (more: 431 and close), the whole request
 // within options.request_timeout (a slowloris is closed then), and at most
-// options.max_connections open at once (the next wait unaccepted in the
-// backlog: accept_loop.h). Sockets are close-on-exec from birth (socket/accept4), as the
+// options.max_connections open at once: a connection arriving at the limit
+// closes the oldest one that has not sent a whole request head, so idle
+// connections, however many, never keep a scrape out (accept_loop.h). Sockets are close-on-exec from birth (socket/accept4), as the
 // coordinator's. It binds loopback unless told another address: what it
 // shows (hosts, ranks, steps) is the job's, served without authentication.
 // Not thread-safe: the io thread only (or before run()).
@@ -16,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <list>
 #include <memory>
 #include <string>
 
@@ -29,8 +31,8 @@ namespace ds {
 struct MetricsServerOptions {
   std::string addr = "127.0.0.1";     // numeric address to listen on (--metrics-addr)
   int port = 0;                       // 0 = any free port (tests); --metrics-port
-  std::chrono::milliseconds request_timeout{5000};  // the whole request head must arrive within this
-  int max_connections = 16;           // open at once; more wait in the backlog
+  std::chrono::milliseconds request_timeout{2000};  // the request head, and then the answer, within this
+  int max_connections = 16;           // open at once; past it the oldest without a whole head is closed
 };
 
 class MetricsServer {
@@ -57,6 +59,8 @@ class MetricsServer {
   void Reply(const std::shared_ptr<Conn>& c, const std::string& status, const std::string& body,
              const std::string& type = "text/plain; charset=utf-8");
   void Done(const std::shared_ptr<Conn>& c);
+  // AcceptLoop's make_room: closes the oldest connection still sending its head.
+  bool CloseOldestIdle();
 
   asio::io_context& io_;
   MetricsServerOptions opt_;
@@ -64,6 +68,7 @@ class MetricsServer {
   asio::ip::tcp protocol_ = asio::ip::tcp::v4();
   int port_ = 0;
   uint64_t scrapes_ = 0;
+  std::list<std::shared_ptr<Conn>> conns_;  // open, oldest first
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // handlers check it after Close/destruction
   AcceptLoop loop_;  // last: destroyed first, while what on_accept uses lives
 };

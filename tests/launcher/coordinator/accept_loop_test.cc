@@ -88,6 +88,45 @@ TEST_CASE("accept loop: at most max_open connections; the next is accepted once 
   CHECK(accepted.size() == 3);
 }
 
+TEST_CASE("accept loop: at the limit, make_room closes one and the waiting connection is accepted at once",
+          "[accept_loop]") {
+  asio::io_context io;
+  std::vector<UniqueFd> accepted;
+  bool room = true;
+  int asked = 0;
+  AcceptLoop* self = nullptr;
+  AcceptLoop loop(io, 2, [&](UniqueFd fd) { accepted.push_back(std::move(fd)); },
+                  [&] {
+                    ++asked;
+                    if (!room) return false;
+                    accepted.front().Reset();  // the server closes its oldest
+                    self->Closed();
+                    return true;
+                  });
+  self = &loop;
+  int port = 0;
+  REQUIRE(loop.Start(Listener(&port)).ok());
+  std::vector<UniqueFd> clients;
+  for (int i = 0; i < 3; ++i) clients.push_back(Connect(port));
+  REQUIRE(RunUntil(io, accepted, 3));  // the third without any Closed() from outside
+  CHECK(asked == 1);
+  CHECK(loop.open_connections() == 2);
+
+  // Nothing to close: the next one waits in the backlog, and make_room is
+  // not asked again until a connection ends.
+  room = false;
+  clients.push_back(Connect(port));
+  for (int i = 0; i < 20; ++i) {
+    io.restart();
+    io.poll();
+  }
+  CHECK(accepted.size() == 3);
+  CHECK(asked == 2);
+  accepted.back().Reset();
+  loop.Closed();
+  REQUIRE(RunUntil(io, accepted, 4));
+}
+
 TEST_CASE("accept loop: a listener it cannot wait on is an error that says so", "[accept_loop]") {
   asio::io_context io;
   AcceptLoop loop(io, 1, [](UniqueFd) {});
