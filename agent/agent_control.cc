@@ -1,4 +1,4 @@
-// AgentControl, first half: the coordinator's frames and starting a
+// AgentControl: the coordinator's frames and starting a
 // generation (agent_control.h). Stopping, leaving and time are in
 // agent_control_stop.cc.
 #include "agent/agent_control.h"

@@ -1,4 +1,4 @@
-// AgentControl, second half: workers ending, stopping a generation, leaving
+// AgentControl and stopping: workers ending, stopping a generation, leaving
 // the job, and time (the Ping, the coordinator's silence, SIGKILL after the
 // grace, hung workers). agent_control.h.
 #include <signal.h>

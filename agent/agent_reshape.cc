@@ -1,4 +1,4 @@
-// AgentControl, third part: in-place recovery (agent_control.h;
+// AgentControl and in-place recovery (reshape) (agent_control.h;
 // checkpoint_format.md "In-place recovery"). A Reshape keeps the node's
 // workers: they take their new ranks at once (their lines and ends carry the
 // new generation), the snapshot keeper gathers the save's shards the node

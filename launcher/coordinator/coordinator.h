@@ -85,6 +85,8 @@ class Coordinator {
   uint64_t accept_pauses() const { return accept_pauses_; }
   // Times accept backed off for want of file descriptors.
   uint64_t accept_backoffs() const { return accept_backoffs_; }
+  // Store clients blocked in a get or wait now.
+  size_t store_waiters() const { return store_.num_waiters(); }
 
  private:
   struct Pending;

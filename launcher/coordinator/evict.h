@@ -39,6 +39,10 @@ class Evictions {
   // Masks the nodes in their cooldown at `now` out of `alive`, as long as at
   // least `min_nodes` candidates stay alive.
   void Apply(std::vector<bool>& alive, size_t min_nodes, Clock::time_point now) const;
+  // The evicted nodes' cooldowns (part of the job's durable state,
+  // job_state.h); Restore takes them back (a coordinator taking over).
+  const std::map<uint32_t, Clock::time_point>& cooldowns() const { return until_; }
+  void Restore(std::map<uint32_t, Clock::time_point> until) { until_ = std::move(until); }
 
  private:
   bool on_;

@@ -1,4 +1,4 @@
-// JobControl, first part: registration, agent frames and the generation's
+// JobControl: registration, agent frames and the generation's
 // way from Reserve to Assign to the workers' exits (job_control.h). Stopping
 // and deadlines are in job_control_stop.cc, restarts in job_control_restart.cc.
 #include "launcher/coordinator/job_control.h"
@@ -67,19 +67,17 @@ Status JobControl::OnRegister(const msg::Register& facts, std::shared_ptr<AgentL
   const int node = static_cast<int>(facts.node_index);
   Agent& a = agents_[node];
   // A lost node may come back (elastic.rejoin): it idles until the next restart.
-  const bool rejoin = a.registered && a.lost && state_ != CoordState::kDone && plan_.job.elastic.rejoin;
+  const bool rejoin = a.slot == SlotState::kLost && state_ != CoordState::kDone && plan_.job.elastic.rejoin;
   // A node joining a started --nnodes MIN:MAX job (never registered before).
-  const bool late = !a.registered && opt_.start_nodes > 0 && state_ != CoordState::kWaitingForAgents &&
+  const bool late = !a.registered() && opt_.start_nodes > 0 && state_ != CoordState::kWaitingForAgents &&
                     state_ != CoordState::kDone;
-  if (!rejoin && !late && (a.registered || state_ != CoordState::kWaitingForAgents))
+  if (!rejoin && !late && (a.registered() || state_ != CoordState::kWaitingForAgents))
     return Status::InvalidArgument(fmt::format("node {} is already registered", node));
   a.link = std::move(link);
   a.facts = facts;
   if (opt_.hosts_from_agents && !facts.hostname.empty()) names_[node] = Printable(facts.hostname);
-  if (!a.registered) ++num_registered_;
-  a.registered = true;
-  a.lost = false;
-  a.stopped = true;
+  if (!a.registered()) ++num_registered_;
+  a.MoveTo(SlotState::kIdle);
   liveness_.Watch(node, clock_.Now());
   slow_links_.Forget(static_cast<uint32_t>(node));
   if (gather_) SendTo(node, wire::MsgType::kSnapshotSetup, gather_->Setup(node).Encode());
@@ -133,7 +131,7 @@ Status JobControl::OnAgentFrame(int node, const Frame& f) {
     }
     case wire::MsgType::kStopped: {
       DS_ASSIGN_OR_RETURN(msg::Stopped m, msg::Stopped::Decode(f.payload));
-      if (static_cast<int>(m.generation) == generation_) agents_[node].stopped = true;
+      if (static_cast<int>(m.generation) == generation_) agents_[node].SetBusy(false);
       MaybeFinishStopping();
       return Status::OK();
     }
@@ -245,7 +243,7 @@ void JobControl::SendAssigns() {
     const int agent = gen_agents_[i];
     msg::Assign a = NodeAssign(i, ctx);
     for (const auto& w : a.workers) record_.OnAssigned(w.rank, agent, names_[agent]);
-    agents_[agent].stopped = a.workers.empty();
+    agents_[agent].SetBusy(!a.workers.empty());
     SendTo(agent, wire::MsgType::kAssign, a.Encode());
   }
   DS_LOG(Info, Coord) << "generation " << generation_ << ": assigned " << gen_plan_.world_size
@@ -255,7 +253,7 @@ void JobControl::SendAssigns() {
 void JobControl::OnWorkerStarted(const msg::WorkerStarted& m) {
   record_.OnStarted(m.rank, m.pid);
   if (reshaping_) {  // a replacement rank: its start is part of the recovery's line
-    reshaping_->starting.erase(m.rank);
+    reshaping_->Started(m.rank);
     return MaybeFinishReshape();
   }
   if (record_.num_started() != gen_plan_.world_size) return;

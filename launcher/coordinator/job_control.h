@@ -29,7 +29,7 @@
 // generation starts when all have.
 //
 // With elastic.in_place (dstrain workers, snapshots on;
-// job_control_inplace.cc) a worker's failure or a lost node does not stop
+// job_control_reshape.cc) a worker's failure or a lost node does not stop
 // the generation: the survivors' agents get Reshape (the next generation,
 // their workers' new ranks, the save to roll back to), a replacement rank an
 // Assign; once every agent answered Reshaped and every replacement started,
@@ -67,18 +67,23 @@
 #include "common/clock.h"
 #include "common/defaults.h"
 #include "launcher/config/plan.h"
+#include "common/check.h"
 #include "launcher/coordinator/agent_link.h"
+#include "launcher/coordinator/agent_slot.h"
 #include "launcher/coordinator/assign_builder.h"
 #include "launcher/coordinator/deadline_timer.h"
 #include "launcher/coordinator/evict.h"
 #include "launcher/coordinator/fleet_events.h"
 #include "launcher/coordinator/hang_detector.h"
+#include "launcher/coordinator/job_state.h"
 #include "launcher/coordinator/kv_store.h"
 #include "launcher/coordinator/liveness.h"
 #include "launcher/coordinator/rank_progress.h"
 #include "launcher/coordinator/slow_link.h"
+#include "launcher/coordinator/reshape_round.h"
 #include "launcher/coordinator/restart_policy.h"
 #include "launcher/coordinator/snapshot_gather.h"
+#include "launcher/coordinator/stack_collection.h"
 #include "launcher/coordinator/straggler.h"
 #include "launcher/report/job_record.h"
 #include "wire/protocol.h"
@@ -122,8 +127,6 @@ struct CoordinatorOptions {
   std::function<void(const std::string&)> notice;
 };
 
-enum class CoordState { kWaitingForAgents, kGathering, kReserving, kRunning, kStopping, kDone };
-
 class JobControl {
  public:
   // `plan`, `record`, `store`, `clock` and `timer` must outlive it.
@@ -156,14 +159,24 @@ class JobControl {
   void OnDone(std::function<void()> cb) { on_done_ = std::move(cb); }
 
   CoordState state() const { return state_; }
+  // The job's durable state now (job_state.h): what a coordinator taking
+  // over would need to go on.
+  JobState State() const;
+  // Before Start(), a coordinator taking over the job takes back what it
+  // remembers apart from its agents: the generation number, the restart
+  // budget spent, host failure counts and cooldowns, evictions and the
+  // recovery point. Membership and the running generation's assignment
+  // come back as the agents register again. Error: `s` is another job's,
+  // or its candidates are not this plan's.
+  Status Restore(const JobState& s);
   int generation() const { return generation_; }
-  bool NodeRegistered(int node_index) const { return agents_.at(node_index).registered; }
+  bool NodeRegistered(int node_index) const { return agents_.at(node_index).registered(); }
   // `node_index` (any value, a peer's claim) has a registered agent that is
   // connected and not lost.
   bool NodeAlive(uint32_t node_index) const {
     if (node_index >= agents_.size()) return false;
     const Agent& a = agents_[node_index];
-    return a.registered && !a.lost && a.connected();
+    return a.up() && a.connected();
   }
   // The current generation's world size, and restarts so far.
   int world_size() const { return gen_plan_.world_size; }
@@ -176,8 +189,8 @@ class JobControl {
   const CoordinatorOptions& options() const { return opt_; }
   size_t num_candidates() const { return agents_.size(); }
   const std::string& NodeName(size_t node) const { return names_[node]; }
-  bool NodeLost(size_t node) const { return agents_[node].lost; }
-  bool NodeEnded(size_t node) const { return agents_[node].ended; }
+  bool NodeLost(size_t node) const { return agents_[node].slot == SlotState::kLost; }
+  bool NodeEnded(size_t node) const { return agents_[node].slot == SlotState::kEnded; }
   // Candidates running the current generation (gen plan node -> candidate).
   const std::vector<int>& generation_nodes() const { return gen_agents_; }
   // When `node`'s agent was last heard; only meaningful once it registered.
@@ -201,10 +214,18 @@ class JobControl {
   struct Agent {
     std::shared_ptr<AgentLink> link;
     msg::Register facts;
-    bool registered = false;
-    bool lost = false;
-    bool ended = false;   // left after the job was done: not lost
-    bool stopped = true;  // confirmed Stopped for the current generation
+    SlotState slot = SlotState::kAbsent;  // agent_slot.h: its moves are in one table
+    void MoveTo(SlotState to) {
+      DS_CHECK_MSG(SlotMoveAllowed(slot, to),
+                   (std::string("agent slot ") + SlotStateName(slot) + " -> " + SlotStateName(to)).c_str());
+      slot = to;
+    }
+    // Busy (a stop waits for it) or idle; a lost or ended agent stays so.
+    void SetBusy(bool busy) {
+      if (up()) MoveTo(busy ? SlotState::kBusy : SlotState::kIdle);
+    }
+    bool registered() const { return slot != SlotState::kAbsent; }  // at least once
+    bool up() const { return slot == SlotState::kIdle || slot == SlotState::kBusy; }
     bool connected() const { return link && !link->closed(); }
   };
 
@@ -241,7 +262,7 @@ class JobControl {
   // job_control_restart.cc: the next generation after RestartPolicy's yes.
   std::vector<bool> AliveAgents() const;  // by node: registered, not lost, connected
   void Restart();
-  // job_control_inplace.cc: in-place recovery (elastic.in_place).
+  // job_control_reshape.cc: in-place recovery (elastic.in_place), one ReshapeRound at a time.
   // Instead of stopping after a failure: true when the reshape began.
   bool TryReshape(const std::string& why);
   void SendReshapes(const LaunchPlan& old_plan, const std::vector<int>& old_agents,
@@ -253,17 +274,7 @@ class JobControl {
   // restarts), the restart it counted refunded; the caller stops the generation.
   void EndReshape(const std::string& why, bool restartable);
   void CheckReshapeDeadline(Clock::time_point now);
-  // job_control_hang.cc: a hung generation's stacks, then its failure.
-  struct StackCollection {
-    Clock::time_point deadline = Clock::time_point::max();  // max: not collecting
-    std::string why;                   // the detector's line, for the failure
-    std::vector<bool> answered;        // by node index
-    size_t waiting = 0;                // agents yet to answer
-    std::map<int, msg::RankStack> got;  // by rank
-    int culprit_node = -1;             // an agent's hang_timeout verdict: whose host the failure names
-  };
-  static constexpr double kStackCollectSeconds = 10.0;  // agents answer DumpStacks within this
-  bool collecting_stacks() const { return stacks_.deadline != Clock::time_point::max(); }
+  // job_control_hang.cc: a hung generation's stacks (StackCollection), then its failure.
   void CheckHang(Clock::time_point now);
   void OnWorkerHung(int node, const msg::WorkerHung& m);  // elastic.hang_timeout: the same, naming that rank
   void CollectStacks(const std::string& why, Clock::time_point now, int culprit = -1);
@@ -306,7 +317,7 @@ class JobControl {
   StragglerDetector stragglers_;      // judges progress_: slow nodes, said as notices
   SlowLinkDetector slow_links_;       // judges the heartbeat round trips: slow links, said as notices
   HangDetector hangs_;                // judges progress_ from the timer: a hung generation
-  StackCollection stacks_;            // its stacks, while they are being collected
+  StackCollection stacks_;            // a hung generation's stacks, while they are being collected
   Evictions evictions_;               // elastic.evict_slow: slow nodes marked, evicted, cooling down
   std::set<uint32_t> evict_said_;     // nodes judged for eviction this generation
   Clock::time_point last_judged_{};   // at most one judgement per heartbeat interval
@@ -317,16 +328,7 @@ class JobControl {
   std::function<void()> on_done_;
   std::unique_ptr<SnapshotGather> gather_;  // null with snapshots off
   bool in_place_ = false;             // elastic.in_place, dstrain and snapshots: failures reshape
-  struct Reshaping {                  // the generation being reshaped in place
-    Clock::time_point began;
-    Clock::time_point deadline;       // every Reshaped and replacement start by then
-    int64_t step = 0;
-    std::string sources;              // where the save's shards come from, for the line
-    std::set<int> owed;               // agents whose Reshaped is owed
-    std::set<int> starting;           // replacement ranks not yet started
-    std::optional<Failure> cause;     // the failure it follows (its host and exit code, should it fail)
-  };
-  std::optional<Reshaping> reshaping_;
+  std::optional<ReshapeRound> reshaping_;  // the in-place recovery under way
 };
 
 }  // namespace ds

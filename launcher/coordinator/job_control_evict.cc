@@ -1,4 +1,4 @@
-// JobControl, eviction (job_control.h, evict.h): with elastic.evict_slow a
+// JobControl and eviction (job_control.h, evict.h): with elastic.evict_slow a
 // node of the generation that the StragglerDetector or the SlowLinkDetector
 // reported is marked, and at the next snapshot boundary (at once without
 // snapshots) the generation fails as "evicted" and restarts through the

@@ -1,8 +1,8 @@
-// JobControl, the hang part (job_control.h): HangDetector (hang_detector.h)
+// JobControl and hangs (job_control.h): HangDetector (hang_detector.h)
 // judges the per-rank view from the timer; once it says the generation is
 // hung, every agent of the generation is asked for its workers' stacks
-// (DumpStacks) before anything is killed; when all answered or
-// kStackCollectSeconds passed, the grouped report (hang_report.h) is said,
+// (DumpStacks, stack_collection.h) before anything is killed; when all
+// answered or StackCollection::kSeconds passed, the grouped report (hang_report.h) is said,
 // every stack goes to <log_dir>/stacks.gen<G>.txt and the job record, and
 // the generation fails as any failure does (a restart within the budget).
 #include <fcntl.h>
@@ -41,8 +41,8 @@ std::string WriteStacksFile(const std::string& path, const std::string& text) {
 
 void JobControl::CheckHang(Clock::time_point now) {
   if (state_ != CoordState::kRunning) return;
-  if (collecting_stacks()) {
-    if (now >= stacks_.deadline) FinishStacks();
+  if (stacks_.active()) {
+    if (now >= stacks_.deadline()) FinishStacks();
     return;
   }
   std::optional<std::string> line = hangs_.Judge(progress_, gen_plan_.world_size, now);
@@ -55,7 +55,7 @@ void JobControl::CheckHang(Clock::time_point now) {
 // long. Every rank's stacks first, as for the detector's, and the failure
 // names that rank; a second verdict while collecting changes nothing.
 void JobControl::OnWorkerHung(int node, const msg::WorkerHung& m) {
-  if (state_ != CoordState::kRunning || static_cast<int>(m.generation) != generation_ || collecting_stacks()) return;
+  if (state_ != CoordState::kRunning || static_cast<int>(m.generation) != generation_ || stacks_.active()) return;
   const std::string why = fmt::format("rank {} made no step for {:g} s (elastic.hang_timeout)", m.rank,
                                       static_cast<double>(m.silent_ms) / 1000);
   Notice(fmt::format("{}: {}; taking every rank's stacks before anything is stopped", names_[node], why));
@@ -64,46 +64,26 @@ void JobControl::OnWorkerHung(int node, const msg::WorkerHung& m) {
 }
 
 void JobControl::CollectStacks(const std::string& why, Clock::time_point now, int culprit) {
-  stacks_ = StackCollection{};
-  stacks_.why = why;
-  stacks_.culprit_node = culprit;
-  stacks_.deadline = now + Seconds(kStackCollectSeconds);
-  stacks_.answered.assign(agents_.size(), true);
+  std::vector<int> asked;
+  for (int node : gen_agents_)
+    if (agents_[node].connected()) asked.push_back(node);
+  stacks_.Begin(why, culprit, generation_, now, asked);
   const Bytes ask = msg::DumpStacks{static_cast<uint32_t>(generation_),
-                                    static_cast<uint32_t>(kStackCollectSeconds * 1000 * 3 / 4)}.Encode();
-  for (int node : gen_agents_) {
-    if (!agents_[node].connected()) continue;
-    stacks_.answered[node] = false;
-    ++stacks_.waiting;
-    SendTo(node, wire::MsgType::kDumpStacks, ask);
-  }
-  if (stacks_.waiting == 0) FinishStacks();
+                                    static_cast<uint32_t>(StackCollection::kSeconds * 1000 * 3 / 4)}.Encode();
+  for (int node : asked) SendTo(node, wire::MsgType::kDumpStacks, ask);
+  if (stacks_.complete()) FinishStacks();
 }
 
 void JobControl::OnStacks(int node, const msg::Stacks& m) {
-  if (!collecting_stacks() || state_ != CoordState::kRunning || static_cast<int>(m.generation) != generation_ ||
-      stacks_.answered[node])
-    return;
-  stacks_.answered[node] = true;
-  for (const msg::RankStack& s : m.ranks) stacks_.got[s.rank] = s;
-  if (--stacks_.waiting == 0) FinishStacks();
+  if (state_ == CoordState::kRunning && stacks_.active() && stacks_.OnStacks(node, m)) FinishStacks();
 }
 
 // The report, the file, the record; then the ordinary failure path.
 void JobControl::FinishStacks() {
-  StackCollection c = std::exchange(stacks_, StackCollection{});
-  if (state_ != CoordState::kRunning) return;  // the generation ended meanwhile: its own failure speaks
-  std::vector<HangStack> stacks;
-  for (const auto& [rank, w] : record_.workers()) {
-    HangStack h{rank, w.host, -1, "", fmt::format("no answer from {} within {} s", w.host, kStackCollectSeconds)};
-    for (const RankProgress& p : progress_.Ranks())
-      if (p.rank == rank) h.step = p.step;
-    if (auto it = c.got.find(rank); it != c.got.end()) {
-      h.tool = it->second.tool;
-      h.text = it->second.text;
-    }
-    stacks.push_back(std::move(h));
-  }
+  if (state_ != CoordState::kRunning) return stacks_.Clear();  // the generation ended: its own failure speaks
+  const std::string why = stacks_.why();
+  const int culprit = stacks_.culprit();
+  const std::vector<HangStack> stacks = stacks_.Finish(record_, progress_);
   const std::string text = StacksFileText(stacks);
   record_.hang_stacks = text;
   std::string where = "the job record";
@@ -111,12 +91,13 @@ void JobControl::FinishStacks() {
     const std::string path = fmt::format("{}/stacks.gen{}.txt", plan_.job.log_dir, generation_);
     const std::string why = WriteStacksFile(path, text);
     where = why.empty() ? path : fmt::format("the job record ({} could not be written: {})", path, why);
+    record_.hang_stacks_path = why.empty() ? path : "";
   }
   Notice(fmt::format("hang stacks, generation {} (every rank's in {}):", generation_, where));
   for (const std::string& line : HangReportLines(stacks)) Notice("  " + line);
-  if (c.culprit_node >= 0)  // killed by SIGKILL, as the agent would have: 128 + 9
-    return Fail(names_[c.culprit_node], c.why, 137, /*restartable=*/true);
-  Fail(OddHosts(stacks), c.why, 1, /*restartable=*/true);
+  if (culprit >= 0)  // killed by SIGKILL, as the agent would have: 128 + 9
+    return Fail(names_[culprit], why, 137, /*restartable=*/true);
+  Fail(OddHosts(stacks), why, 1, /*restartable=*/true);
 }
 
 }  // namespace ds

@@ -1,4 +1,4 @@
-// JobControl, fourth part: the per-node form's --nnodes MIN:MAX with ranks
+// JobControl and the per-node form's --nnodes MIN:MAX with ranks
 // given at join (options.start_nodes; launcher/cmd/per_node.h). The first
 // generation starts on the nodes registered once start_nodes (MIN) did and
 // the last-call window passed, or at once when every node (MAX) did; a node

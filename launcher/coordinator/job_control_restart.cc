@@ -1,4 +1,4 @@
-// JobControl, third part: the next generation, on the agents still alive,
+// JobControl and restarts: the next generation, on the agents still alive,
 // once RestartPolicy (restart_policy.h) said yes (job_control.h).
 #include <fmt/format.h>
 
@@ -34,7 +34,7 @@ void JobControl::Restart() {
   hangs_.Reset();
   evictions_.ClearMarks();
   evict_said_.clear();
-  stacks_ = StackCollection{};  // one still being collected belonged to the generation that ended
+  stacks_.Clear();  // one still being collected belonged to the generation that ended
   store_.Clear();  // the last generation's rendezvous keys must not leak into this one
   master_port_ = opt_.master_port;
   Notice(fmt::format("restart {}/{}: generation {} on {} node{}, world size {}, after {}", policy_.restarts(),

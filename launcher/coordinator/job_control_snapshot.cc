@@ -1,4 +1,4 @@
-// JobControl, fourth part: snapshots (job_control.h). SnapshotGather
+// JobControl and snapshots (job_control.h). SnapshotGather
 // (snapshot_gather.h) knows who holds what and gathers a step before each
 // generation; JobControl passes it the agents' snapshot frames and acts on
 // what it says: sends its messages, says its notices, starts the generation

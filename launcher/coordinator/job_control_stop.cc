@@ -1,4 +1,4 @@
-// JobControl, second part: failures, stopping a generation, the end of the
+// JobControl and failures, stopping a generation, the end of the
 // job, and the deadlines the one timer is armed for (job_control.h).
 #include <algorithm>
 
@@ -11,7 +11,7 @@
 namespace ds {
 
 void JobControl::OnAgentClosed(int node, const std::string& reason) {
-  if (agents_[node].lost) return;
+  if (!agents_[node].up()) return;  // lost already, or never registered
   LoseAgent(node, reason);
   if (state_ == CoordState::kDone) return;
   if (state_ == CoordState::kStopping) {
@@ -19,7 +19,7 @@ void JobControl::OnAgentClosed(int node, const std::string& reason) {
     return MaybeFinishStopping();
   }
   if (std::find(gen_agents_.begin(), gen_agents_.end(), node) == gen_agents_.end()) {
-    if (reshaping_ && reshaping_->owed.erase(node)) return MaybeFinishReshape();  // its workers were leaving anyway
+    if (reshaping_ && reshaping_->Answered(node)) return MaybeFinishReshape();  // its workers were leaving anyway
     Notice(fmt::format("standby {} lost ({})", names_[node], reason));
     return;
   }
@@ -32,7 +32,7 @@ void JobControl::OnAgentClosed(int node, const std::string& reason) {
 void JobControl::LoseAgent(int node, const std::string& reason) {
   Agent& a = agents_[node];
   // An agent leaving after the job is done (Shutdown, or its own end) is not lost.
-  (state_ == CoordState::kDone ? a.ended : a.lost) = true;
+  a.MoveTo(state_ == CoordState::kDone ? SlotState::kEnded : SlotState::kLost);
   if (a.link) a.link->Close(reason);
   if (gather_) {
     gather_->Forget(node);
@@ -88,7 +88,7 @@ void JobControl::StopGeneration(const std::string& why, bool restartable) {
   stop_started_ = clock_.Now();
   stop_cursor_ = 0;
   for (size_t i = 0; i < agents_.size(); ++i) {
-    agents_[i].stopped = !agents_[i].connected();
+    if (agents_[i].connected()) agents_[i].SetBusy(true);  // every one confirms, or is lost
     SendTo(static_cast<int>(i), wire::MsgType::kStop, msg::Stop{static_cast<uint32_t>(generation_)}.Encode());
   }
   MaybeFinishStopping();
@@ -101,7 +101,7 @@ void JobControl::StopGeneration(const std::string& why, bool restartable) {
 void JobControl::MaybeFinishStopping() {
   if (state_ != CoordState::kStopping) return;
   while (stop_cursor_ < agents_.size() &&
-         (agents_[stop_cursor_].stopped || !agents_[stop_cursor_].connected()))
+         (agents_[stop_cursor_].slot != SlotState::kBusy || !agents_[stop_cursor_].connected()))
     ++stop_cursor_;
   if (stop_cursor_ < agents_.size()) return;
   record_.all_stopped_time = clock_.Now();
@@ -141,7 +141,7 @@ void JobControl::CheckRegisterDeadline(Clock::time_point now) {
   if (opt_.start_nodes > 0 && num_registered_ >= static_cast<size_t>(opt_.start_nodes)) return StartOnRegistered();
   std::string missing, joined;
   for (size_t i = 0; i < agents_.size(); ++i) {
-    if (!agents_[i].registered) missing += (missing.empty() ? "" : ", ") + names_[i];
+    if (!agents_[i].registered()) missing += (missing.empty() ? "" : ", ") + names_[i];
     else joined += fmt::format("{}{} ({})", joined.empty() ? "" : ", ", names_[i], Printable(agents_[i].facts.addr));
   }
   if (!opt_.hosts_from_agents)
@@ -176,7 +176,7 @@ void JobControl::CheckStopDeadline(Clock::time_point now) {
   if (state_ != CoordState::kStopping || now < StopDeadline()) return;
   for (size_t i = 0; i < agents_.size(); ++i) {
     Agent& a = agents_[i];
-    if (a.stopped || a.lost || !a.connected()) continue;
+    if (a.slot != SlotState::kBusy || !a.connected()) continue;
     DS_LOG(Warn, Coord) << names_[i] << ": did not confirm the stop in time";
     LoseAgent(static_cast<int>(i), "did not confirm the stop in time");
   }
@@ -192,8 +192,8 @@ Clock::time_point JobControl::NextDeadline() const {
   if (state_ == CoordState::kWaitingForAgents)
     next = std::min({next, start_time_ + Seconds(opt_.register_timeout), last_call_});
   if (state_ == CoordState::kStopping) next = std::min(next, StopDeadline());
-  if (reshaping_) next = std::min(next, reshaping_->deadline);
-  if (state_ == CoordState::kRunning) next = std::min(next, stacks_.deadline);
+  if (reshaping_) next = std::min(next, reshaping_->deadline());
+  if (state_ == CoordState::kRunning) next = std::min(next, stacks_.deadline());
   return next;
 }
 

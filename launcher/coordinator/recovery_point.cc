@@ -137,7 +137,10 @@ bool RecoveryPoint::Update() {
   }
   // The point only moves forward: a save that lost copies with a node stays
   // protected, wherever copies of it are left, until a newer one is recoverable.
-  if (newest_spread.step >= point_.step || !saves_.count({point_.step, point_.set})) point_ = newest_spread;
+  // A restored point stands until the agents report its copies.
+  const bool known = saves_.count({point_.step, point_.set}) > 0;
+  if (known) restored_ = false;
+  if (newest_spread.step >= point_.step || (!known && !restored_)) point_ = newest_spread;
   // Only a writer sends its shard: a save is secured while every writer holds its own.
   auto securable = [](const Save& s) { return s.on_origin == s.shards.size(); };
   if (securing_.step >= 0) {  // done, or beyond reach
@@ -179,6 +182,14 @@ std::string RecoveryPoint::DescribeCadence() const {
   const double one_in = static_cast<double>(f.complete_saves) / static_cast<double>(f.secured_saves);
   return fmt::format("snapshots every {} steps asked; {} kept up with one in {:.0f} (every {} steps)", f.asked_every,
                      copies_ > 1 ? "replicas" : "the disks", std::round(one_in), f.secured_every);
+}
+
+void RecoveryPoint::Restore(const msg::SaveRef& point, int64_t worst_at_risk) {
+  point_ = point;
+  restored_ = point.step >= 0;
+  worst_ = worst_at_risk;
+  if (point_.step >= 0) base_ = point_.step;
+  Update();
 }
 
 }  // namespace ds

@@ -72,6 +72,10 @@ class RecoveryPoint {
 
   const msg::SnapshotPlan& plan() const { return plan_; }
   const msg::SaveRef& point() const { return point_; }
+  // A coordinator taking over the job (job_state.h): the point and the
+  // worst steps at risk so far come back; the copies are learnt again from
+  // the agents' SnapshotHeld. The point is protected meanwhile.
+  void Restore(const msg::SaveRef& point, int64_t worst_at_risk);
   RecoveryFigures figures() const;
   // "snapshots every 10 steps asked; replicas kept up with one in 38 (every 380
   // steps)" once saves were skipped, else "".
@@ -104,6 +108,7 @@ class RecoveryPoint {
   int copies_ = 1;
   std::map<Key, Save> saves_;
   msg::SaveRef point_;
+  bool restored_ = false;          // point_ came from Restore and no agent reported it yet
   msg::SaveRef securing_;
   std::vector<msg::SaveRef> abandoned_;  // for the next plan's drop
   msg::SnapshotPlan plan_;

@@ -42,13 +42,13 @@ std::string RestartPolicy::WhyNot(const JobRecord& record, const std::vector<boo
   const ElasticOptions& el = plan_.job.elastic;
   if (el.max_restarts == 0) return "elastic.max_restarts is 0";
   const std::map<std::string, int> gpu = GpuFailures(plan_.job, record);
-  std::set<std::string> gpu_hosts = gpu_out_;
+  std::set<std::string> gpu_hosts = budget_.gpu_out;
   for (const auto& [host, rank] : gpu) gpu_hosts.insert(host);
   if (gpu_hosts.size() > 1)
     return fmt::format("GPU failures (dstrain exit {}) on {} hosts, {}: a fault on more than one host follows "
                        "the job, not a GPU",
                        kDstrainExitDevice, gpu_hosts.size(), fmt::join(gpu_hosts, ", "));
-  if (restarts_ >= el.max_restarts) return fmt::format("all {} restarts used (elastic.max_restarts)", el.max_restarts);
+  if (budget_.restarts >= el.max_restarts) return fmt::format("all {} restarts used (elastic.max_restarts)", el.max_restarts);
   int left = 0;
   for (size_t i = 0; i < alive.size(); ++i) left += alive[i] && !gpu_hosts.count(names_[i]);
   if (left < el.min_nodes) {
@@ -64,12 +64,12 @@ std::string RestartPolicy::WhyNot(const JobRecord& record, const std::vector<boo
 // needs the node reset). WhyNot has checked that min_nodes holds without it.
 void RestartPolicy::LeaveOutGpuFailures(std::vector<bool>& keep, const JobRecord& record) {
   for (const auto& [host, rank] : GpuFailures(plan_.job, record)) {
-    if (gpu_out_.insert(host).second)
+    if (budget_.gpu_out.insert(host).second)
       notice_(fmt::format("{} sits out the rest of the job: rank {} had a GPU failure (dstrain exit {})", host, rank,
                           kDstrainExitDevice));
   }
   for (size_t i = 0; i < keep.size(); ++i)
-    if (gpu_out_.count(names_[i])) keep[i] = false;
+    if (budget_.gpu_out.count(names_[i])) keep[i] = false;
 }
 
 // elastic.max_host_failures: counts the generation's failure against its
@@ -79,14 +79,14 @@ void RestartPolicy::ApplyHostCooldowns(std::vector<bool>& keep, const JobRecord&
   const ElasticOptions& el = plan_.job.elastic;
   if (el.max_host_failures == 0) return;
   const auto& f = record.first_failure();
-  if (f && f->rank >= 0 && ++host_failures_[f->host] >= el.max_host_failures) {
-    host_failures_[f->host] = 0;
-    cooldown_until_[f->host] = now + Seconds(el.host_cooldown);
+  if (f && f->rank >= 0 && ++budget_.host_failures[f->host] >= el.max_host_failures) {
+    budget_.host_failures[f->host] = 0;
+    budget_.cooldown_until[f->host] = now + Seconds(el.host_cooldown);
   }
   for (size_t i = 0; i < keep.size(); ++i) {
     const std::string& host = names_[i];
-    auto it = cooldown_until_.find(host);
-    if (!keep[i] || it == cooldown_until_.end() || now >= it->second) continue;
+    auto it = budget_.cooldown_until.find(host);
+    if (!keep[i] || it == budget_.cooldown_until.end() || now >= it->second) continue;
     const double left = std::chrono::duration<double>(it->second - now).count();
     if (std::count(keep.begin(), keep.end(), true) - 1 < el.min_nodes) {
       notice_(fmt::format("{} is in its cooldown ({:.0f} s left) but elastic.min_nodes needs it", host, left));
@@ -108,7 +108,7 @@ Result<NextGeneration> RestartPolicy::Restart(std::vector<bool> alive, const Job
   // The first nodes.size() alive candidates are the nodes, in plan order.
   for (size_t i = 0; i < alive.size() && next.agents.size() < next.plan.nodes.size(); ++i)
     if (alive[i]) next.agents.push_back(static_cast<int>(i));
-  ++restarts_;
+  ++budget_.restarts;
   return next;
 }
 

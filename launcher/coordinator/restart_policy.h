@@ -24,6 +24,16 @@
 
 namespace ds {
 
+// What RestartPolicy remembers across generations, as one value (part of
+// the job's durable state, job_state.h).
+struct RestartBudget {
+  int restarts = 0;                                           // job-wide, counted at each restart
+  std::map<std::string, int> host_failures;                   // worker failures per host since its last cooldown
+  std::map<std::string, Clock::time_point> cooldown_until;    // hosts sitting out until then
+  std::set<std::string> gpu_out;                              // hosts out for the rest of the job: their GPU failed
+  bool operator==(const RestartBudget&) const = default;
+};
+
 // The next generation: its plan, and the candidate (agent) index of each of its nodes.
 struct NextGeneration {
   LaunchPlan plan;
@@ -46,12 +56,15 @@ class RestartPolicy {
   // hosts in their cooldown at `now`. Error: PlanOnNodes' (cannot happen
   // after MayRestart).
   Result<NextGeneration> Restart(std::vector<bool> alive, const JobRecord& record, Clock::time_point now);
-  int restarts() const { return restarts_; }
+  int restarts() const { return budget_.restarts; }
   // An in-place recovery counted by Restart fell back to the full restart,
   // which counts again: the failure costs one restart, not two.
   void Refund() {
-    if (restarts_ > 0) --restarts_;
+    if (budget_.restarts > 0) --budget_.restarts;
   }
+  // What it remembers; Restore takes it back (a coordinator taking over the job).
+  const RestartBudget& budget() const { return budget_; }
+  void Restore(RestartBudget b) { budget_ = std::move(b); }
 
  private:
   void LeaveOutGpuFailures(std::vector<bool>& keep, const JobRecord& record);
@@ -60,10 +73,7 @@ class RestartPolicy {
   const LaunchPlan& plan_;
   const std::vector<std::string>& names_;  // the candidates': nodes, then standbys
   std::function<void(const std::string&)> notice_;
-  int restarts_ = 0;
-  std::map<std::string, int> host_failures_;  // worker failures per host since its last cooldown
-  std::map<std::string, Clock::time_point> cooldown_until_;
-  std::set<std::string> gpu_out_;  // hosts out for the rest of the job: their GPU failed
+  RestartBudget budget_;
 };
 
 }  // namespace ds

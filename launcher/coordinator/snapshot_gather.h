@@ -103,6 +103,8 @@ class SnapshotGather {
   // The newest step a rank reached, for the steps a loss would cost now.
   void NoteProgress(int64_t step) { point_.NoteProgress(step); }
   RecoveryFigures recovery() const { return point_.figures(); }
+  const msg::SaveRef& recovery_point() const { return point_.point(); }
+  void RestoreRecoveryPoint(const msg::SaveRef& point, int64_t worst) { point_.Restore(point, worst); }
   // An in-place recovery went on from resume_step() (RecoveryPoint::Resumed).
   void Resumed() { point_.Resumed(resume_step_); }
 

@@ -28,11 +28,6 @@ using testing::TempDir;
 using testing::WriteFile;
 namespace fs = std::filesystem;
 
-bool NotRoot() {
-  if (testing::CanActAsNobody()) return false;
-  WARN("not root: the attack by another user (nobody) cannot be staged; skipped");
-  return true;
-}
 
 std::string Manifest(int64_t step, const std::string& run) { return "{step " + std::to_string(step) + " " + run + "}"; }
 std::string SetOf(int64_t step, const std::string& run = "ab") { return ManifestDigest(Manifest(step, run)); }
@@ -135,8 +130,8 @@ TEST_CASE("snapshot disk: prune removes this run's older steps only; DropIf remo
 }
 
 TEST_CASE("snapshot disk attack: the node directory planted by nobody as a symlink: nothing scanned, written "
-          "or pruned there", "[snapshots][attack]") {
-  if (NotRoot()) return;
+          "or pruned there", "[snapshots][attack][other_user]") {
+  if (!testing::CanActAsNobody()) DS_SKIP(testing::kNeedsOtherUser);
   testing::SharedDir d;
   std::string target;
   SECTION("to another job's node directory of ours") {
@@ -165,8 +160,8 @@ TEST_CASE("snapshot disk attack: the node directory planted by nobody as a symli
 }
 
 TEST_CASE("snapshot disk attack: a step directory swapped by nobody for a symlink to another job's step is "
-          "neither read nor written", "[snapshots][attack]") {
-  if (NotRoot()) return;
+          "neither read nor written", "[snapshots][attack][other_user]") {
+  if (!testing::CanActAsNobody()) DS_SKIP(testing::kNeedsOtherUser);
   testing::SharedDir d;
   const std::string other = d.base + "/other-job";
   REQUIRE(SnapshotDisk(other).Persist(Copy(5, 0, 2, "THEM")).ok());  // the same size as ours

@@ -16,10 +16,12 @@
 #include <string>
 
 #include <catch2/catch.hpp>
+
 #include <fmt/format.h>
 
 #include "agent/stack_dump.h"
 #include "wire/protocol.h"
+#include "tests/test_util/skip.h"
 
 namespace ds {
 namespace {
@@ -56,8 +58,7 @@ TEST_CASE("stack dump: a stopped process's stacks come back on the events fd") {
   StackDumper dumper;
   if (FindTool("eu-stack", "/usr/local/bin:/usr/bin:/bin").empty() &&
       FindTool("gdb", "/usr/local/bin:/usr/bin:/bin").empty()) {
-    WARN("neither eu-stack nor gdb is installed (scripts/install-deps installs elfutils); skipped");
-    return;
+    DS_SKIP("neither eu-stack nor gdb is installed (scripts/install-deps installs elfutils)");
   }
   const pid_t child = ::fork();
   if (child == 0) {
@@ -126,8 +127,7 @@ int PythonDirsLeft() {
 
 TEST_CASE("stack dump: a CPython worker's Python frames come first, the worker goes on unharmed") {
   if (FindTool("gdb", "/usr/local/bin:/usr/bin:/bin").empty() || ::access("/usr/bin/python3", X_OK) != 0) {
-    WARN("gdb or /usr/bin/python3 is not installed (scripts/install-deps installs gdb); skipped");
-    return;
+    DS_SKIP("gdb or /usr/bin/python3 is not installed (scripts/install-deps installs gdb)");
   }
   char dir[] = "/tmp/dsl-pystack-test.XXXXXX";
   REQUIRE(::mkdtemp(dir) != nullptr);

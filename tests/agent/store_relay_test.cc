@@ -28,6 +28,8 @@
 
 #include "agent/port_hold.h"
 #include "common/log.h"
+#include "tests/test_util/skip.h"
+#include "tests/test_util/wait_until.h"
 
 namespace ds {
 namespace {
@@ -91,15 +93,8 @@ std::string ReadUpTo(int fd, size_t max, size_t chunk = 65536) {
 }
 std::string ReadToEof(int fd, size_t chunk = 65536) { return ReadUpTo(fd, SIZE_MAX, chunk); }
 
-// Waits (bounded) until `done` holds, looking again each millisecond.
-bool WaitFor(const std::function<bool()>& done) {
-  const auto deadline = Clock::now() + kWait;
-  while (!done()) {
-    if (Clock::now() > deadline) return false;
-    ::poll(nullptr, 0, 1);
-  }
-  return true;
-}
+// Waits (bounded) until `done` holds: a relay counter moved.
+bool WaitFor(const std::function<bool()>& done) { return testing::WaitUntil(done, kWait); }
 
 // Client i's message: 8 bytes.
 std::string IdMessage(int i) {
@@ -252,11 +247,9 @@ TEST_CASE("store relay: stopping it closes every connection and frees MASTER_POR
 // Rank 0's port is free between the agent's hold and rank 0's bind. Another
 // local user who listens there first must not become the store the other
 // ranks talk to: the relay checks who listens and closes the client instead.
-TEST_CASE("store relay: another user listening on rank 0's port is not relayed to, nothing reaches it", "[relay]") {
-  if (::geteuid() != 0) {
-    WARN("skipped: staging another user (nobody) needs root");
-    return;
-  }
+TEST_CASE("store relay: another user listening on rank 0's port is not relayed to, nothing reaches it",
+          "[relay][other_user]") {
+  if (::geteuid() != 0) DS_SKIP("not root: another user (nobody) cannot be staged");
   int report[2], done[2];
   REQUIRE(::pipe(report) == 0);
   REQUIRE(::pipe(done) == 0);

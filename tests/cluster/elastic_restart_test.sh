@@ -18,10 +18,9 @@ source "$(dirname "$0")/../test_util/elastic_job.sh"
 C=${DSLAUNCH_TEST_CLUSTER:?run me inside tests/cluster/with-cluster}
 work=$(mktemp -d /tmp/dsl-elrestart.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-mapfile -t ADDR < <(awk '{print $3}' "$C/nodes")
-mapfile -t NS < <(awk '{print $2}' "$C/nodes")
+. "$(dirname "$0")/../test_util/preamble.sh"
+. "$(dirname "$0")/netns_lib.sh"
+read_cluster
 name=$(basename "$C")
 cd "$work"
 printf '%s slots=1\n' "${ADDR[@]}" >hostfile
@@ -29,7 +28,7 @@ printf '%s slots=1\n' "${ADDR[@]}" >hostfile
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 # Waits (up to $2 s) for a line matching $1 in the job's output; prints the time taken.
-wait_for() {
+wait_line() {
   local start=$3
   for _ in $(seq $(($2 * 50))); do
     grep -q -- "$1" "$work/out" 2>/dev/null && { since "$start"; return 0; }
@@ -60,9 +59,9 @@ run_case() {  # $1 = kill | partition
     ip link set "dsl${name}v2a" down
   fi
   local notice running resumed
-  notice=$(wait_for "restart 1/1: generation 1 on 2 nodes, world size 2" 30 "$t0")
-  running=$(wait_for "generation 1: all 2 workers running" 30 "$t0")
-  resumed=$(wait_for "resumed from" 30 "$t0")
+  notice=$(wait_line "restart 1/1: generation 1 on 2 nodes, world size 2" 30 "$t0")
+  running=$(wait_line "generation 1: all 2 workers running" 30 "$t0")
+  resumed=$(wait_line "resumed from" 30 "$t0")
   wait "$pid"
   local rc=$?
   cat "$work/out"

@@ -12,9 +12,9 @@ DSLAUNCH=$1
 C=${DSLAUNCH_TEST_CLUSTER:?run me inside tests/cluster/with-cluster}
 work=$(mktemp -d /tmp/dsl-elastic.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-mapfile -t ADDR < <(awk '{print $3}' "$C/nodes")
+. "$(dirname "$0")/../test_util/preamble.sh"
+. "$(dirname "$0")/netns_lib.sh"
+read_cluster
 cd "$work"
 
 # Stop node 1's sshd (the middle host: the survivors' ranks must close the gap).

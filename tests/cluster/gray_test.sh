@@ -33,10 +33,8 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-mapfile -t ADDR < <(awk '{print $3}' "$C/nodes")
-mapfile -t NS < <(awk '{print $2}' "$C/nodes")
+. "$(dirname "$0")/../test_util/preamble.sh"
+read_cluster
 keep_pids() { cat "$C/pids/sshd-$1.pid"; }
 cd "$work"
 printf '%s slots=1\n' "${ADDR[@]}" >hostfile

@@ -15,35 +15,17 @@ if [ "$LAUNCHER" = openmpi ] && ! command -v mpirun.openmpi >/dev/null; then ech
 if [ "$LAUNCHER" = mpich ] && ! command -v mpiexec.hydra >/dev/null; then echo "SKIP: MPICH not installed" >&2; exit 77; fi
 work=$(mktemp -d /tmp/dsl-jobtest.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-mapfile -t NS < <(awk '{print $2}' "$C/nodes")
-mapfile -t ADDR < <(awk '{print $3}' "$C/nodes")
+. "$(dirname "$0")/../test_util/preamble.sh"
+. "$(dirname "$0")/netns_lib.sh"
+read_cluster
 # Every namespace has this machine's hostname, which hydra would give its
 # proxies to call back: give it the bridge's address instead.
 L=(--launcher "$LAUNCHER")
 [ "$LAUNCHER" = mpich ] && L+=(--launcher_args "-localhost ${ADDR[0]%.*}.1")
 cd "$work"
 
-# Processes in our namespaces other than their sshd.
-leftovers() {
-  local i=0 ns sshd p n=0
-  for ns in "${NS[@]}"; do
-    sshd=$(cat "$C/pids/sshd-$i.pid")
-    for p in $(ip netns pids "$ns"); do
-      [ "$p" = "$sshd" ] && continue
-      n=$((n + 1)); ps -o pid=,cmd= -p "$p" >&2
-    done
-    i=$((i + 1))
-  done
-  echo $n
-}
-wait_no_leftovers() {  # $1 = seconds
-  local t=0
-  while [ "$(leftovers 2>/dev/null)" != 0 ]; do
-    t=$((t + 1)); [ $t -gt $(($1 * 5)) ] && return 1; sleep 0.2
-  done
-}
+# What belongs to the bed in namespace $1: its sshd (netns_lib.sh's leftovers).
+keep_pids() { cat "$C/pids/sshd-$1.pid"; }
 
 echo "== env over ssh, first network"
 out=$(timeout 60 "$DSLAUNCH" --hostfile "$C/hostfile.ip" "${L[@]}" -- \
@@ -76,7 +58,7 @@ timeout 60 "$DSLAUNCH" --hostfile "$C/hostfile.ip" "${L[@]}" -- \
 rc=$?
 [ $rc -eq 7 ] || { cat "$work/exit.log"; fail "expected exit 7, got $rc"; }
 grep -q "rank 3" "$work/exit.log" || fail "summary does not name rank 3"
-wait_no_leftovers 15 || fail "processes left after a failed job"
+wait_for 15 no_leftovers || fail "processes left after a failed job"
 
 if [ "$LAUNCHER" = ssh ]; then
   echo "== --ship-agent: a copy of dsagent runs on the nodes, removed afterwards"
@@ -106,7 +88,7 @@ for sig in $sigs; do
   kill -"$sig" "$pid"
   wait "$pid"; rc=$?
   echo "dslaunch exited $rc"
-  wait_no_leftovers 20 || { leftovers >/dev/null; fail "SIG$sig: processes of the job left in the namespaces"; }
+  wait_for 20 no_leftovers || { leftovers >/dev/null; fail "SIG$sig: processes of the job left in the namespaces"; }
   rm -f "$work"/up-*
   killed=$pid
 done

@@ -1,7 +1,16 @@
-# Shared by the netns test scripts (source it): what is left in the
-# namespaces, and waiting for a condition with a deadline.
-# Needs NS (the namespaces, by node) and a function `keep_pids I` that prints
-# the pids of namespace I that belong to the test bed (its sshd, slurmd).
+# Shared by the netns test scripts (source it): the cluster's nodes, what is
+# left in the namespaces, and waiting for a condition with a deadline.
+# leftovers needs NS (read_cluster sets it) and a function `keep_pids I` that
+# prints the pids of namespace I that belong to the test bed (its sshd, slurmd).
+
+# read_cluster: ALIAS, NS and ADDR, by node, from the cluster's nodes file
+# ($C, else DSLAUNCH_TEST_CLUSTER: tests/cluster/with-cluster's state dir).
+read_cluster() {
+  local dir=${C:-${DSLAUNCH_TEST_CLUSTER:?run me inside tests/cluster/with-cluster}}
+  mapfile -t ALIAS < <(awk '{print $1}' "$dir/nodes")
+  mapfile -t NS < <(awk '{print $2}' "$dir/nodes")
+  mapfile -t ADDR < <(awk '{print $3}' "$dir/nodes")
+}
 
 # The other processes in the namespaces: listed on stderr, counted on stdout.
 leftovers() {

@@ -14,10 +14,8 @@ DSLAUNCH=$(readlink -f "$1")
 C=${DSLAUNCH_TEST_CLUSTER:?run me inside tests/cluster/with-cluster}
 work=$(mktemp -d /tmp/dsl-pernode.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-mapfile -t NS < <(awk '{print $2}' "$C/nodes")
-mapfile -t ADDR < <(awk '{print $3}' "$C/nodes")
+. "$(dirname "$0")/../test_util/preamble.sh"
+read_cluster
 cd "$work"
 openssl rand -hex 32 >"$work/secret" 2>/dev/null || head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/secret"
 chmod 600 "$work/secret"

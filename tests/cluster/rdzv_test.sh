@@ -22,10 +22,8 @@ work=$(mktemp -d /tmp/dsl-rdzv.XXXXXX)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$work"; }
 trap cleanup EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-mapfile -t NS < <(awk '{print $2}' "$C/nodes")
-mapfile -t ADDR < <(awk '{print $3}' "$C/nodes")
+. "$(dirname "$0")/../test_util/preamble.sh"
+read_cluster
 keep_pids() { cat "$C/pids/sshd-$1.pid"; }
 cd "$work"
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/secret"

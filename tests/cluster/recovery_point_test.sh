@@ -36,8 +36,8 @@ RANDOM=$seed
 echo "recovery point: seed $seed, $trials trials (RECOVERY_SEED=$seed replays them)"
 fails=0
 fail() { echo "FAIL (seed $seed, trial $trial): $*" >&2; fails=$((fails + 1)); }
-mapfile -t ADDR < <(awk '{print $3}' "$C/nodes")
-mapfile -t NS < <(awk '{print $2}' "$C/nodes")
+. "$(dirname "$0")/netns_lib.sh"
+read_cluster
 name=$(basename "$C")
 cd "$work"
 # pick NAME VAR VALUES...: sets NAME to $VAR when set (bench/recovery fixes

@@ -21,10 +21,9 @@ DSLAUNCH=$(readlink -f "$1")
 C=${DSLAUNCH_TEST_CLUSTER:?run me inside tests/cluster/with-cluster}
 work=$(mktemp -d /tmp/dsl-snapshot.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-mapfile -t ADDR < <(awk '{print $3}' "$C/nodes")
-mapfile -t NS < <(awk '{print $2}' "$C/nodes")
+. "$(dirname "$0")/../test_util/preamble.sh"
+. "$(dirname "$0")/netns_lib.sh"
+read_cluster
 cd "$work"
 
 # job_yaml STAGE MAX_NODES

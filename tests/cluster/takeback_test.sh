@@ -31,10 +31,9 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-mapfile -t ADDR < <(awk '{print $3}' "$C/nodes")
-mapfile -t NS < <(awk '{print $2}' "$C/nodes")
+. "$(dirname "$0")/../test_util/preamble.sh"
+. "$(dirname "$0")/netns_lib.sh"
+read_cluster
 cd "$work"
 printf '%s slots=1\n' "${ADDR[@]}" >hostfile
 cat >worker.sh <<EOF
@@ -47,7 +46,7 @@ ssh: {strict_host_key_checking: yes, connect_timeout: 2s}
 EOF
 
 # Waits (up to $2 s) for a line matching $1 in the output.
-wait_for() {
+wait_line() {
   for _ in $(seq $(($2 * 50))); do
     grep -q -- "$1" out 2>/dev/null && return 0
     sleep 0.02
@@ -70,21 +69,21 @@ while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done <pip
 stamper=$!
 "$DSLAUNCH" --hostfile hostfile --launcher ssh job.yaml >pipe 2>&1 &
 pid=$!
-wait_for " tick 2 0 " 30 || exit 1
+wait_line " tick 2 0 " 30 || exit 1
 # The first agent's session: node 2's sshd end of the launcher's connection.
 mapfile -t old < <(ip netns exec "${NS[2]}" ss -tnH state established '( sport = :22 )' |
   awk '{n = split($4, a, ":"); print a[n]}')
 [ "${#old[@]}" -eq 1 ] || { fail "expected one ssh session on node 2, found ${#old[@]}"; exit 1; }
 ip link set "$link" down
-wait_for "restart 1/1: generation 1 on 2 nodes" 30
-wait_for "generation 1: all 2 workers running" 30
-wait_for "${ADDR[2]} is still lost" 30  # a try failed
+wait_line "restart 1/1: generation 1 on 2 nodes" 30
+wait_line "generation 1: all 2 workers running" 30
+wait_line "${ADDR[2]} is still lost" 30  # a try failed
 for rule in "INPUT -p tcp --dport 22 --sport ${old[0]}" "OUTPUT -p tcp --sport 22 --dport ${old[0]}"; do
   ip netns exec "${NS[2]}" iptables -A $rule -j DROP || { fail "iptables in ${NS[2]}"; exit 1; }
 done
 ip link set "$link" up
 ip -n "${NS[2]}" neigh flush all
-wait_for "${ADDR[2]} rejoined" 60
+wait_line "${ADDR[2]} rejoined" 60
 wait_ticks_after_rejoin 0 40 30
 wait_ticks_after_rejoin 1 40 30
 touch stop

@@ -25,11 +25,8 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-mapfile -t ALIAS < <(awk '{print $1}' "$C/nodes")
-mapfile -t NS < <(awk '{print $2}' "$C/nodes")
-mapfile -t ADDR < <(awk '{print $3}' "$C/nodes")
+. "$(dirname "$0")/../test_util/preamble.sh"
+read_cluster
 keep_pids() { [ -e "$C/pids/sshd-$1.pid" ] && cat "$C/pids/sshd-$1.pid"; }
 cd "$work"
 awk '{print $1" slots=1"}' "$C/nodes" >hostfile

@@ -64,8 +64,8 @@ TEST_CASE("private dir: another user's directory, a symlink or loose permissions
 // dslaunch uses $HOME/.dslaunch instead (/run/user/<uid> first, where ours).
 TEST_CASE("private dir: a name another user made first in /tmp: who made it is said, to a user who is not root "
           "too, and $HOME/.dslaunch is used instead; /run/user/<uid> first",
-          "[unit]") {
-  if (testing::NoOtherUser()) return;
+          "[unit][other_user]") {
+  if (!testing::CanActAsNobody()) DS_SKIP(testing::kNeedsOtherUser);
   SharedTmp t;
   const std::string name = "dslaunch-" + std::to_string(::geteuid()), planted = t.base + "/" + name;
   REQUIRE(testing::AsNobody({"mkdir", "-m", "700", planted}));

@@ -13,8 +13,7 @@ DSLAUNCH=$(readlink -f "$1")
 source "$(dirname "$0")/../test_util/elastic_job.sh"
 name=dsltest
 export DSLAUNCH_CLUSTER_DIR=/tmp/dsl-docker-test-clusters
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+. "$(dirname "$0")/../test_util/preamble.sh"
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 

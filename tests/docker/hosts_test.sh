@@ -17,8 +17,7 @@ W=unix:///run/dsl-hosts-dockerd.sock
 wpidfile=/run/dsl-hosts-dockerd.pid wroot=/var/lib/dsl-hosts-dockerd wexec=/run/dsl-hosts-dockerd
 export DSLAUNCH_CLUSTER_DIR=/tmp/dsl-hosts-manager
 wstate=/tmp/dsl-hosts-worker
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+. "$(dirname "$0")/../test_util/preamble.sh"
 other() { DOCKER_HOST=$W DSLAUNCH_CLUSTER_DIR=$wstate "$@"; }  # a command on the other host
 work=""
 

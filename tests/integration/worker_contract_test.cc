@@ -3,6 +3,7 @@
 // on a 2-core node), TORCHELASTIC_ERROR_FILE read into the summary, and
 // error files the agent must not trust.
 #include <catch2/catch.hpp>
+
 #include <sys/stat.h>
 #include <signal.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include "common/cpu_binding.h"
 #include "common/strings.h"
 #include "proc_harness.h"
+#include "tests/test_util/skip.h"
 
 namespace ds::testing {
 namespace {
@@ -72,10 +74,7 @@ TEST_CASE("worker contract: --local_rank=N is appended only with local_rank_arg"
 TEST_CASE("worker contract: bind_cores_to_rank gives each local rank its own slice and OMP_NUM_THREADS",
           "[integration]") {
   std::vector<int> cores = NumaOrder(AllowedCpus(), NumaNodeCpus());
-  if (cores.size() < 2) {
-    WARN("skipped: needs at least 2 CPUs");
-    return;
-  }
+  if (cores.size() < 2) DS_SKIP("needs at least 2 CPUs");
   TempDir dir;
   std::string hostfile = HostfileFor(dir, 1, 2);
   WriteFile(dir / "worker.sh",

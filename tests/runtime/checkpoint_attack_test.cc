@@ -34,11 +34,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool NotRoot() {
-  if (ds::testing::CanActAsNobody()) return false;
-  WARN("not root: the attack by another user (nobody) cannot be staged; skipped");
-  return true;
-}
 
 // "<what> <path> is <found>; expected a directory owned by uid 0".
 std::string Refusal(const std::string& what, const std::string& path, const std::string& found) {
@@ -77,8 +72,8 @@ Status Save(const std::string& dir, int64_t step, int keep = 5, float value = 1.
 }  // namespace
 
 TEST_CASE("attack: nobody's step directory with a symlink at the shard's temporary name",
-          "[checkpoint][attack]") {
-  if (NotRoot()) return;
+          "[checkpoint][attack][other_user]") {
+  if (!ds::testing::CanActAsNobody()) DS_SKIP(ds::testing::kNeedsOtherUser);
   SharedDir d;
   const std::string victim = MakeVictim(d);
   const std::string step = d.shared + "/step_00000001";
@@ -93,8 +88,8 @@ TEST_CASE("attack: nobody's step directory with a symlink at the shard's tempora
 }
 
 TEST_CASE("attack: a symlink planted by nobody in our world-writable step directory",
-          "[checkpoint][attack]") {
-  if (NotRoot()) return;
+          "[checkpoint][attack][other_user]") {
+  if (!ds::testing::CanActAsNobody()) DS_SKIP(ds::testing::kNeedsOtherUser);
   SharedDir d;
   const std::string victim = MakeVictim(d);
   const std::string step = d.shared + "/step_00000001";
@@ -114,8 +109,8 @@ TEST_CASE("attack: a symlink planted by nobody in our world-writable step direct
 }
 
 TEST_CASE("attack: a checkpoint directory of nobody is refused for save and load",
-          "[checkpoint][attack]") {
-  if (NotRoot()) return;
+          "[checkpoint][attack][other_user]") {
+  if (!ds::testing::CanActAsNobody()) DS_SKIP(ds::testing::kNeedsOtherUser);
   SharedDir d;
   // A genuine checkpoint of ours, copied into the directory nobody made, as
   // if nobody had crafted it.
@@ -136,8 +131,8 @@ TEST_CASE("attack: a checkpoint directory of nobody is refused for save and load
 }
 
 TEST_CASE("attack: a step directory of nobody in our checkpoint directory is never loaded",
-          "[checkpoint][attack]") {
-  if (NotRoot()) return;
+          "[checkpoint][attack][other_user]") {
+  if (!ds::testing::CanActAsNobody()) DS_SKIP(ds::testing::kNeedsOtherUser);
   SharedDir d;
   REQUIRE(Save(d.shared, 1).ok());  // the shared directory is ours: accepted
   const std::string planted = d.shared + "/step_00000002";
@@ -154,8 +149,8 @@ TEST_CASE("attack: a step directory of nobody in our checkpoint directory is nev
 }
 
 TEST_CASE("attack: the checkpoint directory planted as a symlink to another job's: nothing loaded, written "
-          "or pruned there", "[checkpoint][attack]") {
-  if (NotRoot()) return;
+          "or pruned there", "[checkpoint][attack][other_user]") {
+  if (!ds::testing::CanActAsNobody()) DS_SKIP(ds::testing::kNeedsOtherUser);
   SharedDir d;
   const std::string other = d.base + "/other-job";  // another job of ours, in a private place
   for (int64_t step : {1, 2, 3}) REQUIRE(Save(other, step, 5, 9.0f).ok());
@@ -177,8 +172,8 @@ TEST_CASE("attack: the checkpoint directory planted as a symlink to another job'
 }
 
 TEST_CASE("attack: a step directory planted as a symlink to another job's step: not loaded, written or pruned",
-          "[checkpoint][attack]") {
-  if (NotRoot()) return;
+          "[checkpoint][attack][other_user]") {
+  if (!ds::testing::CanActAsNobody()) DS_SKIP(ds::testing::kNeedsOtherUser);
   SharedDir d;
   const std::string other = d.base + "/other-job";
   REQUIRE(Save(other, 7, 5, 9.0f).ok());
@@ -203,8 +198,8 @@ TEST_CASE("attack: a step directory planted as a symlink to another job's step: 
 }
 
 TEST_CASE("attack: dstrain on a checkpoint directory planted as a symlink to another job's exits 1 naming it",
-          "[checkpoint][attack][dstrain]") {
-  if (NotRoot()) return;
+          "[checkpoint][attack][dstrain][other_user]") {
+  if (!ds::testing::CanActAsNobody()) DS_SKIP(ds::testing::kNeedsOtherUser);
   SharedDir d;
   const std::string config =
       "DSLAUNCH_TRAINER_CONFIG=trainer:\n"

@@ -18,8 +18,7 @@ N=${DSLAUNCH_TEST_CLUSTER:?}  # the netns cluster underneath
 name=$(basename "$C")
 work=$(mktemp -d /tmp/dsl-slurmbed.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+. "$(dirname "$0")/../test_util/preamble.sh"
 mapfile -t NODE < <(awk '{print $1}' "$C/nodes")
 mapfile -t NS < <(awk '{print $2}' "$C/nodes")
 mapfile -t ADDR < <(awk '{print $3}' "$C/nodes")

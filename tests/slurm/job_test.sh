@@ -19,8 +19,7 @@ BED=$(cd "$(dirname "$0")/../.." && pwd)/scripts/slurm-cluster
 name=$(basename "$C")
 work=$(mktemp -d /tmp/dsl-slurmjob.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+. "$(dirname "$0")/../test_util/preamble.sh"
 mapfile -t NODE < <(awk '{print $1}' "$C/nodes")
 mapfile -t NS < <(awk '{print $2}' "$C/nodes")
 ON0=("$BED" exec 0 --name "$name")  # a client command on node 0, SLURM_CONF set

@@ -33,12 +33,6 @@ bool WriteAsNobody(const std::string& path, const std::string& content) {
   return AsNobody({"sh", "-c", "printf %s \"$1\" > \"$2\"", "sh", content, path});
 }
 
-bool NoOtherUser() {
-  if (CanActAsNobody()) return false;
-  std::fprintf(stderr, "skipped: not root, so another user (nobody) cannot be staged\n");
-  return true;
-}
-
 SharedDir::SharedDir() {
   const char* tmp = std::getenv("TMPDIR");
   std::string t = std::string(tmp && *tmp ? tmp : "/tmp") + "/dslaunch-attack-XXXXXX";

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/test_util/skip.h"
+
 namespace ds::testing {
 
 inline constexpr uid_t kNobody = 65534;
@@ -26,9 +28,9 @@ bool AsNobody(std::vector<std::string> argv);
 // when it was written.
 bool WriteAsNobody(const std::string& path, const std::string& content);
 
-// For a test case that stages another user: true (and a line on stderr
-// saying it is skipped) when this process cannot; `if (NoOtherUser()) return;`.
-bool NoOtherUser();
+// Why a test case that stages another user skips where it cannot:
+// `if (!CanActAsNobody()) DS_SKIP(kNeedsOtherUser);` (tests/test_util/skip.h).
+inline constexpr const char* kNeedsOtherUser = "not root: another user (nobody) cannot be staged";
 
 // <base> (0755, ours) holding `shared`, a 0777 directory that is not sticky:
 // anyone may add, rename or remove its entries. Removed with everything in it.

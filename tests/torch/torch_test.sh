@@ -26,8 +26,7 @@ if ! "$PY" -c 'import torch.distributed' 2>/dev/null; then
 fi
 work=$(mktemp -d /tmp/dsl-torch.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+. "$(dirname "$0")/../test_util/preamble.sh"
 cd "$work"
 cp "$here/record_error.py" "$here/collateral.py" "$here/store_probe.py" .
 H="$root/hostfiles/local"

@@ -35,8 +35,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+. "$(dirname "$0")/../test_util/preamble.sh"
 H="$root/hostfiles/local"
 
 # Processes still working in $run_dir, polled until none or 20 s have passed.

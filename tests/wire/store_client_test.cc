@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <future>
 #include <thread>
 
 #include "launcher/coordinator/coordinator.h"
@@ -39,6 +40,14 @@ struct StoreFixture {
   std::thread thread;
 };
 
+// What `read` returns, read on the fixture's io thread (where the store lives).
+template <typename F>
+auto OnIo(StoreFixture& f, F read) {
+  std::promise<decltype(read())> p;
+  asio::post(f.io, [&] { p.set_value(read()); });
+  return p.get_future().get();
+}
+
 std::unique_ptr<StoreClient> MustConnect(const StoreFixture& f) {
   auto c = StoreClient::Connect(f.addr, f.token, milliseconds(5000));
   REQUIRE(c.ok());
@@ -70,12 +79,19 @@ TEST_CASE("store: get blocks until another client sets the key", "[store]") {
   StoreFixture f;
   auto waiter = MustConnect(f);
   auto setter = MustConnect(f);
-  std::thread t([&] {
-    std::this_thread::sleep_for(milliseconds(30));
-    REQUIRE(setter->Set("late", {'o', 'k'}).ok());
+  size_t blocked = 0;
+  bool set = false;
+  std::thread t([&] {  // sets the key once the waiter is blocked on it, not before
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while ((blocked = OnIo(f, [&] { return f.coord->store_waiters(); })) == 0 &&
+           std::chrono::steady_clock::now() < deadline) {
+    }
+    set = setter->Set("late", {'o', 'k'}).ok();
   });
   auto got = waiter->Get("late", milliseconds(10000));
   t.join();
+  CHECK(blocked == 1);
+  CHECK(set);
   REQUIRE(got.ok());
   CHECK(*got == std::vector<uint8_t>{'o', 'k'});
 }

@@ -6,8 +6,7 @@ set -uo pipefail
 DSLAUNCH=$(readlink -f "$1")
 work=$(mktemp -d /tmp/dsl-completion.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+. "$(dirname "$0")/../../test_util/preamble.sh"
 "$DSLAUNCH" completion bash >"$work/dslaunch.bash" || { echo "FAIL: dslaunch completion bash exited $?"; exit 1; }
 mkdir -p "$work/here/dir" && cd "$work/here" && touch job.yaml train.py notes.txt hosts
 # complete WORD... : what Tab offers for the last word, sorted, one line.

@@ -36,8 +36,8 @@ Result<int> ReportIn(const std::string& runtime, const std::string& cwd, const s
 
 TEST_CASE("report: a symlink or another user's file at the page's name is refused, never written through; the page "
           "is 0600",
-          "[report]") {
-  if (testing::NoOtherUser()) return;
+          "[report][other_user]") {
+  if (!testing::CanActAsNobody()) DS_SKIP(testing::kNeedsOtherUser);
   testing::TempDir runtime("dsl-test-runtime");
   REQUIRE(::chmod(runtime.path().c_str(), 0700) == 0);
   {

@@ -16,6 +16,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <future>
 #include <thread>
 
 #include "launcher/config/hostfile.h"
@@ -396,6 +397,15 @@ TEST_CASE("coordinator: out of file descriptors, accept backs off instead of spi
     std::thread loop([&] { io.run(); });
     int port = coord.port();
     if (::write(port_pipe[1], &port, sizeof(port)) != sizeof(port)) ::_exit(4);
+    // Tells the parent when accept first backed off ('b'), or that it did not within 10 s ('n').
+    const auto deadline = Clock::now() + milliseconds(10000);
+    uint64_t backoffs = 0;
+    while (backoffs == 0 && Clock::now() < deadline) {
+      std::promise<uint64_t> p;
+      asio::post(io, [&] { p.set_value(coord.accept_backoffs()); });
+      backoffs = p.get_future().get();
+    }
+    if (::write(port_pipe[1], backoffs > 0 ? "b" : "n", 1) != 1) ::_exit(4);
     char go;
     if (::read(go_pipe[0], &go, 1) != 1) ::_exit(5);
     for (int fd : spare) ::close(fd);
@@ -406,11 +416,13 @@ TEST_CASE("coordinator: out of file descriptors, accept backs off instead of spi
   ::close(go_pipe[0]);
   int port = 0;
   REQUIRE(::read(port_pipe[0], &port, sizeof(port)) == sizeof(port));
-  ::close(port_pipe[0]);
   std::string addr = "127.0.0.1:" + std::to_string(port);
   auto fd = ConnectTcp(addr, "", Clock::now() + milliseconds(5000));  // waits in the backlog
   REQUIRE(fd.ok());
-  std::this_thread::sleep_for(milliseconds(100));  // the child's first failed accept
+  char backed_off = 0;
+  REQUIRE(::read(port_pipe[0], &backed_off, 1) == 1);  // the child's first failed accept
+  ::close(port_pipe[0]);
+  REQUIRE(backed_off == 'b');
   const double cpu0 = CpuSeconds(pid);
   std::this_thread::sleep_for(milliseconds(1000));
   const double cpu = CpuSeconds(pid) - cpu0;

@@ -12,17 +12,12 @@
 #include "launcher/spawn/exit_signal.h"
 #include "tests/test_util/files.h"
 #include "tests/test_util/temp_dir.h"
+#include "tests/test_util/wait_until.h"
 
 namespace ds {
 namespace {
 
-bool WaitUntil(const std::function<bool()>& cond) {
-  for (int i = 0; i < 1000; ++i) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
+using testing::WaitUntil;
 
 TEST_CASE("local spawner: the secret arrives on stdin, not in argv", "[spawner]") {
   testing::TempDir tmp("dslaunch-spawner");

@@ -3,6 +3,7 @@
 #include "runtime/model/data.h"
 
 #include <catch2/catch.hpp>
+
 #include <zlib.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <set>
 
 #include "tests/test_util/temp_dir.h"
+#include "tests/test_util/skip.h"
 
 using namespace ds::rt;
 namespace fs = std::filesystem;
@@ -52,8 +54,7 @@ std::string Header(uint32_t magic, std::vector<uint32_t> dims) {
 
 TEST_CASE("Fashion-MNIST loads from the Debian package") {
   if (!fs::exists(std::string(kDir) + "/t10k-images-idx3-ubyte.gz")) {
-    WARN("dataset-fashion-mnist not installed; skipped");
-    return;
+    DS_SKIP("dataset-fashion-mnist is not installed (scripts/install-deps installs it)");
   }
   auto test = LoadFashionMnist(kDir, false, PixelNorm::kUnit);
   REQUIRE(test.ok());
@@ -127,7 +128,7 @@ TEST_CASE("IDX errors name the file") {
 
 TEST_CASE("a truncated copy of the real file is rejected") {
   const fs::path real = fs::path(kDir) / "t10k-labels-idx1-ubyte.gz";
-  if (!fs::exists(real)) return;
+  if (!fs::exists(real)) DS_SKIP("dataset-fashion-mnist is not installed (scripts/install-deps installs it)");
   TempDir tmp;
   const std::string whole = Slurp(real);
   Write(fs::path(tmp.path()) / "lab.gz", whole.substr(0, whole.size() - 100));

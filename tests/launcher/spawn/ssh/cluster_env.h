@@ -13,8 +13,14 @@
 
 #include "common/env_registry.h"
 #include "tests/test_util/files.h"
+#include "tests/test_util/skip.h"
+#include "tests/test_util/wait_until.h"
 
 namespace ds::test {
+
+// Why a [cluster] case skips run outside the wrapper: DS_SKIP(kNoCluster).
+inline constexpr const char* kNoCluster =
+    "no netns test cluster: DSLAUNCH_TEST_CLUSTER is not set (tests/cluster/with-cluster sets it)";
 
 struct ClusterNode {
   std::string alias;  // ssh config alias, as in the generated hostfile
@@ -43,14 +49,9 @@ inline TestCluster LoadTestCluster() {
 using testing::ReadFile;
 using testing::WriteFile;
 
-// Polls `pred` every 20 ms until it holds or `seconds` pass; its last value.
-inline bool WaitUntil(const std::function<bool()>& pred, double seconds) {
-  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return pred();
+// testing::WaitUntil with the limit in seconds (tests/test_util/wait_until.h).
+inline bool WaitUntil(const std::function<bool()>& pred, int seconds) {
+  return testing::WaitUntil(pred, std::chrono::seconds(seconds), std::chrono::milliseconds(20));
 }
 
 }  // namespace ds::test

@@ -1,4 +1,4 @@
-// JobControl, fifth part: in-place recovery (job_control.h; docs/usage.md
+// JobControl and in-place recovery (job_control.h; docs/usage.md
 // "In-place recovery", checkpoint_format.md "In-place recovery"). After a worker's failure or a
 // lost node, with elastic.in_place on a dstrain job with snapshots, the
 // generation is not stopped: RestartPolicy plans the next one as for a
@@ -18,10 +18,6 @@
 #include "launcher/coordinator/job_control.h"
 
 namespace ds {
-
-namespace {
-std::string Seconds3(double s) { return fmt::format("{:g} s", s); }
-}  // namespace
 
 bool JobControl::TryReshape(const std::string& why) {
   if (!in_place_ || state_ != CoordState::kRunning || reshaping_) return false;
@@ -51,16 +47,15 @@ bool JobControl::TryReshape(const std::string& why) {
   for (const auto& [rank, w] : record_.workers())
     if (w.started && !w.exited) old_pids[rank] = w.pid;
   ++generation_;
-  reshaping_ = Reshaping{now, now + Seconds(plan_.job.elastic.in_place_deadline + opt_.heartbeat_interval),
-                         -1, "", {}, {}, record_.first_failure()};
+  reshaping_.emplace(now, now + Seconds(plan_.job.elastic.in_place_deadline + opt_.heartbeat_interval),
+                     record_.first_failure());
   failure_time_ = now;
   record_.NewGeneration(generation_);
   progress_.NewGeneration();
   stragglers_.Reset();
   store_.Clear();  // the new communicators' keys live under the new generation
   DS_LOG(Info, Coord) << "generation " << generation_ << ": recovering in place after " << why;
-  reshaping_->step = gather_->resume_step();
-  reshaping_->sources = gather_->DescribeSources();
+  reshaping_->SetSave(gather_->resume_step(), gather_->DescribeSources());
   for (const Gathering::Order& o : g.orders) SendTo(o.node, wire::MsgType::kReplicate, o.replicate.Encode());
   const double ms = std::ceil(plan_.job.elastic.in_place_deadline * 1000);
   SendReshapes(old_plan, old_agents, old_pids, g.fetch.sources, static_cast<uint32_t>(ms));
@@ -110,11 +105,11 @@ void JobControl::SendReshapes(const LaunchPlan& old_plan, const std::vector<int>
         if (mv.new_rank == w.rank) record_.OnStarted(w.rank, old_pids.at(mv.old_rank));
     }
     std::erase_if(a.workers, [&](const msg::WorkerSpec& w) { return !fresh.count(w.rank); });
-    agents_[agent].stopped = false;
-    reshaping_->owed.insert(agent);
+    agents_[agent].SetBusy(true);
+    reshaping_->Owe(agent);
     SendTo(agent, wire::MsgType::kReshape, r.Encode());
     if (a.workers.empty()) continue;
-    for (const msg::WorkerSpec& w : a.workers) reshaping_->starting.insert(w.rank);
+    for (const msg::WorkerSpec& w : a.workers) reshaping_->ExpectStart(w.rank);
     SendTo(agent, wire::MsgType::kAssign, a.Encode());
   }
   for (size_t i = 0; i < old_agents.size(); ++i) {
@@ -124,26 +119,25 @@ void JobControl::SendReshapes(const LaunchPlan& old_plan, const std::vector<int>
     r.sources.clear();
     for (int l = 0; l < old_plan.nodes[i].num_workers(); ++l)
       if (old_pids.count(old_plan.nodes[i].first_rank + l)) r.moves.push_back({old_plan.nodes[i].first_rank + l, -1});
-    reshaping_->owed.insert(agent);
+    reshaping_->Owe(agent);
     SendTo(agent, wire::MsgType::kReshape, r.Encode());
   }
 }
 
 void JobControl::OnReshaped(int node, const msg::Reshaped& m) {
-  if (!reshaping_ || !reshaping_->owed.count(node)) return;  // stale
+  if (!reshaping_ || !reshaping_->Owes(node)) return;  // stale
   if (!m.error.empty()) return StopGeneration(Printable(m.error), true);
   for (const msg::RankVerdict& v : m.workers)
     if (!v.ok) return StopGeneration(fmt::format("{} rank {} {}", names_[node], v.rank, Printable(v.why)), true);
   DS_LOG(Info, Coord) << names_[node] << " reshaped to generation " << generation_ << " in " << m.micros / 1000.0
                       << " ms";
-  reshaping_->owed.erase(node);
+  reshaping_->Answered(node);
   MaybeFinishReshape();
 }
 
 void JobControl::MaybeFinishReshape() {
-  if (!reshaping_ || !reshaping_->owed.empty() || !reshaping_->starting.empty()) return;
-  const double ms = std::chrono::duration<double, std::milli>(clock_.Now() - reshaping_->began).count();
-  Notice(fmt::format("recovered in place at step {} in {:.0f} ms: {}", reshaping_->step, ms, reshaping_->sources));
+  if (!reshaping_ || !reshaping_->done()) return;
+  Notice(reshaping_->DoneLine(clock_.Now()));
   gather_->Resumed();
   SendSnapshotPlan();
   reshaping_.reset();
@@ -158,24 +152,21 @@ void JobControl::EndReshape(const std::string& why, bool restartable) {
   if (!record_.first_failure()) {
     Failure f;
     f.time = std::chrono::system_clock::now();
-    f.host = reshaping_->cause ? reshaping_->cause->host : "dslaunch";
+    f.host = reshaping_->cause() ? reshaping_->cause()->host : "dslaunch";
     f.what = "in-place recovery failed: " + why;
-    f.exit_code = reshaping_->cause ? reshaping_->cause->ProcessExitCode() : 1;
+    f.exit_code = reshaping_->cause() ? reshaping_->cause()->ProcessExitCode() : 1;
     record_.RecordFailure(std::move(f));
   }
   // The failure it followed is the restart's cause (the record took it when
   // the recovery began): the full restart is the same restart, with this one's why.
-  if (restartable && reshaping_->cause) record_.InPlaceRecoveryFailed(why);
+  if (restartable && reshaping_->cause()) record_.InPlaceRecoveryFailed(why);
   reshaping_.reset();
   policy_.Refund();  // the full restart counts this failure's restart
 }
 
 void JobControl::CheckReshapeDeadline(Clock::time_point now) {
-  if (!reshaping_ || now < reshaping_->deadline) return;
-  const double s = plan_.job.elastic.in_place_deadline;
-  if (!reshaping_->owed.empty())
-    return StopGeneration(fmt::format("{} did not answer within {}", names_[*reshaping_->owed.begin()], Seconds3(s)), true);
-  StopGeneration(fmt::format("rank {} did not start within {}", *reshaping_->starting.begin(), Seconds3(s)), true);
+  if (!reshaping_ || now < reshaping_->deadline()) return;
+  StopGeneration(reshaping_->LateReason(names_, plan_.job.elastic.in_place_deadline), true);
 }
 
 }  // namespace ds

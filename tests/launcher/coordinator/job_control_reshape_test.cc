@@ -1,4 +1,4 @@
-// JobControl's in-place recovery (job_control_inplace.cc), the agents played
+// JobControl's in-place recovery (job_control_reshape.cc), the agents played
 // by the test on a fake clock: a crashed worker or a lost node reshapes the
 // survivors (Reshape with their moves, an Assign only for a replacement,
 // no Stop), a node evicted as slow leaving the same way (its workers moved

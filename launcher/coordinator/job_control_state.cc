@@ -1,0 +1,48 @@
+// JobControl and its durable state (job_state.h): the value taken from the
+// parts that remember (the generation, RestartPolicy's budget, Evictions'
+// cooldowns, the recovery point), and given back to a coordinator taking
+// over the job.
+#include <fmt/format.h>
+
+#include "launcher/coordinator/job_control.h"
+
+namespace ds {
+
+JobState JobControl::State() const {
+  JobState s;
+  s.job_id = opt_.job_id;
+  s.run_id = opt_.run_id;
+  s.phase = state_;
+  s.generation = generation_;
+  s.generation_nodes = gen_agents_;
+  s.world_size = gen_plan_.world_size;
+  s.master_port = master_port_;
+  for (size_t n = 0; n < agents_.size(); ++n)
+    s.candidates.push_back({names_[n], agents_[n].registered(), agents_[n].slot == SlotState::kLost});
+  s.budget = policy_.budget();
+  s.evicted_until = evictions_.cooldowns();
+  if (gather_) {
+    s.recovery_point = gather_->recovery_point();
+    s.worst_at_risk = gather_->recovery().worst_at_risk;
+  }
+  return s;
+}
+
+Status JobControl::Restore(const JobState& s) {
+  if (s.job_id != opt_.job_id)
+    return Status::InvalidArgument(fmt::format("job state of job '{}', not of this job '{}'", s.job_id, opt_.job_id));
+  if (s.candidates.size() != agents_.size())
+    return Status::InvalidArgument(fmt::format("job state with {} candidates, this plan has {}", s.candidates.size(),
+                                               agents_.size()));
+  for (size_t n = 0; n < agents_.size(); ++n)
+    if (s.candidates[n].name != names_[n] && !opt_.hosts_from_agents)
+      return Status::InvalidArgument(
+          fmt::format("job state's candidate {} is '{}', this plan's '{}'", n, s.candidates[n].name, names_[n]));
+  generation_ = s.generation;
+  policy_.Restore(s.budget);
+  evictions_.Restore(s.evicted_until);
+  if (gather_) gather_->RestoreRecoveryPoint(s.recovery_point, s.worst_at_risk);
+  return Status::OK();
+}
+
+}  // namespace ds

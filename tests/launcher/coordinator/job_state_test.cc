@@ -1,0 +1,149 @@
+// JobState (job_state.h), the job's durable state as one value: it survives
+// its JSON text (cooldowns as what is left, on another process's clock),
+// bad text is refused naming the key, and JobControl gives it after its
+// transitions and takes it back, so a coordinator taking over keeps the
+// restart budget, the cooldowns and the generation number.
+#include "launcher/coordinator/job_state.h"
+
+#include <catch2/catch.hpp>
+
+#include "tests/launcher/coordinator/fake_cluster.h"
+
+namespace ds::test {
+namespace {
+
+using std::chrono::seconds;
+
+JobSpec Elastic(int max_restarts) {
+  JobSpec job;
+  job.command = {"/bin/true"};
+  job.elastic.max_restarts = max_restarts;
+  job.elastic.min_nodes = 1;
+  job.elastic.heartbeat_interval = 1.0;
+  job.elastic.heartbeat_timeout = 3.0;
+  job.elastic.max_host_failures = 1;
+  job.elastic.host_cooldown = 60;
+  return job;
+}
+
+const char* kThreeHosts = "w0 slots=2\nw1 slots=2\nw2 slots=2\n";
+
+JobState Sample(Clock::time_point now) {
+  JobState s;
+  s.job_id = "job";
+  s.run_id = "feed0001";
+  s.phase = CoordState::kRunning;
+  s.generation = 3;
+  s.generation_nodes = {0, 2};
+  s.world_size = 4;
+  s.master_port = 29500;
+  s.candidates = {{"w0", true, false}, {"w1", true, true}, {"w2", true, false}};
+  s.budget.restarts = 2;
+  s.budget.host_failures = {{"w0", 1}};
+  s.budget.cooldown_until = {{"w1", now + seconds(45)}};
+  s.budget.gpu_out = {"w9"};
+  s.evicted_until = {{1, now + seconds(10)}};
+  s.recovery_point = {400, "s0"};
+  s.worst_at_risk = 120;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("job state: the JSON text gives the same value back; cooldowns move to the reader's clock", "[unit]") {
+  const Clock::time_point t0{std::chrono::hours(100)};
+  const JobState s = Sample(t0);
+  const std::string text = EncodeJobState(s, t0);
+  CHECK(text.find("\"version\":1") != std::string::npos);
+  CHECK(text.find("\"host_cooldown_left_ms\":{\"w1\":45000}") != std::string::npos);
+  auto back = DecodeJobState(text, t0, "etcd /dslaunch/job/state");
+  REQUIRE(back.ok());
+  CHECK(*back == s);
+  // Read by another process whose steady clock is elsewhere: 45 s are still left.
+  const Clock::time_point t1{std::chrono::hours(7)};
+  auto there = DecodeJobState(text, t1, "etcd /dslaunch/job/state");
+  REQUIRE(there.ok());
+  CHECK(there->budget.cooldown_until.at("w1") == t1 + seconds(45));
+  CHECK(there->evicted_until.at(1) == t1 + seconds(10));
+  // A cooldown over when the value was taken stays over.
+  JobState past = s;
+  past.budget.cooldown_until["w1"] = t0 - seconds(5);
+  CHECK(DecodeJobState(EncodeJobState(past, t0), t1, "x")->budget.cooldown_until.at("w1") == t1);
+}
+
+TEST_CASE("job state: bad text is refused naming where and the key", "[unit]") {
+  const Clock::time_point t0{std::chrono::hours(100)};
+  const std::string good = EncodeJobState(Sample(t0), t0);
+  auto error = [&](const std::string& text) {
+    auto r = DecodeJobState(text, t0, "state");
+    REQUIRE_FALSE(r.ok());
+    return r.status().message();
+  };
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string t = good;
+    const size_t at = t.find(from);
+    REQUIRE(at != std::string::npos);
+    return t.replace(at, from.size(), to);
+  };
+  CHECK(error("{not json") == "state: not a JSON object");
+  CHECK(error("[1]") == "state: not a JSON object");
+  CHECK(error(with("\"version\":1", "\"version\":2")) ==
+        "state: job state version 2, expected 1 (written by another dslaunch version)");
+  CHECK(error(with("\"generation\":3", "\"generation\":\"3\"")) == "state: key 'generation': unexpected string");
+  CHECK(error(with("\"generation\":3,", "")) == "state: missing key 'generation'");
+  CHECK(error(with("\"phase\":\"running\"", "\"phase\":\"flying\"")) == "state: key 'phase': unknown phase 'flying'");
+  CHECK(error(with("\"generation_nodes\":[0,2]", "\"generation_nodes\":[0,7]")) ==
+        "state: key 'generation_nodes': candidate 7 out of range");
+  CHECK(error(with("\"evicted_left_ms\":{\"1\"", "\"evicted_left_ms\":{\"x\"")) ==
+        "state: key 'evicted_left_ms': 'x' is not a candidate");
+}
+
+TEST_CASE("job state: JobControl's value after a restart, taken back by another JobControl keeps the budget",
+          "[jobcontrol]") {
+  FakeCluster c(kThreeHosts, Elastic(2));
+  c.Run();
+  c.Exit(2, 1);  // rank 2 runs on w1: a restart, and w1 sits out 60 s
+  c.ConfirmStops();
+  c.Reserve(29600);
+  c.StartWorkers();
+  const JobState s = c.control().State();
+  CHECK(s.phase == CoordState::kRunning);
+  CHECK(s.generation == 1);
+  CHECK(s.generation_nodes == std::vector<int>{0, 2});
+  CHECK(s.world_size == 4);
+  CHECK(s.master_port == 29600);
+  CHECK(s.budget.restarts == 1);
+  REQUIRE(s.budget.cooldown_until.count("w1") == 1);
+  CHECK(s.candidates.size() == 3);
+  CHECK(s.candidates[1].registered);
+
+  // A second coordinator takes the job over from the text: one restart is left, not two.
+  FakeCluster d(kThreeHosts, Elastic(2));
+  auto text = DecodeJobState(EncodeJobState(s, Clock::time_point{}), Clock::time_point{}, "state");
+  REQUIRE(text.ok());
+  REQUIRE(d.control().Restore(*text).ok());
+  CHECK(d.control().restarts() == 1);
+  CHECK(d.control().generation() == 1);
+  CHECK(d.control().State().budget.cooldown_until.count("w1") == 1);
+  d.Run();
+  d.Exit(0, 1);
+  d.ConfirmStops();
+  d.Reserve();
+  CHECK(d.control().generation() == 2);  // the generations go on from the job's, not from 0
+  d.StartWorkers();
+  d.Exit(0, 1);
+  d.ConfirmStops();
+  CHECK(d.done());  // the budget was spent across both coordinators
+  CHECK(d.control().restarts() == 2);
+
+  // Another job's state, or another plan's, is refused.
+  FakeCluster e(kThreeHosts, Elastic(2));
+  JobState other = s;
+  other.job_id = "other";
+  CHECK(e.control().Restore(other).message() == "job state of job 'other', not of this job 'job'");
+  other = s;
+  other.candidates.pop_back();
+  CHECK(e.control().Restore(other).message() == "job state with 2 candidates, this plan has 3");
+}
+
+}  // namespace ds::test
