@@ -39,8 +39,8 @@ class HelpFormatter : public CLI::Formatter {
   std::string make_usage(const CLI::App*, std::string) const override { return ""; }
 };
 
-// Declares every option on `app`, bound to `o` / `raw`.
-void DeclareOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
+// Help, footer and version.
+void DeclareHelp(CLI::App& app, CliOptions& o) {
   app.formatter(std::make_shared<HelpFormatter>());
   app.footer(
       "Hostfile lines: 'host slots=N [ssh_port=P] [user=NAME] [ENV_NAME=value ...]', '#' comments,\n"
@@ -51,7 +51,10 @@ void DeclareOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
   app.prefix_command();  // the first positional and everything after it belong to the job
   app.set_help_flag("-h,--help", "print this help and exit");
   app.add_flag("-v,--version", o.version, "print the version and exit");
+}
 
+// Which hosts and how many workers on each (group "Hosts").
+void DeclareSelection(CLI::App& app, CliOptions& o, RawOptions& raw) {
   const char* hosts = "Hosts";
   app.add_option("-H,--hostfile", o.hostfile, "hostfile ('host slots=N' lines); default: DSLAUNCH_DEFAULT_HOSTFILE if it exists, else this machine")
       ->type_name("FILE")
@@ -70,61 +73,88 @@ void DeclareOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
                  "GPUs if any else cores / its GPUs / its cores; with a hostfile all three mean each host's slots=")
       ->type_name("N|auto|gpu|cpu")
       ->group(hosts);
+}
 
-  const char* launch = "Launch";
+// The rest are group "Launch", declared in the order --help lists them.
+constexpr const char* kLaunch = "Launch";
+
+// How agents start and where the workers meet.
+void DeclareRendezvous(CLI::App& app, CliOptions& o, RawOptions& raw) {
   app.add_option("--launcher", raw.launcher,
                  "how agents start: auto (default), local, ssh, pdsh, slurm (srun) or openmpi (mpirun), in any case")
       ->type_name("{" + fmt::format("{}", fmt::join(cli::LauncherNames(), ",")) + "}")
-      ->group(launch);
+      ->group(kLaunch);
   app.add_option("--master_addr,--master-addr", o.master_addr, "MASTER_ADDR for the workers (default: node rank 0)")
       ->type_name("ADDR")
-      ->group(launch);
+      ->group(kLaunch);
   app.add_option("--master_port,--master-port", raw.master_port,
                  "MASTER_PORT, 0-65535 (default 0: a free port per generation)")
       ->type_name("PORT")
-      ->group(launch);
+      ->group(kLaunch);
+}
+
+// What the job shows: per-rank logs, metrics, progress lines.
+void DeclareOutput(CLI::App& app, CliOptions& o) {
   app.add_option("--log-dir,--log_dir", o.log_dir, "per-rank log files in this directory: rank<N>.stdout.log, rank<N>.stderr.log")
       ->type_name("DIR")
-      ->group(launch);
+      ->group(kLaunch);
   app.add_option("--metrics-port,--metrics_port", o.metrics_port,
                  "serve Prometheus metrics at http://ADDR:P/metrics while the job runs (0: any free port)")
-      ->type_name("P")->check(CLI::Range(0, 65535))->group(launch);
+      ->type_name("P")->check(CLI::Range(0, 65535))->group(kLaunch);
   app.add_option("--metrics-addr,--metrics_addr", o.metrics_addr,
                  "the numeric address /metrics listens on (default 127.0.0.1: this machine only)")
-      ->type_name("ADDR")->group(launch);
+      ->type_name("ADDR")->group(kLaunch);
   app.add_option("--progress-interval,--progress_interval", o.progress_interval,
                  "seconds between progress lines when stderr is no terminal (default 60; 0: none)")
-      ->type_name("S")->check(CLI::Range(0.0, 1e9))->group(launch);
+      ->type_name("S")->check(CLI::Range(0.0, 1e9))->group(kLaunch);
+}
+
+// How the job runs: restarts (elastic), terminals, a dry run.
+void DeclareRun(CLI::App& app, CliOptions& o, RawOptions& raw) {
   app.add_option("--max_restarts,--max-restarts", raw.max_restarts,
                  "restart on the nodes left up to N times (overrides elastic.max_restarts)")
       ->type_name("N")
-      ->group(launch);
+      ->group(kLaunch);
   app.add_flag("--pty", o.pty,
                "give each worker's stdout and stderr a pseudo-terminal, so colours and progress bars show as in "
                "a local run")
-      ->group(launch);
+      ->group(kLaunch);
   app.add_flag("--dry-run,--dry_run", raw.dry_run,
                "print the launch plan and start nothing (every variable of every node; =short: one line per node)")
       ->type_name("[=short]")
-      ->group(launch);
+      ->group(kLaunch);
+}
+
+// How the agents get onto the nodes: ssh, the fan-out, dsagent itself.
+void DeclareAgentStart(CLI::App& app, CliOptions& o, RawOptions& raw) {
   app.add_option("--ssh_port,--ssh-port", raw.ssh_port, "SSH port for hosts without ssh_port=")
-      ->type_name("PORT")->group(launch);
+      ->type_name("PORT")->group(kLaunch);
   app.add_option("--fanout", raw.fanout, "start at most N agents at once (default 32)")
-      ->type_name("N")->group(launch);
+      ->type_name("N")->group(kLaunch);
   app.add_option("--fanout-tree,--fanout_tree", raw.fanout_tree,
                  "started agents start the next ones, K each, over their own ssh (--launcher ssh)")
-      ->type_name("K")->group(launch);
+      ->type_name("K")->group(kLaunch);
   app.add_option("--connect-timeout,--connect_timeout", raw.connect_timeout,
                  "SSH connect timeout per host, e.g. 10s (default DSLAUNCH_CONNECT_TIMEOUT)")
       ->type_name("DURATION")
-      ->group(launch);
+      ->group(kLaunch);
   app.add_option("--agent-path,--agent_path", o.agent_path,
                  "dsagent on the nodes (default DSLAUNCH_AGENT_PATH, else next to dslaunch)")
       ->type_name("PATH")
-      ->group(launch);
+      ->group(kLaunch);
   app.add_flag("--ship-agent,--ship_agent", o.ship_agent, "copy dsagent to each node before starting it")
-      ->group(launch);
+      ->group(kLaunch);
+}
 
+// Declares every option on `app`, bound to `o` / `raw`, group by group (the
+// order is --help's).
+void DeclareOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
+  DeclareHelp(app, o);
+  DeclareSelection(app, o, raw);
+  DeclareRendezvous(app, o, raw);
+  DeclareOutput(app, o);
+  DeclareRun(app, o, raw);
+  DeclareAgentStart(app, o, raw);
   const char* ds = "DeepSpeed pass-through (appended to the script's arguments)";
   app.add_flag("--deepspeed", o.deepspeed, "pass --deepspeed to the script")->group(ds);
   app.add_option("--deepspeed_config", o.deepspeed_config, "pass --deepspeed_config FILE to the script")

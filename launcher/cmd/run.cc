@@ -226,30 +226,85 @@ FleetTree TreeFor(const Launch& l, const CliOptions& cli) {
   return tree;
 }
 
-// Runs the prepared job to its end; returns the coordinator's world size.
-Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMux& mux, TerminalWriter& err) {
-  asio::io_context io;
-  // While the io thread runs, dslaunch's own lines go through the LogMux too
-  // (below an open progress line, above the status line); a diagnostic from
-  // another thread is posted to it.
-  l.coord.notice = [&mux](const std::string& text) { mux.Notice("dslaunch: " + text); };
-  Coordinator coord(io, l.plan, l.coord, record);
-  if (Status st = coord.Listen(); !st.ok()) return Status::Unavailable(st.message());
-  JobWatch watch(io, coord, record, mux,
-                 {l.plan.job.progress_interval, l.plan.job.metrics_port, l.plan.job.metrics_addr});
-  if (Status st = watch.Start(); !st.ok())  // a bad --metrics-addr is an input error (exit 2)
-    return st.code() == Status::Code::kInvalidArgument ? st : Status::Unavailable(st.message());
-  LogSetSink([&io, &mux](std::string line) {
-    if (!line.empty() && line.back() == '\n') line.pop_back();
-    asio::post(io, [&mux, line = std::move(line)] { mux.Notice(line); });
+// While alive, diagnostics go through the LogMux (below an open progress
+// line, above the status line), posted to the io thread from any thread;
+// after, straight to `err` again (on every return).
+class DiagnosticsThroughMux {
+ public:
+  DiagnosticsThroughMux(asio::io_context& io, LogMux& mux, TerminalWriter& err) : err_(err) {
+    LogSetSink([&io, &mux](std::string line) {
+      if (!line.empty() && line.back() == '\n') line.pop_back();
+      asio::post(io, [&mux, line = std::move(line)] { mux.Notice(line); });
+    });
+  }
+  ~DiagnosticsThroughMux() { LogSetSink([&w = err_](std::string line) { w.Write(std::move(line)); }); }
+
+ private:
+  TerminalWriter& err_;
+};
+
+// SIGINT, SIGTERM and SIGHUP ask the coordinator to stop, each time one comes.
+void StopOnSignals(asio::signal_set& signals, Coordinator& coord) {
+  signals.async_wait([&signals, &coord](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    coord.RequestStop(sig);
+    StopOnSignals(signals, coord);
   });
-  struct SinkBack {  // on every return: diagnostics to `err` again
-    TerminalWriter& err;
-    ~SinkBack() { LogSetSink([&w = err](std::string line) { w.Write(std::move(line)); }); }
-  } sink_back{err};
-  // The per-node form on loopback: the secret is published only once this
-  // process holds the rendezvous port, so nobody else's listener gets a key.
-  std::unique_ptr<LoopbackSecret> published;
+}
+
+// DSLAUNCH_STDIN_LIFELINE: stdin closing means whoever started us is gone
+// (`dslaunch cluster run`'s docker exec client): stop as a signal would,
+// the one whose number came last on stdin if any (a Ctrl-C there: SIGINT).
+// Lives on the io thread.
+class StdinLifeline {
+ public:
+  StdinLifeline(asio::io_context& io, Coordinator& coord, TerminalWriter& err) : fd_(io), coord_(coord), err_(err) {}
+  // Starts watching stdin. Error: InvalidArgument when it is no pipe or socket.
+  Status Watch() {
+    boost::system::error_code ec;
+    int fd = ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+    fd_.assign(fd, ec);
+    if (ec) {
+      ::close(fd);
+      return Status::InvalidArgument("DSLAUNCH_STDIN_LIFELINE: stdin cannot be watched (" + ec.message() +
+                                     "); it must be a pipe or a socket");
+    }
+    Read();
+    return Status::OK();
+  }
+  void Close() {
+    boost::system::error_code ignored;
+    fd_.close(ignored);
+  }
+
+ private:
+  void Read() {
+    fd_.async_read_some(asio::buffer(received_), [this](const boost::system::error_code& ec, size_t n) {
+      if (ec == asio::error::operation_aborted) return;
+      if (ec) {
+        err_.Write(fmt::format("dslaunch: stdin closed (DSLAUNCH_STDIN_LIFELINE): stopping the job as {} would\n",
+                               SignalName(signal_)));
+        coord_.RequestStop(signal_);
+        return;
+      }
+      if (n > 0 && (received_[n - 1] == SIGINT || received_[n - 1] == SIGTERM || received_[n - 1] == SIGHUP))
+        signal_ = received_[n - 1];
+      Read();
+    });
+  }
+
+  asio::posix::stream_descriptor fd_;
+  Coordinator& coord_;
+  TerminalWriter& err_;
+  std::array<unsigned char, 256> received_;
+  int signal_ = SIGTERM;
+};
+
+// The fleet's options. The per-node form on loopback: the secret is
+// published (into `published`) only once this process holds the rendezvous
+// port, so nobody else's listener gets a key.
+Result<FleetOptions> FleetOptionsFor(const Launch& l, const CliOptions& cli, TerminalWriter& err,
+                                     std::unique_ptr<LoopbackSecret>& published) {
   const ElasticOptions& el = l.plan.job.elastic;
   FleetOptions fleet_options{l.coord.notice, nullptr, TreeFor(l, cli), el.rejoin && el.max_restarts > 0};
   if (const PerNodeLaunch* pn = l.per_node) {
@@ -260,52 +315,33 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMu
     }
     fleet_options.derived_token = [pn](int node) { return PerNodeAgentToken(*pn, node); };
   }
+  return fleet_options;
+}
+
+// Runs the prepared job to its end; returns the coordinator's world size.
+Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMux& mux, TerminalWriter& err) {
+  asio::io_context io;
+  // While the io thread runs, dslaunch's own lines go through the LogMux too.
+  l.coord.notice = [&mux](const std::string& text) { mux.Notice("dslaunch: " + text); };
+  Coordinator coord(io, l.plan, l.coord, record);
+  if (Status st = coord.Listen(); !st.ok()) return Status::Unavailable(st.message());
+  JobWatch watch(io, coord, record, mux,
+                 {l.plan.job.progress_interval, l.plan.job.metrics_port, l.plan.job.metrics_addr});
+  if (Status st = watch.Start(); !st.ok())  // a bad --metrics-addr is an input error (exit 2)
+    return st.code() == Status::Code::kInvalidArgument ? st : Status::Unavailable(st.message());
+  DiagnosticsThroughMux diagnostics(io, mux, err);
+  std::unique_ptr<LoopbackSecret> published;
+  DS_ASSIGN_OR_RETURN(FleetOptions fleet_options, FleetOptionsFor(l, cli, err, published));
   AgentFleet fleet(io, coord, *l.spawner, AgentSpecs(l, cli, coord.address()), std::move(fleet_options));
 
   asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
-  std::function<void(const boost::system::error_code&, int)> on_signal = [&](const boost::system::error_code& ec,
-                                                                              int sig) {
-    if (ec) return;
-    coord.RequestStop(sig);
-    signals.async_wait(on_signal);
-  };
-  signals.async_wait(on_signal);
-
-  // DSLAUNCH_STDIN_LIFELINE: stdin closing means whoever started us is gone
-  // (`dslaunch cluster run`'s docker exec client): stop as a signal would,
-  // the one whose number came last on stdin if any (a Ctrl-C there: SIGINT).
-  asio::posix::stream_descriptor lifeline(io);
-  std::array<unsigned char, 256> received;
-  int lifeline_signal = SIGTERM;
-  std::function<void(const boost::system::error_code&, size_t)> on_stdin = [&](const boost::system::error_code& ec,
-                                                                               size_t n) {
-    if (ec == asio::error::operation_aborted) return;
-    if (ec) {
-      err.Write(fmt::format("dslaunch: stdin closed (DSLAUNCH_STDIN_LIFELINE): stopping the job as {} would\n",
-                            SignalName(lifeline_signal)));
-      coord.RequestStop(lifeline_signal);
-      return;
-    }
-    if (n > 0 && (received[n - 1] == SIGINT || received[n - 1] == SIGTERM || received[n - 1] == SIGHUP))
-      lifeline_signal = received[n - 1];
-    lifeline.async_read_some(asio::buffer(received), on_stdin);
-  };
-  if (cli.stdin_lifeline) {
-    boost::system::error_code ec;
-    int fd = ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
-    lifeline.assign(fd, ec);
-    if (ec) {
-      ::close(fd);
-      return Status::InvalidArgument("DSLAUNCH_STDIN_LIFELINE: stdin cannot be watched (" + ec.message() +
-                                     "); it must be a pipe or a socket");
-    }
-    lifeline.async_read_some(asio::buffer(received), on_stdin);
-  }
+  StopOnSignals(signals, coord);
+  StdinLifeline lifeline(io, coord, err);
+  if (cli.stdin_lifeline) DS_RETURN_IF_ERROR(lifeline.Watch());
 
   coord.OnDone([&] {
     watch.Stop();
-    boost::system::error_code ignored;
-    lifeline.close(ignored);
+    lifeline.Close();
     fleet.Drain(Seconds(l.coord.stop_grace + 3.0));
   });
   coord.Start(fleet);  // the coordinator tells the fleet of agents registered and lost
