@@ -1,5 +1,6 @@
 #include "agent/process_launcher.h"
 
+#include <arpa/inet.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include "agent/core_binding.h"
 #include "agent/descendants.h"
 #include "agent/port_hold.h"
+#include "agent/python_path.h"
 #include "common/cpu_binding.h"
 #include "common/env_registry.h"
 #include "common/log.h"
@@ -36,6 +38,7 @@ Result<uint32_t> ProcessLauncher::HoldPort(uint32_t port) {
   // any local address, which is what the workers' later bind will need.
   DS_ASSIGN_OR_RETURN(auto held, ds::HoldPort("0.0.0.0", static_cast<int>(port)));
   held_port_ = std::move(held.first);
+  port_given_ = port != 0;
   return static_cast<uint32_t>(held.second);
 }
 
@@ -55,6 +58,14 @@ bool RelayWanted(const msg::WorkerSpec& spec) {
   return !v || !(*v == "0" || *v == "false" || *v == "no" || *v == "off");
 }
 
+// DSLAUNCH_PYTHON_PACKAGE as worker `spec` would see it (as RelayWanted).
+bool PythonPackageWanted(const msg::WorkerSpec& spec) {
+  std::optional<std::string> v = EnvRaw("DSLAUNCH_PYTHON_PACKAGE");
+  for (const auto& [k, val] : spec.env)
+    if (k == "DSLAUNCH_PYTHON_PACKAGE") v = val;
+  return !v || !(*v == "0" || *v == "false" || *v == "no" || *v == "off");
+}
+
 // Clients the relay lets wait for rank 0's store: every rank's store
 // client, a few times over (torch reconnects), and no more for anyone else.
 size_t MaxWaitingClients(const msg::WorkerSpec& rank0) {
@@ -71,6 +82,11 @@ int ProcessLauncher::StartRelay(const msg::Assign& m) {
   if (held_port_.get() < 0) return 0;
   auto rank0 = std::find_if(m.workers.begin(), m.workers.end(), [](const auto& w) { return w.rank == 0; });
   if (rank0 == m.workers.end() || !RelayWanted(*rank0)) return 0;
+  if (port_given_) {  // torchrun's contract: the port the user gave is every rank's, rank 0's included
+    DS_LOG(Info, Agent) << "no store relay: MASTER_PORT was given (--master_port, network.master_port), "
+                           "so rank 0's store listens on it itself";
+    return 0;
+  }
   // Rank 0's own port: held like MASTER_PORT, released just before it starts.
   auto upstream = ds::HoldPort("0.0.0.0", 0);
   if (!upstream.ok()) {
@@ -80,6 +96,9 @@ int ProcessLauncher::StartRelay(const msg::Assign& m) {
   StoreRelayOptions o;
   o.upstream_port = upstream->second;
   o.max_waiting = MaxWaitingClients(*rank0);
+  in_addr numeric{};  // a rank 0 that binds (MASTER_ADDR, MASTER_PORT) itself listens there, not on the loopback
+  if (m.master_addr != "127.0.0.1" && ::inet_pton(AF_INET, m.master_addr.c_str(), &numeric) == 1)
+    o.upstream_hosts.push_back(m.master_addr);
   auto relay = StoreRelay::Start(std::move(held_port_), o);
   if (!relay.ok()) {
     DS_LOG(Warn, Agent) << "no store relay: " << relay.status().message();
@@ -213,6 +232,11 @@ KeyValues ProcessLauncher::Environment(const msg::WorkerSpec& spec, const Worker
   if (omp_threads > 0) set("OMP_NUM_THREADS", std::to_string(omp_threads));
   // Behind the relay, rank 0's store listens on a port of its own.
   if (store_port_ > 0 && w.rank == 0) set("MASTER_PORT", std::to_string(store_port_));
+  // The dslaunch Python package (python_path.h), after the user's entries.
+  if (PythonPackageWanted(spec) && !OwnDslaunchPythonDir().empty()) {
+    auto it = index.find("PYTHONPATH");
+    set("PYTHONPATH", AppendPythonPath(it == index.end() ? "" : env[it->second].second, OwnDslaunchPythonDir()));
+  }
   // Nobody chose the interfaces: the one that routes to MASTER_ADDR here.
   for (const char* k : {"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"})
     if (!ifname.empty() && !index.count(k)) set(k, ifname);

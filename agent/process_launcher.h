@@ -7,9 +7,12 @@
 // interface that routes to MASTER_ADDR, unless set) and, with
 // bind_cores_to_rank, the rank's cores. It holds MASTER_PORT for node rank
 // 0 between Reserve and the workers' start; then, unless the job set
-// DSLAUNCH_STORE_RELAY=0, a StoreRelay (store_relay.h) keeps it listening
-// until Stop, the next Reserve or the end, and rank 0 gets a second free
-// port as its MASTER_PORT, where its own store listens. For the event loop
+// DSLAUNCH_STORE_RELAY=0 or gave the port (--master_port: torchrun's
+// contract, every rank sees it), a StoreRelay (store_relay.h) keeps it
+// listening until Stop, the next Reserve or the end, and rank 0 gets a
+// second free port as its MASTER_PORT, where its own store listens (on any
+// address or on MASTER_ADDR: the relay tries both). Every worker's
+// PYTHONPATH ends with the dslaunch Python package (python_path.h). For the event loop
 // (AgentSession) it gives the workers' pipes to poll and turns a reaped pid
 // into a WorkerExit. With the Assign's preload list it keeps a warm spare
 // per local rank for the next generation (warm_spares.h): a worker it can
@@ -109,6 +112,7 @@ class ProcessLauncher final : public WorkerLauncher {
   const ChildAgents& tree_;
   ErrorFileDir error_files_;  // removed with the launcher
   UniqueFd held_port_;
+  bool port_given_ = false;  // the Reserve named MASTER_PORT (--master_port): no relay, every rank sees it
   std::unique_ptr<StoreRelay> relay_;  // on MASTER_PORT for the current generation
   int store_port_ = 0;                  // rank 0's MASTER_PORT behind the relay; 0 = none
   std::vector<Worker> workers_;  // the current generation's

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "agent/relay_link.h"
 #include "common/log.h"
@@ -90,6 +91,8 @@ class StoreRelay::Loop {
   std::list<Link> links_;
   bool accept_paused_ = false;  // out of descriptors: resumes when a link closes
   bool upstream_up_ = false;    // the last try connected: the waiting dial at once
+  size_t host_ = 0;             // the upstream host tried next (opt_.upstream_hosts)
+  std::string Upstream() const { return fmt::format("{}:{}", opt_.upstream_hosts[host_], opt_.upstream_port); }
   Clock::time_point next_try_{};
   std::atomic<uint64_t> accepted_{0}, connected_{0}, refused_{0}, expired_{0}, open_{0}, waiting_{0}, held_{0};
 };
@@ -136,7 +139,9 @@ void StoreRelay::Loop::Run(int wake_fd) {
     for (auto it = links_.begin(); it != links_.end();) {
       if (it->state.Expire(now)) {
         ++expired_;
-        DS_LOG(Warn, Agent) << "store relay: rank 0's store (127.0.0.1:" << opt_.upstream_port
+        std::vector<std::string> where;
+        for (const std::string& h : opt_.upstream_hosts) where.push_back(fmt::format("{}:{}", h, opt_.upstream_port));
+        DS_LOG(Warn, Agent) << "store relay: rank 0's store (" << fmt::format("{}", fmt::join(where, " or "))
                             << ") did not listen within " << opt_.wait_limit.count() / 1000.0
                             << " s; closed the connection from " << it->peer;
       }
@@ -197,7 +202,8 @@ void StoreRelay::Loop::Dial(Link& l, Clock::time_point now) {
   sockaddr_in to{};
   to.sin_family = AF_INET;
   to.sin_port = htons(static_cast<uint16_t>(opt_.upstream_port));
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::inet_pton(AF_INET, opt_.upstream_hosts[host_].c_str(), &to.sin_addr) != 1)
+    return l.state.Fail("not an IPv4 address: " + opt_.upstream_hosts[host_]);
   int rc = ::connect(l.upstream.get(), reinterpret_cast<sockaddr*>(&to), sizeof(to));
   if (rc != 0 && errno == EINPROGRESS) return;  // completes as POLLOUT
   OnDialResult(l, rc == 0 ? 0 : errno, now);
@@ -213,8 +219,8 @@ void StoreRelay::Loop::OnDialResult(Link& l, int err, Clock::time_point now) {
     auto other = std::find_if(owners.begin(), owners.end(), [me](uint32_t u) { return u != me; });
     if (owners.empty() || other != owners.end()) {
       l.upstream.Reset();
-      l.state.Fail(fmt::format("127.0.0.1:{} is listened on by uid {}, not by rank 0 (uid {}): not relaying to it",
-                               opt_.upstream_port, other == owners.end() ? std::string("?") : std::to_string(*other),
+      l.state.Fail(fmt::format("{} is listened on by uid {}, not by rank 0 (uid {}): not relaying to it", Upstream(),
+                               other == owners.end() ? std::string("?") : std::to_string(*other),
                                me));
       DS_LOG(Warn, Agent) << "store relay: " << l.state.failure() << "; closed the connection from " << l.peer;
       return;
@@ -224,17 +230,18 @@ void StoreRelay::Loop::OnDialResult(Link& l, int err, Clock::time_point now) {
     l.state.Connected();
     upstream_up_ = true;
     ++connected_;
-    DS_LOG(Debug, Agent) << "store relay: " << l.peer << " connected through to 127.0.0.1:" << opt_.upstream_port;
+    DS_LOG(Debug, Agent) << "store relay: " << l.peer << " connected through to " << Upstream();
     return;
   }
   l.upstream.Reset();
   if (err == ECONNREFUSED) {  // not listening yet (or any more): try again in a step
     ++refused_;
     upstream_up_ = false;
+    host_ = (host_ + 1) % opt_.upstream_hosts.size();  // the next place rank 0 may listen
     next_try_ = now + opt_.retry_step;
     return;
   }
-  l.state.Fail(fmt::format("connect 127.0.0.1:{}: {}", opt_.upstream_port, std::strerror(err)));
+  l.state.Fail(fmt::format("connect {}: {}", Upstream(), std::strerror(err)));
 }
 
 void StoreRelay::Loop::Pump(Link& l, short crev, short urev) {
@@ -303,7 +310,9 @@ Result<std::unique_ptr<StoreRelay>> StoreRelay::Start(UniqueFd listener, const S
   relay->wake_ = UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (relay->wake_.get() < 0) return Status::IOError(fmt::format("store relay: eventfd: {}", std::strerror(errno)));
   ::listen(listener.get(), SOMAXCONN);  // every rank may connect at once
-  relay->loop_ = std::make_unique<Loop>(std::move(listener), options);
+  StoreRelayOptions o = options;
+  if (o.upstream_hosts.empty()) o.upstream_hosts = {"127.0.0.1"};
+  relay->loop_ = std::make_unique<Loop>(std::move(listener), o);
   relay->thread_ = std::thread([loop = relay->loop_.get(), wake = relay->wake_.get()] {
     try {
       loop->Run(wake);

@@ -4,8 +4,9 @@
 // until rank 0 reaches init_process_group, and torch's store client, refused,
 // retries once a second: every other rank lost up to 1 s in every generation.
 // With it a client is accepted at once; its bytes wait in the relay until
-// 127.0.0.1:upstream_port listens (tried every retry_step, one try at a time
-// for all waiting clients), then flow both ways unchanged, so any torch
+// upstream_port listens on one of upstream_hosts (tried every retry_step, one
+// try at a time for all waiting clients, each host in turn), then flow both
+// ways unchanged, so any torch
 // version's protocol passes. A client still waiting after wait_limit is
 // closed, said in the log.
 //
@@ -21,7 +22,9 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "common/status.h"
 #include "common/unique_fd.h"
@@ -32,7 +35,11 @@ namespace ds {
 inline constexpr std::chrono::seconds kDefaultStoreRelayWait{1800};
 
 struct StoreRelayOptions {
-  int upstream_port = 0;                               // rank 0's store, on 127.0.0.1
+  int upstream_port = 0;                               // rank 0's store's port
+  // Where rank 0 may listen on it (numeric IPv4), tried in turn while
+  // refused: the loopback (a store bound to any address) and MASTER_ADDR (a
+  // rank 0 that binds (MASTER_ADDR, MASTER_PORT) itself).
+  std::vector<std::string> upstream_hosts = {"127.0.0.1"};
   std::chrono::milliseconds retry_step{5};             // between tries while it does not listen
   std::chrono::milliseconds wait_limit{kDefaultStoreRelayWait};  // a client waits this long at most
   size_t buffer_bytes = 256 * 1024;                    // per connection and direction

@@ -63,6 +63,7 @@ const std::vector<EnvParam> kParams = {
     {"DSLAUNCH_HOST", T::kString, "", W, "the node's host name as written in the hostfile"},
     {"DSLAUNCH_COLLECTIVE_TIMEOUT", T::kSeconds, "60s", S, "dstrain: a collective that takes longer fails", kCollectiveTimeoutRange},
     {"DSLAUNCH_STORE_RELAY", T::kBool, "1", S, "0: rank 0 listens on MASTER_PORT itself, not behind node rank 0's agent's relay (rank 0's MASTER_PORT then is everyone's)"},
+    {"DSLAUNCH_PYTHON_PACKAGE", T::kBool, "1", S, "0: the agent leaves the workers' PYTHONPATH as it is, without the dslaunch Python package and its optimizer-step beats (agent/python_path.h)"},
     {"DSLAUNCH_BIND_CORES", T::kBool, "0", S, "dstrain: pin each local rank to its share of the allowed CPUs (DeepSpeed's --bind_cores_to_rank)"},
     {"RANK", T::kInt, "0", W, "global rank of this worker"},
     {"LOCAL_RANK", T::kInt, "0", W, "rank of this worker on its node"},

@@ -34,6 +34,7 @@ JobControl::JobControl(const LaunchPlan& plan, CoordinatorOptions options, JobRe
       stragglers_({plan.job.elastic.slow_factor, plan.job.elastic.slow_window, opt_.heartbeat_interval}),
       slow_links_({plan.job.elastic.slow_link_factor, plan.job.elastic.slow_link_floor}),
       hangs_({plan.job.elastic.hang_factor, plan.job.elastic.hang_floor}),
+      step_watch_({plan.job.elastic.hang_factor, plan.job.elastic.hang_floor, opt_.hang_timeout}),
       evictions_(plan.job.elastic.evict_slow, plan.job.elastic.evict_cooldown) {
   for (size_t i = 0; i < plan_.nodes.size(); ++i) gen_agents_.push_back(static_cast<int>(i));
   if (opt_.run_id.empty()) opt_.run_id = RandomHex(8);

@@ -84,6 +84,7 @@
 #include "launcher/coordinator/restart_policy.h"
 #include "launcher/coordinator/snapshot_gather.h"
 #include "launcher/coordinator/stack_collection.h"
+#include "launcher/coordinator/step_watch.h"
 #include "launcher/coordinator/straggler.h"
 #include "launcher/report/job_record.h"
 #include "wire/protocol.h"
@@ -317,6 +318,7 @@ class JobControl {
   StragglerDetector stragglers_;      // judges progress_: slow nodes, said as notices
   SlowLinkDetector slow_links_;       // judges the heartbeat round trips: slow links, said as notices
   HangDetector hangs_;                // judges progress_ from the timer: a hung generation
+  StepWatch step_watch_;              // says when hang detection has no steps to judge
   StackCollection stacks_;            // a hung generation's stacks, while they are being collected
   Evictions evictions_;               // elastic.evict_slow: slow nodes marked, evicted, cooling down
   std::set<uint32_t> evict_said_;     // nodes judged for eviction this generation

@@ -45,6 +45,7 @@ void JobControl::CheckHang(Clock::time_point now) {
     if (now >= stacks_.deadline()) FinishStacks();
     return;
   }
+  if (std::optional<std::string> none = step_watch_.Judge(progress_, generation_, now)) Notice(*none);
   std::optional<std::string> line = hangs_.Judge(progress_, gen_plan_.world_size, now);
   if (!line) return;
   Notice(*line);
