@@ -6,6 +6,7 @@
 #include "common/check.h"
 #include "runtime/device/nccl_communicator.h"
 #include "runtime/device/buffer.h"
+#include "runtime/device/device_comm_base.h"
 #include "runtime/device/kernels.h"
 
 namespace ds::rt::dev {
@@ -29,13 +30,13 @@ bool Uniform(const std::vector<size_t>& counts) {
 uint8_t* Bytes(void* p) { return static_cast<uint8_t*>(p); }
 const uint8_t* Bytes(const void* p) { return static_cast<const uint8_t*>(p); }
 
-class NcclDeviceComm final : public DeviceComm {
+// On the communicator's own stream; the host's waits are NCCL's bounded ones.
+class NcclDeviceComm final : public DeviceCommBase {
  public:
-  explicit NcclDeviceComm(NcclCommunicator& nccl) : nccl_(nccl) {}
+  explicit NcclDeviceComm(NcclCommunicator& nccl) : DeviceCommBase(nccl.stream()), nccl_(nccl) {}
 
   int rank() const override { return nccl_.rank(); }
   int size() const override { return nccl_.size(); }
-  cudaStream_t stream() const override { return nccl_.stream(); }
 
   void AllReduceSum(void* data, size_t n, Precision fmt, cudaStream_t after) override {
     After(after);
@@ -92,19 +93,10 @@ class NcclDeviceComm final : public DeviceComm {
     }
   }
 
-  void Join(cudaStream_t s) override {
-    done_.Record(stream());
-    done_.MakeWait(s);
-  }
-
   void Synchronize(cudaStream_t s) override { nccl_.WaitFor(s, "device step"); }
   void WaitEvent(cudaEvent_t e) override { nccl_.WaitForEvent(e, "device step"); }
 
  private:
-  void After(cudaStream_t after) {
-    ready_.Record(after);
-    ready_.MakeWait(stream());
-  }
   void Copy(void* to, const void* from, size_t bytes) {
     if (bytes > 0) DS_CUDA(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, stream()));
   }
@@ -118,17 +110,18 @@ class NcclDeviceComm final : public DeviceComm {
   }
 
   NcclCommunicator& nccl_;
-  Event ready_, done_;
   DeviceBuffer<uint8_t> pad_in_, pad_out_;  // padding for uneven pieces
 };
 
-class StagedDeviceComm final : public DeviceComm {
+// On a stream of its own; every collective is complete when it returns
+// (what the caller queued on stream() after one, the engine's accumulation,
+// may not be: Join still orders it).
+class StagedDeviceComm final : public DeviceCommBase {
  public:
   explicit StagedDeviceComm(Communicator& host) : host_(host) {}
 
   int rank() const override { return host_.rank(); }
   int size() const override { return host_.size(); }
-  cudaStream_t stream() const override { return stream_.get(); }
 
   void AllReduceSum(void* data, size_t n, Precision fmt, cudaStream_t after) override {
     const size_t bytes = n * ElementSize(fmt);
@@ -172,43 +165,31 @@ class StagedDeviceComm final : public DeviceComm {
     Up(out, b_.data(), total * es);
   }
 
-  // Every collective above is complete when it returns; what the caller
-  // queued on stream() after one (the engine's accumulation) may not be.
-  void Join(cudaStream_t s) override {
-    done_.Record(stream_.get());
-    done_.MakeWait(s);
-  }
-  void Synchronize(cudaStream_t s) override { DS_CUDA(cudaStreamSynchronize(s)); }
-  void WaitEvent(cudaEvent_t e) override { DS_CUDA(cudaEventSynchronize(e)); }
-
  private:
   // `bytes` of `from` into pinned `b`, once `after`'s work is done.
   uint8_t* Down(PinnedBuffer<uint8_t>& b, const void* from, size_t bytes, cudaStream_t after) {
     b.Reserve(std::max<size_t>(bytes, 1));
     DS_CUDA(cudaStreamSynchronize(after));
-    CopyToHost(b.data(), Bytes(from), bytes, stream_.get());
-    stream_.Synchronize();
+    CopyToHost(b.data(), Bytes(from), bytes, stream());
+    DS_CUDA(cudaStreamSynchronize(stream()));
     return b.data();
   }
   void Up(void* to, const uint8_t* from, size_t bytes) {
-    CopyToDevice(Bytes(to), from, bytes, stream_.get());
-    stream_.Synchronize();
+    CopyToDevice(Bytes(to), from, bytes, stream());
+    DS_CUDA(cudaStreamSynchronize(stream()));
   }
 
   Communicator& host_;
-  Stream stream_;
-  Event done_;
   PinnedBuffer<uint8_t> a_, b_;
 };
 
 // World 1: the sum over one rank is its own data, its slice all of it.
 // Each call still starts after `after` and runs on its own stream, so Join
 // orders what follows exactly as the other two do.
-class SoloDeviceComm final : public DeviceComm {
+class SoloDeviceComm final : public DeviceCommBase {
  public:
   int rank() const override { return 0; }
   int size() const override { return 1; }
-  cudaStream_t stream() const override { return stream_.get(); }
 
   void AllReduceSum(void*, size_t, Precision, cudaStream_t after) override { After(after); }
   void AllReduceSum(double*, size_t, cudaStream_t after) override { After(after); }
@@ -220,28 +201,16 @@ class SoloDeviceComm final : public DeviceComm {
                  cudaStream_t after) override {
     Copy(in, out, counts, fmt, after);
   }
-  void Join(cudaStream_t s) override {
-    done_.Record(stream_.get());
-    done_.MakeWait(s);
-  }
-  // No peer can hold the stream up: only this GPU's own work is waited for.
-  void Synchronize(cudaStream_t s) override { DS_CUDA(cudaStreamSynchronize(s)); }
-  void WaitEvent(cudaEvent_t e) override { DS_CUDA(cudaEventSynchronize(e)); }
+  // Synchronize and WaitEvent: no peer can hold the stream up, only this
+  // GPU's own work is waited for (DeviceCommBase's).
 
  private:
-  void After(cudaStream_t after) {
-    ready_.Record(after);
-    ready_.MakeWait(stream_.get());
-  }
   void Copy(const void* in, void* out, const std::vector<size_t>& counts, Precision fmt, cudaStream_t after) {
     DS_CHECK(counts.size() == 1);
     After(after);
     if (in != out && counts[0] > 0)
-      DS_CUDA(cudaMemcpyAsync(out, in, counts[0] * ElementSize(fmt), cudaMemcpyDeviceToDevice, stream_.get()));
+      DS_CUDA(cudaMemcpyAsync(out, in, counts[0] * ElementSize(fmt), cudaMemcpyDeviceToDevice, stream()));
   }
-
-  Stream stream_;
-  Event ready_, done_;
 };
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/device/device_comm_base.h"
 #include "runtime/zero_engine.h"
 #include "tests/runtime/device/engine_test_bed.h"
 #include "tests/runtime/device/recording_device_comm.h"
@@ -150,14 +151,14 @@ TEST_CASE_METHOD(Bed, "device engine: stage 3 prefetches the next layer's gather
 // A DeviceComm that stands for rank 1 of 3 and moves no data (what it
 // should write, it zeroes): it writes down each all-gather ("G") and
 // reduce-scatter ("R") with its element count, "~" after it when the
-// ranks' counts differ.
-class ThreeRankShape final : public DeviceComm {
+// ranks' counts differ. Ordered as a real one (DeviceCommBase): its stream
+// after the caller's, Join after its stream.
+class ThreeRankShape final : public DeviceCommBase {
  public:
   std::vector<std::string> calls;
 
   int rank() const override { return 1; }
   int size() const override { return 3; }
-  cudaStream_t stream() const override { return stream_.get(); }
   void AllReduceSum(void*, size_t, Precision, cudaStream_t after) override { After(after); }
   void AllReduceSum(double*, size_t, cudaStream_t after) override { After(after); }
   void ReduceScatter(const void*, void* out, const std::vector<size_t>& counts, Precision fmt,
@@ -174,13 +175,6 @@ class ThreeRankShape final : public DeviceComm {
     for (size_t c : counts) total += c;
     Zero(out, total * ElementSize(fmt));
   }
-  // Ordered as a real one: its stream after the caller's, Join after its stream.
-  void Join(cudaStream_t s) override {
-    done_.Record(stream_.get());
-    done_.MakeWait(s);
-  }
-  void Synchronize(cudaStream_t s) override { DS_CUDA(cudaStreamSynchronize(s)); }
-  void WaitEvent(cudaEvent_t e) override { DS_CUDA(cudaEventSynchronize(e)); }
 
  private:
   static std::string Describe(const std::vector<size_t>& counts) {
@@ -189,15 +183,9 @@ class ThreeRankShape final : public DeviceComm {
     const bool even = std::all_of(counts.begin(), counts.end(), [&](size_t c) { return c == counts[0]; });
     return std::to_string(total) + (even ? "" : "~");
   }
-  void After(cudaStream_t after) {
-    ready_.Record(after);
-    ready_.MakeWait(stream_.get());
-  }
   void Zero(void* p, size_t bytes) {
-    if (bytes > 0) DS_CUDA(cudaMemsetAsync(p, 0, bytes, stream_.get()));
+    if (bytes > 0) DS_CUDA(cudaMemsetAsync(p, 0, bytes, stream()));
   }
-  Stream stream_;
-  Event ready_, done_;
 };
 
 // Issue 34 item 8: ZeRO-3's gathers and stage 2/3's reduce-scatters use

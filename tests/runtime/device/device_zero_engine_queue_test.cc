@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tests/runtime/device/engine_test_bed.h"
+#include "tests/runtime/device/forwarding_device_comm.h"
 #include "tests/runtime/device/recording_device_comm.h"
 
 namespace ds::rt::dev {
@@ -132,36 +133,18 @@ class StreamGate {
 
 // A DeviceComm whose next Join also closes a gate on the joining stream
 // (the engine joins its compute stream at the start of each micro-batch).
-class GatingDeviceComm final : public DeviceComm {
+class GatingDeviceComm final : public ForwardingDeviceComm {
  public:
-  GatingDeviceComm(DeviceComm& inner, StreamGate& gate) : inner_(inner), gate_(gate) {}
+  GatingDeviceComm(DeviceComm& inner, StreamGate& gate) : ForwardingDeviceComm(inner), gate_(gate) {}
   bool armed = false;
 
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
-  cudaStream_t stream() const override { return inner_.stream(); }
-  void AllReduceSum(void* data, size_t n, Precision fmt, cudaStream_t after) override {
-    inner_.AllReduceSum(data, n, fmt, after);
-  }
-  void AllReduceSum(double* data, size_t n, cudaStream_t after) override { inner_.AllReduceSum(data, n, after); }
-  void ReduceScatter(const void* in, void* out, const std::vector<size_t>& counts, Precision fmt,
-                     cudaStream_t after) override {
-    inner_.ReduceScatter(in, out, counts, fmt, after);
-  }
-  void AllGather(const void* in, void* out, const std::vector<size_t>& counts, Precision fmt,
-                 cudaStream_t after) override {
-    inner_.AllGather(in, out, counts, fmt, after);
-  }
   void Join(cudaStream_t s) override {
     if (armed) gate_.Close(s);
     armed = false;
-    inner_.Join(s);
+    ForwardingDeviceComm::Join(s);
   }
-  void Synchronize(cudaStream_t s) override { inner_.Synchronize(s); }
-  void WaitEvent(cudaEvent_t e) override { inner_.WaitEvent(e); }
 
  private:
-  DeviceComm& inner_;
   StreamGate& gate_;
 };
 

@@ -6,50 +6,47 @@
 #include <string>
 #include <vector>
 
-#include "runtime/device/device_comm.h"
+#include "tests/runtime/device/forwarding_device_comm.h"
 
 namespace ds::rt::dev::testing {
 
 // A DeviceComm that writes down each call ("G336": an all-gather of 336
 // elements in all, "R65" a reduce-scatter, "A1" an all-reduce, "J" a Join,
 // "S" a Synchronize, "W" a WaitEvent) and passes it on to `inner`.
-class RecordingDeviceComm final : public DeviceComm {
+class RecordingDeviceComm final : public ForwardingDeviceComm {
  public:
-  explicit RecordingDeviceComm(DeviceComm& inner) : inner_(inner) {}
+  using ForwardingDeviceComm::ForwardingDeviceComm;
   std::vector<std::string> calls;
 
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
-  cudaStream_t stream() const override { return inner_.stream(); }
   void AllReduceSum(void* data, size_t n, Precision fmt, cudaStream_t after) override {
     calls.push_back("A" + std::to_string(n));
-    inner_.AllReduceSum(data, n, fmt, after);
+    ForwardingDeviceComm::AllReduceSum(data, n, fmt, after);
   }
   void AllReduceSum(double* data, size_t n, cudaStream_t after) override {
     calls.push_back("A" + std::to_string(n));
-    inner_.AllReduceSum(data, n, after);
+    ForwardingDeviceComm::AllReduceSum(data, n, after);
   }
   void ReduceScatter(const void* in, void* out, const std::vector<size_t>& counts, Precision fmt,
                      cudaStream_t after) override {
     calls.push_back("R" + std::to_string(Total(counts)));
-    inner_.ReduceScatter(in, out, counts, fmt, after);
+    ForwardingDeviceComm::ReduceScatter(in, out, counts, fmt, after);
   }
   void AllGather(const void* in, void* out, const std::vector<size_t>& counts, Precision fmt,
                  cudaStream_t after) override {
     calls.push_back("G" + std::to_string(Total(counts)));
-    inner_.AllGather(in, out, counts, fmt, after);
+    ForwardingDeviceComm::AllGather(in, out, counts, fmt, after);
   }
   void Join(cudaStream_t s) override {
     calls.push_back("J");
-    inner_.Join(s);
+    ForwardingDeviceComm::Join(s);
   }
   void Synchronize(cudaStream_t s) override {
     calls.push_back("S");
-    inner_.Synchronize(s);
+    ForwardingDeviceComm::Synchronize(s);
   }
   void WaitEvent(cudaEvent_t e) override {
     calls.push_back("W");
-    inner_.WaitEvent(e);
+    ForwardingDeviceComm::WaitEvent(e);
   }
 
  private:
@@ -58,7 +55,6 @@ class RecordingDeviceComm final : public DeviceComm {
     for (size_t c : counts) t += c;
     return t;
   }
-  DeviceComm& inner_;
 };
 
 }  // namespace ds::rt::dev::testing
