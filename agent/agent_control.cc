@@ -264,6 +264,7 @@ void AgentControl::OnStepBeat(const StepBeat& beat) {
   s->beaten = true;
   s->last_beat = clock_.Now();
   summaries_.OnBeat(s->rank, beat.step, beat.compute_micros, beat.samples, beat.save_stall_micros, s->last_beat);
+  if (beat.HasMetric()) summaries_.OnMetrics(s->rank, beat.step, beat.loss, beat.accuracy);
 }
 
 AgentControl::Slot* AgentControl::Find(int rank) {

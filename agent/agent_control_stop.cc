@@ -19,6 +19,12 @@ void AgentControl::OnWorkerExited(const WorkerExit& e) {
   s->running = false;
   if (!s->reported) {
     s->reported = true;
+    // What its last beats said goes first: a run shorter than a Ping, or
+    // the loss of its last step, is not lost with the worker.
+    if (phase_ == AgentPhase::kRunning) {
+      msg::Progress p{generation_, summaries_.TakeChanged(clock_.Now())};
+      if (!p.ranks.empty()) Send(wire::MsgType::kProgress, p.Encode());
+    }
     msg::WorkerExited m;
     m.generation = generation_;
     m.rank = e.rank;

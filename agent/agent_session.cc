@@ -175,7 +175,7 @@ void AgentSession::ReadCoordinator() {
 }
 
 void AgentSession::ReadHeartbeats() {
-  uint8_t buf[kStepBeatSaveSize + 1];  // one more: an oversized datagram shows as too long
+  uint8_t buf[kStepBeatMetricSize + 1];  // one more: an oversized datagram shows as too long
   while (true) {
     ssize_t n = ::recv(heartbeat_.get(), buf, sizeof(buf), MSG_DONTWAIT);
     if (n < 0) return;

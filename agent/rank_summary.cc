@@ -21,6 +21,20 @@ void RankSummaries::OnBeat(int rank, int64_t step, int64_t compute_micros, int64
   r.changed = true;
 }
 
+void RankSummaries::OnMetrics(int rank, int64_t step, double loss, double accuracy) {
+  Rank& r = ranks_[rank];
+  if (loss == loss && step >= r.loss_step) {
+    r.loss_step = step;
+    r.loss = loss;
+    r.changed = true;
+  }
+  if (accuracy == accuracy && step >= r.accuracy_step) {
+    r.accuracy_step = step;
+    r.accuracy = accuracy;
+    r.changed = true;
+  }
+}
+
 std::vector<msg::RankStat> RankSummaries::TakeChanged(TimePoint now) {
   std::vector<msg::RankStat> out;
   for (auto& [rank, r] : ranks_) {
@@ -54,6 +68,10 @@ msg::RankStat RankSummaries::Summarise(int rank, Rank& r, TimePoint now) const {
   s.compute_micros = computed > 0 ? static_cast<int64_t>(compute / static_cast<double>(computed) * 1e6) : -1;
   s.samples_milli = sampled_seconds > 0 ? static_cast<int64_t>(samples / sampled_seconds * 1e3) : -1;
   s.save_stall_micros = r.save_stall_micros;
+  s.loss_step = r.loss_step;
+  s.loss = r.loss;
+  s.accuracy_step = r.accuracy_step;
+  s.accuracy = r.accuracy;
   return s;
 }
 

@@ -4,7 +4,8 @@
 // step time (the time between the window's beats, on the agent's clock, over
 // the steps advanced), the mean compute time per step and samples per second
 // (when the worker sends the long beat, wire/step_heartbeat.h), and the
-// stall of its last snapshot save (when it said one). Means, not
+// stall of its last snapshot save (when it said one), and the newest loss
+// and evaluation accuracy it said (the metric-form beat). Means, not
 // medians: a throttled CPU (cgroup cpu.max, a SIGSTOP duty cycle) stalls one
 // step in many for the whole throttle period, which a median never sees,
 // while one pause in a window of many steps moves the mean little.
@@ -41,6 +42,11 @@ class RankSummaries {
   // reordered datagram).
   void OnBeat(int rank, int64_t step, int64_t compute_micros, int64_t samples, int64_t save_stall_micros,
               TimePoint now);
+  // The loss and/or accuracy a beat of `rank` at `step` said (NaN: not
+  // said): kept as the rank's newest, with that step, whatever the window;
+  // also from a second beat of a step already counted (dstrain's after an
+  // evaluation). A step below the newest one said is ignored.
+  void OnMetrics(int rank, int64_t step, double loss, double accuracy);
   // The ranks that beat since the last call, summarised over the window
   // ending at `now`, in rank order; empty when none did.
   std::vector<msg::RankStat> TakeChanged(TimePoint now);
@@ -58,6 +64,10 @@ class RankSummaries {
     TimePoint last;
     bool changed = false;
     int64_t save_stall_micros = -1;  // the newest said; kept across windows
+    int64_t loss_step = -1;          // the newest loss said and its step; kept across windows
+    double loss = 0;
+    int64_t accuracy_step = -1;      // the newest accuracy said and its step
+    double accuracy = 0;
     std::deque<Interval> recent;  // oldest first
   };
   msg::RankStat Summarise(int rank, Rank& r, TimePoint now) const;

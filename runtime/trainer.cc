@@ -9,8 +9,8 @@
 
 #include "common/check.h"
 #include "common/log.h"
-#include "runtime/checkpoint.h"
-#include "runtime/checkpoint_resume.h"
+#include "runtime/checkpoint/checkpoint.h"
+#include "runtime/checkpoint/resume.h"
 #include "runtime/evaluation.h"
 #include "runtime/model/scheduler.h"
 #include "wire/step_heartbeat.h"
@@ -230,6 +230,7 @@ void Trainer::Report(const StepResult& sr, double lr, double step_seconds, const
   if (runtime_.heartbeat) {
     StepCost said = cost;
     said.save_stall_seconds = std::exchange(unsaid_save_stall_, -1);
+    if (report) said.loss = loss_;  // the window's global mean: the report's loss curve
     runtime_.heartbeat->Beat(step_, said);
   }
   const double seconds = step_seconds + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -251,6 +252,11 @@ void Trainer::EvaluateEpoch(bool epoch_finished) {
   result_.epoch_accuracy.push_back(ev.accuracy);
   result_.test_accuracy = ev.accuracy;
   evaluated_last_ = true;
+  if (runtime_.heartbeat) {  // a second beat of this step, for the report's accuracy curve
+    StepCost said;
+    said.accuracy = ev.accuracy;
+    runtime_.heartbeat->Beat(step_, said);
+  }
   if (talk_)
     progress_->Line(fmt::format("epoch {}{}: step {}, test accuracy {:.4f}, test loss {:.4f}",
                                 epoch_finished ? epoch_ : epoch_ + 1,

@@ -31,7 +31,10 @@ DS_FIELDS(Output) { io(m.generation, m.rank, m.stream, m.line); }
 DS_FIELDS(WorkerExited) {
   io(m.generation, m.rank, m.pid, m.exit_code, m.signal, m.hung, m.spawn_failed, m.error_message, m.error_trace);
 }
-DS_FIELDS(RankStat) { io(m.rank, m.step, m.step_micros, m.compute_micros, m.samples_milli, m.save_stall_micros); }
+DS_FIELDS(RankStat) {
+  io(m.rank, m.step, m.step_micros, m.compute_micros, m.samples_milli, m.save_stall_micros, m.loss_step, m.loss,
+     m.accuracy_step, m.accuracy);
+}
 DS_FIELDS(Progress) { io(m.generation, m.ranks); }
 DS_FIELDS(Stop) { io(m.generation); }
 DS_FIELDS(Stopped) { io(m.generation); }

@@ -229,6 +229,10 @@ struct RankStat {
   int64_t compute_micros = -1;    // mean compute time per step; -1: unknown
   int64_t samples_milli = -1;     // samples per second x 1000; -1: unknown
   int64_t save_stall_micros = -1; // the rank's last snapshot save's stall; -1: none said
+  int64_t loss_step = -1;         // the step of the newest loss the rank said; -1: none
+  double loss = 0;                // ... that loss (f64 bits on the wire)
+  int64_t accuracy_step = -1;     // the step of the newest evaluation accuracy it said; -1: none
+  double accuracy = 0;            // ... that accuracy, 0..1
 };
 struct Progress {
   uint32_t generation = 0;

@@ -1,4 +1,4 @@
-// StepHeartbeat over UDP: one datagram "rank step token compute samples [stall]"
+// StepHeartbeat over UDP: one datagram "rank step token compute samples [stall [loss accuracy]]"
 // (big-endian i64s around the worker's token) per Beat(), sent non-blocking to
 // DSLAUNCH_HEARTBEAT_ADDR. Errors are ignored by design (step_heartbeat.h).
 #include "wire/step_heartbeat.h"
@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 
 #include "common/env_registry.h"
 #include "wire/client_conn.h"
@@ -19,13 +21,15 @@ std::string EncodeStepBeat(const StepBeat& beat) {
   Bytes b = PayloadWriter().I64(beat.rank).I64(beat.step).Take();
   PayloadWriter w;
   w.I64(beat.compute_micros).I64(beat.samples);
-  if (beat.save_stall_micros >= 0) w.I64(beat.save_stall_micros);
+  if (beat.save_stall_micros >= 0 || beat.HasMetric()) w.I64(beat.save_stall_micros);
+  if (beat.HasMetric()) w.I64(std::bit_cast<int64_t>(beat.loss)).I64(std::bit_cast<int64_t>(beat.accuracy));
   Bytes cost = w.Take();
   return std::string(b.begin(), b.end()) + beat.token + std::string(cost.begin(), cost.end());
 }
 
 std::optional<StepBeat> DecodeStepBeat(const uint8_t* data, size_t size) {
-  if (size != kStepBeatSize && size != kStepBeatLongSize && size != kStepBeatSaveSize) return std::nullopt;
+  if (size != kStepBeatSize && size != kStepBeatLongSize && size != kStepBeatSaveSize && size != kStepBeatMetricSize)
+    return std::nullopt;
   Bytes b(data, data + 16);
   PayloadReader r(b);
   StepBeat beat;
@@ -37,7 +41,12 @@ std::optional<StepBeat> DecodeStepBeat(const uint8_t* data, size_t size) {
     PayloadReader cr(c);
     beat.compute_micros = std::max<int64_t>(-1, cr.I64());
     beat.samples = std::max<int64_t>(-1, cr.I64());
-    if (size == kStepBeatSaveSize) beat.save_stall_micros = std::max<int64_t>(-1, cr.I64());
+    if (size >= kStepBeatSaveSize) beat.save_stall_micros = std::max<int64_t>(-1, cr.I64());
+    if (size == kStepBeatMetricSize) {
+      auto finite = [](double v) { return std::isfinite(v) ? v : StepBeat::kNoMetric; };
+      beat.loss = finite(std::bit_cast<double>(cr.I64()));
+      beat.accuracy = finite(std::bit_cast<double>(cr.I64()));
+    }
   }
   return beat;
 }
@@ -56,7 +65,8 @@ class UdpHeartbeat final : public StepHeartbeat {
   void Beat(int64_t step, const StepCost& cost) override {
     const int64_t micros = cost.compute_seconds < 0 ? -1 : static_cast<int64_t>(cost.compute_seconds * 1e6);
     const int64_t stall = cost.save_stall_seconds < 0 ? -1 : static_cast<int64_t>(cost.save_stall_seconds * 1e6);
-    std::string b = EncodeStepBeat({rank_, step, token_, micros, cost.samples < 0 ? -1 : cost.samples, stall});
+    std::string b = EncodeStepBeat(
+        {rank_, step, token_, micros, cost.samples < 0 ? -1 : cost.samples, stall, cost.loss, cost.accuracy});
     (void)::send(fd_.get(), b.data(), b.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   }
 

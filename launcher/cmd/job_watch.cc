@@ -3,8 +3,11 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <fstream>
+
 #include <fmt/format.h>
 
+#include "common/version.h"
 #include "launcher/coordinator/job_view_builder.h"
 #include "launcher/report/job_summary.h"
 #include "launcher/report/job_view_json.h"
@@ -57,15 +60,36 @@ void JobWatch::Stop() {
   last.exit_code = record_.ExitCode();
   Sample(last);
   Result<std::string> text = WithTimeline(JobViewJson(last), sampler_.timeline());
-  if (text.ok()) {  // how it ended, for `dslaunch status JOB` and the report after the fact
-    const auto started = std::chrono::system_clock::now() - std::chrono::duration<double>(last.elapsed_seconds);
-    text = WithEnding(*text, RecordEnding{FormatSummary(record_, last.world_size, /*color=*/false),
-                                          coord_.control().options().argv,
-                                          std::chrono::duration_cast<std::chrono::seconds>(started.time_since_epoch()).count()});
-  }
+  if (text.ok()) text = WithEnding(*text, Ending(last));  // for `dslaunch status JOB` and the report after the fact
   if (Status st = text.ok() ? status_->Finish(*text) : text.status(); !st.ok())
     mux_.Notice("dslaunch: warning: no job record for `dslaunch status`: " + st.message());
   status_.reset();
+}
+
+// How it ended, what it was started from and where its files are.
+RecordEnding JobWatch::Ending(const JobView& last) const {
+  const LaunchPlan& plan = coord_.control().plan();
+  const auto started = std::chrono::system_clock::now() - std::chrono::duration<double>(last.elapsed_seconds);
+  RecordEnding e;
+  e.summary = FormatSummary(record_, last.world_size, /*color=*/false);
+  e.argv = coord_.control().options().argv;
+  e.started = std::chrono::duration_cast<std::chrono::seconds>(started.time_since_epoch()).count();
+  e.command_line = OwnCommandLine();
+  e.job_file = plan.job.path;
+  e.hostfile = plan.hostfile_path;
+  e.version = DSLAUNCH_VERSION;
+  e.log_dir = mux_.log_dir();
+  e.checkpoint_dir = plan.job.checkpoint.dir;
+  e.stacks_path = record_.hang_stacks_path;
+  e.hang_stacks = record_.hang_stacks;
+  return e;
+}
+
+std::vector<std::string> OwnCommandLine() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> argv;
+  for (std::string arg; std::getline(in, arg, '\0');) argv.push_back(arg);
+  return argv;
 }
 
 JobView JobWatch::View() const {

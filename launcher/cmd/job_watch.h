@@ -7,7 +7,8 @@
 // for `dslaunch status` (StatusServer, in the user's private directory;
 // without one, a warning and no socket). Every kSamplePeriod it also samples
 // the job's view into the run's timeline (run_report_timeline.h), which the
-// job record keeps for `dslaunch report`. It borrows everything; the io
+// job record keeps for `dslaunch report`, with how the job ended, what it
+// was started from and where its files are (RecordEnding). It borrows everything; the io
 // thread only. Stop() ends its timers, closes the servers and leaves the job
 // record with its timeline (the job is over), so io.run() can return.
 #pragma once
@@ -15,6 +16,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/asio.h"
 #include "common/status.h"
@@ -24,6 +26,7 @@
 #include "launcher/report/job_record.h"
 #include "launcher/report/job_view.h"
 #include "launcher/report/log_mux.h"
+#include "launcher/report/run_report_json.h"
 #include "launcher/report/run_report_timeline.h"
 
 namespace ds {
@@ -53,6 +56,7 @@ class JobWatch {
   void SampleTick();
   void Sample(const JobView& view);
   JobView View() const;
+  RecordEnding Ending(const JobView& last) const;
   std::string StatusText() const;
 
   asio::io_context& io_;
@@ -70,5 +74,7 @@ class JobWatch {
 
 // The terminal's width in columns (stderr), 0 when unknown.
 int TerminalColumns();
+// This process's command line as it was started (/proc/self/cmdline); empty when unreadable.
+std::vector<std::string> OwnCommandLine();
 
 }  // namespace ds

@@ -134,11 +134,16 @@ Result<Record> ReadRecord(const PrivateDir& dir, const std::string& name) {
 }
 
 // An ended job as `status` shows it: its table, then how it ended (the
-// summary dslaunch printed then) when the record kept it.
+// summary dslaunch printed then) when the record kept it, and where its
+// logs and its last hang's stacks are.
 std::string PrintEnded(const Record& r, bool json) {
   if (json) return JobViewJson(r.view);
   std::string out = StatusTable(r.view);
   if (!r.ending.summary.empty()) out += "how it ended:\n" + r.ending.summary;
+  if (!r.ending.stacks_path.empty()) out += "hang stacks: " + r.ending.stacks_path + "\n";
+  else if (!r.ending.hang_stacks.empty())
+    out += fmt::format("hang stacks: in the record (dslaunch report {} shows them)\n", r.view.job_id);
+  if (!r.ending.log_dir.empty()) out += "logs: " + r.ending.log_dir + "\n";
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
@@ -325,7 +326,11 @@ class JobFileReader {
     return Status::OK();
   }
 
-  Result<JobSpec> Read(const std::string& text) const {
+  // Reads the file; every top-level key is checked on its own, so one run
+  // names every bad key (at most kMaxJobFileErrors, into `errors`, which
+  // the caller reports) instead of the first. A file that is not YAML, or
+  // not a mapping, is one error, returned.
+  Result<JobSpec> Read(const std::string& text, std::vector<Status>& errors) const {
     YAML::Node root;
     try {
       root = YAML::Load(text);
@@ -340,64 +345,88 @@ class JobFileReader {
       return Status::InvalidArgument(path_ + ": empty job file; expected 'command:' or 'trainer:'");
     if (!root.IsMap())
       return At(root, "expected a mapping of job keys (command, trainer, procs_per_node, env, ...)");
-    DS_RETURN_IF_ERROR(CheckKeys(root, kTopKeys, "job file"));
-
+    errors = rt::cfg::KeyProblems(root, path_, "", kTopKeys, kMaxJobFileErrors + 1);
+    auto note = [&errors](Status st) {
+      if (!st.ok() && errors.size() <= kMaxJobFileErrors) errors.push_back(std::move(st));
+    };
     JobSpec job;
     job.path = path_;
-    bool has_command = false, has_trainer = false;
-    YAML::Node trainer;
+    TopState top;
     for (const auto& kv : root) {
-      const std::string& k = kv.first.Scalar();
-      const YAML::Node& v = kv.second;
-      if (k == "command") { DS_RETURN_IF_ERROR(Command(v, job)); has_command = true; }
-      else if (k == "trainer") {
-        if (v.IsNull()) return At(kv.first, "'trainer': expected the trainer's settings");
-        YAML::Emitter out;
-        out << v;
-        job.trainer_yaml = out.c_str();
-        if (std::string problem = EnvEntryProblem("DSLAUNCH_TRAINER_CONFIG", job.trainer_yaml); !problem.empty())
-          return At(kv.first, "'trainer': the section travels to the workers as " + problem);
-        trainer = v;
-        has_trainer = true;
-        if (has_command) return At(kv.first, "'command' and 'trainer' are both set; use one of them");
-      }
-      else if (k == "procs_per_node") {
-        DS_ASSIGN_OR_RETURN(job.procs_per_node, Int(v, k, 1, 1 << 20));
-        job.procs_per_node_at = Where(v);
-      }
-      else if (k == "env") { DS_RETURN_IF_ERROR(Env(v, job)); }
-      else if (k == "working_dir") { DS_ASSIGN_OR_RETURN(job.working_dir, Str(v, k)); }
-      else if (k == "log_dir") { DS_ASSIGN_OR_RETURN(job.log_dir, Str(v, k)); }
-      else if (k == "pty") { DS_ASSIGN_OR_RETURN(job.pty, Bool(v, k)); }
-      else if (k == "metrics_port") { DS_ASSIGN_OR_RETURN(job.metrics_port, Int(v, k, 0, 65535)); }
-      else if (k == "metrics_addr") { DS_ASSIGN_OR_RETURN(job.metrics_addr, Str(v, k)); }
-      else if (k == "progress_interval") { DS_ASSIGN_OR_RETURN(job.progress_interval, Seconds(v, k)); }
-      else if (k == "checkpoint_dir") {
-        if (!job.checkpoint.dir.empty())
-          return At(kv.first, "'checkpoint_dir' and checkpoint: dir are both set; use one of them");
-        DS_ASSIGN_OR_RETURN(job.checkpoint.dir, Str(v, k));
-      }
-      else if (k == "checkpoint") { DS_RETURN_IF_ERROR(Checkpoint(v, job.checkpoint)); }
-      else if (k == "elastic") { DS_RETURN_IF_ERROR(Elastic(v, job.elastic)); }
-      else if (k == "network") { DS_RETURN_IF_ERROR(Network(v, job.network)); }
-      else if (k == "ssh") { DS_RETURN_IF_ERROR(Ssh(v, job.ssh)); }
-      else if (k == "local_rank_arg") { DS_ASSIGN_OR_RETURN(job.local_rank_arg, Bool(v, k)); }
-      else if (k == "bind_cores_to_rank") { DS_ASSIGN_OR_RETURN(job.bind_cores, Bool(v, k)); }
-      else if (k == "bind_core_list") { DS_ASSIGN_OR_RETURN(job.core_list, Str(v, k)); }
-      else if (k == "forward_env") { DS_RETURN_IF_ERROR(ForwardEnv(v, job)); }
-      else if (k == "python") { DS_RETURN_IF_ERROR(Python(v, job.python)); }
-      if (k == "command" && has_trainer)
-        return At(kv.first, "'command' and 'trainer' are both set; use one of them");
+      if (errors.size() > kMaxJobFileErrors) break;
+      if (kv.first.IsScalar()) note(TopKey(kv.first, kv.second, job, top));
     }
-    if (!has_command && !has_trainer)
-      return At(root, "expected 'command:' (what each worker runs) or 'trainer:' (the built-in trainer)");
-    if (has_trainer) DS_RETURN_IF_ERROR(Trainer(trainer));
-    if (has_trainer && !job.python.preload.empty())
-      return At(root["python"], "'python': preload applies to a Python command; this job runs the built-in trainer");
+    if (!top.has_command && !top.has_trainer)
+      note(At(root, "expected 'command:' (what each worker runs) or 'trainer:' (the built-in trainer)"));
+    if (top.trainer && !top.has_command) note(Trainer(*top.trainer));  // with both, that is the error
+    if (top.has_trainer && !job.python.preload.empty())
+      note(At(root["python"], "'python': preload applies to a Python command; this job runs the built-in trainer"));
+    if (!errors.empty()) return errors.front();
     return job;
   }
 
  private:
+  // What the top-level keys tell one another.
+  struct TopState {
+    bool has_command = false, has_trainer = false;
+    std::optional<YAML::Node> trainer;  // set when the section is there to check
+  };
+
+  // One top-level key `key: v` into `job`.
+  Status TopKey(const YAML::Node& key, const YAML::Node& v, JobSpec& job, TopState& top) const {
+    const std::string& k = key.Scalar();
+    if (k == "command") {
+      top.has_command = true;  // also when it is wrong: no "expected 'command:'" on top of its error
+      if (top.has_trainer) return At(key, "'command' and 'trainer' are both set; use one of them");
+      return Command(v, job);
+    }
+    if (k == "trainer") {
+      top.has_trainer = true;
+      if (v.IsNull()) return At(key, "'trainer': expected the trainer's settings");
+      YAML::Emitter out;
+      out << v;
+      job.trainer_yaml = out.c_str();
+      if (std::string problem = EnvEntryProblem("DSLAUNCH_TRAINER_CONFIG", job.trainer_yaml); !problem.empty())
+        return At(key, "'trainer': the section travels to the workers as " + problem);
+      if (top.has_command) return At(key, "'command' and 'trainer' are both set; use one of them");
+      top.trainer = v;
+      return Status::OK();
+    }
+    if (k == "procs_per_node") {
+      DS_ASSIGN_OR_RETURN(job.procs_per_node, Int(v, k, 1, 1 << 20));
+      job.procs_per_node_at = Where(v);
+      return Status::OK();
+    }
+    if (k == "checkpoint_dir") {
+      if (!job.checkpoint.dir.empty())
+        return At(key, "'checkpoint_dir' and checkpoint: dir are both set; use one of them");
+      DS_ASSIGN_OR_RETURN(job.checkpoint.dir, Str(v, k));
+      return Status::OK();
+    }
+    if (k == "env") return Env(v, job);
+    if (k == "checkpoint") return Checkpoint(v, job.checkpoint);
+    if (k == "elastic") return Elastic(v, job.elastic);
+    if (k == "network") return Network(v, job.network);
+    if (k == "ssh") return Ssh(v, job.ssh);
+    if (k == "forward_env") return ForwardEnv(v, job);
+    if (k == "python") return Python(v, job.python);
+    return PlainKey(k, v, job);
+  }
+
+  // The top-level keys that are one value each.
+  Status PlainKey(const std::string& k, const YAML::Node& v, JobSpec& job) const {
+    if (k == "working_dir") { DS_ASSIGN_OR_RETURN(job.working_dir, Str(v, k)); }
+    else if (k == "log_dir") { DS_ASSIGN_OR_RETURN(job.log_dir, Str(v, k)); }
+    else if (k == "pty") { DS_ASSIGN_OR_RETURN(job.pty, Bool(v, k)); }
+    else if (k == "metrics_port") { DS_ASSIGN_OR_RETURN(job.metrics_port, Int(v, k, 0, 65535)); }
+    else if (k == "metrics_addr") { DS_ASSIGN_OR_RETURN(job.metrics_addr, Str(v, k)); }
+    else if (k == "progress_interval") { DS_ASSIGN_OR_RETURN(job.progress_interval, Seconds(v, k)); }
+    else if (k == "local_rank_arg") { DS_ASSIGN_OR_RETURN(job.local_rank_arg, Bool(v, k)); }
+    else if (k == "bind_cores_to_rank") { DS_ASSIGN_OR_RETURN(job.bind_cores, Bool(v, k)); }
+    else if (k == "bind_core_list") { DS_ASSIGN_OR_RETURN(job.core_list, Str(v, k)); }
+    return Status::OK();  // an unknown key: KeyProblems named it
+  }
+
   static std::string fmt(double seconds) {
     std::ostringstream o;
     o << seconds << "s";
@@ -419,6 +448,16 @@ std::optional<std::string> LineOf(const std::string& text, int64_t lineno) {
   std::string line = text.substr(start, text.find('\n', start) - start);
   if (!line.empty() && line.back() == '\r') line.pop_back();
   return line;
+}
+
+// The line an error "path:line:col: ..." points at; 0 when it names none
+// (those sort first: they are about the whole file).
+int64_t ErrorLine(const Status& st, const std::string& path) {
+  const std::string& m = st.message();
+  if (!StartsWith(m, path + ":")) return 0;
+  const size_t l0 = path.size() + 1, l1 = m.find(':', l0);
+  if (l1 == std::string::npos) return 0;
+  return ParseInt(std::string_view(m).substr(l0, l1 - l0)).value_or(0);
 }
 
 // An error "path:line:col: message" gets that line of `text` and a caret
@@ -447,19 +486,34 @@ Status WithSourceLine(Status st, const std::string& text, const std::string& pat
 }  // namespace
 
 Result<JobSpec> ParseJobFile(const std::string& text, const std::string& path) {
+  std::vector<Status> errors;
   Result<JobSpec> job = [&]() -> Result<JobSpec> {
     try {
-      return JobFileReader(path).Read(text);
+      return JobFileReader(path).Read(text, errors);
     } catch (const YAML::Exception& e) {  // defensive: yaml-cpp throws from accessors too
+      errors.clear();
       return Status::InvalidArgument(path + ":" + std::to_string(e.mark.line + 1) + ":" +
                                      std::to_string(e.mark.column + 1) + ": " + e.msg);
     }
   }();
-  if (!job.ok()) {  // what the file said reaches the terminal escaped
-    Status st = WithSourceLine(job.status(), text, path);
-    return st.code() == Status::Code::kInvalidArgument ? Status::InvalidArgument(PrintableText(st.message())) : st;
+  if (job.ok()) return job;
+  if (errors.empty()) errors.push_back(job.status());
+  // Each error with its line and caret, in the file's order; what the file
+  // said reaches the terminal escaped.
+  std::stable_sort(errors.begin(), errors.end(), [&](const Status& a, const Status& b) {
+    return ErrorLine(a, path) < ErrorLine(b, path);
+  });
+  std::string out;
+  for (size_t i = 0; i < errors.size() && i < kMaxJobFileErrors; ++i) {
+    Status st = WithSourceLine(errors[i], text, path);
+    if (st.code() != Status::Code::kInvalidArgument) return st;
+    out += (out.empty() ? "" : "\n") + PrintableText(st.message());
   }
-  return job;
+  if (errors.size() > kMaxJobFileErrors)
+    out += fmt::format("\n{}: more errors after these {}; fix them and run again", PrintableText(path), kMaxJobFileErrors);
+  else if (errors.size() > 1)
+    out += fmt::format("\n{}: {} errors", PrintableText(path), errors.size());
+  return Status::InvalidArgument(out);
 }
 
 Result<JobSpec> LoadJobFile(const std::string& path) {

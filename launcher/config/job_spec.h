@@ -6,6 +6,7 @@
 // what needs the world size (CheckTrainerForWorld, once there is a plan).
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <string>
@@ -129,6 +130,10 @@ struct JobSpec {
 // that points into the file ("train.yaml:3:17: ...") is followed by that line
 // and a caret under the column, as the hostfile's errors are (lines over 200
 // bytes, or with bytes other than printable ASCII and tabs, are not echoed).
+// Every top-level key is checked, so one error names every bad key (each
+// section stops at its first), in the file's order, at most
+// kMaxJobFileErrors, then "train.yaml: N errors" (or that more follow).
+inline constexpr size_t kMaxJobFileErrors = 20;
 Result<JobSpec> ParseJobFile(const std::string& text, const std::string& path);
 Result<JobSpec> LoadJobFile(const std::string& path);
 

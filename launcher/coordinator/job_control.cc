@@ -179,6 +179,10 @@ void JobControl::OnProgress(int node, const msg::Progress& m) {
     r.compute_seconds = s.compute_micros < 0 ? -1 : static_cast<double>(s.compute_micros) / 1e6;
     r.samples_per_second = s.samples_milli < 0 ? -1 : static_cast<double>(s.samples_milli) / 1e3;
     r.save_stall_seconds = s.save_stall_micros < 0 ? -1 : static_cast<double>(s.save_stall_micros) / 1e6;
+    r.loss_step = s.loss_step;
+    r.loss = s.loss;
+    r.accuracy_step = s.accuracy_step;
+    r.accuracy = s.accuracy;
     ranks.push_back(r);
   }
   const auto now = clock_.Now();

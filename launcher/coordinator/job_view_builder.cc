@@ -84,7 +84,8 @@ JobView BuildJobView(const JobControl& c, const JobRecord& record, Clock::time_p
     v.worst_steps_at_risk = r->worst_at_risk;
   }
   for (const RankProgress& p : c.progress().Ranks()) {
-    RankView r{p.rank, p.node, "", p.step, p.step_seconds, p.samples_per_second, p.save_stall_seconds};
+    RankView r{p.rank, p.node, "", p.step, p.step_seconds, p.samples_per_second, p.save_stall_seconds,
+               p.loss_step, p.loss, p.accuracy_step, p.accuracy};
     if (p.node < c.num_candidates()) r.host = c.NodeName(p.node);
     v.ranks.push_back(std::move(r));
   }

@@ -2,7 +2,8 @@
 // built from the summaries agents piggy-back on their heartbeat (msg::Progress,
 // wire_format.md "Progress summaries"): per rank the last step, the mean
 // step time, compute time and samples per second over the agent's window,
-// and when the coordinator heard it. The straggler detector, the status line,
+// the newest loss and evaluation accuracy it said, and when the coordinator
+// heard it. The straggler detector, the status line,
 // `dslaunch status` and the job record read it; nothing per step crosses the
 // network. Coordinator (io) thread only; a value type, no I/O.
 #pragma once
@@ -21,6 +22,10 @@ struct RankProgress {
   double compute_seconds = -1;        // mean time in compute per step (between collectives); <0: unknown
   double samples_per_second = -1;     // <0: unknown (the trainer did not say)
   double save_stall_seconds = -1;     // the rank's last snapshot save's stall; <0: none said
+  int64_t loss_step = -1;             // the step of the newest loss the rank said; -1: none
+  double loss = 0;                    // ... that loss (the worker's own scalar: dstrain's, dslaunch.step(loss=))
+  int64_t accuracy_step = -1;         // the step of the newest evaluation accuracy it said; -1: none
+  double accuracy = 0;                // ... that accuracy, 0..1
   std::chrono::steady_clock::time_point heard{};  // when the coordinator received it
 };
 

@@ -117,6 +117,8 @@ class JobRecord {
   std::string snapshot_summary;
   // The last hang's stacks, every rank's (hang_report.h StacksFileText); "" = no hang.
   std::string hang_stacks;
+  // The file they were written to (<log_dir>/stacks.gen<G>.txt); "" = none written.
+  std::string hang_stacks_path;
 
  private:
   LogMux* mux_;

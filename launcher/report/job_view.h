@@ -43,6 +43,10 @@ struct RankView {
   double step_seconds = 0;         // mean over the agent's window; 0: unknown
   double samples_per_second = -1;  // <0: unknown
   double save_stall_seconds = -1;  // the rank's last snapshot save's stall; <0: none said
+  int64_t loss_step = -1;          // the step of the newest loss the rank said (its own scalar); -1: none
+  double loss = 0;
+  int64_t accuracy_step = -1;      // the step of the newest evaluation accuracy it said; -1: none
+  double accuracy = 0;             // 0..1
 };
 
 struct JobView {

@@ -34,10 +34,14 @@ std::string JobViewJson(const JobView& v) {
                                    {"replica_seconds", s.replica_seconds}, {"disk_bytes", s.disk_bytes},
                                    {"disk_seconds", s.disk_seconds}}}});
   }
-  for (const RankView& r : v.ranks)
-    ranks.push_back({{"rank", r.rank}, {"node", r.node}, {"host", r.host}, {"step", r.step},
-                     {"step_seconds", r.step_seconds}, {"samples_per_second", r.samples_per_second},
-                     {"save_stall_seconds", r.save_stall_seconds}});
+  for (const RankView& r : v.ranks) {
+    json rank = {{"rank", r.rank}, {"node", r.node}, {"host", r.host}, {"step", r.step},
+                 {"step_seconds", r.step_seconds}, {"samples_per_second", r.samples_per_second},
+                 {"save_stall_seconds", r.save_stall_seconds}};
+    if (r.loss_step >= 0) rank["loss"] = {{"step", r.loss_step}, {"value", r.loss}};  // only once said
+    if (r.accuracy_step >= 0) rank["accuracy"] = {{"step", r.accuracy_step}, {"value", r.accuracy}};
+    ranks.push_back(std::move(rank));
+  }
   json j = {{"job_id", v.job_id}, {"pid", v.pid}, {"state", v.state}, {"elapsed_seconds", v.elapsed_seconds},
             {"generation", v.generation}, {"restarts", v.restarts}, {"max_restarts", v.max_restarts},
             {"world_size", v.world_size}, {"ranks_running", v.ranks_running},
@@ -81,10 +85,20 @@ Result<JobView> ParseJobViewJson(const std::string& text) {
       nv.slow_link = n.value("slow_link", false);
       v.nodes.push_back(std::move(nv));
     }
-    for (const json& r : j.at("ranks"))
-      v.ranks.push_back({r.at("rank").get<int32_t>(), r.at("node").get<uint32_t>(), r.at("host").get<std::string>(),
-                         r.at("step").get<int64_t>(), r.at("step_seconds").get<double>(),
-                         r.at("samples_per_second").get<double>(), r.value("save_stall_seconds", -1.0)});
+    for (const json& r : j.at("ranks")) {
+      RankView rv{r.at("rank").get<int32_t>(), r.at("node").get<uint32_t>(), r.at("host").get<std::string>(),
+                  r.at("step").get<int64_t>(), r.at("step_seconds").get<double>(),
+                  r.at("samples_per_second").get<double>(), r.value("save_stall_seconds", -1.0)};
+      if (r.contains("loss")) {  // older records, and ranks that said none, have no loss
+        rv.loss_step = r.at("loss").at("step").get<int64_t>();
+        rv.loss = r.at("loss").at("value").get<double>();
+      }
+      if (r.contains("accuracy")) {
+        rv.accuracy_step = r.at("accuracy").at("step").get<int64_t>();
+        rv.accuracy = r.at("accuracy").at("value").get<double>();
+      }
+      v.ranks.push_back(std::move(rv));
+    }
     return v;
   } catch (const json::exception& e) {
     return Status::InvalidArgument(std::string("status: not a job's view: ") + e.what());

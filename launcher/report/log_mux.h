@@ -83,6 +83,8 @@ class LogMux {
   void SetStatus(const std::string& text);
   // Whether SetStatus() draws anything.
   bool status_shown() const { return status_mode_; }
+  // Where the per-rank files are ("" = none).
+  const std::string& log_dir() const { return opt_.log_dir; }
   // Ends an open progress line, erases the status line (drawn again by the
   // next SetStatus with a new text), waits until stdout has every queued line
   // (for a stalled reader: until it reads), and flushes the files.

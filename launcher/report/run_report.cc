@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "common/strings.h"
+#include "launcher/report/run_report_curves.h"
 #include "launcher/report/run_report_svg.h"
 
 namespace ds {
@@ -24,6 +25,10 @@ g.restart line{stroke:#b00020;stroke-width:2;stroke-dasharray:4 3}g.restart text
 g.lost circle{fill:#b00020}g.rejoined circle{fill:#1b7f3b}g.slow path{fill:#e08a00}
 g.lost text{fill:#b00020}g.rejoined text{fill:#1b7f3b}g.slow text{fill:#a06000}
 polyline.sps{fill:none;stroke:#1f5fbf;stroke-width:2}g.snapshot path{fill:#6a3fb5}
+polyline.loss{fill:none;stroke:#b5541f;stroke-width:2}polyline.accuracy{fill:none;stroke:#1b7f3b;stroke-width:2}
+g.last circle{fill:#222}rect.lag0{fill:#dfe9df}rect.lag1{fill:#f6d68a}rect.lag2{fill:#f0a040}rect.lag3{fill:#c0392b}
+span.lag{display:inline-block;width:12px;height:12px;vertical-align:middle;margin:0 4px 0 12px}
+details pre{background:#f6f6f6;padding:8px;white-space:pre-wrap}
 )";
 
 std::string Row(const std::string& key, const std::string& value) {
@@ -45,15 +50,33 @@ std::string Command(const std::vector<std::string>& argv) {
   return out;
 }
 
+// "1h02m03s (3723.4 s)", "42.0 s".
+std::string Duration(double seconds) {
+  if (seconds < 60) return fmt::format("{:.1f} s", seconds);
+  const int64_t s = static_cast<int64_t>(seconds);
+  const std::string hms = s >= 3600 ? fmt::format("{}h{:02}m{:02}s", s / 3600, s / 60 % 60, s % 60)
+                                    : fmt::format("{}m{:02}s", s / 60, s % 60);
+  return fmt::format("{} ({:.1f} s)", hms, seconds);
+}
+
+std::string CodeRow(const std::string& key, const std::string& value) {
+  return value.empty() ? "" : Row(key, "<code>" + HtmlEscape(value) + "</code>");
+}
+
 std::string Summary(const JobView& v, const RunTimeline& t, const RecordEnding& e) {
   std::string exit = v.exit_code < 0 ? "running (no exit yet)"
                      : v.exit_code == 0 ? "<span class=\"ok\">0 (success)</span>"
                                         : fmt::format("<span class=\"bad\">{} (failed)</span>", v.exit_code);
   std::string out = "<table class=\"summary\">\n";
   out += Row("job", HtmlEscape(v.job_id)) + Row("exit code", exit);
+  out += CodeRow("command line", Command(e.command_line));
   if (!e.argv.empty()) out += Row("command", "<code>" + HtmlEscape(Command(e.argv)) + "</code>");
+  out += CodeRow("job file", e.job_file);
+  if (!e.version.empty())  // a record of this dslaunch says when there was none
+    out += Row("hostfile", e.hostfile.empty() ? "none (this machine)" : "<code>" + HtmlEscape(e.hostfile) + "</code>");
   if (e.started > 0) out += Row("started", Utc(e.started));
-  out += Row("elapsed", fmt::format("{:.1f} s", v.elapsed_seconds));
+  out += Row(v.exit_code < 0 ? "elapsed" : "duration", Duration(v.elapsed_seconds));
+  if (!e.version.empty()) out += Row("dslaunch", HtmlEscape(e.version));
   out += Row("restarts", fmt::format("{} of at most {}", v.restarts, v.max_restarts));
   out += Row("generation", std::to_string(v.generation));
   out += Row("ranks", v.exit_code < 0 ? fmt::format("{} running of world size {}", v.ranks_running, v.world_size)
@@ -71,6 +94,47 @@ std::string Restarts(const RunTimeline& t) {
     if (e.kind == "restart")
       out += fmt::format("<li class=\"restart\">restart {} at {:.1f} s: {}</li>\n", ++n, e.t, HtmlEscape(e.text));
   return out.empty() ? "<p>No restarts.</p>\n" : "<ol class=\"restarts\">\n" + out + "</ol>\n";
+}
+
+// Where the job's files are: per-rank logs, the last hang's stacks, checkpoints.
+std::string Files(const RecordEnding& e) {
+  if (e.version.empty()) return "";  // an older record kept none of it
+  std::string out = "<h2>Files</h2>\n<table class=\"files\">\n";
+  out += Row("logs", e.log_dir.empty() ? "none kept (no --log-dir or log_dir:)"
+                                       : "<code>" + HtmlEscape(e.log_dir) + "</code> (one file per rank)");
+  std::string stacks = e.hang_stacks.empty() ? "no hang" : "in this page (below)";
+  if (!e.stacks_path.empty()) stacks = "<code>" + HtmlEscape(e.stacks_path) + "</code>";
+  out += Row("hang stacks", stacks);
+  out += Row("checkpoints", e.checkpoint_dir.empty() ? "none configured"
+                                                     : "<code>" + HtmlEscape(e.checkpoint_dir) + "</code>");
+  out += "</table>\n";
+  if (!e.hang_stacks.empty())
+    out += "<details class=\"stacks\"><summary>every rank's stacks at the last hang</summary><pre>" +
+           HtmlEscape(e.hang_stacks) + "</pre></details>\n";
+  return out;
+}
+
+// The loss and accuracy over steps, and who lagged when.
+std::string Training(const JobView& v, const RunTimeline& t) {
+  std::string out = "<h2>Loss and accuracy</h2>\n";
+  const std::string loss = LossSvg(t), accuracy = AccuracySvg(t);
+  if (loss.empty() && accuracy.empty())
+    out += "<p>No rank said a loss (dstrain does; a script passes its loss with its step beats: docs/usage.md, "
+           "\"Step heartbeats from your own script\").</p>\n";
+  out += loss + accuracy;
+  out += "<h2>Step time per rank</h2>\n";
+  const std::string strip = StepTimeStripSvg(t, v.ranks);
+  if (strip.empty()) return out + "<p>No rank reported a step time (step beats: docs/usage.md).</p>\n";
+  out += "<p class=\"legend\">against each moment's median over the ranks:"
+         "<span class=\"lag\" style=\"background:#dfe9df\"></span>within 1.25x"
+         "<span class=\"lag\" style=\"background:#f6d68a\"></span>to 1.5x"
+         "<span class=\"lag\" style=\"background:#f0a040\"></span>to 2x"
+         "<span class=\"lag\" style=\"background:#c0392b\"></span>beyond</p>\n";
+  out += strip;
+  if (t.strip_ranks_left_out > 0)
+    out += fmt::format("<p class=\"dropped\">{} more ranks not shown (the record keeps the first {}).</p>\n",
+                       t.strip_ranks_left_out, TimelineSampler::kMaxStripRanks);
+  return out;
 }
 
 std::string Ranks(const JobView& v) {
@@ -114,7 +178,8 @@ std::string RunReportHtml(const JobView& v, const RunTimeline& t, const RecordEn
   out += "<h2>Restarts</h2>\n" + Restarts(t);
   const std::string samples = SamplesSvg(t);
   out += "<h2>Samples/s</h2>\n" + (samples.empty() ? "<p>No rank reported samples/s.</p>\n" : samples);
-  return out + Ranks(v) + "</body>\n</html>\n";
+  out += Training(v, t);
+  return out + Ranks(v) + Files(e) + "</body>\n</html>\n";
 }
 
 }  // namespace ds

@@ -24,11 +24,24 @@ Result<RunTimeline> ParseTimeline(const std::string& record, const std::string& 
 // How the job ended, kept in its record ("ending") so that `dslaunch status
 // JOB` and `dslaunch report` say it after the fact: the summary dslaunch
 // printed at the end (the root cause, every failed rank, the restarts and
-// their causes), the worker command and when the job started.
+// their causes), the worker command and when the job started; what it was
+// started from (dslaunch's command line, job file, hostfile, version) and
+// where its files are (per-rank logs, the last hang's stacks, checkpoints).
+// Every field is optional in a record ("" / empty / 0: not kept, or none).
 struct RecordEnding {
+  static constexpr size_t kMaxStacksText = 64 * 1024;  // hang_stacks kept in the record, at most
+
   std::string summary;            // FormatSummary's text, "" = not kept (an older dslaunch)
   std::vector<std::string> argv;  // the worker command
   int64_t started = 0;            // wall clock, seconds since the epoch; 0 = unknown
+  std::vector<std::string> command_line;  // dslaunch's own, as it was started
+  std::string job_file;           // as given; "" = a command, no job file
+  std::string hostfile;           // as given; "" = this machine
+  std::string version;            // dslaunch's
+  std::string log_dir;            // the per-rank log files; "" = none
+  std::string checkpoint_dir;     // the job's checkpoint directory as configured ({host} unexpanded)
+  std::string stacks_path;        // the last hang's stacks file; "" = none written
+  std::string hang_stacks;        // the last hang's stacks, every rank's (cut at kMaxStacksText); "" = no hang
 };
 
 // `record` with "ending" added; one line, "\n" ended. Error: not a JSON object.

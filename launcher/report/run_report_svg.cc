@@ -11,13 +11,18 @@
 namespace ds {
 namespace {
 
-constexpr double kWidth = 960, kLeft = 170, kPlot = 760;  // the plot spans [kLeft, kLeft + kPlot]
+constexpr double kWidth = kReportWidth, kLeft = kReportLeft, kPlot = kReportPlot;
 constexpr double kTop = 34, kRow = 26;                     // timeline rows under the restart labels
 constexpr double kChartTop = 16, kChartHeight = 170;       // samples/s plot area
 
-double X(const RunTimeline& t, double at) { return kLeft + (t.end > 0 ? std::clamp(at / t.end, 0.0, 1.0) : 0) * kPlot; }
+double X(const RunTimeline& t, double at) { return TimeX(t, at); }
 
-// A round step (1, 2 or 5 times a power of ten) giving at most ~8 ticks over [0, span].
+}  // namespace
+
+double TimeX(const RunTimeline& t, double at) {
+  return kLeft + (t.end > 0 ? std::clamp(at / t.end, 0.0, 1.0) : 0) * kPlot;
+}
+
 double TickStep(double span) {
   if (!(span > 0)) return 1;
   const double raw = span / 8, p = std::pow(10.0, std::floor(std::log10(raw)));
@@ -26,7 +31,6 @@ double TickStep(double span) {
   return 10 * p;
 }
 
-// The time axis at `y`: ticks and "N s" labels, "time (s)" under them.
 std::string TimeAxis(const RunTimeline& t, double y) {
   std::string out = fmt::format("<line class=\"axis\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>\n",
                                 kLeft, y, kLeft + kPlot, y);
@@ -38,6 +42,8 @@ std::string TimeAxis(const RunTimeline& t, double y) {
   return out + fmt::format("<text class=\"caption\" x=\"{:.1f}\" y=\"{:.1f}\">time (s)</text>\n",
                            kLeft + kPlot / 2, y + 32);
 }
+
+namespace {
 
 std::string Bands(const RunTimeline& t, const std::map<uint32_t, size_t>& row) {
   std::string out;

@@ -39,6 +39,55 @@ void TimelineSampler::AddSnapshot(double t, int64_t step) {
   t_.snapshots.push_back({t, step});
 }
 
+namespace {
+
+// `p` after `points`: a step at or below the last replaces those it redoes.
+void AddPoint(std::vector<MetricPoint>& points, MetricPoint p, size_t max) {
+  if (!points.empty() && points.back().step == p.step && points.back().value == p.value) return;
+  while (!points.empty() && points.back().step >= p.step) points.pop_back();
+  Thin(points, max);
+  points.push_back(p);
+}
+
+}  // namespace
+
+void TimelineSampler::AddMetrics(const JobView& v) {
+  const RankView* loss = nullptr;
+  const RankView* accuracy = nullptr;
+  for (const RankView& r : v.ranks) {  // sorted by rank: the lowest that said one
+    if (!loss && r.loss_step >= 0) loss = &r;
+    if (!accuracy && r.accuracy_step >= 0) accuracy = &r;
+  }
+  if (loss) {
+    AddPoint(t_.losses, {loss->loss_step, loss->loss}, kMaxSamples);
+    t_.metric_rank = loss->rank;
+  }
+  if (accuracy) AddPoint(t_.accuracies, {accuracy->accuracy_step, accuracy->accuracy}, kMaxSamples);
+  if (accuracy && !loss) t_.metric_rank = accuracy->rank;
+}
+
+void TimelineSampler::AddStripColumn(const JobView& v) {
+  StripColumn c{v.elapsed_seconds, {}};
+  bool heard = false;
+  for (const RankView& r : v.ranks) {
+    auto at = std::find(t_.strip_ranks.begin(), t_.strip_ranks.end(), r.rank);
+    if (at == t_.strip_ranks.end()) {
+      if (t_.strip_ranks.size() >= kMaxStripRanks) {
+        if (strip_left_out_.insert(r.rank).second) ++t_.strip_ranks_left_out;
+        continue;
+      }
+      at = t_.strip_ranks.insert(t_.strip_ranks.end(), r.rank);
+    }
+    const size_t i = static_cast<size_t>(at - t_.strip_ranks.begin());
+    if (c.step_seconds.size() <= i) c.step_seconds.resize(i + 1, 0);
+    c.step_seconds[i] = r.step_seconds;
+    heard = heard || r.step_seconds > 0;
+  }
+  if (!heard) return;  // no rank has a step time yet: no column
+  Thin(t_.strip, kMaxStripColumns);
+  t_.strip.push_back(std::move(c));
+}
+
 void TimelineSampler::Sample(const JobView& v, const std::vector<uint32_t>& slow,
                              const std::vector<RestartCause>& restart_causes) {
   const double t = v.elapsed_seconds;
@@ -51,6 +100,7 @@ void TimelineSampler::Sample(const JobView& v, const std::vector<uint32_t>& slow
   // Also at the end: a restart in the job's last seconds is one the report shows.
   for (; causes_seen_ < restart_causes.size(); ++causes_seen_)
     Event({std::clamp(restart_causes[causes_seen_].t, 0.0, t), "restart", -1, "", restart_causes[causes_seen_].text});
+  AddMetrics(v);  // also at the end: the last step's loss
   if (v.state == "done") return;  // the agents leave at the end: not nodes lost
   if (v.generation != generation_) {
     generation_ = v.generation;
@@ -83,6 +133,7 @@ void TimelineSampler::Sample(const JobView& v, const std::vector<uint32_t>& slow
   for (const RankView& r : v.ranks)
     if (r.samples_per_second >= 0) sum += r.samples_per_second, known = true;
   if (known) AddSample(t, sum);
+  AddStripColumn(v);
 }
 
 }  // namespace ds

@@ -2,13 +2,18 @@
 // in the job record a finished job leaves (launcher/cmd/job_watch.h writes
 // it under "timeline"): its generations (start, nodes, world size), its
 // restarts with their causes, nodes lost and rejoined, nodes reported slow,
-// the job's samples/s over time and its snapshot points. TimelineSampler builds it from the
+// the job's samples/s over time and its snapshot points, the loss and
+// evaluation accuracy over steps (the lowest rank's that says them: dstrain's
+// global loss, or what a script passes to its beats) and a per-rank strip of
+// step times (who lagged, when). TimelineSampler builds it from the
 // JobView sampled every few seconds (JobWatch's timer, never per step), so
 // times are the job's elapsed seconds to within that period; a restart is
 // placed at its failure's own time. Bounded: at
 // most kMaxSamples points (when full, every other point of the older half is
-// dropped, so the oldest are the thinnest), kMaxEvents events and
-// kMaxGenerations generations (later ones are counted, not kept).
+// dropped, so the oldest are the thinnest), as many loss and accuracy points,
+// kMaxEvents events and kMaxGenerations generations (later ones are counted,
+// not kept), a strip of at most kMaxStripRanks ranks (the first seen; the
+// others counted) by kMaxStripColumns samples.
 // Plain data and a single-threaded sampler (the io thread); no I/O, no clock.
 #pragma once
 
@@ -59,6 +64,20 @@ struct RestartCause {
   std::string text;
 };
 
+// A loss or accuracy the worker said at `step`.
+struct MetricPoint {
+  int64_t step = 0;
+  double value = 0;
+};
+
+// One sample of the step-time strip: per rank of RunTimeline::strip_ranks
+// (by index; a column taken before a rank was first seen is shorter) its
+// mean step time then, in seconds; <= 0: not heard.
+struct StripColumn {
+  double t = 0;
+  std::vector<double> step_seconds;
+};
+
 struct RunTimeline {
   double end = 0;                 // elapsed seconds of the last sample
   size_t dropped = 0;             // events and generations not kept (the bounds)
@@ -66,6 +85,12 @@ struct RunTimeline {
   std::vector<TimelineEvent> events;    // in time order
   std::vector<TimelineSample> samples;  // in time order
   std::vector<TimelineSnapshot> snapshots;  // in time order
+  int metric_rank = -1;                     // whose loss/accuracy the points are (the last one used); -1: none
+  std::vector<MetricPoint> losses;          // ascending steps (a restart that went back replaces what
+  std::vector<MetricPoint> accuracies;      //   it redoes: the curve is the run as it stands)
+  std::vector<int32_t> strip_ranks;         // the ranks in the strip, in the order first seen
+  size_t strip_ranks_left_out = 0;          // ranks seen beyond kMaxStripRanks
+  std::vector<StripColumn> strip;           // in time order
 };
 
 class TimelineSampler {
@@ -73,6 +98,8 @@ class TimelineSampler {
   static constexpr size_t kMaxSamples = 2000;  // and as many snapshot points
   static constexpr size_t kMaxEvents = 2000;
   static constexpr size_t kMaxGenerations = 1000;
+  static constexpr size_t kMaxStripRanks = 64;
+  static constexpr size_t kMaxStripColumns = 240;
 
   // One look at the job: `slow` the nodes reported slow now
   // (JobControl::slow_nodes), `restart_causes` every restart so far, oldest
@@ -86,6 +113,8 @@ class TimelineSampler {
   void Event(TimelineEvent e);
   void AddSample(double t, double sps);
   void AddSnapshot(double t, int64_t step);
+  void AddMetrics(const JobView& view);
+  void AddStripColumn(const JobView& view);
 
   RunTimeline t_;
   int generation_ = -1;
@@ -94,6 +123,7 @@ class TimelineSampler {
   size_t causes_seen_ = 0;
   uint64_t saves_seen_ = 0;
   int64_t newest_step_seen_ = -1;
+  std::set<int32_t> strip_left_out_;  // ranks counted in strip_ranks_left_out
 };
 
 }  // namespace ds

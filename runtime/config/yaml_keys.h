@@ -36,6 +36,9 @@ struct ConfigSource {
 //   "<file>:<line>:<col>: expected a key name in <path>"
 Status CheckKeys(const YAML::Node& map, const std::string& file, const std::string& path,
                  const std::vector<std::string>& allowed, const std::string& allowed_prefix = "");
+// Every offender CheckKeys would name, in the map's order, at most `max`.
+std::vector<Status> KeyProblems(const YAML::Node& map, const std::string& file, const std::string& path,
+                                const std::vector<std::string>& allowed, size_t max);
 
 // "<file>:<line>:<col>: " for a node with a position (1-based), else "<file>: ".
 std::string Position(const std::string& file, const YAML::Node& node);

@@ -271,10 +271,25 @@ TEST_CASE("AgentControl: a new generation's summary forgets the last one's steps
   f.control.OnStepBeat({0, 3, f.workers.tokens[0]});  // resumed from an older snapshot
   f.Tick(1s);
   auto progress = f.link.Of<msg::Progress>(MsgType::kProgress);
+  REQUIRE(progress.size() == 2);  // generation 0's at its worker's exit, then generation 1's
+  CHECK(progress[1].generation == 1);
+  REQUIRE(progress[1].ranks.size() == 1);
+  CHECK(progress[1].ranks[0].step == 3);
+}
+
+TEST_CASE("AgentControl: a worker's exit sends what its beats said since the last Ping first") {
+  AgentFixture f;
+  f.Assign(2, {0});
+  StepBeat last{0, 200, f.workers.tokens[0], -1, 64};
+  last.loss = 0.25;
+  f.control.OnStepBeat(last);
+  f.Exit(0, 0);  // long before the next Ping
+  auto progress = f.link.Of<msg::Progress>(MsgType::kProgress);
   REQUIRE(progress.size() == 1);
-  CHECK(progress[0].generation == 1);
-  REQUIRE(progress[0].ranks.size() == 1);
-  CHECK(progress[0].ranks[0].step == 3);
+  CHECK(progress[0].ranks[0].step == 200);
+  CHECK(progress[0].ranks[0].loss_step == 200);
+  CHECK(progress[0].ranks[0].loss == 0.25);
+  CHECK(f.link.Types().back() == MsgType::kWorkerExited);  // after the summary
 }
 
 }  // namespace

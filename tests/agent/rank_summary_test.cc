@@ -5,6 +5,8 @@
 // ranks that stepped reported, once.
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 #include "agent/rank_summary.h"
 
 namespace ds {
@@ -12,6 +14,7 @@ namespace {
 
 using namespace std::chrono_literals;
 const RankSummaries::TimePoint kT0{std::chrono::hours(1)};
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 TEST_CASE("rank summary: mean step time per step advanced, mean compute, samples/s", "[rank_summary]") {
   RankSummaries s;
@@ -26,6 +29,31 @@ TEST_CASE("rank summary: mean step time per step advanced, mean compute, samples
   CHECK(out[0].step_micros == 100000);    // 400 ms over 4 steps
   CHECK(out[0].compute_micros == 80000);  // (60 + 70 + 110) / 3 ms
   CHECK(out[0].samples_milli == 120000);  // 48 samples in 400 ms
+}
+
+TEST_CASE("rank summary: the newest loss and accuracy said, with their steps, kept across windows", "[rank_summary]") {
+  RankSummaries s;
+  s.OnBeat(1, 10, -1, -1, -1, kT0);
+  s.OnMetrics(1, 10, 0.9, kNaN);
+  auto out = s.TakeChanged(kT0);
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].loss_step == 10);
+  CHECK(out[0].loss == 0.9);
+  CHECK(out[0].accuracy_step == -1);
+  s.OnMetrics(1, 10, kNaN, 0.75);  // a second beat of step 10 after an evaluation
+  out = s.TakeChanged(kT0 + 1s);
+  REQUIRE(out.size() == 1);  // it changed, though no step did
+  CHECK(out[0].loss == 0.9);
+  CHECK(out[0].accuracy_step == 10);
+  CHECK(out[0].accuracy == 0.75);
+  s.OnBeat(1, 11, -1, -1, -1, kT0 + 10s);
+  s.OnMetrics(1, 9, 5.0, 0.1);  // older than what was said: ignored
+  out = s.TakeChanged(kT0 + 10s);
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].loss_step == 10);
+  CHECK(out[0].loss == 0.9);  // long past the window, still said
+  CHECK(out[0].accuracy == 0.75);
+  CHECK(s.TakeChanged(kT0 + 11s).empty());
 }
 
 TEST_CASE("rank summary: a stall in one step of many shows (a throttled CPU), unlike a median", "[rank_summary]") {

@@ -11,7 +11,7 @@ namespace {
 Progress TwoRanks() {
   Progress p;
   p.generation = 3;
-  p.ranks.push_back({6, 1201, 250000, 180000, 256000, 230});
+  p.ranks.push_back({6, 1201, 250000, 180000, 256000, 230, 1200, 0.4123, 1000, 0.875});
   p.ranks.push_back({7, -1, 0, -1, -1});
   return p;
 }
@@ -27,7 +27,13 @@ TEST_CASE("protocol: Progress round-trips every field", "[protocol][progress]") 
   CHECK(p->ranks[0].compute_micros == 180000);
   CHECK(p->ranks[0].samples_milli == 256000);
   CHECK(p->ranks[0].save_stall_micros == 230);
+  CHECK(p->ranks[0].loss_step == 1200);
+  CHECK(p->ranks[0].loss == 0.4123);
+  CHECK(p->ranks[0].accuracy_step == 1000);
+  CHECK(p->ranks[0].accuracy == 0.875);
   CHECK(p->ranks[1].save_stall_micros == -1);
+  CHECK(p->ranks[1].loss_step == -1);
+  CHECK(p->ranks[1].accuracy_step == -1);
   CHECK(p->ranks[1].step == -1);
   CHECK(p->ranks[1].compute_micros == -1);
   CHECK(Progress::Decode(Progress{}.Encode())->ranks.empty());

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <limits>
 
 #include "wire/step_heartbeat.h"
 
@@ -62,6 +63,35 @@ TEST_CASE("step beat: the save form carries the last save's stall after the long
   CHECK(beat->compute_micros == 123456);
   CHECK(beat->save_stall_micros == 230);
   CHECK(Decode(EncodeStepBeat({5, 81, kToken, 1, 1, 0}))->save_stall_micros == 0);  // a 0 us stall is a save
+}
+
+TEST_CASE("step beat: the metric form carries a loss and an accuracy after the save form", "[step_heartbeat]") {
+  StepBeat said{5, 90, kToken, 1000, 64};
+  said.loss = 0.4123;
+  const std::string b = EncodeStepBeat(said);
+  CHECK(b.size() == kStepBeatMetricSize);
+  CHECK(b.compare(0, kStepBeatLongSize, EncodeStepBeat({5, 90, kToken, 1000, 64})) == 0);
+  auto beat = Decode(b);
+  REQUIRE(beat);
+  CHECK(beat->save_stall_micros == -1);  // no save since: -1 in the save form's place
+  CHECK(beat->loss == 0.4123);
+  CHECK(beat->accuracy != beat->accuracy);  // NaN: not said
+  // What a Python worker sends: struct.pack('>qq', 5, 91) + token + struct.pack('>qqqdd', -1, -1, -1, 0.5, 0.875)
+  const unsigned char tail[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                0x3f, 0xe0, 0, 0, 0, 0, 0, 0, 0x3f, 0xec, 0, 0, 0, 0, 0, 0};
+  auto py = Decode(ShortForm(5, 91) + std::string(reinterpret_cast<const char*>(tail), sizeof(tail)));
+  REQUIRE(py);
+  CHECK(py->loss == 0.5);
+  CHECK(py->accuracy == 0.875);
+  CHECK(py->compute_micros == -1);
+  // An infinite loss is not said.
+  said.loss = std::numeric_limits<double>::infinity();
+  said.accuracy = 0.25;
+  auto inf = Decode(EncodeStepBeat(said));
+  REQUIRE(inf);
+  CHECK(inf->loss != inf->loss);
+  CHECK(inf->accuracy == 0.25);
 }
 
 TEST_CASE("step beat: any other length is refused", "[step_heartbeat]") {

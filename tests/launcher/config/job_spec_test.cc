@@ -487,5 +487,48 @@ TEST_CASE("job file: errors echo the line and put a caret under the column, as t
   CHECK(full("command: [x]\n# caf\xc3\xa9\nbanana: 1  # caf\xc3\xa9\n") == "train.yaml:3:1: unknown key 'banana'");
 }
 
+TEST_CASE("job file: every bad key is said at once, in the file's order, each with its line and caret") {
+  auto full = [](const std::string& text) {
+    auto r = ParseJobFile(text, "train.yaml");
+    REQUIRE_FALSE(r.ok());
+    return r.status().message();
+  };
+  CHECK(full("command: [python3, train.py]\n"
+             "procs_per_nod: 2\n"
+             "elastic:\n"
+             "  max_restarts: lots\n"
+             "pty: maybe\n"
+             "log_dir: [a, b]\n") ==
+        "train.yaml:2:1: unknown key 'procs_per_nod' (did you mean 'procs_per_node'?)\n"
+        "procs_per_nod: 2\n"
+        "^\n"
+        "train.yaml:4:17: 'max_restarts': expected an integer between 0 and 1048576, got 'lots'\n"
+        "  max_restarts: lots\n"
+        "                ^\n"
+        "train.yaml:5:6: 'pty': expected true or false\n"
+        "pty: maybe\n"
+        "     ^\n"
+        "train.yaml:6:10: 'log_dir': expected a string\n"
+        "log_dir: [a, b]\n"
+        "         ^\n"
+        "train.yaml: 4 errors");
+  // A wrong command is its own error, not also "expected 'command:'".
+  CHECK(full("command: []\nprocs_per_node: 0\n") ==
+        "train.yaml:1:10: 'command': expected a list of arguments such as [python3, train.py] or a shell string\n"
+        "command: []\n"
+        "         ^\n"
+        "train.yaml:2:17: 'procs_per_node': expected an integer between 1 and 1048576, got '0'\n"
+        "procs_per_node: 0\n"
+        "                ^\n"
+        "train.yaml: 2 errors");
+  // Bounded: the first kMaxJobFileErrors, then a line saying more follow.
+  std::string many = "command: [x]\n";
+  for (int i = 0; i < 30; ++i) many += "bad" + std::to_string(i) + ": 1\n";
+  const std::string m = full(many);
+  CHECK(m.find("train.yaml:21:1: unknown key 'bad19'\nbad19: 1\n^\n") != std::string::npos);
+  CHECK(m.find("bad20") == std::string::npos);
+  CHECK(m.substr(m.rfind('\n') + 1) == "train.yaml: more errors after these 20; fix them and run again");
+}
+
 }  // namespace
 }  // namespace ds

@@ -30,13 +30,19 @@ TEST_CASE("job view json: every field survives the round trip", "[job_view_json]
   v.nodes = {{0, "n0", "running", 0.5, 0.00125, {60, true, 4096, 8192, 2048, 0.5, 1024, 0.25}},
              {1, "n\"1", "lost", -1}};
   v.nodes[0].slow_link = true;
-  v.ranks = {{0, 0, "n0", 40, 0.25, 64, 0.0005}};
+  v.ranks = {{0, 0, "n0", 40, 0.25, 64, 0.0005, 40, 0.4123, 30, 0.875}, {1, 0, "n0", 40, 0.25, 64}};
   Result<JobView> back = ParseJobViewJson(JobViewJson(v));
   REQUIRE(back.ok());
   CHECK(JobViewJson(*back) == JobViewJson(v));
   CHECK(back->nodes[1].host == "n\"1");
   CHECK(back->ranks[0].step == 40);
   CHECK(back->ranks[0].save_stall_seconds == 0.0005);
+  CHECK(back->ranks[0].loss_step == 40);
+  CHECK(back->ranks[0].loss == 0.4123);
+  CHECK(back->ranks[0].accuracy_step == 30);
+  CHECK(back->ranks[0].accuracy == 0.875);
+  CHECK(back->ranks[1].loss_step == -1);  // said none: no "loss" key
+  CHECK(JobViewJson(v).find(R"("loss":{"step":40,"value":0.4123})") != std::string::npos);
   CHECK(back->snapshots_taken == 7);
   CHECK(back->snapshot_step == 60);
   CHECK(back->recovery_point_step == 50);

@@ -162,5 +162,71 @@ TEST_CASE("run report: the record's ending gives the command, the start and how 
             "r.json: not an ending (\"ending\" with summary, argv, started): ", 0) == 0);
 }
 
+TEST_CASE("run report: the loss and accuracy over steps, the step-time strip, where the files are", "[run_report]") {
+  RunTimeline t = Timeline();
+  t.metric_rank = 0;
+  t.losses = {{10, 2.0}, {30, 1.0}};
+  t.accuracies = {{30, 0.8}};
+  t.strip_ranks = {0, 1};
+  t.strip = {{2, {0.1, 0.1}}, {6, {0.1, 0.3}}};
+  t.strip_ranks_left_out = 3;
+  RecordEnding e;
+  e.command_line = {"dslaunch", "--hostfile", "hosts", "train.yaml"};
+  e.job_file = "train.yaml";
+  e.hostfile = "hosts";
+  e.version = "0.9.0";
+  e.log_dir = "/tmp/logs";
+  e.checkpoint_dir = "ckpt-{host}";
+  e.stacks_path = "/tmp/logs/stacks.gen0.txt";
+  e.hang_stacks = "rank 1 <stuck>\n";
+  Result<std::string> record = WithEnding(*WithTimeline(JobViewJson(Summary()), t), e);
+  REQUIRE(record.ok());
+  Result<RunTimeline> back = ParseTimeline(*record, "r.json");
+  Result<RecordEnding> ending = ParseEnding(*record, "r.json");
+  REQUIRE(back.ok());
+  REQUIRE(ending.ok());
+  const std::string html = RunReportHtml(Summary(), *back, *ending);
+  CHECK(html == RunReportHtml(Summary(), t, e));  // the record keeps all of it
+  CHECK(Has(html, "<tr><th>command line</th><td><code>dslaunch --hostfile hosts train.yaml</code></td></tr>"));
+  CHECK(Has(html, "<tr><th>job file</th><td><code>train.yaml</code></td></tr>"));
+  CHECK(Has(html, "<tr><th>hostfile</th><td><code>hosts</code></td></tr>"));
+  CHECK(Has(html, "<tr><th>duration</th><td>10.0 s</td></tr>"));
+  CHECK(Has(html, "<tr><th>dslaunch</th><td>0.9.0</td></tr>"));
+  // loss: steps 10..30 over x 170..930, 0..2 up the y axis (16..186)
+  CHECK(Has(html, "<title>loss over steps, rank 0's</title>"));
+  CHECK(Has(html, "<polyline class=\"loss\" points=\"170.0,16.0 930.0,101.0\"/>"));
+  CHECK(Has(html, "<g class=\"last\"><title>step 30: loss 1</title>"));
+  CHECK(Has(html, "<g class=\"last\"><title>step 30: accuracy 80.00%</title>"));
+  CHECK(Has(html, ">100%</text>"));
+  // rank 1 took 3x the (lower) median from 6 s to the end; rank 0 never lagged
+  CHECK(Has(html, "<rect class=\"lag3\" x=\"626.0\" y=\"23.0\" width=\"304.0\" height=\"12.0\">"
+                  "<title>rank 1 at 6.0 s: 0.300 s per step, 3.0x the median</title></rect>"));
+  CHECK(Has(html, "<text class=\"host\" x=\"162.0\" y=\"33.0\">rank 1 (beta)</text>"));
+  CHECK(Has(html, "<rect class=\"lag0\" x=\"322.0\" y=\"9.0\" width=\"304.0\" height=\"12.0\">"
+                  "<title>rank 0 at 2.0 s: 0.100 s per step, 1.0x the median</title></rect>"));
+  CHECK(Has(html, "3 more ranks not shown (the record keeps the first 64)."));
+  CHECK(Has(html, "<tr><th>logs</th><td><code>/tmp/logs</code> (one file per rank)</td></tr>"));
+  CHECK(Has(html, "<tr><th>hang stacks</th><td><code>/tmp/logs/stacks.gen0.txt</code></td></tr>"));
+  CHECK(Has(html, "<tr><th>checkpoints</th><td><code>ckpt-{host}</code></td></tr>"));
+  CHECK(Has(html, "<summary>every rank's stacks at the last hang</summary><pre>rank 1 &lt;stuck&gt;\n</pre>"));
+  CHECK(html.find("<script") == std::string::npos);
+  // Nothing said: a line saying how to get the curves, no empty picture.
+  const std::string bare = RunReportHtml(Summary(), Timeline(), e);
+  CHECK(Has(bare, "<p>No rank said a loss (dstrain does;"));
+  CHECK(Has(bare, "<p>No rank reported a step time"));
+  CHECK(bare.find("<svg class=\"loss\"") == std::string::npos);
+  // Stacks kept only in the record (no log directory): said so, shown in the page.
+  e.stacks_path.clear();
+  CHECK(Has(RunReportHtml(Summary(), t, e), "<tr><th>hang stacks</th><td>in this page (below)</td></tr>"));
+}
+
+TEST_CASE("run report: a record's stacks are cut at 64 KiB", "[run_report]") {
+  RecordEnding e;
+  e.hang_stacks = std::string(RecordEnding::kMaxStacksText + 10, 'x');
+  Result<RecordEnding> back = ParseEnding(*WithEnding(JobViewJson(Summary()), e), "r.json");
+  REQUIRE(back.ok());
+  CHECK(back->hang_stacks == std::string(RecordEnding::kMaxStacksText, 'x') + "\n[cut at 64 KiB]\n");
+}
+
 }  // namespace
 }  // namespace ds

@@ -122,5 +122,54 @@ TEST_CASE("timeline: a restart's time is never past the sample that tells of it"
   CHECK(s.timeline().events[1].t == 2);
 }
 
+TEST_CASE("timeline: the lowest rank's loss and accuracy over steps; a restart that goes back redoes them", "[timeline]") {
+  TimelineSampler s;
+  auto view = [](double t, std::vector<RankView> ranks) {
+    JobView v;
+    v.elapsed_seconds = t;
+    v.ranks = std::move(ranks);
+    return v;
+  };
+  s.Sample(view(2, {{0, 0, "a", 10, 0.1, -1}, {1, 0, "a", 10, 0.1, -1, -1, -1, 0, -1, 0}}), {}, {});  // none said yet
+  CHECK(s.timeline().losses.empty());
+  s.Sample(view(4, {{0, 0, "a", 20, 0.1, -1, -1, 20, 2.5}, {1, 0, "a", 20, 0.1, -1, -1, 20, 9.0}}), {}, {});
+  s.Sample(view(6, {{0, 0, "a", 40, 0.1, -1, -1, 40, 1.5, 40, 0.5}, {1, 0, "a", 40, 0.1, -1, -1, 40, 9.0}}), {}, {});
+  s.Sample(view(8, {{0, 0, "a", 40, 0.1, -1, -1, 40, 1.5, 40, 0.5}}), {}, {});  // nothing new: no point
+  s.Sample(view(10, {{0, 0, "a", 35, 0.1, -1, -1, 30, 1.7}}), {}, {});          // resumed from step 30
+  const RunTimeline& t = s.timeline();
+  CHECK(t.metric_rank == 0);
+  REQUIRE(t.losses.size() == 2);  // step 40's was redone
+  CHECK((t.losses[0].step == 20 && t.losses[0].value == 2.5));
+  CHECK((t.losses[1].step == 30 && t.losses[1].value == 1.7));
+  REQUIRE(t.accuracies.size() == 1);
+  CHECK((t.accuracies[0].step == 40 && t.accuracies[0].value == 0.5));
+}
+
+TEST_CASE("timeline: the step-time strip: a column per sample, ranks in the order seen, bounded", "[timeline]") {
+  TimelineSampler s;
+  JobView v;
+  v.elapsed_seconds = 2;
+  v.ranks = {{0, 0, "a", 1, 0, -1}};
+  s.Sample(v, {}, {});  // no step time yet: no column
+  CHECK(s.timeline().strip.empty());
+  v.ranks = {{0, 0, "a", 5, 0.1, -1}, {3, 1, "b", 5, 0.4, -1}};
+  s.Sample(v, {}, {});
+  REQUIRE(s.timeline().strip.size() == 1);
+  CHECK(s.timeline().strip_ranks == std::vector<int32_t>{0, 3});
+  CHECK(s.timeline().strip[0].step_seconds == std::vector<double>{0.1, 0.4});
+  for (int i = 0; i < 100; ++i) v.ranks.push_back({100 + i, 2, "c", 5, 0.1, -1});
+  for (size_t k = 0; k < 3 * TimelineSampler::kMaxStripColumns; ++k) {
+    v.elapsed_seconds = 4 + 2.0 * k;
+    s.Sample(v, {}, {});
+  }
+  const RunTimeline& t = s.timeline();
+  CHECK(t.strip_ranks.size() == TimelineSampler::kMaxStripRanks);
+  CHECK(t.strip_ranks_left_out == 100 + 2 - TimelineSampler::kMaxStripRanks);  // each counted once
+  CHECK(t.strip.size() <= TimelineSampler::kMaxStripColumns);
+  CHECK(t.strip.front().t == 2);  // the oldest kept, thinned
+  CHECK(t.strip.back().t == 4 + 2.0 * (3 * TimelineSampler::kMaxStripColumns - 1));
+  CHECK(t.strip.back().step_seconds.size() == TimelineSampler::kMaxStripRanks);
+}
+
 }  // namespace
 }  // namespace ds
