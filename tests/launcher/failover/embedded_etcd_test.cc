@@ -1,0 +1,143 @@
+// The job's embedded etcd, real members on loopback: TLS with the job's
+// client certificates on every URL (a client without one, with another
+// job's, or without TLS is refused), private data and TLS files, a 3-member
+// cluster that goes on when a member is SIGKILLed (the client fails over)
+// and stops serving without a quorum, and members that end with their
+// owner.
+#include "launcher/failover/embedded_etcd.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+
+#include "tests/launcher/failover/etcd_bed.h"
+
+namespace ds::failover {
+namespace {
+
+using testing::EtcdBed;
+
+mode_t ModeOf(const std::string& path) {
+  struct stat st;
+  REQUIRE(::lstat(path.c_str(), &st) == 0);
+  return st.st_mode & 07777;
+}
+
+TEST_CASE("embedded etcd: only a client with the job's certificate gets in", "[etcd]") {
+  auto bed = EtcdBed::Start(1);
+  auto job = bed->Client();
+  REQUIRE(job->Put("/secret", "state").ok());
+
+  SECTION("without a client certificate") {
+    auto o = bed->ClientOptions();
+    o.tls.cert_file.clear(), o.tls.key_file.clear();
+    auto c = etcd::Client::Create(o);
+    REQUIRE(c.ok());
+    auto r = (*c)->Get("/secret");
+    INFO(r.status().message());
+    CHECK(r.status().code() == Status::Code::kPermissionDenied);
+    CHECK(r.status().message() == bed->endpoints()[0] +
+                                      "/v3/kv/range: read: sslv3 alert bad certificate (etcd refused this client's "
+                                      "certificate: expected one the job's CA signed)");
+  }
+  SECTION("with a certificate of another job's CA") {
+    auto other = JobCa::Create("other-job");
+    REQUIRE(other.ok());
+    auto cert = other->IssueClient("intruder");
+    REQUIRE(cert.ok());
+    auto tls = WriteTlsDir(bed->dir() / "intruder", bed->ca().cert_pem(), *cert, "client");
+    REQUIRE(tls.ok());
+    auto o = bed->ClientOptions();
+    o.tls = etcd::TlsFiles{tls->ca_file, tls->cert_file, tls->key_file};
+    auto c = etcd::Client::Create(o);
+    REQUIRE(c.ok());
+    auto r = (*c)->Get("/secret");
+    INFO(r.status().message());
+    CHECK_FALSE(r.ok());  // the alert, or the connection reset when the alert lost the race with our write
+    const bool refused = r.status().message().find("bad certificate") != std::string::npos ||
+                         r.status().message().find("Connection reset by peer") != std::string::npos;
+    CHECK(refused);
+  }
+  SECTION("trusting another CA: the member is not believed") {
+    auto other = JobCa::Create("other-job");
+    REQUIRE(other.ok());
+    auto cert = bed->ca().IssueClient("coordinator");
+    auto tls = WriteTlsDir(bed->dir() / "wrong-ca", other->cert_pem(), *cert, "client");
+    REQUIRE(tls.ok());
+    auto o = bed->ClientOptions();
+    o.tls = etcd::TlsFiles{tls->ca_file, tls->cert_file, tls->key_file};
+    auto r = (*etcd::Client::Create(o))->Get("/secret");
+    CHECK(r.status().message().find("TLS handshake: certificate verify failed") != std::string::npos);
+  }
+  SECTION("without TLS") {
+    std::string url = bed->endpoints()[0];
+    url.replace(0, 5, "http");
+    auto c = etcd::Client::Create(etcd::ClientOptions{{url}});
+    REQUIRE(c.ok());
+    CHECK_FALSE((*c)->Get("/secret").ok());
+  }
+}
+
+TEST_CASE("embedded etcd: its data directory and TLS files are private", "[etcd]") {
+  auto bed = EtcdBed::Start(1);
+  CHECK(ModeOf(bed->member(0).options().data_dir) == 0700);
+  CHECK(ModeOf(bed->client_tls().dir) == 0700);
+  CHECK(ModeOf(bed->client_tls().key_file) == 0600);
+  CHECK(ModeOf(bed->client_tls().cert_file) == 0600);
+  CHECK(ModeOf(bed->member(0).options().key_file) == 0600);
+  CHECK(ModeOf(bed->member(0).options().data_dir + ".log") == 0600);
+}
+
+TEST_CASE("embedded etcd: 3 members go on without one, the client fails over, and stop without a quorum", "[etcd]") {
+  auto bed = EtcdBed::Start(3);
+  auto c = bed->Client(2);
+  REQUIRE(c->Put("/state", "g1").ok());
+  const std::string first = c->current_endpoint();
+  CHECK(first == bed->endpoints()[0]);
+  bed->member(0).Kill();
+  CHECK_FALSE(bed->member(0).running());
+  auto put = c->Put("/state", "g2");
+  INFO(put.status().message());
+  REQUIRE(put.ok());
+  CHECK(c->current_endpoint() != first);
+  auto other = bed->Client(2);  // a client that starts at the dead member
+  auto got = other->Get("/state");
+  REQUIRE(got.ok());
+  CHECK((*got)->value == "g2");
+  bed->member(1).Kill();
+  auto lost = c->Put("/state", "g3");
+  CHECK_FALSE(lost.ok());
+  INFO(lost.status().message());
+  CHECK(lost.status().message().rfind("no etcd endpoint answered /v3/kv/put: ", 0) == 0);
+}
+
+TEST_CASE("embedded etcd: a member that cannot start says why", "[etcd]") {
+  auto bed = EtcdBed::Start(1);
+  EmbeddedEtcdOptions o = bed->member(0).options();
+  o.name = "m1";
+  o.data_dir = bed->dir() / "m1.data";
+  o.initial_cluster.clear();
+  o.peer_port = testing::UnusedPort();  // the client port is m0's: taken
+  auto m = EmbeddedEtcd::Start(o);
+  REQUIRE(m.ok());
+  const Status st = (*m)->WaitReady(30);
+  CHECK(st.code() == Status::Code::kUnavailable);
+  CHECK(st.message().rfind("etcd member 'm1' (" + (*m)->client_url() + "): exited before serving clients; its last lines:", 0) == 0);
+  CHECK(st.message().find("address already in use") != std::string::npos);
+  o.program = "/nonexistent/etcd";
+  CHECK(EmbeddedEtcd::Start(o).status().message() ==
+        "etcd member 'm1': cannot run '/nonexistent/etcd': No such file or directory (install Debian's etcd-server)");
+}
+
+TEST_CASE("embedded etcd: Stop ends the member's process group", "[etcd]") {
+  auto bed = EtcdBed::Start(1);
+  const pid_t pid = bed->member(0).pid();
+  CHECK(::kill(pid, 0) == 0);
+  bed->member(0).Stop(5);
+  CHECK(::kill(pid, 0) != 0);
+  CHECK(::kill(-pid, 0) != 0);
+}
+
+}  // namespace
+}  // namespace ds::failover
