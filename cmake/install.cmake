@@ -3,7 +3,7 @@
 #   bin/                       dslaunch, dsagent, dstrain (dslaunch starts the
 #                              other two from its own folder: no --agent-path)
 #   lib/dslaunch/              libdstrain_cuda.so, dstrain's GPU plugin (CUDA
-#                              builds; runtime/device_plugin.cc looks there)
+#                              builds; runtime/engine/device_plugin.cc looks there)
 #   share/dslaunch/docker/     what `dslaunch cluster up` builds its image from
 #   share/doc/dslaunch/        README, BENCHMARKS, docs/, examples/
 #   share/man/man1, man8       dslaunch(1), dstrain(1), dsagent(8) (help2man)

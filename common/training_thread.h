@@ -1,7 +1,7 @@
 // The name a worker gives the thread that trains (pthread_setname_np), so
 // that a hang report shows where training is rather than a main thread
 // waiting for it: dstrain trains each generation on a thread of its own
-// (runtime/worker_generations.cc) and names it so; the agent's stack dumps
+// (runtime/reshape/worker_reshape.cc) and names it so; the agent's stack dumps
 // carry thread names (agent/stack_dump.cc) and the hang report prefers the
 // thread of this name, else the main one (launcher/coordinator/hang_report.h).
 #pragma once

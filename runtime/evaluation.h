@@ -6,7 +6,7 @@
 
 #include "runtime/comm/communicator.h"
 #include "runtime/model/data.h"
-#include "runtime/engine.h"
+#include "runtime/engine/engine.h"
 
 namespace ds::rt {
 

@@ -7,9 +7,9 @@
 //
 // With DSLAUNCH_CONTROL_FD (set by dsagent) the process may be reshaped in
 // place: a new rank and world, rolled back to a snapshot, without a restart
-// (runtime/worker_generations.h).
+// (runtime/reshape/worker_reshape.h).
 //
-// Where it computes: trainer.device (runtime/device_plugin.h ChooseDevice); on a
+// Where it computes: trainer.device (runtime/engine/device_plugin.h ChooseDevice); on a
 // GPU the engine is the device engine over NCCL on device buffers (backend:
 // nccl) or over Gloo staged through host memory (backend: gloo, the hybrid
 // mode).
@@ -46,12 +46,12 @@
 #include "common/version.h"
 
 #include "runtime/comm/gloo_store.h"
-#include "runtime/control_channel.h"
-#include "runtime/device_plugin.h"
-#include "runtime/generation_comms.h"
+#include "runtime/reshape/control_channel.h"
+#include "runtime/engine/device_plugin.h"
+#include "runtime/reshape/generation_comms.h"
 #include "runtime/train_data.h"
 #include "runtime/trainer.h"
-#include "runtime/worker_generations.h"
+#include "runtime/reshape/worker_reshape.h"
 #include "wire/step_heartbeat.h"
 
 namespace {
@@ -238,7 +238,7 @@ int main(int argc, char** argv) {
   const TrainerConfig& config = w.config;
   w.host = host;
 
-  // The GPU plugin, when this rank may use a GPU (runtime/device_plugin.h).
+  // The GPU plugin, when this rank may use a GPU (runtime/engine/device_plugin.h).
   std::string no_plugin;
   if (config.device == "cuda" || config.backend == "nccl" || (config.device.empty() && VisibleGpus() > 0))
     w.plugin = LoadDevicePlugin(&no_plugin);

@@ -24,12 +24,12 @@
 #include <vector>
 
 #include "common/status.h"
-#include "runtime/checkpoint.h"
-#include "runtime/checkpoint_snapshot_writer.h"
+#include "runtime/checkpoint/checkpoint.h"
+#include "runtime/checkpoint/snapshot_writer.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/comm/timed_communicator.h"
 #include "runtime/config/trainer_config.h"
-#include "runtime/engine.h"
+#include "runtime/engine/engine.h"
 #include "runtime/metrics.h"
 #include "runtime/model/data.h"
 #include "runtime/model/model.h"
@@ -37,7 +37,7 @@
 #include "runtime/numeric/rng.h"
 #include "runtime/progress.h"
 #include "runtime/train_data.h"
-#include "runtime/zero_engine.h"
+#include "runtime/engine/zero_engine.h"
 #include "wire/step_heartbeat.h"
 
 namespace ds {
@@ -63,7 +63,7 @@ struct TrainerRuntime {
   // computes, for the banner.
   std::function<std::unique_ptr<Engine>(const Mlp&, const Optimizer&, const ZeroOptions&)> make_engine;
   std::string device = "cpu";
-  // In-place reshapes (runtime/control_channel.h). When `interrupt` becomes
+  // In-place reshapes (runtime/reshape/control_channel.h). When `interrupt` becomes
   // true the next step throws CommError instead (a world of one has no
   // collective the control thread could abort).
   const std::atomic<bool>* interrupt = nullptr;

@@ -7,7 +7,7 @@
 // from the name alone; the save it belongs to (the set) is the digest of the
 // manifest. Held steps live in step_<step, 8 digits>.<set>/, one directory
 // per save, so two saves of one step never share a directory. Written by
-// dstrain (runtime/checkpoint_snapshot.cc), read by dsagent
+// dstrain (runtime/checkpoint/snapshot.cc), read by dsagent
 // (agent/snapshot_store.cc). Pure functions.
 #pragma once
 

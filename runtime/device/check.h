@@ -14,7 +14,7 @@
 
 #include <string>
 
-#include "runtime/device_failure.h"
+#include "runtime/engine/device_failure.h"
 
 namespace ds::rt::dev {
 

@@ -54,7 +54,7 @@
 #include "runtime/device/device_comm.h"
 #include "runtime/device/device_mlp.h"
 #include "runtime/device/kernels.h"
-#include "runtime/engine.h"
+#include "runtime/engine/engine.h"
 #include "runtime/model/optimizer.h"
 
 namespace ds::rt::dev {

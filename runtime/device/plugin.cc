@@ -1,4 +1,4 @@
-// libdstrain_cuda.so's entry point: the DevicePlugin (runtime/device_plugin.h)
+// libdstrain_cuda.so's entry point: the DevicePlugin (runtime/engine/device_plugin.h)
 // over this folder's device engine, collectives and GPU survey.
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 #include "runtime/device/device_info.h"
 #include "runtime/device/device_zero_engine.h"
 #include "runtime/device/nccl_communicator.h"
-#include "runtime/device_plugin.h"
+#include "runtime/engine/device_plugin.h"
 
 namespace ds::rt::dev {
 namespace {

@@ -72,7 +72,7 @@ struct Node {
         if (e.step == step && e.id.set == set) return true;
     return false;
   }
-  // What a worker does (runtime/checkpoint_snapshot.cc): the shard, then the
+  // What a worker does (runtime/checkpoint/snapshot.cc): the shard, then the
   // manifest. Returns the save's identity.
   msg::SnapshotId HandOff(int64_t step, uint32_t rank, uint32_t world, const std::string& data) {
     const std::string in = keeper->memory_dir() + "/incoming/";

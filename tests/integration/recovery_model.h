@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "checkpoint_format/checkpoint_format.h"
-#include "runtime/checkpoint.h"
-#include "runtime/zero_partition.h"
+#include "runtime/checkpoint/checkpoint.h"
+#include "runtime/engine/zero_partition.h"
 #include "tests/test_util/files.h"
 
 namespace ds::testing {

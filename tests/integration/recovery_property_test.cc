@@ -24,11 +24,11 @@
 #include <random>
 
 #include "checkpoint_format/checkpoint_format.h"
-#include "runtime/checkpoint.h"
-#include "runtime/checkpoint_manifest.h"
-#include "runtime/checkpoint_resume.h"
-#include "runtime/checkpoint_snapshot.h"
-#include "runtime/zero_partition.h"
+#include "runtime/checkpoint/checkpoint.h"
+#include "runtime/checkpoint/manifest.h"
+#include "runtime/checkpoint/resume.h"
+#include "runtime/checkpoint/snapshot.h"
+#include "runtime/engine/zero_partition.h"
 #include "tests/integration/recovery_cluster.h"
 #include "tests/integration/recovery_model.h"
 #include "tests/test_util/files.h"

@@ -9,7 +9,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "runtime/checkpoint.h"
+#include "runtime/checkpoint/checkpoint.h"
 #include "runtime/trainer.h"
 #include "tests/runtime/multiproc.h"
 #include "wire/snapshot_handoff.h"

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "runtime/device/device_comm_base.h"
-#include "runtime/zero_engine.h"
+#include "runtime/engine/zero_engine.h"
 #include "tests/runtime/device/engine_test_bed.h"
 #include "tests/runtime/device/recording_device_comm.h"
 

@@ -25,7 +25,7 @@
 #include "runtime/comm/gloo_communicator.h"
 #include "runtime/device/nccl_communicator.h"
 #include "runtime/model/data.h"
-#include "runtime/zero_engine.h"
+#include "runtime/engine/zero_engine.h"
 #include "tests/runtime/device/device_test_util.h"
 #include "tests/runtime/device/engine_test_bed.h"
 

@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/checkpoint.h"
+#include "runtime/checkpoint/checkpoint.h"
 #include "tests/runtime/device/device_test_util.h"
 #include "tests/runtime/dstrain_process.h"
 #include "tests/test_util/temp_dir.h"

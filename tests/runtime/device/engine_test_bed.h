@@ -14,7 +14,7 @@
 
 #include "runtime/comm/communicator.h"
 #include "runtime/device/device_comm.h"
-#include "runtime/engine.h"
+#include "runtime/engine/engine.h"
 #include "runtime/model/data.h"
 #include "runtime/model/model.h"
 #include "runtime/model/optimizer.h"
