@@ -65,6 +65,11 @@ class Receiver:
             return True
 
 
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
 def run(code, env, cwd=None):
     p = subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
     if p.returncode != 0:
@@ -152,6 +157,84 @@ for i in range(2):          # super().step() inside Mine.step: counted once per 
         p = subprocess.run([sys.executable, "-I", "-c", "import sys; print(any('dslaunch' in (m or '') for m in sys.modules))"],
                            env=r.env(), capture_output=True, text=True, timeout=60)
         self.assertEqual(p.stdout.strip(), "False")
+
+
+@unittest.skipUnless(have_torch(), "no torch on this interpreter")
+class TorchSnapshots(unittest.TestCase):
+    """dslaunch.torch against the agent's side of the hand-off, done here by
+    hand: the handoff's names (wire/snapshot_handoff.h), then a save moved
+    where the agent keeps it, restored bit for bit."""
+
+    SAVE = """
+import torch, dslaunch.torch as dst
+torch.manual_seed(3)
+m = torch.nn.Linear(4, 2)
+print(dst.restore())
+dst.snapshot(40, {"model": m.state_dict(), "step": 40}, per_rank=PER_RANK)
+dst.wait()
+print(repr(m.weight.detach().numpy().tobytes()))
+"""
+    LOAD = """
+import torch, dslaunch, dslaunch.torch as dst
+step, state = dst.restore()
+print(step, dslaunch.current_step(), repr(state["model"]["weight"].numpy().tobytes()))
+"""
+
+    def env(self, d, **more):
+        e = dict(os.environ, PYTHONPATH=PKG, DSLAUNCH_SNAPSHOT_DIR=d, DSLAUNCH_RUN_ID="0123abcd", RANK="1",
+                 WORLD_SIZE="2", DSLAUNCH_GENERATION="0")
+        e.update(more)
+        return e
+
+    def save_and_restore(self, per_rank):
+        import hashlib
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        d = tmp.name
+        if True:
+            os.mkdir(os.path.join(d, "incoming"))
+            out = run(self.SAVE.replace("PER_RANK", str(per_rank)), self.env(d)).splitlines()
+            self.assertEqual(out[0], "(0, None)")  # a fresh start
+            names = sorted(os.listdir(os.path.join(d, "incoming")))
+            if not per_rank:
+                self.assertEqual(names, [], "rank 1 handed replicated state: rank 0 alone does")
+                out = run(self.SAVE.replace("PER_RANK", "False"), self.env(d, RANK="0")).splitlines()
+                names = sorted(os.listdir(os.path.join(d, "incoming")))
+            shard = 1 if per_rank else 0
+            world = 2 if per_rank else 1
+            self.assertEqual(len(names), 2, names)
+            manifest_name, shard_name = names
+            self.assertRegex(manifest_name, r"^00000040\.%d\.%d\.0\.[0-9a-f]{8}\.0123abcd\.[0-9a-f]{8}\.manifest$"
+                             % (shard, world))
+            self.assertEqual(shard_name, manifest_name[:-len("manifest")] + "shard")
+            data = read(os.path.join(d, "incoming", shard_name))
+            import zlib
+            self.assertEqual("%08x" % (zlib.crc32(data) & 0xFFFFFFFF), manifest_name.split(".")[6])
+            manifest = read(os.path.join(d, "incoming", manifest_name))
+            # The agent's part: the set is the manifest's digest; the pair moves into the step's folder.
+            save = hashlib.sha256(manifest).hexdigest()[:16]
+            step_dir = os.path.join(d, "step_00000040." + save)
+            os.mkdir(step_dir)
+            os.rename(os.path.join(d, "incoming", shard_name), os.path.join(step_dir, "shard_%d.bin" % shard))
+            os.rename(os.path.join(d, "incoming", manifest_name), os.path.join(step_dir, "manifest.json"))
+            return d, save, out[1]
+
+    def test_replicated_state_restores_bit_for_bit_at_any_world_size(self):
+        d, save, weights = self.save_and_restore(per_rank=False)
+        for rank, world in (("0", "1"), ("2", "3")):
+            out = run(self.LOAD, self.env(d, RANK=rank, WORLD_SIZE=world, DSLAUNCH_RESUME_STEP="40",
+                                          DSLAUNCH_RESUME_SET=save)).split(" ", 2)
+            self.assertEqual(out[:2], ["40", "40"])
+            self.assertEqual(out[2].strip(), weights)
+
+    def test_per_rank_state_restores_at_the_same_world_size_only(self):
+        d, save, weights = self.save_and_restore(per_rank=True)
+        out = run(self.LOAD, self.env(d, DSLAUNCH_RESUME_STEP="40", DSLAUNCH_RESUME_SET=save)).split(" ", 2)
+        self.assertEqual(out[2].strip(), weights)
+        p = subprocess.run([sys.executable, "-c", self.LOAD], capture_output=True, text=True, timeout=120,
+                           env=self.env(d, WORLD_SIZE="3", DSLAUNCH_RESUME_STEP="40", DSLAUNCH_RESUME_SET=save))
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("step 40 was saved per rank at world size 2; this generation's is 3", p.stderr)
 
 
 class SiteChain(unittest.TestCase):

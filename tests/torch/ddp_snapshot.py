@@ -1,0 +1,50 @@
+# A DDP (Gloo) script that uses dslaunch.torch: restore() at the start,
+# snapshot() every EVERY steps. Rank 0 prints the SHA-256 of the parameters
+# at every save and after a restore, so a test can compare them bit for bit.
+# STEPS (default 100000), EVERY (default 20).
+import hashlib
+import os
+import time
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+import dslaunch.torch as dst
+
+
+def checksum(model):
+    h = hashlib.sha256()
+    for p in model.parameters():
+        h.update(p.detach().contiguous().numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(0)
+net = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+model = DDP(net)
+opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+start, state = dst.restore()
+if state is not None:
+    net.load_state_dict(state["model"])
+    opt.load_state_dict(state["optim"])
+    if rank == 0:
+        print(f"restored step={start} checksum={checksum(net)} world={dist.get_world_size()}", flush=True)
+steps, every = int(os.environ.get("STEPS", "100000")), int(os.environ.get("EVERY", "20"))
+for step in range(start + 1, steps + 1):
+    g = torch.Generator().manual_seed(step * 1000 + rank)
+    x = torch.randn(32, 16, generator=g)
+    loss = model(x).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    if step % every == 0:
+        dst.snapshot(step, {"model": net.state_dict(), "optim": opt.state_dict()})
+        if rank == 0:
+            print(f"saved step={step} checksum={checksum(net)}", flush=True)
+    time.sleep(0.01)  # a step's worth of work
+dst.wait()
+print(f"rank={rank} done", flush=True)
+dist.destroy_process_group()
