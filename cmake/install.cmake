@@ -4,6 +4,9 @@
 #                              other two from its own folder: no --agent-path)
 #   lib/dslaunch/              libdstrain_cuda.so, dstrain's GPU plugin (CUDA
 #                              builds; runtime/engine/device_plugin.cc looks there)
+#   lib/dslaunch/python/       the dslaunch Python package and its sitecustomize
+#                              (python/CMakeLists.txt; dsagent puts it on every
+#                              worker's PYTHONPATH: agent/python_path.h)
 #   share/dslaunch/docker/     what `dslaunch cluster up` builds its image from
 #   share/doc/dslaunch/        README, BENCHMARKS, docs/, examples/
 #   share/man/man1, man8       dslaunch(1), dstrain(1), dsagent(8) (help2man)
