@@ -17,7 +17,7 @@
 #include <memory>
 
 #include "agent/agent_session.h"
-#include "agent/descendants.h"
+#include "agent/workers/descendants.h"
 #include "common/log.h"
 
 namespace ds {

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "agent/agent_args.h"
-#include "agent/agent_exit.h"
+#include "agent/control/agent_exit.h"
 #include "agent/agent_secret.h"
 
 namespace ds {

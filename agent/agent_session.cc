@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "agent/node_facts.h"
-#include "agent/port_hold.h"
+#include "wire/port_hold.h"
 #include "common/log.h"
 #include "common/netif.h"
 #include "wire/hmac_auth.h"
@@ -57,7 +57,7 @@ Status AgentSession::Connect() {
   int sndbuf = static_cast<int>(kOutboxHighWater / 4);
   ::setsockopt(conn_.get(), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
   workers_ = std::make_unique<ProcessLauncher>(facts.host, !opt_.step_identity.empty(), children_);
-  snapshots_ = std::make_unique<KeeperSnapshots>(
+  snapshots_ = std::make_unique<RealNodeSnapshots>(
       SnapshotKeeper::Identity{opt_.job_id, facts.host, static_cast<uint32_t>(opt_.node_index), facts.addr});
   AgentControlOptions co{facts.host, opt_.heartbeat_interval, opt_.heartbeat_timeout};
   stacks_ = std::make_unique<StackDumper>();

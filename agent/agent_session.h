@@ -3,7 +3,7 @@
 // the coordinator's TCP connection (connect, handshake, Register; then
 // frames in, an Outbox out: it is the CoordinatorLink), the UDP socket of
 // the workers' step heartbeats, the worker processes (ProcessLauncher), the
-// snapshot keeper (KeeperSnapshots) and the launch tree's commands
+// snapshot keeper (RealNodeSnapshots) and the launch tree's commands
 // (ChildAgents), and it reaps children. RunAgent's loop (agent.cc) polls
 // AddPollFds, hands readiness to HandlePollResults, signals to
 // OnTerminationSignal, and sleeps until NextDeadline.
@@ -26,13 +26,13 @@
 #include <vector>
 
 #include "agent/agent_args.h"
-#include "agent/agent_exit.h"
-#include "agent/agent_control.h"
-#include "agent/child_agents.h"
-#include "agent/keeper_snapshots.h"
+#include "agent/control/agent_exit.h"
+#include "agent/control/agent_control.h"
+#include "agent/tree/child_agents.h"
+#include "agent/snapshots/real_node_snapshots.h"
 #include "agent/outbox.h"
 #include "agent/process_launcher.h"
-#include "agent/stack_dump.h"
+#include "agent/stacks/stack_dump.h"
 #include "common/clock.h"
 #include "wire/client_conn.h"
 #include "wire/protocol.h"
@@ -95,7 +95,7 @@ class AgentSession final : private CoordinatorLink {
   ChildAgents children_;
   // After Connect (they need the node's facts); control_ last, gone first.
   std::unique_ptr<ProcessLauncher> workers_;
-  std::unique_ptr<KeeperSnapshots> snapshots_;
+  std::unique_ptr<RealNodeSnapshots> snapshots_;
   std::unique_ptr<StackDumper> stacks_;  // the workers' stacks for a hang report
   std::unique_ptr<AgentControl> control_;
 };

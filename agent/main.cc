@@ -52,7 +52,7 @@
 // this user, mode 0600) comes first where it exists: mpirun's --stdin all
 // gives a process on mpirun's own node a stdin that never ends.
 //
-// Exit codes (ds::AgentExit in agent/agent_exit.h): 0 the coordinator said
+// Exit codes (ds::AgentExit in agent/control/agent_exit.h): 0 the coordinator said
 // Shutdown (in the per-node form: the job's exit status, which Shutdown
 // carries); 2 bad command line or no secret; 3 could not connect; 4 lost the
 // coordinator (connection closed or heartbeats stopped; its workers were

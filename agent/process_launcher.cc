@@ -11,10 +11,10 @@
 #include <fmt/format.h>
 
 #include "agent/agent_args.h"
-#include "agent/control_channel.h"
-#include "agent/core_binding.h"
-#include "agent/descendants.h"
-#include "agent/port_hold.h"
+#include "agent/workers/control_channel.h"
+#include "agent/workers/core_binding.h"
+#include "agent/workers/descendants.h"
+#include "wire/port_hold.h"
 #include "agent/python_path.h"
 #include "common/cpu_binding.h"
 #include "common/env_registry.h"

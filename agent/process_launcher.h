@@ -31,12 +31,12 @@
 #include <string>
 #include <vector>
 
-#include "agent/agent_seams.h"
-#include "agent/child_agents.h"
-#include "agent/error_file_dir.h"
-#include "agent/store_relay.h"
-#include "agent/warm_spares.h"
-#include "agent/worker_process.h"
+#include "agent/control/seams.h"
+#include "agent/tree/child_agents.h"
+#include "agent/workers/error_file_dir.h"
+#include "agent/relay/store_relay.h"
+#include "agent/warm/spares.h"
+#include "agent/workers/worker_process.h"
 
 namespace ds {
 

@@ -7,7 +7,7 @@
 // what was checked is what is written, read and pruned. Directories are
 // created 0700, files 0640 under a temporary name with O_EXCL|O_NOFOLLOW
 // (Dir::WriteFile), so a planted symlink or file is never written through.
-// dsagent keeps the node's snapshots by the same rules (agent/snapshot_disk.h).
+// dsagent keeps the node's snapshots by the same rules (agent/snapshots/disk.h).
 // Stateless functions, safe from any thread; errors name the path and what
 // was expected.
 #pragma once

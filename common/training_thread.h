@@ -2,7 +2,7 @@
 // that a hang report shows where training is rather than a main thread
 // waiting for it: dstrain trains each generation on a thread of its own
 // (runtime/reshape/worker_reshape.cc) and names it so; the agent's stack dumps
-// carry thread names (agent/stack_dump.cc) and the hang report prefers the
+// carry thread names (agent/stacks/stack_dump.cc) and the hang report prefers the
 // thread of this name, else the main one (launcher/coordinator/hang_report.h).
 #pragma once
 

@@ -1,4 +1,4 @@
-// SimAgent: one of dssim's nodes: the real AgentControl (agent/agent_control.h)
+// SimAgent: one of dssim's nodes: the real AgentControl (agent/control/agent_control.h)
 // on a simulated connection (SimConn) with fake workers (SimWorkers), no
 // snapshots and no launch tree. It does what AgentSession does around the
 // control, on the io thread instead of poll: connect and authenticate (a
@@ -17,7 +17,7 @@
 #include <optional>
 #include <string>
 
-#include "agent/agent_control.h"
+#include "agent/control/agent_control.h"
 #include "common/asio.h"
 #include "sim/sim_conn.h"
 #include "sim/sim_workers.h"

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "agent/agent_exit.h"
+#include "agent/control/agent_exit.h"
 #include "sim/sim_store.h"
 
 namespace ds::sim {

@@ -1,4 +1,4 @@
-// SimWorkers: the fake WorkerLauncher (agent/agent_seams.h) behind each of
+// SimWorkers: the fake WorkerLauncher (agent/control/seams.h) behind each of
 // dssim's real AgentControls. "Starting" a worker forks nothing: it keeps
 // the worker's rank, WORLD_SIZE and store address (from the Assign's
 // environment) for the scenario's store step, and hands out a pid. A
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/agent_seams.h"
+#include "agent/control/seams.h"
 #include "common/asio.h"
 #include "wire/step_heartbeat.h"
 

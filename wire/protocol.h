@@ -75,7 +75,7 @@ struct Assign {
   uint8_t omp_from_binding = 0;   // with bind_cores: OMP_NUM_THREADS = the slice's size (nobody set it)
   uint32_t pty_columns = 0;       // > 0: each worker's stdout and stderr are pseudo-terminals this wide ...
   uint32_t pty_rows = 0;          // ... and this tall (--pty)
-  std::vector<std::string> preload;  // python: preload: modules warm spares import (agent/warm_spares.h); empty = none
+  std::vector<std::string> preload;  // python: preload: modules warm spares import (agent/warm/spares.h); empty = none
   DS_MESSAGE(Assign);
 };
 struct WorkerStarted { uint32_t generation = 0; int32_t rank = 0; int32_t pid = 0; DS_MESSAGE(WorkerStarted); };
@@ -283,7 +283,7 @@ struct RankStack {
   std::string text;               // the tool's output (at most kMaxStackBytes), or why there is none
 };
 inline constexpr size_t kMaxStackBytes = 32 * 1024;  // per rank: a deeper stack is cut, marked "[cut]"
-// A CPython worker's text (agent/python_stack.h) starts with this line, then
+// A CPython worker's text (agent/stacks/python_stack.h) starts with this line, then
 // faulthandler's dump of its Python threads, a blank line, kNativeFramesHeader
 // " (<tool>):" and the tool's output; or with "Python frames: none (<why>)".
 inline constexpr char kPythonFramesHeader[] = "Python frames (faulthandler's dump via gdb):";

@@ -8,7 +8,7 @@
 // manifest. Held steps live in step_<step, 8 digits>.<set>/, one directory
 // per save, so two saves of one step never share a directory. Written by
 // dstrain (runtime/checkpoint/snapshot.cc), read by dsagent
-// (agent/snapshot_store.cc). Pure functions.
+// (agent/snapshots/store.cc). Pure functions.
 #pragma once
 
 #include <cstdint>

@@ -86,7 +86,7 @@ struct PtyWindow {
   std::string term = "xterm-256color";  // TERM for workers whose job and hosts did not set it
 };
 
-// The job file's python: section (warm spares: agent/warm_spares.h).
+// The job file's python: section (warm spares: agent/warm/spares.h).
 struct PythonOptions {
   std::vector<std::string> preload;  // modules each warm spare imports; empty = no warm spares
 };

@@ -58,7 +58,7 @@ std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); 
 
 bool IsThreadHeader(const std::string& line) { return line.rfind("TID ", 0) == 0 || line.rfind("Thread ", 0) == 0; }
 
-// A CPython rank's text (agent/python_stack.h): its Python section (after
+// A CPython rank's text (agent/stacks/python_stack.h): its Python section (after
 // the kPythonFramesHeader line) and its native one (after the "Native frames
 // (<tool>):" line). Any other text is all native.
 struct Sections {

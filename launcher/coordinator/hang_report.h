@@ -7,7 +7,7 @@
 // arguments and symbol versions stripped (normalised: the same code stuck
 // at the same place reads the same on every node); its summary is the
 // innermost frame that is not a libc wait or syscall wrapper. A CPython
-// rank's text begins with its Python frames (agent/python_stack.h); then
+// rank's text begins with its Python frames (agent/stacks/python_stack.h); then
 // its "where" is the Python frames of its main thread instead, as
 // "stuck.py:12 in spin", and its summary the innermost of them:
 //   rank 2 (w2): in stuck.py:17 in spin_in_user_code, step 30

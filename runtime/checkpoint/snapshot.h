@@ -2,7 +2,7 @@
 // directory, checkpoint.shared false or checkpoint.replicas > 0), a rank does
 // not write the checkpoint directory itself. It hands its shard and the
 // step's manifest to its agent, which keeps them in memory, writes them to
-// the node's disk and replicates them (agent/snapshot_keeper.h). dstrain
+// the node's disk and replicates them (agent/snapshots/keeper.h). dstrain
 // saves through SnapshotWriter (checkpoint_snapshot_writer.h: the rank
 // copies its shard, a helper writes it, the next step hands it over);
 // SaveSnapshot is the same save in one blocking call.

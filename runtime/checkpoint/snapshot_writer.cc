@@ -195,7 +195,7 @@ SnapshotWriter::Written SnapshotWriter::Write(int rank, const CheckpointMeta& me
 }
 
 UniqueFd SnapshotWriter::OpenSpare(int rank, const std::string& name, uint64_t bytes) {
-  // The agent's incoming/spare.<rank> (agent/snapshot_store.h): a pruned
+  // The agent's incoming/spare.<rank> (agent/snapshots/store.h): a pruned
   // shard's file whose memory is ours to overwrite, renamed to the handoff
   // first so the agent can neither hand it out again nor replace it meanwhile.
   const std::string spare = fmt::format("spare.{}", rank);

@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "agent/control_channel.h"
+#include "agent/workers/control_channel.h"
 #include "wire/protocol.h"
 
 int main() {

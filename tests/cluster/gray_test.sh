@@ -209,7 +209,7 @@ wait_for 60 bash -c "! kill -0 $JOB 2>/dev/null" || fail "user code: dslaunch st
 end_job
 cat "$work/out"
 [ $RC -eq 1 ] || fail "user code: dslaunch exited $RC, expected 1"
-# Where each is in its Python code (gdb calls CPython's faulthandler dumper: agent/python_stack.h).
+# Where each is in its Python code (gdb calls CPython's faulthandler dumper: agent/stacks/python_stack.h).
 command -v gdb >/dev/null || fail "user code: gdb is not installed (scripts/install-deps installs it): no Python frames"
 if grep -q "gdb cannot call into a process on this kernel" "$work/user-logs/stacks.gen0.txt"; then
   # gdb 13 on a 6.18 kernel cannot call the dumper: the precondition of the Python part is missing.

@@ -1,4 +1,4 @@
-// No process of a job outlives it (agent/descendants.h): a worker's daemon
+// No process of a job outlives it (agent/workers/descendants.h): a worker's daemon
 // (setsid + double fork, outside the worker's process group) is gone when
 // the job ends by exit 0, by a failure or by SIGINT, and when a restart
 // stops its generation. Real jobs.

@@ -16,7 +16,7 @@
 #include <tuple>
 #include <vector>
 
-#include "agent/snapshot_keeper.h"
+#include "agent/snapshots/keeper.h"
 #include "launcher/coordinator/recovery_point.h"
 #include "launcher/coordinator/snapshot_index.h"
 

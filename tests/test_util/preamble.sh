@@ -4,5 +4,6 @@
 # every failure; the test ends with `[ "$fails" -eq 0 ]` (or exits 1 when
 # fails > 0). skip REASON ends the test as skipped (77: the ctest entry sets
 # SKIP_RETURN_CODE), never as passed.
-. "$(dirname "$0")/preamble.sh"
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 skip() { echo "SKIP: $*" >&2; exit 77; }

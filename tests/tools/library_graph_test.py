@@ -37,7 +37,15 @@ ALLOWED = {
               "dswire", "dscommon"},
     "dslaunch": {"dscmd", "dsagent", "dstrain", "dstrain_cuda"},  # the last three: built with it, started or loaded by its workers
     # agent/
-    "dsagent_lib": {"dsckptformat", "dswire", "dscommon"},
+    "dsagent_control": {"dswire", "dscommon"},  # the logic alone: no socket, process or file (CONTROL_* below)
+    "dsagent_workers": {"dswire", "dscommon"},
+    "dsagent_warm": {"dsagent_workers", "dswire", "dscommon"},
+    "dsagent_relay": {"dswire", "dscommon"},
+    "dsagent_snapshots": {"dsagent_control", "dsckptformat", "dswire", "dscommon"},
+    "dsagent_stacks": {"dsagent_control", "dswire", "dscommon"},
+    "dsagent_tree": {"dsagent_control", "dsagent_workers", "dswire", "dscommon"},
+    "dsagent_lib": {"dsagent_control", "dsagent_workers", "dsagent_warm", "dsagent_relay", "dsagent_snapshots",
+                    "dsagent_stacks", "dsagent_tree", "dsckptformat", "dswire", "dscommon"},  # the shell
     "dsagent": {"dsagent_lib"},
     # runtime/
     "dsnumeric": {"dscommon"},
@@ -63,10 +71,33 @@ ALLOWED = {
 # The agent must never depend on the trainer, not even through a header-only
 # include (the CMake graph cannot see those): no target of the agent reaches a
 # trainer library, and no file in these folders includes one of those folders.
-AGENT_TARGETS = {"dsagent", "dsagent_lib"}
+AGENT_TARGETS = {"dsagent", "dsagent_lib", "dsagent_control", "dsagent_workers", "dsagent_warm", "dsagent_relay",
+                 "dsagent_snapshots", "dsagent_stacks", "dsagent_tree"}
 TRAINER_TARGETS = {"dstrain", "dstrain_lib", "dstrain_engine", "dstrain_checkpoint", "dstrain_reshape", "dscomm", "dsmodel", "dstrain_config", "dsnumeric", "dsdevice",
                    "dstrain_cuda"}
 NO_INCLUDE = {"agent": "runtime/"}
+# AgentControl is the agent's logic alone (docs/architecture.md): agent/control/
+# includes no header that opens a socket, starts a process or touches a file,
+# nor another folder of the agent, and calls none of those functions (the
+# tree writes system calls as ::name); its
+# frames, workers and time come through its seams (control/seams.h).
+CONTROL_FOLDER = os.path.join("agent", "control")
+CONTROL_INCLUDES = re.compile(r'#\s*include\s+[<"](sys/socket\.h|sys/un\.h|netinet/|arpa/|netdb\.h|poll\.h|sys/epoll\.h|'
+                              r'unistd\.h|fcntl\.h|sys/wait\.h|spawn\.h|sys/stat\.h|dirent\.h|fstream|thread|'
+                              r'boost/asio|common/asio\.h|common/subprocess\.h|common/files\.h|agent/(?!control/))')
+CONTROL_CALLS = re.compile(r'(?<![\w.>:])::(socket|connect|accept4?|bind|fork|vfork|exec[lv]p?e?|posix_spawnp?|open|openat|'
+                           r'read|write|poll|kill|killpg|waitpid|pipe2?)\s*\(')
+
+
+def control_io(source):
+    found = []
+    for path, n, line in source_lines(source, CONTROL_FOLDER):
+        code = line.split("//")[0]
+        if CONTROL_INCLUDES.search(code) or (not code.lstrip().startswith("#") and CONTROL_CALLS.search(code)):
+            found.append(f"{path}:{n}: AgentControl does I/O ({line.strip()}); do it behind a seam (agent/control/seams.h)")
+    return found
+
+
 # common/env_registry.cc is the only file that reads the environment
 # (common/env_registry.h): every variable is declared there with its help.
 SOURCE_FOLDERS = ["common", "wire", "checkpoint_format", "launcher", "agent", "runtime", "sim"]
@@ -181,6 +212,7 @@ def main():
             problems.append(f"{src} reaches the trainer's {dst}: the agent must not depend on the trainer")
     problems += [f"{inc}: the agent must not depend on the trainer" for inc in forbidden_includes(source)]
     problems += raw_getenv_calls(source)
+    problems += control_io(source)
     for p in problems:
         print("library graph: " + p)
     if not problems:

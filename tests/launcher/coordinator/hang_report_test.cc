@@ -3,7 +3,7 @@
 // thread only), waits are skipped when naming where a rank is, the odd
 // rank is printed first and the rest as "N others", and a rank without a
 // stack is its own group with the reason; a CPython rank is where its main
-// thread's innermost Python frame is (real dumps of tests/agent/stack_dump_test.cc's workers).
+// thread's innermost Python frame is (real dumps of tests/agent/stacks/stack_dump_test.cc's workers).
 #include <catch2/catch.hpp>
 
 #include "launcher/coordinator/hang_report.h"
@@ -81,7 +81,7 @@ TEST_CASE("hang report: one group says all ranks; a rank without a stack stands 
 }
 
 // Taken by the agent's StackDumper (eu-stack, then gdb calling CPython's
-// dumper) from two /usr/bin/python3.11 workers of tests/agent/stack_dump_test.cc:
+// dumper) from two /usr/bin/python3.11 workers of tests/agent/stacks/stack_dump_test.cc:
 // one spinning in its own code, one sleeping; each with a loader thread.
 const char kSpinning[] = R"py(Python frames (faulthandler's dump via gdb):
 Thread 0x00007f4d57e046c0 (most recent call first):

@@ -102,7 +102,7 @@ TEST_CASE("resume: with snapshots, the chosen save of another config is not load
   LocalCommunicator comm;
   std::string buffer;
   REQUIRE(SaveSnapshot(dir.path(), Meta(40, "0badf00d"), Shard(), comm, &buffer).ok());
-  // Assembled as the agent does (agent/snapshot_store.cc).
+  // Assembled as the agent does (agent/snapshots/store.cc).
   std::string manifest_name, shard_name;
   for (const auto& e : fs::directory_iterator(dir / "incoming"))
     (e.path().extension() == ".manifest" ? manifest_name : shard_name) = e.path().string();

@@ -66,7 +66,7 @@ TEST_CASE("snapshot: the save the agent assembled loads exactly; a missing, corr
   LocalCommunicator comm;
   std::string buffer;
   REQUIRE(SaveSnapshot(dir.path(), Meta(300), Shard(1), comm, &buffer).ok());
-  // What the agent does with the handoff (agent/snapshot_store.cc):
+  // What the agent does with the handoff (agent/snapshots/store.cc):
   // step_N.<set>/shard_r.bin + manifest.json, set = the manifest's digest.
   const Handoff h{300, 0, ckpt::Crc32(buffer), msg::SnapshotId{"6b0735a0c0ffee00", 1, 0, "0badf00d", ""}};
   const std::string set = ManifestDigest(ReadFile(dir / ("incoming/" + HandoffName(h, kHandoffManifest))));

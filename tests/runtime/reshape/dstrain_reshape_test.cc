@@ -1,6 +1,6 @@
 // dstrain reshaped in place (issue 27 items 1 and 5), with real processes and
 // this test playing the agent: three ranks train with snapshots into one
-// node's memory directory (agent/snapshot_store.h adopts their handoffs, as
+// node's memory directory (agent/snapshots/store.h adopts their handoffs, as
 // dsagent does), each with a control channel (a SOCK_SEQPACKET pair, the
 // child's end as DSLAUNCH_CONTROL_FD). Rank 1 is SIGKILLed; the newest save
 // all three completed is chosen as the coordinator would, and the survivors
@@ -31,7 +31,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "agent/snapshot_store.h"
+#include "agent/snapshots/store.h"
 #include "tests/runtime/dstrain_process.h"
 #include "tests/test_util/temp_dir.h"
 #include "wire/frame_io.h"
