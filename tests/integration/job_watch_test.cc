@@ -204,6 +204,17 @@ TEST_CASE("--metrics-port serves the job's Prometheus metrics; hostile clients a
   CHECK(Curl(port).find("\n000") != std::string::npos);  // nothing listens after the job
 }
 
+// The status socket of the job whose dslaunch is `pid` in private directory
+// `pdir` (<job>-<pid>.sock); "" when there is none.
+std::string SocketOf(const std::string& pdir, pid_t pid) {
+  const std::string tail = "-" + std::to_string(pid) + ".sock";
+  for (const auto& e : std::filesystem::directory_iterator(pdir)) {
+    const std::string n = e.path().filename();
+    if (n.size() > tail.size() && n.compare(n.size() - tail.size(), tail.size(), tail) == 0) return e.path();
+  }
+  return "";
+}
+
 // dslaunch status ... in `dir`, with the job's environment: (exit code, stdout).
 std::pair<int, std::string> Status(const TempDir& dir, const std::vector<std::string>& args) {
   std::vector<std::string> argv{DslaunchPath(), "status"};
@@ -224,13 +235,7 @@ TEST_CASE("dslaunch status finds the running job from another process, and its r
   REQUIRE(WaitForText(c.out_path, "127.0.0.1:0 ready", seconds(60)));
   REQUIRE(WaitForText(c.out_path, "127.0.0.2:1 ready", seconds(60)));
   const std::string sock_tail = "-" + std::to_string(c.pid) + ".sock";
-  std::string sock;  // /tmp/dslaunch-<uid>/<job>-<pid>.sock
-  const std::string pdir = "/tmp/dslaunch-" + std::to_string(::geteuid());
-  for (const auto& e : std::filesystem::directory_iterator(pdir)) {
-    const std::string n = e.path().filename();
-    if (n.size() > sock_tail.size() && n.compare(n.size() - sock_tail.size(), sock_tail.size(), sock_tail) == 0)
-      sock = e.path();
-  }
+  const std::string sock = SocketOf("/tmp/dslaunch-" + std::to_string(::geteuid()), c.pid);
   REQUIRE(!sock.empty());
   const std::string file = std::filesystem::path(sock).filename();
   const std::string job = file.substr(0, file.size() - sock_tail.size());
@@ -325,12 +330,7 @@ TEST_CASE("dslaunch status after a SIGKILLed job: its stale socket goes, and it 
                   dir.path(), env);
   StopOnExit running{c.pid};
   REQUIRE(WaitForText(c.out_path, "127.0.0.2:1 ready", seconds(60)));
-  const std::string tail = "-" + std::to_string(c.pid) + ".sock";
-  std::string sock;
-  for (const auto& e : std::filesystem::directory_iterator(xdg + "/dslaunch")) {
-    const std::string n = e.path().filename();
-    if (n.size() > tail.size() && n.compare(n.size() - tail.size(), tail.size(), tail) == 0) sock = e.path();
-  }
+  const std::string sock = SocketOf(xdg + "/dslaunch", c.pid);
   REQUIRE(!sock.empty());
   REQUIRE(::kill(c.pid, SIGKILL) == 0);
   CHECK(running.Wait() == 128 + SIGKILL);
