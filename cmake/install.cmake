@@ -85,7 +85,7 @@ set(CPACK_STRIP_FILES ON)  # the build is RelWithDebInfo: 120 MB of debug info o
 set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_MAIN_PACKAGE_NAME dslaunch)
 set(CPACK_DEBIAN_MAIN_PACKAGE_SHLIBDEPS ON)
-# etcd-server: the embedded etcd of coordinator: {replicas: N} (issue 45; a job without coordinator: needs none)
+# etcd-server: the embedded etcd of coordinator: {replicas: N} (a job without coordinator: needs none)
 set(CPACK_DEBIAN_MAIN_PACKAGE_RECOMMENDS "openssh-client, etcd-server")
 set(CPACK_DEBIAN_MAIN_PACKAGE_SUGGESTS "pdsh, slurm-client, openmpi-bin, docker.io, docker-compose, python3-torch")
 set(CPACK_DEBIAN_GPU_PACKAGE_NAME dslaunch-gpu)

@@ -1,4 +1,4 @@
-// The agent's side of the leader's fencing (issue 45): with a replicated
+// The agent's side of the leader's fencing: with a replicated
 // coordinator every command frame (Assign, Stop, Reshape, ...) carries the
 // token of the leader that sent it, the create revision of the job's leader
 // key in etcd (launcher/failover/leader_election.h), which only grows from

@@ -17,6 +17,7 @@
 #include <boost/beast/http.hpp>
 #include <fmt/format.h>
 
+#include "launcher/failover/etcd_io.h"
 #include "launcher/failover/etcd_json.h"
 
 namespace ds::etcd {
@@ -27,65 +28,11 @@ namespace http = beast::http;
 namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 using ErrorCode = boost::system::error_code;
-using Deadline = std::chrono::steady_clock::time_point;
 
-class TlsContext {
- public:
-  ssl::context ctx{ssl::context::tls_client};
-};
-
-namespace detail {
-
-// One open connection: its own io_context, the socket, TLS over it when asked.
-struct Io {
-  asio::io_context ioc;
-  std::optional<tcp::resolver> resolver;
-  std::optional<tcp::socket> plain;
-  std::optional<ssl::stream<tcp::socket>> secure;
-  beast::flat_buffer buf;
-  bool reused = false;  // served a request before: the server may have closed it since
-
-  tcp::socket& lowest() { return secure ? secure->next_layer() : *plain; }
-  template <class F>
-  void With(F&& f) {
-    if (secure) f(*secure);
-    else f(*plain);
-  }
-  // Closes the socket and runs what is pending to its end (the handlers see
-  // operation_aborted), so nothing refers to the caller's locals afterwards.
-  void Abort() {
-    ErrorCode ignored;
-    if (resolver) resolver->cancel();
-    lowest().close(ignored);
-    ioc.restart();
-    ioc.run();
-  }
-  // Runs until `done` or the deadline. On the deadline: false, and with
-  // `abort` the operation is ended (Abort), else it stays pending.
-  bool RunUntil(const bool& done, Deadline deadline, bool abort = true) {
-    while (!done) {
-      if (ioc.stopped()) ioc.restart();
-      if (std::chrono::steady_clock::now() >= deadline ||
-          (ioc.run_one_until(deadline) == 0 && ioc.stopped() && !done)) {
-        if (done) break;
-        if (abort) Abort();
-        return false;
-      }
-    }
-    return true;
-  }
-};
-
-}  // namespace detail
-
-namespace {
-
+using detail::Deadline;
 using detail::Io;
 
-Deadline After(double s) {
-  return std::chrono::steady_clock::now() +
-         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
-}
+namespace {
 
 bool IsIp(const std::string& host) {
   ErrorCode ec;
@@ -105,13 +52,6 @@ Status FromGrpc(int code, const std::string& message) {
   }
 }
 
-Status HttpError(unsigned status, const std::string& body) {
-  if (auto e = DecodeError(body)) return FromGrpc(e->code, fmt::format("{} (code {})", e->message, e->code));
-  const std::string shown = body.substr(0, 200);
-  return status >= 500 ? Status::Unavailable(fmt::format("HTTP {}: {}", status, shown))
-                       : Status::Aborted(fmt::format("HTTP {}: {}", status, shown));
-}
-
 // True when the server's TLS alert says it refused this client's
 // certificate (none, or not signed by a CA it trusts). Under TLS 1.3 that
 // comes after the handshake, at the first read or write.
@@ -120,6 +60,22 @@ bool CertificateRefused(const ErrorCode& ec) {
   const int reason = ERR_GET_REASON(static_cast<unsigned long>(ec.value()));
   return reason == SSL_R_SSLV3_ALERT_BAD_CERTIFICATE || reason == SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED ||
          reason == SSL_R_TLSV1_ALERT_UNKNOWN_CA;
+}
+
+}  // namespace
+
+namespace detail {
+
+Deadline After(double s) {
+  return std::chrono::steady_clock::now() +
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+}
+
+Status HttpError(unsigned status, const std::string& body) {
+  if (auto e = DecodeError(body)) return FromGrpc(e->code, fmt::format("{} (code {})", e->message, e->code));
+  const std::string shown = body.substr(0, 200);
+  return status >= 500 ? Status::Unavailable(fmt::format("HTTP {}: {}", status, shown))
+                       : Status::Aborted(fmt::format("HTTP {}: {}", status, shown));
 }
 
 Status IoError(const char* step, const ErrorCode& ec, size_t max_body) {
@@ -135,6 +91,15 @@ Status IoError(const char* step, const ErrorCode& ec, size_t max_body) {
 Status Late(const char* step, double timeout_s) {
   return Status::Timeout(fmt::format("{}: no answer within {} s", step, timeout_s));
 }
+
+}  // namespace detail
+
+namespace {
+
+using detail::After;
+using detail::HttpError;
+using detail::IoError;
+using detail::Late;
 
 // Connects, with TLS and the server's name (or IP) checked against its certificate.
 Result<std::unique_ptr<Io>> Connect(const Endpoint& ep, TlsContext* tls, double timeout_s, Deadline deadline) {
@@ -224,90 +189,6 @@ Result<Reply> Exchange(Io& io, const Endpoint& ep, std::string_view path, const 
   return r;
 }
 
-// The watch's reply: read as it comes, one JSON message per line.
-class HttpStream final : public EtcdStream {
- public:
-  HttpStream(std::unique_ptr<Io> io, std::string where, size_t max) : io_(std::move(io)), where_(std::move(where)), max_(max) {
-    parser_.body_limit(std::numeric_limits<std::uint64_t>::max());  // bounded per message instead
-    parser_.header_limit(64 * 1024);
-  }
-  ~HttpStream() override { io_->Abort(); }
-
-  // Reads the header: OK when the stream is open (HTTP 200).
-  Status Begin(double timeout_s, Deadline deadline) {
-    done_ = false;
-    io_->With([&](auto& s) { http::async_read_header(s, io_->buf, parser_, [this](ErrorCode e, size_t) { ec_ = e, done_ = true; }); });
-    if (!io_->RunUntil(done_, deadline)) return Late("stream header", timeout_s).Prefixed(where_);
-    if (ec_) return IoError("stream header", ec_, max_).Prefixed(where_);
-    if (parser_.get().result_int() == 200) return Status::OK();
-    std::string body;  // the error reply, within the bound
-    while (!ended_ && body.size() <= max_) {
-      Result<std::string> part = Read(deadline, timeout_s);
-      if (!part.ok()) break;
-      body += *part;
-    }
-    return HttpError(parser_.get().result_int(), body).Prefixed(where_);
-  }
-
-  Result<std::string> Next(double timeout_s) override {
-    const Deadline deadline = After(timeout_s);
-    for (;;) {
-      const size_t nl = pending_.find('\n');
-      if (nl != std::string::npos) {
-        std::string msg = pending_.substr(0, nl);
-        pending_.erase(0, nl + 1);
-        if (msg.find_first_not_of(" \r\t") == std::string::npos) continue;
-        return msg;
-      }
-      if (pending_.size() > max_)
-        return Status::InvalidArgument(
-            fmt::format("{}: a streamed message is larger than {} bytes, the most accepted", where_, max_));
-      if (ended_) {
-        if (pending_.find_first_not_of(" \r\t") != std::string::npos) return std::exchange(pending_, "");
-        return Status::Unavailable(fmt::format("{}: the stream ended", where_));
-      }
-      Result<std::string> part = Read(deadline, timeout_s, /*abort=*/false);
-      if (!part.ok()) return part.status().code() == Status::Code::kTimeout ? part.status() : part.status().Prefixed(where_);
-      pending_ += *part;
-    }
-  }
-
- private:
-  // Some body bytes, or an error; on the deadline a read in flight stays in
-  // flight unless `abort`.
-  Result<std::string> Read(Deadline deadline, double timeout_s, bool abort = true) {
-    if (!reading_) {
-      reading_ = true, done_ = false;
-      parser_.get().body().data = chunk_;
-      parser_.get().body().size = sizeof(chunk_);
-      io_->With([&](auto& s) {
-        http::async_read_some(s, io_->buf, parser_, [this](ErrorCode e, size_t) { ec_ = e, done_ = true; });
-      });
-    }
-    if (!io_->RunUntil(done_, deadline, abort)) {
-      if (abort) reading_ = false, ended_ = true;
-      return Status::Timeout(fmt::format("{}: no message within {} s", where_, timeout_s));
-    }
-    reading_ = false;
-    const size_t got = sizeof(chunk_) - parser_.get().body().size;
-    if (ec_ && ec_ != http::error::need_buffer) {
-      ended_ = true;
-      return IoError("stream", ec_, max_);
-    }
-    if (parser_.is_done()) ended_ = true;
-    return std::string(chunk_, got);
-  }
-
-  std::unique_ptr<Io> io_;
-  std::string where_;
-  size_t max_;
-  http::response_parser<http::buffer_body> parser_;
-  char chunk_[16384];
-  std::string pending_;
-  bool reading_ = false, done_ = false, ended_ = false;
-  ErrorCode ec_;
-};
-
 }  // namespace
 
 std::string Endpoint::Url() const {
@@ -395,9 +276,7 @@ Result<std::unique_ptr<EtcdStream>> EtcdConnection::OpenStream(std::string_view 
   if (!io.ok()) return io.status().Prefixed(where);
   const auto req = Request(endpoint_, path, body);
   if (Status st = Write(**io, req, limits_.timeout_s, deadline); !st.ok()) return st.Prefixed(where);
-  auto stream = std::make_unique<HttpStream>(std::move(io).value(), where, limits_.max_body);
-  DS_RETURN_IF_ERROR(stream->Begin(limits_.timeout_s, deadline));
-  return std::unique_ptr<EtcdStream>(std::move(stream));
+  return detail::OpenHttpStream(std::move(io).value(), where, limits_.max_body, limits_.timeout_s, deadline);
 }
 
 }  // namespace ds::etcd

@@ -1,4 +1,4 @@
-// The per-job certificate authority of the embedded etcd (issue 45): a CA
+// The per-job certificate authority of the embedded etcd: a CA
 // made for one job (an ECDSA P-256 key that never leaves dslaunch's memory,
 // a self-signed certificate), a server certificate per etcd member with the
 // member's IPs (and names) as subject alternative names, valid for server

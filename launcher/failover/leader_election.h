@@ -1,4 +1,4 @@
-// One leader among the job's coordinators, fenced (issue 45): each
+// One leader among the job's coordinators, fenced: each
 // coordinator campaigns with an etcd lease of `ttl_s` (about
 // heartbeat_timeout) and a transaction on the job's leader key: "if the key
 // has never been created (create revision 0), put my identity there with my

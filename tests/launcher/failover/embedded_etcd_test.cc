@@ -6,8 +6,12 @@
 // owner.
 #include "launcher/failover/embedded_etcd.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 
@@ -137,6 +141,47 @@ TEST_CASE("embedded etcd: Stop ends the member's process group", "[etcd]") {
   bed->member(0).Stop(5);
   CHECK(::kill(pid, 0) != 0);
   CHECK(::kill(-pid, 0) != 0);
+}
+
+TEST_CASE("embedded etcd: a member dies with the process that started it", "[etcd]") {
+  testing::TempDir dir("dslaunch-etcd-orphan");
+  auto ca = JobCa::Create("orphan");
+  REQUIRE(ca.ok());
+  auto cert = ca->IssueServer("m0", {"127.0.0.1"});
+  auto tls = WriteTlsDir(dir / "tls", ca->cert_pem(), *cert, "member");
+  REQUIRE(tls.ok());
+  EmbeddedEtcdOptions o;
+  o.program = testing::EtcdProgram();
+  o.name = "m0";
+  o.data_dir = dir / "m0.data";
+  o.client_port = testing::UnusedPort();
+  o.peer_port = testing::UnusedPort();
+  o.ca_file = tls->ca_file, o.cert_file = tls->cert_file, o.key_file = tls->key_file;
+  int report[2];
+  REQUIRE(::pipe(report) == 0);
+  const pid_t owner = ::fork();  // no thread runs here yet: the child may start one
+  REQUIRE(owner >= 0);
+  if (owner == 0) {
+    auto m = EmbeddedEtcd::Start(o);
+    const pid_t pid = m.ok() ? (*m)->pid() : -1;
+    (void)!::write(report[1], &pid, sizeof(pid));
+    ::pause();  // until SIGKILLed: no destructor stops the member
+    ::_exit(0);
+  }
+  ::close(report[1]);
+  pid_t member = -1;
+  REQUIRE(::read(report[0], &member, sizeof(member)) == sizeof(member));
+  ::close(report[0]);
+  REQUIRE(member > 0);
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, member, 0));
+  REQUIRE(pidfd >= 0);
+  ::kill(owner, SIGKILL);
+  ::waitpid(owner, nullptr, 0);
+  pollfd p{pidfd, POLLIN, 0};
+  const int ended = ::poll(&p, 1, 20000);  // readable once the member has exited
+  if (ended != 1) ::kill(member, SIGKILL);  // ours, and it outlived its owner: end it, and fail
+  ::close(pidfd);
+  CHECK(ended == 1);
 }
 
 }  // namespace
