@@ -372,5 +372,27 @@ TEST_CASE("store relay: clients that never reach the store cost a bounded amount
   CHECK(ReadUpTo(rank.get(), 2) == "ok");
 }
 
+TEST_CASE("store relay: a store bound to MASTER_ADDR, not the any address, is reached there", "[relay]") {
+  // Rank 0 binding (MASTER_ADDR, MASTER_PORT) itself: 127.0.0.2 stands for
+  // MASTER_ADDR (the loopback net answers on all of 127/8).
+  UniqueFd store(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  ::inet_pton(AF_INET, "127.0.0.2", &a.sin_addr);
+  REQUIRE(::bind(store.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
+  socklen_t len = sizeof(a);
+  ::getsockname(store.get(), reinterpret_cast<sockaddr*>(&a), &len);
+  REQUIRE(::listen(store.get(), 16) == 0);
+  StoreRelayOptions o;
+  o.upstream_hosts = {"127.0.0.1", "127.0.0.2"};
+  Relay r = StartRelay(ntohs(a.sin_port), o);
+  UniqueFd client = Connect(r.port);
+  WriteAll(client.get(), "hello");
+  UniqueFd up = Accept(store.get());
+  CHECK(ReadUpTo(up.get(), 5) == "hello");
+  CHECK(r.relay->counts().refused >= 1);  // 127.0.0.1 first: nobody there
+  CHECK(r.relay->counts().connected == 1);
+}
+
 }  // namespace
 }  // namespace ds
