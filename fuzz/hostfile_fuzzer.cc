@@ -6,7 +6,7 @@
 #include <string>
 
 #include "launcher/config/hostfile.h"
-#include "launcher/config/plan.h"
+#include "launcher/config/worker_env.h"
 #include "launcher/config/selection.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "launcher/config/plan.h"
+#include "launcher/config/worker_env.h"
 
 namespace ds {
 

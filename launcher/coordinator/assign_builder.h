@@ -1,7 +1,8 @@
 // BuildAssign: the Assign message for one node of one generation: the worker
-// command, and per worker the environment from ds::WorkerEnv (plan.h) with
-// the node's own facts (cpus, heartbeat endpoint, inherited settings such as
-// a NCCL_SOCKET_IFNAME the agent's environment already has). The interface
+// command, and per worker the environment from ds::WorkerEnv
+// (launcher/config/worker_env.h) with the node's own facts (cpus, heartbeat
+// endpoint, inherited settings such as a NCCL_SOCKET_IFNAME the agent's
+// environment already has). The interface
 // variables are left to the agent when nobody set them: only the node knows
 // which of its interfaces routes to MASTER_ADDR. DeepSpeed's per-worker
 // options (--local_rank=N, core binding, OMP_NUM_THREADS from the cores'
@@ -13,7 +14,7 @@
 #include <vector>
 
 #include "common/defaults.h"
-#include "launcher/config/plan.h"
+#include "launcher/config/worker_env.h"
 #include "wire/protocol.h"
 
 namespace ds {

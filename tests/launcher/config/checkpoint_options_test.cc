@@ -8,7 +8,7 @@
 
 #include "launcher/config/hostfile.h"
 #include "launcher/config/job_spec.h"
-#include "launcher/config/plan.h"
+#include "launcher/config/worker_env.h"
 #include "launcher/config/selection.h"
 
 namespace ds {
