@@ -131,6 +131,13 @@ std::string FormatDryRun(const LaunchPlan& plan, const DryRunOptions& opts) {
   gen.socket_ifname = "(detected on the node at launch)";
   if (opts.short_form)
     return out + ShortNodes(plan, gen, opts) + Standbys(plan) + "(every variable of every node: --dry-run)\n";
+  // Said once, here: the one way a job differs between one machine and two.
+  out += opts.launcher.starts_with("local")
+             ? "  environment: the variables below, and the rest of this shell's environment (the local launcher "
+               "passes it on; over ssh a worker gets only the variables below and the node's login environment: "
+               "docs/usage.md, \"Environment variables\")\n"
+             : "  environment: the variables below and the node's login environment (not the rest of this shell's: "
+               "docs/usage.md, \"Environment variables\")\n";
   for (size_t i = 0; i < plan.nodes.size(); ++i) {
     const NodePlan& node = plan.nodes[i];
     out += "\nnode " + std::to_string(node.node_rank) + ": " + node.host.name + " (" +

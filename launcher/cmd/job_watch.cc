@@ -82,6 +82,7 @@ RecordEnding JobWatch::Ending(const JobView& last) const {
   e.checkpoint_dir = plan.job.checkpoint.dir;
   e.stacks_path = record_.hang_stacks_path;
   e.hang_stacks = record_.hang_stacks;
+  e.hang_report = record_.hang_report;
   return e;
 }
 

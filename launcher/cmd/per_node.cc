@@ -175,14 +175,23 @@ Result<std::string> PerNodeListenAddress(const PerNodeLaunch& p) {
   return numeric;
 }
 
+namespace {
+
+// What starts a line of ours on stderr: on a terminal, erase the row first:
+// another dslaunch there (node 0 in the same terminal) may have its status
+// line on it, which our line would otherwise continue.
+const char* RowStart() { return ::isatty(STDERR_FILENO) ? "\r\033[K" : ""; }
+
+}  // namespace
+
 Status ExecPerNodeAgent(const PerNodeLaunch& p, const CliOptions& cli) {
   DS_ASSIGN_OR_RETURN(JobSpec job, JobFromCli(cli));
   const std::string endpoint = fmt::format("{}:{}", p.addr, p.port);
   PerNodeLaunch keyed = p;
   if (p.secret_from == PerNodeLaunch::Secret::kLoopback && p.secret.empty()) {
     DS_ASSIGN_OR_RETURN(keyed.secret, AwaitLoopbackSecret(endpoint, kPerNodeJoinTimeout, [&](const std::string& path) {
-      std::fprintf(stderr, "dslaunch: node %d of %d: waiting for node 0 to publish the job secret in %s\n",
-                   p.node_rank, p.nnodes, path.c_str());
+      std::fprintf(stderr, "%sdslaunch: node %d of %d: waiting for node 0 to publish the job secret in %s\n",
+                   RowStart(), p.node_rank, p.nnodes, path.c_str());
     }));
   }
   char host[256] = {};
@@ -200,8 +209,8 @@ Status ExecPerNodeAgent(const PerNodeLaunch& p, const CliOptions& cli) {
     return Status::IOError(std::string("pipe: ") + std::strerror(errno));
   ::close(fds[1]);
   ::setenv("DSLAUNCH_SECRET_FD", std::to_string(fds[0]).c_str(), 1);
-  std::fprintf(stderr, "dslaunch: node %d of %d (%s): joining node 0 at %s:%d as this node's agent\n", p.node_rank,
-               p.nnodes, p.source.c_str(), p.addr.c_str(), p.port);
+  std::fprintf(stderr, "%sdslaunch: node %d of %d (%s): joining node 0 at %s:%d as this node's agent\n", RowStart(),
+               p.node_rank, p.nnodes, p.source.c_str(), p.addr.c_str(), p.port);
   std::fflush(stderr);
   const CStringArray args(argv);
   CloseOnExecAboveStderr({fds[0]});  // the key's pipe is passed on purpose; nothing else of ours is

@@ -57,7 +57,8 @@ Result<std::string> ReadRecord(const PrivateDir& dir, const std::string& name) {
   return text;
 }
 
-Status Write(const std::string& file, const std::string& html, std::ostream& out) {
+// `what` names the page in the line that says where it went.
+Status Write(const std::string& file, const std::string& html, const std::string& what, std::ostream& out) {
   if (file == "-") {
     out << html;
     return Status::OK();
@@ -66,7 +67,7 @@ Status Write(const std::string& file, const std::string& html, std::ostream& out
   // pid are in `ps`) is never opened, only renamed over, and only when it is
   // ours; the page is as private as the record (0600).
   if (Status st = ReplaceOwnFile(file, html, 0600); !st.ok()) return st.Prefixed("report");
-  out << "dslaunch: report written to " << file << "\n";
+  out << "dslaunch: " << what << " written to " << file << "\n";
   return Status::OK();
 }
 
@@ -103,8 +104,12 @@ Result<int> RunReport(const std::vector<std::string>& args, std::ostream& out) {
   if (!view.ok()) return Status::InvalidArgument(fmt::format("{}: not a job record: {}", what, view.status().message()));
   DS_ASSIGN_OR_RETURN(RunTimeline timeline, ParseTimeline(text, what));
   DS_ASSIGN_OR_RETURN(RecordEnding ending, ParseEnding(text, what));
+  // With no JOB the newest record was chosen: say which, and how to choose another.
+  const std::string page = job.empty() ? fmt::format("report of {} (your newest job; `dslaunch report JOB` for "
+                                                     "another, `dslaunch status --all` lists them)", name)
+                                       : "report of " + name;
   DS_RETURN_IF_ERROR(Write(file.empty() ? "dslaunch-report-" + name + ".html" : file,
-                           RunReportHtml(*view, timeline, ending), out));
+                           RunReportHtml(*view, timeline, ending), page, out));
   return 0;
 }
 

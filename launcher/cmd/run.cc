@@ -255,10 +255,10 @@ void StopOnSignals(asio::signal_set& signals, Coordinator& coord) {
 // DSLAUNCH_STDIN_LIFELINE: stdin closing means whoever started us is gone
 // (`dslaunch cluster run`'s docker exec client): stop as a signal would,
 // the one whose number came last on stdin if any (a Ctrl-C there: SIGINT).
-// Lives on the io thread.
+// Lives on the io thread; says so through the LogMux (above the status line).
 class StdinLifeline {
  public:
-  StdinLifeline(asio::io_context& io, Coordinator& coord, TerminalWriter& err) : fd_(io), coord_(coord), err_(err) {}
+  StdinLifeline(asio::io_context& io, Coordinator& coord, LogMux& mux) : fd_(io), coord_(coord), mux_(mux) {}
   // Starts watching stdin. Error: InvalidArgument when it is no pipe or socket.
   Status Watch() {
     boost::system::error_code ec;
@@ -282,8 +282,8 @@ class StdinLifeline {
     fd_.async_read_some(asio::buffer(received_), [this](const boost::system::error_code& ec, size_t n) {
       if (ec == asio::error::operation_aborted) return;
       if (ec) {
-        err_.Write(fmt::format("dslaunch: stdin closed (DSLAUNCH_STDIN_LIFELINE): stopping the job as {} would\n",
-                               SignalName(signal_)));
+        mux_.Notice(fmt::format("dslaunch: stdin closed (DSLAUNCH_STDIN_LIFELINE): stopping the job as {} would",
+                                SignalName(signal_)));
         coord_.RequestStop(signal_);
         return;
       }
@@ -295,23 +295,24 @@ class StdinLifeline {
 
   asio::posix::stream_descriptor fd_;
   Coordinator& coord_;
-  TerminalWriter& err_;
+  LogMux& mux_;
   std::array<unsigned char, 256> received_;
   int signal_ = SIGTERM;
 };
 
 // The fleet's options. The per-node form on loopback: the secret is
 // published (into `published`) only once this process holds the rendezvous
-// port, so nobody else's listener gets a key.
-Result<FleetOptions> FleetOptionsFor(const Launch& l, const CliOptions& cli, TerminalWriter& err,
+// port, so nobody else's listener gets a key; said as a notice (the status
+// line is up by now: a line written past the LogMux would land on its row).
+Result<FleetOptions> FleetOptionsFor(const Launch& l, const CliOptions& cli,
                                      std::unique_ptr<LoopbackSecret>& published) {
   const ElasticOptions& el = l.plan.job.elastic;
   FleetOptions fleet_options{l.coord.notice, nullptr, TreeFor(l, cli), el.rejoin && el.max_restarts > 0};
   if (const PerNodeLaunch* pn = l.per_node) {
     if (pn->secret_from == PerNodeLaunch::Secret::kLoopback) {
       DS_ASSIGN_OR_RETURN(published, LoopbackSecret::Publish(fmt::format("{}:{}", pn->addr, pn->port), pn->secret));
-      err.Write(fmt::format("dslaunch: no DSLAUNCH_SECRET_FILE: the other nodes (this user, this machine) read a "
-                            "fresh job secret from {}\n", published->path()));
+      l.coord.notice(fmt::format("no DSLAUNCH_SECRET_FILE: the other nodes (this user, this machine) read a "
+                                 "fresh job secret from {}", published->path()));
     }
     fleet_options.derived_token = [pn](int node) { return PerNodeAgentToken(*pn, node); };
   }
@@ -331,12 +332,12 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMu
     return st.code() == Status::Code::kInvalidArgument ? st : Status::Unavailable(st.message());
   DiagnosticsThroughMux diagnostics(io, mux, err);
   std::unique_ptr<LoopbackSecret> published;
-  DS_ASSIGN_OR_RETURN(FleetOptions fleet_options, FleetOptionsFor(l, cli, err, published));
+  DS_ASSIGN_OR_RETURN(FleetOptions fleet_options, FleetOptionsFor(l, cli, published));
   AgentFleet fleet(io, coord, *l.spawner, AgentSpecs(l, cli, coord.address()), std::move(fleet_options));
 
   asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
   StopOnSignals(signals, coord);
-  StdinLifeline lifeline(io, coord, err);
+  StdinLifeline lifeline(io, coord, mux);
   if (cli.stdin_lifeline) DS_RETURN_IF_ERROR(lifeline.Watch());
 
   coord.OnDone([&] {

@@ -140,6 +140,8 @@ std::string PrintEnded(const Record& r, bool json) {
   if (json) return JobViewJson(r.view);
   std::string out = StatusTable(r.view);
   if (!r.ending.summary.empty()) out += "how it ended:\n" + r.ending.summary;
+  if (!r.ending.hang_report.empty()) out += "the last hang (ranks grouped by stack):\n";
+  for (const std::string& line : r.ending.hang_report) out += "  " + line + "\n";
   if (!r.ending.stacks_path.empty()) out += "hang stacks: " + r.ending.stacks_path + "\n";
   else if (!r.ending.hang_stacks.empty())
     out += fmt::format("hang stacks: in the record (dslaunch report {} shows them)\n", r.view.job_id);

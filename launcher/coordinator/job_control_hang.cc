@@ -87,6 +87,7 @@ void JobControl::FinishStacks() {
   const std::vector<HangStack> stacks = stacks_.Finish(record_, progress_);
   const std::string text = StacksFileText(stacks);
   record_.hang_stacks = text;
+  record_.hang_report = HangReportLines(stacks);
   std::string where = "the job record";
   if (!plan_.job.log_dir.empty()) {
     const std::string path = fmt::format("{}/stacks.gen{}.txt", plan_.job.log_dir, generation_);
@@ -95,7 +96,7 @@ void JobControl::FinishStacks() {
     record_.hang_stacks_path = why.empty() ? path : "";
   }
   Notice(fmt::format("hang stacks, generation {} (every rank's in {}):", generation_, where));
-  for (const std::string& line : HangReportLines(stacks)) Notice("  " + line);
+  for (const std::string& line : record_.hang_report) Notice("  " + line);
   if (culprit >= 0)  // killed by SIGKILL, as the agent would have: 128 + 9
     return Fail(names_[culprit], why, 137, /*restartable=*/true);
   Fail(OddHosts(stacks), why, 1, /*restartable=*/true);

@@ -119,6 +119,9 @@ class JobRecord {
   std::string hang_stacks;
   // The file they were written to (<log_dir>/stacks.gen<G>.txt); "" = none written.
   std::string hang_stacks_path;
+  // The last hang's report as printed then (hang_report.h HangReportLines:
+  // the ranks grouped by stack, the odd ones out first), one line each.
+  std::vector<std::string> hang_report;
 
  private:
   LogMux* mux_;

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <ctime>
 
 #include <fmt/format.h>
@@ -87,7 +88,15 @@ constexpr size_t kListedRanks = 64;  // failed ranks listed one per line; the re
 std::string FailedRanks(const JobRecord& record) {
   const RootCauseChoice choice = ChooseRootCause(record);
   std::string out;
-  if (choice.failed.size() > 1) {
+  if (choice.alike) {  // the cause's lines above are every one's: their ranks say the rest
+    std::vector<int> ranks;
+    for (const WorkerRecord* w : choice.failed) ranks.push_back(w->rank);
+    std::sort(ranks.begin(), ranks.end());
+    std::string list;
+    for (size_t i = 0; i < ranks.size() && i < kListedRanks; ++i) list += (i ? ", " : "") + std::to_string(ranks[i]);
+    if (ranks.size() > kListedRanks) list += fmt::format(" and {} more", ranks.size() - kListedRanks);
+    out += fmt::format("  {} ranks failed the same way: {}\n", ranks.size(), list);
+  } else if (choice.failed.size() > 1) {
     out += fmt::format("  {} ranks failed:\n", choice.failed.size());
     for (size_t i = 0; i < choice.failed.size() && i < kListedRanks; ++i) {
       const WorkerRecord& w = *choice.failed[i];
@@ -136,7 +145,8 @@ std::string FormatSummary(const JobRecord& record, int world_size, bool color) {
                                           FormatTime(f.time));
   if (f.rank >= 0) {
     out += "  " + DescribeFailure(f) + "\n";
-    if (!f.cause_note.empty()) out += fmt::format("  root cause: rank {} ({})\n", f.rank, f.cause_note);
+    if (!f.cause_note.empty() && !ChooseRootCause(record).alike)
+      out += fmt::format("  root cause: rank {} ({})\n", f.rank, f.cause_note);
     out += ErrorReport(f);
     if (f.last_lines.empty()) {
       out += fmt::format("  rank {} printed nothing\n", f.rank);

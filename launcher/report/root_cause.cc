@@ -87,6 +87,7 @@ RootCauseChoice ChooseRootCause(const JobRecord& record) {
       std::count_if(out.failed.begin(), out.failed.end(), [](const WorkerRecord* w) { return IsCollateralError(*w); }));
   out.cause = FailureOf(*out.failed[0]);
   if (out.failed.size() > 1) out.cause.cause_note = HowChosen(out.failed, collateral);
+  out.alike = out.failed.size() > 1 && collateral == 0 && Alike(out.failed, out.failed.size());
   return out;
 }
 

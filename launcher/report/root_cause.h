@@ -21,6 +21,8 @@ struct RootCauseChoice {
   Failure cause;                               // cause_note says how it was chosen
   std::vector<const WorkerRecord*> failed;     // every rank that failed on its own, cause first, then in time
   int stopped = 0;                             // ranks ended by the stop
+  bool alike = false;                          // more than one failed, all the same way (exit, signal, last
+                                               //   line), none a lost connection: one line says it all
 };
 
 // True for an error that a collective reports when a peer went away

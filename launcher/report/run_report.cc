@@ -108,6 +108,11 @@ std::string Files(const RecordEnding& e) {
   out += Row("checkpoints", e.checkpoint_dir.empty() ? "none configured"
                                                      : "<code>" + HtmlEscape(e.checkpoint_dir) + "</code>");
   out += "</table>\n";
+  if (!e.hang_report.empty()) {
+    out += "<h3>The last hang: ranks grouped by stack</h3>\n<pre class=\"hang-report\">";
+    for (const std::string& line : e.hang_report) out += HtmlEscape(line) + "\n";
+    out += "</pre>\n";
+  }
   if (!e.hang_stacks.empty())
     out += "<details class=\"stacks\"><summary>every rank's stacks at the last hang</summary><pre>" +
            HtmlEscape(e.hang_stacks) + "</pre></details>\n";

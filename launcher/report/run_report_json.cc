@@ -91,7 +91,7 @@ Result<std::string> WithEnding(const std::string& record, const RecordEnding& e)
   j["ending"] = {{"summary", e.summary},         {"argv", e.argv},         {"started", e.started},
                  {"command_line", e.command_line}, {"job_file", e.job_file}, {"hostfile", e.hostfile},
                  {"version", e.version},         {"log_dir", e.log_dir},   {"checkpoint_dir", e.checkpoint_dir},
-                 {"stacks_path", e.stacks_path}, {"hang_stacks", stacks}};
+                 {"stacks_path", e.stacks_path}, {"hang_stacks", stacks}, {"hang_report", e.hang_report}};
   return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
@@ -114,6 +114,7 @@ Result<RecordEnding> ParseEnding(const std::string& record, const std::string& w
     e.checkpoint_dir = ej.value("checkpoint_dir", "");
     e.stacks_path = ej.value("stacks_path", "");
     e.hang_stacks = ej.value("hang_stacks", "");
+    e.hang_report = ej.value("hang_report", std::vector<std::string>{});
     return e;
   } catch (const json::exception& ex) {
     return Status::InvalidArgument(what + ": not an ending (\"ending\" with summary, argv, started): " + ex.what());

@@ -42,6 +42,7 @@ struct RecordEnding {
   std::string checkpoint_dir;     // the job's checkpoint directory as configured ({host} unexpanded)
   std::string stacks_path;        // the last hang's stacks file; "" = none written
   std::string hang_stacks;        // the last hang's stacks, every rank's (cut at kMaxStacksText); "" = no hang
+  std::vector<std::string> hang_report;  // the last hang's report as printed (ranks grouped by stack)
 };
 
 // `record` with "ending" added; one line, "\n" ended. Error: not a JSON object.

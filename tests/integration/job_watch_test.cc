@@ -548,5 +548,62 @@ TEST_CASE("on a terminal the status line stays at the bottom, below workers' lin
   CHECK_FALSE(std::regex_search(shown, std::regex(R"(ranks [0-9]+/2[^\r\n\x1b]*ready)")));
 }
 
+// A per-node rendezvous with both nodes in one terminal, as a newcomer tries
+// it on one machine: node 1 in the background, node 0 in front with its
+// status line. Every notice of either, node 0's own (the loopback secret's)
+// and node 1's (waiting, joining), starts on a cleared row and the status
+// line comes back after it; no status text is ever continued by a notice.
+TEST_CASE("a notice during a per-node rendezvous clears the status line's row and the line comes back",
+          "[watch]") {
+  TempDir dir("pernode-tty");
+  std::filesystem::create_directory(dir / "xdg");
+  ::chmod((dir / "xdg").c_str(), 0700);
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(sa);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0);
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0);
+  ::close(fd);
+  const std::string node = DslaunchPath() + " --nnodes 2 --nproc_per_node 1 --master_addr 127.0.0.1 --master_port " +
+                           std::to_string(ntohs(sa.sin_port)) + " --node_rank ";
+  const std::string both = node + "1 -- true & " + node + "0 -- true; rc=$?; wait; exit $rc";
+  int master = -1;
+  winsize ws{};
+  ws.ws_col = 200;
+  ws.ws_row = 50;
+  const pid_t pid = ::forkpty(&master, nullptr, nullptr, &ws);
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (::chdir(dir.path().c_str()) != 0) ::_exit(126);
+    for (const auto& [k, v] : JobEnv(dir)) ::setenv(k.c_str(), v.c_str(), 1);
+    ::setenv("XDG_RUNTIME_DIR", (dir / "xdg").c_str(), 1);
+    ::execl("/bin/sh", "sh", "-c", both.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  StopOnExit running{pid};
+  UniqueFd master_fd(master);
+  std::string shown;
+  char buf[4096];
+  for (const auto deadline = std::chrono::steady_clock::now() + seconds(60); std::chrono::steady_clock::now() < deadline;) {
+    pollfd p{master, POLLIN, 0};
+    if (::poll(&p, 1, 1000) <= 0) continue;
+    const ssize_t n = ::read(master, buf, sizeof(buf));
+    if (n <= 0) break;  // EIO once both dslaunch and their children are gone
+    shown.append(buf, static_cast<size_t>(n));
+  }
+  CHECK(running.Wait() == 0);
+  INFO(shown);
+  for (const char* notice : {"dslaunch: no DSLAUNCH_SECRET_FILE: the other nodes", "dslaunch: node 1 of 2 (--node_rank): joining node 0"}) {
+    const size_t at = shown.find(notice);
+    REQUIRE(at != std::string::npos);
+    CHECK(shown.substr(at - 4, 4) == "\r\033[K");
+  }
+  CHECK(shown.find("\r\033[Kdslaunch 0s gen 0") != std::string::npos);  // the status line was up meanwhile
+  CHECK(shown.find("all 2 workers exited 0") != std::string::npos);
+  CHECK_FALSE(std::regex_search(shown, std::regex(R"(ranks [0-9]+/2[^\r\n\x1b]*dslaunch:)")));
+}
+
 }  // namespace
 }  // namespace ds::testing

@@ -31,8 +31,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+. "$(dirname "$0")/../test_util/preamble.sh"
 
 mkdir -m 700 "$work/xdg"
 printf '127.0.0.1 slots=1\n127.0.0.2 slots=1\n' > "$work/hostfile"
@@ -73,7 +72,9 @@ grep -q '"timeline":' "$work"/xdg/dslaunch/*.json || fail "the record has no tim
 echo "== dslaunch report" >&2
 env XDG_RUNTIME_DIR="$work/xdg" "$DSLAUNCH" report -o "$work/page.html" >"$work/report.out" 2>&1 ||
   fail "dslaunch report: $(cat "$work/report.out")"
-grep -q "dslaunch: report written to $work/page.html" "$work/report.out" || fail "report did not say where"
+# With no JOB: which record it chose, how to choose another, and where the page went.
+grep -qE "^dslaunch: report of [0-9a-f]+-[0-9]+ \(your newest job; \`dslaunch report JOB\` for another, \`dslaunch status --all\` lists them\) written to $work/page.html\$" \
+  "$work/report.out" || fail "report did not say which job or where: $(cat "$work/report.out")"
 env XDG_RUNTIME_DIR="$work/xdg" "$DSLAUNCH" report nosuchjob >"$work/none.out" 2>&1
 [ $? -eq 1 ] && grep -q "report: no record of job nosuchjob in $work/xdg/dslaunch" "$work/none.out" ||
   fail "an unknown job: $(cat "$work/none.out")"
@@ -159,7 +160,7 @@ grep -qF '<tr><th>checkpoints</th><td><code>ckpt-{host}</code></td></tr>' "$work
   fail "the dstrain page does not say where its checkpoints are"
 
 if [ -n "$SHOT" ]; then
-  chrome --hide-scrollbars --window-size=1000,800 --screenshot="$SHOT" "file://$work/page.html" 2>>"$work/chrome.err" ||
+  chrome --hide-scrollbars --window-size=1000,2000 --screenshot="$SHOT" "file://$work/page.html" 2>>"$work/chrome.err" ||
     fail "screenshot: $(tail -5 "$work/chrome.err")"
 fi
 [ $fails -eq 0 ] || { echo "page:" >&2; cat "$work/page.html" >&2; }

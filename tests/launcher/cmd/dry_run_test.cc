@@ -95,6 +95,19 @@ TEST_CASE("dry run: the short form is the header, the master, the command once a
         "(every variable of every node: --dry-run)\n");
 }
 
+TEST_CASE("dry run: it says once what else a worker's environment holds, which the launcher decides") {
+  JobSpec job;
+  job.command = {"true"};
+  const std::string local = FormatDryRun(TwoNodes(job), {.launcher = "local (auto)"});
+  CHECK(local.find("\n  environment: the variables below, and the rest of this shell's environment (the local "
+                   "launcher passes it on; over ssh a worker gets only the variables below and the node's login "
+                   "environment: docs/usage.md, \"Environment variables\")\n\nnode 0: ") != std::string::npos);
+  const std::string ssh = FormatDryRun(TwoNodes(job), {.launcher = "ssh"});
+  CHECK(ssh.find("\n  environment: the variables below and the node's login environment (not the rest of this "
+                 "shell's: docs/usage.md, \"Environment variables\")\n") != std::string::npos);
+  CHECK(FormatDryRun(TwoNodes(job), {.launcher = "ssh", .short_form = true}).find("environment:") == std::string::npos);
+}
+
 TEST_CASE("dry run: IsSecretName") {
   for (const char* s : {"DSLAUNCH_STORE_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "OPENAI_API_KEY", "KEY",
                         "my_token", "GOOGLE_APPLICATION_CREDENTIALS"})

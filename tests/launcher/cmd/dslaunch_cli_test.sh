@@ -35,7 +35,7 @@ expect 0 "--nproc_per_node" -- --help
 expect 0 "DSLAUNCH_CONNECT_TIMEOUT" -- env
 # status --all: every job of this user, one line each, from a record left in the private directory.
 mkdir -p "$tmp/xdg/dslaunch" && chmod 700 "$tmp/xdg" "$tmp/xdg/dslaunch"
-printf '%s' '{"job_id":"abcdef012345","pid":999,"state":"done","elapsed_seconds":42.5,"generation":0,"restarts":0,"max_restarts":0,"world_size":2,"ranks_running":0,"agents_registered":2,"nodes_lost":0,"exit_code":3,"nodes":[],"ranks":[],"ending":{"summary":"dslaunch: job failed; first failure at 2026-12-01 22:52:16.327 UTC\n  host w1, rank 1, pid 7: exited with code 3\n","argv":["python3","-u","train.py"],"started":1796165536}}' \
+printf '%s' '{"job_id":"abcdef012345","pid":999,"state":"done","elapsed_seconds":42.5,"generation":0,"restarts":0,"max_restarts":0,"world_size":2,"ranks_running":0,"agents_registered":2,"nodes_lost":0,"exit_code":3,"nodes":[],"ranks":[],"ending":{"summary":"dslaunch: job failed; first failure at 2026-12-01 22:52:16.327 UTC\n  host w1, rank 1, pid 7: exited with code 3\n","argv":["python3","-u","train.py"],"started":1796165536,"stacks_path":"/srv/run/logs/stacks.gen0.txt","log_dir":"/srv/run/logs","hang_report":["rank 1 (w1): in Spin (innermost: poll), step 40","1 other: in gloo::AllreduceRing::run, step 40"]}}' \
   >"$tmp/xdg/dslaunch/abcdef012345-999.json" && chmod 600 "$tmp/xdg/dslaunch/abcdef012345-999.json"
 ( export XDG_RUNTIME_DIR="$tmp/xdg"
   expect 0 "JOB           PID      STARTED (UTC)           STATE     EXIT  TIME     WORLD  RESTARTS  COMMAND" -- status --all
@@ -43,6 +43,11 @@ printf '%s' '{"job_id":"abcdef012345","pid":999,"state":"done","elapsed_seconds"
   # After the end, status JOB says how it ended: the summary dslaunch printed then.
   expect 0 "how it ended:" -- status abcdef
   expect 0 "  host w1, rank 1, pid 7: exited with code 3" -- status abcdef
+  # ... and where the last hang's stacks and the logs are.
+  expect 0 "hang stacks: /srv/run/logs/stacks.gen0.txt" -- status abcdef
+  expect 0 "logs: /srv/run/logs" -- status abcdef
+  expect 0 "the last hang (ranks grouped by stack):" -- status abcdef
+  expect 0 "  rank 1 (w1): in Spin (innermost: poll), step 40" -- status abcdef
   expect 0 "(nothing of yours is running: this is your newest ended job; dslaunch status --all lists every job, dslaunch status JOB shows one)" -- status
   expect 2 "status: --all lists every job; to see one, give its JOB without --all" -- status --all abc
   exit $fail ) || fail=1

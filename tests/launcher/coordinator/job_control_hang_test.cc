@@ -5,6 +5,8 @@
 // then fails and restarts as any failure does; an agent that does not
 // answer is named in the report after the collection deadline; with a log
 // directory the stacks go to stacks.gen<G>.txt, never through a link.
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -80,6 +82,11 @@ TEST_CASE("job control: a hung generation's stacks are taken before the stop, th
   CHECK(Said(c, "  rank 3 (w1): in Spin (innermost: __GI___poll), step 40") == 1);
   CHECK(Said(c, "  3 others: in gloo::AllreduceRing::run (innermost: __GI___poll), step 40") == 1);
   CHECK(c.record().hang_stacks.find("=== rank 3 (w1), step 40, eu-stack ===\nPID 103") != std::string::npos);
+  // The record keeps the report as printed (status and the report show it after the end).
+  REQUIRE(c.record().hang_report.size() >= 2);
+  CHECK(Said(c, "  " + c.record().hang_report[0]) == 1);
+  CHECK(std::count(c.record().hang_report.begin(), c.record().hang_report.end(),
+                   "3 others: in gloo::AllreduceRing::run (innermost: __GI___poll), step 40") == 1);
   CHECK(c.Count(0, MsgType::kStop) == 1);
   c.ConfirmStops();
   CHECK(c.control().generation() == 1);
@@ -113,6 +120,7 @@ TEST_CASE("job control: the stacks go to the log directory, never through a symb
   c.Send(1, MsgType::kStacks, StacksOf(1).Encode());
   CHECK(Said(c, "hang stacks, generation 0 (every rank's in " + (dir / "stacks.gen0.txt") + "):") == 1);
   CHECK(testing::ReadFile(dir / "stacks.gen0.txt") == c.record().hang_stacks);
+  CHECK(c.record().hang_stacks_path == dir / "stacks.gen0.txt");  // the record's ending names it
   CHECK(testing::ReadFile(dir / "stacks.gen0.txt").find("=== rank 0 (w0), step 40, eu-stack ===\n") == 0);
 
   c.ConfirmStops();  // generation 1, whose file is someone's link
@@ -131,6 +139,7 @@ TEST_CASE("job control: the stacks go to the log directory, never through a symb
   CHECK(Said(c, "hang stacks, generation 1 (every rank's in the job record (" + (dir / "stacks.gen1.txt") +
                     " could not be written: Too many levels of symbolic links)):") == 1);
   CHECK(::access((dir / "elsewhere").c_str(), F_OK) != 0);
+  CHECK(c.record().hang_stacks_path.empty());  // none written: the record keeps the stacks' text only
 }
 
 TEST_CASE("job control: ranks that keep stepping are not hung; off without hang_factor", "[jobcontrol][hang]") {

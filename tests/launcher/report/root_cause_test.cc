@@ -87,8 +87,14 @@ TEST_CASE("root cause: ranks that failed the same way need no guess", "[summary]
   CHECK(c.cause.cause_note == "4 ranks failed the same way, so which came first does not matter");
   const std::string s = FormatSummary(rec, 4, false);
   INFO(s);
-  CHECK(s.find("  root cause: rank 1 (4 ranks failed the same way, so which came first does not matter)\n"
-               "  last 1 line of rank 1:\n") != std::string::npos);
+  // One line for the four, not a root cause line and a list of four alike lines.
+  CHECK(c.alike);
+  CHECK(s.find("  host w0, rank 1, pid 101: exited with code 127\n"
+               "  last 1 line of rank 1:\n"
+               "    | dsagent: cannot run './train.sh': Permission denied\n"
+               "  4 ranks failed the same way: 0, 1, 2, 3\n"
+               "dslaunch: exit code 127\n") != std::string::npos);
+  CHECK(s.find("root cause:") == std::string::npos);
   // Another last line, or another exit, is not the same way: the guess stays.
   JobRecord other = FourRanks();
   other.OnOutput(0, kStderr, "ValueError: a");

@@ -179,6 +179,7 @@ TEST_CASE("run report: the loss and accuracy over steps, the step-time strip, wh
   e.checkpoint_dir = "ckpt-{host}";
   e.stacks_path = "/tmp/logs/stacks.gen0.txt";
   e.hang_stacks = "rank 1 <stuck>\n";
+  e.hang_report = {"1 of 2 ranks elsewhere: rank 1 (beta) in <read>", "1 rank in train_step"};
   Result<std::string> record = WithEnding(*WithTimeline(JobViewJson(Summary()), t), e);
   REQUIRE(record.ok());
   Result<RunTimeline> back = ParseTimeline(*record, "r.json");
@@ -209,6 +210,8 @@ TEST_CASE("run report: the loss and accuracy over steps, the step-time strip, wh
   CHECK(Has(html, "<tr><th>hang stacks</th><td><code>/tmp/logs/stacks.gen0.txt</code></td></tr>"));
   CHECK(Has(html, "<tr><th>checkpoints</th><td><code>ckpt-{host}</code></td></tr>"));
   CHECK(Has(html, "<summary>every rank's stacks at the last hang</summary><pre>rank 1 &lt;stuck&gt;\n</pre>"));
+  CHECK(Has(html, "<h3>The last hang: ranks grouped by stack</h3>\n<pre class=\"hang-report\">1 of 2 ranks "
+                  "elsewhere: rank 1 (beta) in &lt;read&gt;\n1 rank in train_step\n</pre>"));
   CHECK(html.find("<script") == std::string::npos);
   // Nothing said: a line saying how to get the curves, no empty picture.
   const std::string bare = RunReportHtml(Summary(), Timeline(), e);
