@@ -15,15 +15,14 @@
 #include "launcher/cmd/completion.h"
 #include "launcher/cmd/dry_run.h"
 #include "launcher/cmd/launch_choice.h"
-#include "launcher/cmd/join_client.h"
 #include "launcher/cmd/per_node.h"
 #include "launcher/cmd/plan_from_cli.h"
 #include "launcher/cmd/preflight.h"
-#include "launcher/cmd/rendezvous_claim.h"
 #include "launcher/cmd/run.h"
 #include "launcher/cmd/report_cmd.h"
 #include "launcher/cmd/status_cmd.h"
 #include "launcher/cmd/subcommand_typo.h"
+#include "launcher/join/rendezvous_claim.h"
 #include "launcher/report/exit_status.h"
 
 namespace ds {

@@ -24,7 +24,7 @@
 
 #include "common/defaults.h"
 #include "common/status.h"
-#include "launcher/cmd/rdzv_conf.h"
+#include "launcher/join/rdzv_conf.h"
 #include "launcher/config/selection.h"
 #include "launcher/report/stream_spec.h"
 

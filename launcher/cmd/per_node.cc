@@ -1,6 +1,5 @@
 #include "launcher/cmd/per_node.h"
 
-#include <netdb.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,13 +10,12 @@
 #include <fmt/format.h>
 
 #include "common/duration.h"
-#include "common/files.h"
-#include "common/netif.h"
 #include "common/strings.h"
 #include "common/subprocess.h"
-#include "launcher/cmd/loopback_secret.h"
 #include "launcher/cmd/plan_from_cli.h"
 #include "launcher/cmd/spawner_choice.h"
+#include "launcher/join/join_client.h"
+#include "launcher/join/loopback_secret.h"
 #include "wire/hmac_auth.h"
 
 namespace ds {
@@ -41,11 +39,6 @@ Result<int> Number(const std::string& what, const std::string& text, int lo, int
 
 bool IsLoopback(const std::string& addr) {
   return addr == "localhost" || addr == "::1" || StartsWith(addr, "127.");
-}
-
-std::string Derive(const std::string& secret, const std::string& what) {
-  const std::string s = what;
-  return HexEncode(HmacSha256(secret, Bytes(s.begin(), s.end())));
 }
 
 // Node 0's address and the port from --rdzv-endpoint HOST:PORT, else
@@ -78,15 +71,6 @@ Status ResolveJoin(const CliOptions& cli, PerNodeLaunch& p) {
 }
 
 }  // namespace
-
-Result<std::string> ReadSecretFile(const std::string& path) {
-  DS_ASSIGN_OR_RETURN(std::string secret, ReadPrivateLine(path, "DSLAUNCH_SECRET_FILE=" + path));
-  if (secret.size() < 16)
-    return Status::InvalidArgument(fmt::format(
-        "DSLAUNCH_SECRET_FILE={}: expected a secret of at least 16 characters on its first line (e.g. openssl "
-        "rand -hex 32)", path));
-  return secret;
-}
 
 Result<std::optional<PerNodeLaunch>> ResolvePerNode(const CliOptions& cli, const KeyValues& env) {
   PerNodeLaunch p;
@@ -145,34 +129,8 @@ Result<std::optional<PerNodeLaunch>> ResolvePerNode(const CliOptions& cli, const
         "0600) when node 0 ({}) is not on loopback; --insecure lets anyone who reaches {}:{} join",
         p.source, p.addr, p.addr, p.port));
   }
-  const std::string endpoint = fmt::format("{}:{}", p.addr, p.port);
-  // The id names the job (from the rendezvous only, so that a wrong secret
-  // fails the key check and says so); the agents' key needs the secret.
-  p.job_id = Derive("dslaunch per-node job", cli.rdzv_id.empty() ? endpoint : endpoint + " " + cli.rdzv_id)
-                 .substr(0, 12);
+  p.job_id = PerNodeJobId(fmt::format("{}:{}", p.addr, p.port), cli.rdzv_id);
   return std::optional<PerNodeLaunch>(std::move(p));
-}
-
-std::string PerNodeJoinToken(const PerNodeLaunch& p) {
-  return Derive(p.secret, fmt::format("dslaunch per-node join {}", p.job_id));
-}
-
-std::string PerNodeAgentToken(const PerNodeLaunch& p, int node) {
-  return Derive(p.secret, fmt::format("dslaunch per-node agent {} {}", p.job_id, node));
-}
-
-Result<std::string> PerNodeListenAddress(const PerNodeLaunch& p) {
-  if (p.addr == "localhost") return std::string("127.0.0.1");
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  const int rc = ::getaddrinfo(p.addr.c_str(), nullptr, &hints, &res);
-  if (rc != 0 || !res)
-    return Status::InvalidArgument(fmt::format("node 0's rendezvous address {}: {}", p.addr, ::gai_strerror(rc)));
-  std::string numeric = AddressString(res->ai_addr);
-  ::freeaddrinfo(res);
-  return numeric;
 }
 
 namespace {
@@ -218,6 +176,22 @@ Status ExecPerNodeAgent(const PerNodeLaunch& p, const CliOptions& cli) {
   const int err = errno;
   ::close(fds[0]);
   return Status::NotFound(fmt::format("cannot run dsagent at {}: {}", argv[0], std::strerror(err)));
+}
+
+Status JoinAndExecAgent(PerNodeLaunch p, const CliOptions& cli) {
+  const std::string endpoint = fmt::format("{}:{}", p.addr, p.port);
+  if (p.secret_from == PerNodeLaunch::Secret::kLoopback) {
+    DS_ASSIGN_OR_RETURN(p.secret, AwaitLoopbackSecret(endpoint, p.conf.join_timeout, [&](const std::string& path) {
+      std::fprintf(stderr, "dslaunch: waiting for the node hosting %s to publish the job secret in %s\n",
+                   endpoint.c_str(), path.c_str());
+    }));
+  }
+  DS_ASSIGN_OR_RETURN(p.node_rank, JoinRendezvous(p, [](const std::string& line) {
+                        std::fprintf(stderr, "dslaunch: %s\n", line.c_str());
+                      }));
+  std::fprintf(stderr, "dslaunch: job %s: joined %s as node %d of at most %d\n", p.job_id.c_str(), endpoint.c_str(),
+               p.node_rank, p.nnodes);
+  return ExecPerNodeAgent(p, cli);
 }
 
 }  // namespace ds

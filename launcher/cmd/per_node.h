@@ -1,5 +1,9 @@
-// The per-node launch form (torchrun's model; DeepSpeed's --no_ssh; every
-// pod of a Kubeflow PyTorchJob): every node runs the same dslaunch command.
+// The per-node launch form from the command line (torchrun's model;
+// DeepSpeed's --no_ssh; every pod of a Kubeflow PyTorchJob): every node runs
+// the same dslaunch command. What the form is made of (the node's
+// PerNodeLaunch, its keys, who hosts, the join, the loopback secret, node
+// 0's spawner) is launcher/join/; this file turns CliOptions into a
+// PerNodeLaunch and execs this node's agent.
 // Node rank 0 runs the coordinator (on the rendezvous port) and its own
 // agent; every other node runs only its agent, which registers with node 0
 // and is told what to run (docs/per-node.md).
@@ -20,10 +24,8 @@
 // loopback rendezvous (every node on this machine) gets a random secret that
 // node 0 publishes in this user's private directory (loopback_secret.h);
 // anywhere else it is an error unless --insecure says, loudly, that anyone
-// may join and anyone who binds the port first may command the nodes. From
-// the rendezvous address every node derives the same job id, and from the
-// secret each node's own agent key: no key is a value another user can
-// compute unless --insecure is given.
+// may join and anyone who binds the port first may command the nodes (keys:
+// launcher/join/per_node_launch.h).
 #pragma once
 
 #include <optional>
@@ -34,46 +36,9 @@
 #include "common/env_registry.h"
 #include "common/status.h"
 #include "launcher/cmd/cli.h"
-#include "launcher/cmd/rdzv_conf.h"
+#include "launcher/join/per_node_launch.h"
 
 namespace ds {
-
-inline constexpr int kDefaultRendezvousPort = 29500;  // torchrun's and DeepSpeed's
-inline constexpr double kPerNodeJoinTimeout = 600.0;  // seconds for every node to join (torchrun's default)
-
-struct PerNodeLaunch {
-  int nnodes = 0;          // the node count; with join, MAX of --nnodes MIN:MAX
-  int node_rank = 0;       // -1 with join until this node hosts (0) or was given its rank
-  // Ranks given at join (torchrun's c10d recipe: --rdzv-endpoint and no
-  // --node_rank): the node that can bind the endpoint hosts the job as node
-  // 0 (rendezvous_claim.h); the others join it (join_client.h).
-  bool join = false;
-  int min_nodes = 0;       // with join: MIN of --nnodes MIN:MAX, else nnodes
-  RendezvousConf conf;     // with join: --rdzv-conf (join_timeout, last_call_timeout, is_host)
-  int listen_fd = -1;      // with join, on the host: the bound, listening endpoint (the coordinator takes it)
-  std::string addr;        // node 0's rendezvous address
-  int port = kDefaultRendezvousPort;
-  std::string source;      // what asked for it: "--node_rank", "PET_* variables", ...
-  std::string notice;      // said once when the form was entered from ambient variables, else ""
-  enum class Secret {
-    kFile,      // DSLAUNCH_SECRET_FILE
-    kLoopback,  // node 0 makes and publishes it (loopback_secret.h); other nodes read it before joining
-    kInsecure,  // --insecure: a constant; nothing is authenticated in either direction
-  } secret_from = Secret::kFile;
-  std::string secret;      // the shared job secret ("" on nodes > 0 until read, for kLoopback)
-  std::string job_id;      // derived from the rendezvous: the same on every node
-};
-
-// Node `node`'s agent key: HMAC(secret, "dslaunch per-node agent <job id> <node>").
-std::string PerNodeAgentToken(const PerNodeLaunch& p, int node);
-// The join key a node without a rank proves to get one, and the host proves
-// back (mutual): HMAC(secret, "dslaunch per-node join <job id>").
-std::string PerNodeJoinToken(const PerNodeLaunch& p);
-
-// The address node 0's coordinator listens on: exactly the rendezvous
-// address ("localhost" -> 127.0.0.1; a name -> the address it resolves to),
-// never every interface. InvalidArgument when the name does not resolve.
-Result<std::string> PerNodeListenAddress(const PerNodeLaunch& p);
 
 // nullopt when neither the command line nor `env` asks for the per-node
 // form. Reads DSLAUNCH_SECRET_FILE (from `env`) with ReadSecretFile. Errors
@@ -89,9 +54,9 @@ Result<std::optional<PerNodeLaunch>> ResolvePerNode(const CliOptions& cli, const
 // only when the agent cannot be started.
 Status ExecPerNodeAgent(const PerNodeLaunch& p, const CliOptions& cli);
 
-// The first line of `path` if it is a regular file of this user that nobody
-// else may read or write (mode 0600 or stricter) and holds at least 16
-// characters; else an error saying which of these fails.
-Result<std::string> ReadSecretFile(const std::string& path);
+// A node that does not host a join-form job: waits for a loopback secret
+// (kLoopback), joins (JoinRendezvous, launcher/join/join_client.h), then
+// becomes its node's dsagent (ExecPerNodeAgent). Returns only on an error.
+Status JoinAndExecAgent(PerNodeLaunch p, const CliOptions& cli);
 
 }  // namespace ds

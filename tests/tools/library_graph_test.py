@@ -33,7 +33,10 @@ ALLOWED = {
     "dsspawn_slurm": {"dsspawn", "dsconfig", "dscommon"},
     "dscluster": {"dscommon"},
     "dsfleet": {"dscoordinator", "dsspawn", "dsreport", "dswire", "dscommon"},
-    "dscmd": {"dsfleet", "dscluster", "dscoordinator", "dsspawn_ssh", "dsspawn_slurm", "dsspawn", "dsreport", "dsconfig",
+    # launcher/join/: the per-node / join form (its PerNodeLaunch and keys, who hosts, the join client, the loopback
+    # secret, node 0's spawner); the command line's side is launcher/cmd/per_node, the coordinator's join_order
+    "dsjoin": {"dsspawn", "dswire", "dscommon"},
+    "dscmd": {"dsjoin", "dsfleet", "dscluster", "dscoordinator", "dsspawn_ssh", "dsspawn_slurm", "dsspawn", "dsreport", "dsconfig",
               "dswire", "dscommon"},
     "dslaunch": {"dscmd", "dsagent", "dstrain", "dstrain_cuda"},  # the last three: built with it, started or loaded by its workers
     # agent/

@@ -1,4 +1,4 @@
-#include "launcher/spawn/per_node_spawner.h"
+#include "launcher/join/per_node_spawner.h"
 
 #include "launcher/spawn/exit_signal.h"
 

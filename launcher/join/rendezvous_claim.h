@@ -1,4 +1,4 @@
-// Who hosts a join-form job (PerNodeLaunch::join, per_node.h): torchrun's
+// Who hosts a join-form job (PerNodeLaunch::join, per_node_launch.h): torchrun's
 // c10d rule. A node hosts the rendezvous, as node 0, when the endpoint's
 // address is one of this machine's and it can bind the endpoint's port
 // first; binding is the test, so two nodes of one machine never both host.
@@ -8,7 +8,7 @@
 
 #include "common/status.h"
 #include "common/unique_fd.h"
-#include "launcher/cmd/per_node.h"
+#include "launcher/join/per_node_launch.h"
 
 namespace ds {
 

@@ -1,6 +1,7 @@
-// The joining side of a join-form job (PerNodeLaunch::join, per_node.h): a
+// The joining side of a join-form job (PerNodeLaunch::join, per_node_launch.h): a
 // node that does not host the rendezvous asks the host for its node rank,
-// then becomes that node's agent (ExecPerNodeAgent). The join connection
+// then becomes that node's agent (ExecPerNodeAgent, launcher/cmd/per_node.h,
+// which calls JoinRendezvous from JoinAndExecAgent). The join connection
 // authenticates both ways with the join key (PerNodeJoinToken): the node
 // takes a rank only from a host that proved the job's secret, and its agent
 // then runs only what a coordinator holding that node's own key sends.
@@ -11,7 +12,7 @@
 #include <string>
 
 #include "common/status.h"
-#include "launcher/cmd/per_node.h"
+#include "launcher/join/per_node_launch.h"
 
 namespace ds {
 
@@ -23,10 +24,5 @@ namespace ds {
 // join key or failed to prove it (PermissionDenied: another secret, or
 // another job's rendezvous), the host had no rank left (Unavailable).
 Result<int> JoinRendezvous(const PerNodeLaunch& p, const std::function<void(const std::string&)>& say);
-
-// A node that does not host: waits for a loopback secret (kLoopback), joins
-// (JoinRendezvous), then becomes its node's dsagent (ExecPerNodeAgent).
-// Returns only on an error.
-Status JoinAndExecAgent(PerNodeLaunch p, const CliOptions& cli);
 
 }  // namespace ds

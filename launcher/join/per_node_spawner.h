@@ -1,4 +1,4 @@
-// PerNodeSpawner: the per-node launch form (launcher/cmd/per_node.h), where
+// PerNodeSpawner: the per-node launch form (launcher/join/per_node_launch.h), where
 // every node runs dslaunch itself. On node 0 only node 0's agent is started
 // here (as a local process); every other node's handle stands for an agent
 // that node starts on its own: never running as far as this process knows

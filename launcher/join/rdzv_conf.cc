@@ -1,4 +1,4 @@
-#include "launcher/cmd/rdzv_conf.h"
+#include "launcher/join/rdzv_conf.h"
 
 #include <algorithm>
 #include <cctype>

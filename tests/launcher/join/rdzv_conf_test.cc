@@ -1,7 +1,7 @@
-// --rdzv-conf (launcher/cmd/rdzv_conf.h): torchrun's defaults, the keys
+// --rdzv-conf (launcher/join/rdzv_conf.h): torchrun's defaults, the keys
 // dslaunch acts on, torchrun's other keys listed as ignored, and every bad
 // form named as typed.
-#include "launcher/cmd/rdzv_conf.h"
+#include "launcher/join/rdzv_conf.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,14 +1,12 @@
-#include "launcher/cmd/join_client.h"
+#include "launcher/join/join_client.h"
 
 #include <poll.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdio>
 
 #include <fmt/format.h>
 
-#include "launcher/cmd/loopback_secret.h"
 #include "wire/client_conn.h"
 
 namespace ds {
@@ -76,22 +74,6 @@ Result<int> JoinRendezvous(const PerNodeLaunch& p, const std::function<void(cons
     if (tries == 1) say(fmt::format("waiting for the node at {} to host the job ({})", endpoint, rank.status().message()));
     ::poll(nullptr, 0, static_cast<int>(std::chrono::milliseconds(kRetryEvery).count()));
   }
-}
-
-Status JoinAndExecAgent(PerNodeLaunch p, const CliOptions& cli) {
-  const std::string endpoint = fmt::format("{}:{}", p.addr, p.port);
-  if (p.secret_from == PerNodeLaunch::Secret::kLoopback) {
-    DS_ASSIGN_OR_RETURN(p.secret, AwaitLoopbackSecret(endpoint, p.conf.join_timeout, [&](const std::string& path) {
-      std::fprintf(stderr, "dslaunch: waiting for the node hosting %s to publish the job secret in %s\n",
-                   endpoint.c_str(), path.c_str());
-    }));
-  }
-  DS_ASSIGN_OR_RETURN(p.node_rank, JoinRendezvous(p, [](const std::string& line) {
-                        std::fprintf(stderr, "dslaunch: %s\n", line.c_str());
-                      }));
-  std::fprintf(stderr, "dslaunch: job %s: joined %s as node %d of at most %d\n", p.job_id.c_str(), endpoint.c_str(),
-               p.node_rank, p.nnodes);
-  return ExecPerNodeAgent(p, cli);
 }
 
 }  // namespace ds

@@ -1,4 +1,4 @@
-#include "launcher/cmd/loopback_secret.h"
+#include "launcher/join/loopback_secret.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -1,4 +1,4 @@
-#include "launcher/cmd/rendezvous_claim.h"
+#include "launcher/join/rendezvous_claim.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

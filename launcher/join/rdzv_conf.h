@@ -1,5 +1,5 @@
 // torchrun's --rdzv-conf KEY=VALUE,... for the per-node form's join
-// (launcher/cmd/per_node.h, docs/per-node.md "Ranks given at join"): the
+// (launcher/join/per_node_launch.h, docs/per-node.md "Ranks given at join"): the
 // keys dslaunch acts on, with torchrun's defaults (its c10d rendezvous:
 // join_timeout 600 s, last_call_timeout 30 s; is_host decides from the
 // endpoint). Other torchrun keys (close_timeout, read_timeout,
