@@ -122,14 +122,17 @@ resumed_steps() {
     /dslaunch: generation [0-9]+: all [0-9]+ workers running/ { if (cur != "") print cur; cur = "" }
     END { if (cur != "") print cur }'
 }
-losses_after() {  # NAME STEP: rank 0's losses of steps > STEP after the last resumption
+# losses_after NAME STEP: rank 0's losses of steps > STEP, each step's last
+# printed (the steps trained again after the resumption come after those of
+# the world before the fault). Not "the lines after the resumption's notice":
+# the coordinator's "recovered in place" may come after rank 0's next steps.
+losses_after() {
   awk -v s="$2" '
-    /recovered in place at step|resuming from step/ { n = 0; delete got; on = 1; next }
-    on && match($0, / step [0-9]+\//) {
+    match($0, / step [0-9]+\//) {
       k = substr($0, RSTART + 6, RLENGTH - 7) + 0
-      if (k > s && match($0, / loss [0-9.]+/)) got[n++] = k " " substr($0, RSTART + 6, RLENGTH - 6)
+      if (k > s && match($0, / loss [0-9.]+/)) got[k] = substr($0, RSTART + 6, RLENGTH - 6)
     }
-    END { for (i = 0; i < n; i++) print got[i] }' "$work/$1.out"
+    END { for (k in got) print k " " got[k] }' "$work/$1.out" | sort -n
 }
 accuracy() { sed -n 's/.*\(test accuracy [0-9.]*, test loss [0-9.]*\).*/\1/p' "$work/$1.out" | tail -1; }
 
@@ -167,7 +170,12 @@ exact() {
     { echo "   exactness not checked: step $s is not on the disks of ${*}"; return; }
   local got want
   got=$(losses_after "$n" "$s") want=$(losses_after "$n-ref" "$s")
-  [ "$got" = "$want" ] || fail "$n: losses after step $s differ from a run resumed from it: $(echo $got) vs $(echo $want)"
+  [ "$got" = "$want" ] || {
+    fail "$n: losses after step $s differ from a run resumed from it: $(echo $got) vs $(echo $want)"
+    echo "   $n's resumptions and last lines:" >&2
+    grep -E "recovered in place|resuming from|restart|lost|exit" "$work/$n.out" | tail -15 | sed 's/^/     | /' >&2
+    tail -5 "$work/$n.out" | sed 's/^/     | /' >&2
+  }
   [ "$(accuracy "$n")" = "$(accuracy "$n-ref")" ] ||
     fail "$n: '$(accuracy "$n")' after the recovery, '$(accuracy "$n-ref")' resumed from step $s"
 }
