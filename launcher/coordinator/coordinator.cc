@@ -89,7 +89,7 @@ Status Coordinator::Listen() {
   return Status::OK();
 }
 
-// The join form's host bound and listens already (launcher/cmd/rendezvous_claim.h).
+// The join form's host bound and listens already (launcher/join/rendezvous_claim.h).
 Status Coordinator::Adopt(const asio::ip::tcp::endpoint& ep) {
   boost::system::error_code ec;
   protocol_ = ep.protocol();
