@@ -15,25 +15,12 @@
 #include <fmt/format.h>
 
 #include "agent/warm/shim.h"
+#include "agent/workers/child_start.h"
 #include "common/files.h"
 #include "common/subprocess.h"
 
 namespace ds {
 namespace {
-
-// In the child, between fork and exec: only async-signal-safe calls.
-[[noreturn]] void ExecSpare(char* const* argv, char* const* envp, const cpu_set_t* cpus, const char* dir,
-                            int devnull, int ctl, bool low_priority, pid_t parent) {
-  StartWorkerChild(parent);  // as a cold worker's child starts
-  for (int fd = 0; fd <= 2; ++fd) ::dup2(devnull, fd);
-  CloseOnExecAboveStderr({ctl});
-  ResetSignalsInChild();
-  if (cpus != nullptr && ::sched_setaffinity(0, sizeof(cpu_set_t), cpus) != 0) ::_exit(127);
-  if (low_priority) (void)!::setpriority(PRIO_PROCESS, 0, 19);
-  if (dir[0] != '\0' && ::chdir(dir) != 0) ::_exit(127);
-  ::execvpe(argv[0], argv, envp);
-  ::_exit(127);
-}
 
 // The assignment as the shim reads it (warm_spare.h).
 std::string Payload(const WorkerLaunch& l, const std::vector<std::string>& target) {
@@ -116,13 +103,15 @@ Result<std::unique_ptr<WarmSpare>> WarmSpare::Start(const SpareStart& start, con
   for (const auto& kv : start.env)
     if (!VariesPerGeneration(kv.first)) env.push_back(kv);
   const CStringArray envp(env);
-  const pid_t parent = ::getpid();
-  const pid_t pid = ForkWithSignalsBlocked();
-  if (pid < 0) return Status::IOError(fmt::format("fork: {}", std::strerror(errno)));
-  if (pid == 0)
-    ExecSpare(argv.data(), envp.data(), start.cpus.empty() ? nullptr : &cpus, start.working_dir.c_str(),
-              devnull.get(), theirs.get(), low_priority, parent);
-  ::setpgid(pid, pid);
+  ChildStart child;  // as a cold worker's child starts, with /dev/null for its output until the hand-off
+  child.argv = argv.data();
+  child.envp = envp.data();
+  child.stdin_fd = child.stdout_fd = child.stderr_fd = devnull.get();
+  child.keep_fd = theirs.get();
+  child.cpus = start.cpus.empty() ? nullptr : &cpus;
+  child.low_priority = low_priority;
+  child.working_dir = start.working_dir.c_str();
+  DS_ASSIGN_OR_RETURN(const pid_t pid, StartChild(child));
   auto s = std::unique_ptr<WarmSpare>(new WarmSpare());
   s->pid_ = pid;
   s->ctl_ = std::move(mine);

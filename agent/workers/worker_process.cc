@@ -5,74 +5,23 @@
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <initializer_list>
 
 #include <fmt/format.h>
 
+#include "agent/workers/child_start.h"
 #include "agent/workers/control_channel.h"
 #include "common/strings.h"
 #include "common/subprocess.h"
 #include "wire/protocol.h"
 
 namespace ds {
-
-void StartWorkerChild(pid_t agent) {
-  ::setpgid(0, 0);
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != agent) ::_exit(137);  // the agent died before prctl
-  // Yama's ptrace_scope 1 (Ubuntu's default) lets only a declared tracer and
-  // its descendants attach: the agent's hang stack tools (eu-stack, gdb) are
-  // its children. It lasts across exec; EINVAL without Yama, which is fine.
-  ::prctl(PR_SET_PTRACER, agent, 0, 0, 0);
-}
-
 namespace {
-
-// In the child: the parts of one message to its stderr, with write(2) only.
-void WriteToStderr(std::initializer_list<const char*> parts) {
-  for (const char* p : parts) (void)!::write(2, p, std::strlen(p));
-}
-
-// In the child, between fork and exec: only async-signal-safe calls.
-[[noreturn]] void ExecChild(const WorkerLaunch& l, char* const* argv, char* const* envp, const cpu_set_t* cpus,
-                            int in, int out, int err, int ctl, pid_t parent) {
-  StartWorkerChild(parent);
-  int stdin_fd = in >= 0 ? in : ::open("/dev/null", O_RDONLY);
-  if (stdin_fd >= 0) ::dup2(stdin_fd, 0);
-  ::dup2(out, 1);
-  ::dup2(err, 2);
-  CloseOnExecAboveStderr();  // nothing of the agent's (sockets, snapshot files) reaches the worker
-  // ... but the worker's end of its control channel, at kControlFd (dup2
-  // clears close-on-exec; the same number keeps it, so clear it by hand).
-  if (ctl >= 0 && (ctl == kControlFd ? ::fcntl(ctl, F_SETFD, 0) : ::dup2(ctl, kControlFd)) < 0) {
-    WriteToStderr({"dsagent: cannot pass the control channel: ", std::strerror(errno), "\n"});
-    ::_exit(127);
-  }
-  // Signals were blocked across fork: the agent's handlers (which write to
-  // its self-pipe) must never run in the child.
-  ResetSignalsInChild();
-  if (cpus != nullptr && ::sched_setaffinity(0, sizeof(cpu_set_t), cpus) != 0) {
-    const char* m = "dsagent: sched_setaffinity failed for the worker's cores\n";
-    (void)!::write(2, m, std::strlen(m));
-    ::_exit(127);
-  }
-  if (!l.working_dir.empty() && ::chdir(l.working_dir.c_str()) != 0) {
-    WriteToStderr({"dsagent: cannot start in the working directory ", l.working_dir.c_str(), ": ",
-                   std::strerror(errno), " (set working_dir: in the job file, or start dslaunch in a "
-                   "directory that exists on every node)\n"});
-    ::_exit(127);
-  }
-  ::execvpe(argv[0], argv, envp);
-  WriteToStderr({"dsagent: cannot run '", argv[0], "': ", std::strerror(errno), "\n"});
-  ::_exit(127);
-}
 
 // A pseudo-terminal pair as a pipe would be: ends[0] the master (the agent
 // reads), ends[1] the slave (the worker's stream); both close-on-exec. Raw
@@ -151,17 +100,21 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const WorkerLaunch& 
   const CStringArray argv(l.argv);
   const CStringArray envp(l.env);
 
-  pid_t parent = ::getpid();
-  pid_t pid = ForkWithSignalsBlocked();
-  if (pid < 0) {
-    const int saved = errno;
+  ChildStart child;
+  child.argv = argv.data();
+  child.envp = envp.data();
+  child.stdin_fd = inp[0];
+  child.stdout_fd = outp[1];
+  child.stderr_fd = errp[1];
+  child.control_fd = ctl.second.get();
+  child.cpus = l.cpus.empty() ? nullptr : &cpus;
+  child.working_dir = l.working_dir.c_str();
+  Result<pid_t> started = StartChild(child);
+  if (!started.ok()) {
     close_all();
-    return Status::IOError(fmt::format("fork: {}", std::strerror(saved)));
+    return started.status();
   }
-  if (pid == 0)
-    ExecChild(l, argv.data(), envp.data(), l.cpus.empty() ? nullptr : &cpus, inp[0], outp[1], errp[1],
-              ctl.second.get(), parent);
-  ::setpgid(pid, pid);  // also here: no race with an early SignalGroup
+  const pid_t pid = *started;
   for (int fd : {inp[0], outp[1], errp[1]})
     if (fd >= 0) ::close(fd);
   auto w = std::unique_ptr<WorkerProcess>(new WorkerProcess());

@@ -30,12 +30,6 @@ namespace ds {
 constexpr size_t kPipeReadPerWake = 16 * 1024;
 constexpr size_t kPipeDrainLimit = 1 << 20;
 
-// The first steps of every worker's child, cold or a warm spare, between
-// fork and exec (async-signal-safe): its own process group, SIGKILL when
-// the agent dies (re-checked: _exit(137) when it already has), and Yama's
-// ptrace permission for the agent, whose stack tools read hung workers.
-void StartWorkerChild(pid_t agent);
-
 struct WorkerLaunch {
   std::vector<std::string> argv;   // argv[0] is searched in PATH
   KeyValues env;                   // the complete environment
