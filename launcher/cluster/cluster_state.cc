@@ -3,10 +3,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <map>
 #include <regex>
 
 #include <fmt/format.h>
@@ -18,15 +18,53 @@
 namespace ds {
 namespace {
 
-std::string Bool(bool b) { return b ? "true" : "false"; }
-
-std::string Join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const std::string& s : v) out += (out.empty() ? "" : ",") + s;
-  return out;
-}
+template <class... F>
+struct Overload : F... {
+  using F::operator()...;
+};
+template <class... F>
+Overload(F...) -> Overload<F...>;
 
 }  // namespace
+
+const std::vector<ClusterStateField>& ClusterStateFields() {
+  using S = ClusterState;
+  static const std::vector<ClusterStateField> kFields = {
+      {"name", "DSLAUNCH_CLUSTER", &S::name},
+      {"nodes", "", &S::nodes},
+      {"first_node", "", &S::first_node},
+      {"remote_nodes", "", &S::remote_nodes},
+      {"joined", "", &S::joined},
+      {"slots", "", &S::slots},
+      {"gpus", "", &S::gpus},
+      {"base_image", "", &S::base_image},
+      {"image", "DSLAUNCH_IMAGE", &S::image},
+      {"network", "DSLAUNCH_NETWORK", &S::network},
+      {"checkpoint_volume", "DSLAUNCH_CHECKPOINT_VOLUME", &S::checkpoint_volume},
+      {"job_volume", "DSLAUNCH_JOB_VOLUME", &S::job_volume},
+      {"workspace", "DSLAUNCH_WORKSPACE", &S::workspace},
+      {"data", "DSLAUNCH_DATA", &S::data},
+      {"shm_size", "DSLAUNCH_SHM_SIZE", &S::shm_size},
+      {"created_swarm", "", &S::created_swarm},
+      {"created_gwbridge", "", &S::created_gwbridge},
+      {"created_network", "", &S::created_network},
+      {"created_image", "", &S::created_image},
+      {"created_volumes", "", &S::created_volumes},
+  };
+  return kFields;
+}
+
+std::string FieldText(const ClusterState& s, const ClusterStateField& f) {
+  return std::visit(Overload{[&](std::string ClusterState::*m) { return s.*m; },
+                             [&](int ClusterState::*m) { return std::to_string(s.*m); },
+                             [&](bool ClusterState::*m) { return std::string(s.*m ? "true" : "false"); },
+                             [&](std::vector<std::string> ClusterState::*m) {
+                               std::string out;
+                               for (const std::string& v : s.*m) out += (out.empty() ? "" : ",") + v;
+                               return out;
+                             }},
+                    f.member);
+}
 
 Status CheckClusterName(const std::string& name) {
   bool ok = !name.empty() && name.size() <= 32 && name[0] >= 'a' && name[0] <= 'z';
@@ -80,15 +118,6 @@ Result<ClusterState> LoadClusterState(const std::string& path) {
   DS_RETURN_IF_ERROR(CheckOwnDir(std::filesystem::path(path).parent_path().string()));
   DS_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, "cluster state"));
   ClusterState s;
-  std::map<std::string, std::string*> strings = {
-      {"name", &s.name}, {"base_image", &s.base_image}, {"image", &s.image}, {"network", &s.network},
-      {"checkpoint_volume", &s.checkpoint_volume}, {"job_volume", &s.job_volume},
-      {"workspace", &s.workspace}, {"data", &s.data}, {"shm_size", &s.shm_size}};
-  std::map<std::string, bool*> bools = {
-      {"gpus", &s.gpus}, {"joined", &s.joined}, {"created_swarm", &s.created_swarm}, {"created_gwbridge", &s.created_gwbridge},
-      {"created_network", &s.created_network}, {"created_image", &s.created_image}};
-  std::map<std::string, int*> counts = {
-      {"nodes", &s.nodes}, {"first_node", &s.first_node}, {"remote_nodes", &s.remote_nodes}, {"slots", &s.slots}};
   int lineno = 0;
   for (const std::string& raw : Split(text, '\n')) {
     ++lineno;
@@ -102,23 +131,35 @@ Result<ClusterState> LoadClusterState(const std::string& path) {
     size_t eq = line.find('=');
     if (eq == std::string::npos) return bad("expected key=value, got '" + line + "'");
     std::string key = line.substr(0, eq), value = line.substr(eq + 1);
-    if (auto it = strings.find(key); it != strings.end()) {
-      *it->second = value;
-    } else if (auto b = bools.find(key); b != bools.end()) {
-      if (value != "true" && value != "false") return bad(key + ": expected true or false, got '" + value + "'");
-      *b->second = value == "true";
-    } else if (auto c = counts.find(key); c != counts.end()) {
-      char* end = nullptr;
-      long n = std::strtol(value.c_str(), &end, 10);
-      if (value.empty() || *end != '\0' || n < 0 || n > 100000) return bad(key + ": expected a count, got '" + value + "'");
-      *c->second = static_cast<int>(n);
-    } else if (key == "created_volumes") {
-      for (const std::string& v : Split(value, ',')) {
-        if (!v.empty()) s.created_volumes.push_back(v);
-      }
-    } else {
-      return bad("unknown key '" + key + "'");
-    }
+    const auto& fields = ClusterStateFields();
+    auto field = std::find_if(fields.begin(), fields.end(), [&](const ClusterStateField& f) { return f.key == key; });
+    if (field == fields.end()) return bad("unknown key '" + key + "'");
+    Status read = std::visit(
+        Overload{[&](std::string ClusterState::*m) {
+                   s.*m = value;
+                   return Status::OK();
+                 },
+                 [&](bool ClusterState::*m) {
+                   if (value != "true" && value != "false")
+                     return bad(key + ": expected true or false, got '" + value + "'");
+                   s.*m = value == "true";
+                   return Status::OK();
+                 },
+                 [&](int ClusterState::*m) {
+                   char* end = nullptr;
+                   long n = std::strtol(value.c_str(), &end, 10);
+                   if (value.empty() || *end != '\0' || n < 0 || n > 100000)
+                     return bad(key + ": expected a count, got '" + value + "'");
+                   s.*m = static_cast<int>(n);
+                   return Status::OK();
+                 },
+                 [&](std::vector<std::string> ClusterState::*m) {
+                   for (const std::string& v : Split(value, ','))
+                     if (!v.empty()) (s.*m).push_back(v);
+                   return Status::OK();
+                 }},
+        field->member);
+    DS_RETURN_IF_ERROR(read);
   }
   DS_RETURN_IF_ERROR(CheckClusterName(s.name));
   if (Status st = CheckStateValues(s); !st.ok())
@@ -130,26 +171,7 @@ Result<ClusterState> LoadClusterState(const std::string& path) {
 Status SaveClusterState(const ClusterState& s, const std::string& path) {
   std::string text = "# dslaunch cluster state: what `dslaunch cluster up` made; read by down\n";
   auto put = [&](const std::string& k, const std::string& v) { text += k + "=" + v + "\n"; };
-  put("name", s.name);
-  put("nodes", std::to_string(s.nodes));
-  put("first_node", std::to_string(s.first_node));
-  put("remote_nodes", std::to_string(s.remote_nodes));
-  put("joined", Bool(s.joined));
-  put("slots", std::to_string(s.slots));
-  put("gpus", Bool(s.gpus));
-  put("base_image", s.base_image);
-  put("image", s.image);
-  put("network", s.network);
-  put("checkpoint_volume", s.checkpoint_volume);
-  put("job_volume", s.job_volume);
-  put("workspace", s.workspace);
-  put("data", s.data);
-  put("shm_size", s.shm_size);
-  put("created_swarm", Bool(s.created_swarm));
-  put("created_gwbridge", Bool(s.created_gwbridge));
-  put("created_network", Bool(s.created_network));
-  put("created_image", Bool(s.created_image));
-  put("created_volumes", Join(s.created_volumes));
+  for (const ClusterStateField& f : ClusterStateFields()) put(f.key, FieldText(s, f));
   return WriteFileDurably(path, text, 0600);
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "common/status.h"
@@ -37,6 +38,23 @@ struct ClusterState {
   bool created_image = false;
   std::vector<std::string> created_volumes;
 };
+
+// ClusterState's fields, listed once, in the state file's order: the key,
+// the variable of docker-compose.yml it also becomes in compose.env ("" =
+// none) and the member. LoadClusterState, SaveClusterState and
+// WriteComposeFiles (compose_files.h) all walk this one list, so a new field
+// is added here and nowhere else.
+struct ClusterStateField {
+  using Member = std::variant<std::string ClusterState::*, int ClusterState::*, bool ClusterState::*,
+                              std::vector<std::string> ClusterState::*>;
+  const char* key;          // in the state file
+  const char* compose_var;  // in compose.env; "" = not a compose variable
+  Member member;
+};
+const std::vector<ClusterStateField>& ClusterStateFields();
+// `f`'s value in `s` as both files write it: a count in decimal, true or
+// false, a list joined with ','.
+std::string FieldText(const ClusterState& s, const ClusterStateField& f);
 
 // "name" must be a compose project name and a DNS label: [a-z][a-z0-9-]*, at
 // most 32 characters. The error names the rule.

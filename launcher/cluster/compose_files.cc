@@ -31,15 +31,9 @@ Status WriteComposeFiles(const ClusterState& s, const ClusterPaths& paths, const
   }
   std::string env = "# written by dslaunch cluster up; the variables of docker-compose.yml\n";
   auto put = [&](const std::string& k, const std::string& v) { env += k + "=" + v + "\n"; };
-  put("DSLAUNCH_CLUSTER", s.name);
-  put("DSLAUNCH_IMAGE", s.image);
-  put("DSLAUNCH_NETWORK", s.network);
-  put("DSLAUNCH_KEYS", paths.keys);
-  put("DSLAUNCH_WORKSPACE", s.workspace);
-  put("DSLAUNCH_DATA", s.data);
-  put("DSLAUNCH_CHECKPOINT_VOLUME", s.checkpoint_volume);
-  put("DSLAUNCH_JOB_VOLUME", s.job_volume);
-  put("DSLAUNCH_SHM_SIZE", s.shm_size);
+  for (const ClusterStateField& f : ClusterStateFields())  // the state's fields that are compose variables
+    if (f.compose_var[0] != '\0') put(f.compose_var, FieldText(s, f));
+  put("DSLAUNCH_KEYS", paths.keys);  // not the state's: where this host keeps the cluster's keys
   DS_RETURN_IF_ERROR(WriteFileDurably(paths.compose_env, env, 0600));
   // One service per node: compose's own replicas would be named t1_node_1,
   // and neither SSH nor DNS labels allow '_'.

@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <set>
+
 #include "tests/test_util/files.h"
 #include "tests/test_util/temp_dir.h"
 
@@ -43,6 +45,34 @@ TEST_CASE("cluster state: every field survives a save and a load", "[cluster]") 
   CHECK(back->created_swarm);
   CHECK_FALSE(back->created_gwbridge);
   CHECK(back->created_volumes == s.created_volumes);
+}
+
+// The file as the field-by-field writer before ClusterStateFields wrote it:
+// the one list keeps its keys, order and formats.
+TEST_CASE("cluster state: the file's bytes are one line per field, in the list's order", "[cluster]") {
+  TempDir dir;
+  ClusterState s;
+  s.name = "c1";
+  s.nodes = 2;
+  s.remote_nodes = 1;
+  s.joined = true;
+  s.image = "img:1";
+  s.created_volumes = {"a", "b"};
+  REQUIRE(SaveClusterState(s, dir / "state").ok());
+  CHECK(testing::ReadFile(dir / "state") ==
+        "# dslaunch cluster state: what `dslaunch cluster up` made; read by down\n"
+        "name=c1\nnodes=2\nfirst_node=1\nremote_nodes=1\njoined=true\nslots=1\ngpus=false\nbase_image=\n"
+        "image=img:1\nnetwork=\ncheckpoint_volume=\njob_volume=\nworkspace=\ndata=\nshm_size=8g\n"
+        "created_swarm=false\ncreated_gwbridge=false\ncreated_network=false\ncreated_image=false\n"
+        "created_volumes=a,b\n");
+  std::set<std::string> keys, vars;
+  for (const ClusterStateField& f : ClusterStateFields()) {
+    CHECK(keys.insert(f.key).second);
+    if (f.compose_var[0] != '\0') CHECK(vars.insert(f.compose_var).second);
+  }
+  CHECK(vars == std::set<std::string>{"DSLAUNCH_CLUSTER", "DSLAUNCH_IMAGE", "DSLAUNCH_NETWORK", "DSLAUNCH_WORKSPACE",
+                                      "DSLAUNCH_DATA", "DSLAUNCH_CHECKPOINT_VOLUME", "DSLAUNCH_JOB_VOLUME",
+                                      "DSLAUNCH_SHM_SIZE"});
 }
 
 TEST_CASE("cluster state: a damaged file is an error naming path:line", "[cluster]") {
