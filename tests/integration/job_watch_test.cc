@@ -22,6 +22,7 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <functional>
 #include <cstdio>
 #include <map>
 #include <regex>
@@ -485,6 +486,23 @@ TEST_CASE("snapshots and heartbeat round trips reach every view of a real dstrai
   CHECK(std::regex_search(page, std::regex(R"(<g class="snapshot"><title>snapshot( of step [0-9]+)? at [0-9.]+ s</title>)")));
 }
 
+// Forks with a 200x50 pty as the child's terminal (`master`, the other
+// side); the child enters the job's directory and environment and runs
+// `exec`, which replaces it (exit 127 if it returns). The child's pid.
+pid_t ForkOnPty(const TempDir& dir, int& master, const std::function<void()>& exec) {
+  winsize ws{};
+  ws.ws_col = 200;
+  ws.ws_row = 50;
+  const pid_t pid = ::forkpty(&master, nullptr, nullptr, &ws);
+  if (pid == 0) {
+    if (::chdir(dir.path().c_str()) != 0) ::_exit(126);
+    for (const auto& [k, v] : JobEnv(dir)) ::setenv(k.c_str(), v.c_str(), 1);
+    exec();
+    ::_exit(127);
+  }
+  return pid;
+}
+
 TEST_CASE("off a terminal a plain progress line appears every --progress-interval", "[watch]") {
   TempDir dir("watch");
   Child c = Spawn(WaitingJob(dir, {"--progress-interval", "0.2"}), dir.path(), JobEnv(dir));
@@ -499,22 +517,15 @@ TEST_CASE("on a terminal the status line stays at the bottom, below workers' lin
   TempDir dir("watch");
   const std::vector<std::string> args = WaitingJob(dir, {});
   int master = -1;
-  winsize ws{};
-  ws.ws_col = 200;
-  ws.ws_row = 50;
-  const pid_t pid = ::forkpty(&master, nullptr, nullptr, &ws);
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    if (::chdir(dir.path().c_str()) != 0) ::_exit(126);
-    for (const auto& [k, v] : JobEnv(dir)) ::setenv(k.c_str(), v.c_str(), 1);
+  const pid_t pid = ForkOnPty(dir, master, [&] {
     const int in = ::open("/dev/null", O_RDONLY);
     ::dup2(in, 0);
     std::vector<char*> argv;
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
+  });
+  REQUIRE(pid >= 0);
   std::string shown;
   const auto deadline = std::chrono::steady_clock::now() + seconds(60);
   auto read_until = [&](const std::string& text) {
@@ -570,18 +581,11 @@ TEST_CASE("a notice during a per-node rendezvous clears the status line's row an
                            std::to_string(ntohs(sa.sin_port)) + " --node_rank ";
   const std::string both = node + "1 -- true & " + node + "0 -- true; rc=$?; wait; exit $rc";
   int master = -1;
-  winsize ws{};
-  ws.ws_col = 200;
-  ws.ws_row = 50;
-  const pid_t pid = ::forkpty(&master, nullptr, nullptr, &ws);
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    if (::chdir(dir.path().c_str()) != 0) ::_exit(126);
-    for (const auto& [k, v] : JobEnv(dir)) ::setenv(k.c_str(), v.c_str(), 1);
+  const pid_t pid = ForkOnPty(dir, master, [&] {
     ::setenv("XDG_RUNTIME_DIR", (dir / "xdg").c_str(), 1);
     ::execl("/bin/sh", "sh", "-c", both.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
+  });
+  REQUIRE(pid >= 0);
   StopOnExit running{pid};
   UniqueFd master_fd(master);
   std::string shown;

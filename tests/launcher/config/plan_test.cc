@@ -3,24 +3,15 @@
 #include <catch2/catch.hpp>
 
 #include "launcher/config/job_spec.h"
+#include "tests/launcher/config/plan_inputs.h"
 #include "launcher/config/worker_env.h"
 
 namespace ds {
 namespace {
 
-std::vector<SelectedHost> Hosts(const std::string& text, const SelectionOptions& sel = {}) {
-  auto hf = ParseHostfile(text, "hf");
-  REQUIRE(hf.ok());
-  auto r = SelectHosts(*hf, sel);
-  REQUIRE(r.ok());
-  return *r;
-}
-
-JobSpec Job() {
-  JobSpec j;
-  j.command = {"python3", "-u", "train.py"};
-  return j;
-}
+using testing::Hosts;
+using testing::Job;
+using testing::kThree;
 
 LaunchPlan ElasticPlan(const std::string& hostfile, int min_nodes, bool min_set, int max_nodes = 0) {
   JobSpec job = Job();
@@ -32,8 +23,6 @@ LaunchPlan ElasticPlan(const std::string& hostfile, int min_nodes, bool min_set,
   p->hostfile_path = "hf";
   return *p;
 }
-
-const char* kThree = "n0 slots=2\nn1 slots=2\nn2 slots=2\n";
 
 TEST_CASE("plan: uneven slot counts") {
   auto plan = MakePlan(Hosts("a slots=3\nb slots=1\nc slots=2\n"), Job(), false);

@@ -3,25 +3,14 @@
 #include <catch2/catch.hpp>
 
 #include "launcher/config/job_spec.h"
+#include "tests/launcher/config/plan_inputs.h"
 
 namespace ds {
 namespace {
 
-std::vector<SelectedHost> Hosts(const std::string& text, const SelectionOptions& sel = {}) {
-  auto hf = ParseHostfile(text, "hf");
-  REQUIRE(hf.ok());
-  auto r = SelectHosts(*hf, sel);
-  REQUIRE(r.ok());
-  return *r;
-}
-
-JobSpec Job() {
-  JobSpec j;
-  j.command = {"python3", "-u", "train.py"};
-  return j;
-}
-
-const char* kThree = "n0 slots=2\nn1 slots=2\nn2 slots=2\n";
+using testing::Hosts;
+using testing::Job;
+using testing::kThree;
 
 std::string Get(const KeyValues& env, const std::string& name) {
   int n = 0;
