@@ -6,11 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <map>
 
 #include <fmt/format.h>
 
-#include "agent/agent_args.h"
+#include "agent/node_env.h"
 #include "agent/workers/control_channel.h"
 #include "agent/workers/core_binding.h"
 #include "agent/workers/descendants.h"
@@ -216,34 +215,18 @@ WorkerLaunch ProcessLauncher::BuildLaunch(const msg::Assign& m, size_t i, const 
 KeyValues ProcessLauncher::Environment(const msg::WorkerSpec& spec, const Worker& w, const std::string& token,
                                        const std::string& snapshot_dir, const std::string& ifname,
                                        int omp_threads) const {
-  KeyValues env;
-  std::map<std::string, size_t> index;
-  auto set = [&](const std::string& k, const std::string& v) {
-    auto it = index.find(k);
-    if (it != index.end()) env[it->second].second = v;
-    else { index[k] = env.size(); env.emplace_back(k, v); }
-  };
-  for (const auto& [k, v] : ProcessEnvironment())
-    if (k != "DSLAUNCH_SECRET_FD" && !(step_agent_ && IsStepTaskVariable(k))) set(k, v);
-  for (const auto& [k, v] : spec.env) set(k, v);
-  set("DSLAUNCH_HEARTBEAT_TOKEN", token);  // the agent's own, never the coordinator's or ours
-  if (!snapshot_dir.empty()) set("DSLAUNCH_SNAPSHOT_DIR", snapshot_dir);
-  if (!w.error_file.empty()) set("TORCHELASTIC_ERROR_FILE", w.error_file);
-  if (omp_threads > 0) set("OMP_NUM_THREADS", std::to_string(omp_threads));
-  // Behind the relay, rank 0's store listens on a port of its own.
-  if (store_port_ > 0 && w.rank == 0) set("MASTER_PORT", std::to_string(store_port_));
-  // The dslaunch Python package (python_path.h), after the user's entries.
-  if (PythonPackageWanted(spec) && !OwnDslaunchPythonDir().empty()) {
-    auto it = index.find("PYTHONPATH");
-    set("PYTHONPATH", AppendPythonPath(it == index.end() ? "" : env[it->second].second, OwnDslaunchPythonDir()));
-  }
-  // Nobody chose the interfaces: the one that routes to MASTER_ADDR here.
-  for (const char* k : {"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"})
-    if (!ifname.empty() && !index.count(k)) set(k, ifname);
-  // Ours or none: a path inherited from elsewhere is never the one we read.
-  if (w.error_file.empty())
-    std::erase_if(env, [](const auto& kv) { return kv.first == "TORCHELASTIC_ERROR_FILE"; });
-  return env;
+  NodeEnvInputs in;
+  in.inherited = ProcessEnvironment();
+  in.drop_step_variables = step_agent_;
+  in.assigned = spec.env;
+  in.heartbeat_token = token;
+  in.snapshot_dir = snapshot_dir;
+  in.error_file = w.error_file;
+  in.omp_threads = omp_threads;
+  in.rank0_store_port = w.rank == 0 ? store_port_ : 0;
+  if (PythonPackageWanted(spec)) in.python_dir = OwnDslaunchPythonDir();
+  in.ifname = ifname;
+  return NodeWorkerEnv(in);
 }
 
 void ProcessLauncher::SignalGroup(int rank, int sig) {
