@@ -50,6 +50,7 @@ JobControl::~JobControl() {
 }
 
 void JobControl::Start(const std::string& store_addr, FleetEvents& fleet) {
+  const PublishOnReturn publish{*this};
   store_addr_ = store_addr;
   fleet_ = &fleet;
   if (plan_.job.elastic.in_place && !in_place_)
@@ -63,6 +64,7 @@ void JobControl::Start(const std::string& store_addr, FleetEvents& fleet) {
 }
 
 Status JobControl::OnRegister(const msg::Register& facts, std::shared_ptr<AgentLink> link) {
+  const PublishOnReturn publish{*this};
   if (facts.node_index >= agents_.size())
     return Status::InvalidArgument(fmt::format("node index {} is not in the plan", facts.node_index));
   const int node = static_cast<int>(facts.node_index);
@@ -100,6 +102,7 @@ Status JobControl::OnRegister(const msg::Register& facts, std::shared_ptr<AgentL
 }
 
 Status JobControl::OnAgentFrame(int node, const Frame& f) {
+  const PublishOnReturn publish{*this};
   liveness_.Heard(node, clock_.Now());
   switch (f.type) {
     case wire::MsgType::kPing: {

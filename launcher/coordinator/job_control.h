@@ -170,6 +170,13 @@ class JobControl {
   // come back as the agents register again. Error: `s` is another job's,
   // or its candidates are not this plan's.
   Status Restore(const JobState& s);
+  // Runs with State() after every event that changed it (the phase, a
+  // generation started, a restart counted, a host cooling down, an
+  // eviction, the recovery point moved, a candidate registered or lost),
+  // never for one that did not (a heartbeat, progress, output): what
+  // coordinator failover writes to etcd (launcher/failover/state_store.h).
+  // Computing the value costs O(candidates) per event while `cb` is set.
+  void OnStateChange(std::function<void(const JobState&)> cb) { on_state_ = std::move(cb); }
   int generation() const { return generation_; }
   bool NodeRegistered(int node_index) const { return agents_.at(node_index).registered(); }
   // `node_index` (any value, a peer's claim) has a registered agent that is
@@ -328,6 +335,16 @@ class JobControl {
   std::string grow_cause_;            // the restart under way takes in a joined node: its notice's cause
   Clock::time_point stop_started_;
   std::function<void()> on_done_;
+  // OnStateChange: the value last given, and the guard each entry point
+  // (Start, OnRegister, OnAgentFrame, OnAgentClosed, RequestStop, Abort,
+  // OnTimer) holds so that the value is compared once its event is done.
+  std::function<void(const JobState&)> on_state_;
+  std::optional<JobState> published_;
+  struct PublishOnReturn {
+    JobControl& control;
+    ~PublishOnReturn() { control.PublishState(); }
+  };
+  void PublishState();
   std::unique_ptr<SnapshotGather> gather_;  // null with snapshots off
   bool in_place_ = false;             // elastic.in_place, dstrain and snapshots: failures reshape
   std::optional<ReshapeRound> reshaping_;  // the in-place recovery under way

@@ -1,7 +1,7 @@
 // JobControl and its durable state (job_state.h): the value taken from the
 // parts that remember (the generation, RestartPolicy's budget, Evictions'
 // cooldowns, the recovery point), and given back to a coordinator taking
-// over the job.
+// over the job; and telling whoever listens when it changed.
 #include <fmt/format.h>
 
 #include "launcher/coordinator/job_control.h"
@@ -26,6 +26,14 @@ JobState JobControl::State() const {
     s.worst_at_risk = gather_->recovery().worst_at_risk;
   }
   return s;
+}
+
+void JobControl::PublishState() {
+  if (!on_state_) return;
+  JobState now = State();
+  if (published_ && *published_ == now) return;
+  published_ = std::move(now);
+  on_state_(*published_);
 }
 
 Status JobControl::Restore(const JobState& s) {

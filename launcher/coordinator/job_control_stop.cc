@@ -11,6 +11,7 @@
 namespace ds {
 
 void JobControl::OnAgentClosed(int node, const std::string& reason) {
+  const PublishOnReturn publish{*this};
   if (!agents_[node].up()) return;  // lost already, or never registered
   LoseAgent(node, reason);
   if (state_ == CoordState::kDone) return;
@@ -44,6 +45,7 @@ void JobControl::LoseAgent(int node, const std::string& reason) {
 }
 
 void JobControl::Abort(const std::string& host, const std::string& what, int exit_code) {
+  const PublishOnReturn publish{*this};
   Fail(host, what, exit_code, /*restartable=*/false);
 }
 
@@ -62,6 +64,7 @@ void JobControl::Fail(const std::string& host, const std::string& what, int exit
 }
 
 void JobControl::RequestStop(int signal_number) {
+  const PublishOnReturn publish{*this};
   if (state_ == CoordState::kDone) return;
   if (state_ == CoordState::kStopping) {
     DS_LOG(Warn, Coord) << "second signal: not waiting for agents any more";
@@ -126,6 +129,7 @@ void JobControl::Finish() {
 // --- deadlines -------------------------------------------------------------
 
 void JobControl::OnTimer() {
+  const PublishOnReturn publish{*this};
   const auto now = clock_.Now();
   CheckRegisterDeadline(now);
   CheckLastCall(now);

@@ -2,7 +2,8 @@
 // its JSON text (cooldowns as what is left, on another process's clock),
 // bad text is refused naming the key, and JobControl gives it after its
 // transitions and takes it back, so a coordinator taking over keeps the
-// restart budget, the cooldowns and the generation number.
+// restart budget, the cooldowns and the generation number; it is given to
+// a listener after each transition and never for a heartbeat.
 #include "launcher/coordinator/job_state.h"
 
 #include <catch2/catch.hpp>
@@ -144,6 +145,33 @@ TEST_CASE("job state: JobControl's value after a restart, taken back by another 
   other = s;
   other.candidates.pop_back();
   CHECK(e.control().Restore(other).message() == "job state with 2 candidates, this plan has 3");
+}
+
+TEST_CASE("job state: given after each transition, only when it changed, never for a heartbeat", "[jobcontrol]") {
+  FakeCluster c(kThreeHosts, Elastic(2));
+  std::vector<JobState> given;
+  c.control().OnStateChange([&](const JobState& s) { given.push_back(s); });
+  c.Run();
+  REQUIRE(given.size() >= 2);  // agents registered, the generation reserved, then running
+  CHECK(given.back().phase == CoordState::kRunning);
+  CHECK(given.back() == c.control().State());
+  for (size_t i = 1; i < given.size(); ++i) CHECK_FALSE(given[i] == given[i - 1]);  // changes only
+  const size_t running = given.size();
+  c.Advance(30);  // 30 heartbeats of every agent, and the coordinator's timers
+  CHECK(given.size() == running);
+
+  c.Exit(2, 1);  // rank 2 on w1: a restart counted, w1 cooling down
+  CHECK(given.size() > running);
+  c.ConfirmStops();
+  c.Reserve(29600);
+  c.StartWorkers();
+  CHECK(given.back() == c.control().State());
+  CHECK(given.back().generation == 1);
+  CHECK(given.back().budget.restarts == 1);
+  CHECK(given.back().master_port == 29600);
+  const size_t restarted = given.size();
+  c.Advance(5);
+  CHECK(given.size() == restarted);
 }
 
 }  // namespace ds::test
