@@ -255,7 +255,12 @@ TEST_CASE("agent fleet: taking a lost node back ends its old agent off the io th
          std::chrono::steady_clock::now() < deadline)
     f.io.run_one_for(std::chrono::milliseconds(20));
   REQUIRE(entered.wait_for(std::chrono::seconds(0)) == std::future_status::ready);
-  CHECK(holding.inner.started().size() == 3);  // w0, w1, and w1's new agent
+  // w0, w1, then w1's new agent; more of them when the reaper's thread is
+  // slow to begin (a loaded machine: the io thread went on taking w1 back).
+  const std::vector<AgentSpec> started = holding.inner.started();
+  REQUIRE(started.size() >= 3);
+  CHECK(started[0].host == "w0");
+  for (size_t i = 1; i < started.size(); ++i) CHECK(started[i].host == "w1");
   CHECK(holding.terminated_on() != std::this_thread::get_id());  // the reaper's thread, not the io thread
   bool ran = false;
   asio::post(f.io, [&ran] { ran = true; });
