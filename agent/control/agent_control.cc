@@ -29,6 +29,16 @@ bool AgentControl::Enter(AgentPhase to) {
   return true;
 }
 
+bool AgentControl::Move(Slot& s, WorkerSlotState to) {
+  if (!WorkerMoveAllowed(s.state, to)) {
+    DS_LOG(Debug, Agent) << "refused rank " << s.rank << "'s move from " << WorkerSlotName(s.state) << " to "
+                         << WorkerSlotName(to);
+    return false;
+  }
+  s.state = to;
+  return true;
+}
+
 void AgentControl::OnFrame(const Frame& f) {
   // Lost: what was still buffered does not count; finished: the loop is over.
   if (!seams_.link.open() || finished()) return;
@@ -141,7 +151,6 @@ void AgentControl::OnAssign(const msg::Assign& m) {
       continue;
     }
     s.pid = w.pid;
-    s.running = true;
     s.last_beat = clock_.Now();
     Send(wire::MsgType::kWorkerStarted, msg::WorkerStarted{generation_, s.rank, s.pid}.Encode());
     slots_.push_back(std::move(s));
@@ -152,7 +161,7 @@ void AgentControl::FailToStart(Slot s, const std::string& why) {
   SendLine(s.rank, 2, why);
   msg::WorkerExited e{generation_, s.rank, 0, 127, 0, 0, 1};
   Send(wire::MsgType::kWorkerExited, e.Encode());
-  s.reported = true;
+  Move(s, WorkerSlotState::kEnded);
   slots_.push_back(std::move(s));
 }
 
@@ -194,7 +203,7 @@ void AgentControl::OnDumpStacks(const msg::DumpStacks& m) {
   if (m.generation != generation_) return;  // stale: the coordinator moved on
   std::vector<StackTarget> targets;
   for (const Slot& s : slots_)
-    if (s.running) targets.push_back({s.rank, s.pid});
+    if (s.running()) targets.push_back({s.rank, s.pid});
   if (seams_.stacks) return seams_.stacks->Start(m.generation, std::move(targets), std::chrono::milliseconds(m.deadline_ms));
   msg::Stacks none{m.generation, {}};
   for (const StackTarget& t : targets) none.ranks.push_back({t.rank, t.pid, "", "this agent takes no stacks"});
@@ -254,14 +263,14 @@ void AgentControl::OnStepBeat(const StepBeat& beat) {
   // another worker may have now.
   Slot* s = nullptr;
   for (auto& c : slots_)
-    if (c.running && c.beat_rank == rank && c.beat_token.size() == kStepBeatTokenChars &&
+    if (c.running() && c.beat_rank == rank && c.beat_token.size() == kStepBeatTokenChars &&
         MacEquals(Bytes(c.beat_token.begin(), c.beat_token.end()), token))
       s = &c;
   if (!s) {
     DS_LOG(Debug, Hb) << "ignored a step heartbeat for rank " << rank << " with a wrong token";
     return;
   }
-  s->beaten = true;
+  if (s->state == WorkerSlotState::kStarted) Move(*s, WorkerSlotState::kBeating);
   s->last_beat = clock_.Now();
   summaries_.OnBeat(s->rank, beat.step, beat.compute_micros, beat.samples, beat.save_stall_micros, s->last_beat);
   if (beat.HasMetric()) summaries_.OnMetrics(s->rank, beat.step, beat.loss, beat.accuracy);

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "agent/control/phase.h"
+#include "agent/control/worker_slot.h"
 #include "agent/control/seams.h"
 #include "agent/control/progress_throttle.h"
 #include "agent/control/rank_summary.h"
@@ -92,19 +93,19 @@ class AgentControl {
     int rank = 0;            // in the current generation
     int beat_rank = 0;       // in its step beats: the RANK it was started with
     pid_t pid = 0;
-    bool running = false;    // started and not yet ended
-    bool reported = false;   // WorkerExited sent
-    bool beaten = false;     // at least one step heartbeat
-    bool hung = false;       // killed for its silence
-    bool hang_said = false;  // WorkerHung sent: the coordinator takes every rank's stacks, then stops us
+    WorkerSlotState state = WorkerSlotState::kStarted;  // worker_slot.h: its moves are in one table
     TimePoint last_beat;
-    TimePoint hang_kill_at;  // with hang_said: killed here if no stop came by then
+    TimePoint hang_kill_at;  // kHangSaid: killed here if no stop came by then
     std::string beat_token;  // DSLAUNCH_HEARTBEAT_TOKEN
+    bool running() const { return state != WorkerSlotState::kEnded; }
   };
 
   // The only way the phase changes: false (and a log line) when the table
   // refuses `to`.
   bool Enter(AgentPhase to);
+  // The only way a worker's state changes: false (and a log line) when the
+  // table refuses `to`.
+  static bool Move(Slot& s, WorkerSlotState to);
   void Send(wire::MsgType type, const Bytes& payload) { seams_.link.Send(type, payload); }
   void OnReserve(const msg::Reserve& m);
   void OnAssign(const msg::Assign& m);

@@ -15,29 +15,27 @@ namespace ds {
 
 void AgentControl::OnWorkerExited(const WorkerExit& e) {
   Slot* s = Find(e.rank);
-  if (!s || !s->running) return;
-  s->running = false;
-  if (!s->reported) {
-    s->reported = true;
-    // What its last beats said goes first: a run shorter than a Ping, or
-    // the loss of its last step, is not lost with the worker.
-    if (phase_ == AgentPhase::kRunning) {
-      msg::Progress p{generation_, summaries_.TakeChanged(clock_.Now())};
-      if (!p.ranks.empty()) Send(wire::MsgType::kProgress, p.Encode());
-    }
-    msg::WorkerExited m;
-    m.generation = generation_;
-    m.rank = e.rank;
-    m.pid = e.pid;
-    m.exit_code = e.exit_code;
-    m.signal = e.signal;
-    m.hung = s->hung ? 1 : 0;
-    if (e.error && (e.exit_code != 0 || e.signal != 0)) {
-      m.error_message = e.error->message;
-      m.error_trace = e.error->traceback;
-    }
-    Send(wire::MsgType::kWorkerExited, m.Encode());
+  if (!s || !s->running()) return;
+  const bool hung = s->state == WorkerSlotState::kKilledForHang;
+  Move(*s, WorkerSlotState::kEnded);
+  // What its last beats said goes first: a run shorter than a Ping, or
+  // the loss of its last step, is not lost with the worker.
+  if (phase_ == AgentPhase::kRunning) {
+    msg::Progress p{generation_, summaries_.TakeChanged(clock_.Now())};
+    if (!p.ranks.empty()) Send(wire::MsgType::kProgress, p.Encode());
   }
+  msg::WorkerExited m;
+  m.generation = generation_;
+  m.rank = e.rank;
+  m.pid = e.pid;
+  m.exit_code = e.exit_code;
+  m.signal = e.signal;
+  m.hung = hung ? 1 : 0;
+  if (e.error && (e.exit_code != 0 || e.signal != 0)) {
+    m.error_message = e.error->message;
+    m.error_trace = e.error->traceback;
+  }
+  Send(wire::MsgType::kWorkerExited, m.Encode());
   DS_LOG(Info, Proc) << "rank " << e.rank << " pid " << e.pid << " exited (code " << e.exit_code << ", signal "
                      << e.signal << ")";
   // It cannot confirm the reshape any more; one that had finished training
@@ -80,7 +78,7 @@ void AgentControl::BeginStop() {
 
 void AgentControl::SignalRunning(int sig) {
   for (const auto& s : slots_)
-    if (s.running) seams_.workers.SignalGroup(s.rank, sig);
+    if (s.running()) seams_.workers.SignalGroup(s.rank, sig);
 }
 
 void AgentControl::OnLinkLost(const std::string& reason) { Lost(reason); }
@@ -109,7 +107,7 @@ void AgentControl::OnTerminationSignal(int sig) {
 
 bool AgentControl::AllEnded() const {
   for (const auto& s : slots_)
-    if (s.running) return false;
+    if (s.running()) return false;
   return true;
 }
 
@@ -167,17 +165,18 @@ void AgentControl::CheckHangs(TimePoint now) {
   if (hang_timeout_.count() <= 0) return;
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(hang_timeout_).count();
   for (auto& s : slots_) {
-    if (!s.running || !s.beaten || s.hung || now - s.last_beat < hang_timeout_) continue;
-    if (!s.hang_said && seams_.link.open()) {
-      s.hang_said = true;
+    const bool judged = s.state == WorkerSlotState::kBeating || s.state == WorkerSlotState::kHangSaid;
+    if (!judged || now - s.last_beat < hang_timeout_) continue;
+    if (s.state == WorkerSlotState::kBeating && seams_.link.open()) {
+      Move(s, WorkerSlotState::kHangSaid);
       s.hang_kill_at = now + kHangStopGrace;
       SendLine(s.rank, 2, fmt::format("dsagent: rank {} made no step for {} ms; every rank's stacks are taken "
                                       "before the job is stopped", s.rank, ms));
       Send(wire::MsgType::kWorkerHung, msg::WorkerHung{generation_, s.rank, static_cast<uint32_t>(ms)}.Encode());
       continue;
     }
-    if (s.hang_said && now < s.hang_kill_at) continue;
-    s.hung = true;
+    if (s.state == WorkerSlotState::kHangSaid && now < s.hang_kill_at) continue;
+    Move(s, WorkerSlotState::kKilledForHang);
     SendLine(s.rank, 2, fmt::format("dsagent: rank {} made no step for {} ms; killing it", s.rank, ms));
     seams_.workers.SignalGroup(s.rank, SIGKILL);
   }
@@ -204,7 +203,8 @@ std::optional<AgentControl::TimePoint> AgentControl::NextDeadline() const {
   if (reshape_) consider(reshape_->deadline);
   if (phase_ == AgentPhase::kRunning && hang_timeout_.count() > 0) {
     for (const auto& s : slots_)
-      if (s.running && s.beaten && !s.hung) consider(s.hang_said ? s.hang_kill_at : s.last_beat + hang_timeout_);
+      if (s.state == WorkerSlotState::kBeating) consider(s.last_beat + hang_timeout_);
+      else if (s.state == WorkerSlotState::kHangSaid) consider(s.hang_kill_at);
   }
   if (phase_ == AgentPhase::kLingering && linger_until_) consider(*linger_until_);
   if (auto p = progress_.NextDeadline()) consider(*p);

@@ -38,8 +38,8 @@ void AgentControl::OnReshape(const msg::Reshape& m) {
     const msg::RankMove& mv = m.moves[i];
     r.verdicts[i].rank = mv.new_rank;
     Slot* s = Find(mv.old_rank);
-    if (!s || !s->running) {
-      r.verdicts[i].why = "had already ended";
+    if (!s || !s->running() || s->state == WorkerSlotState::kKilledForHang) {
+      r.verdicts[i].why = s && s->running() ? "was killed for its silence" : "had already ended";
       r.answered[i] = true;
       continue;
     }
@@ -50,7 +50,8 @@ void AgentControl::OnReshape(const msg::Reshape& m) {
     }
     Slot moved = *s;
     moved.rank = mv.new_rank;
-    moved.beaten = false;  // no hang check until it beats in the new generation
+    // No hang check until it beats in the new generation.
+    if (moved.state != WorkerSlotState::kStarted) Move(moved, WorkerSlotState::kStarted);
     moved.last_beat = now;
     kept.push_back(std::move(moved));
   }

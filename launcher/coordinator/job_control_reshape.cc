@@ -45,7 +45,7 @@ bool JobControl::TryReshape(const std::string& why) {
   const std::vector<int> old_agents = std::exchange(gen_agents_, std::move(next->agents));
   std::map<int, int> old_pids;  // the old generation's ranks still running: rank -> pid
   for (const auto& [rank, w] : record_.workers())
-    if (w.started && !w.exited) old_pids[rank] = w.pid;
+    if (w.running()) old_pids[rank] = w.pid;
   ++generation_;
   reshaping_.emplace(now, now + Seconds(plan_.job.elastic.in_place_deadline + opt_.heartbeat_interval),
                      record_.first_failure());

@@ -71,7 +71,7 @@ JobView BuildJobView(const JobControl& c, const JobRecord& record, Clock::time_p
   v.restarts = c.restarts();
   v.max_restarts = c.plan().job.elastic.max_restarts;
   v.world_size = c.world_size();
-  for (const auto& [rank, w] : record.workers()) v.ranks_running += w.started && !w.exited ? 1 : 0;
+  for (const auto& [rank, w] : record.workers()) v.ranks_running += w.running() ? 1 : 0;
   AddNodes(c, now, v);
   if (const SnapshotTally* t = c.snapshots()) {
     v.snapshots = true;

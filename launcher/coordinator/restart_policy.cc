@@ -21,7 +21,7 @@ std::map<std::string, int> GpuFailures(const JobSpec& job, const JobRecord& reco
   std::map<std::string, int> out;
   if (job.trainer_yaml.empty()) return out;
   for (const auto& [rank, w] : record.workers())
-    if (w.exited && w.signal == 0 && w.exit_code == kDstrainExitDevice) out.emplace(w.host, rank);
+    if (w.exited() && w.signal == 0 && w.exit_code == kDstrainExitDevice) out.emplace(w.host, rank);
   return out;
 }
 

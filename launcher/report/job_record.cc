@@ -36,8 +36,8 @@ void JobRecord::OnAssigned(int rank, int node, const std::string& host) {
 
 void JobRecord::OnStarted(int rank, int pid) {
   auto it = workers_.find(rank);
-  if (it == workers_.end() || it->second.started) return;
-  it->second.started = true;
+  if (it == workers_.end() || !WorkerPhaseMoveAllowed(it->second.phase, WorkerPhase::kRunning)) return;
+  it->second.phase = WorkerPhase::kRunning;
   it->second.pid = pid;
   if (++num_started_ == static_cast<int>(workers_.size())) all_started_time = clock_.Now();
 }
@@ -61,9 +61,9 @@ void JobRecord::OnProgress(int rank, int stream, const std::string& text) {
 
 bool JobRecord::OnExited(int rank, int pid, int exit_code, int signal, bool hung, TorchError error) {
   auto it = workers_.find(rank);
-  if (it == workers_.end() || it->second.exited) return false;
+  if (it == workers_.end() || !WorkerPhaseMoveAllowed(it->second.phase, WorkerPhase::kExited)) return false;
   WorkerRecord& w = it->second;
-  w.exited = true;
+  w.phase = WorkerPhase::kExited;
   if (pid != 0) w.pid = pid;
   w.exit_code = exit_code;
   w.signal = signal;

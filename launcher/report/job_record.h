@@ -21,6 +21,7 @@
 #include "common/clock.h"
 #include "common/torch_error_file.h"
 #include "launcher/report/log_mux.h"
+#include "launcher/report/worker_phase.h"
 
 namespace ds {
 
@@ -29,8 +30,7 @@ struct WorkerRecord {
   int node = 0;
   std::string host;
   int pid = 0;
-  bool started = false;
-  bool exited = false;
+  WorkerPhase phase = WorkerPhase::kAssigned;  // worker_phase.h: its moves are in one table
   int exit_code = 0;   // when signal == 0
   int signal = 0;
   bool hung = false;
@@ -44,9 +44,11 @@ struct WorkerRecord {
   std::chrono::system_clock::time_point end_time;
   bool stopped = false;        // ended by SIGTERM/SIGKILL after the generation's first failure, without a
                                //   traceback or an error file before: the stop's doing
-  bool ExitedOk() const { return exited && exit_code == 0 && signal == 0 && !hung; }
+  bool running() const { return phase == WorkerPhase::kRunning; }
+  bool exited() const { return phase == WorkerPhase::kExited; }
+  bool ExitedOk() const { return exited() && exit_code == 0 && signal == 0 && !hung; }
   // It failed by itself: a non-zero exit, a signal other than the stop's, or hung.
-  bool FailedOnItsOwn() const { return exited && !ExitedOk() && !stopped; }
+  bool FailedOnItsOwn() const { return exited() && !ExitedOk() && !stopped; }
 };
 
 struct Failure {

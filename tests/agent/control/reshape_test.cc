@@ -26,6 +26,9 @@ struct ReshapeFixture : AgentFixture {
     link.sent.clear();
   }
   msg::Reshape Make(std::vector<msg::RankMove> moves, uint32_t deadline_ms = 5000) {
+    return MakeReshape(std::move(moves), deadline_ms);
+  }
+  static msg::Reshape MakeReshape(std::vector<msg::RankMove> moves, uint32_t deadline_ms = 5000) {
     msg::Reshape r;
     r.generation = 4;
     r.step = 120;
@@ -117,6 +120,61 @@ TEST_CASE("AgentControl reshape: a reshaped worker beats with the RANK it was st
   REQUIRE(p[0].ranks.size() == 1);
   CHECK(p[0].ranks[0].rank == 5);
   CHECK(p[0].ranks[0].step == 131);
+}
+
+TEST_CASE("AgentControl reshape: a worker whose hang was said starts the new generation unjudged, and is said hung "
+          "again before any kill") {
+  AgentFixture f;
+  f.Deliver(MsgType::kSnapshotSetup, msg::SnapshotSetup{});
+  f.Assign(3, {4, 5}, /*hang_ms=*/1500);
+  const std::vector<std::string> tokens = f.workers.tokens;
+  f.control.OnStepBeat(StepBeat{4, 10, tokens[0], -1, -1});
+  f.Tick(1500ms);
+  REQUIRE(f.link.Count(MsgType::kWorkerHung) == 1);
+  // Another node is lost before the coordinator stops the generation: it reshapes in place instead.
+  f.control.OnFrame(Frame{MsgType::kPing, msg::Ping{}.Encode()});
+  f.Deliver(MsgType::kReshape, ReshapeFixture::MakeReshape({{4, 2}, {5, 3}}));
+  f.snapshots.outgoing.emplace_back(MsgType::kFetched, msg::Fetched{4, 120, "00000000abc12345", 4096, 900, ""}.Encode());
+  f.control.OnSnapshotEvents();
+  for (int i = 0; i < 5; ++i) {  // 10 s silent, but it has not beaten in generation 4: not judged
+    f.control.OnFrame(Frame{MsgType::kPing, msg::Ping{}.Encode()});
+    f.Tick(2s);
+  }
+  CHECK(f.link.Count(MsgType::kWorkerHung) == 1);
+  CHECK(f.workers.signals.empty());
+  f.control.OnFrame(Frame{MsgType::kPing, msg::Ping{}.Encode()});
+  f.control.OnStepBeat(StepBeat{4, 121, tokens[0], -1, -1});
+  f.Tick(1500ms);
+  auto hung = f.link.Of<msg::WorkerHung>(MsgType::kWorkerHung);
+  REQUIRE(hung.size() == 2);  // told again, in its new generation and rank; not killed without a word
+  CHECK(hung[1].generation == 4);
+  CHECK(hung[1].rank == 2);
+  CHECK(f.workers.signals.empty());
+}
+
+TEST_CASE("AgentControl reshape: a worker already killed for its silence fails its move") {
+  AgentFixture f;
+  f.Deliver(MsgType::kSnapshotSetup, msg::SnapshotSetup{});
+  f.Assign(3, {4, 5}, /*hang_ms=*/1500);
+  f.control.OnStepBeat(StepBeat{4, 10, f.workers.tokens[0], -1, -1});
+  for (int i = 0; i < 9; ++i) {  // said hung, then no stop within the grace: killed
+    f.control.OnFrame(Frame{MsgType::kPing, msg::Ping{}.Encode()});
+    f.Tick(2s);
+  }
+  REQUIRE(f.workers.SignalsTo(4) == std::vector<int>{SIGKILL});
+  f.Deliver(MsgType::kReshape, ReshapeFixture::MakeReshape({{4, 2}, {5, 3}}));  // before its end arrived
+  f.snapshots.outgoing.emplace_back(MsgType::kFetched, msg::Fetched{4, 120, "00000000abc12345", 4096, 900, ""}.Encode());
+  f.control.OnSnapshotEvents();
+  REQUIRE(f.workers.control.size() == 1);  // only rank 5 is told
+  CHECK(f.workers.control[0].first == 3);
+  f.control.OnWorkerControl(3, Frame{MsgType::kWorkerReshaped, msg::WorkerReshaped{4, true, "", 30}.Encode()});
+  auto r = f.link.Of<msg::Reshaped>(MsgType::kReshaped);
+  REQUIRE(r.size() == 1);
+  REQUIRE(r[0].workers.size() == 2);
+  CHECK(r[0].workers[0].rank == 2);
+  CHECK(r[0].workers[0].ok == 0);
+  CHECK(r[0].workers[0].why == "was killed for its silence");
+  CHECK(r[0].workers[1].ok == 1);
 }
 
 TEST_CASE("AgentControl reshape: a worker that does not answer by the deadline is named in the answer") {

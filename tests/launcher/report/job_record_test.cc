@@ -35,5 +35,29 @@ TEST_CASE("job record: a node's workers get local ranks in assignment order, per
   std::fclose(out);
 }
 
+TEST_CASE("job record: a rank moves assigned -> running -> exited only; a late or repeated message moves nothing",
+          "[record]") {
+  using P = WorkerPhase;
+  for (P from : {P::kAssigned, P::kRunning, P::kExited})
+    for (P to : {P::kAssigned, P::kRunning, P::kExited}) {
+      INFO(WorkerPhaseName(from) << " -> " << WorkerPhaseName(to));
+      const bool allowed = (from == P::kAssigned && to != P::kAssigned) || (from == P::kRunning && to == P::kExited);
+      CHECK(WorkerPhaseMoveAllowed(from, to) == allowed);
+    }
+  JobRecord record;
+  record.OnAssigned(0, 0, "a");
+  record.OnAssigned(1, 0, "a");
+  CHECK(record.workers().at(0).phase == P::kAssigned);
+  record.OnStarted(0, 100);
+  CHECK(record.workers().at(0).running());
+  CHECK(record.OnExited(1, 0, 127, 0, false));  // could not be started: exited without running
+  record.OnStarted(1, 101);                      // a start that arrives after its end moves nothing
+  CHECK(record.workers().at(1).exited());
+  CHECK(record.num_started() == 1);
+  CHECK_FALSE(record.OnExited(0, 100, 0, 0, false));
+  CHECK_FALSE(record.OnExited(0, 100, 1, 0, false));  // its second end is not recorded
+  CHECK(record.workers().at(0).ExitedOk());
+}
+
 }  // namespace
 }  // namespace ds
