@@ -69,6 +69,12 @@ struct CliOptions {
   bool rdzv_join = false;
   std::string rdzv_id;               // --rdzv-id (with rdzv_join): part of the job id
   RendezvousConf rdzv_conf;          // --rdzv-conf (with rdzv_join): join_timeout, last_call_timeout, is_host
+  // torchrun's etcd rendezvous: --rdzv-backend etcd (or etcd-v2) with
+  // --rdzv-endpoint HOST[:PORT] (one endpoint, port 2379 by default, as
+  // torchrun reads it) names the coordinator's etcd (the job file's
+  // coordinator.etcd, which it must not also set); never node 0.
+  std::vector<std::string> coordinator_etcd;  // HOST:PORT; empty = not given
+  std::string coordinator_etcd_flags;         // those flags as typed, for messages
   bool insecure = false;             // --insecure: per-node form without DSLAUNCH_SECRET_FILE off loopback
   std::string master_addr;           // --master_addr; "" = node rank 0's routable address
   int master_port = 0;               // --master_port; 0 = reserved per generation at launch

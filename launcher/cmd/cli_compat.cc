@@ -10,6 +10,7 @@
 #include "common/duration.h"
 #include "common/strings.h"
 #include "launcher/cmd/shell_split.h"
+#include "launcher/config/coordinator_spec.h"
 #include "launcher/config/hostfile.h"
 
 namespace ds::cli {
@@ -188,8 +189,9 @@ Status ApplyEachRankLog(const std::string& dir, const std::vector<TypedOption>& 
 }
 
 // Declares one torchrun flag that takes a value and is accepted and ignored.
-void Ignored(CLI::App& app, const std::string& names, const std::string& why, RawOptions& raw, const char* group) {
-  app.add_option_function<std::string>(
+CLI::Option* Ignored(CLI::App& app, const std::string& names, const std::string& why, RawOptions& raw,
+                     const char* group) {
+  return app.add_option_function<std::string>(
          names, [&raw, names, why](const std::string& v) { raw.ignored.push_back({names, v, why}); },
          "accepted, ignored: " + why)
       ->type_name("X")
@@ -268,7 +270,7 @@ void DeclarePerNodeOptions(CLI::App& app, CliOptions& o, RawOptions& raw) {
   app.add_option("--rdzv-endpoint,--rdzv_endpoint", raw.rdzv_endpoint,
                  "the per-node form: the rendezvous, HOST:PORT; with --node_rank node 0's dslaunch, without it "
                  "(--nnodes N or MIN:MAX) the node that can bind it hosts the job, the others join it and get "
-                 "their rank (docs/per-node.md); otherwise ignored")
+                 "their rank (docs/per-node.md); with --rdzv-backend etcd the coordinator's etcd; otherwise ignored")
       ->type_name("HOST:PORT")->group(kGroup);
   app.add_option("--node_rank,--node-rank", raw.node_rank,
                  "the per-node form: this node's rank; every node runs the same command, node 0 runs the "
@@ -287,7 +289,9 @@ void DeclareIgnoredOptions(CLI::App& app, RawOptions& raw) {
   const std::string rdzv = "dslaunch runs its own rendezvous: the coordinator and its store";
   Ignored(app, "--monitor-interval,--monitor_interval", "dslaunch is told when a worker exits, it does not poll",
           raw, kGroup);
-  Ignored(app, "--rdzv-backend,--rdzv_backend", rdzv, raw, kGroup);
+  Ignored(app, "--rdzv-backend,--rdzv_backend", rdzv, raw, kGroup)
+      ->description("accepted, ignored: " + rdzv + " (c10d: see --rdzv-endpoint); etcd or etcd-v2 with "
+                    "--rdzv-endpoint: the coordinator's etcd (coordinator.etcd: checked, failover not built yet)");
   Ignored(app, "--rdzv-id,--rdzv_id", rdzv, raw, kGroup);
   Ignored(app, "--rdzv-conf,--rdzv_conf", rdzv, raw, kGroup);
   Ignored(app, "--role", "every worker of a dslaunch job has the same role", raw, kGroup);
@@ -330,13 +334,50 @@ std::optional<std::string> TakeIgnored(std::vector<RawOptions::Ignored>& ignored
   return value;
 }
 
+// torchrun's etcd rendezvous: --rdzv-endpoint is the coordinator's etcd
+// (coordinator_spec.h), read as torchrun reads it (parse_rendezvous_endpoint):
+// one HOST[:PORT], port 2379 when none, an IPv6 address in brackets. Not node
+// 0 and no join; --rdzv-id and --rdzv-conf stay ignored.
+constexpr const char* kTorchEtcdPort = "2379";
+
+Status ApplyEtcdRendezvous(const std::string& backend, const RawOptions& raw, const std::vector<TypedOption>& given,
+                           std::vector<RawOptions::Ignored>& ignored, CliOptions& o) {
+  const std::string backend_flag = Spelled(given, {"--rdzv-backend", "--rdzv_backend"}) + " " + backend;
+  const std::string endpoint_flag = Spelled(given, {"--rdzv-endpoint", "--rdzv_endpoint"});
+  const std::string& text = raw.rdzv_endpoint;
+  if (text.empty())
+    return Status::InvalidArgument(fmt::format(
+        "{}: expected --rdzv-endpoint HOST:PORT, the etcd that the coordinator's failover uses (or the job file's "
+        "coordinator: section)", backend_flag));
+  if (text.find(',') != std::string::npos)
+    return Status::InvalidArgument(fmt::format(
+        "{} {}: torchrun's etcd rendezvous takes one endpoint; list several in the job file's coordinator: etcd: "
+        "[HOST:PORT, ...]", endpoint_flag, Shown(text)));
+  const bool bracketed = text.front() == '[' && text.back() == ']';
+  const std::string endpoint = bracketed || text.find(':') == std::string::npos ? text + ":" + kTorchEtcdPort : text;
+  if (!IsEtcdEndpoint(endpoint))
+    return Status::InvalidArgument(fmt::format(
+        "{} (with {}): expected HOST[:PORT], the etcd's address (port {} when none, an IPv6 address in brackets) "
+        "with a port from 1 to 65535, got '{}'", endpoint_flag, backend_flag, kTorchEtcdPort, Shown(text)));
+  o.coordinator_etcd = {endpoint};
+  o.coordinator_etcd_flags = backend_flag + " " + endpoint_flag + " " + text;
+  o.notices.push_back(o.coordinator_etcd_flags + ": the coordinator's etcd is " + endpoint +
+                      "; coordinator failover is not built yet, so the job runs with its one coordinator");
+  TakeIgnored(ignored, "--rdzv-backend,--rdzv_backend");
+  return Status::OK();
+}
+
 // --rdzv-endpoint and torchrun's c10d recipe: without --node_rank and with
 // more than one node, every node runs the same command and gets its rank
 // when it joins (per_node.h); --rdzv-id and --rdzv-conf then mean what they
 // mean to torchrun. Otherwise --rdzv-endpoint names node 0 (--node_rank) or
-// is ignored with the other --rdzv-* flags.
+// is ignored with the other --rdzv-* flags. The etcd backends: above.
 Status ApplyRendezvous(const RawOptions& raw, const std::vector<TypedOption>& given,
                        std::vector<RawOptions::Ignored>& ignored, CliOptions& o) {
+  std::string backend;  // the last --rdzv-backend given
+  for (const RawOptions::Ignored& i : ignored)
+    if (i.names == "--rdzv-backend,--rdzv_backend") backend = i.value;
+  if (backend == "etcd" || backend == "etcd-v2") return ApplyEtcdRendezvous(backend, raw, given, ignored, o);
   const bool ranked = o.node_rank >= 0 || o.no_ssh;
   const bool many = o.selection.num_nodes > 1 || o.elastic_max_nodes > 1;
   const bool c10d = std::any_of(ignored.begin(), ignored.end(), [](const RawOptions::Ignored& i) {

@@ -65,6 +65,20 @@ bool IsRegularFile(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+// torchrun's --rdzv-backend etcd --rdzv-endpoint: the coordinator's etcd,
+// unless the job file has a coordinator: section (then both are named).
+Status MergeCoordinator(const CliOptions& cli, CoordinatorSpec& spec) {
+  if (cli.coordinator_etcd.empty()) return Status::OK();
+  if (spec.on())
+    return Status::InvalidArgument(fmt::format(
+        "{} and the job file's coordinator: ({}) both set the coordinator's failover; give one of them (the job "
+        "file's section can list several endpoints and TLS files)",
+        cli.coordinator_etcd_flags, spec.at));
+  spec.etcd = cli.coordinator_etcd;
+  spec.at = spec.etcd_at = cli.coordinator_etcd_flags;
+  return Status::OK();
+}
+
 // This machine as the only host, sized by --nproc_per_node (a number, auto,
 // gpu or cpu) or the job's procs_per_node. `use_gpus` turns false for cpu.
 Result<Hostfile> LocalHosts(const CliOptions& cli, const MachineFacts& local, const JobSpec& job, bool& use_gpus) {
@@ -151,6 +165,7 @@ Result<JobSpec> JobFromCli(const CliOptions& cli, bool require_job) {
   if (!cli.metrics_addr.empty()) job.metrics_addr = cli.metrics_addr;
   if (cli.progress_interval >= 0) job.progress_interval = cli.progress_interval;
   DS_RETURN_IF_ERROR(MergeElastic(cli, job.elastic));
+  DS_RETURN_IF_ERROR(MergeCoordinator(cli, job.coordinator));
   if (cli.bind_cores) job.bind_cores = true;
   if (!cli.bind_core_list.empty()) job.core_list = cli.bind_core_list;  // checked by MakePlan
   return job;
@@ -210,6 +225,10 @@ Result<LaunchPlan> PlanFromCli(const CliOptions& cli, const MachineFacts& local,
   DS_RETURN_IF_ERROR(CheckTrainerForWorld(plan.job, plan.world_size));
   if (!cli.local_ranks_filter.empty()) DS_RETURN_IF_ERROR(CheckLocalRanksFilter(cli.local_ranks_filter, plan));
   plan.hostfile_path = path;
+  const CoordinatorSpec& co = plan.job.coordinator;
+  if (co.on() && !StartsWith(co.at, "--"))  // the flags' own notice says it (cli_compat.cc)
+    notes.notices.push_back(co.at + ": coordinator: is checked, but coordinator failover is not built yet, so the "
+                                    "job runs with its one coordinator");
   if (notes_out) *notes_out = std::move(notes);
   return plan;
 }

@@ -37,8 +37,10 @@ MachineFacts DetectLocalMachine();
 // Command-line values for master_addr, master_port, log_dir, max_restarts,
 // the elastic bounds and core binding override the job file's;
 // --elastic_training makes max_restarts 100 (DeepSpeed's elastic agent)
-// unless --max_restarts or the job file's (above 0) says otherwise. Error
-// when the merged elastic min_nodes exceeds max_nodes. With `require_job`
+// unless --max_restarts or the job file's (above 0) says otherwise;
+// --rdzv-backend etcd's endpoint becomes coordinator.etcd. Error when the
+// merged elastic min_nodes exceeds max_nodes, or when both the flags and the
+// job file's coordinator: ask for failover. With `require_job`
 // false (dslaunch check), no job at all is a default job.
 Result<JobSpec> JobFromCli(const CliOptions& cli, bool require_job = true);
 
@@ -76,7 +78,8 @@ bool UseSlurmAllocation(const CliOptions& cli, const MachineFacts& local);
 // --nproc_per_node), at most kMaxLocalWorkers; --nproc_per_node auto/gpu/cpu
 // pick GPUs-else-cores / GPUs (error without any) / cores. GPUs are assigned
 // (CUDA_VISIBLE_DEVICES) when this machine has GPUs, except for cpu.
-// `notes` (may be null) receives where the hosts came from and the notices.
+// `notes` (may be null) receives where the hosts came from and the notices
+// (among them: a job file's coordinator: is checked but not acted on yet).
 // In the per-node form (`per_node_nodes` > 0, launcher/cmd/per_node.h) the
 // hosts are node0..node<N-1>, each with this machine's slots (every node
 // runs the same command, as with torchrun).

@@ -26,7 +26,8 @@ const std::vector<std::string> kTopKeys = {"command", "trainer", "procs_per_node
                                            "working_dir", "log_dir", "checkpoint_dir", "checkpoint",
                                            "elastic", "network", "ssh", "local_rank_arg",
                                            "bind_cores_to_rank", "bind_core_list", "forward_env", "pty",
-                                           "metrics_port", "metrics_addr", "progress_interval", "python"};
+                                           "metrics_port", "metrics_addr", "progress_interval", "python",
+                                           "coordinator"};
 const std::vector<std::string> kElasticKeys = {"min_nodes", "max_nodes", "max_restarts",
                                                "heartbeat_interval", "heartbeat_timeout",
                                                "hang_timeout", "rejoin", "max_host_failures",
@@ -354,7 +355,12 @@ class JobFileReader {
     TopState top;
     for (const auto& kv : root) {
       if (errors.size() > kMaxJobFileErrors) break;
-      if (kv.first.IsScalar()) note(TopKey(kv.first, kv.second, job, top));
+      if (!kv.first.IsScalar()) continue;
+      if (kv.first.Scalar() == "coordinator") {  // every problem of the section, not its first
+        for (Status& st : ParseCoordinatorSection(kv.first, kv.second, path_, job.coordinator)) note(std::move(st));
+      } else {
+        note(TopKey(kv.first, kv.second, job, top));
+      }
     }
     if (!top.has_command && !top.has_trainer)
       note(At(root, "expected 'command:' (what each worker runs) or 'trainer:' (the built-in trainer)"));

@@ -16,6 +16,7 @@
 #include "common/defaults.h"
 #include "common/status.h"
 #include "launcher/config/checkpoint_options.h"
+#include "launcher/config/coordinator_spec.h"
 
 namespace ds {
 
@@ -113,6 +114,7 @@ struct JobSpec {
   NetworkOptions network;
   SshJobOptions ssh;
   PythonOptions python;
+  CoordinatorSpec coordinator;             // coordinator: (coordinator_spec.h): checked, not acted on yet
 
   // DeepSpeed / torchrun compatibility (docs/coming-from.md).
   bool local_rank_arg = false;             // add --local_rank=N to each worker's argv (DeepSpeed's
@@ -131,7 +133,7 @@ struct JobSpec {
 // and a caret under the column, as the hostfile's errors are (lines over 200
 // bytes, or with bytes other than printable ASCII and tabs, are not echoed).
 // Every top-level key is checked, so one error names every bad key (each
-// section stops at its first), in the file's order, at most
+// section stops at its first, but coordinator: names all of its), in the file's order, at most
 // kMaxJobFileErrors, then "train.yaml: N errors" (or that more follow).
 inline constexpr size_t kMaxJobFileErrors = 20;
 Result<JobSpec> ParseJobFile(const std::string& text, const std::string& path);

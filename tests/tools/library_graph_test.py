@@ -21,7 +21,8 @@ ALLOWED = {
     "dswire": {"dscommon"},
     "dsckptformat": {"dscommon"},
     # launcher/
-    "dsconfig": {"dscommon", "dstrain_config"},
+    # dsfailover: coordinator_spec checks coordinator.etcd with the etcd client's own endpoint parser
+    "dsconfig": {"dscommon", "dstrain_config", "dsfailover"},
     "dsreport": {"dscommon"},
     "dscoordinator": {"dsconfig", "dsreport", "dswire", "dscommon"},
     # launcher/failover/ (issue 45): the etcd client, the per-job CA, the embedded etcd member, the leader election.

@@ -207,6 +207,50 @@ TEST_CASE("cli compat: torchrun's multi-node recipe without --node_rank gives ra
         "--rdzv_conf: unknown key 'last_call' (dslaunch reads join_timeout, last_call_timeout and is_host)");
 }
 
+// torchrun reads one etcd endpoint, HOST[:PORT] with 2379 by default
+// (torch.distributed.elastic.rendezvous.utils.parse_rendezvous_endpoint).
+TEST_CASE("cli compat: --rdzv-backend etcd and etcd-v2 with --rdzv-endpoint name the coordinator's etcd") {
+  CliOptions c = Parse({"--nnodes", "2", "--rdzv-backend", "etcd", "--rdzv-endpoint", "etcd0:2379", "--rdzv-id", "7",
+                        "train.py"});
+  CHECK(c.coordinator_etcd == Argv{"etcd0:2379"});
+  CHECK(c.coordinator_etcd_flags == "--rdzv-backend etcd --rdzv-endpoint etcd0:2379");
+  CHECK_FALSE(c.rdzv_join);           // the endpoint is the etcd, not node 0 ...
+  CHECK(c.rdzv_endpoint.empty());     // ... in either per-node form
+  CHECK(c.notices == Argv{"--rdzv-backend etcd --rdzv-endpoint etcd0:2379: the coordinator's etcd is etcd0:2379; "
+                          "coordinator failover is not built yet, so the job runs with its one coordinator",
+                          "ignoring --rdzv-id 7 (dslaunch runs its own rendezvous: the coordinator and its store)"});
+  CliOptions v2 = Parse({"--rdzv_backend", "etcd-v2", "--rdzv_endpoint", "10.0.0.5", "x.yaml"});
+  CHECK(v2.coordinator_etcd == Argv{"10.0.0.5:2379"});  // torchrun's default port
+  CHECK(v2.coordinator_etcd_flags == "--rdzv_backend etcd-v2 --rdzv_endpoint 10.0.0.5");
+  CHECK(Parse({"--rdzv-backend", "etcd", "--rdzv-endpoint", "[fd00::1]", "x.yaml"}).coordinator_etcd ==
+        Argv{"[fd00::1]:2379"});
+  CHECK(Parse({"--rdzv-backend", "etcd", "--rdzv-endpoint", "[fd00::1]:2380", "x.yaml"}).coordinator_etcd ==
+        Argv{"[fd00::1]:2380"});
+  CliOptions ranked = Parse({"--nnodes", "2", "--node_rank", "1", "--master_addr", "n0", "--rdzv-backend", "etcd",
+                             "--rdzv-endpoint", "e:2379", "x.yaml"});
+  CHECK(ranked.rdzv_endpoint.empty());  // node 0 is --master_addr's
+  CHECK(ranked.coordinator_etcd == Argv{"e:2379"});
+  // The other backends as before: c10d joins, static and the rest are ignored.
+  CHECK(Parse({"--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint", "n0:29400", "train.py"}).rdzv_join);
+  CHECK(Parse({"--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint", "n0:29400", "train.py"})
+            .coordinator_etcd.empty());
+  CHECK(Parse({"--rdzv-backend", "static", "x.yaml"}).notices ==
+        Argv{"ignoring --rdzv-backend static (dslaunch runs its own rendezvous: the coordinator and its store)"});
+  CHECK(Parse({"--rdzv-backend", "ETCD", "x.yaml"}).coordinator_etcd.empty());  // torchrun's names are lower case
+  // Errors, each flag as typed.
+  CHECK(ErrorOf({"--rdzv-backend", "etcd", "x.yaml"}) ==
+        "--rdzv-backend etcd: expected --rdzv-endpoint HOST:PORT, the etcd that the coordinator's failover uses (or "
+        "the job file's coordinator: section)");
+  CHECK(ErrorOf({"--rdzv_backend", "etcd-v2", "--rdzv-endpoint", "a:2379,b:2379", "x.yaml"}) ==
+        "--rdzv-endpoint a:2379,b:2379: torchrun's etcd rendezvous takes one endpoint; list several in the job "
+        "file's coordinator: etcd: [HOST:PORT, ...]");
+  CHECK(ErrorOf({"--rdzv-backend", "etcd", "--rdzv_endpoint", "e:0", "x.yaml"}) ==
+        "--rdzv_endpoint (with --rdzv-backend etcd): expected HOST[:PORT], the etcd's address (port 2379 when none, "
+        "an IPv6 address in brackets) with a port from 1 to 65535, got 'e:0'");
+  CHECK(ErrorOf({"--rdzv-backend", "etcd", "--rdzv-endpoint", "fd00::1", "x.yaml"}).ends_with(", got 'fd00::1'"));
+  CHECK(ErrorOf({"--rdzv-backend", "etcd", "--rdzv-endpoint", "e:99999", "x.yaml"}).ends_with(", got 'e:99999'"));
+}
+
 TEST_CASE("cli compat: --local-ranks-filter") {
   CHECK(Parse({"--local-ranks-filter", "2,0,2", "x.yaml"}).local_ranks_filter == std::vector<int>{0, 2});
   CHECK(Parse({"--local_ranks_filter=1", "x.yaml"}).local_ranks_filter == std::vector<int>{1});

@@ -108,6 +108,36 @@ TEST_CASE("JobFromCli: elastic bounds, --elastic_training and binding") {
   CHECK_FALSE(Job({"--", "true"}).pty);
 }
 
+TEST_CASE("JobFromCli: --rdzv-backend etcd's endpoint is coordinator.etcd, unless the job file has coordinator:") {
+  JobSpec j = Job({"--rdzv-backend", "etcd", "--rdzv-endpoint", "e0:2379", "--", "true"});
+  CHECK(j.coordinator.on());
+  CHECK(j.coordinator.etcd == Argv{"e0:2379"});
+  CHECK(j.coordinator.replicas == 0);
+  CHECK(j.coordinator.prefix == "/dslaunch/");
+  CHECK(j.coordinator.at == "--rdzv-backend etcd --rdzv-endpoint e0:2379");
+  CHECK(j.coordinator.etcd_at == j.coordinator.at);
+  CHECK_FALSE(Job({"--", "true"}).coordinator.on());
+  testing::TempDir dir("dsl-cli");
+  testing::WriteFile(dir / "plain.yaml", "command: [x]\n");
+  CHECK(Job({"--rdzv-backend", "etcd-v2", "--rdzv-endpoint", "e0", dir / "plain.yaml"}).coordinator.etcd ==
+        Argv{"e0:2379"});
+  testing::WriteFile(dir / "job.yaml", "command: [x]\ncoordinator:\n  replicas: 3\n");
+  CHECK(Job({dir / "job.yaml"}).coordinator.replicas == 3);
+  PlanNotes notes;  // checked, not acted on: the plan says so
+  Plan(Parse({dir / "job.yaml"}), {.cpus = 2, .gpus = 0}, &notes);
+  CHECK(notes.notices == Argv{dir / "job.yaml" + ":2:1: coordinator: is checked, but coordinator failover is not "
+                                                 "built yet, so the job runs with its one coordinator"});
+  Plan(Parse({"--rdzv-backend", "etcd", "--rdzv-endpoint", "e0:2379", dir / "plain.yaml"}), {.cpus = 2, .gpus = 0},
+       &notes);
+  CHECK(notes.notices.empty());  // the command line's notice said it
+  auto both = JobFromCli(Parse({"--rdzv-backend", "etcd", "--rdzv-endpoint", "e0:2379", dir / "job.yaml"}));
+  REQUIRE_FALSE(both.ok());
+  CHECK(both.status().message() ==
+        "--rdzv-backend etcd --rdzv-endpoint e0:2379 and the job file's coordinator: (" + (dir / "job.yaml") +
+            ":2:1) both set the coordinator's failover; give one of them (the job file's section can list several "
+            "endpoints and TLS files)");
+}
+
 TEST_CASE("PlanFromCli: --nproc_per_node auto, gpu, cpu and a number on this machine") {
   MachineFacts cpu_box{.cpus = 3, .gpus = 0};
   MachineFacts gpu_box{.cpus = 16, .gpus = 2};
