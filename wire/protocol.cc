@@ -40,6 +40,7 @@ DS_FIELDS(Stop) { io(m.generation); }
 DS_FIELDS(Stopped) { io(m.generation); }
 DS_FIELDS(Ping) { io(m.sent_micros, m.echo_micros); }
 DS_FIELDS(Shutdown) { io(m.exit_code); }
+DS_FIELDS(Fenced) { io(m.token, m.type, m.payload); }
 DS_FIELDS(Joined) { io(m.node_index, m.max_nodes); }
 DS_FIELDS(StoreSet) { io(m.key, m.value); }
 DS_FIELDS(StoreGet) { io(m.key, m.timeout_ms); }
@@ -82,6 +83,7 @@ DS_CODEC(StoreValue)
 DS_CODEC(StoreInt)
 DS_CODEC(WorkerHung)
 DS_CODEC(DumpStacks)
+DS_CODEC(Fenced)
 DS_CODEC(Stacks)
 DS_CODEC(StartAgents)
 DS_CODEC(AgentEnded)

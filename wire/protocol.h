@@ -327,6 +327,16 @@ struct Shutdown {
                                   //   exits non-zero when the job failed), else 0
   DS_MESSAGE(Shutdown);
 };
+// Fencing (wire_format.md "Fencing"): with coordinator failover
+// (coordinator: in the job file) every coordinator -> agent frame after the
+// handshake travels inside one of these, with the fencing token of the
+// leader that sent it (wire/fencing_token.h decides, on the agent's side).
+struct Fenced {
+  uint64_t token = 0;             // the leader key's create revision in etcd; > 0
+  uint32_t type = 0;              // the frame inside: its MsgType (never Fenced)
+  Bytes payload;
+  DS_MESSAGE(Fenced);
+};
 struct Joined {                   // coord -> a joining node (role join): the rank it was given
   uint32_t node_index = 0;        // its node rank: its agent registers as this node
   uint32_t max_nodes = 0;         // the job's --nnodes (MAX of MIN:MAX)

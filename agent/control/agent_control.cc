@@ -42,6 +42,25 @@ bool AgentControl::Move(Slot& s, WorkerSlotState to) {
 void AgentControl::OnFrame(const Frame& f) {
   // Lost: what was still buffered does not count; finished: the loop is over.
   if (!seams_.link.open() || finished()) return;
+  // A deposed leader's frame (wire_format.md "Fencing") is dropped before
+  // anything, even its Ping: it does not count as the coordinator heard.
+  uint64_t token = 0;
+  Frame inner;
+  if (f.type == wire::MsgType::kFenced) {
+    auto m = msg::Fenced::Decode(f.payload);
+    if (!m.ok() || static_cast<wire::MsgType>(m->type) == wire::MsgType::kFenced)
+      return Lost("bad message from the coordinator: " + (m.ok() ? std::string("a Fenced frame inside another") : m.status().message()));
+    token = m->token;
+    inner = Frame{static_cast<wire::MsgType>(m->type), std::move(m->payload)};
+  }
+  if (Status st = fencing_.Admit(token, "the coordinator"); !st.ok()) {
+    DS_LOG(Warn, Agent) << st.message();
+    return;
+  }
+  Dispatch(f.type == wire::MsgType::kFenced ? inner : f);
+}
+
+void AgentControl::Dispatch(const Frame& f) {
   last_recv_ = clock_.Now();
   auto bad = [&](const Status& st) { Lost("bad message from the coordinator: " + st.message()); };
   switch (f.type) {

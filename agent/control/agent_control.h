@@ -31,6 +31,7 @@
 #include "agent/control/rank_summary.h"
 #include "common/clock.h"
 #include "common/defaults.h"
+#include "wire/fencing_token.h"
 #include "wire/frame_io.h"
 #include "wire/step_heartbeat.h"
 
@@ -107,6 +108,7 @@ class AgentControl {
   // table refuses `to`.
   static bool Move(Slot& s, WorkerSlotState to);
   void Send(wire::MsgType type, const Bytes& payload) { seams_.link.Send(type, payload); }
+  void Dispatch(const Frame& f);  // one admitted frame of the coordinator's
   void OnReserve(const msg::Reserve& m);
   void OnAssign(const msg::Assign& m);
   void OnStop(const msg::Stop& m);
@@ -146,6 +148,7 @@ class AgentControl {
   AgentPhase phase_ = AgentPhase::kIdle;
   int exit_code_ = 0;
   bool shut_down_ = false;  // the coordinator said Shutdown: its link closing next is expected
+  FencingGuard fencing_;    // the newest leader's token seen (wire/fencing_token.h)
   uint32_t generation_ = 0;
   std::vector<Slot> slots_;
   ProgressThrottle progress_;              // the workers' progress updates, rate-limited

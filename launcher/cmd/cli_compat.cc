@@ -291,7 +291,7 @@ void DeclareIgnoredOptions(CLI::App& app, RawOptions& raw) {
           raw, kGroup);
   Ignored(app, "--rdzv-backend,--rdzv_backend", rdzv, raw, kGroup)
       ->description("accepted, ignored: " + rdzv + " (c10d: see --rdzv-endpoint); etcd or etcd-v2 with "
-                    "--rdzv-endpoint: the coordinator's etcd (coordinator.etcd: checked, failover not built yet)");
+                    "--rdzv-endpoint: the coordinator's etcd (coordinator.etcd: the job's state is kept there)");
   Ignored(app, "--rdzv-id,--rdzv_id", rdzv, raw, kGroup);
   Ignored(app, "--rdzv-conf,--rdzv_conf", rdzv, raw, kGroup);
   Ignored(app, "--role", "every worker of a dslaunch job has the same role", raw, kGroup);
@@ -362,7 +362,7 @@ Status ApplyEtcdRendezvous(const std::string& backend, const RawOptions& raw, co
   o.coordinator_etcd = {endpoint};
   o.coordinator_etcd_flags = backend_flag + " " + endpoint_flag + " " + text;
   o.notices.push_back(o.coordinator_etcd_flags + ": the coordinator's etcd is " + endpoint +
-                      "; coordinator failover is not built yet, so the job runs with its one coordinator");
+                      "; " + kEtcdNotYet);
   TakeIgnored(ignored, "--rdzv-backend,--rdzv_backend");
   return Status::OK();
 }

@@ -226,9 +226,14 @@ Result<LaunchPlan> PlanFromCli(const CliOptions& cli, const MachineFacts& local,
   if (!cli.local_ranks_filter.empty()) DS_RETURN_IF_ERROR(CheckLocalRanksFilter(cli.local_ranks_filter, plan));
   plan.hostfile_path = path;
   const CoordinatorSpec& co = plan.job.coordinator;
-  if (co.on() && !StartsWith(co.at, "--"))  // the flags' own notice says it (cli_compat.cc)
-    notes.notices.push_back(co.at + ": coordinator: is checked, but coordinator failover is not built yet, so the "
-                                    "job runs with its one coordinator");
+  if (co.replicas > 0) {  // before anything starts, --dry-run too
+    return Status::InvalidArgument(fmt::format(
+        "{}: 'coordinator.replicas': a run does not start the job's own etcd members yet; name an etcd your site "
+        "runs with 'coordinator.etcd: [HOST:PORT, ...]', or leave coordinator: out",
+        co.replicas_at.empty() ? co.at : co.replicas_at));
+  }
+  if (!co.etcd.empty() && !StartsWith(co.at, "--"))  // the flags' own notice says it (cli_compat.cc)
+    notes.notices.push_back(co.at + ": " + kEtcdNotYet);
   if (notes_out) *notes_out = std::move(notes);
   return plan;
 }

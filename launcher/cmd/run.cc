@@ -24,6 +24,7 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "common/netif.h"
+#include "launcher/cmd/job_leader.h"
 #include "launcher/cmd/job_watch.h"
 #include "launcher/cmd/launch_choice.h"
 #include "launcher/cmd/pid_file.h"
@@ -31,6 +32,7 @@
 #include "launcher/cmd/spawner_choice.h"
 #include "launcher/coordinator/assign_builder.h"
 #include "launcher/coordinator/coordinator.h"
+#include "launcher/coordinator/job_state.h"
 #include "launcher/fleet/agent_fleet.h"
 #include "launcher/fleet/launch_tree.h"
 #include "launcher/join/loopback_secret.h"
@@ -326,6 +328,15 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMu
   l.coord.notice = [&mux](const std::string& text) { mux.Notice("dslaunch: " + text); };
   Coordinator coord(io, l.plan, l.coord, record);
   if (Status st = coord.Listen(); !st.ok()) return Status::Unavailable(st.message());
+  DS_ASSIGN_OR_RETURN(std::unique_ptr<failover::LeaderSession> leader,
+                      LeadJob(l.plan.job, l.coord.job_id, coord.address()));
+  if (leader) {
+    l.coord.notice(fmt::format("coordinator: leads job {} in etcd ({}, fencing token {}); its state is written "
+                               "there at every transition",
+                               l.coord.job_id, fmt::join(l.plan.job.coordinator.etcd, ", "), leader->token()));
+    coord.OnStateChange([&leader](const JobState& s) { leader->Offer(EncodeJobState(s, RealClock().Now())); });
+    coord.SetFencing([&leader] { return static_cast<uint64_t>(leader->token()); });
+  }
   JobWatch watch(io, coord, record, mux,
                  {l.plan.job.progress_interval, l.plan.job.metrics_port, l.plan.job.metrics_addr});
   if (Status st = watch.Start(); !st.ok())  // a bad --metrics-addr is an input error (exit 2)
@@ -351,6 +362,10 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMu
   LogSetSink([&err](std::string line) { err.Write(std::move(line)); });
   io.restart();
   io.poll();  // the diagnostics posted while the loop ended
+  if (leader) {  // the last state (the job's end) before the lease goes
+    if (Status st = leader->Flush(3); !st.ok()) DS_LOG(Warn, Coord) << st.message();
+    leader->Stop();
+  }
   return coord.control().world_size();
 }
 

@@ -18,8 +18,8 @@
 // torchrun's `--rdzv-backend etcd --rdzv-endpoint HOST:PORT` sets `etcd` too
 // (launcher/cmd/cli_compat.cc). Plain data, its section parser (called by
 // job_spec.cc) and the checks that need the plan; pure, no I/O (TLS files are
-// read where the coordinator runs). Nothing acts on it yet: the failover that
-// will read it (launcher/failover/) is not wired into a run.
+// read where the coordinator runs). A run with `etcd` leads the job there
+// (launcher/cmd/job_leader.h); `replicas` is refused by the run for now.
 #pragma once
 
 #include <cstddef>
@@ -41,6 +41,10 @@ inline constexpr double kDefaultGraceHeartbeats = 3;  // grace = this x elastic.
 inline constexpr DurationRange kCoordinatorGraceRange{0.01, 3600};  // 10ms .. 1h
 inline constexpr int kMinCoordinatorReplicas = 3;  // fewer tolerate no lost member
 inline constexpr int kMaxCoordinatorReplicas = 7;
+// What a run with coordinator.etcd says today (the run and --dry-run).
+inline constexpr const char* kEtcdNotYet =
+    "the job's state is kept in that etcd, but no standby coordinator takes over yet: if this dslaunch ends, the job "
+    "ends as it would without coordinator:";
 
 struct CoordinatorSpec {
   std::vector<std::string> etcd;   // mode "site": endpoints HOST:PORT (IPv6 in brackets; http:// or

@@ -114,7 +114,7 @@ struct JobSpec {
   NetworkOptions network;
   SshJobOptions ssh;
   PythonOptions python;
-  CoordinatorSpec coordinator;             // coordinator: (coordinator_spec.h): checked, not acted on yet
+  CoordinatorSpec coordinator;             // coordinator: (coordinator_spec.h); a run leads the job in etcd
 
   // DeepSpeed / torchrun compatibility (docs/coming-from.md).
   bool local_rank_arg = false;             // add --local_rank=N to each worker's argv (DeepSpeed's

@@ -80,6 +80,11 @@ class Coordinator {
   // Tells registered agent `node` to start other nodes' agents (launch tree).
   void StartAgents(int node, const msg::StartAgents& m) { control_.StartAgents(node, m); }
   const JobControl& control() const { return control_; }
+  // The job's durable state after each transition (JobControl::OnStateChange),
+  // on the io thread.
+  void OnStateChange(std::function<void(const JobState&)> cb) { control_.OnStateChange(std::move(cb)); }
+  // Every frame to an agent fenced with the leader's token (JobControl::SetFencing).
+  void SetFencing(std::function<uint64_t()> token) { control_.SetFencing(std::move(token)); }
   CoordState state() const { return control_.state(); }
   // Times accepting paused because max_unauthenticated were in the handshake.
   uint64_t accept_pauses() const { return accept_pauses_; }

@@ -177,6 +177,9 @@ class JobControl {
   // coordinator failover writes to etcd (launcher/failover/state_store.h).
   // Computing the value costs O(candidates) per event while `cb` is set.
   void OnStateChange(std::function<void(const JobState&)> cb) { on_state_ = std::move(cb); }
+  // With coordinator failover: every frame to an agent goes inside a Fenced
+  // with token() (the leader's fencing token; 0: a bare frame).
+  void SetFencing(std::function<uint64_t()> token) { fencing_ = std::move(token); }
   int generation() const { return generation_; }
   bool NodeRegistered(int node_index) const { return agents_.at(node_index).registered(); }
   // `node_index` (any value, a peer's claim) has a registered agent that is
@@ -339,6 +342,7 @@ class JobControl {
   // (Start, OnRegister, OnAgentFrame, OnAgentClosed, RequestStop, Abort,
   // OnTimer) holds so that the value is compared once its event is done.
   std::function<void(const JobState&)> on_state_;
+  std::function<uint64_t()> fencing_;  // SetFencing's; null: bare frames
   std::optional<JobState> published_;
   struct PublishOnReturn {
     JobControl& control;

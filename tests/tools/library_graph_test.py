@@ -25,7 +25,7 @@ ALLOWED = {
     "dsconfig": {"dscommon", "dstrain_config", "dsfailover"},
     "dsreport": {"dscommon"},
     "dscoordinator": {"dsconfig", "dsreport", "dswire", "dscommon"},
-    # launcher/failover/ (issue 45): the etcd client, the per-job CA, the embedded etcd member, the leader election.
+    # launcher/failover/: the etcd client, the per-job CA, the embedded etcd member, the leader election.
     # Only dscommon (Status, Dir, subprocess, clock, log): the coordinator will use it, it never reaches up; Boost,
     # OpenSSL and nlohmann_json are external
     "dsfailover": {"dscommon"},
@@ -37,7 +37,7 @@ ALLOWED = {
     # launcher/join/: the per-node / join form (its PerNodeLaunch and keys, who hosts, the join client, the loopback
     # secret, node 0's spawner); the command line's side is launcher/cmd/per_node, the coordinator's join_order
     "dsjoin": {"dsspawn", "dswire", "dscommon"},
-    "dscmd": {"dsjoin", "dsfleet", "dscluster", "dscoordinator", "dsspawn_ssh", "dsspawn_slurm", "dsspawn", "dsreport", "dsconfig",
+    "dscmd": {"dsjoin", "dsfleet", "dscluster", "dscoordinator", "dsfailover", "dsspawn_ssh", "dsspawn_slurm", "dsspawn", "dsreport", "dsconfig",
               "dswire", "dscommon"},
     "dslaunch": {"dscmd", "dsagent", "dstrain", "dstrain_cuda"},  # the last three: built with it, started or loaded by its workers
     # agent/

@@ -168,6 +168,8 @@ std::vector<Golden> Messages() {
           "80000000000000050000000000003039"));
   g.push_back(Pin("Shutdown", Shutdown{-3},
           "fffffffd"));
+  g.push_back(Pin("Fenced", Fenced{0x0102030405060708, 17, {0, 0, 0, 5}},
+          "0102030405060708000000110000000400000005"));
   g.push_back(Pin("Joined", Joined{7, 9},
           "0000000700000009"));
   g.push_back(Pin("StoreSet", StoreSet{"rdzv/1", {0, 1, 2}},

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "launcher/cmd/cli.h"
+#include "launcher/config/coordinator_spec.h"
 #include "tests/launcher/cmd/parse_cli.h"
 
 namespace ds {
@@ -216,8 +217,8 @@ TEST_CASE("cli compat: --rdzv-backend etcd and etcd-v2 with --rdzv-endpoint name
   CHECK(c.coordinator_etcd_flags == "--rdzv-backend etcd --rdzv-endpoint etcd0:2379");
   CHECK_FALSE(c.rdzv_join);           // the endpoint is the etcd, not node 0 ...
   CHECK(c.rdzv_endpoint.empty());     // ... in either per-node form
-  CHECK(c.notices == Argv{"--rdzv-backend etcd --rdzv-endpoint etcd0:2379: the coordinator's etcd is etcd0:2379; "
-                          "coordinator failover is not built yet, so the job runs with its one coordinator",
+  CHECK(c.notices == Argv{std::string("--rdzv-backend etcd --rdzv-endpoint etcd0:2379: the coordinator's etcd is "
+                                      "etcd0:2379; ") + kEtcdNotYet,
                           "ignoring --rdzv-id 7 (dslaunch runs its own rendezvous: the coordinator and its store)"});
   CliOptions v2 = Parse({"--rdzv_backend", "etcd-v2", "--rdzv_endpoint", "10.0.0.5", "x.yaml"});
   CHECK(v2.coordinator_etcd == Argv{"10.0.0.5:2379"});  // torchrun's default port

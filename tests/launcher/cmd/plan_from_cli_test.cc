@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "launcher/cmd/spawner_choice.h"
+#include "launcher/config/coordinator_spec.h"
 #include "tests/test_util/files.h"
 #include "tests/test_util/temp_dir.h"
 #include "tests/launcher/cmd/parse_cli.h"
@@ -123,10 +124,14 @@ TEST_CASE("JobFromCli: --rdzv-backend etcd's endpoint is coordinator.etcd, unles
         Argv{"e0:2379"});
   testing::WriteFile(dir / "job.yaml", "command: [x]\ncoordinator:\n  replicas: 3\n");
   CHECK(Job({dir / "job.yaml"}).coordinator.replicas == 3);
-  PlanNotes notes;  // checked, not acted on: the plan says so
-  Plan(Parse({dir / "job.yaml"}), {.cpus = 2, .gpus = 0}, &notes);
-  CHECK(notes.notices == Argv{dir / "job.yaml" + ":2:1: coordinator: is checked, but coordinator failover is not "
-                                                 "built yet, so the job runs with its one coordinator"});
+  auto refused = PlanFromCli(Parse({dir / "job.yaml"}), {.cpus = 2, .gpus = 0});  // no run starts its own etcd yet
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message().find(dir / "job.yaml" + ":3:13: 'coordinator.replicas': a run does not start the "
+                                                           "job's own etcd members yet") == 0);
+  testing::WriteFile(dir / "etcd.yaml", "command: [x]\ncoordinator:\n  etcd: [e0:2379]\n");
+  PlanNotes notes;  // what a run does with it today: the plan says so
+  Plan(Parse({dir / "etcd.yaml"}), {.cpus = 2, .gpus = 0}, &notes);
+  CHECK(notes.notices == Argv{dir / "etcd.yaml" + ":2:1: " + kEtcdNotYet});
   Plan(Parse({"--rdzv-backend", "etcd", "--rdzv-endpoint", "e0:2379", dir / "plain.yaml"}), {.cpus = 2, .gpus = 0},
        &notes);
   CHECK(notes.notices.empty());  // the command line's notice said it

@@ -174,4 +174,28 @@ TEST_CASE("job state: given after each transition, only when it changed, never f
   CHECK(given.size() == restarted);
 }
 
+TEST_CASE("job control fencing: with a leader's token every frame to an agent goes inside Fenced, with the token "
+          "of the moment", "[jobcontrol]") {
+  FakeCluster c(kThreeHosts, Elastic(2));
+  c.Run();  // bare frames: no fencing set
+  uint64_t token = 41;
+  c.control().SetFencing([&] { return token; });
+  const size_t before = c.link(0).sent.size();
+  c.Advance(1);  // a heartbeat: the coordinator's Pings
+  token = 57;    // leading again, under a newer token
+  c.Exit(2, 1);  // w1's rank fails: a Stop to every agent of the generation
+  std::vector<msg::Fenced> fenced;
+  for (size_t i = before; i < c.link(0).sent.size(); ++i) {
+    const auto& [type, payload] = c.link(0).sent[i];
+    REQUIRE(type == wire::MsgType::kFenced);  // nothing bare once fencing is on
+    fenced.push_back(msg::Fenced::Decode(payload).value());
+  }
+  REQUIRE(fenced.size() >= 2);
+  CHECK(fenced.front().token == 41);
+  CHECK(static_cast<wire::MsgType>(fenced.front().type) == wire::MsgType::kPing);
+  CHECK(fenced.back().token == 57);
+  CHECK(static_cast<wire::MsgType>(fenced.back().type) == wire::MsgType::kStop);
+  CHECK(msg::Stop::Decode(fenced.back().payload).value().generation == 0);
+}
+
 }  // namespace ds::test

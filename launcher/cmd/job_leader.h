@@ -1,0 +1,36 @@
+// The run's leadership of its job in etcd (the job file's coordinator:
+// etcd: [...], a site's etcd): the coordinator campaigns before the job
+// starts and, leading, writes the job's state (JobState's text) at every
+// transition through a LeaderSession (launcher/failover/leader_session.h)
+// off the io thread. Without coordinator: nothing here runs and nothing
+// needs etcd.
+//
+// Every frame to an agent then carries the leader's fencing token
+// (wire_format.md "Fencing"). What it does not do yet: start the job's own
+// etcd (coordinator: replicas: is refused with the plan), start standby
+// coordinators, or let agents outlive a lost coordinator.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "launcher/config/job_spec.h"
+#include "launcher/failover/leader_session.h"
+
+namespace ds {
+
+// The keys of a job: <prefix><job_id>/leader and /state.
+std::string JobKey(const CoordinatorSpec& spec, const std::string& job_id, const char* leaf);
+
+// The session's options for `job` (its coordinator: section, its
+// heartbeat_timeout as the lease's TTL), the coordinator at `identity`.
+failover::LeaderSessionOptions LeaderOptions(const JobSpec& job, const std::string& job_id,
+                                             const std::string& identity);
+
+// Leads the job in etcd: null without coordinator.etcd; else the session,
+// or LeaderSession::Start's error (naming the key and the endpoints).
+Result<std::unique_ptr<failover::LeaderSession>> LeadJob(const JobSpec& job, const std::string& job_id,
+                                                        const std::string& identity);
+
+}  // namespace ds
