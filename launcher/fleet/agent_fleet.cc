@@ -235,12 +235,12 @@ void AgentFleet::Rejoined(int node, Result<std::unique_ptr<AgentHandle>> started
                               FormatDuration(SecondsOf(backoff_[node]))));
     return;
   }
+  // If this agent has not registered by the next try (TryRejoins set it,
+  // the wait already doubled), the next attempt replaces it: an agent that
+  // starts but never registers (it cannot reach us) is replaced ever more
+  // rarely, up to max_rejoin_delay, never every first delay for the rest of
+  // the job. Only a registration starts the node's waits over.
   Adopt(node, std::move(started).value());
-  // The node starts over: if this agent has not registered after the first
-  // delay, the next attempt replaces it.
-  if (!still_lost) return;
-  backoff_[node] = opt_.first_rejoin_delay;
-  next_try_[node] = RealClock().Now() + opt_.first_rejoin_delay;
 }
 
 bool AgentFleet::AnyRunning() const {

@@ -271,6 +271,28 @@ TEST_CASE("agent fleet: taking a lost node back ends its old agent off the io th
   CHECK(holding.inner.Terminated(1));
 }
 
+TEST_CASE("agent fleet: a new agent that never registers is replaced after a doubling wait, not every first delay",
+          "[fleet]") {
+  Fleet f(2);
+  f.StartAndWait();
+  f.fleet->OnAgentRegistered(0);
+  f.fleet->OnAgentRegistered(1);
+  f.fleet->OnAgentLost(1);  // its replacements start, but none registers
+  std::vector<std::chrono::steady_clock::time_point> at;
+  for (size_t n = 3; n <= 8; ++n) {
+    f.RunUntilStarted(n);
+    REQUIRE(f.spawner.started().size() >= n);
+    at.push_back(std::chrono::steady_clock::now());
+  }
+  // Waits of 2, 4, 8, 16 and 32 ms after the first replacement (1 ms, doubling):
+  // lower bounds, which a loaded machine only lengthens. Before, each came 1 ms
+  // after the last, for the rest of the job.
+  CHECK(at.back() - at.front() >= std::chrono::milliseconds(50));
+  CHECK(at[5] - at[4] >= std::chrono::milliseconds(16));
+  for (size_t i = 1; i < f.spawner.started().size(); ++i) CHECK(f.spawner.started()[i].host == "w1");
+  f.fleet.reset();
+}
+
 FleetTree Tree(int width, std::chrono::milliseconds handoff) {
   FleetTree t;
   t.width = width;
