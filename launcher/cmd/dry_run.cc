@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "common/strings.h"
+#include "launcher/config/coordinator_spec.h"
 
 namespace ds {
 namespace {
@@ -76,6 +77,13 @@ std::string Header(const LaunchPlan& plan, const DryRunOptions& opts) {
   out += "  elastic: min_nodes " + std::to_string(el.min_nodes) + ", max_nodes " +
          (el.max_nodes > 0 ? std::to_string(el.max_nodes) : std::string("all")) + ", max_restarts " +
          std::to_string(el.max_restarts) + "\n";
+  if (const CoordinatorSpec& co = job.coordinator; !co.etcd.empty()) {
+    std::string tls = co.cert.empty() ? "no client certificate" : "client certificate " + co.cert;
+    if (!co.ca.empty()) tls += ", CA " + co.ca;
+    out += fmt::format("  coordinator: leads the job in etcd {} ({}), keys under {}<job id>/; no standby takes "
+                       "over yet\n",
+                       fmt::join(co.etcd, ", "), tls, co.prefix);
+  }
   return out;
 }
 

@@ -95,6 +95,20 @@ TEST_CASE("dry run: the short form is the header, the master, the command once a
         "(every variable of every node: --dry-run)\n");
 }
 
+TEST_CASE("dry run: a job that leads in a site's etcd says where, with which certificate, and what it does not do yet") {
+  JobSpec job;
+  job.command = {"true"};
+  const std::string plain = FormatDryRun(TwoNodes(job), {.short_form = true});
+  CHECK(plain.find("coordinator:") == std::string::npos);  // nothing without coordinator:
+  job.coordinator.etcd = {"e1:2379", "e2:2379"};
+  job.coordinator.cert = "/etc/etcd/client.pem";
+  job.coordinator.ca = "/etc/etcd/ca.pem";
+  const std::string out = FormatDryRun(TwoNodes(job), {.short_form = true});
+  CHECK(out.find("  elastic: min_nodes 1, max_nodes all, max_restarts 0\n"
+                 "  coordinator: leads the job in etcd e1:2379, e2:2379 (client certificate /etc/etcd/client.pem, CA "
+                 "/etc/etcd/ca.pem), keys under /dslaunch/<job id>/; no standby takes over yet\n") != std::string::npos);
+}
+
 TEST_CASE("dry run: it says once what else a worker's environment holds, which the launcher decides") {
   JobSpec job;
   job.command = {"true"};
