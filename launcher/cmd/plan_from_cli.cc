@@ -233,7 +233,7 @@ Result<LaunchPlan> PlanFromCli(const CliOptions& cli, const MachineFacts& local,
         co.replicas_at.empty() ? co.at : co.replicas_at));
   }
   if (!co.etcd.empty() && !StartsWith(co.at, "--"))  // the flags' own notice says it (cli_compat.cc)
-    notes.notices.push_back(co.at + ": " + kEtcdNotYet);
+    notes.notices.push_back(co.at + ": coordinator.etcd: " + kEtcdNotYet);
   if (notes_out) *notes_out = std::move(notes);
   return plan;
 }

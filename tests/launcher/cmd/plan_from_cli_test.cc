@@ -131,7 +131,7 @@ TEST_CASE("JobFromCli: --rdzv-backend etcd's endpoint is coordinator.etcd, unles
   testing::WriteFile(dir / "etcd.yaml", "command: [x]\ncoordinator:\n  etcd: [e0:2379]\n");
   PlanNotes notes;  // what a run does with it today: the plan says so
   Plan(Parse({dir / "etcd.yaml"}), {.cpus = 2, .gpus = 0}, &notes);
-  CHECK(notes.notices == Argv{dir / "etcd.yaml" + ":2:1: " + kEtcdNotYet});
+  CHECK(notes.notices == Argv{dir / "etcd.yaml" + ":2:1: coordinator.etcd: " + kEtcdNotYet});
   Plan(Parse({"--rdzv-backend", "etcd", "--rdzv-endpoint", "e0:2379", dir / "plain.yaml"}), {.cpus = 2, .gpus = 0},
        &notes);
   CHECK(notes.notices.empty());  // the command line's notice said it
