@@ -48,8 +48,9 @@ void AgentControl::OnFrame(const Frame& f) {
   Frame inner;
   if (f.type == wire::MsgType::kFenced) {
     auto m = msg::Fenced::Decode(f.payload);
-    if (!m.ok() || static_cast<wire::MsgType>(m->type) == wire::MsgType::kFenced)
-      return Lost("bad message from the coordinator: " + (m.ok() ? std::string("a Fenced frame inside another") : m.status().message()));
+    if (!m.ok()) return Lost("bad message from the coordinator: " + m.status().message());
+    if (static_cast<wire::MsgType>(m->type) == wire::MsgType::kFenced)
+      return Lost("bad message from the coordinator: a Fenced frame inside another");
     token = m->token;
     inner = Frame{static_cast<wire::MsgType>(m->type), std::move(m->payload)};
   }
