@@ -116,4 +116,24 @@ std::vector<uint32_t> ListenerOwners(int port) {
   return owners;
 }
 
+std::optional<uint32_t> AcceptedOwner(int from_port, int to_port) {
+  auto port_of = [](const std::string& addr) -> long {
+    const size_t colon = addr.rfind(':');
+    return colon == std::string::npos ? -1 : static_cast<long>(std::stoul(addr.substr(colon + 1), nullptr, 16));
+  };
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      std::istringstream f(line);
+      std::string sl, local, remote, st, queues, timer, retr;
+      uint32_t uid = 0;
+      if (!(f >> sl >> local >> remote >> st >> queues >> timer >> retr >> uid)) continue;
+      if (port_of(local) == to_port && port_of(remote) == from_port) return uid;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace ds

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,5 +42,9 @@ bool IsLocalHost(const std::string& host);
 // The owners (uids) of the TCP sockets listening on `port` on any local
 // address, IPv4 or IPv6 (/proc/net/tcp, tcp6); empty when none listens.
 std::vector<uint32_t> ListenerOwners(int port);
+// The uid owning the far end of this host's TCP connection from local port
+// `from_port` to port `to_port` (the socket a server accepted it on), from
+// /proc/net/tcp{,6}; nullopt when there is no such entry.
+std::optional<uint32_t> AcceptedOwner(int from_port, int to_port);
 
 }  // namespace ds

@@ -214,8 +214,14 @@ void StoreRelay::Loop::OnDialResult(Link& l, int err, Clock::time_point now) {
     // Rank 0's port was free between its hold and rank 0's bind: whoever
     // listens there now must be this user (rank 0 runs as the agent does),
     // never another local user who took the port to play the store.
-    const std::vector<uint32_t> owners = ListenerOwners(opt_.upstream_port);
+    std::vector<uint32_t> owners = ListenerOwners(opt_.upstream_port);
     const uint32_t me = static_cast<uint32_t>(::geteuid());
+    if (owners.empty()) {  // it accepted us and stopped listening (a one-shot server): who accepted?
+      sockaddr_in mine{};
+      socklen_t len = sizeof(mine);
+      if (::getsockname(l.upstream.get(), reinterpret_cast<sockaddr*>(&mine), &len) == 0)
+        if (auto owner = AcceptedOwner(ntohs(mine.sin_port), opt_.upstream_port)) owners.push_back(*owner);
+    }
     auto other = std::find_if(owners.begin(), owners.end(), [me](uint32_t u) { return u != me; });
     if (owners.empty() || other != owners.end()) {
       l.upstream.Reset();

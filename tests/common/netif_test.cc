@@ -1,5 +1,10 @@
 #include "common/netif.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 namespace ds {
@@ -27,6 +32,32 @@ TEST_CASE("netif: an unresolvable name is an error naming it", "[netif]") {
   auto r = RouteTo("no-such-host.invalid");
   REQUIRE(!r.ok());
   CHECK(r.status().message().rfind("no-such-host.invalid: ", 0) == 0);
+}
+
+TEST_CASE("AcceptedOwner: the uid of the socket a server accepted a connection on, after it stopped listening") {
+  const int server = ::socket(AF_INET, SOCK_STREAM, 0), client = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  REQUIRE(::bind(server, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
+  REQUIRE(::listen(server, 1) == 0);
+  REQUIRE(::getsockname(server, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  REQUIRE(::connect(client, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
+  const int accepted = ::accept(server, nullptr, nullptr);
+  REQUIRE(accepted >= 0);
+  ::close(server);  // a one-shot server: nobody listens on the port any more
+  sockaddr_in mine{};
+  len = sizeof(mine);
+  REQUIRE(::getsockname(client, reinterpret_cast<sockaddr*>(&mine), &len) == 0);
+  const int to = ntohs(a.sin_port), from = ntohs(mine.sin_port);
+  CHECK(ListenerOwners(to).empty());
+  const auto owner = AcceptedOwner(from, to);
+  REQUIRE(owner.has_value());
+  CHECK(*owner == static_cast<uint32_t>(::geteuid()));
+  CHECK_FALSE(AcceptedOwner(from, to == 65535 ? 1 : to + 1).has_value());
+  ::close(accepted);
+  ::close(client);
 }
 
 }  // namespace
