@@ -95,28 +95,19 @@ bool IsLocalHost(const std::string& host) {
   return false;
 }
 
-std::vector<uint32_t> ListenerOwners(int port) {
-  // Lines: "sl local_address rem_address st tx_queue:rx_queue tr:tm->when
-  // retrnsmt uid ...", addresses as HEX_IP:HEX_PORT, st 0A = LISTEN.
-  std::vector<uint32_t> owners;
-  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
-    std::ifstream in(table);
-    std::string line;
-    std::getline(in, line);  // the header
-    while (std::getline(in, line)) {
-      std::istringstream f(line);
-      std::string sl, local, remote, st, queues, timer, retr;
-      uint32_t uid = 0;
-      if (!(f >> sl >> local >> remote >> st >> queues >> timer >> retr >> uid) || st != "0A") continue;
-      const size_t colon = local.rfind(':');
-      if (colon == std::string::npos) continue;
-      if (std::stoul(local.substr(colon + 1), nullptr, 16) == static_cast<unsigned long>(port)) owners.push_back(uid);
-    }
-  }
-  return owners;
-}
+namespace {
 
-std::optional<uint32_t> AcceptedOwner(int from_port, int to_port) {
+struct TcpEntry {
+  long local_port = -1, remote_port = -1;
+  bool listening = false;
+  uint32_t uid = 0;
+};
+
+// Every entry of /proc/net/tcp and /proc/net/tcp6, until `fn` returns true.
+// Lines: "sl local_address rem_address st tx_queue:rx_queue tr:tm->when
+// retrnsmt uid ...", addresses as HEX_IP:HEX_PORT, st 0A = LISTEN.
+template <class Fn>
+void ForEachTcpEntry(Fn&& fn) {
   auto port_of = [](const std::string& addr) -> long {
     const size_t colon = addr.rfind(':');
     return colon == std::string::npos ? -1 : static_cast<long>(std::stoul(addr.substr(colon + 1), nullptr, 16));
@@ -128,12 +119,34 @@ std::optional<uint32_t> AcceptedOwner(int from_port, int to_port) {
     while (std::getline(in, line)) {
       std::istringstream f(line);
       std::string sl, local, remote, st, queues, timer, retr;
-      uint32_t uid = 0;
-      if (!(f >> sl >> local >> remote >> st >> queues >> timer >> retr >> uid)) continue;
-      if (port_of(local) == to_port && port_of(remote) == from_port) return uid;
+      TcpEntry e;
+      if (!(f >> sl >> local >> remote >> st >> queues >> timer >> retr >> e.uid)) continue;
+      e.local_port = port_of(local);
+      e.remote_port = port_of(remote);
+      e.listening = st == "0A";
+      if (fn(e)) return;
     }
   }
-  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<uint32_t> ListenerOwners(int port) {
+  std::vector<uint32_t> owners;
+  ForEachTcpEntry([&](const TcpEntry& e) {
+    if (e.listening && e.local_port == port) owners.push_back(e.uid);
+    return false;
+  });
+  return owners;
+}
+
+std::optional<uint32_t> AcceptedOwner(int from_port, int to_port) {
+  std::optional<uint32_t> owner;
+  ForEachTcpEntry([&](const TcpEntry& e) {
+    if (e.local_port == to_port && e.remote_port == from_port) owner = e.uid;
+    return owner.has_value();
+  });
+  return owner;
 }
 
 }  // namespace ds
