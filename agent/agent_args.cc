@@ -17,7 +17,7 @@ namespace ds {
 std::string AgentUsage() {
   return "usage: dsagent --coordinator HOST:PORT --node-index N --job-id ID [--bind ADDR] [--host NAME]\n"
          "               [--heartbeat-interval S] [--heartbeat-timeout S] [--connect-timeout S] [--join-timeout S]\n"
-         "               [--tree-parent N]\n"
+         "               [--coordinator-grace S] [--tree-parent N]\n"
          "       dsagent --step-nodes I=HOST,... --step-identity VAR ... (instead of --node-index and --host)\n"
          "The agent token (its key) is read from --secret-file PATH when that is a private file (0600) of\n"
          "this user, else from stdin (first line) or DSLAUNCH_SECRET_FD.\n";
@@ -70,6 +70,7 @@ Result<AgentOptions> ParseAgentArgs(const std::vector<std::string>& args) {
     else if (flag == "--heartbeat-timeout") DS_RETURN_IF_ERROR(seconds(&o.heartbeat_timeout));
     else if (flag == "--connect-timeout") DS_RETURN_IF_ERROR(seconds(&o.connect_timeout));
     else if (flag == "--join-timeout") DS_RETURN_IF_ERROR(seconds(&o.join_timeout));
+    else if (flag == "--coordinator-grace") DS_RETURN_IF_ERROR(seconds(&o.coordinator_grace));
     else return Status::InvalidArgument(fmt::format("unknown option '{}'", flag));
   }
   if (o.coordinator.empty()) return Status::InvalidArgument("--coordinator is required");

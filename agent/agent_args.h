@@ -24,6 +24,7 @@ struct AgentOptions {
   double heartbeat_timeout = kDefaultHeartbeatTimeout;    // --heartbeat-timeout S: coordinator silent this long = lost
   double connect_timeout = kDefaultConnectTimeout;      // --connect-timeout S: connect + handshake
   double join_timeout = 0;          // --join-timeout S: retry an unreachable coordinator until then
+  double coordinator_grace = 0;     // --coordinator-grace S: a lost coordinator's workers run on this long
   // An agent a step launcher (srun, mpirun) started on several nodes with one
   // command line: --step-nodes I=HOST,... lists them, --step-identity VAR
   // names the variable that says which one this is (StepNode).

@@ -37,34 +37,53 @@ AgentSession::~AgentSession() = default;
 Status AgentSession::Connect() {
   Deadline deadline = std::chrono::steady_clock::now() + Seconds(opt_.connect_timeout);  // real I/O time
   DS_ASSIGN_OR_RETURN(auto hp, SplitHostPort(opt_.coordinator));
-  DS_ASSIGN_OR_RETURN(msg::Register facts, GatherNodeFacts(opt_.node_index, opt_.host, opt_.bind_addr, hp.first));
-  DS_ASSIGN_OR_RETURN(conn_, ConnectTcp(opt_.coordinator, opt_.bind_addr, deadline));
-  msg::Hello hello;
-  hello.role = wire::Role::kAgent;
-  hello.name = facts.host;
-  hello.job_id = opt_.job_id;
-  hello.node_index = static_cast<uint32_t>(opt_.node_index);
-  Status st = ClientHandshake(conn_.get(), hello, secret_, deadline);
-  if (!st.ok()) return st.Prefixed(fmt::format("coordinator {}", opt_.coordinator));
-
+  DS_ASSIGN_OR_RETURN(facts_, GatherNodeFacts(opt_.node_index, opt_.host, opt_.bind_addr, hp.first));
+  const msg::Register& facts = facts_;
+  // The step heartbeats' socket first: its address is part of the Register.
   DS_ASSIGN_OR_RETURN(auto hb, BindUdp(facts.addr));
   heartbeat_ = std::move(hb.first);
-  facts.heartbeat_addr = hb.second;
-  DS_RETURN_IF_ERROR(WriteFrame(conn_.get(), wire::MsgType::kRegister, facts.Encode(), deadline));
-  // Little in flight in the kernel: what the coordinator has yet to read
-  // waits in the Outbox (bounded by back-pressure), so a Stop's WorkerExited
-  // and Stopped are never behind megabytes of old output.
-  int sndbuf = static_cast<int>(kOutboxHighWater / 4);
-  ::setsockopt(conn_.get(), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+  facts_.heartbeat_addr = hb.second;
+  DS_RETURN_IF_ERROR(ConnectAndRegister(deadline));
   workers_ = std::make_unique<ProcessLauncher>(facts.host, !opt_.step_identity.empty(), children_);
   snapshots_ = std::make_unique<RealNodeSnapshots>(
       SnapshotKeeper::Identity{opt_.job_id, facts.host, static_cast<uint32_t>(opt_.node_index), facts.addr});
-  AgentControlOptions co{facts.host, opt_.heartbeat_interval, opt_.heartbeat_timeout};
+  AgentControlOptions co{facts.host, opt_.heartbeat_interval, opt_.heartbeat_timeout, opt_.coordinator_grace};
   stacks_ = std::make_unique<StackDumper>();
   control_ = std::make_unique<AgentControl>(co, AgentSeams{*this, *workers_, *snapshots_, children_, stacks_.get()},
                                             clock_);
   DS_LOG(Info, Agent) << "registered as node " << opt_.node_index << " (" << facts.addr << ")";
   return Status::OK();
+}
+
+Status AgentSession::ConnectAndRegister(Deadline deadline) {
+  DS_ASSIGN_OR_RETURN(UniqueFd conn, ConnectTcp(opt_.coordinator, opt_.bind_addr, deadline));
+  msg::Hello hello;
+  hello.role = wire::Role::kAgent;
+  hello.name = facts_.host;
+  hello.job_id = opt_.job_id;
+  hello.node_index = static_cast<uint32_t>(opt_.node_index);
+  Status st = ClientHandshake(conn.get(), hello, secret_, deadline);
+  if (!st.ok()) return st.Prefixed(fmt::format("coordinator {}", opt_.coordinator));
+  DS_RETURN_IF_ERROR(WriteFrame(conn.get(), wire::MsgType::kRegister, facts_.Encode(), deadline));
+  // Little in flight in the kernel: what the coordinator has yet to read
+  // waits in the Outbox (bounded by back-pressure), so a Stop's WorkerExited
+  // and Stopped are never behind megabytes of old output.
+  int sndbuf = static_cast<int>(kOutboxHighWater / 4);
+  ::setsockopt(conn.get(), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+  conn_ = std::move(conn);
+  return Status::OK();
+}
+
+// The loop waits for this try (a refused connection returns at once; an
+// unreachable host takes the deadline): the workers' pipes wait meanwhile.
+bool AgentSession::Reconnect() {
+  constexpr auto kReconnectDeadline = std::chrono::milliseconds(500);
+  Close();
+  inbuf_.clear();
+  write_error_.clear();
+  Status st = ConnectAndRegister(std::chrono::steady_clock::now() + kReconnectDeadline);
+  if (!st.ok()) DS_LOG(Debug, Agent) << "no new coordinator yet: " << st.message();
+  return st.ok();
 }
 
 void AgentSession::Send(wire::MsgType type, const Bytes& payload) {

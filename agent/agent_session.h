@@ -78,6 +78,10 @@ class AgentSession final : private CoordinatorLink {
   void Send(wire::MsgType type, const Bytes& payload) override;
   void Close() override;
   bool open() const override { return conn_.get() >= 0; }
+  bool Reconnect() override;  // adrift: the same coordinator address, kReconnectDeadline at most
+
+  // Connects, authenticates and sends facts_ as Register by `deadline`.
+  Status ConnectAndRegister(Deadline deadline);
 
   void FlushOutbox();
   void ReadCoordinator();
@@ -87,6 +91,7 @@ class AgentSession final : private CoordinatorLink {
   AgentOptions opt_;
   std::string secret_;
   const Clock& clock_;
+  msg::Register facts_;  // this node's, sent again to a new leader
   UniqueFd conn_;
   UniqueFd heartbeat_;
   Bytes inbuf_;

@@ -337,6 +337,20 @@ struct Fenced {
   Bytes payload;
   DS_MESSAGE(Fenced);
 };
+// Coordinator failover (wire_format.md "Resume"): an agent that kept its
+// workers through coordinator.grace tells the new leader, right after its
+// Register, what it is running; the frames it held meanwhile follow.
+struct ResumedWorker {
+  int32_t rank = 0;               // in `generation`
+  int32_t pid = 0;
+};
+struct Resume {
+  uint32_t generation = 0;        // the agent's newest generation (0: none yet)
+  uint8_t running = 0;            // 1: that generation's workers were started here (some may have ended since)
+  uint64_t token_seen = 0;        // the newest fencing token it admitted before the loss
+  std::vector<ResumedWorker> workers;  // every worker of `generation` started here, ended or not
+  DS_MESSAGE(Resume);
+};
 struct Joined {                   // coord -> a joining node (role join): the rank it was given
   uint32_t node_index = 0;        // its node rank: its agent registers as this node
   uint32_t max_nodes = 0;         // the job's --nnodes (MAX of MIN:MAX)

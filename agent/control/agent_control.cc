@@ -58,6 +58,7 @@ void AgentControl::OnFrame(const Frame& f) {
     DS_LOG(Warn, Agent) << st.message();
     return;
   }
+  grace_until_.reset();  // a leader's frame: a later loss gets the whole grace again
   Dispatch(f.type == wire::MsgType::kFenced ? inner : f);
 }
 

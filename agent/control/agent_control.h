@@ -8,6 +8,12 @@
 // ranks that stepped since the last, msg::Progress) and leaves when it is silent
 // past heartbeat_timeout, and stops every worker before it goes (SIGTERM,
 // SIGKILL after the stop grace; a second termination signal SIGKILLs at once).
+// With coordinator.grace (coordinator failover) a lost coordinator does not
+// end an idle or running agent: it goes adrift (agent_control_adrift.cc),
+// its workers running on, tries to reach a new leader every
+// kReconnectEvery, holds what it would have sent, and on its way back
+// sends Resume (the generation it kept) and then what it held; only when
+// the grace runs out does it leave as before.
 // Its life is one AgentPhase (agent_phase.h); every change goes through
 // Enter(), which refuses a move the phase table does not hold.
 //
@@ -41,6 +47,7 @@ struct AgentControlOptions {
   std::string host;                                       // this node's name on stderr
   double heartbeat_interval = kDefaultHeartbeatInterval;  // seconds between Pings to the coordinator
   double heartbeat_timeout = kDefaultHeartbeatTimeout;    // the coordinator silent this long = lost
+  double coordinator_grace = 0;  // > 0: a lost coordinator's workers run on this long, waiting for a new leader
 };
 
 class AgentControl {
@@ -107,7 +114,8 @@ class AgentControl {
   // The only way a worker's state changes: false (and a log line) when the
   // table refuses `to`.
   static bool Move(Slot& s, WorkerSlotState to);
-  void Send(wire::MsgType type, const Bytes& payload) { seams_.link.Send(type, payload); }
+  // To the coordinator; while adrift, held for the new leader (Hold).
+  void Send(wire::MsgType type, const Bytes& payload);
   void Dispatch(const Frame& f);  // one admitted frame of the coordinator's
   void OnReserve(const msg::Reserve& m);
   void OnAssign(const msg::Assign& m);
@@ -131,6 +139,11 @@ class AgentControl {
   void BeginStop();
   void SignalRunning(int sig);
   void Lost(const std::string& reason);
+  // agent_control_adrift.cc: coordinator.grace.
+  bool GoAdrift(const std::string& reason);  // false: this agent cannot wait (it leaves as before)
+  void Hold(wire::MsgType type, const Bytes& payload);
+  void CheckAdrift(TimePoint now);            // the next reconnect try, or the grace's end
+  void Resume(TimePoint now);                 // registered with a new leader: Resume, then what was held
   void Quit(int exit_code, const std::string& why);
   void CheckHangs(TimePoint now);
   void CheckCoordinator(TimePoint now);
@@ -178,6 +191,23 @@ class AgentControl {
   std::optional<Reshaping> reshape_;
   std::optional<uint32_t> reshaped_generation_;  // the last generation reshaped in place here
   std::optional<msg::Assign> deferred_assign_;  // a replacement's, held until the gather is done
+  // Adrift (coordinator.grace): since when, until when, the next reconnect
+  // try, and the frames held for the new leader (output up to
+  // kHeldOutputBytes; Pings, progress and hang reports are not held).
+  struct Adrift {
+    AgentPhase from = AgentPhase::kIdle;  // where it goes back to
+    TimePoint since;
+    TimePoint next_try;
+    std::vector<std::pair<wire::MsgType, Bytes>> held;
+    size_t output_bytes = 0;
+    uint64_t lines_dropped = 0;
+  };
+  std::optional<Adrift> adrift_;
+  // The grace's end, kept from the first loss until a new leader's frame is
+  // admitted: a link that opens and closes again does not restart the grace.
+  std::optional<TimePoint> grace_until_;
+  static constexpr Duration kReconnectEvery = std::chrono::milliseconds(250);
+  static constexpr size_t kHeldOutputBytes = 4u << 20;
 };
 
 }  // namespace ds

@@ -87,6 +87,7 @@ void AgentControl::Lost(const std::string& reason) {
   if (!seams_.link.open()) return;
   seams_.link.Close();
   if (shut_down_) return;  // told to shut down: the close is expected
+  if (GoAdrift(reason)) return;
   std::fprintf(stderr, "dsagent %s: lost the coordinator (%s); killing my workers\n", opt_.host.c_str(),
                reason.c_str());
   Quit(ExitCode(AgentExit::kLostCoordinator), reason);
@@ -94,6 +95,7 @@ void AgentControl::Lost(const std::string& reason) {
 
 void AgentControl::Quit(int exit_code, const std::string& why) {
   if (!Enter(AgentPhase::kQuitting)) return;  // already leaving
+  adrift_.reset();  // nothing is held for a leader any more
   DS_LOG(Info, Agent) << "quitting: " << why;
   exit_code_ = exit_code;
   seams_.workers.ReleasePort();
@@ -154,6 +156,7 @@ void AgentControl::OnTick() {
   if (reshape_ && now >= reshape_->deadline) MaybeFinishReshape(true);
   SendDueProgress(now);
   CheckCoordinator(now);
+  CheckAdrift(now);
   Settle();
 }
 
@@ -208,6 +211,10 @@ std::optional<AgentControl::TimePoint> AgentControl::NextDeadline() const {
   }
   if (phase_ == AgentPhase::kLingering && linger_until_) consider(*linger_until_);
   if (auto p = progress_.NextDeadline()) consider(*p);
+  if (adrift_) {
+    consider(*grace_until_);
+    consider(adrift_->next_try);
+  }
   if (seams_.link.open()) {
     consider(last_recv_ + Seconds(opt_.heartbeat_timeout));
     consider(last_ping_ + Seconds(opt_.heartbeat_interval));

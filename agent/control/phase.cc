@@ -7,6 +7,7 @@ const char* PhaseName(AgentPhase p) {
     case AgentPhase::kIdle: return "idle";
     case AgentPhase::kRunning: return "running";
     case AgentPhase::kStopping: return "stopping";
+    case AgentPhase::kAdrift: return "adrift";
     case AgentPhase::kQuitting: return "quitting";
     case AgentPhase::kLingering: return "lingering";
     case AgentPhase::kFinished: return "finished";
@@ -19,8 +20,10 @@ bool PhaseTransitionAllowed(AgentPhase from, AgentPhase to) {
   switch (from) {
     case P::kIdle:
     case P::kRunning:
-      return to == P::kRunning || to == P::kStopping || to == P::kQuitting;
+      return to == P::kRunning || to == P::kStopping || to == P::kAdrift || to == P::kQuitting;
     case P::kStopping:
+      return to == P::kIdle || to == P::kRunning || to == P::kQuitting;
+    case P::kAdrift:
       return to == P::kIdle || to == P::kRunning || to == P::kQuitting;
     case P::kQuitting:
       return to == P::kLingering || to == P::kFinished;

@@ -8,6 +8,9 @@
 //   Assign (the next generation) enters kRunning from kIdle, kRunning or kStopping.
 //   kIdle, kRunning, kStopping --Shutdown, lost coordinator, signal, failed snapshot
 //   thread--> kQuitting --all ended--> [kLingering] --> kFinished
+//   kIdle, kRunning --lost coordinator, coordinator.grace > 0--> kAdrift
+//   kAdrift --registered with a new leader--> the phase it left (kIdle or kRunning)
+//   kAdrift --grace over, signal--> kQuitting
 //
 // A generation only moves forward (Idle -> Running -> Stopping -> Idle); an
 // Assign opens the next one, the only way back to kRunning. Leaving is final:
@@ -25,6 +28,7 @@ enum class AgentPhase : uint8_t {
   kIdle,       // registered; no workers (before the first Assign, or after a Stopped)
   kRunning,    // a generation's workers were started (some may have ended)
   kStopping,   // Stop: SIGTERM to every group, SIGKILL after the grace; Stopped when all ended
+  kAdrift,     // the coordinator is lost: the workers run on while the agent looks for a new leader
   kQuitting,   // leaving: workers stopped as in kStopping, then the last snapshot handoffs kept
   kLingering,  // after Shutdown: the launch tree's agents this one started get a bounded time to end
   kFinished,   // the event loop ends with AgentControl::exit_code()

@@ -35,6 +35,10 @@ class CoordinatorLink {
   // Closes the link at once and drops what is queued. Idempotent.
   virtual void Close() = 0;
   virtual bool open() const = 0;
+  // Adrift (AgentControl, coordinator.grace): one try, bounded by a short
+  // deadline of the implementation's, to reach a leader of the job,
+  // authenticate and send this node's Register again. True: open again.
+  virtual bool Reconnect() { return false; }
 };
 
 // How one worker of an Assign started: a pid, or why it did not (a line for

@@ -1,7 +1,9 @@
 #include "launcher/cmd/job_leader.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -34,6 +36,26 @@ Result<std::unique_ptr<failover::LeaderSession>> LeadJob(const JobSpec& job, con
   // coordinator.replicas is refused with the plan (plan_from_cli.cc) for now.
   if (job.coordinator.etcd.empty()) return std::unique_ptr<failover::LeaderSession>();
   return failover::LeaderSession::Start(LeaderOptions(job, job_id, identity));
+}
+
+Result<std::unique_ptr<failover::LeaderSession>> LeadJobWhenFree(const JobSpec& job, const std::string& job_id,
+                                                                const std::string& identity, double wait_s) {
+  const auto until = std::chrono::steady_clock::now() + Seconds(wait_s);
+  while (true) {
+    auto s = LeadJob(job, job_id, identity);
+    if (s.ok() || s.status().code() != Status::Code::kAborted || std::chrono::steady_clock::now() >= until) return s;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // polls the key: a lease runs out on etcd's clock
+  }
+}
+
+Result<JobState> ReadJobState(const JobSpec& job, const std::string& job_id) {
+  const failover::LeaderSessionOptions o = LeaderOptions(job, job_id, "");
+  DS_ASSIGN_OR_RETURN(std::unique_ptr<etcd::Client> client, etcd::Client::Create(o.client));
+  failover::StateStore store(*client, o.state_key, o.leader_key);
+  DS_ASSIGN_OR_RETURN(std::optional<failover::StoredState> stored, store.Read());
+  if (!stored) return Status::NotFound(fmt::format("coordinator.etcd: no state at {}: job {} never ran with this "
+                                                   "coordinator: section", o.state_key, job_id));
+  return DecodeJobState(stored->text, RealClock().Now(), "etcd " + o.state_key);
 }
 
 }  // namespace ds

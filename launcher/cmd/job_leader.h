@@ -6,9 +6,11 @@
 // needs etcd.
 //
 // Every frame to an agent then carries the leader's fencing token
-// (wire_format.md "Fencing"). What it does not do yet: start the job's own
-// etcd (coordinator: replicas: is refused with the plan), start standby
-// coordinators, or let agents outlive a lost coordinator.
+// (wire_format.md "Fencing"), and the agents keep their workers for
+// coordinator.grace when the coordinator is lost, so that `dslaunch
+// --resume JOB` (job_takeover.h) can take the job over from its state
+// here. What it does not do yet: start the job's own etcd (coordinator:
+// replicas: is refused with the plan) or standby coordinators.
 #pragma once
 
 #include <memory>
@@ -16,6 +18,7 @@
 
 #include "common/status.h"
 #include "launcher/config/job_spec.h"
+#include "launcher/coordinator/job_state.h"
 #include "launcher/failover/leader_session.h"
 
 namespace ds {
@@ -32,5 +35,11 @@ failover::LeaderSessionOptions LeaderOptions(const JobSpec& job, const std::stri
 // or LeaderSession::Start's error (naming the key and the endpoints).
 Result<std::unique_ptr<failover::LeaderSession>> LeadJob(const JobSpec& job, const std::string& job_id,
                                                         const std::string& identity);
+// LeadJob for a coordinator taking over: while another leads (the lost
+// one's lease has not run out yet), tries again until `wait_s` passed.
+Result<std::unique_ptr<failover::LeaderSession>> LeadJobWhenFree(const JobSpec& job, const std::string& job_id,
+                                                                const std::string& identity, double wait_s);
+// The job's state as its leader last wrote it. NotFound when none was.
+Result<JobState> ReadJobState(const JobSpec& job, const std::string& job_id);
 
 }  // namespace ds

@@ -25,6 +25,7 @@
 #include "common/log.h"
 #include "common/netif.h"
 #include "launcher/cmd/job_leader.h"
+#include "launcher/cmd/job_takeover.h"
 #include "launcher/cmd/job_watch.h"
 #include "launcher/cmd/launch_choice.h"
 #include "launcher/cmd/pid_file.h"
@@ -41,6 +42,7 @@
 #include "launcher/report/terminal_writer.h"
 #include "launcher/spawn/ssh/remote_command.h"
 #include "launcher/spawn/ssh/ssh_probe.h"
+#include "wire/client_conn.h"
 #include "wire/hmac_auth.h"
 
 namespace ds {
@@ -101,8 +103,8 @@ Status NarrowToReachable(LaunchPlan& plan, const SshOptions& ssh) {
 // The coordinator's settings: the job's elastic section, a fresh job id and
 // secret, and where agents reach it (loopback, or the address that routes
 // to the first host).
-Result<CoordinatorOptions> CoordinatorOptionsFor(const Launch& l, const CliOptions& cli,
-                                                 std::vector<std::string> argv) {
+Result<CoordinatorOptions> FreshCoordinatorOptions(const Launch& l, const CliOptions& cli,
+                                                   std::vector<std::string> argv) {
   const ElasticOptions& el = l.plan.job.elastic;
   CoordinatorOptions co;
   co.job_id = RandomHex(6);
@@ -148,6 +150,29 @@ Result<CoordinatorOptions> CoordinatorOptionsFor(const Launch& l, const CliOptio
   auto route = RouteTo(first.addr.empty() ? SshHostName(first.name, l.ssh) : first.addr);
   if (!route.ok()) return Status::Unavailable(route.status().message());
   co.advertise_host = route->local_addr;
+  return co;
+}
+
+// --resume JOB: the job's id, secret, run and address instead of fresh ones
+// (job_takeover.h); else FreshCoordinatorOptions.
+Result<CoordinatorOptions> CoordinatorOptionsFor(const Launch& l, const CliOptions& cli,
+                                                 std::vector<std::string> argv) {
+  DS_ASSIGN_OR_RETURN(CoordinatorOptions co, FreshCoordinatorOptions(l, cli, std::move(argv)));
+  if (cli.resume_job.empty()) return co;
+  if (l.per_node || l.plan.job.coordinator.etcd.empty())
+    return Status::InvalidArgument(fmt::format("--resume {}: {}", cli.resume_job,
+                                               l.per_node ? "the per-node form has no takeover yet"
+                                                          : "the job file has no coordinator: etcd: (where the "
+                                                            "job's state is)"));
+  DS_ASSIGN_OR_RETURN(TakeoverRecord r, ReadTakeoverRecord(cli.resume_job));
+  Result<JobState> s = ReadJobState(l.plan.job, cli.resume_job);
+  if (!s.ok()) return Status::Unavailable(fmt::format("--resume {}: {}", cli.resume_job, s.status().message()));
+  DS_ASSIGN_OR_RETURN(auto hp, SplitHostPort(r.address));
+  co.job_id = cli.resume_job;
+  co.secret = r.secret;
+  co.run_id = s->run_id;
+  co.advertise_host = hp.first;
+  co.listen_port = hp.second;  // where the agents, adrift, dial
   return co;
 }
 
@@ -207,6 +232,10 @@ std::vector<AgentSpec> AgentSpecs(const Launch& l, const CliOptions& cli, const 
                        l.coord.heartbeat_interval, l.coord.heartbeat_timeout, l.ssh.connect_timeout);
     const std::string bind = l.launcher == "local" ? LocalBindAddress(n.host.name) : "";
     if (!bind.empty()) s.argv.insert(s.argv.end(), {"--bind", bind});
+    // Coordinator failover: a lost coordinator's workers run on while a new leader takes over.
+    if (const CoordinatorSpec& c = l.plan.job.coordinator; !c.etcd.empty())
+      s.argv.insert(s.argv.end(), {"--coordinator-grace",
+                                   fmt::format("{}ms", ToMillis(CoordinatorGrace(c, l.coord.heartbeat_timeout)))});
     specs.push_back(std::move(s));
   }
   return specs;
@@ -317,6 +346,11 @@ Result<FleetOptions> FleetOptionsFor(const Launch& l, const CliOptions& cli,
                                  "fresh job secret from {}", published->path()));
     }
     fleet_options.derived_token = [pn](int node) { return PerNodeAgentToken(*pn, node); };
+  } else if (!l.plan.job.coordinator.etcd.empty()) {
+    // Coordinator failover: a coordinator taking over knows every agent's key (job_takeover.h).
+    fleet_options.derived_token = [secret = l.coord.secret, job = l.coord.job_id](int node) {
+      return FailoverAgentToken(secret, job, node);
+    };
   }
   return fleet_options;
 }
@@ -328,9 +362,21 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMu
   l.coord.notice = [&mux](const std::string& text) { mux.Notice("dslaunch: " + text); };
   Coordinator coord(io, l.plan, l.coord, record);
   if (Status st = coord.Listen(); !st.ok()) return Status::Unavailable(st.message());
+  const bool resume = !cli.resume_job.empty();
   DS_ASSIGN_OR_RETURN(std::unique_ptr<failover::LeaderSession> leader,
-                      LeadJob(l.plan.job, l.coord.job_id, coord.address()));
+                      resume ? LeadJobWhenFree(l.plan.job, l.coord.job_id, coord.address(),
+                                               CoordinatorGrace(l.plan.job.coordinator, l.coord.heartbeat_timeout))
+                             : LeadJob(l.plan.job, l.coord.job_id, coord.address()));
+  if (resume) {  // the newest state, now that this coordinator leads and nobody else can write it
+    Result<JobState> s = ReadJobState(l.plan.job, l.coord.job_id);
+    if (!s.ok()) return Status::Unavailable(s.status().message());
+    if (Status st = coord.Adopt(*s); !st.ok()) return Status::InvalidArgument("--resume: " + st.message());
+    l.coord.notice(fmt::format("taking over job {} at generation {} ({}): waiting for its agents", l.coord.job_id,
+                               s->generation, CoordStateName(s->phase)));
+  }
   if (leader) {
+    if (Status st = WriteTakeoverRecord(l.coord.job_id, {l.coord.secret, coord.address()}); !st.ok())
+      l.coord.notice("warning: no takeover record (dslaunch --resume cannot take this job over): " + st.message());
     l.coord.notice(fmt::format("coordinator: leads job {} in etcd ({}, fencing token {}); its state is written "
                                "there at every transition",
                                l.coord.job_id, fmt::join(l.plan.job.coordinator.etcd, ", "), leader->token()));
@@ -357,7 +403,12 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMu
     fleet.Drain(Seconds(l.coord.stop_grace + 3.0));
   });
   coord.Start(fleet);  // the coordinator tells the fleet of agents registered and lost
-  fleet.Start();
+  if (resume) {  // the agents run already: each registers again with the key it holds
+    for (const AgentSpec& s : AgentSpecs(l, cli, coord.address()))
+      coord.EnrollAgent(s.node_index, FailoverAgentToken(l.coord.secret, l.coord.job_id, s.node_index));
+  } else {
+    fleet.Start();
+  }
   io.run();
   LogSetSink([&err](std::string line) { err.Write(std::move(line)); });
   io.restart();
@@ -365,6 +416,7 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMu
   if (leader) {  // the last state (the job's end) before the lease goes
     if (Status st = leader->Flush(3); !st.ok()) DS_LOG(Warn, Coord) << st.message();
     leader->Stop();
+    RemoveTakeoverRecord(l.coord.job_id);
   }
   return coord.control().world_size();
 }

@@ -61,6 +61,8 @@ class Coordinator {
   // `fleet` (which must outlive the coordinator) hears of agents registered
   // and lost (FleetEvents).
   void Start(FleetEvents& fleet) { control_.Start(address(), fleet); }
+  // Before Start, taking over a job whose coordinator was lost (JobControl::Adopt).
+  Status Adopt(const JobState& s) { return control_.Adopt(s); }
   // Stops the job because of a signal to dslaunch (exit code 128+sig).
   void RequestStop(int signal_number) { control_.RequestStop(signal_number); }
   // Ends the job now with a failure that is not a worker's (e.g. an agent

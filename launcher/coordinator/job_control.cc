@@ -93,7 +93,8 @@ Status JobControl::OnRegister(const msg::Register& facts, std::shared_ptr<AgentL
                         << Printable(facts.host) << ", " << Printable(facts.addr) << " via "
                         << Printable(facts.ifname) << ", " << facts.cpus
                         << " cpus)";
-    if (num_registered_ == agents_.size()) PrepareGeneration();
+    if (adopting_) MaybeAdopt();
+    else if (num_registered_ == agents_.size()) PrepareGeneration();
     else if (opt_.start_nodes > 0 && num_registered_ == static_cast<size_t>(opt_.start_nodes))
       last_call_ = clock_.Now() + Seconds(opt_.last_call);
   }
@@ -157,6 +158,11 @@ Status JobControl::OnAgentFrame(int node, const Frame& f) {
     case wire::MsgType::kStacks: {
       DS_ASSIGN_OR_RETURN(msg::Stacks m, msg::Stacks::Decode(f.payload));
       OnStacks(node, m);
+      return Status::OK();
+    }
+    case wire::MsgType::kResume: {
+      DS_ASSIGN_OR_RETURN(msg::Resume m, msg::Resume::Decode(f.payload));
+      OnResume(node, m);
       return Status::OK();
     }
     case wire::MsgType::kAgentEnded: {

@@ -170,6 +170,18 @@ class JobControl {
   // come back as the agents register again. Error: `s` is another job's,
   // or its candidates are not this plan's.
   Status Restore(const JobState& s);
+  // Before Start(), a coordinator taking over a job whose coordinator was
+  // lost (coordinator failover, job_control_adopt.cc): Restore(s), and when
+  // `s` was running a generation, adopts it as it runs. Its agents, having
+  // kept their workers (coordinator.grace), register again and say with
+  // Resume what they kept; once every node of the generation did, and every
+  // other candidate that was up registered, the job runs on in that
+  // generation with no worker restarted and no Assign sent. A node that does
+  // not come back within register_timeout, or one that kept something else,
+  // fails the generation into the ordinary restart path, said in one line;
+  // so does a generation that was still starting (its rendezvous went with
+  // the old coordinator). Error: Restore's, or the job had ended.
+  Status Adopt(const JobState& s);
   // Runs with State() after every event that changed it (the phase, a
   // generation started, a restart counted, a host cooling down, an
   // eviction, the recovery point moved, a candidate registered or lost),
@@ -285,6 +297,10 @@ class JobControl {
   // restarts), the restart it counted refunded; the caller stops the generation.
   void EndReshape(const std::string& why, bool restartable);
   void CheckReshapeDeadline(Clock::time_point now);
+  // job_control_adopt.cc: taking over a running generation (Adopt).
+  void OnResume(int node, const msg::Resume& m);
+  void MaybeAdopt();  // every awaited agent back or lost: Adopted()
+  void Adopted();     // runs on in the adopted generation, or fails it into a restart
   // job_control_hang.cc: a hung generation's stacks (StackCollection), then its failure.
   void CheckHang(Clock::time_point now);
   void OnWorkerHung(int node, const msg::WorkerHung& m);  // elastic.hang_timeout: the same, naming that rank
@@ -352,6 +368,14 @@ class JobControl {
   std::unique_ptr<SnapshotGather> gather_;  // null with snapshots off
   bool in_place_ = false;             // elastic.in_place, dstrain and snapshots: failures reshape
   std::optional<ReshapeRound> reshaping_;  // the in-place recovery under way
+  // Adopt's generation while its agents come back.
+  struct Adoption {
+    int generation = 0;      // the one running when the state was written
+    std::set<int> awaited;   // candidates up when the old coordinator wrote its state: all register first
+    std::set<int> resumed;   // nodes of the generation whose Resume arrived
+    std::string mismatch;    // why it cannot be adopted as it runs ("" = it can)
+  };
+  std::optional<Adoption> adopting_;
 };
 
 }  // namespace ds

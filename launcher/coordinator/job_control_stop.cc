@@ -15,6 +15,7 @@ void JobControl::OnAgentClosed(int node, const std::string& reason) {
   if (!agents_[node].up()) return;  // lost already, or never registered
   LoseAgent(node, reason);
   if (state_ == CoordState::kDone) return;
+  if (adopting_) return MaybeAdopt();  // one fewer to wait for
   if (state_ == CoordState::kStopping) {
     DS_LOG(Info, Coord) << "node " << node << " closed while stopping: " << reason;
     return MaybeFinishStopping();
@@ -142,6 +143,7 @@ void JobControl::OnTimer() {
 
 void JobControl::CheckRegisterDeadline(Clock::time_point now) {
   if (state_ != CoordState::kWaitingForAgents || now < start_time_ + Seconds(opt_.register_timeout)) return;
+  if (adopting_) return Adopted();  // whoever is not back by now is lost to the generation
   if (opt_.start_nodes > 0 && num_registered_ >= static_cast<size_t>(opt_.start_nodes)) return StartOnRegistered();
   std::string missing, joined;
   for (size_t i = 0; i < agents_.size(); ++i) {

@@ -170,6 +170,8 @@ std::vector<Golden> Messages() {
           "fffffffd"));
   g.push_back(Pin("Fenced", Fenced{0x0102030405060708, 17, {0, 0, 0, 5}},
           "0102030405060708000000110000000400000005"));
+  g.push_back(Pin("Resume", Resume{7, 1, 16, {{0, 100}, {1, 101}}},
+          "0000000701000000000000001000000002000000000000006400000001" "00000065"));
   g.push_back(Pin("Joined", Joined{7, 9},
           "0000000700000009"));
   g.push_back(Pin("StoreSet", StoreSet{"rdzv/1", {0, 1, 2}},

@@ -21,6 +21,12 @@ class FakeLink final : public CoordinatorLink {
   }
   void Close() override { open_ = false; }
   bool open() const override { return open_; }
+  // Reconnect: counted; opens the link again while `leader_up`.
+  bool Reconnect() override {
+    ++reconnects;
+    if (leader_up) open_ = true;
+    return leader_up;
+  }
 
   // The payloads of every frame of `type` sent, decoded as M.
   template <typename M>
@@ -42,6 +48,8 @@ class FakeLink final : public CoordinatorLink {
   }
 
   std::vector<std::pair<wire::MsgType, Bytes>> sent;
+  bool leader_up = false;
+  int reconnects = 0;
 
  private:
   bool open_ = true;
@@ -158,14 +166,18 @@ class FakeTree final : public LaunchTreeChildren {
   size_t children = 0;
 };
 
-// An AgentControl on fakes: heartbeat every 1 s, the coordinator lost after 3 s.
+// An AgentControl on fakes: heartbeat every 1 s, the coordinator lost
+// after 3 s, a lost coordinator waited for `coordinator_grace` seconds.
 struct AgentFixture {
+  explicit AgentFixture(double coordinator_grace = 0)
+      : control{AgentControlOptions{"node7", 1.0, 3.0, coordinator_grace}, AgentSeams{link, workers, snapshots, tree},
+                clock} {}
   FakeClock clock;
   FakeLink link;
   FakeWorkers workers;
   FakeSnapshots snapshots;
   FakeTree tree;
-  AgentControl control{AgentControlOptions{"node7", 1.0, 3.0}, AgentSeams{link, workers, snapshots, tree}, clock};
+  AgentControl control;
 
   template <typename M>
   void Deliver(wire::MsgType type, const M& m) {

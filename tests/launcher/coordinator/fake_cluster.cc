@@ -159,6 +159,8 @@ int FakeCluster::NodeOfRank(int rank) const {
     for (const auto& w : a->workers)
       if (w.rank == rank) return node;
   }
+  // A generation taken over (JobControl::Adopt) had no Assign here: its agents said where.
+  if (auto w = record_.workers().find(rank); w != record_.workers().end()) return w->second.node;
   throw std::runtime_error("no node runs rank " + std::to_string(rank));
 }
 

@@ -1,0 +1,135 @@
+// Coordinator failover in real processes with a site's etcd (TLS, client
+// certificates): dslaunch is SIGKILLed mid-training; its agents keep their
+// workers (coordinator.grace); `dslaunch --resume JOB`, the same command
+// line, takes the job over from its state in etcd, the same worker
+// processes run on (none restarted, no second start), and the job ends 0
+// under the new coordinator with their output. Without a takeover the
+// agents kill their workers once the grace is over, and --resume of a job
+// that is not there says why.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "common/clock.h"
+#include "launcher/coordinator/job_state.h"
+#include "tests/integration/proc_harness.h"
+#include "tests/launcher/failover/etcd_bed.h"
+
+namespace ds::testing {
+namespace {
+
+using std::chrono::seconds;
+
+// Each worker writes its pid once, then works until `go` appears.
+constexpr const char* kWorker = R"(
+echo $$ >> pids
+echo "UP $RANK"
+n=0
+while [ ! -f go ]; do n=$((n+1)); sleep 0.05; done
+echo "DONE $RANK after $n ticks"
+)";
+
+std::string JobFile(const EtcdBed& bed, const std::string& grace) {
+  return fmt::format(
+      "command: [sh, worker.sh]\nelastic: {{heartbeat_interval: 0.5, heartbeat_timeout: 2}}\ncoordinator:\n"
+      "  etcd: [{}]\n  ca: {}\n  cert: {}\n  key: {}\n  grace: {}\n",
+      bed.endpoints()[0], bed.client_tls().ca_file, bed.client_tls().cert_file, bed.client_tls().key_file, grace);
+}
+
+// The job's state once the leader wrote it running.
+JobState RunningState(const EtcdBed& bed) {
+  auto c = bed.Client();
+  const auto until = std::chrono::steady_clock::now() + seconds(30);
+  while (std::chrono::steady_clock::now() < until) {
+    auto r = c->Range(etcd::RangeRequest{"/dslaunch/", etcd::PrefixEnd("/dslaunch/")});
+    REQUIRE(r.ok());
+    for (const auto& kv : r->kvs) {
+      if (kv.key.size() < 6 || kv.key.compare(kv.key.size() - 6, 6, "/state") != 0) continue;
+      auto s = DecodeJobState(kv.value, RealClock().Now(), kv.key);
+      REQUIRE(s.ok());
+      if (s->phase == CoordState::kRunning) return *s;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polls etcd: the write is the leader's
+  }
+  FAIL("the job's state never said running");
+  return {};
+}
+
+// The test's environment, its private directory (the takeover record) in `dir` too.
+std::vector<std::pair<std::string, std::string>> Env(const TempDir& dir) {
+  auto env = JobEnv(dir);
+  env.emplace_back("XDG_RUNTIME_DIR", dir.path());
+  return env;
+}
+
+bool Alive(pid_t pid) { return ::kill(pid, 0) == 0; }
+
+void KillHard(Child& c) {
+  ::kill(c.pid, SIGKILL);
+  ::waitpid(c.pid, nullptr, 0);
+}
+
+TEST_CASE("run takeover: dslaunch SIGKILLed mid-training, the workers run on and dslaunch --resume ends the job 0",
+          "[etcd][run]") {
+  auto bed = EtcdBed::Start(1);
+  TempDir dir("dsl-takeover");
+  WriteFile(dir / "worker.sh", kWorker);
+  WriteFile(dir / "job.yaml", JobFile(*bed, "30s"));
+  const std::vector<std::string> argv = {DslaunchPath(), "--hostfile", HostfileFor(dir, 2, 1), "job.yaml"};
+  Child first = Spawn(argv, dir.path(), Env(dir));
+  const std::vector<pid_t> workers = WaitForPids(dir / "pids", 2, seconds(60));
+  REQUIRE(workers.size() == 2);
+  const JobState s = RunningState(*bed);
+  KillHard(first);
+  // Nobody commands the workers now: they run on (the agents wait for a new leader).
+  REQUIRE(WaitForText(first.err_path, "worker(s) run on for up to", seconds(10)));
+  CHECK(Alive(workers[0]));
+  CHECK(Alive(workers[1]));
+
+  std::vector<std::string> resume = argv;
+  resume.insert(resume.begin() + 1, {"--resume", s.job_id});
+  Child second = Spawn(resume, dir.path(), Env(dir));
+  INFO(ReadFile(second.err_path));
+  REQUIRE(WaitForText(second.err_path, "took over generation 0: its 2 worker(s) on 2 node(s) ran on, none restarted",
+                      seconds(30)));
+  CHECK(Alive(workers[0]));
+  CHECK(Alive(workers[1]));
+  WriteFile(dir / "go", "");
+  const int code = WaitExit(second.pid, seconds(60));
+  INFO(ReadFile(second.err_path));
+  CHECK(code == 0);
+  CHECK(WaitForPids(dir / "pids", 3, std::chrono::milliseconds(1)).size() == 2);  // no worker started again
+  const std::string out = ReadFile(second.out_path);
+  CHECK(out.find("DONE 0 after") != std::string::npos);  // the adopted workers' output reaches the new coordinator
+  CHECK(out.find("DONE 1 after") != std::string::npos);
+  CHECK(AllGone(workers, seconds(10)));
+}
+
+TEST_CASE("run takeover: without a new leader the agents kill their workers when the grace is over; --resume of a "
+          "job this host did not run says so", "[etcd][run]") {
+  auto bed = EtcdBed::Start(1);
+  TempDir dir("dsl-takeover");
+  WriteFile(dir / "worker.sh", kWorker);
+  WriteFile(dir / "job.yaml", JobFile(*bed, "1s"));
+  const std::vector<std::string> argv = {DslaunchPath(), "--hostfile", HostfileFor(dir, 1, 1), "job.yaml"};
+  Child first = Spawn(argv, dir.path(), Env(dir));
+  const std::vector<pid_t> workers = WaitForPids(dir / "pids", 1, seconds(60));
+  REQUIRE(workers.size() == 1);
+  KillHard(first);
+  CHECK(AllGone(workers, seconds(20)));
+
+  Child c;
+  std::vector<std::string> resume = argv;
+  resume.insert(resume.begin() + 1, {"--resume", "0123456789ab"});
+  CHECK(Run(resume, dir.path(), &c, seconds(60), Env(dir)) != 0);
+  const std::string err = ReadFile(c.err_path);
+  INFO(err);
+  CHECK(err.find("--resume 0123456789ab: ") != std::string::npos);
+  CHECK(err.find("only the host and user that ran the job can take it over, and only while it runs") !=
+        std::string::npos);
+}
+
+}  // namespace
+}  // namespace ds::testing
