@@ -159,6 +159,7 @@ Result<CoordinatorOptions> CoordinatorOptionsFor(const Launch& l, const CliOptio
                                                  std::vector<std::string> argv) {
   DS_ASSIGN_OR_RETURN(CoordinatorOptions co, FreshCoordinatorOptions(l, cli, std::move(argv)));
   if (cli.resume_job.empty()) return co;
+  DS_RETURN_IF_ERROR(CheckJobId(cli.resume_job));
   if (l.per_node || l.plan.job.coordinator.etcd.empty())
     return Status::InvalidArgument(fmt::format("--resume {}: {}", cli.resume_job,
                                                l.per_node ? "the per-node form has no takeover yet"
@@ -375,13 +376,13 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMu
                                s->generation, CoordStateName(s->phase)));
   }
   if (leader) {
-    if (Status st = WriteTakeoverRecord(l.coord.job_id, {l.coord.secret, coord.address()}); !st.ok())
-      l.coord.notice("warning: no takeover record (dslaunch --resume cannot take this job over): " + st.message());
     l.coord.notice(fmt::format("coordinator: leads job {} in etcd ({}, fencing token {}); its state is written "
                                "there at every transition",
                                l.coord.job_id, fmt::join(l.plan.job.coordinator.etcd, ", "), leader->token()));
+    if (Status st = WriteTakeoverRecord(l.coord.job_id, {l.coord.secret, coord.address()}); !st.ok())
+      l.coord.notice("warning: no takeover record (dslaunch --resume cannot take this job over): " + st.message());
     coord.OnStateChange([&leader](const JobState& s) { leader->Offer(EncodeJobState(s, RealClock().Now())); });
-    coord.SetFencing([&leader] { return static_cast<uint64_t>(leader->token()); });
+    coord.SetFencing([&leader] { return leader->Leads() ? static_cast<uint64_t>(leader->token()) : 0; });
   }
   JobWatch watch(io, coord, record, mux,
                  {l.plan.job.progress_interval, l.plan.job.metrics_port, l.plan.job.metrics_addr});

@@ -43,8 +43,8 @@ inline constexpr int kMinCoordinatorReplicas = 3;  // fewer tolerate no lost mem
 inline constexpr int kMaxCoordinatorReplicas = 7;
 // What a run with coordinator.etcd says today (the run and --dry-run).
 inline constexpr const char* kEtcdNotYet =
-    "the job's state is kept in that etcd, but no standby coordinator takes over yet: if this dslaunch ends, the job "
-    "ends as it would without coordinator:";
+    "the job's state is kept in that etcd; if this dslaunch ends, the workers run on for coordinator.grace and "
+    "`dslaunch --resume JOB` (same command line, this host) takes the job over; no standby does it for you yet";
 
 struct CoordinatorSpec {
   std::vector<std::string> etcd;   // mode "site": endpoints HOST:PORT (IPv6 in brackets; http:// or

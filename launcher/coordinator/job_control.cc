@@ -299,8 +299,9 @@ void JobControl::OnWorkerExited(const msg::WorkerExited& m) {
 
 void JobControl::SendTo(int node, wire::MsgType type, const Bytes& payload) {
   if (!agents_[node].connected()) return;
-  const uint64_t token = fencing_ ? fencing_() : 0;
-  if (token == 0) return agents_[node].link->Send(type, payload);
+  if (!fencing_) return agents_[node].link->Send(type, payload);
+  const uint64_t token = fencing_();
+  if (token == 0) return;  // not leading now (its lease lost): it commands nobody until it leads again
   agents_[node].link->Send(wire::MsgType::kFenced, msg::Fenced{token, static_cast<uint32_t>(type), payload}.Encode());
 }
 

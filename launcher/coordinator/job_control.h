@@ -190,7 +190,8 @@ class JobControl {
   // Computing the value costs O(candidates) per event while `cb` is set.
   void OnStateChange(std::function<void(const JobState&)> cb) { on_state_ = std::move(cb); }
   // With coordinator failover: every frame to an agent goes inside a Fenced
-  // with token() (the leader's fencing token; 0: a bare frame).
+  // with token(), the leader's fencing token; while it says 0 (the lease
+  // lost: not leading) nothing is sent at all.
   void SetFencing(std::function<uint64_t()> token) { fencing_ = std::move(token); }
   int generation() const { return generation_; }
   bool NodeRegistered(int node_index) const { return agents_.at(node_index).registered(); }

@@ -74,11 +74,12 @@ Status LeaderElection::WaitForVacancy(const CampaignResult& seen, double timeout
   }
 }
 
-Status LeaderElection::StepDown(std::string reason, bool revoke) {
+Status LeaderElection::StepDown(std::string reason, bool revoke, bool expected) {
   role_ = Role::kSteppedDown;
   reason_ = fmt::format("{} steps down as leader of {} (fencing token {}): {}", options_.identity, options_.key,
                         token_, reason);
-  DS_LOG(Warn, Coord) << reason_;
+  if (expected) DS_LOG(Debug, Coord) << reason_;
+  else DS_LOG(Warn, Coord) << reason_;
   const int64_t lease = lease_;
   lease_ = 0;
   deadline_ = Clock::time_point{};
@@ -121,7 +122,7 @@ Status LeaderElection::Resign() {
       etcd::Compare{options_.key, etcd::Compare::Target::kCreate, etcd::Compare::Op::kEqual, token_, ""});
   txn.success.push_back(etcd::DeleteRequest{options_.key, ""});
   Result<etcd::TxnResponse> r = client_.Txn(txn);
-  (void)StepDown("resigned", true);
+  (void)StepDown("resigned", true, /*expected=*/true);
   return r.status();
 }
 

@@ -72,7 +72,8 @@ class LeaderElection {
   Clock::time_point deadline() const { return deadline_; }
 
  private:
-  Status StepDown(std::string reason, bool revoke = false);
+  // Said as a WARN line unless `expected` (a resignation at the end).
+  Status StepDown(std::string reason, bool revoke = false, bool expected = false);
   Status EnsureLease();
 
   etcd::Client& client_;

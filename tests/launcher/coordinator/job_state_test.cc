@@ -175,7 +175,7 @@ TEST_CASE("job state: given after each transition, only when it changed, never f
 }
 
 TEST_CASE("job control fencing: with a leader's token every frame to an agent goes inside Fenced, with the token "
-          "of the moment", "[jobcontrol]") {
+          "of the moment; without one nothing goes", "[jobcontrol]") {
   FakeCluster c(kThreeHosts, Elastic(2));
   c.Run();  // bare frames: no fencing set
   uint64_t token = 41;
@@ -196,6 +196,13 @@ TEST_CASE("job control fencing: with a leader's token every frame to an agent go
   CHECK(fenced.back().token == 57);
   CHECK(static_cast<wire::MsgType>(fenced.back().type) == wire::MsgType::kStop);
   CHECK(msg::Stop::Decode(fenced.back().payload).value().generation == 0);
+
+  // Deposed (its lease lost, token 0 while it does not lead): it commands nobody, not even a bare Ping.
+  token = 0;
+  const size_t deposed = c.link(0).sent.size();
+  c.Advance(2);
+  c.ConfirmStops();
+  CHECK(c.link(0).sent.size() == deposed);
 }
 
 }  // namespace ds::test
