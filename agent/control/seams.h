@@ -109,6 +109,8 @@ class NodeSnapshots {
  public:
   virtual ~NodeSnapshots() = default;
   // Starts keeping snapshots as SnapshotSetup `m` says; why not on failure.
+  // Once on, a second call (a new leader's, after a coordinator failover)
+  // keeps everything as it runs and reports all it holds.
   virtual Result<SnapshotPlace> Start(const msg::SnapshotSetup& m) = 0;
   virtual bool on() const = 0;  // Start succeeded
   // The rest only when on():

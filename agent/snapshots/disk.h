@@ -35,6 +35,8 @@ class SnapshotDisk {
   // size matches and whose snapshot.json is the set's. Warnings name what is
   // skipped.
   std::vector<HeldShard> Scan();
+  // What it holds now (Scan's, and every Persist since).
+  std::vector<HeldShard> Entries() const { return index_.All(); }
   // Writes one shard (and the step's manifest) durably, copying the file in
   // the kernel.
   Status Persist(const ShardFile& src);

@@ -177,6 +177,14 @@ void SnapshotKeeper::Report(std::vector<msg::ShardEntry> added, std::vector<msg:
   PushOutgoing(wire::MsgType::kSnapshotHeld, m.Encode());
 }
 
+void SnapshotKeeper::ReportHeld() {
+  std::vector<msg::ShardEntry> held;
+  for (const HeldShard& h : store_->Entries()) held.push_back(h.entry);
+  if (disk_)
+    for (const HeldShard& h : disk_->Entries()) held.push_back(h.entry);
+  Report(std::move(held), {});
+}
+
 std::vector<std::pair<wire::MsgType, Bytes>> SnapshotKeeper::TakeOutgoing() {
   char buf[256];
   while (::read(events_[0].get(), buf, sizeof(buf)) > 0) {

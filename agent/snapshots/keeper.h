@@ -84,6 +84,9 @@ class SnapshotKeeper : private ShardService {
   // and other saves of m.step: an abandoned timeline) and other runs'
   // copies in memory; answered by a Fetched in TakeOutgoing().
   void StartFetch(const msg::Fetch& m);
+  // Everything held now, memory and disk, as one SnapshotHeld in
+  // TakeOutgoing(): for a new leader, which knows none of it (failover).
+  void ReportHeld();
   // Messages for the coordinator (drains events_fd()).
   std::vector<std::pair<wire::MsgType, Bytes>> TakeOutgoing();
   // Waits until the queued tasks are done (shutdown: the last shards reach the disk).
