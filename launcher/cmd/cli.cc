@@ -119,10 +119,20 @@ void DeclareRun(CLI::App& app, CliOptions& o, RawOptions& raw) {
                "give each worker's stdout and stderr a pseudo-terminal, so colours and progress bars show as in "
                "a local run")
       ->group(kLaunch);
-  app.add_option("--resume", o.resume_job,
-                 "take over job JOB whose dslaunch was lost, its workers still running (same command line, same "
-                 "host; the job file's coordinator: etcd:)")
+  auto* resume = app.add_option("--resume", o.resume_job,
+                                "take over job JOB whose dslaunch was lost, its workers still running (same command "
+                                "line, same host; the job file's coordinator: etcd:)")
+                     ->type_name("JOB")
+                     ->group(kLaunch);
+  app.add_option_function<std::string>(
+         "--standby",
+         [&o](const std::string& job) {
+           o.resume_job = job;
+           o.standby = true;
+         },
+         "wait while job JOB's dslaunch lives, then take the job over as --resume does")
       ->type_name("JOB")
+      ->excludes(resume)
       ->group(kLaunch);
   app.add_flag("--dry-run,--dry_run", raw.dry_run,
                "print the launch plan and start nothing (every variable of every node; =short: one line per node)")

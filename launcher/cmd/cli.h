@@ -94,7 +94,8 @@ struct CliOptions {
                                      //   terminal (0 = none); -1 = the job file's (60)
   int max_restarts = -1;             // --max_restarts (torchrun's --max-restarts); -1 = job file's
   bool dry_run = false;              // --dry-run: print the plan, start nothing
-  std::string resume_job;            // --resume JOB: take over JOB, whose dslaunch was lost (job_takeover.h)
+  std::string resume_job;            // --resume JOB / --standby JOB: take over JOB (job_takeover.h)
+  bool standby = false;              // --standby: first wait while JOB's coordinator lives
   bool dry_run_short = false;        // --dry-run=short: one line per node (dry_run.h)
   std::optional<int> ssh_port;       // --ssh_port: default for hosts without ssh_port=
   int fanout = 32;                   // --fanout: agents started in parallel at most

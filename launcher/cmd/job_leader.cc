@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "common/log.h"
+
 namespace ds {
 
 std::string JobKey(const CoordinatorSpec& spec, const std::string& job_id, const char* leaf) {
@@ -46,6 +48,39 @@ Result<std::unique_ptr<failover::LeaderSession>> LeadJobWhenFree(const JobSpec& 
     if (s.ok() || s.status().code() != Status::Code::kAborted || std::chrono::steady_clock::now() >= until) return s;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));  // polls the key: a lease runs out on etcd's clock
   }
+}
+
+Result<bool> WaitForVacancy(const JobSpec& job, const std::string& job_id, const std::function<bool()>& ended) {
+  const failover::LeaderSessionOptions o = LeaderOptions(job, job_id, "");
+  DS_ASSIGN_OR_RETURN(std::unique_ptr<etcd::Client> client, etcd::Client::Create(o.client));
+  bool said = false;
+  auto trouble = [&](const Status& st) {
+    if (!said) DS_LOG(Warn, Coord) << "standby: " << st.message() << "; trying again";
+    said = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  };
+  while (!ended()) {
+    Result<std::optional<etcd::KeyValue>> kv = client->Get(o.leader_key);
+    if (!kv.ok()) {
+      trouble(kv.status());
+      continue;
+    }
+    if (!*kv) return true;
+    // Watched, not polled: a waiting standby costs etcd and this machine nothing.
+    auto watch = client->WatchKey(etcd::WatchRequest{o.leader_key, "", (*kv)->mod_revision + 1});
+    if (!watch.ok()) {
+      trouble(watch.status());
+      continue;
+    }
+    while (!ended()) {
+      Result<etcd::WatchResponse> r = (*watch)->Next(1.0);  // a second at most, so `ended` is looked at
+      if (!r.ok() && r.status().code() == Status::Code::kTimeout) continue;
+      if (!r.ok()) break;  // the stream broke: read the key again
+      for (const etcd::WatchEvent& e : r->events)
+        if (e.type == etcd::WatchEvent::Type::kDelete) return true;
+    }
+  }
+  return false;
 }
 
 Result<JobState> ReadJobState(const JobSpec& job, const std::string& job_id) {

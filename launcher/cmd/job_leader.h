@@ -13,6 +13,7 @@
 // replicas: is refused with the plan) or standby coordinators.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -39,6 +40,11 @@ Result<std::unique_ptr<failover::LeaderSession>> LeadJob(const JobSpec& job, con
 // one's lease has not run out yet), tries again until `wait_s` passed.
 Result<std::unique_ptr<failover::LeaderSession>> LeadJobWhenFree(const JobSpec& job, const std::string& job_id,
                                                                 const std::string& identity, double wait_s);
+// A standby's wait (--standby): true once the job's leader key is vacant
+// (its leader lost, or resigned), false as soon as `ended()` says the job
+// is over (looked at every second). It watches the key; an etcd that does
+// not answer is tried again every 500 ms (said once).
+Result<bool> WaitForVacancy(const JobSpec& job, const std::string& job_id, const std::function<bool()>& ended);
 // The job's state as its leader last wrote it. NotFound when none was.
 Result<JobState> ReadJobState(const JobSpec& job, const std::string& job_id);
 

@@ -11,8 +11,10 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -275,12 +277,18 @@ class DiagnosticsThroughMux {
   TerminalWriter& err_;
 };
 
-// SIGINT, SIGTERM and SIGHUP ask the coordinator to stop, each time one comes.
-void StopOnSignals(asio::signal_set& signals, Coordinator& coord) {
-  signals.async_wait([&signals, &coord](const boost::system::error_code& ec, int sig) {
+// SIGINT, SIGTERM and SIGHUP ask the coordinator to stop, each time one
+// comes; with coordinator failover (`failover` true) a SIGHUP (the terminal
+// gone) does not: the job goes on under this dslaunch.
+void StopOnSignals(asio::signal_set& signals, Coordinator& coord, bool failover,
+                   const std::function<void(const std::string&)>& notice) {
+  signals.async_wait([&signals, &coord, failover, &notice](const boost::system::error_code& ec, int sig) {
     if (ec) return;
-    coord.RequestStop(sig);
-    StopOnSignals(signals, coord);
+    if (sig == SIGHUP && failover)
+      notice("SIGHUP (the terminal is gone?): the job goes on (coordinator failover); SIGINT or SIGTERM stop it");
+    else
+      coord.RequestStop(sig);
+    StopOnSignals(signals, coord, failover, notice);
   });
 }
 
@@ -356,19 +364,36 @@ Result<FleetOptions> FleetOptionsFor(const Launch& l, const CliOptions& cli,
   return fleet_options;
 }
 
+// The lost coordinator's port, which its process may hold for a moment
+// more (a dying process's socket): tried for up to 2 s.
+Status ListenWhereTheLostOneDid(Coordinator& coord) {
+  Status st;
+  for (int i = 0; i < 40; ++i) {
+    if ((st = coord.Listen()).ok()) return st;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return Status::Unavailable(fmt::format("--resume: {} (the address the job's agents dial)", st.message()));
+}
+
 // Runs the prepared job to its end; returns the coordinator's world size.
 Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMux& mux, TerminalWriter& err) {
   asio::io_context io;
   // While the io thread runs, dslaunch's own lines go through the LogMux too.
   l.coord.notice = [&mux](const std::string& text) { mux.Notice("dslaunch: " + text); };
   Coordinator coord(io, l.plan, l.coord, record);
-  if (Status st = coord.Listen(); !st.ok()) return Status::Unavailable(st.message());
   const bool resume = !cli.resume_job.empty();
+  if (!resume) {
+    if (Status st = coord.Listen(); !st.ok()) return Status::Unavailable(st.message());
+  }
+  // Taking over: leading first (the agents dial this address: it was the
+  // lost coordinator's), then its port.
   DS_ASSIGN_OR_RETURN(std::unique_ptr<failover::LeaderSession> leader,
                       resume ? LeadJobWhenFree(l.plan.job, l.coord.job_id, coord.address(),
                                                CoordinatorGrace(l.plan.job.coordinator, l.coord.heartbeat_timeout))
                              : LeadJob(l.plan.job, l.coord.job_id, coord.address()));
-  if (resume) {  // the newest state, now that this coordinator leads and nobody else can write it
+  if (resume) {
+    DS_RETURN_IF_ERROR(ListenWhereTheLostOneDid(coord));
+    // The newest state, now that this coordinator leads and nobody else can write it.
     Result<JobState> s = ReadJobState(l.plan.job, l.coord.job_id);
     if (!s.ok()) return Status::Unavailable(s.status().message());
     if (Status st = coord.Adopt(*s); !st.ok()) return Status::InvalidArgument("--resume: " + st.message());
@@ -394,7 +419,7 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMu
   AgentFleet fleet(io, coord, *l.spawner, AgentSpecs(l, cli, coord.address()), std::move(fleet_options));
 
   asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
-  StopOnSignals(signals, coord);
+  StopOnSignals(signals, coord, leader != nullptr, l.coord.notice);
   StdinLifeline lifeline(io, coord, mux);
   if (cli.stdin_lifeline) DS_RETURN_IF_ERROR(lifeline.Watch());
 
@@ -416,8 +441,8 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMu
   io.poll();  // the diagnostics posted while the loop ended
   if (leader) {  // the last state (the job's end) before the lease goes
     if (Status st = leader->Flush(3); !st.ok()) DS_LOG(Warn, Coord) << st.message();
+    RemoveTakeoverRecord(l.coord.job_id);  // before the key goes: a standby sees the job ended, not its leader lost
     leader->Stop();
-    RemoveTakeoverRecord(l.coord.job_id);
   }
   return coord.control().world_size();
 }
@@ -440,6 +465,20 @@ Result<int> RunJob(const LaunchPlan& plan, const CliOptions& cli, const PerNodeL
   PidFile pid_file;
   if (cli.save_pid) {
     DS_ASSIGN_OR_RETURN(pid_file, PidFile::Create(PidFile::DefaultPath(), ::getpid()));
+  }
+  if (cli.standby) {
+    DS_RETURN_IF_ERROR(CheckJobId(cli.resume_job));
+    std::cerr << fmt::format("dslaunch: standby for job {}: it takes the job over when its coordinator is lost\n",
+                             cli.resume_job);
+    const std::string job = cli.resume_job;
+    auto ended = [&job] { return !ReadTakeoverRecord(job).ok(); };
+    Result<bool> vacant = WaitForVacancy(plan.job, job, ended);
+    if (!vacant.ok()) return Status::Unavailable("--standby: " + vacant.status().message());
+    if (!*vacant || ended()) {
+      std::cerr << fmt::format("dslaunch: standby: job {} is not running from this host (it ended, or its "
+                               "takeover record was never written); nothing to take over\n", job);
+      return 0;
+    }
   }
   DS_ASSIGN_OR_RETURN(Launch l, PrepareLaunch(plan, cli, per_node));
   if (l.plan.job.pty) l.plan.job.pty_window = PtyWindowHere(l.plan);

@@ -3,7 +3,9 @@
 // workers (coordinator.grace); `dslaunch --resume JOB`, the same command
 // line, takes the job over from its state in etcd, the same worker
 // processes run on (none restarted, no second start), and the job ends 0
-// under the new coordinator with their output. Without a takeover the
+// under the new coordinator with their output. A standby (--standby JOB)
+// waiting beside the job does the same by itself, and a SIGHUP (the
+// terminal gone) does not end a job with failover. Without a takeover the
 // agents kill their workers once the grace is over, and --resume of a job
 // that is not there says why.
 #include <signal.h>
@@ -105,6 +107,44 @@ TEST_CASE("run takeover: dslaunch SIGKILLed mid-training, the workers run on and
   CHECK(out.find("DONE 0 after") != std::string::npos);  // the adopted workers' output reaches the new coordinator
   CHECK(out.find("DONE 1 after") != std::string::npos);
   CHECK(AllGone(workers, seconds(10)));
+}
+
+TEST_CASE("run takeover: a standby beside the job takes it over by itself when dslaunch is SIGKILLed; a SIGHUP "
+          "ends nothing", "[etcd][run]") {
+  auto bed = EtcdBed::Start(1);
+  TempDir dir("dsl-takeover");
+  WriteFile(dir / "worker.sh", kWorker);
+  WriteFile(dir / "job.yaml", JobFile(*bed, "30s"));
+  const std::vector<std::string> argv = {DslaunchPath(), "--hostfile", HostfileFor(dir, 2, 1), "job.yaml"};
+  Child first = Spawn(argv, dir.path(), Env(dir));
+  const std::vector<pid_t> workers = WaitForPids(dir / "pids", 2, seconds(60));
+  REQUIRE(workers.size() == 2);
+  const JobState s = RunningState(*bed);
+  std::vector<std::string> standby_argv = argv;
+  standby_argv.insert(standby_argv.begin() + 1, {"--standby", s.job_id});
+  Child standby = Spawn(standby_argv, dir.path(), Env(dir));
+  REQUIRE(WaitForText(standby.err_path, "standby for job " + s.job_id, seconds(10)));
+
+  ::kill(first.pid, SIGHUP);
+  REQUIRE(WaitForText(first.err_path, "SIGHUP (the terminal is gone?): the job goes on", seconds(10)));
+  CHECK(::waitpid(first.pid, nullptr, WNOHANG) == 0);  // still leading
+  CHECK(Alive(workers[0]));
+
+  KillHard(first);
+  INFO(ReadFile(standby.err_path));
+  REQUIRE(WaitForText(standby.err_path, "took over generation 0: its 2 worker(s) on 2 node(s) ran on, none restarted",
+                      seconds(30)));
+  CHECK(Alive(workers[0]));
+  CHECK(Alive(workers[1]));
+  WriteFile(dir / "go", "");
+  CHECK(WaitExit(standby.pid, seconds(60)) == 0);
+  CHECK(WaitForPids(dir / "pids", 3, std::chrono::milliseconds(1)).size() == 2);
+  CHECK(ReadFile(standby.out_path).find("DONE 1 after") != std::string::npos);
+
+  // A standby of a job that is over has nothing to wait for.
+  Child late;
+  CHECK(Run(standby_argv, dir.path(), &late, seconds(30), Env(dir)) == 0);
+  CHECK(ReadFile(late.err_path).find("nothing to take over") != std::string::npos);
 }
 
 TEST_CASE("run takeover: without a new leader the agents kill their workers when the grace is over; --resume of a "
