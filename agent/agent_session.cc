@@ -43,7 +43,7 @@ Status AgentSession::Connect() {
   DS_ASSIGN_OR_RETURN(auto hb, BindUdp(facts.addr));
   heartbeat_ = std::move(hb.first);
   facts_.heartbeat_addr = hb.second;
-  DS_RETURN_IF_ERROR(ConnectAndRegister(deadline));
+  DS_RETURN_IF_ERROR(ConnectAndRegister(opt_.coordinator, deadline));
   workers_ = std::make_unique<ProcessLauncher>(facts.host, !opt_.step_identity.empty(), children_);
   snapshots_ = std::make_unique<RealNodeSnapshots>(
       SnapshotKeeper::Identity{opt_.job_id, facts.host, static_cast<uint32_t>(opt_.node_index), facts.addr});
@@ -55,15 +55,15 @@ Status AgentSession::Connect() {
   return Status::OK();
 }
 
-Status AgentSession::ConnectAndRegister(Deadline deadline) {
-  DS_ASSIGN_OR_RETURN(UniqueFd conn, ConnectTcp(opt_.coordinator, opt_.bind_addr, deadline));
+Status AgentSession::ConnectAndRegister(const std::string& address, Deadline deadline) {
+  DS_ASSIGN_OR_RETURN(UniqueFd conn, ConnectTcp(address, opt_.bind_addr, deadline));
   msg::Hello hello;
   hello.role = wire::Role::kAgent;
   hello.name = facts_.host;
   hello.job_id = opt_.job_id;
   hello.node_index = static_cast<uint32_t>(opt_.node_index);
   Status st = ClientHandshake(conn.get(), hello, secret_, deadline);
-  if (!st.ok()) return st.Prefixed(fmt::format("coordinator {}", opt_.coordinator));
+  if (!st.ok()) return st.Prefixed(fmt::format("coordinator {}", address));
   DS_RETURN_IF_ERROR(WriteFrame(conn.get(), wire::MsgType::kRegister, facts_.Encode(), deadline));
   // Little in flight in the kernel: what the coordinator has yet to read
   // waits in the Outbox (bounded by back-pressure), so a Stop's WorkerExited
@@ -76,12 +76,13 @@ Status AgentSession::ConnectAndRegister(Deadline deadline) {
 
 // The loop waits for this try (a refused connection returns at once; an
 // unreachable host takes the deadline): the workers' pipes wait meanwhile.
-bool AgentSession::Reconnect() {
+bool AgentSession::Reconnect(const std::string& address) {
   constexpr auto kReconnectDeadline = std::chrono::milliseconds(500);
   Close();
   inbuf_.clear();
   write_error_.clear();
-  Status st = ConnectAndRegister(std::chrono::steady_clock::now() + kReconnectDeadline);
+  Status st = ConnectAndRegister(address.empty() ? opt_.coordinator : address,
+                                 std::chrono::steady_clock::now() + kReconnectDeadline);
   if (!st.ok()) DS_LOG(Debug, Agent) << "no new coordinator yet: " << st.message();
   return st.ok();
 }

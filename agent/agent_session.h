@@ -78,10 +78,10 @@ class AgentSession final : private CoordinatorLink {
   void Send(wire::MsgType type, const Bytes& payload) override;
   void Close() override;
   bool open() const override { return conn_.get() >= 0; }
-  bool Reconnect() override;  // adrift: the same coordinator address, kReconnectDeadline at most
+  bool Reconnect(const std::string& address) override;  // adrift: 500 ms at most
 
-  // Connects, authenticates and sends facts_ as Register by `deadline`.
-  Status ConnectAndRegister(Deadline deadline);
+  // Connects to `address`, authenticates and sends facts_ as Register by `deadline`.
+  Status ConnectAndRegister(const std::string& address, Deadline deadline);
 
   void FlushOutbox();
   void ReadCoordinator();

@@ -1,7 +1,11 @@
 // dslaunch: the command line. Reads top to bottom: the subcommand table, then
 // one handler per subcommand, then main(), which picks the handler. Only this
 // file turns a Status into an exit code (launcher/report/exit_status.h).
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -101,6 +105,10 @@ const char* kCheckHelp =
 int CmdRun(const Args& args) {
   Result<CliOptions> cli = ParseCli(args);
   if (!cli.ok()) return Usage(cli.status());
+  // A standby the leader started (launcher/cmd/standby.h) reads the job's files where the leader did.
+  if (!cli->standby_cwd.empty() && ::chdir(cli->standby_cwd.c_str()) != 0)
+    return Error(Status::IOError(fmt::format("--standby-cwd {}: {}", cli->standby_cwd, std::strerror(errno))),
+                 kExitFailure);
   if (cli->help) {
     std::cout << HelpText();
     return kExitSuccess;

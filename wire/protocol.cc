@@ -43,6 +43,7 @@ DS_FIELDS(Shutdown) { io(m.exit_code); }
 DS_FIELDS(Fenced) { io(m.token, m.type, m.payload); }
 DS_FIELDS(ResumedWorker) { io(m.rank, m.pid); }
 DS_FIELDS(Resume) { io(m.generation, m.running, m.token_seen, m.workers); }
+DS_FIELDS(Coordinators) { io(m.addresses); }
 DS_FIELDS(Joined) { io(m.node_index, m.max_nodes); }
 DS_FIELDS(StoreSet) { io(m.key, m.value); }
 DS_FIELDS(StoreGet) { io(m.key, m.timeout_ms); }
@@ -87,6 +88,7 @@ DS_CODEC(WorkerHung)
 DS_CODEC(DumpStacks)
 DS_CODEC(Fenced)
 DS_CODEC(Resume)
+DS_CODEC(Coordinators)
 DS_CODEC(Stacks)
 DS_CODEC(StartAgents)
 DS_CODEC(AgentEnded)

@@ -351,6 +351,12 @@ struct Resume {
   std::vector<ResumedWorker> workers;  // every worker of `generation` started here, ended or not
   DS_MESSAGE(Resume);
 };
+// Where else a leader of the job may be found (coordinator.standbys): an
+// agent that loses its coordinator tries these in turn, after the one it had.
+struct Coordinators {
+  std::vector<std::string> addresses;  // host:port, the sender's own first
+  DS_MESSAGE(Coordinators);
+};
 struct Joined {                   // coord -> a joining node (role join): the rank it was given
   uint32_t node_index = 0;        // its node rank: its agent registers as this node
   uint32_t max_nodes = 0;         // the job's --nnodes (MAX of MIN:MAX)

@@ -33,7 +33,7 @@ constexpr uint16_t kVersion = 11;  // 2: Assign and WorkerExited grew fields; 3:
                                   // 9: SnapshotPlan (the recovery point), the counters' budget wait;
                                   //    WorkerHung (elastic.hang_timeout's verdict takes stacks first)
                                   // 10: Fenced (coordinator failover's fencing token)
-                                  // 11: Resume (an agent that outlived its coordinator)
+                                  // 11: Resume (an agent that outlived its coordinator), Coordinators
 constexpr size_t kHeaderSize = 12;
 constexpr uint32_t kMaxPayload = 16u * 1024 * 1024;  // larger frames are rejected unread
 // Before AuthOk a frame is a Hello or an Auth, nothing larger: Hello is
@@ -99,6 +99,7 @@ enum class MsgType : uint16_t {
   // Coordinator failover (wire_format.md "Fencing").
   kFenced = 49,         // coord -> agent: one frame with the leader's fencing token
   kResume = 50,         // agent: after Register to a new leader, the generation it kept running
+  kCoordinators = 51,   // coord -> agent: the standby coordinators' addresses (coordinator.standbys)
   // Agent <-> agent (role kPeer).
   kShardPut = 40,       // a shard's entry, crc32 and manifest; ShardData frames follow
   kShardData = 41,      // up to kMaxPayload bytes of a shard

@@ -122,6 +122,10 @@ void AgentControl::Dispatch(const Frame& f) {
       auto m = msg::DumpStacks::Decode(f.payload);
       return m.ok() ? OnDumpStacks(*m) : bad(m.status());
     }
+    case wire::MsgType::kCoordinators: {
+      auto m = msg::Coordinators::Decode(f.payload);
+      return m.ok() ? OnCoordinators(*m) : bad(m.status());
+    }
     default:
       return Lost(fmt::format("unexpected message type {}", static_cast<int>(f.type)));
   }

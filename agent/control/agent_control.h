@@ -132,6 +132,7 @@ class AgentControl {
   void MaybeFinishReshape(bool deadline_passed);
   void StartDeferredAssign();
   void OnDumpStacks(const msg::DumpStacks& m);
+  void OnCoordinators(const msg::Coordinators& m);
   void SendSnapshotMessages();
   void SendLine(int rank, int stream, const std::string& line);
   void SendDueProgress(TimePoint now);
@@ -206,6 +207,8 @@ class AgentControl {
   // The grace's end, kept from the first loss until a new leader's frame is
   // admitted: a link that opens and closes again does not restart the grace.
   std::optional<TimePoint> grace_until_;
+  std::vector<std::string> coordinators_;  // Coordinators: where a leader may be, tried in turn (none: the first one)
+  size_t next_coordinator_ = 0;            // the next of them to try
   static constexpr Duration kReconnectEvery = std::chrono::milliseconds(250);
   static constexpr size_t kHeldOutputBytes = 4u << 20;
 };

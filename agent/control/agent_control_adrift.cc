@@ -69,8 +69,17 @@ void AgentControl::CheckAdrift(TimePoint now) {
     return Quit(ExitCode(AgentExit::kLostCoordinator), "no new coordinator within coordinator.grace");
   }
   if (now < adrift_->next_try) return;
-  if (seams_.link.Reconnect()) return Resume(now);
+  const std::string address =
+      coordinators_.empty() ? "" : coordinators_[next_coordinator_++ % coordinators_.size()];
+  if (seams_.link.Reconnect(address)) return Resume(now);
   adrift_->next_try = now + kReconnectEvery;
+}
+
+void AgentControl::OnCoordinators(const msg::Coordinators& m) {
+  coordinators_.clear();
+  for (const std::string& a : m.addresses)
+    if (!a.empty()) coordinators_.push_back(a);
+  next_coordinator_ = 0;
 }
 
 void AgentControl::Resume(TimePoint now) {

@@ -36,9 +36,13 @@ class CoordinatorLink {
   virtual void Close() = 0;
   virtual bool open() const = 0;
   // Adrift (AgentControl, coordinator.grace): one try, bounded by a short
-  // deadline of the implementation's, to reach a leader of the job,
-  // authenticate and send this node's Register again. True: open again.
-  virtual bool Reconnect() { return false; }
+  // deadline of the implementation's, to reach a leader of the job at
+  // `address` ("" = the coordinator it started with), authenticate and send
+  // this node's Register again. True: open again.
+  virtual bool Reconnect(const std::string& address) {
+    (void)address;
+    return false;
+  }
 };
 
 // How one worker of an Assign started: a pid, or why it did not (a line for

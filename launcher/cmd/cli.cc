@@ -134,6 +134,9 @@ void DeclareRun(CLI::App& app, CliOptions& o, RawOptions& raw) {
       ->type_name("JOB")
       ->excludes(resume)
       ->group(kLaunch);
+  // What the leader starts its standbys with (launcher/cmd/standby.h); not for people.
+  app.add_option("--standby-index", o.standby_index)->check(CLI::Range(0, 64))->group("");
+  app.add_option("--standby-cwd", o.standby_cwd)->group("");
   app.add_flag("--dry-run,--dry_run", raw.dry_run,
                "print the launch plan and start nothing (every variable of every node; =short: one line per node)")
       ->type_name("[=short]")
@@ -261,6 +264,7 @@ std::string AsTyped(std::string msg, const CLI::App& app, const std::vector<cli:
 
 Result<CliOptions> ParseCli(const std::vector<std::string>& args, bool require_job) {
   CliOptions o;
+  o.args = args;
   DS_ASSIGN_OR_RETURN(o.connect_timeout, EnvDuration("DSLAUNCH_CONNECT_TIMEOUT"));
   o.agent_path = EnvString("DSLAUNCH_AGENT_PATH");
   DS_ASSIGN_OR_RETURN(o.stop_grace, EnvDuration("DSLAUNCH_STOP_GRACE"));

@@ -96,6 +96,9 @@ struct CliOptions {
   bool dry_run = false;              // --dry-run: print the plan, start nothing
   std::string resume_job;            // --resume JOB / --standby JOB: take over JOB (job_takeover.h)
   bool standby = false;              // --standby: first wait while JOB's coordinator lives
+  int standby_index = -1;            // --standby-index K: the leader started this standby K (secret on stdin)
+  std::string standby_cwd;           // --standby-cwd DIR: the leader's working directory, where K runs
+  std::vector<std::string> args;     // the arguments as given (a standby is started with them again)
   bool dry_run_short = false;        // --dry-run=short: one line per node (dry_run.h)
   std::optional<int> ssh_port;       // --ssh_port: default for hosts without ssh_port=
   int fanout = 32;                   // --fanout: agents started in parallel at most

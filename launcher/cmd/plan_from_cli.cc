@@ -232,8 +232,14 @@ Result<LaunchPlan> PlanFromCli(const CliOptions& cli, const MachineFacts& local,
         "runs with 'coordinator.etcd: [HOST:PORT, ...]', or leave coordinator: out",
         co.replicas_at.empty() ? co.at : co.replicas_at));
   }
+  DS_RETURN_IF_ERROR(CheckReplicasFit(co, plan.nodes.size()));
   if (!co.etcd.empty() && !StartsWith(co.at, "--"))  // the flags' own notice says it (cli_compat.cc)
-    notes.notices.push_back(co.at + ": coordinator.etcd: " + kEtcdNotYet);
+    notes.notices.push_back(co.at + ": coordinator.etcd: " +
+                            (co.standbys == 0 ? std::string(kEtcdNotYet)
+                                              : fmt::format("the job's state is kept in that etcd; a standby "
+                                                            "coordinator on each of the first {} host(s) takes the "
+                                                            "job over if this dslaunch is lost, its workers running "
+                                                            "on meanwhile", co.standbys)));
   if (notes_out) *notes_out = std::move(notes);
   return plan;
 }

@@ -28,6 +28,7 @@
 #include "common/netif.h"
 #include "launcher/cmd/job_leader.h"
 #include "launcher/cmd/job_takeover.h"
+#include "launcher/cmd/standby.h"
 #include "launcher/cmd/job_watch.h"
 #include "launcher/cmd/launch_choice.h"
 #include "launcher/cmd/pid_file.h"
@@ -167,13 +168,23 @@ Result<CoordinatorOptions> CoordinatorOptionsFor(const Launch& l, const CliOptio
                                                l.per_node ? "the per-node form has no takeover yet"
                                                           : "the job file has no coordinator: etcd: (where the "
                                                             "job's state is)"));
-  DS_ASSIGN_OR_RETURN(TakeoverRecord r, ReadTakeoverRecord(cli.resume_job));
+  const bool started_by_leader = cli.standby_index >= 0;  // standby.h: the secret on stdin, an address of its own
+  if (started_by_leader && !cli.standby) return Status::InvalidArgument("--standby-index goes with --standby JOB");
+  TakeoverRecord r;
+  if (!started_by_leader) {
+    DS_ASSIGN_OR_RETURN(r, ReadTakeoverRecord(cli.resume_job));
+  }
   Result<JobState> s = ReadJobState(l.plan.job, cli.resume_job);
   if (!s.ok()) return Status::Unavailable(fmt::format("--resume {}: {}", cli.resume_job, s.status().message()));
-  DS_ASSIGN_OR_RETURN(auto hp, SplitHostPort(r.address));
   co.job_id = cli.resume_job;
-  co.secret = r.secret;
   co.run_id = s->run_id;
+  if (started_by_leader) {
+    std::getline(std::cin, co.secret);
+    if (co.secret.empty()) return Status::InvalidArgument("--standby-index: expected the job secret on stdin");
+    return co;
+  }
+  DS_ASSIGN_OR_RETURN(auto hp, SplitHostPort(r.address));
+  co.secret = r.secret;
   co.advertise_host = hp.first;
   co.listen_port = hp.second;  // where the agents, adrift, dial
   return co;
@@ -375,6 +386,75 @@ Status ListenWhereTheLostOneDid(Coordinator& coord) {
   return Status::Unavailable(fmt::format("--resume: {} (the address the job's agents dial)", st.message()));
 }
 
+// --standby: waits while the job's leader lives. One the leader started
+// (--standby-index) binds its port first and announces it, so that the
+// agents know where it will be. False: the job ended meanwhile (said).
+Result<bool> StandbyWait(Launch& l, const CliOptions& cli) {
+  const std::string& job = l.coord.job_id;
+  const bool started_by_leader = cli.standby_index >= 0;
+  std::string address = "its lost coordinator's address";
+  if (started_by_leader) {
+    DS_ASSIGN_OR_RETURN(BoundPort bound, BindStandbyPort(l.coord.listen_addr));
+    l.coord.listen_fd = bound.fd;  // the Coordinator adopts it once it leads
+    l.coord.listen_port = bound.port;
+    const std::string& host = l.coord.advertise_host.empty() ? l.coord.listen_addr : l.coord.advertise_host;
+    address = fmt::format("{}:{}", host.find(':') != std::string::npos ? "[" + host + "]" : host, bound.port);
+    if (Status st = AnnounceStandby(l.plan.job, job, cli.standby_index, address); !st.ok())
+      return Status::Unavailable("--standby: " + st.message());
+  }
+  std::cerr << fmt::format("dslaunch: standby for job {} ({}): it takes the job over when its coordinator is "
+                           "lost\n", job, address);
+  auto ended = [&] { return !started_by_leader && !ReadTakeoverRecord(job).ok(); };
+  DS_ASSIGN_OR_RETURN(bool vacant, WaitForVacancy(l.plan.job, job, ended));
+  const Result<JobState> s = ReadJobState(l.plan.job, job);
+  if (vacant && !ended() && s.ok() && s->phase != CoordState::kDone) return true;
+  if (started_by_leader) WithdrawStandby(l.plan.job, job, cli.standby_index);
+  std::cerr << fmt::format("dslaunch: standby: job {} ended (or is not running from this host); nothing to take "
+                           "over\n", job);
+  return false;
+}
+
+// coordinator.standbys: one on each of the first N hosts, through the job's
+// own launcher (local or ssh), the job secret on its stdin. Runs on its own
+// thread (an SSH connect may take connect_timeout); what fails goes to
+// `notice` (from that thread).
+std::vector<std::unique_ptr<AgentHandle>> StartStandbys(const Launch& l, const CliOptions& cli,
+                                                         const std::function<void(const std::string&)>& notice) {
+  std::vector<std::unique_ptr<AgentHandle>> handles;
+  const int n = l.plan.job.coordinator.standbys;
+  if (l.launcher != "local" && l.launcher != "ssh") {
+    notice(fmt::format("coordinator.standbys: the {} launcher starts no standbys yet (local and ssh do)",
+                       l.launcher));
+    return handles;
+  }
+  auto spawner = MakeSpawner(l.launcher, l.plan, l.ssh, cli.stop_grace, cli.launcher_args);
+  if (!spawner.ok()) {
+    notice("coordinator.standbys: " + spawner.status().message());
+    return handles;
+  }
+  std::error_code ec;
+  const std::string cwd = std::filesystem::current_path(ec).string();
+  const std::vector<NodePlan> hosts = Candidates(l.plan);
+  std::vector<AgentSpec> specs;
+  for (int k = 0; k < n && k < static_cast<int>(hosts.size()); ++k) {
+    AgentSpec s;
+    s.host = hosts[k].host.name;
+    s.node_index = k;
+    s.ssh_port = hosts[k].host.ssh_port ? hosts[k].host.ssh_port : l.ssh.default_port;
+    s.user = hosts[k].host.user;
+    s.argv = StandbyArgv(cli, l.coord.job_id, k, cwd);
+    s.stdin_payload = l.coord.secret;
+    specs.push_back(std::move(s));
+  }
+  std::vector<Result<std::unique_ptr<AgentHandle>>> started = (*spawner)->Start(specs);
+  for (size_t k = 0; k < started.size(); ++k) {
+    if (started[k].ok()) handles.push_back(std::move(started[k]).value());
+    else notice(fmt::format("coordinator.standbys: standby {} on {} did not start: {}", k, specs[k].host,
+                            started[k].status().message()));
+  }
+  return handles;
+}
+
 // Runs the prepared job to its end; returns the coordinator's world size.
 Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMux& mux, TerminalWriter& err) {
   asio::io_context io;
@@ -393,6 +473,7 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMu
                              : LeadJob(l.plan.job, l.coord.job_id, coord.address()));
   if (resume) {
     DS_RETURN_IF_ERROR(ListenWhereTheLostOneDid(coord));
+    if (cli.standby_index >= 0) WithdrawStandby(l.plan.job, l.coord.job_id, cli.standby_index);  // it leads now
     // The newest state, now that this coordinator leads and nobody else can write it.
     Result<JobState> s = ReadJobState(l.plan.job, l.coord.job_id);
     if (!s.ok()) return Status::Unavailable(s.status().message());
@@ -435,13 +516,38 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMu
   } else {
     fleet.Start();
   }
+  // Standby coordinators: started (unless this one took over), and every
+  // agent told where they are as they announce themselves.
+  std::unique_ptr<StandbyWatch> standby_watch;
+  std::vector<std::unique_ptr<AgentHandle>> standbys;  // ended with the job (they see it end anyway)
+  std::thread standby_start;
+  if (leader && l.plan.job.coordinator.standbys > 0) {
+    auto w = StandbyWatch::Start(l.plan.job, l.coord.job_id,
+                                 [&io, &coord, &l, self = coord.address()](std::vector<std::string> standbys) {
+      std::vector<std::string> addresses = standbys;
+      addresses.insert(addresses.begin(), self);
+      asio::post(io, [&coord, &l, addresses, standbys] {
+        coord.SetCoordinators(addresses);
+        if (!standbys.empty())
+          l.coord.notice(fmt::format("coordinator.standbys: the agents know where the standbys wait: {}",
+                                     fmt::join(standbys, ", ")));
+      });
+    });
+    if (w.ok()) standby_watch = std::move(w).value();
+    else l.coord.notice("coordinator.standbys: the agents are not told where the standbys are: " + w.status().message());
+    auto notice = [&io, &l](const std::string& line) { asio::post(io, [&l, line] { l.coord.notice(line); }); };
+    if (!resume) standby_start = std::thread([&, notice] { standbys = StartStandbys(l, cli, notice); });
+  }
   io.run();
+  if (standby_start.joinable()) standby_start.join();
+  standby_watch.reset();
   LogSetSink([&err](std::string line) { err.Write(std::move(line)); });
   io.restart();
   io.poll();  // the diagnostics posted while the loop ended
   if (leader) {  // the last state (the job's end) before the lease goes
     if (Status st = leader->Flush(3); !st.ok()) DS_LOG(Warn, Coord) << st.message();
     RemoveTakeoverRecord(l.coord.job_id);  // before the key goes: a standby sees the job ended, not its leader lost
+    if (l.plan.job.coordinator.standbys > 0) WithdrawStandby(l.plan.job, l.coord.job_id, -1);
     leader->Stop();
   }
   return coord.control().world_size();
@@ -466,21 +572,17 @@ Result<int> RunJob(const LaunchPlan& plan, const CliOptions& cli, const PerNodeL
   if (cli.save_pid) {
     DS_ASSIGN_OR_RETURN(pid_file, PidFile::Create(PidFile::DefaultPath(), ::getpid()));
   }
-  if (cli.standby) {
-    DS_RETURN_IF_ERROR(CheckJobId(cli.resume_job));
-    std::cerr << fmt::format("dslaunch: standby for job {}: it takes the job over when its coordinator is lost\n",
-                             cli.resume_job);
-    const std::string job = cli.resume_job;
-    auto ended = [&job] { return !ReadTakeoverRecord(job).ok(); };
-    Result<bool> vacant = WaitForVacancy(plan.job, job, ended);
-    if (!vacant.ok()) return Status::Unavailable("--standby: " + vacant.status().message());
-    if (!*vacant || ended()) {
-      std::cerr << fmt::format("dslaunch: standby: job {} is not running from this host (it ended, or its "
-                               "takeover record was never written); nothing to take over\n", job);
-      return 0;
-    }
+  if (cli.standby) DS_RETURN_IF_ERROR(CheckJobId(cli.resume_job));
+  Result<Launch> prepared = PrepareLaunch(plan, cli, per_node);
+  if (!prepared.ok() && cli.standby && prepared.status().code() == Status::Code::kNotFound) {
+    std::cerr << "dslaunch: standby: " << prepared.status().message() << "; nothing to take over\n";
+    return 0;  // no takeover record: the job is not running from this host
   }
-  DS_ASSIGN_OR_RETURN(Launch l, PrepareLaunch(plan, cli, per_node));
+  DS_ASSIGN_OR_RETURN(Launch l, std::move(prepared));
+  if (cli.standby) {
+    DS_ASSIGN_OR_RETURN(bool take_over, StandbyWait(l, cli));
+    if (!take_over) return 0;
+  }
   if (l.plan.job.pty) l.plan.job.pty_window = PtyWindowHere(l.plan);
   LogMuxOptions mux_options{l.plan.job.log_dir, cli.color, stdout, ::isatty(STDOUT_FILENO) != 0};
   mux_options.err_is_tty = ::isatty(STDERR_FILENO) != 0;

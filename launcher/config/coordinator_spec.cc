@@ -15,7 +15,8 @@
 namespace ds {
 namespace {
 
-const std::vector<std::string> kCoordinatorKeys = {"etcd", "replicas", "grace", "ca", "cert", "key", "prefix"};
+const std::vector<std::string> kCoordinatorKeys = {"etcd", "replicas", "grace", "standbys", "ca", "cert", "key",
+                                                   "prefix"};
 constexpr size_t kMaxKeyProblems = 64;  // the job file shows its first 20 problems anyway
 constexpr const char* kModes =
     "etcd: [HOST:PORT, ...] (an etcd your site runs) or replicas: N (dslaunch starts an etcd member and a "
@@ -87,7 +88,7 @@ class SectionReader {
       Replicas(v);
     } else if (name == "grace") {
       Grace(v);
-    } else if (name == "ca" || name == "cert" || name == "key" || name == "prefix") {
+    } else if (name == "ca" || name == "cert" || name == "key" || name == "prefix" || name == "standbys") {
       site_keys_.emplace_back(k, v);  // read once the mode is known (Modes)
     }
   }
@@ -96,6 +97,7 @@ class SectionReader {
   void SiteValue(const YAML::Node& k, const YAML::Node& v) {
     const std::string& name = k.Scalar();
     if (name == "prefix") return Prefix(v);
+    if (name == "standbys") return Standbys(v);
     std::string& field = name == "ca" ? out_.ca : name == "cert" ? out_.cert : out_.key;
     if (!v.IsScalar() || v.Scalar().empty()) return Error(v, name, "expected a file path (PEM)" + Got(v));
     field = v.Scalar();
@@ -139,6 +141,15 @@ class SectionReader {
     out_.grace_s = *s;
   }
 
+  void Standbys(const YAML::Node& v) {
+    out_.standbys_at = Where(v);
+    const std::optional<int64_t> n = v.IsScalar() ? ParseInt(v.Scalar()) : std::nullopt;
+    if (!n || *n < 0 || *n > kMaxCoordinatorReplicas)
+      return Error(v, "standbys", fmt::format("expected 0 to {} (a standby coordinator on each of the first N "
+                                              "hosts){}", kMaxCoordinatorReplicas, Got(v)));
+    out_.standbys = static_cast<int>(*n);
+  }
+
   void Prefix(const YAML::Node& v) {
     const bool ok = v.IsScalar() && StartsWith(v.Scalar(), "/") &&
                     std::none_of(v.Scalar().begin(), v.Scalar().end(),
@@ -164,6 +175,8 @@ class SectionReader {
       if (replicas && !etcd)
         Error(k, k.Scalar(), k.Scalar() == "prefix"
                                  ? "applies to etcd: only (replicas: starts an etcd that holds this job's keys alone)"
+                             : k.Scalar() == "standbys"
+                                 ? "applies to etcd: only (replicas: N starts a standby on each of its N hosts)"
                                  : "applies to etcd: only (replicas: starts an etcd with the job's own CA and "
                                    "certificates, made by dslaunch)");
       else
@@ -204,6 +217,11 @@ double CoordinatorGrace(const CoordinatorSpec& spec, double heartbeat_timeout_s)
 }
 
 Status CheckReplicasFit(const CoordinatorSpec& spec, size_t num_hosts) {
+  if (spec.standbys > 0 && static_cast<size_t>(spec.standbys) > num_hosts)
+    return Status::InvalidArgument(fmt::format("{}coordinator.standbys is {} but the job has {} host{}; a standby "
+                                               "runs on each of the first N hosts: write standbys: {} or add hosts",
+                                               spec.standbys_at.empty() ? "" : spec.standbys_at + ": ",
+                                               spec.standbys, num_hosts, num_hosts == 1 ? "" : "s", num_hosts));
   if (spec.replicas <= 0 || static_cast<size_t>(spec.replicas) <= num_hosts) return Status::OK();
   const std::string at = spec.replicas_at.empty() ? "" : spec.replicas_at + ": ";
   const int most = static_cast<int>(std::min<size_t>(kMaxCoordinatorReplicas, num_hosts));

@@ -52,6 +52,7 @@ struct CoordinatorSpec {
   int replicas = 0;                // mode "embedded": members on the first N hosts; 0 = not this mode
   double grace_s = 0;              // seconds an agent that lost its coordinator keeps its workers while
                                    //   it looks for the new leader; 0 = the default (CoordinatorGrace)
+  int standbys = 0;                // site etcd: a standby coordinator on each of the first N hosts
   std::string ca;                  // site etcd: the CA of its server certificates; "" = the system's
   std::string cert;                // site etcd: this client's certificate (with `key`); "" = none
   std::string key;                 // site etcd: its private key
@@ -62,6 +63,7 @@ struct CoordinatorSpec {
   std::string at;                  // the section (or the flags)
   std::string etcd_at;
   std::string replicas_at;
+  std::string standbys_at;
 
   // Failover was asked for (either mode).
   bool on() const { return !etcd.empty() || replicas > 0; }
@@ -81,9 +83,9 @@ bool IsEtcdEndpoint(std::string_view text);
 // elastic.heartbeat_timeout.
 double CoordinatorGrace(const CoordinatorSpec& spec, double heartbeat_timeout_s);
 
-// OK when every replica has a host of its own among the job's `num_hosts`
-// (or replicas are not asked for); else InvalidArgument naming replicas_at,
-// the count and what would fit.
+// OK when every replica, and every standby, has a host of its own among
+// the job's `num_hosts` (or none is asked for); else InvalidArgument naming
+// where it was set, the count and what would fit.
 Status CheckReplicasFit(const CoordinatorSpec& spec, size_t num_hosts);
 
 }  // namespace ds

@@ -103,6 +103,7 @@ Status Coordinator::Adopt(const asio::ip::tcp::endpoint& ep) {
 }
 
 int Coordinator::port() const {
+  if (!acceptor_.is_open()) return opt_.listen_port;  // not listening yet: the one it will
   boost::system::error_code ec;
   return acceptor_.local_endpoint(ec).port();
 }

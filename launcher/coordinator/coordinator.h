@@ -87,6 +87,8 @@ class Coordinator {
   void OnStateChange(std::function<void(const JobState&)> cb) { control_.OnStateChange(std::move(cb)); }
   // Every frame to an agent fenced with the leader's token (JobControl::SetFencing).
   void SetFencing(std::function<uint64_t()> token) { control_.SetFencing(std::move(token)); }
+  // Where agents look for a leader when this one is lost (JobControl::SetCoordinators).
+  void SetCoordinators(std::vector<std::string> addresses) { control_.SetCoordinators(std::move(addresses)); }
   CoordState state() const { return control_.state(); }
   // Times accepting paused because max_unauthenticated were in the handshake.
   uint64_t accept_pauses() const { return accept_pauses_; }

@@ -84,6 +84,7 @@ Status JobControl::OnRegister(const msg::Register& facts, std::shared_ptr<AgentL
   liveness_.Watch(node, clock_.Now());
   slow_links_.Forget(static_cast<uint32_t>(node));
   if (gather_) SendTo(node, wire::MsgType::kSnapshotSetup, gather_->Setup(node).Encode());
+  if (!coordinators_.addresses.empty()) SendTo(node, wire::MsgType::kCoordinators, coordinators_.Encode());
   fleet_->OnAgentRegistered(node);
   if (rejoin || late) {
     if (opt_.start_nodes > 0) Grow(node, rejoin ? "rejoined" : "joined");

@@ -193,6 +193,10 @@ class JobControl {
   // with token(), the leader's fencing token; while it says 0 (the lease
   // lost: not leading) nothing is sent at all.
   void SetFencing(std::function<uint64_t()> token) { fencing_ = std::move(token); }
+  // With standby coordinators: where an agent that loses this coordinator
+  // looks for the next (its own address first), told to every agent now
+  // and to each that registers later (msg::Coordinators).
+  void SetCoordinators(std::vector<std::string> addresses);
   int generation() const { return generation_; }
   bool NodeRegistered(int node_index) const { return agents_.at(node_index).registered(); }
   // `node_index` (any value, a peer's claim) has a registered agent that is
@@ -360,6 +364,7 @@ class JobControl {
   // OnTimer) holds so that the value is compared once its event is done.
   std::function<void(const JobState&)> on_state_;
   std::function<uint64_t()> fencing_;  // SetFencing's; null: bare frames
+  msg::Coordinators coordinators_;     // SetCoordinators'; none: not sent
   std::optional<JobState> published_;
   struct PublishOnReturn {
     JobControl& control;

@@ -51,6 +51,13 @@ Status JobControl::Adopt(const JobState& s) {
   return Status::OK();
 }
 
+void JobControl::SetCoordinators(std::vector<std::string> addresses) {
+  coordinators_.addresses = std::move(addresses);
+  const Bytes payload = coordinators_.Encode();
+  for (size_t n = 0; n < agents_.size(); ++n)
+    if (agents_[n].up()) SendTo(static_cast<int>(n), wire::MsgType::kCoordinators, payload);
+}
+
 void JobControl::OnResume(int node, const msg::Resume& m) {
   const bool ours =
       adopting_ && std::find(gen_agents_.begin(), gen_agents_.end(), node) != gen_agents_.end() &&

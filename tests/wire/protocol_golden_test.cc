@@ -172,6 +172,8 @@ std::vector<Golden> Messages() {
           "0102030405060708000000110000000400000005"));
   g.push_back(Pin("Resume", Resume{7, 1, 16, {{0, 100}, {1, 101}}},
           "0000000701000000000000001000000002000000000000006400000001" "00000065"));
+  g.push_back(Pin("Coordinators", Coordinators{{"h:1", "g:22"}},
+          "0000000200000003683a3100000004" "673a3232"));
   g.push_back(Pin("Joined", Joined{7, 9},
           "0000000700000009"));
   g.push_back(Pin("StoreSet", StoreSet{"rdzv/1", {0, 1, 2}},

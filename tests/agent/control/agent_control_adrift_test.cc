@@ -129,6 +129,17 @@ TEST_CASE("AgentControl adrift: an idle agent resumes idle; without a grace, or 
   }
 }
 
+TEST_CASE("AgentControl adrift: with standby coordinators named (Coordinators) each is tried in turn") {
+  AgentFixture f(10.0);
+  f.Assign(3, {0});
+  f.control.OnFrame(Frame{MsgType::kFenced, msg::Fenced{5, static_cast<uint32_t>(MsgType::kCoordinators),
+                                                        msg::Coordinators{{"10.0.0.1:700", "10.0.0.2:800"}}.Encode()}
+                                                .Encode()});
+  f.control.OnLinkLost("reset");
+  for (int i = 0; i < 3; ++i) f.Tick(250ms);
+  CHECK(f.link.tried == std::vector<std::string>{"10.0.0.1:700", "10.0.0.2:800", "10.0.0.1:700"});
+}
+
 TEST_CASE("AgentControl adrift: a termination signal while adrift kills the workers and nothing is handed over") {
   AgentFixture f(10.0);
   RunningThenLost(f);

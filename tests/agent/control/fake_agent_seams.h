@@ -21,9 +21,10 @@ class FakeLink final : public CoordinatorLink {
   }
   void Close() override { open_ = false; }
   bool open() const override { return open_; }
-  // Reconnect: counted; opens the link again while `leader_up`.
-  bool Reconnect() override {
+  // Reconnect: counted, the address kept; opens the link again while `leader_up`.
+  bool Reconnect(const std::string& address) override {
     ++reconnects;
+    tried.push_back(address);
     if (leader_up) open_ = true;
     return leader_up;
   }
@@ -50,6 +51,7 @@ class FakeLink final : public CoordinatorLink {
   std::vector<std::pair<wire::MsgType, Bytes>> sent;
   bool leader_up = false;
   int reconnects = 0;
+  std::vector<std::string> tried;
 
  private:
   bool open_ = true;

@@ -214,6 +214,25 @@ TEST_CASE("coordinator: cert and key both or neither; TLS and prefix for a site 
         "train.yaml:4:7: 'coordinator.ca': expected a file path (PEM)");
 }
 
+TEST_CASE("coordinator.standbys: 0 to 7 with a site etcd; they must fit the hosts") {
+  CHECK(Parse("coordinator: {etcd: [h:2379], standbys: 2}\n").coordinator.standbys == 2);
+  CHECK(Parse("coordinator: {etcd: [h:2379]}\n").coordinator.standbys == 0);
+  for (const char* bad : {"-1", "8", "two"}) {
+    INFO(bad);
+    CHECK(ErrorOf(std::string("coordinator:\n  etcd: [h:2379]\n  standbys: ") + bad + "\n") ==
+          std::string("train.yaml:4:13: 'coordinator.standbys': expected 0 to 7 (a standby coordinator on each of "
+                      "the first N hosts), got '") + bad + "'");
+  }
+  CHECK(ErrorOf("coordinator:\n  replicas: 3\n  standbys: 1\n") ==
+        "train.yaml:4:3: 'coordinator.standbys': applies to etcd: only (replicas: N starts a standby on each of its "
+        "N hosts)");
+  CoordinatorSpec spec = Parse("coordinator: {etcd: [h:2379], standbys: 3}\n").coordinator;
+  CHECK(CheckReplicasFit(spec, 3).ok());
+  CHECK(CheckReplicasFit(spec, 2).message() ==
+        "train.yaml:2:41: coordinator.standbys is 3 but the job has 2 hosts; a standby runs on each of the first N "
+        "hosts: write standbys: 2 or add hosts");
+}
+
 TEST_CASE("coordinator.prefix: starts with '/', no whitespace") {
   for (const char* bad : {"dslaunch/", "''", "'/ds launch/'", "\"/ds\\tlaunch\""}) {
     INFO(bad);

@@ -147,6 +147,44 @@ TEST_CASE("run takeover: a standby beside the job takes it over by itself when d
   CHECK(ReadFile(late.err_path).find("nothing to take over") != std::string::npos);
 }
 
+TEST_CASE("run takeover: the standby the job starts (coordinator.standbys) takes it over on its own address when "
+          "dslaunch is SIGKILLed", "[etcd][run]") {
+  auto bed = EtcdBed::Start(1);
+  TempDir dir("dsl-takeover");
+  WriteFile(dir / "worker.sh", kWorker);
+  WriteFile(dir / "job.yaml", JobFile(*bed, "30s") + "  standbys: 1\n");
+  Child first = Spawn({DslaunchPath(), "--hostfile", HostfileFor(dir, 2, 1), "job.yaml"}, dir.path(), Env(dir));
+  const std::vector<pid_t> workers = WaitForPids(dir / "pids", 2, seconds(60));
+  REQUIRE(workers.size() == 2);
+  const JobState s = RunningState(*bed);
+  INFO(ReadFile(first.err_path));
+  REQUIRE(WaitForText(first.err_path, "coordinator.standbys: the agents know where the standbys wait: 127.0.0.1:",
+                      seconds(30)));
+  KillHard(first);
+  // The standby started with the job (its stderr is the job's) leads it now.
+  REQUIRE(WaitForText(first.err_path, "took over generation 0: its 2 worker(s) on 2 node(s) ran on, none restarted",
+                      seconds(30)));
+  CHECK(Alive(workers[0]));
+  CHECK(Alive(workers[1]));
+  WriteFile(dir / "go", "");
+  REQUIRE(WaitForText(first.err_path, "all 2 workers exited 0", seconds(30)));
+  CHECK(AllGone(workers, seconds(10)));
+  CHECK(WaitForPids(dir / "pids", 3, std::chrono::milliseconds(1)).size() == 2);
+  CHECK(ReadFile(first.out_path).find("DONE 1 after") != std::string::npos);
+  // It ends as a leader does: the job's state says done, the leader key and the standby keys are gone.
+  auto c = bed->Client();
+  const auto until = std::chrono::steady_clock::now() + seconds(30);
+  bool clean = false;
+  while (!clean && std::chrono::steady_clock::now() < until) {
+    auto r = c->Range(etcd::RangeRequest{"/dslaunch/", etcd::PrefixEnd("/dslaunch/")});
+    REQUIRE(r.ok());
+    clean = r->kvs.size() == 1 && DecodeJobState(r->kvs[0].value, RealClock().Now(), "state")->phase == CoordState::kDone;
+    if (!clean) std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polls etcd: the standby's last writes
+  }
+  CHECK(clean);
+  (void)s;
+}
+
 TEST_CASE("run takeover: without a new leader the agents kill their workers when the grace is over; --resume of a "
           "job this host did not run says so", "[etcd][run]") {
   auto bed = EtcdBed::Start(1);

@@ -1,0 +1,65 @@
+// Standby coordinators (the job file's coordinator: {etcd: [...],
+// standbys: N}): the leading run starts `dslaunch --standby JOB
+// --standby-index K` through the job's own launcher on each of the first N
+// hosts, the same command line in the same working directory, the job
+// secret on its stdin (SSH carries it encrypted, as it carries the agents'
+// tokens). A standby binds a port of its own at once and announces it in
+// etcd under <prefix><job>/standby/<K>; the leader follows those keys
+// (StandbyWatch) and tells every agent where else a leader may be found
+// (msg::Coordinators). When the leader is lost, the first standby to win
+// the leader key takes the job over as `dslaunch --resume` does, on its
+// own address; the agents, adrift, try every address in turn.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/status.h"
+#include "launcher/cmd/cli.h"
+#include "launcher/config/job_spec.h"
+#include "launcher/failover/etcd_client.h"
+
+namespace ds {
+
+// dslaunch's command line for standby `index`: this run's own arguments
+// again, after --standby JOB --standby-index K --standby-cwd DIR.
+std::vector<std::string> StandbyArgv(const CliOptions& cli, const std::string& job_id, int index,
+                                     const std::string& cwd);
+
+// A listening TCP socket on `addr` (numeric), a port the kernel picks, held
+// from now on: a standby's, so that its address is known before it leads
+// (it accepts nothing until then; CoordinatorOptions::listen_fd).
+struct BoundPort {
+  int fd = -1;
+  int port = 0;
+};
+Result<BoundPort> BindStandbyPort(const std::string& addr);
+
+// Puts standby `index`'s address under its key; Withdraw removes it (-1: every standby's).
+Status AnnounceStandby(const JobSpec& job, const std::string& job_id, int index, const std::string& address);
+void WithdrawStandby(const JobSpec& job, const std::string& job_id, int index);
+
+// Follows the announced standbys: calls `changed` with their addresses (in
+// key order) once at the start and after every change, from its own thread.
+class StandbyWatch {
+ public:
+  static Result<std::unique_ptr<StandbyWatch>> Start(const JobSpec& job, const std::string& job_id,
+                                                     std::function<void(std::vector<std::string>)> changed);
+  ~StandbyWatch();  // stops within a second
+
+ private:
+  StandbyWatch() = default;
+  void Loop();
+
+  std::unique_ptr<etcd::Client> client_;
+  std::string prefix_;
+  std::function<void(std::vector<std::string>)> changed_;
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+}  // namespace ds
