@@ -73,106 +73,102 @@ void KillHard(Child& c) {
   ::waitpid(c.pid, nullptr, 0);
 }
 
+// A job of `nodes` one-rank local nodes under its first dslaunch, its
+// workers up; `extra` goes at the end of its coordinator: section.
+struct Training {
+  std::unique_ptr<EtcdBed> bed = EtcdBed::Start(1);
+  TempDir dir{"dsl-takeover"};
+  std::vector<std::string> argv;
+  Child first;
+  std::vector<pid_t> workers;
+  Training(int nodes, const std::string& grace, const std::string& extra = "") {
+    WriteFile(dir / "worker.sh", kWorker);
+    WriteFile(dir / "job.yaml", JobFile(*bed, grace) + extra);
+    argv = {DslaunchPath(), "--hostfile", HostfileFor(dir, nodes, 1), "job.yaml"};
+    first = Spawn(argv, dir.path(), Env(dir));
+    workers = WaitForPids(dir / "pids", static_cast<size_t>(nodes), seconds(60));
+    REQUIRE(workers.size() == static_cast<size_t>(nodes));
+  }
+  // The same command line with `flag job` first.
+  std::vector<std::string> With(const std::string& flag, const std::string& job) const {
+    std::vector<std::string> a = argv;
+    a.insert(a.begin() + 1, {flag, job});
+    return a;
+  }
+  bool WorkersAlive() const { return Alive(workers[0]) && Alive(workers[1]); }
+  size_t WorkersStarted() const { return WaitForPids(dir / "pids", 3, std::chrono::milliseconds(1)).size(); }
+};
+
+constexpr const char* kTookOver = "took over generation 0: its 2 worker(s) on 2 node(s) ran on, none restarted";
+
 TEST_CASE("run takeover: dslaunch SIGKILLed mid-training, the workers run on and dslaunch --resume ends the job 0",
           "[etcd][run]") {
-  auto bed = EtcdBed::Start(1);
-  TempDir dir("dsl-takeover");
-  WriteFile(dir / "worker.sh", kWorker);
-  WriteFile(dir / "job.yaml", JobFile(*bed, "30s"));
-  const std::vector<std::string> argv = {DslaunchPath(), "--hostfile", HostfileFor(dir, 2, 1), "job.yaml"};
-  Child first = Spawn(argv, dir.path(), Env(dir));
-  const std::vector<pid_t> workers = WaitForPids(dir / "pids", 2, seconds(60));
-  REQUIRE(workers.size() == 2);
-  const JobState s = RunningState(*bed);
-  KillHard(first);
+  Training t(2, "30s");
+  const JobState s = RunningState(*t.bed);
+  KillHard(t.first);
   // Nobody commands the workers now: they run on (the agents wait for a new leader).
-  REQUIRE(WaitForText(first.err_path, "worker(s) run on for up to", seconds(10)));
-  CHECK(Alive(workers[0]));
-  CHECK(Alive(workers[1]));
+  REQUIRE(WaitForText(t.first.err_path, "worker(s) run on for up to", seconds(10)));
+  CHECK(t.WorkersAlive());
 
-  std::vector<std::string> resume = argv;
-  resume.insert(resume.begin() + 1, {"--resume", s.job_id});
-  Child second = Spawn(resume, dir.path(), Env(dir));
+  Child second = Spawn(t.With("--resume", s.job_id), t.dir.path(), Env(t.dir));
   INFO(ReadFile(second.err_path));
-  REQUIRE(WaitForText(second.err_path, "took over generation 0: its 2 worker(s) on 2 node(s) ran on, none restarted",
-                      seconds(30)));
-  CHECK(Alive(workers[0]));
-  CHECK(Alive(workers[1]));
-  WriteFile(dir / "go", "");
+  REQUIRE(WaitForText(second.err_path, kTookOver, seconds(30)));
+  CHECK(t.WorkersAlive());
+  WriteFile(t.dir / "go", "");
   const int code = WaitExit(second.pid, seconds(60));
   INFO(ReadFile(second.err_path));
   CHECK(code == 0);
-  CHECK(WaitForPids(dir / "pids", 3, std::chrono::milliseconds(1)).size() == 2);  // no worker started again
+  CHECK(t.WorkersStarted() == 2);  // no worker started again
   const std::string out = ReadFile(second.out_path);
   CHECK(out.find("DONE 0 after") != std::string::npos);  // the adopted workers' output reaches the new coordinator
   CHECK(out.find("DONE 1 after") != std::string::npos);
-  CHECK(AllGone(workers, seconds(10)));
+  CHECK(AllGone(t.workers, seconds(10)));
 }
 
 TEST_CASE("run takeover: a standby beside the job takes it over by itself when dslaunch is SIGKILLed; a SIGHUP "
           "ends nothing", "[etcd][run]") {
-  auto bed = EtcdBed::Start(1);
-  TempDir dir("dsl-takeover");
-  WriteFile(dir / "worker.sh", kWorker);
-  WriteFile(dir / "job.yaml", JobFile(*bed, "30s"));
-  const std::vector<std::string> argv = {DslaunchPath(), "--hostfile", HostfileFor(dir, 2, 1), "job.yaml"};
-  Child first = Spawn(argv, dir.path(), Env(dir));
-  const std::vector<pid_t> workers = WaitForPids(dir / "pids", 2, seconds(60));
-  REQUIRE(workers.size() == 2);
-  const JobState s = RunningState(*bed);
-  std::vector<std::string> standby_argv = argv;
-  standby_argv.insert(standby_argv.begin() + 1, {"--standby", s.job_id});
-  Child standby = Spawn(standby_argv, dir.path(), Env(dir));
+  Training t(2, "30s");
+  const JobState s = RunningState(*t.bed);
+  Child standby = Spawn(t.With("--standby", s.job_id), t.dir.path(), Env(t.dir));
   REQUIRE(WaitForText(standby.err_path, "standby for job " + s.job_id, seconds(10)));
 
-  ::kill(first.pid, SIGHUP);
-  REQUIRE(WaitForText(first.err_path, "SIGHUP (the terminal is gone?): the job goes on", seconds(10)));
-  CHECK(::waitpid(first.pid, nullptr, WNOHANG) == 0);  // still leading
-  CHECK(Alive(workers[0]));
+  ::kill(t.first.pid, SIGHUP);
+  REQUIRE(WaitForText(t.first.err_path, "SIGHUP (the terminal is gone?): the job goes on", seconds(10)));
+  CHECK(::waitpid(t.first.pid, nullptr, WNOHANG) == 0);  // still leading
+  CHECK(t.WorkersAlive());
 
-  KillHard(first);
+  KillHard(t.first);
   INFO(ReadFile(standby.err_path));
-  REQUIRE(WaitForText(standby.err_path, "took over generation 0: its 2 worker(s) on 2 node(s) ran on, none restarted",
-                      seconds(30)));
-  CHECK(Alive(workers[0]));
-  CHECK(Alive(workers[1]));
-  WriteFile(dir / "go", "");
+  REQUIRE(WaitForText(standby.err_path, kTookOver, seconds(30)));
+  CHECK(t.WorkersAlive());
+  WriteFile(t.dir / "go", "");
   CHECK(WaitExit(standby.pid, seconds(60)) == 0);
-  CHECK(WaitForPids(dir / "pids", 3, std::chrono::milliseconds(1)).size() == 2);
+  CHECK(t.WorkersStarted() == 2);
   CHECK(ReadFile(standby.out_path).find("DONE 1 after") != std::string::npos);
 
   // A standby of a job that is over has nothing to wait for.
   Child late;
-  CHECK(Run(standby_argv, dir.path(), &late, seconds(30), Env(dir)) == 0);
+  CHECK(Run(t.With("--standby", s.job_id), t.dir.path(), &late, seconds(30), Env(t.dir)) == 0);
   CHECK(ReadFile(late.err_path).find("nothing to take over") != std::string::npos);
 }
 
 TEST_CASE("run takeover: the standby the job starts (coordinator.standbys) takes it over on its own address when "
           "dslaunch is SIGKILLed", "[etcd][run]") {
-  auto bed = EtcdBed::Start(1);
-  TempDir dir("dsl-takeover");
-  WriteFile(dir / "worker.sh", kWorker);
-  WriteFile(dir / "job.yaml", JobFile(*bed, "30s") + "  standbys: 1\n");
-  Child first = Spawn({DslaunchPath(), "--hostfile", HostfileFor(dir, 2, 1), "job.yaml"}, dir.path(), Env(dir));
-  const std::vector<pid_t> workers = WaitForPids(dir / "pids", 2, seconds(60));
-  REQUIRE(workers.size() == 2);
-  const JobState s = RunningState(*bed);
-  INFO(ReadFile(first.err_path));
-  REQUIRE(WaitForText(first.err_path, "coordinator.standbys: the agents know where the standbys wait: 127.0.0.1:",
+  Training t(2, "30s", "  standbys: 1\n");
+  INFO(ReadFile(t.first.err_path));
+  REQUIRE(WaitForText(t.first.err_path, "coordinator.standbys: the agents know where the standbys wait: 127.0.0.1:",
                       seconds(30)));
-  KillHard(first);
+  KillHard(t.first);
   // The standby started with the job (its stderr is the job's) leads it now.
-  REQUIRE(WaitForText(first.err_path, "took over generation 0: its 2 worker(s) on 2 node(s) ran on, none restarted",
-                      seconds(30)));
-  CHECK(Alive(workers[0]));
-  CHECK(Alive(workers[1]));
-  WriteFile(dir / "go", "");
-  REQUIRE(WaitForText(first.err_path, "all 2 workers exited 0", seconds(30)));
-  CHECK(AllGone(workers, seconds(10)));
-  CHECK(WaitForPids(dir / "pids", 3, std::chrono::milliseconds(1)).size() == 2);
-  CHECK(ReadFile(first.out_path).find("DONE 1 after") != std::string::npos);
+  REQUIRE(WaitForText(t.first.err_path, kTookOver, seconds(30)));
+  CHECK(t.WorkersAlive());
+  WriteFile(t.dir / "go", "");
+  REQUIRE(WaitForText(t.first.err_path, "all 2 workers exited 0", seconds(30)));
+  CHECK(AllGone(t.workers, seconds(10)));
+  CHECK(t.WorkersStarted() == 2);
+  CHECK(ReadFile(t.first.out_path).find("DONE 1 after") != std::string::npos);
   // It ends as a leader does: the job's state says done, the leader key and the standby keys are gone.
-  auto c = bed->Client();
+  auto c = t.bed->Client();
   const auto until = std::chrono::steady_clock::now() + seconds(30);
   bool clean = false;
   while (!clean && std::chrono::steady_clock::now() < until) {
@@ -182,26 +178,16 @@ TEST_CASE("run takeover: the standby the job starts (coordinator.standbys) takes
     if (!clean) std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polls etcd: the standby's last writes
   }
   CHECK(clean);
-  (void)s;
 }
 
 TEST_CASE("run takeover: without a new leader the agents kill their workers when the grace is over; --resume of a "
           "job this host did not run says so", "[etcd][run]") {
-  auto bed = EtcdBed::Start(1);
-  TempDir dir("dsl-takeover");
-  WriteFile(dir / "worker.sh", kWorker);
-  WriteFile(dir / "job.yaml", JobFile(*bed, "1s"));
-  const std::vector<std::string> argv = {DslaunchPath(), "--hostfile", HostfileFor(dir, 1, 1), "job.yaml"};
-  Child first = Spawn(argv, dir.path(), Env(dir));
-  const std::vector<pid_t> workers = WaitForPids(dir / "pids", 1, seconds(60));
-  REQUIRE(workers.size() == 1);
-  KillHard(first);
-  CHECK(AllGone(workers, seconds(20)));
+  Training t(1, "1s");
+  KillHard(t.first);
+  CHECK(AllGone(t.workers, seconds(20)));
 
   Child c;
-  std::vector<std::string> resume = argv;
-  resume.insert(resume.begin() + 1, {"--resume", "0123456789ab"});
-  CHECK(Run(resume, dir.path(), &c, seconds(60), Env(dir)) != 0);
+  CHECK(Run(t.With("--resume", "0123456789ab"), t.dir.path(), &c, seconds(60), Env(t.dir)) != 0);
   const std::string err = ReadFile(c.err_path);
   INFO(err);
   CHECK(err.find("--resume 0123456789ab: ") != std::string::npos);
