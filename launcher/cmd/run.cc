@@ -212,11 +212,16 @@ Result<Launch> PrepareLaunch(const LaunchPlan& plan_in, const CliOptions& cli, c
   DS_ASSIGN_OR_RETURN(LaunchChoice choice, ChooseLaunch(l.plan, cli, per_node));  // what the dry run checks too
   l.launcher = choice.launcher;
   l.ssh = choice.ssh;
+  // Coordinator failover: an agent (or standby) over ssh outlives the launcher's session.
+  l.ssh.outlive_session = !l.plan.job.coordinator.etcd.empty();
   std::vector<std::string> argv = std::move(choice.argv);
   // Elastic start: decide the hosts before the coordinator (which holds the
   // plan and waits for every node of it) and before any agent exists.
   // (Over SSH only: under Slurm the allocation's nodes are up by definition.)
-  const bool over_ssh = l.launcher == "ssh" || l.launcher == "pdsh" || l.launcher == "openmpi" || l.launcher == "mpich";
+  // A coordinator taking a job over starts no agent: it probes no host (one
+  // on another host need not reach them over ssh at all).
+  const bool over_ssh = cli.resume_job.empty() && (l.launcher == "ssh" || l.launcher == "pdsh" ||
+                                                   l.launcher == "openmpi" || l.launcher == "mpich");
   if (over_ssh && ElasticStartAllowed(l.plan)) DS_RETURN_IF_ERROR(NarrowToReachable(l.plan, l.ssh));
   else if (over_ssh) DS_RETURN_IF_ERROR(CheckNodesResolve(Candidates(l.plan), l.ssh));  // every one named, not the first
   DS_RETURN_IF_ERROR(MakeRoomForDescriptors(l.plan));

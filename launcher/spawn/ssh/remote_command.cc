@@ -16,7 +16,7 @@ std::string RemoteCommand(const std::vector<std::string>& argv,
   return cmd;
 }
 
-std::string SupervisorScript(PayloadFrom from) {
+std::string SupervisorScript(PayloadFrom from, bool outlive_session) {
   // fd 3 keeps the channel's stdin; the agent gets neither fd 3 nor the
   // secret on its command line (printf is a shell builtin).
   std::string start;
@@ -35,6 +35,7 @@ std::string SupervisorScript(PayloadFrom from) {
           "printf '%s\\n' \"$s\" | base64 -d | \"$@\" 3<&- & ";
       break;
   }
+  if (outlive_session) return "exec 3<&0; " + start + "a=$!; exec 3<&-; wait $a";
   return "exec 3<&0; " + start +
          "a=$!; "
          // EOF: TERM the agent; if it is still there after 5 s, KILL the
@@ -47,9 +48,11 @@ std::string SupervisorScript(PayloadFrom from) {
 }
 
 std::string SupervisedCommand(const std::vector<std::string>& argv,
-                              const std::vector<std::pair<std::string, std::string>>& env, bool has_payload) {
-  std::vector<std::string> words = {"sh", "-c", SupervisorScript(has_payload ? PayloadFrom::kStdinLine : PayloadFrom::kNone),
-                                    "dslaunch-agent"};
+                              const std::vector<std::pair<std::string, std::string>>& env, bool has_payload,
+                              bool outlive_session) {
+  std::vector<std::string> words = {
+      "sh", "-c", SupervisorScript(has_payload ? PayloadFrom::kStdinLine : PayloadFrom::kNone, outlive_session),
+      "dslaunch-agent"};
   words.insert(words.end(), argv.begin(), argv.end());
   return RemoteCommand(words, env);
 }

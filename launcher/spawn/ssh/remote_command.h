@@ -26,9 +26,13 @@ std::string RemoteCommand(const std::vector<std::string>& argv,
 // wrapper's process group if the agent is still there 5 s later. This works where
 // sshd refuses "signal" requests (root logins, which skip privilege
 // separation). The wrapper exits with the agent's status (128+signal when
-// killed). With `has_payload` false the agent's stdin is /dev/null.
+// killed). With `has_payload` false the agent's stdin is /dev/null. With
+// `outlive_session` (coordinator failover: the agent keeps its workers for
+// coordinator.grace when the launcher is gone, and ends them and itself
+// when no new leader comes) the end of the channel ends nothing.
 std::string SupervisedCommand(const std::vector<std::string>& argv,
-                              const std::vector<std::pair<std::string, std::string>>& env, bool has_payload);
+                              const std::vector<std::pair<std::string, std::string>>& env, bool has_payload,
+                              bool outlive_session = false);
 
 // Where the supervisor script finds the agent's one-line stdin payload.
 enum class PayloadFrom {
@@ -38,7 +42,7 @@ enum class PayloadFrom {
                 // sshd must accept LC_*, Debian's default); unset before the agent runs
 };
 // The POSIX sh supervisor (see SupervisedCommand) running "$@" as the agent.
-std::string SupervisorScript(PayloadFrom from);
+std::string SupervisorScript(PayloadFrom from, bool outlive_session = false);
 
 // The OpenSSH client's options for an agent's session, as SshSession
 // would open it: no agent or X11 forwarding, BatchMode (never a prompt),

@@ -40,6 +40,7 @@ struct SshOptions {
   std::string config_file;              // "" = ~/.ssh/config (DSLAUNCH_SSH_CONFIG)
   HostKeyPolicy host_key_policy = HostKeyPolicy::kAcceptNew;
   bool ship_agent = false;              // --ship-agent: SFTP the local dsagent to a temp dir first
+  bool outlive_session = false;         // coordinator failover: an agent outlives its session (SupervisedCommand)
   double stop_grace = kDefaultStopGrace + 1.0;  // Terminate: seconds between TERM and closing the channel
                                                 // (the agent's own grace, plus a second to report)
   // Non-secret variables passed to the remote agent (on its command line,

@@ -189,7 +189,7 @@ Result<std::unique_ptr<AgentHandle>> SshSpawner::StartOne(const AgentSpec& spec)
   };
   ssh_channel ch = ssh_channel_new(session->raw());
   if (ch == nullptr) return fail("cannot open a channel");
-  const std::string cmd = SupervisedCommand(argv, ForwardedEnv(options_), !payload.empty());
+  const std::string cmd = SupervisedCommand(argv, ForwardedEnv(options_), !payload.empty(), options_.outlive_session);
   if (ssh_channel_open_session(ch) != SSH_OK || ssh_channel_request_exec(ch, cmd.c_str()) != SSH_OK) {
     ssh_channel_free(ch);
     return fail("cannot start the agent");

@@ -76,6 +76,25 @@ TEST_CASE("Supervisor: the secret reaches the agent's stdin, not its argv; exit 
   CHECK(test::ReadFile(dir + "/argv").find("hunter2") == std::string::npos);
 }
 
+TEST_CASE("Supervisor: with outlive_session the end of the channel ends nothing; the status still passes through",
+          "[process]") {
+  testing::TempDir tmp("dsl-test-supervisor-outlive");
+  const std::string& dir = tmp.path();
+  auto [pid, fd] = StartShell(SupervisedCommand(
+      {"sh", "-c", "read s; touch " + dir + "/up; while [ ! -e " + dir + "/go ]; do sleep 0.05; done; exit 3"}, {},
+      true, /*outlive_session=*/true));
+  REQUIRE(write(fd, "s\n", 2) == 2);
+  for (int i = 0; i < 500 && !std::filesystem::exists(dir + "/up"); ++i) usleep(10000);
+  close(fd);  // the launcher went away
+  usleep(300000);
+  int st = 0;
+  CHECK(::waitpid(pid, &st, WNOHANG) == 0);  // still running
+  test::WriteFile(dir + "/go", "");
+  st = WaitFor(pid, 20);
+  REQUIRE(st != -1);
+  CHECK(WEXITSTATUS(st) == 3);
+}
+
 TEST_CASE("Supervisor: EOF on stdin TERMs the agent, and KILLs one that ignores TERM", "[process]") {
   testing::TempDir tmp("dsl-test-supervisor-eof");
   const std::string& dir = tmp.path();

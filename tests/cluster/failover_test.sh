@@ -1,0 +1,121 @@
+#!/bin/bash
+# Coordinator failover across hosts (issue 45) on the netns cluster with
+# real ssh, agents and dstrain, one slot per host, snapshots on (each host
+# its own checkpoint directory). A site etcd runs on the bridge's host side;
+# the job file asks for coordinator.standbys: 2, so the run starts a standby
+# coordinator on hosts 0 and 1 over ssh. Then the coordinator's host is lost
+# the hardest way the bed allows: dslaunch SIGKILLed and, at the same time,
+# every process of host 0 (which ran a rank and a standby) but its sshd.
+# Expected: host 1's standby leads the job (etcd's leader key is its), host
+# 0's agent does not come back, so the generation fails into the ordinary
+# restart on hosts 1 and 2 from the recovery point (etcd's state: generation
+# 1, one restart spent, on candidates 1 and 2; no save below the recovery
+# point written again after the loss), the job trains to its end and
+# ends 0 (the standby's job record, read by `dslaunch status --all`), and
+# the standby takes its keys with it.
+# Run inside tests/cluster/with-cluster with 3 nodes (which tears down).
+#   failover_test.sh DSLAUNCH
+set -uo pipefail
+DSLAUNCH=$(readlink -f "$1")
+C=${DSLAUNCH_TEST_CLUSTER:?run me inside tests/cluster/with-cluster}
+. "$(dirname "$0")/../test_util/preamble.sh"
+. "$(dirname "$0")/netns_lib.sh"
+command -v etcd >/dev/null || skip "etcd missing (scripts/install-deps installs etcd-server)"
+read_cluster
+work=$(mktemp -d /tmp/dsl-failover.XXXXXX)
+chmod 755 "$work"
+etcd_pid="" pid=""
+cleanup() {
+  [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  [ -n "$etcd_pid" ] && kill "$etcd_pid" 2>/dev/null && wait "$etcd_pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+gw=$(ip -n "${NS[0]}" route show default | awk '{print $3}')
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("'"$gw"'", 0)); print(s.getsockname()[1])')
+etcd --name fovr --data-dir "$work/etcd" --listen-client-urls "http://$gw:$port" \
+  --advertise-client-urls "http://$gw:$port" --listen-peer-urls "http://127.0.0.1:0" \
+  --initial-advertise-peer-urls "http://127.0.0.1:2380" --initial-cluster "fovr=http://127.0.0.1:2380" \
+  >"$work/etcd.log" 2>&1 &
+etcd_pid=$!
+ctl() { ETCDCTL_API=3 etcdctl --endpoints "http://$gw:$port" "$@"; }
+wait_for 20 ctl endpoint health >/dev/null 2>&1 || { cat "$work/etcd.log" >&2; fail "etcd did not start"; exit 1; }
+
+cd "$work"
+printf '%s slots=1\n' "${ADDR[@]:0:3}" >hostfile
+cat >job.yaml <<YAML
+checkpoint: {dir: "$work/ckpt-{host}", keep: 100}
+elastic: {max_restarts: 1, min_nodes: 2, heartbeat_interval: 250ms, heartbeat_timeout: 1s}
+coordinator: {etcd: [http://$gw:$port], standbys: 2, grace: 30s}
+ssh: {strict_host_key_checking: yes, connect_timeout: 2s}
+env: {OMP_NUM_THREADS: '1', OPENBLAS_NUM_THREADS: '1'}
+trainer:
+  model: {layers: [64, 32, 8], activation: relu}
+  data: {dataset: synthetic, samples: 6144, features: 64, classes: 8}
+  epochs: 1000
+  max_steps: 20000
+  seed: 5
+  eval: {every_epoch: false}
+  checkpoint: {every_steps: 50, keep: 100}
+  config:
+    train_micro_batch_size_per_gpu: 32
+    optimizer: {type: Adam, params: {lr: 0.0002}}
+    zero_optimization: {stage: 2}
+    steps_per_print: 50
+YAML
+state() { ctl get --print-value-only --prefix /dslaunch/ | grep '"version"'; }
+leader() { ctl get --print-value-only --prefix /dslaunch/ --keys-only | grep -c '/leader$'; }
+snapshot_on() {  # HOST STEP: host's own shard of a step >= STEP on its disk
+  local f s
+  for f in "$work/ckpt-${ADDR[$1]}"/step_*/shard_"$1".held; do
+    [ -e "$f" ] || continue
+    s=${f#*step_}; s=$((10#${s%%.*}))
+    [ "$s" -ge "$2" ] && return 0
+  done
+  return 1
+}
+
+env -u XDG_RUNTIME_DIR DSLAUNCH_STOP_GRACE=500ms "$DSLAUNCH" --hostfile hostfile --launcher ssh job.yaml >out 2>&1 &
+pid=$!
+wait_for 60 grep -q "the agents know where the standbys wait: .*, " out || { cat out; fail "the standbys never announced themselves"; exit 1; }
+wait_for 60 snapshot_on 1 200 || { cat out; fail "no snapshot of step 200 on host 1"; exit 1; }
+job=$(sed -n 's/.*leads job \([0-9a-f]*\) in etcd.*/\1/p' out | head -1)
+before=$(state)
+
+# The coordinator's host: dslaunch and every process of host 0 but its sshd, at once.
+sshd=$(cat "$C/pids/sshd-0.pid")
+victims=$(ip netns pids "${NS[0]}" | grep -vx "$sshd")
+echo "$victims" | xargs -r kill -STOP
+touch killed
+kill -9 "$pid"
+echo "$victims" | xargs -r kill -9
+wait "$pid" 2>/dev/null
+pid=""
+
+# Host 1's standby leads, the job restarts on hosts 1 and 2, trains to its end.
+wait_for 30 sh -c "ETCDCTL_API=3 etcdctl --endpoints http://$gw:$port get --print-value-only /dslaunch/$job/leader | grep -q '${ADDR[1]}:'" ||
+  fail "host 1's standby never led (leader: $(ctl get --print-value-only /dslaunch/$job/leader))"
+wait_for 60 sh -c "ETCDCTL_API=3 etcdctl --endpoints http://$gw:$port get --print-value-only /dslaunch/$job/state | grep -q '\"generation\":1'" ||
+  fail "no generation 1 after the loss (state: $(state))"
+wait_for 120 sh -c "ETCDCTL_API=3 etcdctl --endpoints http://$gw:$port get --print-value-only /dslaunch/$job/state | grep -q '\"phase\":\"done\"'" ||
+  fail "the job did not end under the standby (state: $(state))"
+final=$(state)
+echo "state before the loss: $before"
+echo "state at the end:      $final"
+echo "$final" | grep -q '"generation_nodes":\[1,2\]' || fail "the restart was not on hosts 1 and 2: $final"
+echo "$final" | grep -q '"restarts":1' || fail "not one restart spent: $final"
+# From the recovery point, not from scratch: no save of a step below 200 was written again.
+for f in "$work"/ckpt-*/step_*/shard_*.held; do
+  s=${f##*/step_}; s=$((10#${s%%.*}))
+  [ "$s" -lt 200 ] && [ "$f" -nt killed ] && fail "$f was written again after the loss: trained from scratch?"
+done
+snapshot_on 1 10000 || fail "host 1 holds no snapshot of step 10000 or later: the job did not train on after the loss"
+# The standby's own record (its private directory on the shared file system): exit 0.
+wait_for 10 sh -c "env -u XDG_RUNTIME_DIR '$DSLAUNCH' status --all | grep '^$job ' | grep -q ' ended  *0 '" ||
+  fail "no job record of $job ending 0: $(env -u XDG_RUNTIME_DIR "$DSLAUNCH" status --all | grep "^$job ")"
+wait_for 20 sh -c "[ \"\$(ETCDCTL_API=3 etcdctl --endpoints http://$gw:$port get --prefix /dslaunch/$job/ --keys-only | grep -c .)\" = 1 ]" ||
+  fail "keys left besides the state: $(ctl get --prefix /dslaunch/"$job"/ --keys-only | tr '\n' ' ')"
+
+keep_pids() { cat "$C/pids/sshd-$1.pid"; }
+wait_for 20 no_leftovers || { leftovers >/dev/null; fail "processes left in the namespaces"; }
+[ "$fails" -eq 0 ]
