@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -55,6 +57,15 @@ Result<TakeoverRecord> ReadTakeoverRecord(const std::string& job_id) {
 void RemoveTakeoverRecord(const std::string& job_id) {
   Result<PrivateDir> dir = OpenPrivateDir();
   if (dir.ok()) ::unlinkat(dir->fd.get(), FileName(job_id).c_str(), 0);
+}
+
+Status ListenWhereTheLostOneDid(Coordinator& coord) {
+  Status st;
+  for (int i = 0; i < 40; ++i) {
+    if ((st = coord.Listen()).ok()) return st;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return Status::Unavailable(fmt::format("--resume: {} (the address the job's agents dial)", st.message()));
 }
 
 std::string FailoverAgentToken(const std::string& secret, const std::string& job_id, int node) {

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "launcher/coordinator/coordinator.h"
 
 namespace ds {
 
@@ -30,6 +31,10 @@ Status WriteTakeoverRecord(const std::string& job_id, const TakeoverRecord& r);
 // not run the job, or it ended.
 Result<TakeoverRecord> ReadTakeoverRecord(const std::string& job_id);
 void RemoveTakeoverRecord(const std::string& job_id);
+
+// Listens on the lost coordinator's address (the agents dial it), which
+// its dying process may hold for a moment more: tried for up to 2 s.
+Status ListenWhereTheLostOneDid(Coordinator& coord);
 
 // Node `node`'s agent token in a job with coordinator failover.
 std::string FailoverAgentToken(const std::string& secret, const std::string& job_id, int node);

@@ -380,86 +380,6 @@ Result<FleetOptions> FleetOptionsFor(const Launch& l, const CliOptions& cli,
   return fleet_options;
 }
 
-// The lost coordinator's port, which its process may hold for a moment
-// more (a dying process's socket): tried for up to 2 s.
-Status ListenWhereTheLostOneDid(Coordinator& coord) {
-  Status st;
-  for (int i = 0; i < 40; ++i) {
-    if ((st = coord.Listen()).ok()) return st;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return Status::Unavailable(fmt::format("--resume: {} (the address the job's agents dial)", st.message()));
-}
-
-// --standby: waits while the job's leader lives. One the leader started
-// (--standby-index) binds its port first and announces it, so that the
-// agents know where it will be. False: the job ended meanwhile (said).
-Result<bool> StandbyWait(Launch& l, const CliOptions& cli) {
-  const std::string& job = l.coord.job_id;
-  const bool started_by_leader = cli.standby_index >= 0;
-  std::string address = "its lost coordinator's address";
-  if (started_by_leader) {
-    DS_ASSIGN_OR_RETURN(BoundPort bound, BindStandbyPort(l.coord.listen_addr));
-    l.coord.listen_fd = bound.fd;  // the Coordinator adopts it once it leads
-    l.coord.listen_port = bound.port;
-    const std::string& host = l.coord.advertise_host.empty() ? l.coord.listen_addr : l.coord.advertise_host;
-    address = fmt::format("{}:{}", host.find(':') != std::string::npos ? "[" + host + "]" : host, bound.port);
-    if (Status st = AnnounceStandby(l.plan.job, job, cli.standby_index, address); !st.ok())
-      return Status::Unavailable("--standby: " + st.message());
-  }
-  std::cerr << fmt::format("dslaunch: standby for job {} ({}): it takes the job over when its coordinator is "
-                           "lost\n", job, address);
-  auto ended = [&] { return !started_by_leader && !ReadTakeoverRecord(job).ok(); };
-  DS_ASSIGN_OR_RETURN(bool vacant, WaitForVacancy(l.plan.job, job, ended));
-  const Result<JobState> s = ReadJobState(l.plan.job, job);
-  if (vacant && !ended() && s.ok() && s->phase != CoordState::kDone) return true;
-  if (started_by_leader) WithdrawStandby(l.plan.job, job, cli.standby_index);
-  std::cerr << fmt::format("dslaunch: standby: job {} ended (or is not running from this host); nothing to take "
-                           "over\n", job);
-  return false;
-}
-
-// coordinator.standbys: one on each of the first N hosts, through the job's
-// own launcher (local or ssh), the job secret on its stdin. Runs on its own
-// thread (an SSH connect may take connect_timeout); what fails goes to
-// `notice` (from that thread).
-std::vector<std::unique_ptr<AgentHandle>> StartStandbys(const Launch& l, const CliOptions& cli,
-                                                         const std::function<void(const std::string&)>& notice) {
-  std::vector<std::unique_ptr<AgentHandle>> handles;
-  const int n = l.plan.job.coordinator.standbys;
-  if (l.launcher != "local" && l.launcher != "ssh") {
-    notice(fmt::format("coordinator.standbys: the {} launcher starts no standbys yet (local and ssh do)",
-                       l.launcher));
-    return handles;
-  }
-  auto spawner = MakeSpawner(l.launcher, l.plan, l.ssh, cli.stop_grace, cli.launcher_args);
-  if (!spawner.ok()) {
-    notice("coordinator.standbys: " + spawner.status().message());
-    return handles;
-  }
-  std::error_code ec;
-  const std::string cwd = std::filesystem::current_path(ec).string();
-  const std::vector<NodePlan> hosts = Candidates(l.plan);
-  std::vector<AgentSpec> specs;
-  for (int k = 0; k < n && k < static_cast<int>(hosts.size()); ++k) {
-    AgentSpec s;
-    s.host = hosts[k].host.name;
-    s.node_index = k;
-    s.ssh_port = hosts[k].host.ssh_port ? hosts[k].host.ssh_port : l.ssh.default_port;
-    s.user = hosts[k].host.user;
-    s.argv = StandbyArgv(cli, l.coord.job_id, k, cwd);
-    s.stdin_payload = l.coord.secret;
-    specs.push_back(std::move(s));
-  }
-  std::vector<Result<std::unique_ptr<AgentHandle>>> started = (*spawner)->Start(specs);
-  for (size_t k = 0; k < started.size(); ++k) {
-    if (started[k].ok()) handles.push_back(std::move(started[k]).value());
-    else notice(fmt::format("coordinator.standbys: standby {} on {} did not start: {}", k, specs[k].host,
-                            started[k].status().message()));
-  }
-  return handles;
-}
-
 // Runs the prepared job to its end; returns the coordinator's world size.
 Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMux& mux, TerminalWriter& err) {
   asio::io_context io;
@@ -541,7 +461,10 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMu
     if (w.ok()) standby_watch = std::move(w).value();
     else l.coord.notice("coordinator.standbys: the agents are not told where the standbys are: " + w.status().message());
     auto notice = [&io, &l](const std::string& line) { asio::post(io, [&l, line] { l.coord.notice(line); }); };
-    if (!resume) standby_start = std::thread([&, notice] { standbys = StartStandbys(l, cli, notice); });
+    if (!resume)
+      standby_start = std::thread([&, notice] {
+        standbys = StartStandbys({l.launcher, l.plan, l.ssh, cli, l.coord.job_id, l.coord.secret}, notice);
+      });
   }
   io.run();
   if (standby_start.joinable()) standby_start.join();
@@ -585,7 +508,7 @@ Result<int> RunJob(const LaunchPlan& plan, const CliOptions& cli, const PerNodeL
   }
   DS_ASSIGN_OR_RETURN(Launch l, std::move(prepared));
   if (cli.standby) {
-    DS_ASSIGN_OR_RETURN(bool take_over, StandbyWait(l, cli));
+    DS_ASSIGN_OR_RETURN(bool take_over, WaitAsStandby(l.plan.job, cli.standby_index, l.coord));
     if (!take_over) return 0;
   }
   if (l.plan.job.pty) l.plan.job.pty_window = PtyWindowHere(l.plan);

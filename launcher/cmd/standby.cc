@@ -9,9 +9,14 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <iostream>
+
 #include "common/files.h"
 #include "common/log.h"
 #include "launcher/cmd/job_leader.h"
+#include "launcher/cmd/job_takeover.h"
+#include "launcher/cmd/spawner_choice.h"
 
 namespace ds {
 namespace {
@@ -55,6 +60,67 @@ Result<BoundPort> BindStandbyPort(const std::string& addr) {
   const int port = me.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&me)->sin6_port)
                                             : ntohs(reinterpret_cast<sockaddr_in*>(&me)->sin_port);
   return BoundPort{fd, port};
+}
+
+Result<bool> WaitAsStandby(const JobSpec& job, int index, CoordinatorOptions& co) {
+  const std::string& id = co.job_id;
+  const bool started_by_leader = index >= 0;
+  std::string address = "its lost coordinator's address";
+  if (started_by_leader) {
+    DS_ASSIGN_OR_RETURN(BoundPort bound, BindStandbyPort(co.listen_addr));
+    co.listen_fd = bound.fd;  // the Coordinator adopts it once it leads
+    co.listen_port = bound.port;
+    const std::string& host = co.advertise_host.empty() ? co.listen_addr : co.advertise_host;
+    address = fmt::format("{}:{}", host.find(':') != std::string::npos ? "[" + host + "]" : host, bound.port);
+    if (Status st = AnnounceStandby(job, id, index, address); !st.ok())
+      return Status::Unavailable("--standby: " + st.message());
+  }
+  std::cerr << fmt::format("dslaunch: standby for job {} ({}): it takes the job over when its coordinator is "
+                           "lost\n", id, address);
+  auto ended = [&] { return !started_by_leader && !ReadTakeoverRecord(id).ok(); };
+  DS_ASSIGN_OR_RETURN(bool vacant, WaitForVacancy(job, id, ended));
+  const Result<JobState> s = ReadJobState(job, id);
+  if (vacant && !ended() && s.ok() && s->phase != CoordState::kDone) return true;
+  if (started_by_leader) WithdrawStandby(job, id, index);
+  std::cerr << fmt::format("dslaunch: standby: job {} ended (or is not running from this host); nothing to take "
+                           "over\n", id);
+  return false;
+}
+
+std::vector<std::unique_ptr<AgentHandle>> StartStandbys(const StandbyLaunch& s,
+                                                        const std::function<void(const std::string&)>& notice) {
+  std::vector<std::unique_ptr<AgentHandle>> handles;
+  if (s.launcher != "local" && s.launcher != "ssh") {
+    notice(fmt::format("coordinator.standbys: the {} launcher starts no standbys yet (local and ssh do)",
+                       s.launcher));
+    return handles;
+  }
+  auto spawner = MakeSpawner(s.launcher, s.plan, s.ssh, s.cli.stop_grace, s.cli.launcher_args);
+  if (!spawner.ok()) {
+    notice("coordinator.standbys: " + spawner.status().message());
+    return handles;
+  }
+  std::error_code ec;
+  const std::string cwd = std::filesystem::current_path(ec).string();
+  const std::vector<NodePlan> hosts = Candidates(s.plan);
+  std::vector<AgentSpec> specs;
+  for (int k = 0; k < s.plan.job.coordinator.standbys && k < static_cast<int>(hosts.size()); ++k) {
+    AgentSpec a;
+    a.host = hosts[k].host.name;
+    a.node_index = k;
+    a.ssh_port = hosts[k].host.ssh_port ? hosts[k].host.ssh_port : s.ssh.default_port;
+    a.user = hosts[k].host.user;
+    a.argv = StandbyArgv(s.cli, s.job_id, k, cwd);
+    a.stdin_payload = s.secret;
+    specs.push_back(std::move(a));
+  }
+  std::vector<Result<std::unique_ptr<AgentHandle>>> started = (*spawner)->Start(specs);
+  for (size_t k = 0; k < started.size(); ++k) {
+    if (started[k].ok()) handles.push_back(std::move(started[k]).value());
+    else notice(fmt::format("coordinator.standbys: standby {} on {} did not start: {}", k, specs[k].host,
+                            started[k].status().message()));
+  }
+  return handles;
 }
 
 Status AnnounceStandby(const JobSpec& job, const std::string& job_id, int index, const std::string& address) {

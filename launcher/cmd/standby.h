@@ -21,7 +21,11 @@
 #include "common/status.h"
 #include "launcher/cmd/cli.h"
 #include "launcher/config/job_spec.h"
+#include "launcher/config/plan.h"
+#include "launcher/coordinator/coordinator.h"
 #include "launcher/failover/etcd_client.h"
+#include "launcher/spawn/spawner.h"
+#include "launcher/spawn/ssh/ssh_session.h"
 
 namespace ds {
 
@@ -38,6 +42,30 @@ struct BoundPort {
   int port = 0;
 };
 Result<BoundPort> BindStandbyPort(const std::string& addr);
+
+// --standby's wait while the job's leader lives. A standby the leader
+// started (`index` >= 0) first binds its port (into `co`'s listen_fd and
+// listen_port) and announces it, so that the agents know where it will be;
+// one started by hand (-1) takes the lost coordinator's address over and
+// gives up when the job's takeover record goes. True: take the job over;
+// false: the job ended meanwhile (said on stderr).
+Result<bool> WaitAsStandby(const JobSpec& job, int index, CoordinatorOptions& co);
+
+// What a run needs to start its standbys (coordinator.standbys).
+struct StandbyLaunch {
+  const std::string& launcher;  // "local" or "ssh" start them; others say so
+  const LaunchPlan& plan;
+  const SshOptions& ssh;
+  const CliOptions& cli;
+  const std::string& job_id;
+  const std::string& secret;
+};
+// One standby on each of the first N hosts, through the job's own launcher,
+// the job secret on its stdin. Blocks (an SSH connect may take
+// connect_timeout): call it on a thread of its own; what fails goes to
+// `notice`, from that thread.
+std::vector<std::unique_ptr<AgentHandle>> StartStandbys(const StandbyLaunch& s,
+                                                        const std::function<void(const std::string&)>& notice);
 
 // Puts standby `index`'s address under its key; Withdraw removes it (-1: every standby's).
 Status AnnounceStandby(const JobSpec& job, const std::string& job_id, int index, const std::string& address);
