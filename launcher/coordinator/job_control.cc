@@ -40,7 +40,9 @@ JobControl::JobControl(const LaunchPlan& plan, CoordinatorOptions options, JobRe
   if (opt_.run_id.empty()) opt_.run_id = RandomHex(8);
   if (plan_.job.checkpoint.Snapshots(static_cast<int>(plan_.nodes.size())))
     gather_ = std::make_unique<SnapshotGather>(plan_, names_, opt_.secret, opt_.job_id, opt_.run_id);
-  in_place_ = plan_.job.elastic.in_place && plan_.job.command.empty() && gather_;
+  // A command's workers are reshaped when they run dslaunch.torch.elastic();
+  // one that does not answer falls back at the deadline.
+  in_place_ = plan_.job.elastic.in_place && gather_;
 }
 
 JobControl::~JobControl() {
@@ -54,10 +56,8 @@ void JobControl::Start(const std::string& store_addr, FleetEvents& fleet) {
   store_addr_ = store_addr;
   fleet_ = &fleet;
   if (plan_.job.elastic.in_place && !in_place_)
-    Notice(fmt::format("elastic.in_place: {}, so a failure restarts every worker",
-                       !plan_.job.command.empty()
-                           ? fmt::format("the workers run '{}', not dstrain", Printable(plan_.job.command[0]))
-                           : "snapshots are off (no checkpoint dir, or checkpoint.shared: true with replicas: 0)"));
+    Notice("elastic.in_place: snapshots are off (no checkpoint dir, or checkpoint.shared: true with replicas: 0), "
+           "so a failure restarts every worker");
   start_time_ = clock_.Now();
   liveness_.Start(start_time_);
   Rearm();

@@ -116,6 +116,14 @@ class StepCounter:
         with self._lock:
             self.step = int(step)
 
+    def reshaped(self):
+        """After an in-place recovery: the next beat reads RANK again, and the
+        new generation's optimizers count from their first step."""
+        with self._lock:
+            self._pid = None
+            self._per_optimizer = weakref.WeakKeyDictionary()
+            self._most = 0
+
     def saved(self, stall_seconds):
         """The next beat carries this save's stall (dslaunch_rank_save_stall_seconds)."""
         with self._lock:

@@ -7,6 +7,10 @@ the agents, no shared storage (checkpoint_format/checkpoint_format.md,
     ...
     dst.snapshot(step, {"model": model.state_dict(), "optim": opt.state_dict()})
 
+and, for recovery in place (elastic: {in_place: true}; _elastic.py):
+
+    dst.elastic(train)                   # train() builds DDP, restores, trains
+
 snapshot() stalls the caller for torch.save into memory only (the state is
 serialised, so it is consistent at `step`); a helper thread then hands the
 bytes to the node's agent (its DSLAUNCH_SNAPSHOT_DIR/incoming/), which keeps
@@ -40,6 +44,7 @@ import zlib
 import torch as _torch
 
 from dslaunch import _contract
+from dslaunch._elastic import elastic  # noqa: F401  (dslaunch.torch.elastic)
 
 FORMAT = "dslaunch.torch/1"
 # The save's "config hash" (checkpoint_format.md): what gives the bytes their

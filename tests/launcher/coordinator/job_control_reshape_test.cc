@@ -379,20 +379,20 @@ TEST_CASE("job control in place: the budget counts it; with none left the job st
   CHECK(c.record().ExitCode() == 1);
 }
 
-TEST_CASE("job control in place: a job of another command, or without snapshots, says it restarts every worker", "[jobcontrol][inplace]") {
-  SECTION("a command") {
-    JobSpec job = InPlaceJob();
-    job.command = {"python3", "train.py"};
-    FakeCluster c(kThreeHosts, job);
-    RunWithSave(c);
-    CHECK(c.notices().front() ==
-          "elastic.in_place: the workers run 'python3', not dstrain, so a failure restarts every worker");
-    CHECK(Env(c.Last<msg::Assign>(1, MsgType::kAssign)->workers.at(0), "DSLAUNCH_CONTROL_FD") == "<unset>");
-    c.Exit(3, 1);
-    CHECK(Stops(c) == 3);
-    CHECK(c.Count(1, MsgType::kReshape) == 0);
-  }
-  SECTION("no snapshots") {
+TEST_CASE("job control in place: a command's workers get the channel and are reshaped as dstrain's (dslaunch.torch.elastic)", "[jobcontrol][inplace]") {
+  JobSpec job = InPlaceJob();
+  job.command = {"python3", "train.py"};
+  FakeCluster c(kThreeHosts, job);
+  RunWithSave(c);
+  CHECK_FALSE(HasNotice(c, "elastic.in_place"));
+  CHECK(Env(c.Last<msg::Assign>(1, MsgType::kAssign)->workers.at(0), "DSLAUNCH_CONTROL_FD") == "3");
+  c.Exit(3, 1);
+  CHECK(Stops(c) == 0);
+  CHECK(c.Count(1, MsgType::kReshape) == 1);
+}
+
+TEST_CASE("job control in place: a job without snapshots says it restarts every worker", "[jobcontrol][inplace]") {
+  {
     JobSpec job = InPlaceJob();
     job.checkpoint.dir.clear();
     FakeCluster c(kThreeHosts, job);
