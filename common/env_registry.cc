@@ -58,7 +58,7 @@ const std::vector<EnvParam> kParams = {
     {"DSLAUNCH_SNAPSHOT_DIR", T::kString, "", W, "snapshots on: the node agent's memory directory; shards are handed over in its incoming/ (set by the agent)"},
     {"DSLAUNCH_RESUME_STEP", T::kInt, "-1", W, "snapshots on: the step to resume from, in DSLAUNCH_SNAPSHOT_DIR; -1 = start fresh"},
     {"DSLAUNCH_RESUME_SET", T::kString, "", W, "snapshots on: which save of DSLAUNCH_RESUME_STEP (its manifest's digest); the worker checks it"},
-    {"DSLAUNCH_CONTROL_FD", T::kInt, "", W, "dstrain workers: the agent's control channel (a SOCK_SEQPACKET socket) for in-place reshapes (set by the agent)"},
+    {"DSLAUNCH_CONTROL_FD", T::kInt, "", W, "elastic.in_place: the agent's control channel (a SOCK_SEQPACKET socket) for in-place reshapes of dstrain and dslaunch.torch.elastic() (set by the agent)"},
     {"DSLAUNCH_TRAINER_CONFIG", T::kString, "", W, "the job file's trainer: section as YAML text (dstrain)"},
     {"DSLAUNCH_HOST", T::kString, "", W, "the node's host name as written in the hostfile"},
     {"DSLAUNCH_COLLECTIVE_TIMEOUT", T::kSeconds, "60s", S, "dstrain: a collective that takes longer fails", kCollectiveTimeoutRange},

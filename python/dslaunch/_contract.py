@@ -85,10 +85,20 @@ class StepCounter:
         self.loss = None    # the last loss the script gave
         self._save_stall_micros = -1
 
-    def _send(self, samples=-1, loss=None):
+    def open(self):
+        """Opens the endpoint now (else at the first beat) with the RANK of
+        now: the one the agent started this worker with, which its beats
+        carry for its life, also after an in-place recovery renumbers it."""
+        with self._lock:
+            self._open()
+
+    def _open(self):
         if self._pid != os.getpid():  # first use, or a forked child: its own socket, its parent's contract
             self._endpoint = _Endpoint(self._environ)
             self._pid = os.getpid()
+
+    def _send(self, samples=-1, loss=None):
+        self._open()
         stall, self._save_stall_micros = self._save_stall_micros, -1
         self._endpoint.send(self.step, samples, stall, loss)
 
@@ -117,10 +127,9 @@ class StepCounter:
             self.step = int(step)
 
     def reshaped(self):
-        """After an in-place recovery: the next beat reads RANK again, and the
-        new generation's optimizers count from their first step."""
+        """After an in-place recovery: the new generation's optimizers count
+        from their first step."""
         with self._lock:
-            self._pid = None
             self._per_optimizer = weakref.WeakKeyDictionary()
             self._most = 0
 

@@ -260,6 +260,7 @@ def elastic(train, backend="gloo", timeout=datetime.timedelta(minutes=30), wait=
             dst.wait()
             if _dist.is_initialized():
                 _dist.destroy_process_group()
+    _contract.counter.open()  # the beats carry the rank this worker started with
     job = _Job(control, backend, timeout, wait)
     env = os.environ
     generation, rank, world = int(env.get("DSLAUNCH_GENERATION", "0")), int(env["RANK"]), int(env["WORLD_SIZE"])

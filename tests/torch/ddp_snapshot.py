@@ -1,6 +1,7 @@
 # A DDP (Gloo) script that uses dslaunch.torch: restore() at the start,
 # snapshot() every EVERY steps. Rank 0 prints the SHA-256 of the parameters
-# at every save and after a restore, so a test can compare them bit for bit.
+# at every save and after a restore, so a test can compare them bit for bit;
+# every rank its pid when it starts.
 # STEPS (default 100000), EVERY (default 20).
 import hashlib
 import os
@@ -27,6 +28,8 @@ net = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Lin
 model = DDP(net)
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 start, state = dst.restore()
+print(f"rank={rank} pid={os.getpid()} world={dist.get_world_size()} generation={os.environ.get('DSLAUNCH_GENERATION')} "
+      f"start={start}", flush=True)
 if state is not None:
     net.load_state_dict(state["model"])
     opt.load_state_dict(state["optim"])
