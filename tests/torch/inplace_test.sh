@@ -1,8 +1,8 @@
 #!/bin/bash
-# A PyTorch job recovered in place (issue 44): tests/torch/ddp_elastic.py,
-# a DDP (Gloo) script inside dslaunch.torch.elastic(), Debian's torch, on 3
-# local nodes (loopback addresses, their own agents), one rank each,
-# node-local snapshot folders, elastic.in_place:
+# A PyTorch job recovered in place (issue 44): tests/torch/ddp_snapshot.py
+# with ELASTIC=1, a DDP (Gloo) script inside dslaunch.torch.elastic(),
+# Debian's torch, on 3 local nodes (loopback addresses, their own agents),
+# one rank each, node-local snapshot folders, elastic.in_place:
 #   1. node 3's agent and rank SIGKILLed together (a lost node): the job is
 #      recovered in place at world 2, ranks 0 and 1 are the same processes,
 #      rank 0's parameters after the restore are bit for bit the ones it
@@ -11,10 +11,10 @@
 #   2. rank 1 SIGKILLed (a crashed worker): recovered in place at world 3
 #      with a replacement rank 1 (a new process joining the survivors'
 #      group), ranks 0 and 2 the same processes, the job ends 0;
-#   3. a script that does not call elastic() (tests/torch/ddp_snapshot.py)
-#      with in_place on: the recovery falls back to the full restart, saying
-#      why (its survivors fail on the closed connection, or the deadline
-#      passes), resumes from the save, and ends 0.
+#   3. the script without elastic() (ELASTIC=0) with in_place on: the
+#      recovery falls back to the full restart, saying why (its survivors
+#      fail on the closed connection, or the deadline passes), resumes from
+#      the save, and ends 0.
 #   inplace_test.sh DSLAUNCH
 set -uo pipefail
 DSLAUNCH=$(readlink -f "$1")
@@ -34,21 +34,21 @@ trap cleanup EXIT
 fails=0
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 cd "$work"
-cp "$here/ddp_elastic.py" "$here/ddp_snapshot.py" .
+cp "$here/ddp_snapshot.py" .
 printf '127.0.0.%d slots=1\n' 1 2 3 >hostfile
 export XDG_RUNTIME_DIR=$work/run
 mkdir -m 700 "$XDG_RUNTIME_DIR"
 
-job() {  # job SCRIPT: the job file
+job() {  # job ELASTIC: the job file
   cat >job.yaml <<YAML
-command: [$PY, -u, $work/$1]
+command: [$PY, -u, $work/ddp_snapshot.py]
 working_dir: $work
 checkpoint: {dir: "$work/ckpt-{host}", keep: 3, replicas: 1}
 elastic: {max_restarts: 2, min_nodes: 1, in_place: true, in_place_deadline: 10s, heartbeat_interval: 250ms, heartbeat_timeout: 2s}
-env: {OMP_NUM_THREADS: '1', STEPS: '400', EVERY: '20'}
+env: {OMP_NUM_THREADS: '1', STEPS: '400', EVERY: '20', ELASTIC: '$1'}
 YAML
 }
-start() {  # start SCRIPT: runs the job in the background until rank 0 saved step 100
+start() {  # start ELASTIC: runs the job in the background until rank 0 saved step 100
   rm -rf "$work"/ckpt-* out
   job "$1"
   DSLAUNCH_STOP_GRACE=500ms "$DSLAUNCH" --hostfile hostfile job.yaml >out 2>&1 &
@@ -58,7 +58,7 @@ start() {  # start SCRIPT: runs the job in the background until rank 0 saved ste
     kill -0 "$job_pid" 2>/dev/null || break
     sleep 0.1
   done
-  fail "$1: no save of step 100 within 120 s"; cat out >&2
+  fail "ELASTIC=$1: no save of step 100 within 120 s"; cat out >&2
   return 1
 }
 finish() {  # finish NAME: waits for the job; its exit code must be 0
@@ -77,7 +77,7 @@ same_bits() {  # same_bits NAME WORLD: rank 0's restored parameters are the save
 }
 
 echo "== 1. a lost node: recovered in place at world 2, the same processes, the same bits"
-if start ddp_elastic.py; then
+if start 1; then
   victim=$(pid_of 2 0)
   agent=$(ps -o ppid= -p "$victim" | tr -d ' ')
   r0=$(pid_of 0 0) r1=$(pid_of 1 0)
@@ -113,7 +113,7 @@ PY
 fi
 
 echo "== 2. a crashed rank: recovered in place with a replacement"
-if start ddp_elastic.py; then
+if start 1; then
   r0=$(pid_of 0 0) r1=$(pid_of 1 0) r2=$(pid_of 2 0)
   kill -KILL "$r1"
   finish "crashed rank"
@@ -125,7 +125,7 @@ if start ddp_elastic.py; then
 fi
 
 echo "== 3. a script without elastic(): the full restart, said"
-if start ddp_snapshot.py; then
+if start 0; then
   kill -KILL "$(pid_of 1 0)" || fail "a script without elastic(): no rank 1 to kill"
   finish "without elastic()"
   # Its survivors raise when the peer's connection closes, or say nothing until the deadline.
