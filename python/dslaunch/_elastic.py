@@ -80,9 +80,9 @@ def _tcp_table():
 class _Group:
     """One generation's process group and the TCP connections it opened."""
 
-    def __init__(self, generation, rank, world, store, store_port, fds):
-        self.generation, self.rank, self.world = generation, rank, world
-        self.store, self.store_port, self.fds = store, store_port, fds
+    def __init__(self, store, store_port, fds):
+        self.store = store  # kept: rank 0's serves the group while it lives
+        self.store_port, self.fds = store_port, fds
         self.shut_down = False
 
     def shut(self):
@@ -204,8 +204,7 @@ class _Job:
         _dist.init_process_group(self.backend, store=_dist.PrefixStore("dslaunch/%d" % generation, tcp),
                                  rank=rank, world_size=world, timeout=self.timeout)
         after = _socket_fds()
-        group = _Group(generation, rank, world, tcp, port,
-                       {fd: t for fd, t in after.items() if before.get(fd) != t})
+        group = _Group(tcp, port, {fd: t for fd, t in after.items() if before.get(fd) != t})
         with self.control.cv:
             self.control.group = group
             pending = self.control.request is not None

@@ -134,7 +134,7 @@ class Control(unittest.TestCase):
         store_link, store_end = self.pair()
         after = self.elastic._socket_fds()
         fds = {fd: t for fd, t in after.items() if before.get(fd) != t}
-        group = self.elastic._Group(3, 0, 2, None, store_end.getsockname()[1], fds)
+        group = self.elastic._Group(None, store_end.getsockname()[1], fds)
         self.control.group = group
         waited = []
 
