@@ -265,15 +265,14 @@ def elastic(train, backend="gloo", timeout=datetime.timedelta(minutes=30), wait=
     generation, rank, world = int(env.get("DSLAUNCH_GENERATION", "0")), int(env["RANK"]), int(env["WORLD_SIZE"])
     request = None
     while True:
-        if request is None:
+        try:
             group = job.form(generation, rank, world)
-        else:
-            try:
-                group = job.form(generation, rank, world)
-            except Exception as e:
+        except Exception as e:
+            if request is not None:
                 control.answer(generation, False, "could not form the group of %d: %s" % (world, e),
                                (time.monotonic() - request[1]) * 1e6)
-                raise
+            raise
+        if request is not None:
             control.answer(generation, True, "", (time.monotonic() - request[1]) * 1e6)
         try:
             result = train()

@@ -75,6 +75,12 @@ class Reader:
             raise WireError("%d bytes left over" % (len(self.data) - self.at))
 
 
+def printable(text):
+    """A peer's words as common/strings.h Printable() shows them: printable
+    ASCII kept, every other byte \\xNN."""
+    return "".join(chr(b) if 32 <= b < 127 else "\\x%02x" % b for b in text.encode("utf-8", "surrogateescape"))
+
+
 def parse_header(data):
     """(type, length) of a frame's first 12 bytes; WireError for another magic or version."""
     if len(data) < HEADER.size:
@@ -153,8 +159,7 @@ class StoreClient:
         r = Reader(self._read(length, deadline))
         if msg_type == ERROR:
             code, message = r.u32(), r.str()
-            raise WireError("store %s: error %d: %s" % (self.addr, code, message.encode("ascii", "backslashreplace")
-                                                         .decode()))
+            raise WireError("store %s: error %d: %s" % (self.addr, code, printable(message)))
         if msg_type != want:
             raise WireError("store %s: message type %d, expected %d" % (self.addr, msg_type, want))
         return r

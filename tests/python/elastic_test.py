@@ -65,10 +65,11 @@ class Frames(unittest.TestCase):
 class FakeStore:
     """The coordinator's side of the handshake, honest or not, then one reply."""
 
-    def __init__(self, key, honest=True):
+    def __init__(self, key, honest=True, reply=None):
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.addr = "127.0.0.1:%d" % self.listener.getsockname()[1]
         self.key, self.honest, self.got = key, honest, []
+        self.reply = reply or _wire.frame(_wire.STORE_VALUE, _wire.string(b"10.0.0.1:4242"))
         threading.Thread(target=self.serve, daemon=True).start()
 
     def read_frame(self, conn):
@@ -88,7 +89,7 @@ class FakeStore:
             conn.sendall(_wire.frame(_wire.AUTH_OK, _wire.string(proof)))
             try:
                 self.got.append(self.read_frame(conn))
-                conn.sendall(_wire.frame(_wire.STORE_VALUE, _wire.string(b"10.0.0.1:4242")))
+                conn.sendall(self.reply)
             except (OSError, _wire.WireError):
                 pass
 
@@ -104,6 +105,14 @@ class Store(unittest.TestCase):
         r = _wire.Reader(hello[1])
         self.assertEqual((r.u8(), r.str(), r.str(), r.u32()), (_wire.ROLE_STORE, "dslaunch.torch", "job-1", 0))
         self.assertEqual(get[0], _wire.STORE_GET)
+
+    def test_an_error_text_is_escaped_before_it_is_shown(self):
+        s = FakeStore(b"tok", reply=_wire.frame(_wire.ERROR, struct.pack(">I", 3) + _wire.string("no key \x1b[2J")))
+        c = _wire.StoreClient(s.addr, "tok", "job-1")
+        with self.assertRaises(_wire.WireError) as e:
+            c.get("k", 5)
+        c.close()
+        self.assertIn("no key \\x1b[2J", str(e.exception))
 
     def test_a_server_that_cannot_prove_the_token_is_refused(self):
         s = FakeStore(b"tok", honest=False)

@@ -3,7 +3,8 @@
 # with ELASTIC=1, a DDP (Gloo) script inside dslaunch.torch.elastic(),
 # Debian's torch, on 3 local nodes (loopback addresses, their own agents),
 # one rank each, node-local snapshot folders, elastic.in_place:
-#   1. node 3's agent and rank SIGKILLed together (a lost node): the job is
+#   1. node 3's agent and rank SIGKILLed together (a lost node, at a random
+#      point 0-300 ms after a save): the job is
 #      recovered in place at world 2, ranks 0 and 1 are the same processes,
 #      rank 0's parameters after the restore are bit for bit the ones it
 #      printed when it saved that step, their steps reach `dslaunch status
@@ -81,6 +82,10 @@ if start 1; then
   victim=$(pid_of 2 0)
   agent=$(ps -o ppid= -p "$victim" | tr -d ' ')
   r0=$(pid_of 0 0) r1=$(pid_of 1 0)
+  # Anywhere in a step (a backward's allreduce, a hand-off): 0-300 ms after the save, said for a rerun.
+  pause=$(printf '0.%03d' $((RANDOM % 300)))
+  echo "node 3 lost ${pause} s after the save of step 100"
+  sleep "$pause"  # a random point in the schedule, not a wait for an event
   kill -STOP "$agent" "$victim"; kill -KILL "$agent" "$victim"
   # The survivors' step beats still count (they carry the rank each started with).
   seen=$("$PY" - "$DSLAUNCH" "$job_pid" <<'PY'
