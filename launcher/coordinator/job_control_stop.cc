@@ -9,6 +9,18 @@
 #include "launcher/coordinator/job_control.h"
 
 namespace ds {
+namespace {
+
+Failure HostFailure(const std::string& host, const std::string& what, int exit_code) {
+  Failure f;
+  f.time = std::chrono::system_clock::now();
+  f.host = host;
+  f.what = what;
+  f.exit_code = exit_code;
+  return f;
+}
+
+}  // namespace
 
 void JobControl::OnAgentClosed(int node, const std::string& reason) {
   const PublishOnReturn publish{*this};
@@ -16,11 +28,14 @@ void JobControl::OnAgentClosed(int node, const std::string& reason) {
   LoseAgent(node, reason);
   if (state_ == CoordState::kDone) return;
   if (adopting_) return MaybeAdopt();  // one fewer to wait for
+  const bool in_generation = std::find(gen_agents_.begin(), gen_agents_.end(), node) != gen_agents_.end();
   if (state_ == CoordState::kStopping) {
     DS_LOG(Info, Coord) << "node " << node << " closed while stopping: " << reason;
+    // A survivor's lost connection may have stopped the generation first: the host is the cause.
+    if (in_generation) record_.RecordFailure(HostFailure(names_[node], "agent lost: " + reason, 1));
     return MaybeFinishStopping();
   }
-  if (std::find(gen_agents_.begin(), gen_agents_.end(), node) == gen_agents_.end()) {
+  if (!in_generation) {
     if (reshaping_ && reshaping_->Answered(node)) return MaybeFinishReshape();  // its workers were leaving anyway
     Notice(fmt::format("standby {} lost ({})", names_[node], reason));
     return;
@@ -54,12 +69,7 @@ void JobControl::Abort(const std::string& host, const std::string& what, int exi
 // summary (a warning here printed it a second time, e.g. a busy --master_port).
 void JobControl::Fail(const std::string& host, const std::string& what, int exit_code, bool restartable) {
   DS_LOG(Info, Coord) << host << ": " << what;
-  Failure f;
-  f.time = std::chrono::system_clock::now();
-  f.host = host;
-  f.what = what;
-  f.exit_code = exit_code;
-  record_.RecordFailure(std::move(f));
+  record_.RecordFailure(HostFailure(host, what, exit_code));
   if (state_ == CoordState::kWaitingForAgents) return Finish();
   StopGeneration(fmt::format("{}: {}", host, what), restartable);
 }

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include "common/dstrain_exit.h"
 #include "launcher/report/root_cause.h"
 
 namespace ds {
@@ -86,9 +87,21 @@ bool JobRecord::OnExited(int rank, int pid, int exit_code, int signal, bool hung
 }
 
 void JobRecord::RecordFailure(Failure f) {
-  if (first_failure_) return;
+  if (first_failure_ && !(f.rank < 0 && f.signal == 0 && FirstFailureLostAPeer())) return;
+  if (first_failure_) {  // the time the generation began to stop stays
+    first_failure_ = std::move(f);
+    return;
+  }
   first_failure_ = std::move(f);
   first_failure_time = clock_.Now();
+}
+
+bool JobRecord::FirstFailureLostAPeer() const {
+  if (first_failure_->rank < 0) return false;
+  auto it = workers_.find(first_failure_->rank);
+  if (it == workers_.end()) return false;
+  const WorkerRecord& w = it->second;
+  return IsCollateralError(w) || (w.signal == 0 && w.exit_code == kDstrainExitComm);
 }
 
 std::optional<Failure> JobRecord::RootCause() const {

@@ -85,7 +85,11 @@ class JobRecord {
   // hung). `error` is what the worker's error file said (bounded again here:
   // BoundForWire), kept only for a failure.
   bool OnExited(int rank, int pid, int exit_code, int signal, bool hung, TorchError error = {});
-  // Records a failure that is not a worker's exit; ignored if one is recorded.
+  // Records a failure that is not a worker's exit; ignored if one is
+  // recorded, unless that one was a rank's lost connection (a collective's
+  // error, dstrain's exit 3) and this is a host's loss: a peer's socket
+  // closing can reach dslaunch before the dead host's link does, and the
+  // host is the cause.
   void RecordFailure(Failure f);
 
   // An elastic restart into `generation`: forgets the workers, keeps the
@@ -130,6 +134,8 @@ class JobRecord {
   const Clock& clock_;
   std::map<int, WorkerRecord> workers_;
   std::map<int, int> assigned_on_node_;  // node -> workers assigned this generation (the next local rank)
+  bool FirstFailureLostAPeer() const;  // RecordFailure's rule; first_failure_ is set
+
   std::optional<Failure> first_failure_;
   std::vector<Failure> restart_causes_;
   int generation_ = 0;

@@ -151,6 +151,28 @@ TEST_CASE("job control: dstrain's GPU failure (exit 4) restarts without its host
   CHECK(other.NodesRunning() == std::vector<int>{0, 1, 2});
 }
 
+// Stop 52's docker_cluster: a survivor's Gloo connection to the killed host
+// closed, it exited 3, and that reached dslaunch before the host's link did.
+TEST_CASE("job control: a survivor's lost connection before its peer's host is lost: the host is the cause",
+          "[jobcontrol]") {
+  FakeCluster c(kThreeHosts, Elastic(1, 2));
+  c.Run();
+  c.Exit(0, 3);  // dstrain: a peer died
+  REQUIRE(c.control().state() == CoordState::kStopping);
+  c.Drop(1);
+  c.ConfirmStops();
+  REQUIRE(c.control().state() == CoordState::kReserving);
+  CHECK(HasNotice(c, "restart 1/1: generation 1 on 2 nodes, world size 4, after host w1: agent lost: "
+                     "connection reset by peer"));
+
+  FakeCluster own(kThreeHosts, Elastic(1, 2));  // a rank that failed for its own reason stays the cause
+  own.Run();
+  own.Exit(0, 1);
+  own.Drop(1);
+  own.ConfirmStops();
+  CHECK(HasNotice(own, "restart 1/1: generation 1 on 2 nodes, world size 4, after host w0, rank 0, pid "));
+}
+
 TEST_CASE("job control: a lost node restarts on the survivors with fewer ranks, renumbered", "[jobcontrol]") {
   FakeCluster c(kThreeHosts, Elastic(1, 2));
   c.Run();

@@ -58,6 +58,36 @@ TEST_CASE("root cause: the rank that raised, not the one whose closed connection
   CHECK(s.find("dslaunch: exit code 1\n") != std::string::npos);
 }
 
+TEST_CASE("root cause: a host lost after a rank's closed connection is the cause; a signal is not", "[summary]") {
+  Failure host;
+  host.host = "w1";
+  host.what = "agent lost: connection closed by peer";
+  host.exit_code = 1;
+
+  JobRecord rec = FourRanks();
+  Raise(rec, 0, kClosed);
+  CHECK(rec.OnExited(0, 100, 1, 0, false));
+  rec.RecordFailure(host);
+  REQUIRE(rec.RootCause());
+  CHECK(rec.RootCause()->rank == -1);
+  CHECK(DescribeFailure(*rec.RootCause()) == "host w1: agent lost: connection closed by peer");
+
+  JobRecord own = FourRanks();  // a rank's own error outranks a host lost later
+  Raise(own, 0, "ValueError: learning rate 3.5 is too large");
+  CHECK(own.OnExited(0, 100, 1, 0, false));
+  own.RecordFailure(host);
+  CHECK(own.RootCause()->rank == 0);
+
+  JobRecord interrupted = FourRanks();  // a signal to dslaunch is not a host's loss
+  Raise(interrupted, 0, kClosed);
+  CHECK(interrupted.OnExited(0, 100, 1, 0, false));
+  Failure sig;
+  sig.host = "dslaunch";
+  sig.signal = 2;
+  interrupted.RecordFailure(sig);
+  CHECK(interrupted.first_failure()->rank == 0);
+}
+
 TEST_CASE("root cause: the first traceback in time outranks an earlier exit, and says it is a guess", "[summary]") {
   JobRecord rec = FourRanks();
   Raise(rec, 1, "ValueError: bad batch");
