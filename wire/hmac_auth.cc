@@ -65,4 +65,9 @@ std::string StoreToken(const std::string& secret, const std::string& job_id, int
   return HexEncode(HmacSha256(secret, Bytes(msg.begin(), msg.end())));
 }
 
+std::string AttachKey(const std::string& key) {
+  static const std::string kLabel = "dslaunch attach";
+  return HexEncode(HmacSha256(key, Bytes(kLabel.begin(), kLabel.end())));
+}
+
 }  // namespace ds

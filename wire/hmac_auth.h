@@ -28,4 +28,9 @@ bool MacEquals(const Bytes& a, const Bytes& b);
 // The store credential of one generation: hex(HMAC(secret, job_id "/" gen)).
 std::string StoreToken(const std::string& secret, const std::string& job_id, int generation);
 
+// The attach credential made from `key` (an agent's token, or the job
+// secret for the leader's own attach file): hex(HMAC(key, "dslaunch attach")).
+// One-way: whoever holds it follows the job's output, nothing more.
+std::string AttachKey(const std::string& key);
+
 }  // namespace ds

@@ -44,6 +44,10 @@ DS_FIELDS(Fenced) { io(m.token, m.type, m.payload); }
 DS_FIELDS(ResumedWorker) { io(m.rank, m.pid); }
 DS_FIELDS(Resume) { io(m.generation, m.running, m.token_seen, m.workers); }
 DS_FIELDS(Coordinators) { io(m.addresses); }
+DS_FIELDS(Attached) { io(m.history, m.coordinators); }
+DS_FIELDS(AttachLine) { io(m.rank, m.host, m.local_rank, m.stream, m.line); }
+DS_FIELDS(AttachStatus) { io(m.text); }
+DS_FIELDS(AttachEnd) { io(m.exit_code, m.summary); }
 DS_FIELDS(Joined) { io(m.node_index, m.max_nodes); }
 DS_FIELDS(StoreSet) { io(m.key, m.value); }
 DS_FIELDS(StoreGet) { io(m.key, m.timeout_ms); }
@@ -89,6 +93,10 @@ DS_CODEC(DumpStacks)
 DS_CODEC(Fenced)
 DS_CODEC(Resume)
 DS_CODEC(Coordinators)
+DS_CODEC(Attached)
+DS_CODEC(AttachLine)
+DS_CODEC(AttachStatus)
+DS_CODEC(AttachEnd)
 DS_CODEC(Stacks)
 DS_CODEC(StartAgents)
 DS_CODEC(AgentEnded)

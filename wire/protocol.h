@@ -357,6 +357,26 @@ struct Coordinators {
   std::vector<std::string> addresses;  // host:port, the sender's own first
   DS_MESSAGE(Coordinators);
 };
+// Attach (role kAttach): the coordinator to `dslaunch attach`.
+struct Attached {
+  std::string history;                 // lines (\n-separated) saying what happened before
+  std::vector<std::string> coordinators;  // host:port where a leader may be found, this one first
+  DS_MESSAGE(Attached);
+};
+struct AttachLine {
+  int32_t rank = -1;                   // -1: a line of dslaunch's own (a notice)
+  std::string host;                    // the rank's host, as its prefix shows it
+  int32_t local_rank = -1;
+  uint8_t stream = 2;                  // 1 stdout, 2 stderr
+  std::string line;                    // without its newline
+  DS_MESSAGE(AttachLine);
+};
+struct AttachStatus { std::string text; DS_MESSAGE(AttachStatus); };
+struct AttachEnd {
+  int32_t exit_code = 0;               // dslaunch's exit code for the job
+  std::string summary;                 // the summary dslaunch printed, uncolored
+  DS_MESSAGE(AttachEnd);
+};
 struct Joined {                   // coord -> a joining node (role join): the rank it was given
   uint32_t node_index = 0;        // its node rank: its agent registers as this node
   uint32_t max_nodes = 0;         // the job's --nnodes (MAX of MIN:MAX)

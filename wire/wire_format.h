@@ -19,7 +19,7 @@
 namespace ds::wire {
 
 constexpr uint32_t kMagic = 0x44534C4E;            // "DSLN"
-constexpr uint16_t kVersion = 11;  // 2: Assign and WorkerExited grew fields; 3: snapshots;
+constexpr uint16_t kVersion = 12;  // 2: Assign and WorkerExited grew fields; 3: snapshots;
                                   // 4: the launch tree; 5: a token per child agent, and
                                   // snapshot entries carry their save's identity;
                                   // 6: Output's progress flag;
@@ -34,6 +34,8 @@ constexpr uint16_t kVersion = 11;  // 2: Assign and WorkerExited grew fields; 3:
                                   //    WorkerHung (elastic.hang_timeout's verdict takes stacks first)
                                   // 10: Fenced (coordinator failover's fencing token)
                                   // 11: Resume (an agent that outlived its coordinator), Coordinators
+                                  // 12: role attach (`dslaunch attach`): Attached, AttachLine,
+                                  //     AttachStatus, AttachEnd
 constexpr size_t kHeaderSize = 12;
 constexpr uint32_t kMaxPayload = 16u * 1024 * 1024;  // larger frames are rejected unread
 // Before AuthOk a frame is a Hello or an Auth, nothing larger: Hello is
@@ -51,7 +53,11 @@ constexpr size_t kMacSize = 32;                      // HMAC-SHA256
 // The role a client announces in Hello.
 // kJoin: a per-node dslaunch without a node rank asking the coordinator for
 // one (wire_format.md "Join"); it is answered with Joined or Error, then closed.
-enum class Role : uint8_t { kAgent = 1, kStore = 2, kPeer = 3, kJoin = 4 };
+// kAttach: `dslaunch attach` following the job's output (wire_format.md "Attach").
+enum class Role : uint8_t { kAgent = 1, kStore = 2, kPeer = 3, kJoin = 4, kAttach = 5 };
+// An attach client's Hello names the node whose attach key it proves, or this:
+// the key of the leader's own attach file (on the coordinator's host).
+constexpr uint32_t kAttachLeaderNode = 0xFFFFFFFF;
 
 enum class MsgType : uint16_t {
   // Handshake (both roles).
@@ -100,6 +106,11 @@ enum class MsgType : uint16_t {
   kFenced = 49,         // coord -> agent: one frame with the leader's fencing token
   kResume = 50,         // agent: after Register to a new leader, the generation it kept running
   kCoordinators = 51,   // coord -> agent: the standby coordinators' addresses (coordinator.standbys)
+  // Attach (role kAttach; wire_format.md "Attach"), coord -> `dslaunch attach` only.
+  kAttached = 52,       // what happened before, where else a leader may be
+  kAttachLine = 53,     // one line of a worker's, or of dslaunch's own
+  kAttachStatus = 54,   // the status line's text
+  kAttachEnd = 55,      // the job ended: its exit code and summary; then the coordinator closes
   // Agent <-> agent (role kPeer).
   kShardPut = 40,       // a shard's entry, crc32 and manifest; ShardData frames follow
   kShardData = 41,      // up to kMaxPayload bytes of a shard

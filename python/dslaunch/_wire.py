@@ -14,7 +14,7 @@ import struct
 import time
 
 MAGIC = 0x44534C4E
-VERSION = 11  # wire/wire_format.h kVersion (tests/python checks they agree)
+VERSION = 12  # wire/wire_format.h kVersion (tests/python checks they agree)
 HEADER = struct.Struct(">IHHI")
 MAX_HANDSHAKE_REPLY = 4096  # wire/wire_format.h kMaxHandshakeReply
 MAX_PAYLOAD = 16 << 20

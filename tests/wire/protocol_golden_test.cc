@@ -174,6 +174,14 @@ std::vector<Golden> Messages() {
           "0000000701000000000000001000000002000000000000006400000001" "00000065"));
   g.push_back(Pin("Coordinators", Coordinators{{"h:1", "g:22"}},
           "0000000200000003683a3100000004" "673a3232"));
+  g.push_back(Pin("Attached", Attached{"a\nb", {"h:1"}},
+          "00000003610a620000000100000003683a31"));
+  g.push_back(Pin("AttachLine", AttachLine{3, "w1", 1, 2, "hi"},
+          "000000030000000277310000000102000000026869"));
+  g.push_back(Pin("AttachStatus", AttachStatus{"s"},
+          "0000000173"));
+  g.push_back(Pin("AttachEnd", AttachEnd{-3, "x"},
+          "fffffffd0000000178"));
   g.push_back(Pin("Joined", Joined{7, 9},
           "0000000700000009"));
   g.push_back(Pin("StoreSet", StoreSet{"rdzv/1", {0, 1, 2}},
