@@ -15,6 +15,7 @@
 #include "wire/port_hold.h"
 #include "common/log.h"
 #include "common/netif.h"
+#include "wire/attach_file.h"
 #include "wire/hmac_auth.h"
 #include "wire/step_heartbeat.h"
 
@@ -32,7 +33,9 @@ int PollTimeoutUntil(std::optional<TimePoint> deadline, TimePoint now) {
 AgentSession::AgentSession(AgentOptions options, std::string secret, const Clock& clock)
     : opt_(std::move(options)), secret_(std::move(secret)), clock_(clock) {}
 
-AgentSession::~AgentSession() = default;
+AgentSession::~AgentSession() {
+  if (attach_dir_) RemoveAttachFile(*attach_dir_, opt_.job_id, static_cast<uint32_t>(opt_.node_index));
+}
 
 Status AgentSession::Connect() {
   Deadline deadline = std::chrono::steady_clock::now() + Seconds(opt_.connect_timeout);  // real I/O time
@@ -52,6 +55,10 @@ Status AgentSession::Connect() {
   control_ = std::make_unique<AgentControl>(co, AgentSeams{*this, *workers_, *snapshots_, children_, stacks_.get()},
                                             clock_);
   DS_LOG(Info, Agent) << "registered as node " << opt_.node_index << " (" << facts.addr << ")";
+  Result<PrivateDir> dir = OpenPrivateDir();
+  if (dir.ok()) attach_dir_ = std::move(dir).value();
+  else DS_LOG(Warn, Agent) << "no attach file (dslaunch attach finds the job elsewhere): " << dir.status().message();
+  KeepAttachFile();
   return Status::OK();
 }
 
@@ -71,7 +78,26 @@ Status AgentSession::ConnectAndRegister(const std::string& address, Deadline dea
   int sndbuf = static_cast<int>(kOutboxHighWater / 4);
   ::setsockopt(conn.get(), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
   conn_ = std::move(conn);
+  const bool moved = !leader_.empty() && leader_ != address;
+  leader_ = address;
+  if (moved) KeepAttachFile();
   return Status::OK();
+}
+
+void AgentSession::KnownCoordinators(const std::vector<std::string>& addresses) {
+  coordinators_ = addresses;
+  KeepAttachFile();
+}
+
+void AgentSession::KeepAttachFile() {
+  if (!attach_dir_) return;
+  AttachFile f{opt_.job_id, static_cast<uint32_t>(opt_.node_index), AttachKey(secret_), {leader_}};
+  for (const std::string& a : coordinators_)
+    if (a != leader_) f.coordinators.push_back(a);
+  if (Status st = WriteAttachFile(*attach_dir_, f); !st.ok()) {
+    DS_LOG(Warn, Agent) << "no attach file (dslaunch attach finds the job elsewhere): " << st.message();
+    attach_dir_.reset();
+  }
 }
 
 // The loop waits for this try (a refused connection returns at once; an

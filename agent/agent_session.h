@@ -34,6 +34,7 @@
 #include "agent/process_launcher.h"
 #include "agent/stacks/stack_dump.h"
 #include "common/clock.h"
+#include "common/private_dir.h"
 #include "wire/client_conn.h"
 #include "wire/protocol.h"
 
@@ -79,6 +80,13 @@ class AgentSession final : private CoordinatorLink {
   void Close() override;
   bool open() const override { return conn_.get() >= 0; }
   bool Reconnect(const std::string& address) override;  // adrift: 500 ms at most
+  void KnownCoordinators(const std::vector<std::string>& addresses) override;
+
+  // This node's attach file (wire/attach_file.h): the leader connected to
+  // now, then the others known. Written at Connect and whenever either
+  // changes, removed with the session; a failure is a warning (attach then
+  // finds the job through another node's file, or the leader's).
+  void KeepAttachFile();
 
   // Connects to `address`, authenticates and sends facts_ as Register by `deadline`.
   Status ConnectAndRegister(const std::string& address, Deadline deadline);
@@ -92,6 +100,9 @@ class AgentSession final : private CoordinatorLink {
   std::string secret_;
   const Clock& clock_;
   msg::Register facts_;  // this node's, sent again to a new leader
+  std::string leader_;                     // the address connected to now (the attach file's first)
+  std::vector<std::string> coordinators_;  // every other known (Coordinators)
+  std::optional<PrivateDir> attach_dir_;   // where the attach file is; none = not written
   UniqueFd conn_;
   UniqueFd heartbeat_;
   Bytes inbuf_;

@@ -14,6 +14,7 @@
 
 #include "common/env_registry.h"
 #include "common/version.h"
+#include "launcher/cmd/attach_cmd.h"
 #include "launcher/cmd/cli.h"
 #include "launcher/cmd/cluster_cli.h"
 #include "launcher/cmd/completion.h"
@@ -40,6 +41,7 @@ int CmdCheck(const Args& args);
 int CmdCluster(const Args& args);
 int CmdCompletion(const Args& args);
 int CmdStatus(const Args& args);
+int CmdAttach(const Args& args);
 int CmdReport(const Args& args);
 
 struct Subcommand {
@@ -56,6 +58,7 @@ constexpr Subcommand kSubcommands[] = {
     {"cluster", "up|down|status|run: a training cluster of Docker containers on an overlay network",
      CmdCluster},
     {"status", "[--json] [--all | JOB]: this user's running jobs on this machine (or JOB's record after it ended; --all: every job, one line each)", CmdStatus},
+    {"attach", "[--wait S] [JOB]: follow a running job from any host of it (its output, status line and end; through a failover); exits with its code", CmdAttach},
     {"report", "[JOB] [-o FILE]: one HTML page of an ended job: a timeline per node, restarts, samples/s", CmdReport},
     {"completion", "bash: print the shell completion script (the package installs it)", CmdCompletion},
 };
@@ -192,6 +195,8 @@ int CmdCheck(const Args& args) {
 int CmdCluster(const Args& args) { return ExitCode(RunClusterCommand(args)); }
 
 int CmdStatus(const Args& args) { return ExitCode(RunStatus(args, std::cout)); }
+
+int CmdAttach(const Args& args) { return ExitCode(RunAttach(args)); }
 
 int CmdReport(const Args& args) { return ExitCode(RunReport(args, std::cout)); }
 

@@ -80,6 +80,7 @@ void AgentControl::OnCoordinators(const msg::Coordinators& m) {
   for (const std::string& a : m.addresses)
     if (!a.empty()) coordinators_.push_back(a);
   next_coordinator_ = 0;
+  seams_.link.KnownCoordinators(coordinators_);
 }
 
 void AgentControl::Resume(TimePoint now) {

@@ -43,6 +43,9 @@ class CoordinatorLink {
     (void)address;
     return false;
   }
+  // Where else a leader of the job may be found (Coordinators, the sender's
+  // own address first): the session names them in its attach file.
+  virtual void KnownCoordinators(const std::vector<std::string>& addresses) { (void)addresses; }
 };
 
 // How one worker of an Assign started: a pid, or why it did not (a line for

@@ -117,22 +117,29 @@ void JobWatch::SampleTick() {
 
 std::string JobWatch::StatusText() const { return StatusLineText(View()); }
 
-// On a terminal: redraw (LogMux skips an unchanged text); elsewhere a plain
-// line per progress_interval, the first one interval after the start.
+// On a terminal, or for attach clients: the status line every
+// kStatusPeriod (LogMux and the hub skip an unchanged text); off a terminal
+// also a plain line per progress_interval, the first one interval after the start.
 void JobWatch::Tick() {
   const bool terminal = mux_.status_shown();
-  if (terminal) {
+  const bool followed = hub_ != nullptr && hub_->clients() > 0;
+  if (terminal || followed) {
     std::string text = StatusText();
+    if (followed) hub_->OnStatus(text);
     const int columns = TerminalColumns();
     if (columns > 1 && text.size() >= static_cast<size_t>(columns)) text.resize(columns - 1);  // never wraps
-    mux_.SetStatus(text);
-  } else if (!(opt_.progress_interval > 0)) {
-    return;
+    if (terminal) mux_.SetStatus(text);
   }
-  timer_.expires_after(terminal ? Clock::duration(kStatusPeriod) : Seconds(opt_.progress_interval));
-  timer_.async_wait([this](boost::system::error_code ec) {
+  const bool plain = !terminal && opt_.progress_interval > 0;
+  if (plain && next_progress_ == Clock::time_point{}) next_progress_ = RealClock().Now() + Seconds(opt_.progress_interval);
+  if (!terminal && hub_ == nullptr && !plain) return;
+  timer_.expires_after(terminal || hub_ != nullptr ? Clock::duration(kStatusPeriod) : Seconds(opt_.progress_interval));
+  timer_.async_wait([this, plain](boost::system::error_code ec) {
     if (ec || stopped_) return;
-    if (!mux_.status_shown()) mux_.Notice(StatusText());
+    if (plain && !mux_.status_shown() && RealClock().Now() >= next_progress_) {
+      mux_.Notice(StatusText());
+      next_progress_ = RealClock().Now() + Seconds(opt_.progress_interval);
+    }
     Tick();
   });
 }

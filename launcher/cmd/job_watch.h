@@ -20,6 +20,7 @@
 
 #include "common/asio.h"
 #include "common/status.h"
+#include "launcher/coordinator/attach_hub.h"
 #include "launcher/coordinator/coordinator.h"
 #include "launcher/coordinator/metrics_server.h"
 #include "launcher/coordinator/status_server.h"
@@ -48,6 +49,9 @@ class JobWatch {
   // metrics port cannot be bound (named as typed).
   Status Start();
   void Stop();
+  // From now on `hub` (borrowed; null = none) gets the status line every
+  // kStatusPeriod while it has clients, whether or not a terminal shows it.
+  void FeedStatus(AttachHub* hub) { hub_ = hub; }
   // The /metrics port (after Start; 0 when none).
   int metrics_port() const { return server_ ? server_->port() : 0; }
 
@@ -70,6 +74,8 @@ class JobWatch {
   std::unique_ptr<MetricsServer> server_;
   std::unique_ptr<StatusServer> status_;
   bool stopped_ = false;
+  AttachHub* hub_ = nullptr;
+  Clock::time_point next_progress_;  // the next plain progress line off a terminal
 };
 
 // The terminal's width in columns (stderr), 0 when unknown.

@@ -26,6 +26,7 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "common/netif.h"
+#include "launcher/cmd/attach_service.h"
 #include "launcher/cmd/job_leader.h"
 #include "launcher/cmd/job_takeover.h"
 #include "launcher/cmd/standby.h"
@@ -415,8 +416,11 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMu
     coord.OnStateChange([&leader](const JobState& s) { leader->Offer(EncodeJobState(s, RealClock().Now())); });
     coord.SetFencing([&leader] { return leader->Leads() ? static_cast<uint64_t>(leader->token()) : 0; });
   }
+  AttachService attach(coord, record, mux, l.coord.secret,
+                       resume ? fmt::format("this coordinator took job {} over from a lost one", l.coord.job_id) : "");
   JobWatch watch(io, coord, record, mux,
                  {l.plan.job.progress_interval, l.plan.job.metrics_port, l.plan.job.metrics_addr});
+  watch.FeedStatus(&attach.hub());
   if (Status st = watch.Start(); !st.ok())  // a bad --metrics-addr is an input error (exit 2)
     return st.code() == Status::Code::kInvalidArgument ? st : Status::Unavailable(st.message());
   DiagnosticsThroughMux diagnostics(io, mux, err);
@@ -430,6 +434,7 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMu
   if (cli.stdin_lifeline) DS_RETURN_IF_ERROR(lifeline.Watch());
 
   coord.OnDone([&] {
+    attach.End();  // written while the fleet drains
     watch.Stop();
     lifeline.Close();
     fleet.Drain(Seconds(l.coord.stop_grace + 3.0));
@@ -448,11 +453,12 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMu
   std::thread standby_start;
   if (leader && l.plan.job.coordinator.standbys > 0) {
     auto w = StandbyWatch::Start(l.plan.job, l.coord.job_id,
-                                 [&io, &coord, &l, self = coord.address()](std::vector<std::string> standbys) {
+                                 [&io, &coord, &l, &attach, self = coord.address()](std::vector<std::string> standbys) {
       std::vector<std::string> addresses = standbys;
       addresses.insert(addresses.begin(), self);
-      asio::post(io, [&coord, &l, addresses, standbys] {
+      asio::post(io, [&coord, &l, &attach, addresses, standbys] {
         coord.SetCoordinators(addresses);
+        attach.SetCoordinators(addresses);
         if (!standbys.empty())
           l.coord.notice(fmt::format("coordinator.standbys: the agents know where the standbys wait: {}",
                                      fmt::join(standbys, ", ")));

@@ -4,6 +4,7 @@
 // thread-safe: the coordinator's io thread only.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "wire/frame_io.h"
@@ -18,6 +19,8 @@ class AgentLink {
   // Closes after the queued frames are written (flush) or at once. Idempotent.
   virtual void Close(const std::string& reason, bool flush = false) = 0;
   virtual bool closed() const = 0;
+  // Bytes queued and not yet written (a reader that falls behind grows it).
+  virtual size_t queued_bytes() const { return 0; }
 };
 
 }  // namespace ds

@@ -16,7 +16,7 @@ namespace ds {
 
 // A connection until it authenticates; then an agent or store session.
 struct Coordinator::Pending {
-  enum class Stage { kHello, kAuth, kAgent, kStore };
+  enum class Stage { kHello, kAuth, kAgent, kStore, kAttach };
   Pending(asio::io_context& io, std::shared_ptr<FrameConn> c) : conn(std::move(c)), timer(io) {}
   std::shared_ptr<FrameConn> conn;
   asio::steady_timer timer;
@@ -54,6 +54,7 @@ Coordinator::Coordinator(asio::io_context& io, const LaunchPlan& plan, Coordinat
       timer_(io), store_service_(io, store_), plan_nodes_(static_cast<int>(Candidates(plan).size())),
       control_(plan, std::move(options), record, store_, RealClock(), timer_) {
   control_.OnDone([this] { Finished(); });
+  attach_keys_[wire::kAttachLeaderNode] = AttachKey(opt_.secret);
   if (!opt_.join_key.empty())
     join_order_.emplace(plan_nodes_, Seconds(opt_.join_lease));
 }
@@ -226,6 +227,8 @@ void Coordinator::OnHandshakeFrame(const std::shared_ptr<Pending>& p, Frame f) {
       return OnAuth(p, f);
     case Pending::Stage::kAgent:
       return OnAgentFrame(p, f);
+    case Pending::Stage::kAttach:
+      return Reject(p, wire::ErrorCode::kProtocol, "an attach client sends nothing after Auth");
     case Pending::Stage::kStore:
       if (Status st = store_service_.Handle(p->conn, f); !st.ok()) Reject(p, wire::ErrorCode::kProtocol, st.message());
       return;
@@ -255,6 +258,13 @@ void Coordinator::OnHello(const std::shared_ptr<Pending>& p, const Frame& f) {
     p->key = token->second;
   } else if (h->role == wire::Role::kStore) {
     p->key = StoreToken(opt_.secret, opt_.job_id, control_.generation());
+  } else if (h->role == wire::Role::kAttach) {
+    if (!on_attach_) return Reject(p, wire::ErrorCode::kInvalid, "this coordinator serves no attach clients");
+    if (h->job_id != opt_.job_id) return Reject(p, wire::ErrorCode::kAuth, "unknown job id '" + h->job_id + "'");
+    auto key = attach_keys_.find(h->node_index);
+    if (key == attach_keys_.end())
+      return Reject(p, wire::ErrorCode::kAuth, fmt::format("no attach key for node {}", h->node_index));
+    p->key = key->second;
   } else {
     return Reject(p, wire::ErrorCode::kProtocol, "unknown role");
   }
@@ -273,6 +283,11 @@ void Coordinator::OnAuth(const std::shared_ptr<Pending>& p, const Frame& f) {
   LeaveHandshake(*p);
   p->conn->Send(wire::MsgType::kAuthOk, msg::AuthOk{ServerProof(p->key, p->nonce)}.Encode());
   if (p->hello.role == wire::Role::kJoin) return OnJoin(p);
+  if (p->hello.role == wire::Role::kAttach) {
+    p->stage = Pending::Stage::kAttach;  // frames stay handshake-sized: it has nothing to send
+    p->rejected = true;                  // its close is its own business, not a drop
+    return on_attach_(p->conn);
+  }
   p->stage = p->hello.role == wire::Role::kAgent ? Pending::Stage::kAgent : Pending::Stage::kStore;
   p->conn->set_max_payload(wire::kMaxPayload);
 }
@@ -316,6 +331,7 @@ void Coordinator::OnAgentFrame(const std::shared_ptr<Pending>& p, const Frame& f
 std::string Coordinator::EnrollAgent(int node, std::string token) {
   if (token.empty()) token = RandomHex(32);
   agent_tokens_[node] = token;
+  attach_keys_[static_cast<uint32_t>(node)] = AttachKey(token);
   return token;
 }
 

@@ -78,8 +78,12 @@ class Coordinator {
   // authenticates with (HMAC) instead of the job secret, which never leaves
   // dslaunch. It registers the node once and is spent then; a newer token
   // replaces an older one.
+  // Its AttachKey (wire_format.md "Attach") opens the attach role from then
+  // on, for the job's life.
   std::string EnrollAgent(int node, std::string token = "");
-  // Tells registered agent `node` to start other nodes' agents (launch tree).
+  // An authenticated `dslaunch attach` client (role attach), on the io
+  // thread; without a handler the role is refused. It sends nothing.
+  void OnAttach(std::function<void(std::shared_ptr<FrameConn>)> cb) { on_attach_ = std::move(cb); }  // Tells registered agent `node` to start other nodes' agents (launch tree).
   void StartAgents(int node, const msg::StartAgents& m) { control_.StartAgents(node, m); }
   const JobControl& control() const { return control_; }
   // The job's durable state after each transition (JobControl::OnStateChange),
@@ -133,6 +137,8 @@ class Coordinator {
   std::optional<JoinOrder> join_order_;      // the join form's ranks (options.join_key set)
   std::function<void()> on_done_;
   std::map<int, std::string> agent_tokens_;  // by node: the token it may register with once
+  std::function<void(std::shared_ptr<FrameConn>)> on_attach_;
+  std::map<uint32_t, std::string> attach_keys_;  // by node (and wire::kAttachLeaderNode): AttachKey
 };
 
 }  // namespace ds

@@ -64,6 +64,7 @@ void FrameConn::ReadPayload(FrameHeader h) {
 void FrameConn::Send(wire::MsgType type, const Bytes& payload) {
   if (closed_ || closing_) return;
   out_.push_back(EncodeFrame(type, payload));
+  queued_ += out_.back().size();
   if (!writing_) WriteNext();
 }
 
@@ -78,6 +79,7 @@ void FrameConn::WriteNext() {
   asio::async_write(socket_, asio::buffer(out_.front()), [this, self](boost::system::error_code ec, size_t) {
     if (closed_) return;
     if (ec) return Finish("write failed: " + ec.message());
+    queued_ -= out_.front().size();
     out_.pop_front();
     WriteNext();
   });
@@ -100,6 +102,7 @@ void FrameConn::Finish(const std::string& reason) {
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
   socket_.close(ec);
   out_.clear();
+  queued_ = 0;
   CloseHandler cb = std::move(on_close_);
   on_close_ = nullptr;
   // on_frame_ may be running right now (a handler that closed us): drop it

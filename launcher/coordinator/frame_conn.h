@@ -37,6 +37,7 @@ class FrameConn final : public AgentLink, public std::enable_shared_from_this<Fr
   // Closes after the queued frames are written (graceful) or at once.
   void Close(const std::string& reason, bool flush = false) override;
   bool closed() const override { return closed_; }
+  size_t queued_bytes() const override { return queued_; }
   const std::string& peer() const { return peer_; }
 
  private:
@@ -53,6 +54,7 @@ class FrameConn final : public AgentLink, public std::enable_shared_from_this<Fr
   uint32_t max_payload_ = wire::kMaxPayload;
   Bytes payload_;  // the payload bytes received so far
   std::deque<Bytes> out_;
+  size_t queued_ = 0;  // bytes in out_
   bool writing_ = false;
   bool closing_ = false;  // close once out_ drains
   bool closed_ = false;

@@ -47,6 +47,8 @@ Status LogMux::Open() {
 
 void LogMux::AddRank(int rank, const std::string& host, int local_rank) {
   RankOut& r = ranks_[rank];
+  r.host = host;
+  r.local_rank = local_rank;
   const auto& only = opt_.terminal_local_ranks;
   const bool shown = only.empty() || local_rank < 0 || std::find(only.begin(), only.end(), local_rank) != only.end();
   const int redirected = opt_.redirects.For(local_rank);
@@ -74,7 +76,10 @@ void LogMux::Line(int rank, int stream, const std::string& line) {
   const RankOut& r = it->second;
   const int s = stream == 2 ? 1 : 0;
   // Live, also through a pipe: the writers flush after each batch.
-  if (r.on_terminal[s]) Emit(s, CloseProgress(s, rank) + (s == 0 ? r.prefix : r.err_prefix) + line + "\n");
+  if (r.on_terminal[s]) {
+    Emit(s, CloseProgress(s, rank) + (s == 0 ? r.prefix : r.err_prefix) + line + "\n");
+    if (follower_) follower_->OnLine(rank, r.host, r.local_rank, s + 1, line);
+  }
   if (FILE* f = r.file[s]) {
     std::fwrite(line.data(), 1, line.size(), f);
     std::fputc('\n', f);
@@ -96,7 +101,10 @@ void LogMux::Progress(int rank, int stream, const std::string& text) {
   open_[s] = rank;
 }
 
-void LogMux::Notice(const std::string& line) { Emit(1, CloseProgress(1, -1) + line + "\n"); }
+void LogMux::Notice(const std::string& line) {
+  Emit(1, CloseProgress(1, -1) + line + "\n");
+  if (follower_) follower_->OnNotice(line);
+}
 
 void LogMux::SetStatus(const std::string& text) {
   if (!status_mode_ || text == status_) return;

@@ -42,6 +42,17 @@
 
 namespace ds {
 
+// What else sees what the terminal is shown: the `dslaunch attach` clients
+// (launcher/coordinator/attach_hub.h). Called on LogMux's thread.
+class LineFollower {
+ public:
+  virtual ~LineFollower() = default;
+  // A worker's completed line that passed the terminal's filters, with its rank's host and local rank.
+  virtual void OnLine(int rank, const std::string& host, int local_rank, int stream, const std::string& line) = 0;
+  // A line of dslaunch's own (Notice).
+  virtual void OnNotice(const std::string& line) = 0;
+};
+
 struct LogMuxOptions {
   std::string log_dir;       // "" = no per-rank files
   std::string color = "auto";  // auto | always | never (DSLAUNCH_COLOR)
@@ -81,6 +92,8 @@ class LogMux {
   // Draws `text` (one line, no newline) as the status line; nothing unless
   // status_line and stderr is a terminal, or when it is the text drawn.
   void SetStatus(const std::string& text);
+  // From now on `f` (null: none; borrowed) sees every line the terminal is shown.
+  void Follow(LineFollower* f) { follower_ = f; }
   // Whether SetStatus() draws anything.
   bool status_shown() const { return status_mode_; }
   // Where the per-rank files are ("" = none).
@@ -97,6 +110,8 @@ class LogMux {
   struct RankOut {
     std::string prefix;      // already colored for stdout
     std::string err_prefix;  // and for stderr
+    std::string host;
+    int local_rank = -1;
     FILE* file[2] = {nullptr, nullptr};  // stdout, stderr
     bool on_terminal[2] = {true, true};  // passes terminal_local_ranks and redirects
   };
@@ -118,6 +133,7 @@ class LogMux {
   std::unique_ptr<TerminalWriter> err_;
   bool status_mode_ = false;  // status_line on a terminal stderr
   std::string status_;        // the status line drawn ("" = none)
+  LineFollower* follower_ = nullptr;
 };
 
 }  // namespace ds

@@ -58,9 +58,11 @@ class FakeLink final : public AgentLink {
     close_reason = reason;
   }
   bool closed() const override { return closed_; }
+  size_t queued_bytes() const override { return queued; }
 
   std::vector<std::pair<wire::MsgType, Bytes>> sent;
   std::string close_reason;
+  size_t queued = 0;  // what queued_bytes() says: a reader behind
 
  private:
   bool closed_ = false;

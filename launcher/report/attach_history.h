@@ -1,0 +1,20 @@
+// What `dslaunch attach` is told first: a few lines saying what happened
+// before it came (wire_format.md "Attach", Attached.history): the job's
+// phase, generation, world size and step, how long it has run, each restart
+// so far and why, and, for a coordinator that took the job over, that it
+// did. Pure formatting.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "launcher/report/job_record.h"
+#include "launcher/report/job_view.h"
+
+namespace ds {
+
+// `leader` ("" = none): one line about this coordinator, e.g. that it took the job over.
+std::string AttachHistory(const JobView& view, const std::vector<Failure>& restart_causes,
+                          const std::string& leader);
+
+}  // namespace ds
