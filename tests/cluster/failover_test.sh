@@ -12,7 +12,8 @@
 # 1, one restart spent, on candidates 1 and 2; no save below the recovery
 # point written again after the loss), the job trains to its end and
 # ends 0 (the standby's job record, read by `dslaunch status --all`), and
-# the standby takes its keys with it.
+# the standby takes its keys with it. `dslaunch attach JOB`, started on host
+# 1 right after the loss, follows the new leader to the job's end and exits 0.
 # Run inside tests/cluster/with-cluster with 3 nodes (which tears down).
 #   failover_test.sh DSLAUNCH
 set -uo pipefail
@@ -24,9 +25,10 @@ command -v etcd >/dev/null || skip "etcd missing (scripts/install-deps installs 
 read_cluster
 work=$(mktemp -d /tmp/dsl-failover.XXXXXX)
 chmod 755 "$work"
-etcd_pid="" pid=""
+etcd_pid="" pid="" attach_pid=""
 cleanup() {
   [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  [ -n "$attach_pid" ] && kill -9 "$attach_pid" 2>/dev/null && wait "$attach_pid" 2>/dev/null
   [ -n "$etcd_pid" ] && kill "$etcd_pid" 2>/dev/null && wait "$etcd_pid" 2>/dev/null
   rm -rf "$work"
 }
@@ -91,6 +93,9 @@ kill -9 "$pid"
 echo "$victims" | xargs -r kill -9
 wait "$pid" 2>/dev/null
 pid=""
+# Attach from another host of the job while it has no leader.
+ip netns exec "${NS[1]}" env -u XDG_RUNTIME_DIR "$DSLAUNCH" attach --wait 60 "$job" >attach.out 2>attach.err &
+attach_pid=$!
 
 # Host 1's standby leads, the job restarts on hosts 1 and 2, trains to its end.
 wait_for 30 sh -c "ETCDCTL_API=3 etcdctl --endpoints http://$gw:$port get --print-value-only /dslaunch/$job/leader | grep -q '${ADDR[1]}:'" ||
@@ -99,6 +104,14 @@ wait_for 60 sh -c "ETCDCTL_API=3 etcdctl --endpoints http://$gw:$port get --prin
   fail "no generation 1 after the loss (state: $(state))"
 wait_for 120 sh -c "ETCDCTL_API=3 etcdctl --endpoints http://$gw:$port get --print-value-only /dslaunch/$job/state | grep -q '\"phase\":\"done\"'" ||
   fail "the job did not end under the standby (state: $(state))"
+wait "$attach_pid"
+attach_rc=$?
+attach_pid=""
+[ "$attach_rc" -eq 0 ] || { cat attach.err; fail "dslaunch attach on host 1 ended $attach_rc, not the job's 0"; }
+grep -q "dslaunch attach: this coordinator took job $job over from a lost one" attach.err ||
+  { cat attach.err; fail "dslaunch attach did not follow the new leader"; }
+grep -q "all 2 workers exited 0, after 1 restart" attach.err || { cat attach.err; fail "dslaunch attach showed no summary"; }
+grep -q "^${ADDR[1]}:[0-9] .*step" attach.out || { head attach.out; fail "dslaunch attach showed no training line of host 1"; }
 final=$(state)
 echo "state before the loss: $before"
 echo "state at the end:      $final"
