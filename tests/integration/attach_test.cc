@@ -43,11 +43,15 @@ struct AttachBed {
   }
 };
 
-// Ranks say "ready", wait for a line on the FIFO `go`, say "done", and rank 1 exits 7.
+// Ranks say "ready", wait for a line on the FIFO `go`, say "done"; rank 0
+// exits 0, and rank 1, once rank 0 has said it (a line on the FIFO `said`), exits 7.
 std::vector<std::string> JobArgv(const AttachBed& b) {
   REQUIRE(::mkfifo((b.dir / "go").c_str(), 0600) == 0);
+  REQUIRE(::mkfifo((b.dir / "said").c_str(), 0600) == 0);
+  const std::string said = b.dir / "said";
   return {DslaunchPath(), "--hostfile", HostfileFor(b.dir, 2, 1), "--", "/bin/sh", "-c",
-          "echo ready; read x < " + (b.dir / "go") + "; echo done $RANK; [ $RANK = 1 ] && exit 7; exit 0"};
+          "echo ready; read x < " + (b.dir / "go") + "; echo done $RANK; [ $RANK = 0 ] && { echo > " + said +
+              "; exit 0; }; read y < " + said + "; exit 7"};
 }
 
 void Release(const AttachBed& b) {
