@@ -144,7 +144,8 @@ int CmdRun(const Args& args) {
   PlanNotes notes;
   Result<LaunchPlan> plan = PlanFromCli(*cli, local, &notes, nullptr, pn ? pn->nnodes : 0);
   if (!plan.ok()) return Usage(plan.status());
-  for (const std::string& line : notes.notices) std::cerr << "dslaunch: " << line << "\n";
+  if (!cli->standby)  // a standby reads the leader's plan again: the leader said it
+    for (const std::string& line : notes.notices) std::cerr << "dslaunch: " << line << "\n";
   if (cli->dry_run) {
     // The run's own decisions and refusals (launch_choice.h), so a dry run
     // that passes is a run that starts.

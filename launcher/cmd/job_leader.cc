@@ -35,7 +35,6 @@ failover::LeaderSessionOptions LeaderOptions(const JobSpec& job, const std::stri
 
 Result<std::unique_ptr<failover::LeaderSession>> LeadJob(const JobSpec& job, const std::string& job_id,
                                                         const std::string& identity) {
-  // coordinator.replicas is refused with the plan (plan_from_cli.cc) for now.
   if (job.coordinator.etcd.empty()) return std::unique_ptr<failover::LeaderSession>();
   return failover::LeaderSession::Start(LeaderOptions(job, job_id, identity));
 }
@@ -48,6 +47,38 @@ Result<std::unique_ptr<failover::LeaderSession>> LeadJobWhenFree(const JobSpec& 
     if (s.ok() || s.status().code() != Status::Code::kAborted || std::chrono::steady_clock::now() >= until) return s;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));  // polls the key: a lease runs out on etcd's clock
   }
+}
+
+Result<std::unique_ptr<failover::LeaderSession>> LeadJobAsStandby(const JobSpec& job, const std::string& job_id,
+                                                                 const std::string& identity, double wait_s,
+                                                                 const std::function<bool()>& ended) {
+  for (;;) {
+    auto s = LeadJobWhenFree(job, job_id, identity, wait_s);
+    if (!s.ok() && s.status().code() != Status::Code::kAborted) return s;
+    if (s.ok()) {
+      const Result<JobState> st = ReadJobState(job, job_id);
+      if (!st.ok() || st->phase != CoordState::kDone) return s;
+      (*s)->Stop();  // the other leader finished the job and resigned: nothing left to lead
+      return std::unique_ptr<failover::LeaderSession>();
+    }
+    DS_LOG(Info, Coord) << "standby: another standby leads job " << job_id << "; waiting for it in turn";
+    DS_ASSIGN_OR_RETURN(bool vacant, WaitForVacancy(job, job_id, ended));
+    const Result<JobState> st = ReadJobState(job, job_id);
+    if (!vacant || (st.ok() && st->phase == CoordState::kDone)) return std::unique_ptr<failover::LeaderSession>();
+  }
+}
+
+JobOver::JobOver(const JobSpec& job, std::string job_id, double silence_s)
+    : job_(job), job_id_(std::move(job_id)), silence_s_(silence_s), last_answer_(std::chrono::steady_clock::now()) {}
+
+bool JobOver::operator()() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_look_ < std::chrono::seconds(1)) return false;
+  last_look_ = now;
+  const Result<JobState> s = ReadJobState(job_, job_id_);
+  if (s.ok() && s->phase == CoordState::kDone) return true;
+  if (s.ok() || s.status().code() == Status::Code::kNotFound) last_answer_ = now;
+  return now - last_answer_ > Seconds(silence_s_);
 }
 
 Result<bool> WaitForVacancy(const JobSpec& job, const std::string& job_id, const std::function<bool()>& ended) {

@@ -13,6 +13,7 @@
 // replicas: is refused with the plan) or standby coordinators.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -40,6 +41,31 @@ Result<std::unique_ptr<failover::LeaderSession>> LeadJob(const JobSpec& job, con
 // one's lease has not run out yet), tries again until `wait_s` passed.
 Result<std::unique_ptr<failover::LeaderSession>> LeadJobWhenFree(const JobSpec& job, const std::string& job_id,
                                                                 const std::string& identity, double wait_s);
+// A standby's campaign once its wait saw the key vacant: LeadJobWhenFree
+// until it leads; when another standby won instead, it waits for the key
+// to be vacant again (another loss) and campaigns again. Null when the job
+// ended meanwhile (under the other leader): nothing to take over. A
+// standby that gave up here would take its etcd member with it
+// (coordinator.replicas).
+Result<std::unique_ptr<failover::LeaderSession>> LeadJobAsStandby(const JobSpec& job, const std::string& job_id,
+                                                                 const std::string& identity, double wait_s,
+                                                                 const std::function<bool()>& ended);
+
+// A standby's "is the job over for me" (WaitForVacancy's `ended`): the
+// job's state says done, or its etcd has not answered for `silence_s` (the
+// job's own etcd lost a majority of its members: no takeover can follow).
+// Reads etcd once a second at most.
+class JobOver {
+ public:
+  JobOver(const JobSpec& job, std::string job_id, double silence_s);
+  bool operator()();
+
+ private:
+  const JobSpec& job_;
+  std::string job_id_;
+  double silence_s_;
+  std::chrono::steady_clock::time_point last_look_{}, last_answer_;
+};
 // A standby's wait (--standby): true once the job's leader key is vacant
 // (its leader lost, or resigned), false as soon as `ended()` says the job
 // is over (looked at every second). It watches the key; an etcd that does

@@ -226,12 +226,6 @@ Result<LaunchPlan> PlanFromCli(const CliOptions& cli, const MachineFacts& local,
   if (!cli.local_ranks_filter.empty()) DS_RETURN_IF_ERROR(CheckLocalRanksFilter(cli.local_ranks_filter, plan));
   plan.hostfile_path = path;
   const CoordinatorSpec& co = plan.job.coordinator;
-  if (co.replicas > 0) {  // before anything starts, --dry-run too
-    return Status::InvalidArgument(fmt::format(
-        "{}: 'coordinator.replicas': a run does not start the job's own etcd members yet; name an etcd your site "
-        "runs with 'coordinator.etcd: [HOST:PORT, ...]', or leave coordinator: out",
-        co.replicas_at.empty() ? co.at : co.replicas_at));
-  }
   DS_RETURN_IF_ERROR(CheckReplicasFit(co, plan.nodes.size()));
   if (!co.etcd.empty() && !StartsWith(co.at, "--"))  // the flags' own notice says it (cli_compat.cc)
     notes.notices.push_back(co.at + ": coordinator.etcd: " +
@@ -240,6 +234,11 @@ Result<LaunchPlan> PlanFromCli(const CliOptions& cli, const MachineFacts& local,
                                                             "coordinator on each of the first {} host(s) takes the "
                                                             "job over if this dslaunch is lost, its workers running "
                                                             "on meanwhile", co.standbys)));
+  if (co.replicas > 0)
+    notes.notices.push_back(fmt::format(
+        "{}: coordinator.replicas: the job's own etcd: a member and a standby coordinator on each of the first {} "
+        "hosts; the job goes on if this dslaunch or any one of those hosts is lost",
+        co.replicas_at.empty() ? co.at : co.replicas_at, co.replicas));
   if (notes_out) *notes_out = std::move(notes);
   return plan;
 }

@@ -28,6 +28,7 @@
 #include "common/netif.h"
 #include "launcher/cmd/attach_service.h"
 #include "launcher/cmd/job_leader.h"
+#include "launcher/cmd/job_replicas.h"
 #include "launcher/cmd/job_takeover.h"
 #include "launcher/cmd/standby.h"
 #include "launcher/cmd/job_watch.h"
@@ -164,13 +165,15 @@ Result<CoordinatorOptions> CoordinatorOptionsFor(const Launch& l, const CliOptio
   DS_ASSIGN_OR_RETURN(CoordinatorOptions co, FreshCoordinatorOptions(l, cli, std::move(argv)));
   if (cli.resume_job.empty()) return co;
   DS_RETURN_IF_ERROR(CheckJobId(cli.resume_job));
-  if (l.per_node || l.plan.job.coordinator.etcd.empty())
-    return Status::InvalidArgument(fmt::format("--resume {}: {}", cli.resume_job,
-                                               l.per_node ? "the per-node form has no takeover yet"
-                                                          : "the job file has no coordinator: etcd: (where the "
-                                                            "job's state is)"));
   const bool started_by_leader = cli.standby_index >= 0;  // standby.h: the secret on stdin, an address of its own
   if (started_by_leader && !cli.standby) return Status::InvalidArgument("--standby-index goes with --standby JOB");
+  if (l.per_node || l.plan.job.coordinator.etcd.empty())
+    return Status::InvalidArgument(fmt::format(
+        "--resume {}: {}", cli.resume_job,
+        l.per_node                          ? "the per-node form has no takeover yet"
+        : l.plan.job.coordinator.replicas   ? "with coordinator.replicas the job's own standbys take it over (its "
+                                              "etcd trusts only their certificates)"
+                                            : "the job file has no coordinator: etcd: (where the job's state is)"));
   TakeoverRecord r;
   if (!started_by_leader) {
     DS_ASSIGN_OR_RETURN(r, ReadTakeoverRecord(cli.resume_job));
@@ -180,7 +183,7 @@ Result<CoordinatorOptions> CoordinatorOptionsFor(const Launch& l, const CliOptio
   co.job_id = cli.resume_job;
   co.run_id = s->run_id;
   if (started_by_leader) {
-    std::getline(std::cin, co.secret);
+    co.secret = ReadStandbyInput().secret;
     if (co.secret.empty()) return Status::InvalidArgument("--standby-index: expected the job secret on stdin");
     return co;
   }
@@ -214,7 +217,7 @@ Result<Launch> PrepareLaunch(const LaunchPlan& plan_in, const CliOptions& cli, c
   l.launcher = choice.launcher;
   l.ssh = choice.ssh;
   // Coordinator failover: an agent (or standby) over ssh outlives the launcher's session.
-  l.ssh.outlive_session = !l.plan.job.coordinator.etcd.empty();
+  l.ssh.outlive_session = l.plan.job.coordinator.on();
   std::vector<std::string> argv = std::move(choice.argv);
   // Elastic start: decide the hosts before the coordinator (which holds the
   // plan and waits for every node of it) and before any agent exists.
@@ -394,9 +397,17 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMu
   // Taking over: leading first (the agents dial this address: it was the
   // lost coordinator's), then its port.
   DS_ASSIGN_OR_RETURN(std::unique_ptr<failover::LeaderSession> leader,
-                      resume ? LeadJobWhenFree(l.plan.job, l.coord.job_id, coord.address(),
-                                               CoordinatorGrace(l.plan.job.coordinator, l.coord.heartbeat_timeout))
-                             : LeadJob(l.plan.job, l.coord.job_id, coord.address()));
+                      !resume       ? LeadJob(l.plan.job, l.coord.job_id, coord.address())
+                      : cli.standby ? LeadJobAsStandby(l.plan.job, l.coord.job_id, coord.address(),
+                                                       CoordinatorGrace(l.plan.job.coordinator, l.coord.heartbeat_timeout),
+                                                       JobOver(l.plan.job, l.coord.job_id,
+                                                               CoordinatorGrace(l.plan.job.coordinator,
+                                                                                l.coord.heartbeat_timeout)))
+                                    : LeadJobWhenFree(l.plan.job, l.coord.job_id, coord.address(),
+                                                      CoordinatorGrace(l.plan.job.coordinator, l.coord.heartbeat_timeout)));
+  if (resume && !leader)  // a standby whose job ended under another standby
+    return Status::Aborted(fmt::format("standby: job {} ended under another leader; nothing to take over",
+                                       l.coord.job_id));
   if (resume) {
     DS_RETURN_IF_ERROR(ListenWhereTheLostOneDid(coord));
     if (cli.standby_index >= 0) WithdrawStandby(l.plan.job, l.coord.job_id, cli.standby_index);  // it leads now
@@ -467,7 +478,7 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMu
     if (w.ok()) standby_watch = std::move(w).value();
     else l.coord.notice("coordinator.standbys: the agents are not told where the standbys are: " + w.status().message());
     auto notice = [&io, &l](const std::string& line) { asio::post(io, [&l, line] { l.coord.notice(line); }); };
-    if (!resume)
+    if (!resume && l.plan.job.coordinator.replicas == 0)  // the replicas' standbys run already (job_replicas.h)
       standby_start = std::thread([&, notice] {
         standbys = StartStandbys({l.launcher, l.plan, l.ssh, cli, l.coord.job_id, l.coord.secret}, notice);
       });
@@ -495,7 +506,7 @@ bool SummaryInColor(const std::string& mode, bool stderr_is_tty) {
   return stderr_is_tty;
 }
 
-Result<int> RunJob(const LaunchPlan& plan, const CliOptions& cli, const PerNodeLaunch* per_node) {
+Result<int> RunJob(const LaunchPlan& plan_in, const CliOptions& cli, const PerNodeLaunch* per_node) {
   // A closed stdout (`dslaunch ... | head`) must not kill the launcher and,
   // through the lost coordinator, the job: writes just fail.
   ::signal(SIGPIPE, SIG_IGN);
@@ -507,12 +518,24 @@ Result<int> RunJob(const LaunchPlan& plan, const CliOptions& cli, const PerNodeL
     DS_ASSIGN_OR_RETURN(pid_file, PidFile::Create(PidFile::DefaultPath(), ::getpid()));
   }
   if (cli.standby) DS_RETURN_IF_ERROR(CheckJobId(cli.resume_job));
+  LaunchPlan plan = plan_in;
+  // coordinator.replicas: a standby the leader started runs its member of
+  // the job's etcd first (job_replicas.h); from then on the job's etcd is
+  // the members', as a site's would be.
+  std::unique_ptr<ReplicaMemberRun> member;
+  if (cli.standby && cli.standby_index >= 0 && plan.job.coordinator.replicas > 0) {
+    DS_ASSIGN_OR_RETURN(member, RunReplicaMember(plan.job, cli.resume_job, ReadStandbyInput().brief));
+  }
   Result<Launch> prepared = PrepareLaunch(plan, cli, per_node);
   if (!prepared.ok() && cli.standby && prepared.status().code() == Status::Code::kNotFound) {
     std::cerr << "dslaunch: standby: " << prepared.status().message() << "; nothing to take over\n";
     return 0;  // no takeover record: the job is not running from this host
   }
   DS_ASSIGN_OR_RETURN(Launch l, std::move(prepared));
+  std::unique_ptr<ReplicaCluster> replicas;  // the leading run's standbys and their members
+  if (!cli.standby && cli.resume_job.empty() && l.plan.job.coordinator.replicas > 0) {
+    DS_ASSIGN_OR_RETURN(replicas, StartReplicas(l.plan, l.launcher, l.ssh, cli, l.coord.job_id, l.coord.secret));
+  }
   if (cli.standby) {
     DS_ASSIGN_OR_RETURN(bool take_over, WaitAsStandby(l.plan.job, cli.standby_index, l.coord));
     if (!take_over) return 0;
@@ -538,6 +561,10 @@ Result<int> RunJob(const LaunchPlan& plan, const CliOptions& cli, const PerNodeL
   Result<int> world_size = Supervise(l, cli, record, mux, err);
   LogSetSink(nullptr);
   err.Flush();
+  if (!world_size.ok() && cli.standby && world_size.status().code() == Status::Code::kAborted) {
+    std::cerr << "dslaunch: " << world_size.status().message() << "\n";
+    return 0;
+  }
   if (!world_size.ok()) return world_size.status();
   mux.Flush();
   std::cerr << FormatSummary(record, *world_size, SummaryInColor(cli.color, ::isatty(STDERR_FILENO) != 0));

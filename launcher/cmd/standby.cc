@@ -77,7 +77,8 @@ Result<bool> WaitAsStandby(const JobSpec& job, int index, CoordinatorOptions& co
   }
   std::cerr << fmt::format("dslaunch: standby for job {} ({}): it takes the job over when its coordinator is "
                            "lost\n", id, address);
-  auto ended = [&] { return !started_by_leader && !ReadTakeoverRecord(id).ok(); };
+  JobOver over(job, id, CoordinatorGrace(job.coordinator, job.elastic.heartbeat_timeout));
+  auto ended = [&] { return started_by_leader ? over() : !ReadTakeoverRecord(id).ok(); };
   DS_ASSIGN_OR_RETURN(bool vacant, WaitForVacancy(job, id, ended));
   const Result<JobState> s = ReadJobState(job, id);
   if (vacant && !ended() && s.ok() && s->phase != CoordState::kDone) return true;
@@ -104,14 +105,15 @@ std::vector<std::unique_ptr<AgentHandle>> StartStandbys(const StandbyLaunch& s,
   const std::string cwd = std::filesystem::current_path(ec).string();
   const std::vector<NodePlan> hosts = Candidates(s.plan);
   std::vector<AgentSpec> specs;
-  for (int k = 0; k < s.plan.job.coordinator.standbys && k < static_cast<int>(hosts.size()); ++k) {
+  const int count = s.briefs ? static_cast<int>(s.briefs->size()) : s.plan.job.coordinator.standbys;
+  for (int k = 0; k < count && k < static_cast<int>(hosts.size()); ++k) {
     AgentSpec a;
     a.host = hosts[k].host.name;
     a.node_index = k;
     a.ssh_port = hosts[k].host.ssh_port ? hosts[k].host.ssh_port : s.ssh.default_port;
     a.user = hosts[k].host.user;
     a.argv = StandbyArgv(s.cli, s.job_id, k, cwd);
-    a.stdin_payload = s.secret;
+    a.stdin_payload = s.briefs ? s.secret + "\n" + (*s.briefs)[static_cast<size_t>(k)] : s.secret;
     specs.push_back(std::move(a));
   }
   std::vector<Result<std::unique_ptr<AgentHandle>>> started = (*spawner)->Start(specs);
@@ -121,6 +123,16 @@ std::vector<std::unique_ptr<AgentHandle>> StartStandbys(const StandbyLaunch& s,
                             started[k].status().message()));
   }
   return handles;
+}
+
+const StandbyInput& ReadStandbyInput() {
+  static const StandbyInput input = [] {
+    StandbyInput in;
+    std::getline(std::cin, in.secret);
+    std::getline(std::cin, in.brief);
+    return in;
+  }();
+  return input;
 }
 
 Status AnnounceStandby(const JobSpec& job, const std::string& job_id, int index, const std::string& address) {

@@ -59,7 +59,19 @@ struct StandbyLaunch {
   const CliOptions& cli;
   const std::string& job_id;
   const std::string& secret;
+  // coordinator.replicas (job_replicas.h): one standby per brief, each
+  // brief the line after the secret on its stdin; null = coordinator.standbys.
+  const std::vector<std::string>* briefs = nullptr;
 };
+
+// What a standby the leader started reads on its stdin, once: the job
+// secret, then (coordinator.replicas) its member's brief; later calls
+// return the same.
+struct StandbyInput {
+  std::string secret;
+  std::string brief;  // "" = none
+};
+const StandbyInput& ReadStandbyInput();
 // One standby on each of the first N hosts, through the job's own launcher,
 // the job secret on its stdin. Blocks (an SSH connect may take
 // connect_timeout): call it on a thread of its own; what fails goes to

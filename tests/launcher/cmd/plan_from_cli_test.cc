@@ -124,10 +124,10 @@ TEST_CASE("JobFromCli: --rdzv-backend etcd's endpoint is coordinator.etcd, unles
         Argv{"e0:2379"});
   testing::WriteFile(dir / "job.yaml", "command: [x]\ncoordinator:\n  replicas: 3\n");
   CHECK(Job({dir / "job.yaml"}).coordinator.replicas == 3);
-  auto refused = PlanFromCli(Parse({dir / "job.yaml"}), {.cpus = 2, .gpus = 0});  // no run starts its own etcd yet
+  auto refused = PlanFromCli(Parse({dir / "job.yaml"}), {.cpus = 2, .gpus = 0});  // a member per host: 3 hosts
   REQUIRE_FALSE(refused.ok());
-  CHECK(refused.status().message().find(dir / "job.yaml" + ":3:13: 'coordinator.replicas': a run does not start the "
-                                                           "job's own etcd members yet") == 0);
+  CHECK(refused.status().message().find(dir / "job.yaml" + ":3:13: coordinator.replicas is 3 but the job has 1 "
+                                                           "host") == 0);
   testing::WriteFile(dir / "etcd.yaml", "command: [x]\ncoordinator:\n  etcd: [e0:2379]\n");
   PlanNotes notes;  // what a run does with it today: the plan says so
   Plan(Parse({dir / "etcd.yaml"}), {.cpus = 2, .gpus = 0}, &notes);

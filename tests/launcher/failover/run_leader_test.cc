@@ -3,15 +3,28 @@
 // generation it is in (read by the test between the restart and the end,
 // so it was written at the transition, not at the end); the end is written
 // too, and the leader key is gone once dslaunch exits (resigned, nothing
-// waits for the lease). replicas: is refused until a run starts its own
-// etcd, and an etcd nobody serves is an error naming the endpoint.
+// waits for the lease). With replicas: 3 the run starts the job's own etcd
+// (a member under a standby on each of 3 local hosts, TLS from the job's
+// CA) and the members and their files go with the job. An etcd nobody
+// serves is an error naming the endpoint.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <regex>
+
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "common/clock.h"
 #include "launcher/coordinator/job_state.h"
 #include "tests/integration/proc_harness.h"
 #include "tests/launcher/failover/etcd_bed.h"
+#include "tests/test_util/wait_until.h"
 
 namespace ds::testing {
 namespace {
@@ -84,18 +97,111 @@ TEST_CASE("run leader: the job's state in a site's etcd follows its transitions,
         std::string::npos);
 }
 
-TEST_CASE("run leader: replicas: is refused before any agent starts; an etcd nobody serves is named", "[etcd][run]") {
-  TempDir dir("dsl-run-leader");
-  WriteFile(dir / "worker.sh", "echo ran\n");
+// The processes whose command line names `text` (the test's own directory).
+std::vector<pid_t> ProcessesNaming(const std::string& text) {
+  std::vector<pid_t> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = ReadFile(e.path() / "cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(text) != std::string::npos) out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+std::vector<std::string> EtcdEntries(const std::string& private_dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(private_dir, ec))
+    if (e.path().filename().string().find(".etcd") != std::string::npos) out.push_back(e.path().filename());
+  return out;
+}
+
+TEST_CASE("run leader: replicas: 3 starts the job's own etcd on 3 hosts, over TLS, and takes it away at the end",
+          "[etcd][run]") {
+  TempDir dir("dsl-run-replicas");
+  const std::string xdg = dir / "xdg";
+  REQUIRE(::mkdir(xdg.c_str(), 0700) == 0);
+  auto env = JobEnv(dir);
+  env.push_back({"XDG_RUNTIME_DIR", xdg});
+  WriteFile(dir / "worker.sh", "echo ran $RANK\n");
   WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\ncoordinator:\n  replicas: 3\n");
   Child c;
-  CHECK(Run({DslaunchPath(), "--hostfile", HostfileFor(dir, 3, 1), "job.yaml"}, dir.path(), &c, seconds(60),
-            JobEnv(dir)) == 2);
+  CHECK(Run({DslaunchPath(), "--hostfile", HostfileFor(dir, 3, 1), "job.yaml"}, dir.path(), &c, seconds(120), env) ==
+        0);
   const std::string err = ReadFile(c.err_path);
-  CHECK(err.find("job.yaml:3:13: 'coordinator.replicas': a run does not start the job's own etcd members yet") !=
-        std::string::npos);
-  CHECK(ReadFile(c.out_path).find("ran") == std::string::npos);
+  INFO(err);
+  CHECK(err.find("job.yaml:3:13: coordinator.replicas: the job's own etcd: a member and a standby coordinator on "
+                 "each of the first 3 hosts") != std::string::npos);
+  CHECK(std::regex_search(err, std::regex("coordinator: leads job [0-9a-f]+ in etcd \\(https://127\\.0\\.0\\.1:[0-9]+, "
+                                          "https://127\\.0\\.0\\.2:[0-9]+, https://127\\.0\\.0\\.3:[0-9]+,")));
+  CHECK(ReadFile(c.out_path).find("ran 2") != std::string::npos);
+  // The standbys see the job end and go, with their members and the members' files.
+  CHECK(WaitUntil([&] { return ProcessesNaming(xdg).empty(); }, seconds(30)));
+  CHECK(WaitUntil([&] { return EtcdEntries(xdg + "/dslaunch").empty(); }, seconds(30)));
+}
 
+// Done-when (a) of issue 45 on one machine: the job's own etcd, dslaunch
+// SIGKILLed mid-run. A standby (each runs a member) takes the job over with
+// the same workers, and `dslaunch attach` follows it to its end.
+TEST_CASE("run leader: replicas: 3, dslaunch SIGKILLed: a standby leads the same workers, attach ends 0",
+          "[etcd][run]") {
+  TempDir dir("dsl-run-replicas");
+  const std::string xdg = dir / "xdg";
+  REQUIRE(::mkdir(xdg.c_str(), 0700) == 0);
+  REQUIRE(::mkfifo((dir / "go").c_str(), 0600) == 0);
+  auto env = JobEnv(dir);
+  env.push_back({"XDG_RUNTIME_DIR", xdg});
+  WriteFile(dir / "worker.sh", "echo pid $$\nread x < go\necho done $RANK\n");
+  WriteFile(dir / "job.yaml",
+            "command: [sh, worker.sh]\nelastic: {heartbeat_interval: 250ms, heartbeat_timeout: 1s}\n"
+            "coordinator: {replicas: 3, grace: 30s}\n");
+  Child job = Spawn({DslaunchPath(), "--hostfile", HostfileFor(dir, 3, 1), "job.yaml"}, dir.path(), env);
+  std::vector<pid_t> workers;  // from the "host:rank pid N" lines
+  REQUIRE(WaitUntil([&] {
+    const std::string out = ReadFile(job.out_path);
+    workers.clear();
+    static const std::regex pid_line(" pid ([0-9]+)\n");
+    for (std::sregex_iterator m(out.begin(), out.end(), pid_line), end; m != end; ++m)
+      workers.push_back(std::stoi((*m)[1]));
+    return workers.size() == 3;
+  }, seconds(60)));
+  // The loss counts once the agents know where the standbys wait (before, only the lost address is known).
+  REQUIRE(WaitUntil([&] {
+    return std::regex_search(ReadFile(job.err_path),
+                             std::regex("the agents know where the standbys wait: [0-9.:]+, [0-9.:]+, [0-9.:]+\n"));
+  }, seconds(60)));
+  REQUIRE(::kill(job.pid, SIGKILL) == 0);
+  CHECK(WaitExit(job.pid, seconds(10)) == 128 + SIGKILL);
+
+  Child attach = Spawn({DslaunchPath(), "attach", "--wait", "60"}, dir.path(), env);
+  REQUIRE(WaitForText(attach.err_path, "over from a lost one\n", seconds(60)));
+  for (pid_t w : workers) CHECK(::kill(w, 0) == 0);  // the same workers, never restarted
+  const int fd = ::open((dir / "go").c_str(), O_WRONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  REQUIRE(::write(fd, "\n\n\n", 3) == 3);
+  ::close(fd);
+  CHECK(WaitExit(attach.pid, seconds(60)) == 0);
+  const std::string err = ReadFile(attach.err_path), out = ReadFile(attach.out_path);
+  INFO(err + out);
+  CHECK(out.find("127.0.0.3:2 done 2\n") != std::string::npos);
+  CHECK(err.find("all 3 workers exited 0") != std::string::npos);
+  const std::string log = ReadFile(job.err_path);  // the standbys write where the run did
+  INFO(log);
+  CHECK(log.find("took over generation 0: its 3 worker(s) on 3 node(s) ran on, none restarted") != std::string::npos);
+  CHECK(WaitUntil([&] { return ProcessesNaming(xdg).empty(); }, seconds(30)));
+  // What stays is what the SIGKILLed run could not take away: its own client certificate's directory.
+  std::vector<std::string> left;
+  CHECK(WaitUntil([&] { return (left = EtcdEntries(xdg + "/dslaunch")).size() == 1; }, seconds(30)));
+  INFO(fmt::format("{}", fmt::join(left, " ")));
+  CHECK((left.size() == 1 && left[0].find(".etcd-tls.leader") != std::string::npos));
+}
+
+TEST_CASE("run leader: an etcd nobody serves is named", "[etcd][run]") {
+  TempDir dir("dsl-run-leader");
+  WriteFile(dir / "worker.sh", "echo ran\n");
+  Child c;
   const int port = UnusedPort();
   WriteFile(dir / "job.yaml", fmt::format("command: [sh, worker.sh]\ncoordinator: {{etcd: [127.0.0.1:{}]}}\n", port));
   const int code = Run({DslaunchPath(), "--hostfile", HostfileFor(dir, 1, 1), "job.yaml"}, dir.path(), &c,

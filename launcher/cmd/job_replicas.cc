@@ -1,0 +1,174 @@
+#include "launcher/cmd/job_replicas.h"
+
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "common/clock.h"
+#include "common/private_dir.h"
+#include "launcher/cmd/job_leader.h"
+#include "launcher/cmd/standby.h"
+#include "launcher/failover/etcd_client.h"
+#include "launcher/failover/job_ca.h"
+#include "launcher/failover/replica_brief.h"
+#include "wire/hmac_auth.h"
+
+namespace ds {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+
+constexpr double kFormTimeout = 60;  // ssh, etcd's start, the first election
+constexpr auto kRetry = std::chrono::milliseconds(200);
+constexpr auto kStandbysEnd = std::chrono::seconds(10);  // a standby sees the end within a second or two
+constexpr int kFirstPort = 20000, kPorts = 40000;
+
+// `host`'s first address, numeric: where its member listens and what its certificate names.
+Result<std::string> AddressOf(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found); rc != 0)
+    return Status::InvalidArgument(fmt::format("coordinator.replicas: host '{}': {}", host, ::gai_strerror(rc)));
+  char ip[NI_MAXHOST] = {};
+  const int rc = ::getnameinfo(found->ai_addr, found->ai_addrlen, ip, sizeof(ip), nullptr, 0, NI_NUMERICHOST);
+  ::freeaddrinfo(found);
+  if (rc != 0) return Status::InvalidArgument(fmt::format("coordinator.replicas: host '{}': {}", host, ::gai_strerror(rc)));
+  return std::string(ip);
+}
+
+// A port above the usual ephemeral and service ranges' busy ends, at random:
+// the members' ports must be known before any of them starts.
+int RandomPort() {
+  const Bytes b = RandomBytes(2);
+  return kFirstPort + ((b[0] << 8) | b[1]) % kPorts;
+}
+
+// The site spec at the members, with `tls` as this process's client certificate.
+void PointAtMembers(CoordinatorSpec& c, const std::vector<failover::ReplicaMember>& members,
+                    const failover::TlsPaths& tls) {
+  c.etcd = failover::ClientEndpoints(members);
+  c.ca = tls.ca_file;
+  c.cert = tls.cert_file;
+  c.key = tls.key_file;
+  c.standbys = static_cast<int>(members.size());
+}
+
+// Until the members answer a read (a quorum formed), or the deadline: the last error.
+Status WaitForQuorum(const JobSpec& job, const std::string& job_id) {
+  failover::LeaderSessionOptions o = LeaderOptions(job, job_id, "");
+  o.client.timeout_s = 2;
+  DS_ASSIGN_OR_RETURN(std::unique_ptr<etcd::Client> client, etcd::Client::Create(o.client));
+  const auto until = Steady::now() + Seconds(kFormTimeout);
+  Status last;
+  while (Steady::now() < until) {
+    if ((last = client->Get(o.state_key).status()).ok()) return last;
+    std::this_thread::sleep_for(kRetry);
+  }
+  return Status::Unavailable(fmt::format("coordinator.replicas: the job's etcd ({}) did not answer within {} s: {}",
+                                         fmt::join(job.coordinator.etcd, ", "), kFormTimeout, last.message()));
+}
+
+}  // namespace
+
+ReplicaCluster::~ReplicaCluster() {
+  // The standbys see the job end in etcd and go by themselves, their
+  // members and files with them; one ended sooner would leave those behind.
+  std::vector<pollfd> fds;
+  for (const auto& s : standbys) fds.push_back({s->exit_fd(), POLLIN, 0});
+  const auto until = Steady::now() + kStandbysEnd;
+  while (!fds.empty() && Steady::now() < until) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Steady::now()).count();
+    if (::poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(left, 1))) < 0 && errno != EINTR) break;
+    fds.erase(std::remove_if(fds.begin(), fds.end(), [](const pollfd& p) { return p.revents != 0; }), fds.end());
+  }
+  std::error_code ec;
+  if (!tls_dir.empty()) std::filesystem::remove_all(tls_dir, ec);
+}
+
+Result<std::unique_ptr<ReplicaCluster>> StartReplicas(LaunchPlan& plan, const std::string& launcher,
+                                                      const SshOptions& ssh, const CliOptions& cli,
+                                                      const std::string& job_id, const std::string& secret) {
+  const int n = plan.job.coordinator.replicas;
+  if (launcher != "local" && launcher != "ssh")
+    return Status::InvalidArgument(fmt::format("{}: coordinator.replicas: the {} launcher starts no standbys yet "
+                                               "(local and ssh do); name a site's etcd with coordinator.etcd",
+                                               plan.job.coordinator.replicas_at, launcher));
+  DS_ASSIGN_OR_RETURN(failover::JobCa ca, failover::JobCa::Create(job_id));
+  const std::vector<NodePlan> hosts = Candidates(plan);
+  std::vector<failover::ReplicaMember> members;
+  for (int k = 0; k < n; ++k) {
+    DS_ASSIGN_OR_RETURN(std::string ip, AddressOf(hosts[static_cast<size_t>(k)].host.name));
+    members.push_back({fmt::format("m{}", k), ip, RandomPort(), RandomPort()});
+  }
+  std::vector<std::string> briefs;
+  for (int k = 0; k < n; ++k) {
+    const failover::ReplicaMember& m = members[static_cast<size_t>(k)];
+    DS_ASSIGN_OR_RETURN(failover::IssuedCert server, ca.IssueServer(m.name, {m.ip}));
+    DS_ASSIGN_OR_RETURN(failover::IssuedCert client, ca.IssueClient(fmt::format("standby-{}", k)));
+    briefs.push_back(failover::EncodeBrief({k, members, job_id, ca.cert_pem(), server, client}));
+  }
+  DS_ASSIGN_OR_RETURN(PrivateDir dir, OpenPrivateDir());
+  auto cluster = std::make_unique<ReplicaCluster>();
+  cluster->tls_dir = dir.path + "/" + job_id + ".etcd-tls.leader";
+  DS_ASSIGN_OR_RETURN(failover::IssuedCert mine, ca.IssueClient("leader"));
+  DS_ASSIGN_OR_RETURN(failover::TlsPaths tls, failover::WriteTlsDir(cluster->tls_dir, ca.cert_pem(), mine, "client"));
+  PointAtMembers(plan.job.coordinator, members, tls);
+
+  std::vector<std::string> failed;
+  cluster->standbys = StartStandbys({launcher, plan, ssh, cli, job_id, secret, &briefs},
+                                    [&failed](const std::string& line) { failed.push_back(line); });
+  if (static_cast<int>(cluster->standbys.size()) <= n / 2)
+    return Status::Unavailable(fmt::format("coordinator.replicas: {} of {} members started, not a majority: {}",
+                                           cluster->standbys.size(), n, fmt::join(failed, "; ")));
+  DS_RETURN_IF_ERROR(WaitForQuorum(plan.job, job_id));
+  return cluster;
+}
+
+ReplicaMemberRun::~ReplicaMemberRun() {
+  if (etcd) etcd->Stop(5);
+  std::error_code ec;
+  if (!data_dir.empty()) std::filesystem::remove_all(data_dir, ec);
+  if (!data_dir.empty()) std::filesystem::remove(data_dir + ".log", ec);  // EmbeddedEtcd's log beside it
+  if (!tls_dir.empty()) std::filesystem::remove_all(tls_dir, ec);
+}
+
+Result<std::unique_ptr<ReplicaMemberRun>> RunReplicaMember(JobSpec& job, const std::string& job_id,
+                                                           const std::string& brief_line) {
+  DS_ASSIGN_OR_RETURN(failover::ReplicaBrief b, failover::DecodeBrief(brief_line));
+  DS_ASSIGN_OR_RETURN(PrivateDir dir, OpenPrivateDir());
+  const std::string& name = b.members[static_cast<size_t>(b.index)].name;
+  auto run = std::make_unique<ReplicaMemberRun>();
+  run->data_dir = dir.path + "/" + job_id + ".etcd." + name;
+  run->tls_dir = dir.path + "/" + job_id + ".etcd-tls." + name;
+  DS_ASSIGN_OR_RETURN(failover::TlsPaths member, failover::WriteTlsDir(run->tls_dir, b.ca_pem, b.member, "member"));
+  DS_ASSIGN_OR_RETURN(failover::TlsPaths client, failover::WriteTlsDir(run->tls_dir, b.ca_pem, b.client, "client"));
+  DS_ASSIGN_OR_RETURN(run->etcd, failover::EmbeddedEtcd::Start(failover::MemberOptions(b, run->data_dir, member)));
+  DS_RETURN_IF_ERROR(run->etcd->WaitReady(kFormTimeout));
+  PointAtMembers(job.coordinator, b.members, client);
+  // The leader writes the job's state once the members serve; a standby reads it to wait.
+  const auto until = Steady::now() + Seconds(kFormTimeout);
+  for (;;) {
+    Result<JobState> s = ReadJobState(job, job_id);
+    if (s.ok()) break;
+    if (s.status().code() != Status::Code::kNotFound && s.status().code() != Status::Code::kUnavailable &&
+        s.status().code() != Status::Code::kTimeout)
+      return s.status();
+    if (Steady::now() >= until)
+      return Status::Unavailable(fmt::format("coordinator.replicas: member {}: the leader wrote no state within {} s: {}",
+                                             name, kFormTimeout, s.status().message()));
+    std::this_thread::sleep_for(kRetry);
+  }
+  return run;
+}
+
+}  // namespace ds

@@ -1,0 +1,64 @@
+// coordinator: {replicas: N}: the job's own etcd. The leading run makes the
+// job's CA (job_ca.h), picks where each of the N members listens (the
+// first N hosts, a port pair each), and starts a standby coordinator on
+// each of those hosts through the job's launcher (standby.h) with the
+// member's brief on its stdin after the secret (replica_brief.h). Each
+// standby runs its member (EmbeddedEtcd, a child that dies with it: its
+// data and TLS files in this user's private directory there, removed when
+// it ends) and then waits as any standby does. Once the members form a
+// cluster, the run and every standby treat the job as one with a site's
+// etcd at the members' addresses, with the job CA's client certificates:
+// the fencing, the state, the takeover and attach are the same code.
+//
+// Why standbys and not agents run the members: the standby is already a
+// process of the job on that host that outlives the launcher and gets the
+// job secret over the launcher's authenticated channel, so the member's
+// lifetime is the standby's and the agent protocol does not change.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "launcher/cmd/cli.h"
+#include "launcher/config/plan.h"
+#include "launcher/failover/embedded_etcd.h"
+#include "launcher/spawn/spawner.h"
+#include "launcher/spawn/ssh/ssh_session.h"
+
+namespace ds {
+
+// What the leading run holds while the job runs: the standbys (their
+// members die with them) and its own client certificate's directory
+// (removed with this).
+struct ReplicaCluster {
+  std::vector<std::unique_ptr<AgentHandle>> standbys;
+  std::string tls_dir;
+  ~ReplicaCluster();
+};
+
+// The leading run's part: starts the N standbys with their briefs, waits
+// until the members serve (kFormTimeout at most), and turns
+// `plan.job.coordinator` into a site spec at the members (standbys: N).
+// Errors name the hosts and the last thing etcd said.
+Result<std::unique_ptr<ReplicaCluster>> StartReplicas(LaunchPlan& plan, const std::string& launcher,
+                                                      const SshOptions& ssh, const CliOptions& cli,
+                                                      const std::string& job_id, const std::string& secret);
+
+// What a standby holds while it lives: its member (stopped with this) and
+// the member's directories (removed with this).
+struct ReplicaMemberRun {
+  std::unique_ptr<failover::EmbeddedEtcd> etcd;
+  std::string data_dir;
+  std::string tls_dir;
+  ~ReplicaMemberRun();
+};
+
+// A standby's part: runs the member `brief_line` names, waits until the
+// cluster serves, turns `job.coordinator` into the same site spec (its own
+// client certificate), and waits until the leader wrote the job's state.
+Result<std::unique_ptr<ReplicaMemberRun>> RunReplicaMember(JobSpec& job, const std::string& job_id,
+                                                           const std::string& brief_line);
+
+}  // namespace ds
