@@ -113,7 +113,8 @@ std::vector<std::unique_ptr<AgentHandle>> StartStandbys(const StandbyLaunch& s,
     a.ssh_port = hosts[k].host.ssh_port ? hosts[k].host.ssh_port : s.ssh.default_port;
     a.user = hosts[k].host.user;
     a.argv = StandbyArgv(s.cli, s.job_id, k, cwd);
-    a.stdin_payload = s.briefs ? s.secret + "\n" + (*s.briefs)[static_cast<size_t>(k)] : s.secret;
+    // One line (the ssh supervisor passes one on): the secret, a tab, the brief (JSON, no newline inside).
+    a.stdin_payload = s.briefs ? s.secret + "\t" + (*s.briefs)[static_cast<size_t>(k)] : s.secret;
     specs.push_back(std::move(a));
   }
   std::vector<Result<std::unique_ptr<AgentHandle>>> started = (*spawner)->Start(specs);
@@ -128,8 +129,11 @@ std::vector<std::unique_ptr<AgentHandle>> StartStandbys(const StandbyLaunch& s,
 const StandbyInput& ReadStandbyInput() {
   static const StandbyInput input = [] {
     StandbyInput in;
-    std::getline(std::cin, in.secret);
-    std::getline(std::cin, in.brief);
+    std::string line;
+    std::getline(std::cin, line);
+    const size_t tab = line.find('\t');
+    in.secret = line.substr(0, tab);
+    if (tab != std::string::npos) in.brief = line.substr(tab + 1);
     return in;
   }();
   return input;

@@ -60,13 +60,13 @@ struct StandbyLaunch {
   const std::string& job_id;
   const std::string& secret;
   // coordinator.replicas (job_replicas.h): one standby per brief, each
-  // brief the line after the secret on its stdin; null = coordinator.standbys.
+  // brief after the secret on its stdin; null = coordinator.standbys.
   const std::vector<std::string>* briefs = nullptr;
 };
 
-// What a standby the leader started reads on its stdin, once: the job
-// secret, then (coordinator.replicas) its member's brief; later calls
-// return the same.
+// What a standby the leader started reads on its stdin, once: one line,
+// the job secret, then (coordinator.replicas) a tab and its member's brief;
+// later calls return the same.
 struct StandbyInput {
   std::string secret;
   std::string brief;  // "" = none
