@@ -18,6 +18,7 @@ DSLAUNCH=$(readlink -f "$1")
 C=${DSLAUNCH_TEST_CLUSTER:?run me inside tests/cluster/with-cluster}
 . "$(dirname "$0")/../test_util/preamble.sh"
 . "$(dirname "$0")/netns_lib.sh"
+. "$(dirname "$0")/failover_lib.sh"
 command -v etcd >/dev/null || skip "etcd missing (scripts/install-deps installs etcd-server)"
 read_cluster
 work=$(mktemp -d /tmp/dsl-failover-replicas.XXXXXX)
@@ -34,35 +35,7 @@ cd "$work"
 unset XDG_RUNTIME_DIR
 private_dirs() { ls -d "/run/user/$(id -u)/dslaunch" "/tmp/dslaunch-$(id -u)" 2>/dev/null; }
 printf '%s slots=1\n' "${ADDR[@]:0:3}" >hostfile
-cat >job.yaml <<YAML
-checkpoint: {dir: "$work/ckpt-{host}", keep: 100}
-elastic: {max_restarts: 1, min_nodes: 2, heartbeat_interval: 250ms, heartbeat_timeout: 1s}
-coordinator: {replicas: 3, grace: 10s}
-ssh: {strict_host_key_checking: yes, connect_timeout: 2s}
-env: {OMP_NUM_THREADS: '1', OPENBLAS_NUM_THREADS: '1'}
-trainer:
-  model: {layers: [64, 32, 8], activation: relu}
-  data: {dataset: synthetic, samples: 6144, features: 64, classes: 8}
-  epochs: 1000
-  max_steps: 20000
-  seed: 5
-  eval: {every_epoch: false}
-  checkpoint: {every_steps: 50, keep: 100}
-  config:
-    train_micro_batch_size_per_gpu: 32
-    optimizer: {type: Adam, params: {lr: 0.0002}}
-    zero_optimization: {stage: 2}
-    steps_per_print: 50
-YAML
-snapshot_on() {  # HOST STEP: host's own shard of a step >= STEP on its disk
-  local f s
-  for f in "$work/ckpt-${ADDR[$1]}"/step_*/shard_"$1".held; do
-    [ -e "$f" ] || continue
-    s=${f#*step_}; s=$((10#${s%%.*}))
-    [ "$s" -ge "$2" ] && return 0
-  done
-  return 1
-}
+failover_job "{replicas: 3, grace: 10s}" >job.yaml
 
 DSLAUNCH_STOP_GRACE=500ms "$DSLAUNCH" --hostfile hostfile --launcher ssh job.yaml >out 2>&1 &
 pid=$!
@@ -95,10 +68,7 @@ grep -q "dslaunch attach: this coordinator took job $job over from a lost one" a
 grep -q "all 2 workers exited 0, after 1 restart" attach.err || { cat attach.err; fail "no summary of a restart on 2 hosts"; }
 grep -q "restart 1/1: generation 1 on 2 nodes, world size 2, after the coordinator failover (${ADDR[0]} did not come back)" attach.err ||
   { grep -v "epoch\|step" attach.err | head -20; fail "the restart attach was told of did not name host 0"; }
-for f in "$work"/ckpt-*/step_*/shard_*.held; do
-  s=${f##*/step_}; s=$((10#${s%%.*}))
-  [ "$s" -lt 200 ] && [ "$f" -nt killed ] && fail "$f was written again after the loss: trained from scratch?"
-done
+none_rewritten_below 200  # from the recovery point, not from scratch
 snapshot_on 1 10000 || fail "host 1 holds no snapshot of step 10000 or later: the job did not train on after the loss"
 wait_for 10 sh -c "'$DSLAUNCH' status --all | grep '^$job ' | grep -q ' ended  *0 '" ||
   fail "no job record of $job ending 0: $("$DSLAUNCH" status --all | grep "^$job ")"

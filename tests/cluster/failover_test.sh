@@ -21,6 +21,7 @@ DSLAUNCH=$(readlink -f "$1")
 C=${DSLAUNCH_TEST_CLUSTER:?run me inside tests/cluster/with-cluster}
 . "$(dirname "$0")/../test_util/preamble.sh"
 . "$(dirname "$0")/netns_lib.sh"
+. "$(dirname "$0")/failover_lib.sh"
 command -v etcd >/dev/null || skip "etcd missing (scripts/install-deps installs etcd-server)"
 read_cluster
 work=$(mktemp -d /tmp/dsl-failover.XXXXXX)
@@ -45,37 +46,9 @@ wait_for 20 ctl endpoint health >/dev/null 2>&1 || { cat "$work/etcd.log" >&2; f
 
 cd "$work"
 printf '%s slots=1\n' "${ADDR[@]:0:3}" >hostfile
-cat >job.yaml <<YAML
-checkpoint: {dir: "$work/ckpt-{host}", keep: 100}
-elastic: {max_restarts: 1, min_nodes: 2, heartbeat_interval: 250ms, heartbeat_timeout: 1s}
-coordinator: {etcd: [http://$gw:$port], standbys: 2, grace: 30s}
-ssh: {strict_host_key_checking: yes, connect_timeout: 2s}
-env: {OMP_NUM_THREADS: '1', OPENBLAS_NUM_THREADS: '1'}
-trainer:
-  model: {layers: [64, 32, 8], activation: relu}
-  data: {dataset: synthetic, samples: 6144, features: 64, classes: 8}
-  epochs: 1000
-  max_steps: 20000
-  seed: 5
-  eval: {every_epoch: false}
-  checkpoint: {every_steps: 50, keep: 100}
-  config:
-    train_micro_batch_size_per_gpu: 32
-    optimizer: {type: Adam, params: {lr: 0.0002}}
-    zero_optimization: {stage: 2}
-    steps_per_print: 50
-YAML
+failover_job "{etcd: [http://$gw:$port], standbys: 2, grace: 30s}" >job.yaml
 state() { ctl get --print-value-only --prefix /dslaunch/ | grep '"version"'; }
 leader() { ctl get --print-value-only --prefix /dslaunch/ --keys-only | grep -c '/leader$'; }
-snapshot_on() {  # HOST STEP: host's own shard of a step >= STEP on its disk
-  local f s
-  for f in "$work/ckpt-${ADDR[$1]}"/step_*/shard_"$1".held; do
-    [ -e "$f" ] || continue
-    s=${f#*step_}; s=$((10#${s%%.*}))
-    [ "$s" -ge "$2" ] && return 0
-  done
-  return 1
-}
 
 env -u XDG_RUNTIME_DIR DSLAUNCH_STOP_GRACE=500ms "$DSLAUNCH" --hostfile hostfile --launcher ssh job.yaml >out 2>&1 &
 pid=$!
@@ -117,11 +90,7 @@ echo "state before the loss: $before"
 echo "state at the end:      $final"
 echo "$final" | grep -q '"generation_nodes":\[1,2\]' || fail "the restart was not on hosts 1 and 2: $final"
 echo "$final" | grep -q '"restarts":1' || fail "not one restart spent: $final"
-# From the recovery point, not from scratch: no save of a step below 200 was written again.
-for f in "$work"/ckpt-*/step_*/shard_*.held; do
-  s=${f##*/step_}; s=$((10#${s%%.*}))
-  [ "$s" -lt 200 ] && [ "$f" -nt killed ] && fail "$f was written again after the loss: trained from scratch?"
-done
+none_rewritten_below 200  # from the recovery point, not from scratch
 snapshot_on 1 10000 || fail "host 1 holds no snapshot of step 10000 or later: the job did not train on after the loss"
 # The standby's own record (its private directory on the shared file system): exit 0.
 wait_for 10 sh -c "env -u XDG_RUNTIME_DIR '$DSLAUNCH' status --all | grep '^$job ' | grep -q ' ended  *0 '" ||
