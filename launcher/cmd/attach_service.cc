@@ -26,6 +26,10 @@ AttachService::AttachService(Coordinator& coord, const JobRecord& record, LogMux
 
 AttachService::~AttachService() {
   mux_.Follow(nullptr);
+  RemoveFile();
+}
+
+void AttachService::RemoveFile() {
   if (dir_) RemoveAttachFile(*dir_, coord_.control().options().job_id, wire::kAttachLeaderNode);
 }
 

@@ -32,6 +32,9 @@ class AttachService {
   void SetCoordinators(std::vector<std::string> addresses);
   // The job ended: every client gets its exit code and summary.
   void End();
+  // This coordinator no longer leads (deposed): its file goes now, so that
+  // attach looks for the new leader (the destructor does it otherwise).
+  void RemoveFile();
   AttachHub& hub() { return hub_; }
 
  private:

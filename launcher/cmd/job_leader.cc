@@ -10,6 +10,11 @@
 #include "common/log.h"
 
 namespace ds {
+namespace {
+
+constexpr int64_t kMinLeaseTtl = 3;  // seconds (LeaderOptions)
+
+}  // namespace
 
 std::string JobKey(const CoordinatorSpec& spec, const std::string& job_id, const char* leaf) {
   std::string prefix = spec.prefix.empty() ? kDefaultCoordinatorPrefix : spec.prefix;
@@ -29,7 +34,10 @@ failover::LeaderSessionOptions LeaderOptions(const JobSpec& job, const std::stri
   o.leader_key = JobKey(c, job_id, "leader");
   o.state_key = JobKey(c, job_id, "state");
   o.identity = identity;
-  o.ttl_s = std::max<int64_t>(2, static_cast<int64_t>(std::ceil(job.elastic.heartbeat_timeout)));
+  // Not under 3 s: renewed every third of it, a lease of 2 s leaves a busy
+  // etcd (a loaded machine, a raft election) under 0.7 s per renewal.
+  o.ttl_s = std::max<int64_t>(kMinLeaseTtl, static_cast<int64_t>(std::ceil(job.elastic.heartbeat_timeout)));
+  o.give_up_s = CoordinatorGrace(c, job.elastic.heartbeat_timeout) + static_cast<double>(o.ttl_s);
   return o;
 }
 
@@ -81,6 +89,9 @@ bool JobOver::operator()() {
   return now - last_answer_ > Seconds(silence_s_);
 }
 
+// A standby's watch unanswered this many seconds: the key is read instead.
+constexpr int kQuietLook = 3;
+
 Result<bool> WaitForVacancy(const JobSpec& job, const std::string& job_id, const std::function<bool()>& ended) {
   const failover::LeaderSessionOptions o = LeaderOptions(job, job_id, "");
   DS_ASSIGN_OR_RETURN(std::unique_ptr<etcd::Client> client, etcd::Client::Create(o.client));
@@ -97,18 +108,28 @@ Result<bool> WaitForVacancy(const JobSpec& job, const std::string& job_id, const
       continue;
     }
     if (!*kv) return true;
-    // Watched, not polled: a waiting standby costs etcd and this machine nothing.
+    // Watched: a waiting standby costs etcd little. But a watch on a member
+    // cut off from the others (a partition) stays open and silent while
+    // the majority deletes the key, so the key is read again every few
+    // quiet seconds (the client moves on to a member that answers).
     auto watch = client->WatchKey(etcd::WatchRequest{o.leader_key, "", (*kv)->mod_revision + 1});
     if (!watch.ok()) {
       trouble(watch.status());
       continue;
     }
+    int quiet_s = 0;
     while (!ended()) {
       Result<etcd::WatchResponse> r = (*watch)->Next(1.0);  // a second at most, so `ended` is looked at
-      if (!r.ok() && r.status().code() == Status::Code::kTimeout) continue;
-      if (!r.ok()) break;  // the stream broke: read the key again
-      for (const etcd::WatchEvent& e : r->events)
-        if (e.type == etcd::WatchEvent::Type::kDelete) return true;
+      if (!r.ok() && r.status().code() != Status::Code::kTimeout) break;  // the stream broke: read the key again
+      if (r.ok()) {
+        for (const etcd::WatchEvent& e : r->events)
+          if (e.type == etcd::WatchEvent::Type::kDelete) return true;
+        continue;
+      }
+      if (++quiet_s % kQuietLook != 0) continue;
+      Result<std::optional<etcd::KeyValue>> now = client->Get(o.leader_key);
+      if (now.ok() && !*now) return true;
+      if (now.ok() && (*now)->create_revision != (*kv)->create_revision) break;  // another's: watch it instead
     }
   }
   return false;

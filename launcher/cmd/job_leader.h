@@ -68,8 +68,10 @@ class JobOver {
 };
 // A standby's wait (--standby): true once the job's leader key is vacant
 // (its leader lost, or resigned), false as soon as `ended()` says the job
-// is over (looked at every second). It watches the key; an etcd that does
-// not answer is tried again every 500 ms (said once).
+// is over (looked at every second). It watches the key, and reads it after
+// every 3 quiet seconds (a watch on a member cut off from the others hears
+// nothing); an etcd that does not answer is tried again every 500 ms (said
+// once).
 Result<bool> WaitForVacancy(const JobSpec& job, const std::string& job_id, const std::function<bool()>& ended);
 // The job's state as its leader last wrote it. NotFound when none was.
 Result<JobState> ReadJobState(const JobSpec& job, const std::string& job_id);

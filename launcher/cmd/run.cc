@@ -120,6 +120,7 @@ Result<CoordinatorOptions> FreshCoordinatorOptions(const Launch& l, const CliOpt
   co.argv = std::move(argv);
   co.heartbeat_interval = el.heartbeat_interval;
   co.heartbeat_timeout = el.heartbeat_timeout;
+  if (l.plan.job.coordinator.on()) co.coordinator_grace = CoordinatorGrace(l.plan.job.coordinator, el.heartbeat_timeout);
   co.hang_timeout = el.hang_timeout;
   co.stop_grace = cli.stop_grace;
   co.register_timeout = l.ssh.connect_timeout + kRegisterGrace;
@@ -384,6 +385,25 @@ Result<FleetOptions> FleetOptionsFor(const Launch& l, const CliOptions& cli,
   return fleet_options;
 }
 
+// Deposed (a partition healed behind the standby that took over while this
+// coordinator had no lease): everything this dslaunch would do from here on
+// (stop its agents' and standbys' sessions, drain the fleet, write the job's
+// end) would act on a job another coordinator leads. So it says so and
+// leaves at once, touching no process of the job, as a killed dslaunch
+// would, its attach file removed first.
+constexpr int kExitDeposed = 6;  // docs/usage.md "Exit codes"
+[[noreturn]] void LeaveDeposed(const std::string& job, const std::string& why, AttachService& attach, LogMux& mux,
+                               TerminalWriter& err) {
+  attach.RemoveFile();
+  mux.Notice(fmt::format("dslaunch: coordinator: no longer the leader of job {}: {}. This dslaunch lost its etcd "
+                         "lease (a partition?); it leaves every process of the job to whoever leads it now and "
+                         "exits 6. `dslaunch attach {}` follows the job",
+                         job, why, job));
+  mux.Flush();
+  err.Flush();
+  std::_Exit(kExitDeposed);
+}
+
 // Runs the prepared job to its end; returns the coordinator's world size.
 Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMux& mux, TerminalWriter& err) {
   asio::io_context io;
@@ -425,10 +445,16 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMu
     if (Status st = WriteTakeoverRecord(l.coord.job_id, {l.coord.secret, coord.address()}); !st.ok())
       l.coord.notice("warning: no takeover record (dslaunch --resume cannot take this job over): " + st.message());
     coord.OnStateChange([&leader](const JobState& s) { leader->Offer(EncodeJobState(s, RealClock().Now())); });
-    coord.SetFencing([&leader] { return leader->Leads() ? static_cast<uint64_t>(leader->token()) : 0; });
+    coord.SetFencing([&leader] { return leader->Leads() ? static_cast<uint64_t>(leader->token()) : 0; },
+                     [&leader] { return leader->ConfirmedAt(); });
   }
   AttachService attach(coord, record, mux, l.coord.secret,
                        resume ? fmt::format("this coordinator took job {} over from a lost one", l.coord.job_id) : "");
+  if (leader) {
+    leader->OnDeposed([&](const std::string& why) {
+      asio::post(io, [&, why] { LeaveDeposed(l.coord.job_id, why, attach, mux, err); });
+    });
+  }
   JobWatch watch(io, coord, record, mux,
                  {l.plan.job.progress_interval, l.plan.job.metrics_port, l.plan.job.metrics_addr});
   watch.FeedStatus(&attach.hub());

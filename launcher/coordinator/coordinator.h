@@ -90,7 +90,9 @@ class Coordinator {
   // on the io thread.
   void OnStateChange(std::function<void(const JobState&)> cb) { control_.OnStateChange(std::move(cb)); }
   // Every frame to an agent fenced with the leader's token (JobControl::SetFencing).
-  void SetFencing(std::function<uint64_t()> token) { control_.SetFencing(std::move(token)); }
+  void SetFencing(std::function<uint64_t()> token, std::function<Clock::time_point()> heard_by_etcd) {
+    control_.SetFencing(std::move(token), std::move(heard_by_etcd));
+  }
   // Where agents look for a leader when this one is lost (JobControl::SetCoordinators).
   void SetCoordinators(std::vector<std::string> addresses) { control_.SetCoordinators(std::move(addresses)); }
   CoordState state() const { return control_.state(); }

@@ -19,6 +19,10 @@ class FleetEvents {
   // `node`'s registered agent was lost (its link closed, it fell silent, or
   // it did not confirm a stop): the fleet may start a new one there.
   virtual void OnAgentLost(int node) = 0;
+  // `node`'s link closed while its coordinator did not lead (coordinator
+  // failover): not lost yet, the agent may come back to this coordinator
+  // once it leads again, with the key it holds.
+  virtual void OnAgentAway(int /*node*/) {}
   // Agent `parent` reports that the command starting another node's agent
   // ended (the launch tree).
   virtual void OnAgentEnded(int parent, const msg::AgentEnded& ended) = 0;

@@ -69,14 +69,33 @@ Status JobControl::OnRegister(const msg::Register& facts, std::shared_ptr<AgentL
     return Status::InvalidArgument(fmt::format("node index {} is not in the plan", facts.node_index));
   const int node = static_cast<int>(facts.node_index);
   Agent& a = agents_[node];
+  // A failover leader without its lease would command nobody: the agent
+  // had better try the next address (a leader may lead there).
+  if (!Commanding())
+    return Status::Unavailable("this coordinator does not lead the job now (its etcd lease is lost)");
   // A lost node may come back (elastic.rejoin): it idles until the next restart.
   const bool rejoin = a.slot == SlotState::kLost && state_ != CoordState::kDone && plan_.job.elastic.rejoin;
   // A node joining a started --nnodes MIN:MAX job (never registered before).
   const bool late = !a.registered() && opt_.start_nodes > 0 && state_ != CoordState::kWaitingForAgents &&
                     state_ != CoordState::kDone;
-  if (!rejoin && !late && (a.registered() || state_ != CoordState::kWaitingForAgents))
+  // Back to this coordinator after its link closed while this one did not
+  // lead (coordinator failover): its slot is as it was; its Resume follows.
+  const bool back = fencing_ && a.up() && !a.connected() && state_ != CoordState::kDone;
+  if (!rejoin && !late && !back && (a.registered() || state_ != CoordState::kWaitingForAgents))
     return Status::InvalidArgument(fmt::format("node {} is already registered", node));
+  if (back) {
+    a.link = std::move(link);
+    ++a.registrations;
+    liveness_.Watch(node, clock_.Now());
+    if (gather_) SendTo(node, wire::MsgType::kSnapshotSetup, gather_->Setup(node).Encode());
+    if (!coordinators_.addresses.empty()) SendTo(node, wire::MsgType::kCoordinators, coordinators_.Encode());
+    fleet_->OnAgentRegistered(node);
+    Notice(fmt::format("{} is back: it had lost this coordinator while it did not lead", names_[node]));
+    Rearm();
+    return Status::OK();
+  }
   a.link = std::move(link);
+  ++a.registrations;
   a.facts = facts;
   if (opt_.hosts_from_agents && !facts.hostname.empty()) names_[node] = Printable(facts.hostname);
   if (!a.registered()) ++num_registered_;

@@ -124,6 +124,9 @@ struct CoordinatorOptions {
   // restarts the running job to take part, within elastic.max_restarts.
   int start_nodes = 0;
   double last_call = 30.0;
+  double coordinator_grace = 0;       // coordinator failover: how long an agent that lost its coordinator
+                                      //   looks for one (0: heartbeat_timeout); an agent away while this one
+                                      //   did not lead is waited for that long once it leads again
   // What the user must see (restarts); default: a diagnostic log line.
   std::function<void(const std::string&)> notice;
 };
@@ -191,8 +194,18 @@ class JobControl {
   void OnStateChange(std::function<void(const JobState&)> cb) { on_state_ = std::move(cb); }
   // With coordinator failover: every frame to an agent goes inside a Fenced
   // with token(), the leader's fencing token; while it says 0 (the lease
-  // lost: not leading) nothing is sent at all.
-  void SetFencing(std::function<uint64_t()> token) { fencing_ = std::move(token); }
+  // lost: not leading) nothing is sent at all, no agent's silence or closed
+  // link is judged (a closed one is, once it leads again) and the fleet is
+  // asked to start nothing. `heard_by_etcd()`: when
+  // etcd last heard this leader (its last answered keepalive). An agent
+  // silent since before then may be silent because this leader is the one
+  // cut off, so its silence is judged only once etcd has heard the leader
+  // after it began (a renewal later, ttl/3 at most), or, with no answer,
+  // forgiven when the lease runs out.
+  void SetFencing(std::function<uint64_t()> token, std::function<Clock::time_point()> heard_by_etcd = nullptr) {
+    fencing_ = std::move(token);
+    heard_by_etcd_ = std::move(heard_by_etcd);
+  }
   // With standby coordinators: where an agent that loses this coordinator
   // looks for the next (its own address first), told to every agent now
   // and to each that registers later (msg::Coordinators).
@@ -241,6 +254,7 @@ class JobControl {
  private:
   struct Agent {
     std::shared_ptr<AgentLink> link;
+    uint32_t registrations = 0;  // which registration `link` is (Unjudged)
     msg::Register facts;
     SlotState slot = SlotState::kAbsent;  // agent_slot.h: its moves are in one table
     void MoveTo(SlotState to) {
@@ -364,6 +378,16 @@ class JobControl {
   // OnTimer) holds so that the value is compared once its event is done.
   std::function<void(const JobState&)> on_state_;
   std::function<uint64_t()> fencing_;  // SetFencing's; null: bare frames
+  std::function<Clock::time_point()> heard_by_etcd_;  // SetFencing's; null: silence judged at once
+  struct Unjudged {  // an agent's link that closed while this coordinator did not lead
+    int node;
+    uint32_t registration;  // Agent::registrations then
+    std::string reason;
+    Clock::time_point due = Clock::time_point::max();  // set once it leads again: the agent's time to come back
+  };
+  std::vector<Unjudged> unjudged_;
+  void JudgeUnjudged(Clock::time_point now);
+  bool Commanding() const { return !fencing_ || fencing_() != 0; }  // false while a failover leader does not lead
   msg::Coordinators coordinators_;     // SetCoordinators'; none: not sent
   std::optional<JobState> published_;
   struct PublishOnReturn {

@@ -25,6 +25,14 @@ Failure HostFailure(const std::string& host, const std::string& what, int exit_c
 void JobControl::OnAgentClosed(int node, const std::string& reason) {
   const PublishOnReturn publish{*this};
   if (!agents_[node].up()) return;  // lost already, or never registered
+  if (!Commanding() && state_ != CoordState::kDone) {
+    // Not leading (its lease lost): the agent may have left for a new
+    // leader. Judged once this coordinator leads again (JudgeUnjudged).
+    unjudged_.push_back({node, agents_[node].registrations, reason});
+    liveness_.Unwatch(node);  // no link, no heartbeats: JudgeUnjudged decides
+    fleet_->OnAgentAway(node);
+    return;
+  }
   LoseAgent(node, reason);
   if (state_ == CoordState::kDone) return;
   if (adopting_) return MaybeAdopt();  // one fewer to wait for
@@ -57,7 +65,7 @@ void JobControl::LoseAgent(int node, const std::string& reason) {
   }
   liveness_.Unwatch(node);
   slow_links_.Forget(static_cast<uint32_t>(node));
-  if (state_ != CoordState::kDone) fleet_->OnAgentLost(node);
+  if (state_ != CoordState::kDone && Commanding()) fleet_->OnAgentLost(node);  // a leader that lost its lease starts nothing
 }
 
 void JobControl::Abort(const std::string& host, const std::string& what, int exit_code) {
@@ -169,15 +177,50 @@ void JobControl::CheckRegisterDeadline(Clock::time_point now) {
         1);
 }
 
+// The links that closed while this coordinator did not lead, now that it
+// leads again: their agents went looking for a leader because this one was
+// silent, so each gets the agents' grace to come back; one that has not
+// (nor registered anew) is lost then, as ever.
+void JobControl::JudgeUnjudged(Clock::time_point now) {
+  const double wait = opt_.coordinator_grace > 0 ? opt_.coordinator_grace : opt_.heartbeat_timeout;
+  std::vector<Unjudged> due;
+  for (auto it = unjudged_.begin(); it != unjudged_.end();) {
+    const Agent& a = agents_[it->node];
+    if (a.registrations != it->registration || a.connected()) {
+      it = unjudged_.erase(it);  // back
+    } else if (it->due == Clock::time_point::max()) {
+      (it++)->due = now + Seconds(wait);
+    } else if (now >= it->due) {
+      due.push_back(std::move(*it));
+      it = unjudged_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (const Unjudged& u : due) OnAgentClosed(u.node, u.reason);
+}
+
 // What Liveness found due: agents silent for heartbeat_timeout are lost, the
 // others get their Ping when one is due (liveness.h).
 void JobControl::CheckLiveness(Clock::time_point now) {
+  if (!unjudged_.empty() && Commanding()) JudgeUnjudged(now);
   const Liveness::Due due = liveness_.Wake(now);
   if (due.late_s > 0)
     DS_LOG(Warn, Coord) << "the coordinator did not run for " << due.late_s
                         << " s; agents' silence is judged again once it has read what they sent";
-  for (int node : due.silent)
-    if (state_ != CoordState::kDone) OnAgentClosed(node, fmt::format("no heartbeat for {}s", opt_.heartbeat_timeout));
+  for (int node : due.silent) {
+    if (state_ == CoordState::kDone) continue;
+    // Not leading (its lease lost): the silence may be this coordinator's
+    // own isolation, and whatever it decided could not be sent anyway. It
+    // judges nobody; each agent's silence counts afresh from now.
+    if (!Commanding()) {
+      liveness_.Watch(node, now);
+    } else if (heard_by_etcd_ && heard_by_etcd_() < liveness_.LastSeen(node) + Seconds(opt_.heartbeat_timeout)) {
+      liveness_.Recheck(now);  // etcd has not heard this leader since: maybe it is the one cut off
+    } else {
+      OnAgentClosed(node, fmt::format("no heartbeat for {}s", opt_.heartbeat_timeout));
+    }
+  }
   if (state_ == CoordState::kDone) return;
   const Bytes ping = msg::Ping{Liveness::Stamp(now), 0}.Encode();
   for (int node : due.ping) SendTo(node, wire::MsgType::kPing, ping);

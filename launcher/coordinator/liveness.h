@@ -20,6 +20,7 @@
 // Not thread-safe: the coordinator's io thread; time is passed in.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -36,6 +37,8 @@ class Liveness {
   void Start(Clock::time_point now);
   // `node` registered (or rejoined): its silence counts from `now`.
   void Watch(int node, Clock::time_point now);
+  // A silent node not judged now: the silent are due again at the next recheck after `now`.
+  void Recheck(Clock::time_point now) { next_judge_ = std::min(next_judge_, now + recheck_); }
   // `node` was lost: neither judged nor pinged any more.
   void Unwatch(int node);
   // A frame from `node` arrived.
@@ -66,7 +69,7 @@ class Liveness {
  private:
   Clock::duration interval_;
   Clock::duration timeout_;
-  Clock::duration recheck_;  // after a late wake
+  Clock::duration recheck_;  // after a late wake, or a silence not judged yet (Recheck)
   std::vector<Clock::time_point> last_seen_;  // by node
   std::vector<bool> watched_;                  // by node
   std::vector<double> rtt_;                    // by node, seconds; < 0: none yet

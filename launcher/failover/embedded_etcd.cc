@@ -132,7 +132,12 @@ std::vector<std::string> EtcdArgv(const EmbeddedEtcdOptions& o) {
       "--client-cert-auth", "--trusted-ca-file", o.ca_file, "--cert-file", o.cert_file, "--key-file", o.key_file,
       "--peer-client-cert-auth", "--peer-trusted-ca-file", o.ca_file,
       "--peer-cert-file", o.cert_file, "--peer-key-file", o.key_file,
-      "--logger", "zap", "--log-outputs", "stderr"};
+      "--logger", "zap", "--log-outputs", "stderr",
+      // A member back from a partition would depose the raft leader with
+      // the terms it ran up alone: an election in which no keepalive of the
+      // job's leader is answered. Pre-vote (etcd 3.5's default) lets it
+      // rejoin quietly.
+      "--pre-vote"};
   if (!o.cluster_token.empty()) a.insert(a.end(), {"--initial-cluster-token", o.cluster_token});
   if (o.heartbeat_ms > 0) a.insert(a.end(), {"--heartbeat-interval", std::to_string(o.heartbeat_ms)});
   if (o.election_ms > 0) a.insert(a.end(), {"--election-timeout", std::to_string(o.election_ms)});

@@ -26,12 +26,14 @@ Status LeaderElection::EnsureLease() {
     DS_ASSIGN_OR_RETURN(etcd::LeaseResponse alive, client_.LeaseKeepAlive(lease_));
     if (alive.ttl > 0) {
       deadline_ = sent + Seconds(static_cast<double>(alive.ttl));
+      confirmed_ = sent;
       return Status::OK();
     }
   }
   DS_ASSIGN_OR_RETURN(etcd::LeaseResponse granted, client_.LeaseGrant(options_.ttl_s));
   lease_ = granted.id;
   deadline_ = sent + Seconds(static_cast<double>(granted.ttl));
+  confirmed_ = sent;
   return Status::OK();
 }
 
@@ -104,6 +106,7 @@ Status LeaderElection::Renew() {
   }
   if (alive->ttl <= 0) return StepDown(fmt::format("lease {} expired or was revoked", lease_));
   deadline_ = sent + Seconds(static_cast<double>(alive->ttl));
+  confirmed_ = sent;
   Result<std::optional<etcd::KeyValue>> kv = client_.Get(options_.key);
   if (!kv.ok()) return kv.status();
   if (!*kv) return StepDown(fmt::format("the leader key {} is gone", options_.key), true);

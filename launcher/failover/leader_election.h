@@ -70,6 +70,10 @@ class LeaderElection {
   int64_t lease_id() const { return lease_; }
   const std::string& reason() const { return reason_; }  // why it stepped down
   Clock::time_point deadline() const { return deadline_; }
+  // When the last keepalive (or grant) that etcd answered was sent: etcd
+  // knew this coordinator alive then. An agent silent since before it may be
+  // silent because this side is cut off (JobControl::SetFencing).
+  Clock::time_point confirmed() const { return confirmed_; }
 
  private:
   // Said as a WARN line unless `expected` (a resignation at the end).
@@ -82,6 +86,7 @@ class LeaderElection {
   Role role_ = Role::kCandidate;
   int64_t lease_ = 0;
   int64_t token_ = 0;
+  Clock::time_point confirmed_{};
   Clock::time_point deadline_{};  // the lease holds at least until then
   std::string reason_;
 };

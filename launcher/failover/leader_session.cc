@@ -28,9 +28,19 @@ Result<std::unique_ptr<LeaderSession>> LeaderSession::Start(LeaderSessionOptions
                                              "coordinator leads this job",
                                              s->options_.leader_key, c->holder, c->token));
   }
+  // The state as this leader found it: a later write by anyone else means
+  // another coordinator led the job in between (LedMeanwhile).
+  Result<std::optional<StoredState>> stored = s->store_.Read();
+  if (!stored.ok()) {
+    (void)s->election_.Resign();
+    return Status::Unavailable(fmt::format("coordinator.etcd: cannot read {}: {}", s->options_.state_key,
+                                           stored.status().message()));
+  }
+  if (stored->has_value()) s->known_revision_ = (*stored)->revision;
   s->leads_ = true;
   s->token_ = c->token;
   s->elections_ = 1;
+  s->Publish();
   s->thread_ = std::thread([p = s.get()] { p->Loop(); });
   return s;
 }
@@ -59,6 +69,20 @@ Status LeaderSession::Flush(double timeout_s) {
                                      timeout_s, last_error_.empty() ? "" : ": " + last_error_));
 }
 
+bool LeaderSession::Leads() const {
+  return leads_.load() && clock_.Now().time_since_epoch().count() < deadline_.load();
+}
+
+void LeaderSession::Publish() {
+  deadline_ = election_.deadline().time_since_epoch().count();
+  confirmed_ = election_.confirmed().time_since_epoch().count();
+}
+
+void LeaderSession::OnDeposed(std::function<void(const std::string&)> cb) {
+  std::lock_guard<std::mutex> lock(mu_);
+  on_deposed_ = std::move(cb);
+}
+
 void LeaderSession::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -77,8 +101,14 @@ void LeaderSession::Loop() {
   const auto renew_every = Seconds(static_cast<double>(options_.ttl_s) / 3);
   std::unique_lock<std::mutex> lock(mu_);
   Clock::time_point renew_at = clock_.Now() + renew_every;
-  while (!(stopping_ && !leads_)) {
+  while (!(stopping_ && !leads_) && !deposed_) {
     if (!leads_) {
+      if (lost_at_ == Clock::time_point{}) lost_at_ = clock_.Now();
+      if (options_.give_up_s > 0 && clock_.Now() - lost_at_ > Seconds(options_.give_up_s)) {
+        Depose(lock, fmt::format("it has not led for {:.0f} s (etcd unreachable: {}), and its agents have stopped "
+                                 "waiting for it", options_.give_up_s, last_error_));
+        break;
+      }
       CampaignAgain(lock);
       renew_at = clock_.Now() + renew_every;
       continue;
@@ -87,10 +117,14 @@ void LeaderSession::Loop() {
       cv_.wait_for(lock, std::max(renew_at - clock_.Now(), Clock::duration::zero()),
                    [&] { return stopping_ || written_ < offered_; });
     if (clock_.Now() >= renew_at) {
+      // The next one is due a third of the TTL after this one began, not
+      // after its answer: a slow etcd must not stretch the period to where
+      // the lease's deadline passes between two renewals.
+      renew_at = clock_.Now() + renew_every;
       lock.unlock();
       const Status st = election_.Renew();
       lock.lock();
-      renew_at = clock_.Now() + renew_every;
+      Publish();
       if (!st.ok() && !election_.Leads()) {  // stepped down: the election said why
         leads_ = false;
         last_error_ = st.message();
@@ -116,6 +150,7 @@ void LeaderSession::WritePending(std::unique_lock<std::mutex>& lock) {
   if (r.ok()) {
     written_ = std::max(written_, number);
     revision_ = *r;
+    known_revision_ = std::max(known_revision_, *r);
     ++writes_;
     cv_.notify_all();
     return;
@@ -126,6 +161,7 @@ void LeaderSession::WritePending(std::unique_lock<std::mutex>& lock) {
     lock.unlock();
     (void)election_.Renew();
     lock.lock();
+    Publish();
     if (!election_.Leads()) {
       leads_ = false;
       last_error_ = r.status().message();
@@ -139,24 +175,60 @@ void LeaderSession::WritePending(std::unique_lock<std::mutex>& lock) {
 void LeaderSession::CampaignAgain(std::unique_lock<std::mutex>& lock) {
   lock.unlock();
   Result<CampaignResult> c = election_.Campaign();
+  lock.lock();
+  if (c.ok() && !c->leads && c->holder != options_.identity && c->token > token_)
+    return Depose(lock, fmt::format("{} leads it now (fencing token {})", c->holder, c->token));
   if (c.ok() && !c->leads) {
-    // Another leads (a standby, or our own old key until its lease ends):
+    // Our own old key until its lease ends (or one gone again in between):
     // wait for the key to go, then try again.
+    lock.unlock();
     const Status st = election_.WaitForVacancy(*c, static_cast<double>(options_.ttl_s));
     lock.lock();
     if (!st.ok() && st.code() != Status::Code::kTimeout) Failed(lock, st);
     return;
   }
-  lock.lock();
   if (!c.ok()) return Failed(lock, c.status());
+  if (LedMeanwhile(lock)) return;
   leads_ = true;
+  lost_at_ = {};
   token_ = c->token;
   ++elections_;
-  // Leading again, under a new token: the newest state is written again.
-  // (Nothing else writes this job's state yet: a standby that led in
-  // between would be read first here.)
+  Publish();
+  // Leading again, under a new token, and nobody led in between: the
+  // newest state is written again.
   if (offered_ > 0) written_ = 0;
   DS_LOG(Warn, Coord) << options_.identity << " leads again (fencing token " << c->token << ")";
+}
+
+bool LeaderSession::LedMeanwhile(std::unique_lock<std::mutex>& lock) {
+  lock.unlock();
+  Result<std::optional<StoredState>> stored = store_.Read();
+  lock.lock();
+  const bool other = stored.ok() && stored->has_value() && (*stored)->revision > known_revision_ &&
+                     (*stored)->text != newest_;  // not our own write whose answer was lost
+  if (stored.ok() && !other) return false;
+  lock.unlock();
+  (void)election_.Resign();
+  lock.lock();
+  if (!stored.ok()) {
+    Failed(lock, stored.status());
+    return true;
+  }
+  Depose(lock, fmt::format("another coordinator led it meanwhile (it wrote the job's state at revision {})",
+                           (*stored)->revision));
+  return true;
+}
+
+void LeaderSession::Depose(std::unique_lock<std::mutex>& lock, const std::string& why) {
+  deposed_ = true;
+  leads_ = false;
+  last_error_ = why;
+  DS_LOG(Warn, Coord) << options_.identity << " is deposed as leader of " << options_.leader_key << ": " << why;
+  auto cb = on_deposed_;
+  cv_.notify_all();
+  lock.unlock();
+  if (cb) cb(why);
+  lock.lock();
 }
 
 void LeaderSession::Failed(std::unique_lock<std::mutex>& lock, const Status& st) {

@@ -254,6 +254,10 @@ void AgentFleet::OnAgentLost(int node) {
   if (opt_.rejoin) Rejoin(node);
 }
 
+void AgentFleet::OnAgentAway(int node) {
+  if (opt_.derived_token) Enroll(node);
+}
+
 void AgentFleet::Drain(Clock::duration grace) {
   draining_ = true;
   rejoin_timer_.cancel();

@@ -84,6 +84,7 @@ class AgentFleet final : public FleetEvents {
   // start is started from here.
   void OnAgentRegistered(int node) override;
   void OnAgentLost(int node) override;
+  void OnAgentAway(int node) override;  // its derived key opens a registration again
   void OnAgentEnded(int parent, const msg::AgentEnded& ended) override;
   // The job is over: wait up to `grace` for every agent to exit, terminate
   // what is left, then stop the io_context.

@@ -29,6 +29,7 @@ class FakeTimer final : public DeadlineTimer {
   }
   void Cancel() override { when_.reset(); }
   std::optional<Clock::time_point> armed() const { return when_; }
+  Clock::time_point Now() const { return clock_.Now(); }
   // Moves the clock forward by `d`, stopping at each deadline on the way to fire it.
   void Advance(Clock::duration d) {
     const auto end = clock_.Now() + d;
@@ -74,9 +75,11 @@ class RecordingFleet final : public FleetEvents {
   void OnAgentRegistered(int node) override { registered.push_back(node); }
   void OnAgentLost(int node) override { lost.push_back(node); }
   void OnAgentEnded(int parent, const msg::AgentEnded& ended) override { ended_reports.emplace_back(parent, ended); }
+  void OnAgentAway(int node) override { away.push_back(node); }
 
   std::vector<int> registered;
   std::vector<int> lost;
+  std::vector<int> away;
   std::vector<std::pair<int, msg::AgentEnded>> ended_reports;
 };
 

@@ -205,4 +205,82 @@ TEST_CASE("job control fencing: with a leader's token every frame to an agent go
   CHECK(c.link(0).sent.size() == deposed);
 }
 
+TEST_CASE("job control fencing: a leader without its lease (a partition) judges no silence and starts nothing; "
+          "leading again, the silence counts afresh", "[jobcontrol]") {
+  FakeCluster c(kThreeHosts, Elastic(2));
+  c.Run();
+  uint64_t token = 41;
+  c.control().SetFencing([&] { return token; });
+  token = 0;  // its lease lost: on its side of a partition, every other agent falls silent
+  c.Silence(1);
+  c.Silence(2);
+  c.Advance(10);  // ten heartbeat timeouts
+  CHECK(c.lost_events().empty());
+  CHECK(c.control().restarts() == 0);
+  CHECK(c.control().state() == CoordState::kRunning);
+  CHECK_FALSE(c.done());
+
+  token = 57;  // leading again, and nodes 1 and 2 still silent: judged as ever, from when it was last forgiven
+  c.Advance(3);
+  CHECK(c.lost_events() == std::vector<int>{1, 2});
+}
+
+TEST_CASE("job control fencing: a link that closed while the leader did not lead is judged once it leads again, "
+          "after the agents' grace to come back", "[jobcontrol]") {
+  FakeCluster c(kThreeHosts, Elastic(2));
+  c.Run();
+  uint64_t token = 41;
+  c.control().SetFencing([&] { return token; });
+  token = 0;
+  c.Drop(0, "connection closed by peer");  // its agent went looking for a leader
+  c.Advance(10);
+  CHECK(c.lost_events().empty());
+  token = 57;  // the grace here: heartbeat_timeout (3 s), from its next tick
+  c.Advance(3.5);
+  CHECK(c.lost_events().empty());
+  c.Advance(1);
+  CHECK(c.lost_events() == std::vector<int>{0});
+  CHECK(c.control().state() == CoordState::kStopping);  // its generation restarts without it
+}
+
+TEST_CASE("job control fencing: an agent silent since etcd last heard the leader is judged only once etcd hears it "
+          "again", "[jobcontrol]") {
+  FakeCluster c(kThreeHosts, Elastic(2));
+  c.Run();
+  Clock::time_point heard = c.timer().Now();  // etcd heard the leader now; nothing since
+  c.control().SetFencing([] { return uint64_t{41}; }, [&] { return heard; });
+  c.Silence(2);
+  c.Advance(5);  // well past heartbeat_timeout (3 s): the leader may be the one cut off
+  CHECK(c.lost_events().empty());
+  heard = c.timer().Now();  // a keepalive answered: the leader is not cut off, node 2 is
+  c.Advance(0.5);
+  CHECK(c.lost_events() == std::vector<int>{2});
+}
+
+TEST_CASE("job control fencing: an agent whose link closed while the leader did not lead comes back to it with its "
+          "workers of the generation, and they run on", "[jobcontrol]") {
+  FakeCluster c(kThreeHosts, Elastic(2));
+  c.Run();
+  uint64_t token = 41;
+  c.control().SetFencing([&] { return token; });
+  token = 0;
+  c.Drop(1, "connection closed by peer");  // it went looking for a new leader
+  c.Advance(1);
+  CHECK(c.fleet().away == std::vector<int>{1});  // its key opens a registration again
+  CHECK_THROWS_WITH(c.Register(1), Catch::Contains("does not lead the job now"));  // not while it does not lead
+  token = 57;  // leading again before the agent is judged: it comes back
+  c.Register(1);
+  msg::Resume r;
+  r.generation = 0;
+  r.running = 1;
+  for (int rank : {2, 3}) r.workers.push_back({rank, 100 + rank});
+  c.Send(1, wire::MsgType::kResume, r.Encode());
+  c.Advance(5);
+  CHECK(c.lost_events().empty());
+  CHECK(c.control().restarts() == 0);
+  CHECK(c.Count(1, wire::MsgType::kStop) == 0);
+  CHECK(c.control().state() == CoordState::kRunning);
+  CHECK(c.notices().back() == "w1 is back: it had lost this coordinator while it did not lead");
+}
+
 }  // namespace ds::test

@@ -3,9 +3,13 @@
 // more than a write per text, and the newest lands), refuses to start where
 // another coordinator leads the job, and, deposed behind its back, writes
 // nothing more under its old token, leads again under a higher one and
-// writes the newest state there. With etcd gone, Flush says so and Stop
-// still ends.
+// writes the newest state there, but is deposed for good, writing nothing,
+// when another coordinator led meanwhile (holds the key under a higher
+// token, or wrote the state and left). With etcd gone, Flush says so and
+// Stop still ends.
 #include "launcher/failover/leader_session.h"
+
+#include <future>
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -93,6 +97,79 @@ TEST_CASE("leader session: deposed behind its back, it leads again under a highe
   REQUIRE(key->has_value());
   CHECK((*key)->create_revision == (*s)->token());
   CHECK((*key)->value == "10.0.0.1:4000");
+}
+
+// What OnDeposed says, set up before the session can be deposed.
+class DeposedWatch {
+ public:
+  explicit DeposedWatch(LeaderSession& s) : why_(said_.get_future()) {
+    s.OnDeposed([this](const std::string& w) { said_.set_value(w); });
+  }
+  // The reason, once said (within 15 s), else "".
+  std::string Wait() {
+    return why_.wait_for(std::chrono::seconds(15)) == std::future_status::ready ? why_.get() : "";
+  }
+
+ private:
+  std::promise<std::string> said_;
+  std::future<std::string> why_;
+};
+
+TEST_CASE("leader session: another coordinator took the key while it had no lease: deposed for good, naming it; "
+          "it writes nothing more", "[etcd]") {
+  auto bed = EtcdBed::Start(1);
+  FakeClock clock;  // it renews only when the test moves time: nothing here races with it
+  auto s = LeaderSession::Start(Options(*bed, "10.0.0.1:4000"), clock);
+  REQUIRE(s.ok());
+  (*s)->Offer("{\"generation\": 1}");
+  REQUIRE((*s)->Flush(10).ok());
+  DeposedWatch deposed(**s);
+  auto admin = bed->Client();
+  REQUIRE(admin->Delete(kLeader).ok());  // its lease ended (a partition) ...
+  auto taken = admin->Put(kLeader, "10.0.0.2:4000");  // ... and a standby won the key
+  REQUIRE(taken.ok());
+  clock.Advance(std::chrono::seconds(3));  // past its lease's TTL: it renews, steps down, campaigns
+  const std::string why = deposed.Wait();
+  CHECK(why == fmt::format("10.0.0.2:4000 leads it now (fencing token {})", *taken));
+  CHECK((*s)->Deposed());
+  CHECK_FALSE((*s)->Leads());
+  (*s)->Offer("{\"generation\": 0, \"stale\": true}");
+  CHECK((*s)->Flush(1).code() == Status::Code::kTimeout);
+  CHECK(Stored(*bed) == "{\"generation\": 1}");
+  REQUIRE(admin->Delete(kLeader).ok());  // the standby's job ends: the key is free again
+  (*s)->Stop();
+  CHECK((*s)->elections() == 1);  // it never campaigned again
+  auto key = admin->Get(kLeader);
+  REQUIRE(key.ok());
+  CHECK_FALSE(key->has_value());
+}
+
+TEST_CASE("leader session: another coordinator led and left while it had no lease: leading again, it sees the "
+          "newer state, resigns and is deposed; the other's state stays", "[etcd]") {
+  auto bed = EtcdBed::Start(1);
+  FakeClock clock;  // it renews only when the test moves time: nothing here races with it
+  auto s = LeaderSession::Start(Options(*bed, "10.0.0.1:4000"), clock);
+  REQUIRE(s.ok());
+  (*s)->Offer("{\"generation\": 1}");
+  REQUIRE((*s)->Flush(10).ok());
+  DeposedWatch deposed(**s);
+  auto admin = bed->Client();
+  {  // a whole leadership in between: the key taken, the state written under it, the key gone
+    REQUIRE(admin->Delete(kLeader).ok());
+    auto token = admin->Put(kLeader, "10.0.0.2:4000");
+    REQUIRE(token.ok());
+    StateStore other(*admin, kState, kLeader);
+    REQUIRE(other.Write("{\"generation\": 3, \"phase\": \"done\"}", *token).ok());
+    REQUIRE(admin->Delete(kLeader).ok());
+  }
+  clock.Advance(std::chrono::seconds(3));  // past its lease's TTL: it renews, steps down, campaigns
+  const std::string why = deposed.Wait();
+  CHECK(why.find("another coordinator led it meanwhile (it wrote the job's state at revision ") == 0);
+  CHECK_FALSE((*s)->Leads());
+  CHECK(Stored(*bed) == "{\"generation\": 3, \"phase\": \"done\"}");
+  auto key = admin->Get(kLeader);  // the lead it won back is resigned
+  REQUIRE(key.ok());
+  CHECK_FALSE(key->has_value());
 }
 
 TEST_CASE("leader session: with etcd gone, Flush names what was not written, and Stop still ends", "[etcd]") {
