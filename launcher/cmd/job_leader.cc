@@ -85,6 +85,12 @@ bool JobOver::operator()() {
   last_look_ = now;
   const Result<JobState> s = ReadJobState(job_, job_id_);
   if (s.ok() && s->phase == CoordState::kDone) return true;
+  if (!s.ok() && s.status().code() != Status::Code::kNotFound) {
+    // At the job's end the members go one by one and the last ones have no
+    // quorum: each still answers with the "done" it applied.
+    const Result<JobState> local = ReadJobState(job_, job_id_, /*serializable=*/true);
+    if (local.ok() && local->phase == CoordState::kDone) return true;
+  }
   if (s.ok() || s.status().code() == Status::Code::kNotFound) last_answer_ = now;
   return now - last_answer_ > Seconds(silence_s_);
 }
@@ -135,11 +141,11 @@ Result<bool> WaitForVacancy(const JobSpec& job, const std::string& job_id, const
   return false;
 }
 
-Result<JobState> ReadJobState(const JobSpec& job, const std::string& job_id) {
+Result<JobState> ReadJobState(const JobSpec& job, const std::string& job_id, bool serializable) {
   const failover::LeaderSessionOptions o = LeaderOptions(job, job_id, "");
   DS_ASSIGN_OR_RETURN(std::unique_ptr<etcd::Client> client, etcd::Client::Create(o.client));
   failover::StateStore store(*client, o.state_key, o.leader_key);
-  DS_ASSIGN_OR_RETURN(std::optional<failover::StoredState> stored, store.Read());
+  DS_ASSIGN_OR_RETURN(std::optional<failover::StoredState> stored, store.Read(serializable));
   if (!stored) return Status::NotFound(fmt::format("coordinator.etcd: no state at {}: job {} never ran with this "
                                                    "coordinator: section", o.state_key, job_id));
   return DecodeJobState(stored->text, RealClock().Now(), "etcd " + o.state_key);

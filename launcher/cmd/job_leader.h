@@ -54,7 +54,8 @@ Result<std::unique_ptr<failover::LeaderSession>> LeadJobAsStandby(const JobSpec&
 // A standby's "is the job over for me" (WaitForVacancy's `ended`): the
 // job's state says done, or its etcd has not answered for `silence_s` (the
 // job's own etcd lost a majority of its members: no takeover can follow).
-// Reads etcd once a second at most.
+// Reads etcd once a second at most; with no quorum answering, a member's
+// own "done" is enough.
 class JobOver {
  public:
   JobOver(const JobSpec& job, std::string job_id, double silence_s);
@@ -74,6 +75,7 @@ class JobOver {
 // once).
 Result<bool> WaitForVacancy(const JobSpec& job, const std::string& job_id, const std::function<bool()>& ended);
 // The job's state as its leader last wrote it. NotFound when none was.
-Result<JobState> ReadJobState(const JobSpec& job, const std::string& job_id);
+// `serializable`: from the first member that answers, quorum or not.
+Result<JobState> ReadJobState(const JobSpec& job, const std::string& job_id, bool serializable = false);
 
 }  // namespace ds

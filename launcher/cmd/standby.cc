@@ -82,7 +82,9 @@ Result<bool> WaitAsStandby(const JobSpec& job, int index, CoordinatorOptions& co
   DS_ASSIGN_OR_RETURN(bool vacant, WaitForVacancy(job, id, ended));
   const Result<JobState> s = ReadJobState(job, id);
   if (vacant && !ended() && s.ok() && s->phase != CoordState::kDone) return true;
-  if (started_by_leader) WithdrawStandby(job, id, index);
+  // Its key is not withdrawn here: the job's leader withdraws every standby's
+  // at its end, and at the job's end the members go one by one, so a delete
+  // by the last standbys would wait for a quorum that is gone.
   std::cerr << fmt::format("dslaunch: standby: job {} ended (or is not running from this host); nothing to take "
                            "over\n", id);
   return false;

@@ -64,8 +64,10 @@ Result<RangeResponse> Client::Range(const RangeRequest& r) {
   return Named(DecodeRange(body), current_endpoint() + "/v3/kv/range");
 }
 
-Result<std::optional<KeyValue>> Client::Get(const std::string& key) {
-  DS_ASSIGN_OR_RETURN(RangeResponse r, Range(RangeRequest{key}));
+Result<std::optional<KeyValue>> Client::Get(const std::string& key, bool serializable) {
+  RangeRequest q{key};
+  q.serializable = serializable;
+  DS_ASSIGN_OR_RETURN(RangeResponse r, Range(q));
   if (r.kvs.empty()) return std::optional<KeyValue>();
   return std::optional<KeyValue>(std::move(r.kvs.front()));
 }

@@ -49,7 +49,9 @@ class Client {
 
   Result<RangeResponse> Range(const RangeRequest& r);
   // The key's value and revisions; nullopt when there is no such key.
-  Result<std::optional<KeyValue>> Get(const std::string& key);
+  // `serializable`: the first member that answers says what it has, without
+  // a quorum (a member whose peers are gone still answers; maybe stale).
+  Result<std::optional<KeyValue>> Get(const std::string& key, bool serializable = false);
   // The revision the put made.
   Result<int64_t> Put(const std::string& key, const std::string& value, int64_t lease = 0);
   // How many keys went.

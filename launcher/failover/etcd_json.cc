@@ -122,6 +122,7 @@ json RangeJson(const RangeRequest& r) {
   if (!r.range_end.empty()) j["range_end"] = Base64Encode(r.range_end);
   if (r.limit != 0) j["limit"] = std::to_string(r.limit);
   if (r.revision != 0) j["revision"] = std::to_string(r.revision);
+  if (r.serializable) j["serializable"] = true;
   return j;
 }
 

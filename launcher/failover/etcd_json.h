@@ -48,6 +48,7 @@ struct RangeRequest {
   std::string range_end;  // "" = the one key; PrefixEnd(key) = the prefix
   int64_t limit = 0;      // 0 = no limit
   int64_t revision = 0;   // 0 = the newest
+  bool serializable = false;  // answered by the member alone, no quorum asked: maybe stale
 };
 struct RangeResponse {
   ResponseHeader header;

@@ -31,8 +31,8 @@ Result<int64_t> StateStore::Write(const std::string& text, int64_t token) {
                                      state_key_, token, holder));
 }
 
-Result<std::optional<StoredState>> StateStore::Read() {
-  DS_ASSIGN_OR_RETURN(std::optional<etcd::KeyValue> kv, client_.Get(state_key_));
+Result<std::optional<StoredState>> StateStore::Read(bool serializable) {
+  DS_ASSIGN_OR_RETURN(std::optional<etcd::KeyValue> kv, client_.Get(state_key_, serializable));
   if (!kv) return std::optional<StoredState>();
   return std::optional<StoredState>(StoredState{std::move(kv->value), kv->mod_revision});
 }

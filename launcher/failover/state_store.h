@@ -35,7 +35,8 @@ class StateStore {
   // when `text` is larger than kMaxBytes; what the client says otherwise.
   Result<int64_t> Write(const std::string& text, int64_t token);
   // The stored state; nullopt when none was written yet.
-  Result<std::optional<StoredState>> Read();
+  // `serializable`: from the first member that answers, quorum or not.
+  Result<std::optional<StoredState>> Read(bool serializable = false);
 
   // etcd refuses a request over 1.5 MiB by default; a job's state is a few KiB.
   static constexpr size_t kMaxBytes = 1 << 20;

@@ -139,7 +139,9 @@ TEST_CASE("run leader: replicas: 3 starts the job's own etcd on 3 hosts, over TL
   CHECK(ReadFile(c.out_path).find("ran 2") != std::string::npos);
   // The standbys see the job end and go, with their members and the members' files.
   CHECK(WaitUntil([&] { return ProcessesNaming(xdg).empty(); }, seconds(30)));
-  CHECK(WaitUntil([&] { return EtcdEntries(xdg + "/dslaunch").empty(); }, seconds(30)));
+  const bool gone = WaitUntil([&] { return EtcdEntries(xdg + "/dslaunch").empty(); }, seconds(30));
+  INFO("left: " << fmt::format("{}", fmt::join(EtcdEntries(xdg + "/dslaunch"), ", ")));
+  CHECK(gone);
 }
 
 // Done-when (a) of issue 45 on one machine: the job's own etcd, dslaunch
