@@ -385,8 +385,9 @@ Result<FleetOptions> FleetOptionsFor(const Launch& l, const CliOptions& cli,
   return fleet_options;
 }
 
-// Deposed (a partition healed behind the standby that took over while this
-// coordinator had no lease): everything this dslaunch would do from here on
+// No longer the leader (failover::LeaderSession deposed it: another leads,
+// or led meanwhile, or etcd was gone for longer than the agents wait for
+// it): everything this dslaunch would do from here on
 // (stop its agents' and standbys' sessions, drain the fleet, write the job's
 // end) would act on a job another coordinator leads. So it says so and
 // leaves at once, touching no process of the job, as a killed dslaunch

@@ -194,14 +194,14 @@ class JobControl {
   void OnStateChange(std::function<void(const JobState&)> cb) { on_state_ = std::move(cb); }
   // With coordinator failover: every frame to an agent goes inside a Fenced
   // with token(), the leader's fencing token; while it says 0 (the lease
-  // lost: not leading) nothing is sent at all, no agent's silence or closed
-  // link is judged (a closed one is, once it leads again) and the fleet is
-  // asked to start nothing. `heard_by_etcd()`: when
-  // etcd last heard this leader (its last answered keepalive). An agent
-  // silent since before then may be silent because this leader is the one
-  // cut off, so its silence is judged only once etcd has heard the leader
-  // after it began (a renewal later, ttl/3 at most), or, with no answer,
-  // forgiven when the lease runs out.
+  // lost: not leading) nothing is sent at all, no registration is taken, no
+  // agent's silence or closed link is judged (a closed one is, once it leads
+  // again and the agent's grace passed) and the fleet is asked to start
+  // nothing. `heard_by_etcd()`: when etcd last heard this leader (its last
+  // answered keepalive). An agent silent since before then may be silent
+  // because this leader is the one cut off, so its silence is judged only
+  // once etcd has heard the leader after it began (a renewal later, ttl/3
+  // at most), or, with no answer, forgiven when the lease runs out.
   void SetFencing(std::function<uint64_t()> token, std::function<Clock::time_point()> heard_by_etcd = nullptr) {
     fencing_ = std::move(token);
     heard_by_etcd_ = std::move(heard_by_etcd);

@@ -59,14 +59,11 @@ void JobControl::SetCoordinators(std::vector<std::string> addresses) {
 }
 
 void JobControl::OnResume(int node, const msg::Resume& m) {
-  const bool ours =
-      adopting_ && std::find(gen_agents_.begin(), gen_agents_.end(), node) != gen_agents_.end() &&
-      !adopting_->resumed.count(node);
   const bool in_generation = std::find(gen_agents_.begin(), gen_agents_.end(), node) != gen_agents_.end();
   if (!adopting_ && in_generation && state_ == CoordState::kRunning && m.running &&
-      static_cast<int>(m.generation) == generation_) {
+      static_cast<int>(m.generation) == generation_)
     return;  // back with this generation's workers (OnRegister's `back`): they run on
-  }
+  const bool ours = adopting_ && in_generation && !adopting_->resumed.count(node);
   if (!ours) {
     // Workers of a generation this coordinator does not run (a node lost
     // and back, a generation given up): they go, the agent idles.

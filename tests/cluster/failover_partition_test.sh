@@ -90,6 +90,7 @@ pid=""
 grep -q "no longer the leader of job $job: .* leads it now (fencing token [0-9]*)" out ||
   fail "the deposed dslaunch did not say who leads: $(grep -v "epoch\|step [0-9]" out | tail -5)"
 
+grep "steps down\|took over\|adrift\|is back\|no longer the leader\|refused a frame" out | cut -c1-240
 wait "$attach_pid"
 attach_rc=$?
 attach_pid=""

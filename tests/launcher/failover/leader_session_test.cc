@@ -99,75 +99,73 @@ TEST_CASE("leader session: deposed behind its back, it leads again under a highe
   CHECK((*key)->value == "10.0.0.1:4000");
 }
 
-// What OnDeposed says, set up before the session can be deposed.
-class DeposedWatch {
+// A leader that wrote generation 1 and whose clock only the test moves (it
+// renews only then: nothing here races with it), and what OnDeposed says.
+class DeposableLeader {
  public:
-  explicit DeposedWatch(LeaderSession& s) : why_(said_.get_future()) {
-    s.OnDeposed([this](const std::string& w) { said_.set_value(w); });
+  DeposableLeader() : bed_(EtcdBed::Start(1)), why_(said_.get_future()) {
+    auto s = LeaderSession::Start(Options(*bed_, "10.0.0.1:4000"), clock_);
+    REQUIRE(s.ok());
+    session_ = std::move(s).value();
+    session_->Offer("{\"generation\": 1}");
+    REQUIRE(session_->Flush(10).ok());
+    session_->OnDeposed([this](const std::string& w) { said_.set_value(w); });
+    admin_ = bed_->Client();
   }
-  // The reason, once said (within 15 s), else "".
-  std::string Wait() {
+  // Past its lease's TTL: it renews, steps down, campaigns. The reason it
+  // was deposed, once said (within 15 s), else "".
+  std::string WaitDeposed() {
+    clock_.Advance(std::chrono::seconds(3));
     return why_.wait_for(std::chrono::seconds(15)) == std::future_status::ready ? why_.get() : "";
   }
+  LeaderSession& session() { return *session_; }
+  etcd::Client& admin() { return *admin_; }
+  const EtcdBed& bed() const { return *bed_; }
 
  private:
-  std::promise<std::string> said_;
+  std::unique_ptr<EtcdBed> bed_;
+  FakeClock clock_;
+  std::promise<std::string> said_;  // outlives the session, whose thread sets it
   std::future<std::string> why_;
+  std::unique_ptr<LeaderSession> session_;
+  std::unique_ptr<etcd::Client> admin_;
 };
 
 TEST_CASE("leader session: another coordinator took the key while it had no lease: deposed for good, naming it; "
           "it writes nothing more", "[etcd]") {
-  auto bed = EtcdBed::Start(1);
-  FakeClock clock;  // it renews only when the test moves time: nothing here races with it
-  auto s = LeaderSession::Start(Options(*bed, "10.0.0.1:4000"), clock);
-  REQUIRE(s.ok());
-  (*s)->Offer("{\"generation\": 1}");
-  REQUIRE((*s)->Flush(10).ok());
-  DeposedWatch deposed(**s);
-  auto admin = bed->Client();
-  REQUIRE(admin->Delete(kLeader).ok());  // its lease ended (a partition) ...
-  auto taken = admin->Put(kLeader, "10.0.0.2:4000");  // ... and a standby won the key
+  DeposableLeader l;
+  REQUIRE(l.admin().Delete(kLeader).ok());  // its lease ended (a partition) ...
+  auto taken = l.admin().Put(kLeader, "10.0.0.2:4000");  // ... and a standby won the key
   REQUIRE(taken.ok());
-  clock.Advance(std::chrono::seconds(3));  // past its lease's TTL: it renews, steps down, campaigns
-  const std::string why = deposed.Wait();
-  CHECK(why == fmt::format("10.0.0.2:4000 leads it now (fencing token {})", *taken));
-  CHECK((*s)->Deposed());
-  CHECK_FALSE((*s)->Leads());
-  (*s)->Offer("{\"generation\": 0, \"stale\": true}");
-  CHECK((*s)->Flush(1).code() == Status::Code::kTimeout);
-  CHECK(Stored(*bed) == "{\"generation\": 1}");
-  REQUIRE(admin->Delete(kLeader).ok());  // the standby's job ends: the key is free again
-  (*s)->Stop();
-  CHECK((*s)->elections() == 1);  // it never campaigned again
-  auto key = admin->Get(kLeader);
+  CHECK(l.WaitDeposed() == fmt::format("10.0.0.2:4000 leads it now (fencing token {})", *taken));
+  CHECK(l.session().Deposed());
+  CHECK_FALSE(l.session().Leads());
+  l.session().Offer("{\"generation\": 0, \"stale\": true}");
+  CHECK(l.session().Flush(1).code() == Status::Code::kTimeout);
+  CHECK(Stored(l.bed()) == "{\"generation\": 1}");
+  REQUIRE(l.admin().Delete(kLeader).ok());  // the standby's job ends: the key is free again
+  l.session().Stop();
+  CHECK(l.session().elections() == 1);  // it never campaigned again
+  auto key = l.admin().Get(kLeader);
   REQUIRE(key.ok());
   CHECK_FALSE(key->has_value());
 }
 
 TEST_CASE("leader session: another coordinator led and left while it had no lease: leading again, it sees the "
           "newer state, resigns and is deposed; the other's state stays", "[etcd]") {
-  auto bed = EtcdBed::Start(1);
-  FakeClock clock;  // it renews only when the test moves time: nothing here races with it
-  auto s = LeaderSession::Start(Options(*bed, "10.0.0.1:4000"), clock);
-  REQUIRE(s.ok());
-  (*s)->Offer("{\"generation\": 1}");
-  REQUIRE((*s)->Flush(10).ok());
-  DeposedWatch deposed(**s);
-  auto admin = bed->Client();
+  DeposableLeader l;
   {  // a whole leadership in between: the key taken, the state written under it, the key gone
-    REQUIRE(admin->Delete(kLeader).ok());
-    auto token = admin->Put(kLeader, "10.0.0.2:4000");
+    REQUIRE(l.admin().Delete(kLeader).ok());
+    auto token = l.admin().Put(kLeader, "10.0.0.2:4000");
     REQUIRE(token.ok());
-    StateStore other(*admin, kState, kLeader);
+    StateStore other(l.admin(), kState, kLeader);
     REQUIRE(other.Write("{\"generation\": 3, \"phase\": \"done\"}", *token).ok());
-    REQUIRE(admin->Delete(kLeader).ok());
+    REQUIRE(l.admin().Delete(kLeader).ok());
   }
-  clock.Advance(std::chrono::seconds(3));  // past its lease's TTL: it renews, steps down, campaigns
-  const std::string why = deposed.Wait();
-  CHECK(why.find("another coordinator led it meanwhile (it wrote the job's state at revision ") == 0);
-  CHECK_FALSE((*s)->Leads());
-  CHECK(Stored(*bed) == "{\"generation\": 3, \"phase\": \"done\"}");
-  auto key = admin->Get(kLeader);  // the lead it won back is resigned
+  CHECK(l.WaitDeposed().find("another coordinator led it meanwhile (it wrote the job's state at revision ") == 0);
+  CHECK_FALSE(l.session().Leads());
+  CHECK(Stored(l.bed()) == "{\"generation\": 3, \"phase\": \"done\"}");
+  auto key = l.admin().Get(kLeader);  // the lead it won back is resigned
   REQUIRE(key.ok());
   CHECK_FALSE(key->has_value());
 }

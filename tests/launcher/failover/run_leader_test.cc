@@ -170,6 +170,7 @@ TEST_CASE("run leader: replicas: 3, dslaunch SIGKILLed: a standby leads the same
     return workers.size() == 3;
   }, seconds(60)));
   // The loss counts once the agents know where the standbys wait (before, only the lost address is known).
+  INFO(ReadFile(job.err_path));
   REQUIRE(WaitUntil([&] {
     return std::regex_search(ReadFile(job.err_path),
                              std::regex("the agents know where the standbys wait: [0-9.:]+, [0-9.:]+, [0-9.:]+\n"));
