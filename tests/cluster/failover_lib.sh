@@ -3,8 +3,9 @@
 # host's snapshots are read. Sourced after netns_lib.sh's read_cluster, in
 # the test's work directory $work.
 
-# failover_job COORDINATOR_FLOW_MAPPING > job.yaml: dstrain on the first 3
-# hosts, a snapshot every 50 steps on each host's own disk, 20000 steps.
+# failover_job COORDINATOR_FLOW_MAPPING [MAX_STEPS] > job.yaml: dstrain on
+# the first 3 hosts, a snapshot every 50 steps on each host's own disk,
+# MAX_STEPS steps (20000).
 failover_job() {
   cat <<YAML
 checkpoint: {dir: "$work/ckpt-{host}", keep: 100}
@@ -16,7 +17,7 @@ trainer:
   model: {layers: [64, 32, 8], activation: relu}
   data: {dataset: synthetic, samples: 6144, features: 64, classes: 8}
   epochs: 1000
-  max_steps: 20000
+  max_steps: ${2:-20000}
   seed: 5
   eval: {every_epoch: false}
   checkpoint: {every_steps: 50, keep: 100}

@@ -2,15 +2,19 @@
 # Coordinator failover with the job's own etcd (issue 45, Done-when (a) and
 # (b) on the netns bed): coordinator: {replicas: 3} makes the run start a
 # standby on each of the 3 hosts over real ssh, each running that host's
-# etcd member (TLS from the job's CA). Then dslaunch is SIGKILLed and, at
-# the same time, every process of host 0 but its sshd: a rank, a standby
-# and an etcd member. Expected: the 2 members left keep a quorum, host 1's
-# or host 2's standby takes the job over, it restarts on hosts 1 and 2 from
-# the recovery point (no save below it written again), trains past step
-# 10000 and ends 0 (the standby's record, `dslaunch status --all`); a
-# `dslaunch attach` started on host 1 right after the loss follows it to
-# that end and exits 0; the members' files are gone but the killed run's
-# own certificate directory, and no process is left.
+# etcd member (TLS from the job's CA).
+#  (a) dslaunch alone is SIGKILLed mid-training. Expected: a standby takes
+#      the generation over as it runs; 10 s later and 500 steps on, the
+#      same worker processes train on every host; `dslaunch attach` on
+#      host 1, started right after the loss, follows it.
+#  (b) Then every process of the new leader's host but its sshd (a rank, the
+#      leading standby, an etcd member) is SIGKILLed at once. Expected: the
+#      2 members left keep a quorum, the last standby takes the job over and
+#      restarts it on the other two hosts from the recovery point (no save
+#      below it written again), it trains past step 10000 and ends 0 (the
+#      standby's record, `dslaunch status --all`), and the attach follows it
+#      to that end and exits 0. The survivors' member files go, and no
+#      process is left.
 # Run inside tests/cluster/with-cluster with 3 nodes (which tears down).
 #   failover_replicas_test.sh DSLAUNCH
 set -uo pipefail
@@ -35,7 +39,7 @@ cd "$work"
 unset XDG_RUNTIME_DIR
 private_dirs() { ls -d "/run/user/$(id -u)/dslaunch" "/tmp/dslaunch-$(id -u)" 2>/dev/null; }
 printf '%s slots=1\n' "${ADDR[@]:0:3}" >hostfile
-failover_job "{replicas: 3, grace: 10s}" >job.yaml
+failover_job "{replicas: 3, grace: 10s}" 60000 >job.yaml  # long enough for two failovers
 
 DSLAUNCH_STOP_GRACE=500ms "$DSLAUNCH" --hostfile hostfile --launcher ssh job.yaml >out 2>&1 &
 pid=$!
@@ -46,35 +50,54 @@ wait_for 60 snapshot_on 1 200 || { cat out; fail "no snapshot of step 200 on hos
 job=$(sed -n 's/.*leads job \([0-9a-f]*\) in etcd.*/\1/p' out | head -1)
 pgrep -f "/$job.etcd.m0" >/dev/null || fail "no etcd member m0 runs"
 
-# The coordinator's host: dslaunch and every process of host 0 but its sshd, at once.
-sshd=$(cat "$C/pids/sshd-0.pid")
-victims=$(ip netns pids "${NS[0]}" | grep -vx "$sshd")
-echo "$victims" | xargs -r kill -STOP
-touch killed
+# (a) dslaunch alone.
+worker_pid() { ip netns pids "${NS[$1]}" | xargs -r ps -o pid=,comm= -p 2>/dev/null | awk '$2 == "dstrain" {print $1}'; }
+workers_before="$(worker_pid 0) $(worker_pid 1) $(worker_pid 2)"
 kill -9 "$pid"
-echo "$victims" | xargs -r kill -9
 wait "$pid" 2>/dev/null
 pid=""
-ip netns exec "${NS[1]}" "$DSLAUNCH" attach --wait 60 "$job" >attach.out 2>attach.err &
+t_loss=$(date +%s)
+ip netns exec "${NS[1]}" "$DSLAUNCH" attach --wait 90 "$job" >attach.out 2>attach.err &
 attach_pid=$!
+wait_for 60 grep -q "took over generation 0: its 3 worker(s) on 3 node(s) ran on, none restarted" attach.err ||
+  { cat attach.err; fail "no standby took generation 0 over as it ran"; }
+step_at() { local f s m=0; for f in "$work/ckpt-${ADDR[1]}"/step_*/shard_1.held; do [ -e "$f" ] || continue
+  s=${f#*step_}; s=$((10#${s%%.*})); [ "$s" -gt "$m" ] && m=$s; done; echo $m; }
+taken=$(step_at)
+trained_on() { [ "$(date +%s)" -ge $((t_loss + 10)) ] && snapshot_on 1 $((taken + 500)); }
+wait_for 60 trained_on || fail "no snapshot of step $((taken + 500)) on host 1 after the takeover"
+workers_after="$(worker_pid 0) $(worker_pid 1) $(worker_pid 2)"
+[ "$workers_after" = "$workers_before" ] ||
+  fail "the workers changed across the takeover: $workers_before -> $workers_after"
+
+# (b) The new leader's host: every process but its sshd (and the test's attach), at once.
+leader_ip=$(sed -n 's/.*following job [0-9a-f]* at \([0-9.]*\):.*/\1/p' attach.err | tail -1)
+lost=-1
+for i in 0 1 2; do [ "${ADDR[$i]}" = "$leader_ip" ] && lost=$i; done
+[ "$lost" -ge 0 ] || { cat attach.err; fail "attach names no leader on the bed's hosts"; exit 1; }
+survivors=() && for i in 0 1 2; do [ "$i" -ne "$lost" ] && survivors+=("$i"); done
+sshd=$(cat "$C/pids/sshd-$lost.pid")
+victims=$(ip netns pids "${NS[$lost]}" | grep -vx "$sshd" | grep -vx "$attach_pid")
+echo "$victims" | xargs -r kill -STOP
+touch killed
+echo "$victims" | xargs -r kill -9
 
 wait "$attach_pid"
 attach_rc=$?
 attach_pid=""
-grep -v "epoch\|step" out | tail -30
+grep -v "epoch\|step" attach.err | tail -30
 [ "$attach_rc" -eq 0 ] || { cat attach.err; fail "dslaunch attach on host 1 ended $attach_rc, not the job's 0"; }
-grep -q "dslaunch attach: this coordinator took job $job over from a lost one" attach.err ||
-  { cat attach.err; fail "dslaunch attach did not follow the new leader"; }
+grep -q "following job $job's new leader at" attach.err || { cat attach.err; fail "dslaunch attach did not follow the second leader"; }
 grep -q "all 2 workers exited 0, after 1 restart" attach.err || { cat attach.err; fail "no summary of a restart on 2 hosts"; }
-grep -q "restart 1/1: generation 1 on 2 nodes, world size 2, after the coordinator failover (${ADDR[0]} did not come back)" attach.err ||
-  { grep -v "epoch\|step" attach.err | head -20; fail "the restart attach was told of did not name host 0"; }
-none_rewritten_below 200  # from the recovery point, not from scratch
-snapshot_on 1 10000 || fail "host 1 holds no snapshot of step 10000 or later: the job did not train on after the loss"
+grep -q "restart 1/1: generation 1 on 2 nodes, world size 2, after the coordinator failover (${ADDR[$lost]} did not come back)" attach.err ||
+  { grep -v "epoch\|step" attach.err | head -20; fail "the restart attach was told of did not name host $lost"; }
+none_rewritten_below "$taken"  # from the recovery point, not from scratch
+snapshot_on "${survivors[0]}" 10000 || fail "host ${survivors[0]} holds no snapshot of step 10000 or later: the job did not train on"
 wait_for 10 sh -c "'$DSLAUNCH' status --all | grep '^$job ' | grep -q ' ended  *0 '" ||
   fail "no job record of $job ending 0: $("$DSLAUNCH" status --all | grep "^$job ")"
-# The members on hosts 1 and 2 took their files with them; host 0's were SIGKILLed with it. (A
+# The survivors' members took their files with them; the lost host's were SIGKILLed with it. (A
 # standby whose member lost its quorum as the others ended gives up after the grace, 10 s.)
-members_left() { for d in $(private_dirs); do ls "$d"; done | grep "^$job\.etcd[.-].*m[12]"; }
+members_left() { for d in $(private_dirs); do ls "$d"; done | grep "^$job\.etcd[.-].*m[${survivors[0]}${survivors[1]}]"; }
 no_members_left() { ! members_left >/dev/null; }
 wait_for 40 no_members_left ||
   fail "member files left: $(members_left | tr '\n' ' ')"
