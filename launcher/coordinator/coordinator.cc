@@ -248,6 +248,10 @@ void Coordinator::OnHello(const std::shared_ptr<Pending>& p, const Frame& f) {
     p->key = opt_.join_key;
   } else if (h->role == wire::Role::kAgent) {
     if (h->job_id != opt_.job_id) return Reject(p, wire::ErrorCode::kAuth, "unknown job id '" + h->job_id + "'");
+    // Refused before the handshake ends: an agent looking for a leader
+    // keeps what it holds for one (OnRegister refuses too, for the record).
+    if (!control_.Commanding())
+      return Reject(p, wire::ErrorCode::kInvalid, "this coordinator does not lead the job now (its etcd lease is lost)");
     auto token = agent_tokens_.find(static_cast<int>(h->node_index));
     if (token == agent_tokens_.end() && control_.NodeAlive(h->node_index))
       return Reject(p, wire::ErrorCode::kInvalid,

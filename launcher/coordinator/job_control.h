@@ -211,6 +211,8 @@ class JobControl {
   // and to each that registers later (msg::Coordinators).
   void SetCoordinators(std::vector<std::string> addresses);
   int generation() const { return generation_; }
+  // False while a failover leader does not lead (SetFencing's token is 0).
+  bool Commanding() const { return !fencing_ || fencing_() != 0; }
   bool NodeRegistered(int node_index) const { return agents_.at(node_index).registered(); }
   // `node_index` (any value, a peer's claim) has a registered agent that is
   // connected and not lost.
@@ -387,7 +389,6 @@ class JobControl {
   };
   std::vector<Unjudged> unjudged_;
   void JudgeUnjudged(Clock::time_point now);
-  bool Commanding() const { return !fencing_ || fencing_() != 0; }  // false while a failover leader does not lead
   msg::Coordinators coordinators_;     // SetCoordinators'; none: not sent
   std::optional<JobState> published_;
   struct PublishOnReturn {
