@@ -16,8 +16,10 @@
 #include "common/asio.h"
 #include "common/fd_limit.h"
 #include "launcher/config/hostfile.h"
+#include "launcher/cmd/job_leader.h"
 #include "launcher/config/selection.h"
 #include "launcher/coordinator/coordinator.h"
+#include "launcher/coordinator/job_state.h"
 #include "sim/sim_watch.h"
 
 namespace ds::sim {
@@ -74,6 +76,25 @@ void WriteAll(int fd, const std::string& s) {
     ::_exit(2);
   }
   for (int i = 0; i < spec.nodes; ++i) coord.EnrollAgent(i, spec.agent_token);  // simulated agents share one
+  std::unique_ptr<failover::LeaderSession> leader;
+  long long offered = 0, state_bytes = 0;
+  if (!spec.etcd.empty()) {
+    job.coordinator.etcd = {spec.etcd};
+    auto led = LeadJob(job, spec.job_id, coord.address());
+    if (!led.ok()) {
+      WriteAll(report_fd, "error --etcd: " + led.status().message() + "\n");
+      ::_exit(2);
+    }
+    leader = std::move(led).value();
+    coord.OnStateChange([&](const JobState& s) {
+      std::string text = EncodeJobState(s, RealClock().Now());
+      ++offered;
+      state_bytes = static_cast<long long>(text.size());
+      leader->Offer(std::move(text));
+    });
+    coord.SetFencing([&leader] { return leader->Leads() ? static_cast<uint64_t>(leader->token()) : 0; },
+                     [&leader] { return leader->ConfirmedAt(); });
+  }
   std::unique_ptr<SimWatch> watch;
   if (spec.watch) {
     watch = std::make_unique<SimWatch>(io, coord, record);
@@ -90,8 +111,15 @@ void WriteAll(int fd, const std::string& s) {
   NoFleetEvents fleet;  // the simulated agents are nobody's processes
   coord.Start(fleet);
   io.run();
-  WriteAll(report_fd, fmt::format("end {} {} {} {}\n", record.ExitCode(), coord.control().restarts(),
-                                  coord.control().generation(), coord.control().world_size()));
+  long long writes = -1;
+  if (leader) {
+    (void)leader->Flush(10);  // what it could not write shows as fewer writes
+    writes = static_cast<long long>(leader->writes());
+    leader->Stop();
+  }
+  WriteAll(report_fd, fmt::format("end {} {} {} {} {} {} {}\n", record.ExitCode(), coord.control().restarts(),
+                                  coord.control().generation(), coord.control().world_size(),
+                                  leader ? offered : -1, writes, leader ? state_bytes : -1));
   ::_exit(0);
 }
 
@@ -165,8 +193,8 @@ ProcessUsage CoordinatorProcess::Usage() const {
 Result<CoordinatorEnd> CoordinatorProcess::Wait(std::chrono::milliseconds timeout) {
   CoordinatorEnd end;
   DS_ASSIGN_OR_RETURN(std::string line, ReadLine(report_fd_, timeout));
-  if (std::sscanf(line.c_str(), "end %d %d %d %d", &end.job_exit_code, &end.restarts, &end.generation,
-                  &end.world_size) != 4)
+  if (std::sscanf(line.c_str(), "end %d %d %d %d %lld %lld %lld", &end.job_exit_code, &end.restarts, &end.generation,
+                  &end.world_size, &end.states_offered, &end.etcd_writes, &end.state_bytes) != 7)
     return Status::Unavailable("coordinator: " + line);
   int status = 0;
   if (::waitpid(pid_, &status, 0) == pid_) {

@@ -3,7 +3,8 @@
 // time and memory are its own and can be read from /proc while the fleet
 // (sim_fleet.h) loads it. The child listens on 127.0.0.1, enrolls every node
 // with the given agent token, runs until the job is done, and reports its
-// listening port and, at the end, what its state machine concluded. It dies
+// listening port and, at the end, what its state machine concluded (and,
+// leading in an etcd, what it wrote there). It dies
 // with the parent (PR_SET_PDEATHSIG). Call Start before any thread exists.
 #pragma once
 
@@ -29,6 +30,10 @@ struct CoordinatorSpec {
   std::string secret;             // the job secret (store tokens derive from it)
   std::string agent_token;        // every node's agent token
   bool watch = false;             // also what dslaunch's status line, /metrics and status socket cost (sim_watch.h)
+  // "" = none; else an etcd endpoint (http://HOST:PORT): the coordinator
+  // leads the job there and writes its state at every transition, fenced,
+  // as one with coordinator failover does (launcher/cmd/job_leader.h).
+  std::string etcd;
 };
 
 struct ProcessUsage {
@@ -44,6 +49,11 @@ struct CoordinatorEnd {
   int restarts = -1;
   int generation = -1;
   int world_size = -1;
+  // With CoordinatorSpec::etcd: the states offered (one per transition), the
+  // writes that landed (a burst of transitions costs one), the last state's size.
+  long long states_offered = -1;
+  long long etcd_writes = -1;
+  long long state_bytes = -1;
 };
 
 // Descriptors each side holds: one per agent, one per worker's store

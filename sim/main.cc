@@ -1,7 +1,8 @@
 // dssim: simulated agents against one real coordinator, to measure and test
 // the control plane at thousands of nodes on one machine (scenario.h).
 //   dssim --agents 4096 [--slots 1] [--heartbeat-interval 1] [--heartbeat-timeout 5]
-//         [--steady 5] [--step 1] [--no-store] [--step-timeout 120] [--watch] [--json FILE]
+//         [--steady 5] [--step 1] [--no-store] [--step-timeout 120] [--watch]
+//         [--etcd http://HOST:PORT] [--json FILE]
 // Prints the report; exit 0 when every check passed, 1 when one failed, 2 on
 // bad arguments or when the run could not start.
 #include <cstdio>
@@ -27,6 +28,8 @@ int main(int argc, char** argv) {
   app.add_flag("--no-store", no_store, "skip the store bootstrap step");
   app.add_flag("--watch", o.watch, "the coordinator also serves /metrics and `dslaunch status` and builds the "
                                    "status line every 250 ms, as dslaunch does (its address on stderr)");
+  app.add_option("--etcd", o.etcd, "the coordinator leads the job in this etcd (http://HOST:PORT) and writes its "
+                                   "state there at every transition, as with coordinator failover");
   app.add_option("--json", json_path, "also write the report as JSON to FILE");
   CLI11_PARSE(app, argc, argv);
   o.store = !no_store;

@@ -200,6 +200,7 @@ Result<ScenarioReport> RunScenario(const ScenarioOptions& o) {
   spec.secret = RandomHex(32);
   spec.agent_token = RandomHex(32);
   spec.watch = o.watch;
+  spec.etcd = o.etcd;
   DS_ASSIGN_OR_RETURN(auto coord, CoordinatorProcess::Start(spec));
 
   ScenarioReport r;
@@ -248,6 +249,10 @@ std::string ReportJson(const ScenarioReport& r) {
   j["silent_restart_s"] = r.silent_restart_seconds;
   j["kill_stop_s"] = r.kill_stop_seconds;
   j["kill_restart_s"] = r.kill_restart_seconds;
+  j["etcd"] = !r.options.etcd.empty();
+  j["states_offered"] = r.end.states_offered;
+  j["etcd_writes"] = r.end.etcd_writes;
+  j["state_bytes"] = r.end.state_bytes;
   j["ok"] = r.ok();
   j["failures"] = r.failures;
   return j.dump();
@@ -270,6 +275,9 @@ std::string ReportText(const ScenarioReport& r) {
   t += fmt::format("  dead agent: close -> stop        {:.3f} s\n", r.kill_stop_seconds);
   t += fmt::format("  close -> next generation assigned {:.3f} s (coordinator CPU {:.3f} s)\n", r.kill_restart_seconds,
                    r.cpu_restart);
+  if (!r.options.etcd.empty())
+    t += fmt::format("  etcd: {} states offered, {} written, the last {:.1f} KiB\n", r.end.states_offered,
+                     r.end.etcd_writes, r.end.state_bytes / 1024.0);
   t += r.ok() ? "  every check passed\n" : "  FAILED:\n";
   for (const auto& f : r.failures) t += "    " + f + "\n";
   return t;

@@ -32,6 +32,7 @@ struct ScenarioOptions {
   bool store = true;
   double step_timeout = 120.0;  // seconds any one step may take before the run fails
   bool watch = false;           // --watch: the coordinator also serves /metrics and `dslaunch status` (sim_watch.h)
+  std::string etcd;             // --etcd: the coordinator leads in this etcd and writes its state there
 };
 
 struct ScenarioReport {

@@ -53,6 +53,11 @@ void SimFleet::Registered(int) {
 }
 
 void SimFleet::Received(int node, const Frame& f) {
+  if (f.type == wire::MsgType::kFenced) {  // a leader with failover (dssim --etcd): the frame inside
+    auto fenced = msg::Fenced::Decode(f.payload);
+    if (!fenced.ok()) return NoteError(fmt::format("sim{}: bad Fenced", node));
+    return Received(node, Frame{static_cast<wire::MsgType>(fenced->type), std::move(fenced->payload)});
+  }
   if (f.type != wire::MsgType::kReserve && f.type != wire::MsgType::kStop) return;
   const auto now = SimClock::now();
   std::lock_guard<std::mutex> lock(mu_);

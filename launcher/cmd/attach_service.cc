@@ -20,7 +20,10 @@ AttachService::AttachService(Coordinator& coord, const JobRecord& record, LogMux
   mux_.Follow(&hub_);
   coord_.OnAttach([this](std::shared_ptr<FrameConn> conn) {
     const JobView view = BuildJobView(coord_.control(), record_, RealClock().Now());
-    hub_.Add(std::move(conn), {AttachHistory(view, record_.restart_causes(), leader_), coordinators_});
+    std::vector<std::string> about;
+    if (!leader_.empty()) about.push_back(leader_);
+    if (!coord_.control().takeover().empty()) about.push_back(coord_.control().takeover());
+    hub_.Add(std::move(conn), {AttachHistory(view, record_.restart_causes(), about), coordinators_});
   });
 }
 

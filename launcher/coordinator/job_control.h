@@ -180,11 +180,15 @@ class JobControl {
   // Resume what they kept; once every node of the generation did, and every
   // other candidate that was up registered, the job runs on in that
   // generation with no worker restarted and no Assign sent. A node that does
-  // not come back within register_timeout, or one that kept something else,
+  // not come back within register_timeout (or coordinator_grace, when
+  // shorter: by then it has ended its workers), or one that kept something else,
   // fails the generation into the ordinary restart path, said in one line;
   // so does a generation that was still starting (its rendezvous went with
   // the old coordinator). Error: Restore's, or the job had ended.
   Status Adopt(const JobState& s);
+  // How Adopt's takeover went, once it did ("" before, and without Adopt):
+  // its one line, for `dslaunch attach` clients that come later.
+  const std::string& takeover() const { return takeover_; }
   // Runs with State() after every event that changed it (the phase, a
   // generation started, a restart counted, a host cooling down, an
   // eviction, the recovery point moved, a candidate registered or lost),
@@ -290,6 +294,7 @@ class JobControl {
   void MaybeFinishStopping();
   void Finish();
   void OnTimer();
+  Clock::time_point RegisterDeadline() const;
   void CheckRegisterDeadline(Clock::time_point now);
   void CheckLiveness(Clock::time_point now);
   void LoseAgent(int node, const std::string& reason);  // marks it lost, tells the fleet
@@ -407,6 +412,7 @@ class JobControl {
     std::string mismatch;    // why it cannot be adopted as it runs ("" = it can)
   };
   std::optional<Adoption> adopting_;
+  std::string takeover_;  // takeover()
 };
 
 }  // namespace ds

@@ -108,12 +108,14 @@ void JobControl::Adopted() {
   if (a.mismatch.empty() && record_.num_started() != gen_plan_.world_size)
     a.mismatch = fmt::format("its agents reported {} of its {} workers", record_.num_started(), gen_plan_.world_size);
   if (!a.mismatch.empty()) {
-    Notice(fmt::format("generation {} cannot be taken over as it runs: {}; it restarts", a.generation, a.mismatch));
+    takeover_ = fmt::format("generation {} cannot be taken over as it runs: {}; it restarts", a.generation, a.mismatch);
+    Notice(takeover_);
     grow_cause_ = "the coordinator failover (" + a.mismatch + ")";
     return StopGeneration(a.mismatch, /*restartable=*/true);
   }
-  Notice(fmt::format("took over generation {}: its {} worker(s) on {} node(s) ran on, none restarted", generation_,
-                     gen_plan_.world_size, gen_agents_.size()));
+  takeover_ = fmt::format("took over generation {}: its {} worker(s) on {} node(s) ran on, none restarted", generation_,
+                          gen_plan_.world_size, gen_agents_.size());
+  Notice(takeover_);
   // What ended while no coordinator listened (the agents held it) counts now.
   if (const auto& f = record_.first_failure())
     return StopGeneration(DescribeFailure(*f), /*restartable=*/true);

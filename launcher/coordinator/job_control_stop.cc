@@ -159,8 +159,16 @@ void JobControl::OnTimer() {
   Rearm();
 }
 
+// A takeover waits no longer than the agents' grace: an agent not back by
+// then has ended its workers, and the survivors' workers wait on it.
+Clock::time_point JobControl::RegisterDeadline() const {
+  double wait = opt_.register_timeout;
+  if (adopting_ && opt_.coordinator_grace > 0) wait = std::min(wait, opt_.coordinator_grace);
+  return start_time_ + Seconds(wait);
+}
+
 void JobControl::CheckRegisterDeadline(Clock::time_point now) {
-  if (state_ != CoordState::kWaitingForAgents || now < start_time_ + Seconds(opt_.register_timeout)) return;
+  if (state_ != CoordState::kWaitingForAgents || now < RegisterDeadline()) return;
   if (adopting_) return Adopted();  // whoever is not back by now is lost to the generation
   if (opt_.start_nodes > 0 && num_registered_ >= static_cast<size_t>(opt_.start_nodes)) return StartOnRegistered();
   std::string missing, joined;
@@ -249,7 +257,7 @@ Clock::time_point JobControl::StopDeadline() const {
 Clock::time_point JobControl::NextDeadline() const {
   auto next = liveness_.NextDeadline();
   if (state_ == CoordState::kWaitingForAgents)
-    next = std::min({next, start_time_ + Seconds(opt_.register_timeout), last_call_});
+    next = std::min({next, RegisterDeadline(), last_call_});
   if (state_ == CoordState::kStopping) next = std::min(next, StopDeadline());
   if (reshaping_) next = std::min(next, reshaping_->deadline());
   if (state_ == CoordState::kRunning) next = std::min(next, stacks_.deadline());

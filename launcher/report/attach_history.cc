@@ -10,7 +10,7 @@
 namespace ds {
 
 std::string AttachHistory(const JobView& view, const std::vector<Failure>& restart_causes,
-                          const std::string& leader) {
+                          const std::vector<std::string>& coordinator) {
   int64_t step = -1;
   for (const RankView& r : view.ranks) step = std::max(step, r.step);
   const int nodes_up = static_cast<int>(
@@ -27,7 +27,7 @@ std::string AttachHistory(const JobView& view, const std::vector<Failure>& resta
     for (size_t i = 0; i < restart_causes.size(); ++i)
       out += fmt::format("dslaunch attach:   {}. after {}\n", i + 1, DescribeFailure(restart_causes[i]));
   }
-  if (!leader.empty()) out += "dslaunch attach: " + leader + "\n";
+  for (const std::string& line : coordinator) out += "dslaunch attach: " + line + "\n";
   return out;
 }
 

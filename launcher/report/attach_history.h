@@ -13,8 +13,9 @@
 
 namespace ds {
 
-// `leader` ("" = none): one line about this coordinator, e.g. that it took the job over.
+// `coordinator`: lines about this coordinator, e.g. that it took the job
+// over and how that went.
 std::string AttachHistory(const JobView& view, const std::vector<Failure>& restart_causes,
-                          const std::string& leader);
+                          const std::vector<std::string>& coordinator);
 
 }  // namespace ds

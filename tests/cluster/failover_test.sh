@@ -35,18 +35,14 @@ cleanup() {
 }
 trap cleanup EXIT
 gw=$(ip -n "${NS[0]}" route show default | awk '{print $3}')
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("'"$gw"'", 0)); print(s.getsockname()[1])')
-etcd --name fovr --data-dir "$work/etcd" --listen-client-urls "http://$gw:$port" \
-  --advertise-client-urls "http://$gw:$port" --listen-peer-urls "http://127.0.0.1:0" \
-  --initial-advertise-peer-urls "http://127.0.0.1:2380" --initial-cluster "fovr=http://127.0.0.1:2380" \
-  >"$work/etcd.log" 2>&1 &
-etcd_pid=$!
-ctl() { ETCDCTL_API=3 etcdctl --endpoints "http://$gw:$port" "$@"; }
+. "$(dirname "$0")/../test_util/site_etcd.sh"
+start_site_etcd "$work" "$gw" || { cat "$work/etcd.log" >&2; fail "etcd did not start"; exit 1; }
+ctl() { ETCDCTL_API=3 etcdctl --endpoints "$etcd_url" "$@"; }
 wait_for 20 ctl endpoint health >/dev/null 2>&1 || { cat "$work/etcd.log" >&2; fail "etcd did not start"; exit 1; }
 
 cd "$work"
 printf '%s slots=1\n' "${ADDR[@]:0:3}" >hostfile
-failover_job "{etcd: [http://$gw:$port], standbys: 2, grace: 30s}" >job.yaml
+failover_job "{etcd: [$etcd_url], standbys: 2, grace: 30s}" >job.yaml
 state() { ctl get --print-value-only --prefix /dslaunch/ | grep '"version"'; }
 leader() { ctl get --print-value-only --prefix /dslaunch/ --keys-only | grep -c '/leader$'; }
 
@@ -71,11 +67,11 @@ ip netns exec "${NS[1]}" env -u XDG_RUNTIME_DIR "$DSLAUNCH" attach --wait 60 "$j
 attach_pid=$!
 
 # Host 1's standby leads, the job restarts on hosts 1 and 2, trains to its end.
-wait_for 30 sh -c "ETCDCTL_API=3 etcdctl --endpoints http://$gw:$port get --print-value-only /dslaunch/$job/leader | grep -q '${ADDR[1]}:'" ||
+wait_for 30 sh -c "ETCDCTL_API=3 etcdctl --endpoints $etcd_url get --print-value-only /dslaunch/$job/leader | grep -q '${ADDR[1]}:'" ||
   fail "host 1's standby never led (leader: $(ctl get --print-value-only /dslaunch/$job/leader))"
-wait_for 60 sh -c "ETCDCTL_API=3 etcdctl --endpoints http://$gw:$port get --print-value-only /dslaunch/$job/state | grep -q '\"generation\":1'" ||
+wait_for 60 sh -c "ETCDCTL_API=3 etcdctl --endpoints $etcd_url get --print-value-only /dslaunch/$job/state | grep -q '\"generation\":1'" ||
   fail "no generation 1 after the loss (state: $(state))"
-wait_for 120 sh -c "ETCDCTL_API=3 etcdctl --endpoints http://$gw:$port get --print-value-only /dslaunch/$job/state | grep -q '\"phase\":\"done\"'" ||
+wait_for 120 sh -c "ETCDCTL_API=3 etcdctl --endpoints $etcd_url get --print-value-only /dslaunch/$job/state | grep -q '\"phase\":\"done\"'" ||
   fail "the job did not end under the standby (state: $(state))"
 wait "$attach_pid"
 attach_rc=$?
@@ -95,7 +91,7 @@ snapshot_on 1 10000 || fail "host 1 holds no snapshot of step 10000 or later: th
 # The standby's own record (its private directory on the shared file system): exit 0.
 wait_for 10 sh -c "env -u XDG_RUNTIME_DIR '$DSLAUNCH' status --all | grep '^$job ' | grep -q ' ended  *0 '" ||
   fail "no job record of $job ending 0: $(env -u XDG_RUNTIME_DIR "$DSLAUNCH" status --all | grep "^$job ")"
-wait_for 20 sh -c "[ \"\$(ETCDCTL_API=3 etcdctl --endpoints http://$gw:$port get --prefix /dslaunch/$job/ --keys-only | grep -c .)\" = 1 ]" ||
+wait_for 20 sh -c "[ \"\$(ETCDCTL_API=3 etcdctl --endpoints $etcd_url get --prefix /dslaunch/$job/ --keys-only | grep -c .)\" = 1 ]" ||
   fail "keys left besides the state: $(ctl get --prefix /dslaunch/"$job"/ --keys-only | tr '\n' ' ')"
 
 keep_pids() { cat "$C/pids/sshd-$1.pid"; }

@@ -5,7 +5,10 @@
 # replicas 1-2, keep 1-3, in place or not, with and without a CPU hog, and a
 # random fault at a random time once the job has a recovery point: a worker
 # SIGKILLed, a whole host SIGKILLed, a host's link cut, its agent SIGSTOPped,
-# or two of them close together (a worker and a host). After each trial:
+# two of them close together (a worker and a host), or the coordinator
+# SIGKILLed, alone or with a host (a job with coordinator: {replicas: 3}; a
+# standby takes over and `dslaunch attach` follows the job to its end). After
+# each trial:
 #   - the job resumed at a step >= the recovery point `dslaunch status`
 #     published before the fault (when no more nodes were lost than replicas);
 #   - never backwards across generations, never from scratch once a
@@ -13,7 +16,12 @@
 #   - the job ends 0, and its losses and test accuracy equal a fault-free
 #     run resumed from the same save at the same world size (dstrain is
 #     bitwise deterministic at a given world size), where that save is on
-#     the survivors' disks (RECOVERY_EXACT=0 leaves this out).
+#     the survivors' disks (RECOVERY_EXACT=0 leaves this out);
+#   - the coordinator alone killed: the running generation is taken over as
+#     it runs (no restart, no resumption), and every loss printed and the
+#     test accuracy equal a fault-free run's from step 0; with a host, the
+#     job restarts from the recovery point as above;
+#   - nothing of the job (agent, worker, standby, etcd member) outlives it.
 # Run inside tests/cluster/with-cluster with 3 nodes (which tears down).
 #   recovery_point_test.sh DSLAUNCH [TRIALS]
 # RECOVERY_SEED=N replays a schedule (the seed is printed first);
@@ -48,8 +56,9 @@ pick() {
   if [ -n "$fixed" ]; then to=$fixed; else to=${a[r % ${#a[@]}]}; fi
 }
 
-job_yaml() {  # EVERY STAGE REPLICAS KEEP IN_PLACE STEPS
+job_yaml() {  # EVERY STAGE REPLICAS KEEP IN_PLACE STEPS [COORDINATOR]
   cat <<YAML
+${7:+coordinator: $7}
 checkpoint: {dir: "$work/ckpt-{host}", keep: $4, replicas: $3}
 elastic: {max_restarts: 3, min_nodes: 1, heartbeat_interval: 250ms, heartbeat_timeout: 1s, in_place: $5, in_place_deadline: 5s}
 ssh: {strict_host_key_checking: yes}
@@ -100,11 +109,21 @@ for line in sys.stdin:
     print(max(both) if both else -1); break
 else: print(-1)' "$pid" "$work" "${ADDR[@]}"
 }
+# follow_after_kill NAME: SIGKILLs dslaunch, and from then on `dslaunch
+# attach` (its exit code is the job's) writes to NAME's output in its stead.
+follow_after_kill() {
+  local job
+  job=$(sed -n 's/.*leads job \([0-9a-f]*\) in etcd.*/\1/p' "$work/$1.out" | head -1)
+  kill -9 "$pid"; wait "$pid" 2>/dev/null
+  "$DSLAUNCH" attach --wait 60 "$job" >>"$work/$1.out" 2>&1 &
+  pid=$!
+}
 running_step() {  # the newest step rank 0 printed
   sed -n 's/.* step \([0-9]*\)\/.*/\1/p' "$work/$1.out" | tail -1
 }
-worker_pid() { ip netns pids "${NS[$1]}" | xargs -r ps -o pid=,comm= -p | awk '$2 == "dstrain" {print $1}'; }
-agent_pid() { ip netns pids "${NS[$1]}" | xargs -r ps -o pid=,comm= -p | awk '$2 == "dsagent" {print $1}'; }
+comm_pids() { ip netns pids "${NS[$1]}" | xargs -r ps -o pid=,comm= -p | awk -v c="$2" '$2 ~ "^(" c ")$" {print $1}'; }
+worker_pid() { comm_pids "$1" dstrain; }
+agent_pid() { comm_pids "$1" dsagent; }
 kill_host() {
   local sshd pids
   sshd=$(cat "$C/pids/sshd-$1.pid")
@@ -180,17 +199,47 @@ exact() {
     fail "$n: '$(accuracy "$n")' after the recovery, '$(accuracy "$n-ref")' resumed from step $s"
 }
 
+# taken_over_unchanged NAME FROM: the coordinator alone was lost: after line
+# FROM a standby took the generation over as it ran, nothing restarted, and
+# every loss NAME printed and its accuracy are a fault-free run's.
+taken_over_unchanged() {
+  local after
+  after=$(tail -n +"$(( $2 + 1 ))" "$work/$1.out")
+  grep -q "took over generation 0: its 3 worker(s) on 3 node(s) ran on, none restarted" <<<"$after" ||
+    { fail "$1: no standby took generation 0 over as it ran"; grep "dslaunch" <<<"$after" | head -20 >&2; return; }
+  grep -q "restart [0-9]*/\|in-place recovery" <<<"$after" && fail "$1: a restart after the coordinator's loss"
+  [ "${RECOVERY_EXACT:-1}" = 1 ] || return
+  rm -rf "$work"/ckpt-*
+  hostfile "${ADDR[@]}"
+  job_yaml "$every" "$stage" "$replicas" 100 false "$steps" >"$work/job.yaml"
+  run "$1-ref"; finish "$1-ref"
+  [ "$rc" -eq 0 ] || { fail "$1: the fault-free run exited $rc"; return; }
+  # The losses attach showed (not those printed before it came) are the fault-free run's at those steps.
+  local compared
+  compared=$(awk 'NR == FNR { ref[$1] = $2; next } $1 in ref { n++; if (ref[$1] != $2) bad = bad " " $1 ": " $2 " vs " ref[$1] }
+    END { print bad == "" ? n + 0 : "differ at" bad }' <(losses_after "$1-ref" -1) <(losses_after "$1" -1))
+  if [[ $compared =~ ^[1-9][0-9]*$ ]]; then
+    echo "   taken over as it ran; $compared losses attach showed are a fault-free run's"
+  else
+    fail "$1: the losses after the takeover are not a fault-free run's (${compared/#0/no step in common})"
+  fi
+  [ "$(accuracy "$1")" = "$(accuracy "$1-ref")" ] ||
+    fail "$1: '$(accuracy "$1")' after the takeover, '$(accuracy "$1-ref")' without a fault"
+}
+
 for trial in $(seq "$trials"); do
   pick every RECOVERY_EVERY 1 2 5 10 10 20 50 100 200 500
   pick stage RECOVERY_STAGE 0 1 2 3; pick replicas RECOVERY_REPLICAS 1 1 2; pick keep RECOVERY_KEEP 1 2 3
-  pick in_place RECOVERY_IN_PLACE true true false; pick fault RECOVERY_FAULT worker host partition stop two
+  pick in_place RECOVERY_IN_PLACE true true false
+  pick fault RECOVERY_FAULT worker host partition stop two coordinator coordinator+host
   pick loaded RECOVERY_LOADED no no yes; pick victim RECOVERY_VICTIM 0 1 2; delay=$((RANDOM % 1500))
   steps=$(( every * 12 > 6000 ? every * 12 : 6000 ))
   echo "== trial $trial: every $every, ZeRO $stage, replicas $replicas, keep $keep, in place $in_place," \
        "fault $fault on host $victim, +${delay} ms, CPU hog $loaded"
   rm -rf "$work"/ckpt-*
   hostfile "${ADDR[@]}"
-  job_yaml "$every" "$stage" "$replicas" "$keep" "$in_place" "$steps" >"$work/job.yaml"
+  coordinator=""; [[ $fault == coordinator* ]] && coordinator="{replicas: 3, grace: 10s}"
+  job_yaml "$every" "$stage" "$replicas" "$keep" "$in_place" "$steps" "$coordinator" >"$work/job.yaml"
   [ "$loaded" = yes ] && { sh -c 'while :; do :; done' & hog=$!; }
   run t$trial
   point=-1
@@ -213,6 +262,8 @@ for trial in $(seq "$trials"); do
     partition) ip link set "dsl${name}v${victim}a" down;;
     stop) kill -STOP $(agent_pid "$victim");;
     two) kill -9 $(worker_pid $(( (victim + 1) % 3 ))); kill_host "$victim";;
+    coordinator) follow_after_kill t$trial; lost=0; survivors=("${ADDR[@]}");;
+    coordinator+host) follow_after_kill t$trial; kill_host "$victim";;
   esac
   finish t$trial
   wait "$watcher"
@@ -222,7 +273,7 @@ for trial in $(seq "$trials"); do
   esac
   # The next trial starts on empty disks: nothing of this one may still be writing.
   for i in $(seq 500); do
-    left=$(for h in 0 1 2; do agent_pid $h; worker_pid $h; done)
+    left=$(for h in 0 1 2; do comm_pids $h "dsagent|dstrain|dslaunch|etcd"; done)
     [ -z "$left" ] && break
     sleep 0.02
   done
@@ -231,7 +282,7 @@ for trial in $(seq "$trials"); do
   mapfile -t resumed < <(resumed_steps t$trial "$at_fault")
   echo "   point before the fault $point; resumed at ${resumed[*]:-(none)}; exit $rc"
   [ "$rc" -eq 0 ] || { fail "dslaunch exited $rc"; tail -20 "$work/t$trial.out" >&2; }
-  if [ "${#resumed[@]}" -eq 0 ]; then
+  if [ "${#resumed[@]}" -eq 0 ] && [ "$fault" != coordinator ]; then
     tail -n +"$((at_fault + 1))" "$work/t$trial.out" | grep -q "restart [0-9]*/\|in-place recovery" &&
       fail "no generation resumed after the fault" || echo "   the job ended before the fault was noticed"
   fi
@@ -246,6 +297,7 @@ for trial in $(seq "$trials"); do
     how=fell-back; [ "$in_place" = false ] && how=restarted
     grep -q "recovered in place" "$work/t$trial.out" && how=in-place
     [ "${#resumed[@]}" -eq 0 ] && how=unnoticed  # the job ended before the fault was seen
+    grep -q "took over generation [0-9]*: .* none restarted" "$work/t$trial.out" && how=taken-over
     grep -q "starting from scratch" "$work/t$trial.out" && how=lost
     [ "$rc" -eq 0 ] || how=failed
     echo "$seed $trial $every $stage $replicas $keep $in_place $fault $loaded $point ${resumed[0]:--} $how" \
@@ -255,6 +307,7 @@ for trial in $(seq "$trials"); do
   # with (two resumptions: not compared).
   [ "$rc" -eq 0 ] && [ "${#resumed[@]}" -eq 1 ] && [ "${resumed[0]}" -ge 0 ] && [ "${RECOVERY_EXACT:-1}" = 1 ] &&
     exact t$trial "${resumed[0]}" "${survivors[@]}"
+  [ "$fault" = coordinator ] && [ "$rc" -eq 0 ] && taken_over_unchanged t$trial "$at_fault"
 done
 echo "recovery point: $fails failure(s) (seed $seed)"
 [ "$fails" -eq 0 ]

@@ -40,7 +40,8 @@ msg::Resume KeptBy(FakeCluster& old, int node) {
 struct Takeover {
   FakeCluster old{kThreeHosts, Elastic()};
   FakeCluster next{kThreeHosts, Elastic()};
-  explicit Takeover(bool register_all = true) {
+  explicit Takeover(bool register_all = true, CoordinatorOptions options = {})
+      : next{kThreeHosts, Elastic(), std::move(options)} {
     old.Run();
     REQUIRE(next.control().Adopt(old.control().State()).ok());
     if (register_all) next.RegisterAll();
@@ -59,6 +60,7 @@ TEST_CASE("job control adopt: the running generation is taken over as it runs, n
   t.Resume(0);
   t.Resume(1);
   CHECK(t.next.control().state() == CoordState::kWaitingForAgents);  // w2 is not back yet
+  CHECK(t.next.control().takeover().empty());
   t.Resume(2);
   CHECK(t.next.control().state() == CoordState::kRunning);
   CHECK(t.next.control().generation() == 0);
@@ -68,6 +70,7 @@ TEST_CASE("job control adopt: the running generation is taken over as it runs, n
   CHECK(t.Sent(wire::MsgType::kStop) == 0);
   REQUIRE_FALSE(t.next.notices().empty());
   CHECK(t.next.notices().back() == "took over generation 0: its 6 worker(s) on 3 node(s) ran on, none restarted");
+  CHECK(t.next.control().takeover() == t.next.notices().back());  // for attach clients that come later
   CHECK(t.next.record().workers().at(3).pid == 1003);
   for (int rank = 0; rank < 6; ++rank) t.next.Exit(rank, 0);
   CHECK(t.next.done());
@@ -119,10 +122,25 @@ TEST_CASE("job control adopt: a node that kept another generation, or none, or d
     t.next.Advance(2);  // register_timeout (30 s)
     REQUIRE_FALSE(t.next.notices().empty());
     CHECK(t.next.notices().front() == "generation 0 cannot be taken over as it runs: w1 did not come back; it restarts");
+    CHECK(t.next.control().takeover() == t.next.notices().front());
     t.next.ConfirmStops();
     t.next.Reserve();
     CHECK(t.next.control().generation() == 1);
     CHECK(t.next.control().generation_nodes() == std::vector<int>{0, 2});
+  }
+  SECTION("not back within the agents' grace, when it is shorter: its workers are gone by then") {
+    CoordinatorOptions options;
+    options.coordinator_grace = 10;
+    Takeover t(/*register_all=*/false, options);
+    t.next.Register(0);
+    t.next.Register(2);
+    t.Resume(0);
+    t.Resume(2);
+    t.next.Advance(9);
+    CHECK(t.next.control().state() == CoordState::kWaitingForAgents);
+    t.next.Advance(2);
+    REQUIRE_FALSE(t.next.notices().empty());
+    CHECK(t.next.notices().front() == "generation 0 cannot be taken over as it runs: w1 did not come back; it restarts");
   }
   SECTION("lost before its Resume") {
     Takeover t;
