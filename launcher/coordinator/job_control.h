@@ -131,6 +131,9 @@ struct CoordinatorOptions {
   std::function<void(const std::string&)> notice;
 };
 
+// How often at most JobControl looks at its durable state (OnStateChange).
+inline constexpr Clock::duration kStateEvery = std::chrono::milliseconds(50);
+
 class JobControl {
  public:
   // `plan`, `record`, `store`, `clock` and `timer` must outlive it.
@@ -189,12 +192,15 @@ class JobControl {
   // How Adopt's takeover went, once it did ("" before, and without Adopt):
   // its one line, for `dslaunch attach` clients that come later.
   const std::string& takeover() const { return takeover_; }
-  // Runs with State() after every event that changed it (the phase, a
+  // Runs with State() after the events that changed it (the phase, a
   // generation started, a restart counted, a host cooling down, an
   // eviction, the recovery point moved, a candidate registered or lost),
   // never for one that did not (a heartbeat, progress, output): what
   // coordinator failover writes to etcd (launcher/failover/state_store.h).
-  // Computing the value costs O(candidates) per event while `cb` is set.
+  // The value costs O(candidates), so it is looked at no more often than
+  // every kStateEvery: a burst of events (4,096 registrations) is one
+  // value, given at most kStateEvery after the event; the job's end is
+  // given at once.
   void OnStateChange(std::function<void(const JobState&)> cb) { on_state_ = std::move(cb); }
   // With coordinator failover: every frame to an agent goes inside a Fenced
   // with token(), the leader's fencing token; while it says 0 (the lease
@@ -396,6 +402,8 @@ class JobControl {
   void JudgeUnjudged(Clock::time_point now);
   msg::Coordinators coordinators_;     // SetCoordinators'; none: not sent
   std::optional<JobState> published_;
+  Clock::time_point state_looked_at_;  // PublishState's last look
+  bool state_pending_ = false;         // an event since, not looked at yet (the timer's)
   struct PublishOnReturn {
     JobControl& control;
     ~PublishOnReturn() { control.PublishState(); }

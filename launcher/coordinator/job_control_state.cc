@@ -2,6 +2,8 @@
 // parts that remember (the generation, RestartPolicy's budget, Evictions'
 // cooldowns, the recovery point), and given back to a coordinator taking
 // over the job; and telling whoever listens when it changed.
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "launcher/coordinator/job_control.h"
@@ -30,9 +32,16 @@ JobState JobControl::State() const {
 
 void JobControl::PublishState() {
   if (!on_state_) return;
-  JobState now = State();
-  if (published_ && *published_ == now) return;
-  published_ = std::move(now);
+  const Clock::time_point now = clock_.Now();
+  if (state_ != CoordState::kDone && now < state_looked_at_ + kStateEvery) {
+    if (!std::exchange(state_pending_, true)) Rearm();  // the timer looks at it then
+    return;
+  }
+  state_pending_ = false;
+  state_looked_at_ = now;
+  JobState s = State();
+  if (published_ && *published_ == s) return;
+  published_ = std::move(s);
   on_state_(*published_);
 }
 

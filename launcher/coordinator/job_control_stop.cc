@@ -261,6 +261,7 @@ Clock::time_point JobControl::NextDeadline() const {
   if (state_ == CoordState::kStopping) next = std::min(next, StopDeadline());
   if (reshaping_) next = std::min(next, reshaping_->deadline());
   if (state_ == CoordState::kRunning) next = std::min(next, stacks_.deadline());
+  if (state_pending_) next = std::min(next, state_looked_at_ + kStateEvery);
   return next;
 }
 

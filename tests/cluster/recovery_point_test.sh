@@ -281,6 +281,8 @@ for trial in $(seq "$trials"); do
   [ -n "$hog" ] && { kill "$hog"; wait "$hog" 2>/dev/null; hog=""; }
   mapfile -t resumed < <(resumed_steps t$trial "$at_fault")
   echo "   point before the fault $point; resumed at ${resumed[*]:-(none)}; exit $rc"
+  [ "$in_place" = true ] && ! grep -q "recovered in place" "$work/t$trial.out" &&
+    grep -m2 -o "in-place recovery .*failed: .*\|cannot be taken over as it runs: .*" "$work/t$trial.out" | sed 's/^/   /'
   [ "$rc" -eq 0 ] || { fail "dslaunch exited $rc"; tail -20 "$work/t$trial.out" >&2; }
   if [ "${#resumed[@]}" -eq 0 ] && [ "$fault" != coordinator ]; then
     tail -n +"$((at_fault + 1))" "$work/t$trial.out" | grep -q "restart [0-9]*/\|in-place recovery" &&

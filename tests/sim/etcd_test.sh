@@ -3,10 +3,10 @@
 # 512 simulated agents leads the job in a loopback etcd and writes its state
 # there at every transition, fenced, as with coordinator failover. Expected:
 # every check of the scenario passes as without etcd (rendezvous, a silent
-# and a dead agent found, two restarts, the end), every registration, loss
-# and generation was offered (at least one state per agent), bursts were
-# written as fewer writes, and the last write landed: the state in etcd is
-# the job's end.
+# and a dead agent found, two restarts, the end); each generation and the
+# end were offered, but the burst of 512 registrations was not 512 values
+# (JobControl looks at its state at most every 50 ms); the last write
+# landed: the state in etcd is the job's end.
 #   etcd_test.sh DSSIM
 set -uo pipefail
 DSSIM=$(readlink -f "$1")
@@ -31,7 +31,8 @@ read -r offered written bytes < <(python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1]))
 print(r["states_offered"], r["etcd_writes"], r["state_bytes"])' "$work/r.json")
-[ "$offered" -ge 512 ] || fail "$offered states offered for 512 registrations"
+[ "$offered" -ge 4 ] || fail "$offered states offered for 3 generations and the end"
+[ "$offered" -lt 128 ] || fail "$offered states offered: the registrations' burst was not coalesced"
 [ "$written" -ge 1 ] && [ "$written" -le "$offered" ] || fail "$written writes of $offered states"
 [ "$bytes" -gt 512 ] || fail "the last state is $bytes bytes for 512 candidates"
 state=$(ETCDCTL_API=3 etcdctl --endpoints "$etcd_url" get --print-value-only /dslaunch/dssim/state 2>&1)
