@@ -199,8 +199,8 @@ class JobControl {
   // coordinator failover writes to etcd (launcher/failover/state_store.h).
   // The value costs O(candidates), so it is looked at no more often than
   // every kStateEvery: a burst of events (4,096 registrations) is one
-  // value, given at most kStateEvery after the event; the job's end is
-  // given at once.
+  // value, given at most kStateEvery after the event; a new phase or
+  // generation (the job's end among them) is given at once.
   void OnStateChange(std::function<void(const JobState&)> cb) { on_state_ = std::move(cb); }
   // With coordinator failover: every frame to an agent goes inside a Fenced
   // with token(), the leader's fencing token; while it says 0 (the lease

@@ -33,7 +33,11 @@ JobState JobControl::State() const {
 void JobControl::PublishState() {
   if (!on_state_) return;
   const Clock::time_point now = clock_.Now();
-  if (state_ != CoordState::kDone && now < state_looked_at_ + kStateEvery) {
+  // A new phase or generation is given at once (a takeover must not find
+  // the one before); the rest (registrations, losses, the recovery point)
+  // waits for the next look.
+  const bool moved = !published_ || published_->phase != state_ || published_->generation != generation_;
+  if (!moved && now < state_looked_at_ + kStateEvery) {
     if (!std::exchange(state_pending_, true)) Rearm();  // the timer looks at it then
     return;
   }

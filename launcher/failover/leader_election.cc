@@ -25,15 +25,13 @@ Status LeaderElection::EnsureLease() {
   if (lease_ != 0 && sent < deadline_) {
     DS_ASSIGN_OR_RETURN(etcd::LeaseResponse alive, client_.LeaseKeepAlive(lease_));
     if (alive.ttl > 0) {
-      deadline_ = sent + Seconds(static_cast<double>(alive.ttl));
-      confirmed_ = sent;
+      Heard(sent, alive.ttl);
       return Status::OK();
     }
   }
   DS_ASSIGN_OR_RETURN(etcd::LeaseResponse granted, client_.LeaseGrant(options_.ttl_s));
   lease_ = granted.id;
-  deadline_ = sent + Seconds(static_cast<double>(granted.ttl));
-  confirmed_ = sent;
+  Heard(sent, granted.ttl);
   return Status::OK();
 }
 
@@ -105,8 +103,7 @@ Status LeaderElection::Renew() {
     return alive.status();
   }
   if (alive->ttl <= 0) return StepDown(fmt::format("lease {} expired or was revoked", lease_));
-  deadline_ = sent + Seconds(static_cast<double>(alive->ttl));
-  confirmed_ = sent;
+  Heard(sent, alive->ttl);
   Result<std::optional<etcd::KeyValue>> kv = client_.Get(options_.key);
   if (!kv.ok()) return kv.status();
   if (!*kv) return StepDown(fmt::format("the leader key {} is gone", options_.key), true);

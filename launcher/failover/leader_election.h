@@ -88,6 +88,11 @@ class LeaderElection {
   int64_t token_ = 0;
   Clock::time_point confirmed_{};
   Clock::time_point deadline_{};  // the lease holds at least until then
+  // etcd answered a request sent at `sent`: the lease holds `ttl_s` from then.
+  void Heard(Clock::time_point sent, int64_t ttl_s) {
+    deadline_ = sent + Seconds(static_cast<double>(ttl_s));
+    confirmed_ = sent;
+  }
   std::string reason_;
 };
 

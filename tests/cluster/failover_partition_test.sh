@@ -48,8 +48,8 @@ private_dirs() { ls -d "/run/user/$(id -u)/dslaunch" "/tmp/dslaunch-$(id -u)" 2>
 printf '%s slots=1\n' "${ADDR[@]:0:3}" >hostfile
 failover_job "{replicas: 3, grace: 30s}" >job.yaml
 
-ip netns exec "${NS[0]}" env DSLAUNCH_STOP_GRACE=500ms "$DSLAUNCH" --hostfile hostfile --launcher ssh job.yaml \
-  >out 2>&1 &
+ip netns exec "${NS[0]}" env DSLAUNCH_STOP_GRACE=500ms "$DSLAUNCH" --save_pid --hostfile hostfile --launcher ssh \
+  job.yaml >out 2>&1 &
 pid=$!
 ip netns exec "${NS[0]}" python3 "$here/fence_probe.py" sniff lo old.frame &
 sniff_pid=$!
@@ -70,6 +70,7 @@ for a in $(grep -o "the standbys wait: .*, .*, .*" out | tail -1 | sed 's/.*wait
 done
 wait_for 60 snapshot_on 1 200 || { cat out; fail "no snapshot of step 200 on host 1"; exit 1; }
 
+[ -e "/tmp/$pid.deepspeed" ] || fail "no --save_pid file /tmp/$pid.deepspeed while the job runs"
 # The partition: host 0, with dslaunch, cut off.
 touch killed
 ip link set "$link0" down
@@ -82,11 +83,16 @@ grep -q "^refused: the old leader's Ping" relay.log || fail "the old leader's re
 
 # The link back: the old leader finds another leading and leaves it the job.
 ip link set "$link0" up
+deposed_pid=$pid
 wait_for 60 sh -c "! kill -0 $pid 2>/dev/null" || { fail "the deposed dslaunch did not end"; kill -9 "$pid"; }
 wait "$pid"
 rc=$?
 pid=""
 [ "$rc" -eq 6 ] || fail "the deposed dslaunch exited $rc, not 6"
+# What it alone used goes with it; the job's files are the new leader's.
+for f in "/tmp/$deposed_pid.deepspeed" $(for d in $(private_dirs); do echo "$d/$job.etcd-tls.leader"; done); do
+  [ -e "$f" ] && fail "the deposed dslaunch left $f"
+done
 grep -q "no longer the leader of job $job: .* leads it now (fencing token [0-9]*)" out ||
   fail "the deposed dslaunch did not say who leads: $(grep -v "epoch\|step [0-9]" out | tail -5)"
 

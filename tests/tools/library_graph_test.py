@@ -68,7 +68,8 @@ ALLOWED = {
     "dstrain_cuda": {"dsdevice", "dstrain"},
     "gpu_gemm_floor": {"dsdevice", "dstrain_lib"},
     # sim/: the real agent logic (AgentControl) on simulated connections against the real coordinator (a tool, not shipped)
-    "dssim_lib": {"dsagent_lib", "dscoordinator", "dsconfig", "dswire", "dscommon"},  # the real AgentControl
+    # dsagent_lib: the real AgentControl; dscmd: `dssim --etcd` leads the job as dslaunch's run does (job_leader.h)
+    "dssim_lib": {"dsagent_lib", "dscoordinator", "dscmd", "dsconfig", "dswire", "dscommon"},
     "dssim": {"dssim_lib"},
 }
 

@@ -77,6 +77,8 @@ TEST_CASE("run leader: the job's state in a site's etcd follows its transitions,
   WriteFile(dir / "job.yaml", JobFile(*bed));
   Child c = Spawn({DslaunchPath(), "--hostfile", HostfileFor(dir, 1, 2), "job.yaml"}, dir.path(), JobEnv(dir));
   REQUIRE(WaitForText(c.out_path, "GEN1 0", std::chrono::seconds(60)));
+  // Written off the io thread, at most kStateEvery after the transition.
+  REQUIRE(WaitUntil([&] { return Stored(*bed).generation == 1; }, std::chrono::seconds(10)));
   const JobState running = Stored(*bed);
   CHECK(running.generation == 1);
   CHECK(running.budget.restarts == 1);
