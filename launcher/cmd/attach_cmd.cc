@@ -14,6 +14,7 @@
 
 #include "common/private_dir.h"
 #include "common/strings.h"
+#include "launcher/cmd/status_cmd.h"
 #include "launcher/report/log_mux.h"
 #include "wire/attach_file.h"
 #include "wire/client_conn.h"
@@ -92,6 +93,17 @@ Result<std::string> ChooseJob(const std::vector<AttachFile>& files, const std::s
                                                "e.g. dslaunch attach {}", jobs.size(), fmt::join(jobs, ", "),
                                                *jobs.begin()));
   return *jobs.begin();
+}
+
+// A job that ended `when` (its attach files gone) and left its record on
+// this host: its summary, and its exit code to exit with; nullopt without a
+// record.
+std::optional<int> TellEnded(const PrivateDir& dir, const std::string& job, const char* when) {
+  Result<JobEnding> end = EndedJob(dir, job);
+  if (!end.ok() || end->exit_code < 0) return std::nullopt;
+  std::cerr << fmt::format("dslaunch attach: job {} ended {}; its record here says:\n{}", end->job_id, when,
+                           end->summary.empty() ? fmt::format("exit code {}\n", end->exit_code) : end->summary);
+  return end->exit_code;
 }
 
 // Renders what one leader sends; keeps the terminal (LogMux) across leaders.
@@ -210,7 +222,10 @@ Result<int> RunAttach(const std::vector<std::string>& args) {
   std::vector<std::string> skipped;
   std::vector<AttachFile> files = FindAttachFiles(dir, "", &skipped);
   for (const std::string& s : skipped) std::cerr << "dslaunch attach: skipped " << s << "\n";
-  DS_ASSIGN_OR_RETURN(const std::string job, ChooseJob(files, a.job, dir));
+  Result<std::string> chosen = ChooseJob(files, a.job, dir);
+  if (!chosen.ok() && !a.job.empty())
+    if (std::optional<int> code = TellEnded(dir, a.job, "already")) return *code;
+  DS_ASSIGN_OR_RETURN(const std::string job, std::move(chosen));
 
   Follower follower;
   std::vector<std::string> named;  // the last leader's list of where a leader may be
@@ -221,6 +236,7 @@ Result<int> RunAttach(const std::vector<std::string>& args) {
     files = FindAttachFiles(dir, job, nullptr);  // the agents rewrite theirs when they find a new leader
     if (files.empty()) {
       follower.Flush();
+      if (std::optional<int> code = TellEnded(dir, job, "before a leader answered")) return *code;
       return Status::NotFound(fmt::format("attach: job {}'s attach files are gone from {}: it ended; dslaunch "
                                           "status {} shows how", job, dir.path, job));
     }

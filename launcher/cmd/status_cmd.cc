@@ -178,6 +178,18 @@ std::vector<JobListEntry> Every(const PrivateDir& dir, const std::vector<Found>&
 
 }  // namespace
 
+Result<JobEnding> EndedJob(const PrivateDir& dir, const std::string& job) {
+  const Found* newest = nullptr;
+  const std::vector<Found> found = List(dir);
+  for (const Found& f : found)
+    if (!f.live && f.name.rfind(job, 0) == 0 && f.name.find('-') != std::string::npos &&
+        (!newest || f.mtime_ns > newest->mtime_ns))
+      newest = &f;
+  if (!newest) return Status::NotFound(fmt::format("no job {} left a record in {}", job, dir.path));
+  DS_ASSIGN_OR_RETURN(Record r, ReadRecord(dir, newest->name));
+  return JobEnding{r.view.job_id, r.view.exit_code, r.ending.summary};
+}
+
 Result<int> RunStatus(const std::vector<std::string>& args, std::ostream& out) {
   bool json = false, all = false;
   std::string job;

@@ -12,10 +12,21 @@
 #include <string>
 #include <vector>
 
+#include "common/private_dir.h"
 #include "common/status.h"
 
 namespace ds {
 
 Result<int> RunStatus(const std::vector<std::string>& args, std::ostream& out);
+
+// How the job whose id starts with `job` ended, from the newest record of
+// such a job in `dir`: its id, dslaunch's exit code and the summary it
+// printed ("" when the record kept none). NotFound when none left one here.
+struct JobEnding {
+  std::string job_id;
+  int exit_code = -1;
+  std::string summary;
+};
+Result<JobEnding> EndedJob(const PrivateDir& dir, const std::string& job);
 
 }  // namespace ds

@@ -238,7 +238,9 @@ for trial in $(seq "$trials"); do
        "fault $fault on host $victim, +${delay} ms, CPU hog $loaded"
   rm -rf "$work"/ckpt-*
   hostfile "${ADDR[@]}"
-  coordinator=""; [[ $fault == coordinator* ]] && coordinator="{replicas: 3, grace: 10s}"
+  coordinator=""
+  # A takeover outlasts the old lease (3 s): the job must train longer than that after the fault.
+  [[ $fault == coordinator* ]] && coordinator="{replicas: 3, grace: 10s}" && steps=$(( steps > 30000 ? steps : 30000 ))
   job_yaml "$every" "$stage" "$replicas" "$keep" "$in_place" "$steps" "$coordinator" >"$work/job.yaml"
   [ "$loaded" = yes ] && { sh -c 'while :; do :; done' & hog=$!; }
   run t$trial
@@ -283,7 +285,7 @@ for trial in $(seq "$trials"); do
   echo "   point before the fault $point; resumed at ${resumed[*]:-(none)}; exit $rc"
   [ "$in_place" = true ] && ! grep -q "recovered in place" "$work/t$trial.out" &&
     grep -m2 -o "in-place recovery .*failed: .*\|cannot be taken over as it runs: .*" "$work/t$trial.out" | sed 's/^/   /'
-  [ "$rc" -eq 0 ] || { fail "dslaunch exited $rc"; tail -20 "$work/t$trial.out" >&2; }
+  [ "$rc" -eq 0 ] || { fail "dslaunch exited $rc"; grep -v " step [0-9]*/" "$work/t$trial.out" | tail -25 >&2; }
   if [ "${#resumed[@]}" -eq 0 ] && [ "$fault" != coordinator ]; then
     tail -n +"$((at_fault + 1))" "$work/t$trial.out" | grep -q "restart [0-9]*/\|in-place recovery" &&
       fail "no generation resumed after the fault" || echo "   the job ended before the fault was noticed"

@@ -96,6 +96,13 @@ TEST_CASE("dslaunch attach follows a running job: its history, its lines, its su
   CHECK(Run({DslaunchPath(), "attach"}, b.dir.path(), &again, seconds(30), b.env) == 1);
   CHECK(ReadFile(again.err_path).find("dslaunch: error: attach: no job of yours runs on this host: ") !=
         std::string::npos);
+  // Named, the ended job is told from its record, with its exit code.
+  Child named;
+  CHECK(Run({DslaunchPath(), "attach", id.substr(0, 6)}, b.dir.path(), &named, seconds(30), b.env) == 7);
+  const std::string told = ReadFile(named.err_path);
+  INFO(told);
+  CHECK(told.find("dslaunch attach: job " + id + " ended already; its record here says:\n") != std::string::npos);
+  CHECK(told.find("  host 127.0.0.2, rank 1, pid ") != std::string::npos);
 }
 
 TEST_CASE("dslaunch attach: a key that is not the job's, or a node it does not have, is refused; the job goes on",
