@@ -22,7 +22,8 @@ namespace ds {
 class AttachService {
  public:
   // `leader` ("" = none): a line for the history, e.g. that this coordinator
-  // took the job over (followed there by how the takeover went, once it did). Everything is borrowed and must outlive the service.
+  // took the job over (followed there by how the takeover went, once it
+  // did). Everything is borrowed and must outlive the service.
   // Without a private directory there is no leader's file (said once on
   // its terminal); the agents' files still find the job.
   AttachService(Coordinator& coord, const JobRecord& record, LogMux& mux, const std::string& secret,
