@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -50,25 +51,41 @@ Result<std::unique_ptr<failover::LeaderSession>> LeadJob(const JobSpec& job, con
 Result<std::unique_ptr<failover::LeaderSession>> LeadJobWhenFree(const JobSpec& job, const std::string& job_id,
                                                                 const std::string& identity, double wait_s) {
   const auto until = std::chrono::steady_clock::now() + Seconds(wait_s);
+  bool said = false;
   while (true) {
     auto s = LeadJob(job, job_id, identity);
-    if (s.ok() || s.status().code() != Status::Code::kAborted || std::chrono::steady_clock::now() >= until) return s;
+    const Status::Code code = s.status().code();
+    if (s.ok() || (code != Status::Code::kAborted && code != Status::Code::kUnavailable) ||
+        std::chrono::steady_clock::now() >= until)
+      return s;
+    if (code == Status::Code::kUnavailable && !std::exchange(said, true))
+      DS_LOG(Warn, Coord) << s.status().message() << "; trying again";
     std::this_thread::sleep_for(std::chrono::milliseconds(100));  // polls the key: a lease runs out on etcd's clock
   }
 }
 
 Result<std::unique_ptr<failover::LeaderSession>> LeadJobAsStandby(const JobSpec& job, const std::string& job_id,
-                                                                 const std::string& identity, double wait_s,
+                                                                 const std::string& identity,
                                                                  const std::function<bool()>& ended) {
+  bool said = false;
   for (;;) {
-    auto s = LeadJobWhenFree(job, job_id, identity, wait_s);
-    if (!s.ok() && s.status().code() != Status::Code::kAborted) return s;
+    auto s = LeadJob(job, job_id, identity);
+    const Status::Code code = s.status().code();
     if (s.ok()) {
       const Result<JobState> st = ReadJobState(job, job_id);
       if (!st.ok() || st->phase != CoordState::kDone) return s;
       (*s)->Stop();  // the other leader finished the job and resigned: nothing left to lead
       return std::unique_ptr<failover::LeaderSession>();
     }
+    if (code == Status::Code::kUnavailable) {
+      // etcd slow to answer (a loaded machine, a raft election after a
+      // member's loss) is no reason to give the job up.
+      if (!std::exchange(said, true)) DS_LOG(Warn, Coord) << "standby: " << s.status().message() << "; trying again";
+      if (ended()) return std::unique_ptr<failover::LeaderSession>();
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      continue;
+    }
+    if (code != Status::Code::kAborted) return s;
     DS_LOG(Info, Coord) << "standby: another standby leads job " << job_id << "; waiting for it in turn";
     DS_ASSIGN_OR_RETURN(bool vacant, WaitForVacancy(job, job_id, ended));
     const Result<JobState> st = ReadJobState(job, job_id);
@@ -139,6 +156,18 @@ Result<bool> WaitForVacancy(const JobSpec& job, const std::string& job_id, const
     }
   }
   return false;
+}
+
+Result<JobState> ReadJobStateWithin(const JobSpec& job, const std::string& job_id, double wait_s) {
+  const auto until = std::chrono::steady_clock::now() + Seconds(wait_s);
+  for (;;) {
+    Result<JobState> s = ReadJobState(job, job_id);
+    const Status::Code code = s.status().code();
+    if ((code != Status::Code::kUnavailable && code != Status::Code::kTimeout) ||
+        std::chrono::steady_clock::now() >= until)
+      return s;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
 }
 
 Result<JobState> ReadJobState(const JobSpec& job, const std::string& job_id, bool serializable) {

@@ -38,17 +38,19 @@ failover::LeaderSessionOptions LeaderOptions(const JobSpec& job, const std::stri
 Result<std::unique_ptr<failover::LeaderSession>> LeadJob(const JobSpec& job, const std::string& job_id,
                                                         const std::string& identity);
 // LeadJob for a coordinator taking over: while another leads (the lost
-// one's lease has not run out yet), tries again until `wait_s` passed.
+// one's lease has not run out yet) or etcd does not answer (said once),
+// tries again until `wait_s` passed.
 Result<std::unique_ptr<failover::LeaderSession>> LeadJobWhenFree(const JobSpec& job, const std::string& job_id,
                                                                 const std::string& identity, double wait_s);
-// A standby's campaign once its wait saw the key vacant: LeadJobWhenFree
-// until it leads; when another standby won instead, it waits for the key
-// to be vacant again (another loss) and campaigns again. Null when the job
-// ended meanwhile (under the other leader): nothing to take over. A
-// standby that gave up here would take its etcd member with it
+// A standby's campaign once its wait saw the key vacant: LeadJob; when
+// another standby won instead, it waits for the key to be vacant again
+// (another loss) and campaigns again; etcd not answering (said once) is
+// tried again every 500 ms. Null when the job ended meanwhile (under the
+// other leader; `ended` says so): nothing to take over. A standby that
+// gave up here would take its etcd member with it
 // (coordinator.replicas).
 Result<std::unique_ptr<failover::LeaderSession>> LeadJobAsStandby(const JobSpec& job, const std::string& job_id,
-                                                                 const std::string& identity, double wait_s,
+                                                                 const std::string& identity,
                                                                  const std::function<bool()>& ended);
 
 // A standby's "is the job over for me" (WaitForVacancy's `ended`): the
@@ -77,5 +79,8 @@ Result<bool> WaitForVacancy(const JobSpec& job, const std::string& job_id, const
 // The job's state as its leader last wrote it. NotFound when none was.
 // `serializable`: from the first member that answers, quorum or not.
 Result<JobState> ReadJobState(const JobSpec& job, const std::string& job_id, bool serializable = false);
+// ReadJobState for the coordinator that has just won the job: etcd not
+// answering (Unavailable, Timeout) is tried again until `wait_s` passed.
+Result<JobState> ReadJobStateWithin(const JobSpec& job, const std::string& job_id, double wait_s);
 
 }  // namespace ds

@@ -418,6 +418,7 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMu
   l.coord.notice = [&mux](const std::string& text) { mux.Notice("dslaunch: " + text); };
   Coordinator coord(io, l.plan, l.coord, record);
   const bool resume = !cli.resume_job.empty();
+  const double grace = CoordinatorGrace(l.plan.job.coordinator, l.coord.heartbeat_timeout);
   if (!resume) {
     if (Status st = coord.Listen(); !st.ok()) return Status::Unavailable(st.message());
   }
@@ -426,12 +427,8 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMu
   DS_ASSIGN_OR_RETURN(std::unique_ptr<failover::LeaderSession> leader,
                       !resume       ? LeadJob(l.plan.job, l.coord.job_id, coord.address())
                       : cli.standby ? LeadJobAsStandby(l.plan.job, l.coord.job_id, coord.address(),
-                                                       CoordinatorGrace(l.plan.job.coordinator, l.coord.heartbeat_timeout),
-                                                       JobOver(l.plan.job, l.coord.job_id,
-                                                               CoordinatorGrace(l.plan.job.coordinator,
-                                                                                l.coord.heartbeat_timeout)))
-                                    : LeadJobWhenFree(l.plan.job, l.coord.job_id, coord.address(),
-                                                      CoordinatorGrace(l.plan.job.coordinator, l.coord.heartbeat_timeout)));
+                                                       JobOver(l.plan.job, l.coord.job_id, grace))
+                                    : LeadJobWhenFree(l.plan.job, l.coord.job_id, coord.address(), grace));
   if (resume && !leader)  // a standby whose job ended under another standby
     return Status::Aborted(fmt::format("standby: job {} ended under another leader; nothing to take over",
                                        l.coord.job_id));
@@ -439,7 +436,7 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMu
     DS_RETURN_IF_ERROR(ListenWhereTheLostOneDid(coord));
     if (cli.standby_index >= 0) WithdrawStandby(l.plan.job, l.coord.job_id, cli.standby_index);  // it leads now
     // The newest state, now that this coordinator leads and nobody else can write it.
-    Result<JobState> s = ReadJobState(l.plan.job, l.coord.job_id);
+    Result<JobState> s = ReadJobStateWithin(l.plan.job, l.coord.job_id, grace);
     if (!s.ok()) return Status::Unavailable(s.status().message());
     if (Status st = coord.Adopt(*s); !st.ok()) return Status::InvalidArgument("--resume: " + st.message());
     l.coord.notice(fmt::format("taking over job {} at generation {} ({}): waiting for its agents", l.coord.job_id,
