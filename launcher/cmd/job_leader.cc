@@ -100,14 +100,13 @@ bool JobOver::operator()() {
   const auto now = std::chrono::steady_clock::now();
   if (now - last_look_ < std::chrono::seconds(1)) return false;
   last_look_ = now;
+  // The first member that answers first, quorum or not: "done" is final, so
+  // a member that applied it is enough. At the job's end the members go one
+  // by one, and a quorum read on the last ones waits out its timeout.
+  const Result<JobState> local = ReadJobState(job_, job_id_, /*serializable=*/true);
+  if (local.ok() && local->phase == CoordState::kDone) return true;
   const Result<JobState> s = ReadJobState(job_, job_id_);
   if (s.ok() && s->phase == CoordState::kDone) return true;
-  if (!s.ok() && s.status().code() != Status::Code::kNotFound) {
-    // At the job's end the members go one by one and the last ones have no
-    // quorum: each still answers with the "done" it applied.
-    const Result<JobState> local = ReadJobState(job_, job_id_, /*serializable=*/true);
-    if (local.ok() && local->phase == CoordState::kDone) return true;
-  }
   if (s.ok() || s.status().code() == Status::Code::kNotFound) last_answer_ = now;
   return now - last_answer_ > Seconds(silence_s_);
 }

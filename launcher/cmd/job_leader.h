@@ -56,8 +56,8 @@ Result<std::unique_ptr<failover::LeaderSession>> LeadJobAsStandby(const JobSpec&
 // A standby's "is the job over for me" (WaitForVacancy's `ended`): the
 // job's state says done, or its etcd has not answered for `silence_s` (the
 // job's own etcd lost a majority of its members: no takeover can follow).
-// Reads etcd once a second at most; with no quorum answering, a member's
-// own "done" is enough.
+// Reads etcd once a second at most; a member's own "done" is enough (the
+// first that answers is read first, then the quorum).
 class JobOver {
  public:
   JobOver(const JobSpec& job, std::string job_id, double silence_s);

@@ -162,6 +162,8 @@ Result<std::unique_ptr<ReplicaMemberRun>> RunReplicaMember(JobSpec& job, const s
   // The leader writes the job's state once the members serve; a standby reads it to wait.
   const auto until = Steady::now() + Seconds(kFormTimeout);
   for (;;) {
+    if (StandbyStopAsked())  // `run` goes with its member and files
+      return Status::Aborted(fmt::format("coordinator.replicas: member {}: ended by a signal while it formed", name));
     Result<JobState> s = ReadJobState(job, job_id);
     if (s.ok()) break;
     if (s.status().code() != Status::Code::kNotFound && s.status().code() != Status::Code::kUnavailable &&

@@ -427,7 +427,9 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMu
   DS_ASSIGN_OR_RETURN(std::unique_ptr<failover::LeaderSession> leader,
                       !resume       ? LeadJob(l.plan.job, l.coord.job_id, coord.address())
                       : cli.standby ? LeadJobAsStandby(l.plan.job, l.coord.job_id, coord.address(),
-                                                       JobOver(l.plan.job, l.coord.job_id, grace))
+                                                       [over = JobOver(l.plan.job, l.coord.job_id, grace)]() mutable {
+                                                         return StandbyStopAsked() || over();
+                                                       })
                                     : LeadJobWhenFree(l.plan.job, l.coord.job_id, coord.address(), grace));
   if (resume && !leader)  // a standby whose job ended under another standby
     return Status::Aborted(fmt::format("standby: job {} ended under another leader; nothing to take over",
@@ -547,7 +549,10 @@ Result<int> RunJob(const LaunchPlan& plan_in, const CliOptions& cli, const PerNo
   if (cli.save_pid) {
     DS_ASSIGN_OR_RETURN(pid_file, PidFile::Create(PidFile::DefaultPath(), ::getpid()));
   }
-  if (cli.standby) DS_RETURN_IF_ERROR(CheckJobId(cli.resume_job));
+  if (cli.standby) {
+    DS_RETURN_IF_ERROR(CheckJobId(cli.resume_job));
+    CatchStandbyStop();
+  }
   LaunchPlan plan = plan_in;
   // coordinator.replicas: a standby the leader started runs its member of
   // the job's etcd first (job_replicas.h); from then on the job's etcd is

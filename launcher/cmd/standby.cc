@@ -1,6 +1,7 @@
 #include "launcher/cmd/standby.h"
 
 #include <netdb.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -20,6 +21,9 @@
 
 namespace ds {
 namespace {
+
+std::atomic<bool> stop_asked{false};
+void AskStop(int) { stop_asked = true; }
 
 std::string StandbyPrefix(const JobSpec& job, const std::string& job_id) {
   return JobKey(job.coordinator, job_id, "standby/");
@@ -62,6 +66,16 @@ Result<BoundPort> BindStandbyPort(const std::string& addr) {
   return BoundPort{fd, port};
 }
 
+void CatchStandbyStop() {
+  struct sigaction sa {};
+  sa.sa_handler = AskStop;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGINT, &sa, nullptr);
+}
+
+bool StandbyStopAsked() { return stop_asked; }
+
 Result<bool> WaitAsStandby(const JobSpec& job, int index, CoordinatorOptions& co) {
   const std::string& id = co.job_id;
   const bool started_by_leader = index >= 0;
@@ -78,15 +92,16 @@ Result<bool> WaitAsStandby(const JobSpec& job, int index, CoordinatorOptions& co
   std::cerr << fmt::format("dslaunch: standby for job {} ({}): it takes the job over when its coordinator is "
                            "lost\n", id, address);
   JobOver over(job, id, CoordinatorGrace(job.coordinator, job.elastic.heartbeat_timeout));
-  auto ended = [&] { return started_by_leader ? over() : !ReadTakeoverRecord(id).ok(); };
+  auto ended = [&] { return StandbyStopAsked() || (started_by_leader ? over() : !ReadTakeoverRecord(id).ok()); };
   DS_ASSIGN_OR_RETURN(bool vacant, WaitForVacancy(job, id, ended));
   const Result<JobState> s = ReadJobState(job, id);
   if (vacant && !ended() && s.ok() && s->phase != CoordState::kDone) return true;
   // Its key is not withdrawn here: the job's leader withdraws every standby's
   // at its end, and at the job's end the members go one by one, so a delete
   // by the last standbys would wait for a quorum that is gone.
-  std::cerr << fmt::format("dslaunch: standby: job {} ended (or is not running from this host); nothing to take "
-                           "over\n", id);
+  if (StandbyStopAsked()) std::cerr << fmt::format("dslaunch: standby for job {}: ended by a signal\n", id);
+  else std::cerr << fmt::format("dslaunch: standby: job {} ended (or is not running from this host); nothing to take "
+                                "over\n", id);
   return false;
 }
 

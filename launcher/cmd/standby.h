@@ -51,6 +51,14 @@ Result<BoundPort> BindStandbyPort(const std::string& addr);
 // false: the job ended meanwhile (said on stderr).
 Result<bool> WaitAsStandby(const JobSpec& job, int index, CoordinatorOptions& co);
 
+// A waiting standby's SIGTERM or SIGINT (the leader's launcher ending it
+// at the job's end, a user's Ctrl-C) ends its wait instead of the process,
+// so that it returns and its etcd member and files go with it. Installed
+// once at the standby's start; a standby that leads then stops on them as
+// any leading run does (its signal_set replaces these).
+void CatchStandbyStop();
+bool StandbyStopAsked();
+
 // What a run needs to start its standbys (coordinator.standbys).
 struct StandbyLaunch {
   const std::string& launcher;  // "local" or "ssh" start them; others say so

@@ -157,6 +157,43 @@ TEST_CASE("run leader: replicas: 3 starts the job's own etcd on 3 hosts, over TL
   CHECK(gone);
 }
 
+TEST_CASE("run leader: replicas: 3, a standby SIGTERMed while it waits takes its member and files with it; the "
+          "job ends 0 on the other two members", "[etcd][run]") {
+  TempDir dir("dsl-run-replicas");
+  const std::string xdg = dir / "xdg";
+  REQUIRE(::mkdir(xdg.c_str(), 0700) == 0);
+  auto env = JobEnv(dir);
+  env.push_back({"XDG_RUNTIME_DIR", xdg});
+  WriteFile(dir / "worker.sh", "while [ ! -f go ]; do sleep 0.05; done\necho ran $RANK\n");
+  WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\ncoordinator:\n  replicas: 3\n");
+  Child c = Spawn({DslaunchPath(), "--hostfile", HostfileFor(dir, 3, 1), "job.yaml"}, dir.path(), env);
+  auto said = [&](const std::string& text) { return ReadFile(c.err_path).find(text) != std::string::npos; };
+  auto member_files = [&](const std::string& name) {
+    size_t n = 0;
+    for (const std::string& e : EtcdEntries(xdg + "/dslaunch")) n += e.find("." + name) != std::string::npos;
+    return n;
+  };
+  REQUIRE(WaitUntil([&] { return said("coordinator.standbys: the agents know where the standbys wait"); },
+                    seconds(60)));
+  const std::vector<pid_t> standby = ProcessesNaming("--standby-index 2 --standby-cwd " + dir.path());
+  REQUIRE(standby.size() == 1);
+  CHECK(member_files("m2") > 0);
+  REQUIRE(::kill(standby[0], SIGTERM) == 0);
+  auto gone = [](pid_t pid) {  // or a zombie: its parent, the leader's local launcher, reaps it at the end
+    const std::string stat = ReadFile(fmt::format("/proc/{}/stat", pid));
+    return stat.empty() || stat.find(") Z ") != std::string::npos;
+  };
+  CHECK(WaitUntil([&] { return gone(standby[0]) && member_files("m2") == 0; }, seconds(20)));
+  INFO("m2 files left: " << member_files("m2") << "; standby gone: " << gone(standby[0]));
+  CHECK(WaitUntil([&] { return said("dslaunch: standby for job "); }, seconds(5)));
+  WriteFile(dir / "go", "");
+  CHECK(WaitExit(c.pid, seconds(120)) == 0);
+  const std::string err = ReadFile(c.err_path);
+  INFO(err);
+  CHECK(err.find(": ended by a signal") != std::string::npos);
+  CHECK(WaitUntil([&] { return EtcdEntries(xdg + "/dslaunch").empty(); }, seconds(30)));
+}
+
 // Done-when (a) of issue 45 on one machine: the job's own etcd, dslaunch
 // SIGKILLed mid-run. A standby (each runs a member) takes the job over with
 // the same workers, and `dslaunch attach` follows it to its end.
