@@ -250,6 +250,11 @@ struct Reshape {                  // coord -> a surviving agent: go on in genera
   std::vector<RankMove> moves;    // this node's surviving workers: old rank -> new rank
   std::vector<ShardSource> sources;  // shards of the save this node lacks, and where they are (as Fetch)
   uint32_t deadline_ms = 0;       // every worker answers within this, or the reshape failed
+  // The store the new communicators meet in, when it may not be the one the
+  // workers hold (the coordinator took their generation over from a lost
+  // one, whose store went with it); "" = the one they hold.
+  std::string store_addr;         // host:port (DSLAUNCH_STORE_ADDR)
+  std::string store_token;        // its token for the new generation (DSLAUNCH_STORE_TOKEN)
   DS_MESSAGE(Reshape);
 };
 struct RankVerdict {
@@ -302,6 +307,8 @@ struct WorkerReshape {            // agent -> worker
   uint32_t world = 0;             // ... in a world this large
   int64_t step = 0;               // roll back to this save, in DSLAUNCH_SNAPSHOT_DIR's step_<step>.<set>/
   std::string set;
+  std::string store_addr;         // Reshape's: "" = the store the worker holds; else it connects to this one
+  std::string store_token;
   DS_MESSAGE(WorkerReshape);
 };
 struct WorkerReshaped {           // worker -> agent: answer to WorkerReshape

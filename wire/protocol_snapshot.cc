@@ -74,10 +74,10 @@ DS_FIELDS(Fetched) { io(m.generation, m.step, m.set, m.bytes, m.micros, m.error)
 DS_FIELDS(Reshape) {
   io(m.generation, m.step, m.id);
   io.Check([&] { return CheckId(m.id, "Reshape"); });
-  io(m.world, m.moves, m.sources, m.deadline_ms);
+  io(m.world, m.moves, m.sources, m.deadline_ms, m.store_addr, m.store_token);
 }
 DS_FIELDS(Reshaped) { io(m.generation, m.workers, m.error, m.micros); }
-DS_FIELDS(WorkerReshape) { io(m.generation, m.rank, m.world, m.step, m.set); }
+DS_FIELDS(WorkerReshape) { io(m.generation, m.rank, m.world, m.step, m.set, m.store_addr, m.store_token); }
 DS_FIELDS(WorkerReshaped) { io(m.generation, m.ok, m.why, m.micros); }
 DS_FIELDS(Replicate) { io(m.generation, m.targets, m.peers); }
 DS_FIELDS(SnapshotPlan) { io(m.complete, m.protect, m.secure, m.drop); }

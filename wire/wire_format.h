@@ -19,7 +19,7 @@
 namespace ds::wire {
 
 constexpr uint32_t kMagic = 0x44534C4E;            // "DSLN"
-constexpr uint16_t kVersion = 12;  // 2: Assign and WorkerExited grew fields; 3: snapshots;
+constexpr uint16_t kVersion = 13;  // 2: Assign and WorkerExited grew fields; 3: snapshots;
                                   // 4: the launch tree; 5: a token per child agent, and
                                   // snapshot entries carry their save's identity;
                                   // 6: Output's progress flag;
@@ -36,6 +36,7 @@ constexpr uint16_t kVersion = 12;  // 2: Assign and WorkerExited grew fields; 3:
                                   // 11: Resume (an agent that outlived its coordinator), Coordinators
                                   // 12: role attach (`dslaunch attach`): Attached, AttachLine,
                                   //     AttachStatus, AttachEnd
+                                  // 13: Reshape and WorkerReshape name the store (in place after a takeover)
 constexpr size_t kHeaderSize = 12;
 constexpr uint32_t kMaxPayload = 16u * 1024 * 1024;  // larger frames are rejected unread
 // Before AuthOk a frame is a Hello or an Auth, nothing larger: Hello is

@@ -83,7 +83,8 @@ void AgentControl::TellWorkers() {
   for (size_t i = 0; i < m.moves.size(); ++i) {
     if (reshape_->answered[i]) continue;
     const int rank = m.moves[i].new_rank;
-    Status st = seams_.workers.SendControl(rank, msg::WorkerReshape{m.generation, rank, m.world, m.step, m.id.set});
+    Status st = seams_.workers.SendControl(
+        rank, msg::WorkerReshape{m.generation, rank, m.world, m.step, m.id.set, m.store_addr, m.store_token});
     if (!st.ok()) Verdict(rank, false, "could not be told: " + st.message());
   }
   MaybeFinishReshape(false);

@@ -421,6 +421,9 @@ class JobControl {
   };
   std::optional<Adoption> adopting_;
   std::string takeover_;  // takeover()
+  // The running generation's workers were started under a lost coordinator
+  // (Adopt): their store went with it, so a Reshape names this one's.
+  bool workers_store_lost_ = false;
 };
 
 }  // namespace ds

@@ -37,6 +37,7 @@ Status JobControl::Adopt(const JobState& s) {
     keep[n] = true;
   }
   a.generation = s.generation;
+  workers_store_lost_ = true;
   gen_agents_ = s.generation_nodes;
   master_port_ = s.master_port;
   auto plan = PlanOnNodes(plan_, keep);
@@ -108,7 +109,8 @@ void JobControl::Adopted() {
   if (a.mismatch.empty() && record_.num_started() != gen_plan_.world_size)
     a.mismatch = fmt::format("its agents reported {} of its {} workers", record_.num_started(), gen_plan_.world_size);
   if (!a.mismatch.empty()) {
-    takeover_ = fmt::format("generation {} cannot be taken over as it runs: {}; it restarts", a.generation, a.mismatch);
+    takeover_ = fmt::format("generation {} cannot be taken over as it runs: {}; {}", a.generation, a.mismatch,
+                            in_place_ ? "its survivors recover in place if they can, else it restarts" : "it restarts");
     Notice(takeover_);
     grow_cause_ = "the coordinator failover (" + a.mismatch + ")";
     return StopGeneration(a.mismatch, /*restartable=*/true);

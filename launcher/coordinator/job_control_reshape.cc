@@ -10,6 +10,7 @@
 // replacement started; anything else falls back to the full restart.
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -77,12 +78,16 @@ void JobControl::SendReshapes(const LaunchPlan& old_plan, const std::vector<int>
   base.world = static_cast<uint32_t>(gen_plan_.world_size);
   base.deadline_ms = deadline_ms;
   base.sources = sources;
+  const AssignContext ctx = MakeAssignContext();
+  if (std::exchange(workers_store_lost_, false)) {
+    base.store_addr = ctx.gen.store_addr;
+    base.store_token = ctx.gen.store_token;
+  }
   auto old_node_of = [&](int agent) {
     for (size_t i = 0; i < old_agents.size(); ++i)
       if (old_agents[i] == agent) return static_cast<int>(i);
     return -1;
   };
-  const AssignContext ctx = MakeAssignContext();
   for (size_t j = 0; j < gen_agents_.size(); ++j) {
     const int agent = gen_agents_[j];
     const NodePlan& now_node = gen_plan_.nodes[j];

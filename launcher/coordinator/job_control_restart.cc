@@ -23,6 +23,7 @@ void JobControl::Restart() {
   gen_plan_ = std::move(next->plan);
   gen_agents_ = std::move(next->agents);
   ++generation_;
+  workers_store_lost_ = false;  // every worker of this generation is started with this coordinator's store
   const std::string cause = !grow_cause_.empty()         ? grow_cause_
                             : record_.first_failure() ? DescribeFailure(*record_.first_failure())
                                                       : "?";

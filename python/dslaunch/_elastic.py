@@ -17,7 +17,9 @@ rank 0 publishes "<address>:<port>" under dslaunch.torch/<generation>/store
 in the coordinator's store (DSLAUNCH_STORE_ADDR, authenticated with the
 first generation's DSLAUNCH_STORE_TOKEN on a connection kept for the job's
 life), the others read it there. A replacement started in a reshaped
-generation does the same with its own token.
+generation does the same with its own token. A WorkerReshape that names a
+store (a coordinator that took the job over from a lost one) moves that
+connection to it.
 
 Without a control channel (in_place off, warm spares, not under dslaunch)
 elastic(train) is init_process_group from the environment, train(), and
@@ -188,6 +190,17 @@ class _Job:
         self.store = _wire.StoreClient(env["DSLAUNCH_STORE_ADDR"], env.get("DSLAUNCH_STORE_TOKEN", ""),
                                        env.get("DSLAUNCH_JOB_ID", ""))
 
+    def follow(self, request):
+        """A WorkerReshape that names a store (a coordinator took the job over
+        from a lost one, whose store went with it): the groups meet there
+        from now on."""
+        if request["store_addr"]:
+            lost, self.store = self.store, _wire.StoreClient(request["store_addr"], request["store_token"],
+                                                             os.environ.get("DSLAUNCH_JOB_ID", ""))
+            lost.close()
+            os.environ["DSLAUNCH_STORE_ADDR"] = request["store_addr"]
+            os.environ["DSLAUNCH_STORE_TOKEN"] = request["store_token"]
+
     def form(self, generation, rank, world):
         """The group of `generation` (collective: every rank of it calls this)."""
         key = "dslaunch.torch/%d/store" % generation
@@ -266,6 +279,8 @@ def elastic(train, backend="gloo", timeout=datetime.timedelta(minutes=30), wait=
     request = None
     while True:
         try:
+            if request is not None:
+                job.follow(request[0])
             group = job.form(generation, rank, world)
         except Exception as e:
             if request is not None:

@@ -14,7 +14,7 @@ import struct
 import time
 
 MAGIC = 0x44534C4E
-VERSION = 12  # wire/wire_format.h kVersion (tests/python checks they agree)
+VERSION = 13  # wire/wire_format.h kVersion (tests/python checks they agree)
 HEADER = struct.Struct(">IHHI")
 MAX_HANDSHAKE_REPLY = 4096  # wire/wire_format.h kMaxHandshakeReply
 MAX_PAYLOAD = 16 << 20
@@ -95,9 +95,10 @@ def parse_header(data):
 
 
 def decode_worker_reshape(payload):
-    """WorkerReshape: {generation, rank, world, step, set}."""
+    """WorkerReshape: {generation, rank, world, step, set, store_addr, store_token}."""
     r = Reader(payload)
-    out = {"generation": r.u32(), "rank": r.i32(), "world": r.u32(), "step": r.i64(), "set": r.str()}
+    out = {"generation": r.u32(), "rank": r.i32(), "world": r.u32(), "step": r.i64(), "set": r.str(),
+           "store_addr": r.str(), "store_token": r.str()}
     r.finish()
     return out
 

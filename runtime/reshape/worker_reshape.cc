@@ -63,6 +63,7 @@ struct Generation {
   Membership m;
   TrainerConfig config;                    // its own: a thread left behind still reads it
   TrainerRuntime rt;
+  RendezvousStore store;                   // its own: a thread left behind may still wait in it
   std::optional<ReshapeRequest> reshape;   // the reshape it carries out, until timed
   bool answered = false;                   // WorkerReshaped sent for it
   int64_t started_ms = -1, connected_ms = -1, resumed_ms = -1;  // since the request: where the time went
@@ -110,7 +111,7 @@ GenerationEnd RunGeneration(Worker& w, Generation& g) {
   auto since_request = [&] { return g.reshape ? MillisSince(g.reshape->received) : -1; };
   g.started_ms = since_request();
   try {
-    auto comms = GenerationComms::Connect(w.store.store, g.m, w.comms, w.control.get());
+    auto comms = GenerationComms::Connect(g.store.store, g.m, w.comms, w.control.get());
     g.connected_ms = since_request();
     Communicator& comm = comms->training();
     TrainerRuntime& rt = g.rt;
@@ -188,6 +189,7 @@ std::shared_ptr<Generation> StartGeneration(Worker& w, const Membership& m, std:
   g->m = m;
   g->config = w.config;
   g->rt = w.rt;
+  g->store = w.store;
   g->reshape = std::move(reshape);
   *t = std::thread([g, &w] {
     ::pthread_setname_np(::pthread_self(), kTrainingThreadName);  // what a hang report shows
@@ -236,6 +238,16 @@ int RunGenerations(Worker& w, Membership m) {
     if (!config.ok()) {
       Answer(w, *reshape, false, config.status().message());
       return Fail(kDstrainExitConfig, config.status().message());
+    }
+    if (!r.store_addr.empty()) {  // a coordinator took the job over: its store, not the lost one's
+      Result<RendezvousStore> store =
+          OpenRendezvousStore(RendezvousOptions{r.store_addr, r.store_token, "", w.comms.timeout});
+      if (!store.ok()) {
+        Answer(w, *reshape, false, store.status().message());
+        return Fail(kDstrainExitComm, store.status().message());
+      }
+      w.store = std::move(store).value();
+      DS_LOG(Info, Comm) << "rendezvous through " << w.store.description << " from generation " << r.generation;
     }
     w.config = std::move(config).value();  // the batch geometry follows the world size
     m = Membership{r.generation, r.rank, static_cast<int>(r.world)};

@@ -46,7 +46,8 @@ struct Worker {
   std::function<Result<TrainerConfig>(int world)> resolve_config;
   TrainerRuntime rt;              // resume_step/set: the first generation's
   CommsOptions comms;
-  RendezvousStore store;          // opened once (may be empty for a world of one)
+  RendezvousStore store;          // opened once (may be empty for a world of one), again for a
+                                  //   WorkerReshape that names another (a coordinator took over)
   std::shared_ptr<const TrainTestData> data;
   std::unique_ptr<ControlChannel> control;  // null: no in-place reshapes
   DevicePlugin* plugin = nullptr;

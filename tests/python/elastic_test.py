@@ -3,11 +3,13 @@
 version of wire/wire_format.h), the store client refuses a server that
 cannot prove the token, the control channel's word shuts the group's
 connections (a receive waiting on a silent peer returns at once; the
-store's connection is spared) and its answer is a WorkerReshaped, and only
+store's connection is spared) and its answer is a WorkerReshaped, a word
+that names a store moves the store's connection there, and only
 a collective's failure waits for the agent's word.
 Run against the package as built: elastic_test.py BUILD/python.
 Real sockets (TCP, a SOCK_SEQPACKET pair); _elastic's checks need torch."""
 
+import datetime
 import hashlib
 import hmac
 import os
@@ -26,7 +28,9 @@ if PKG:
 
 from dslaunch import _wire  # noqa: E402
 
-RESHAPE = bytes.fromhex("00000005000000020000000600000000000001900000001030313233343536373839616263646566")
+# tests/wire/protocol_golden_test.cc's WorkerReshape pin
+RESHAPE = bytes.fromhex("00000005000000020000000600000000000001900000001030313233343536373839616263646566"
+                        "0000000e31302e302e302e393a323934303000000003746f6b")
 RESHAPED = bytes.fromhex("0000000501000000026f6b00000309")
 
 
@@ -46,7 +50,8 @@ class Frames(unittest.TestCase):
 
     def test_worker_reshape_decodes_the_golden_payload(self):
         self.assertEqual(_wire.decode_worker_reshape(RESHAPE),
-                         {"generation": 5, "rank": 2, "world": 6, "step": 400, "set": "0123456789abcdef"})
+                         {"generation": 5, "rank": 2, "world": 6, "step": 400, "set": "0123456789abcdef",
+                          "store_addr": "10.0.0.9:29400", "store_token": "tok"})
 
     def test_a_payload_short_or_long_is_refused(self):
         for bad in (RESHAPE[:-1], RESHAPE + b"\0"):
@@ -173,6 +178,28 @@ class Control(unittest.TestCase):
     def test_no_word_when_the_agent_is_gone(self):
         self.agent.close()
         self.assertIsNone(self.control.take(5))
+
+    def test_a_word_that_names_a_store_moves_the_connection_there(self):
+        # A coordinator that took the job over names its own store: the groups meet there from now on.
+        first, second = FakeStore(b"tok0"), FakeStore(b"tok1")
+        env = {"DSLAUNCH_STORE_ADDR": first.addr, "DSLAUNCH_STORE_TOKEN": "tok0", "DSLAUNCH_JOB_ID": "job-1",
+               "MASTER_ADDR": "127.0.0.1"}
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            job = self.elastic._Job(self.control, "gloo", datetime.timedelta(seconds=5), 1.0)
+            job.follow({"store_addr": "", "store_token": ""})  # the one it holds
+            self.assertEqual(job.store.addr, first.addr)
+            job.follow(_wire.decode_worker_reshape(RESHAPE) | {"store_addr": second.addr, "store_token": "tok1"})
+            self.assertEqual((job.store.addr, os.environ["DSLAUNCH_STORE_ADDR"]), (second.addr, second.addr))
+            self.assertEqual(job.store.get("dslaunch.torch/1/store", 5), b"10.0.0.1:4242")  # tok1 proved both ways
+            job.store.close()
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
     def test_only_a_collectives_failure_waits_for_the_word(self):
         comm = RuntimeError("[./gloo/transport/tcp/pair.cc:598] Connection closed by peer [10.0.0.2]:4242")

@@ -7,7 +7,7 @@
 #include <future>
 #include <thread>
 
-#include "launcher/coordinator/coordinator.h"
+#include "tests/wire/store_fixture.h"
 #include "wire/hmac_auth.h"
 
 namespace ds {
@@ -15,30 +15,7 @@ namespace {
 
 using std::chrono::milliseconds;
 
-struct StoreFixture {
-  StoreFixture() {
-    CoordinatorOptions o;
-    o.job_id = "job1";
-    o.secret = "s3cret";
-    coord = std::make_unique<Coordinator>(io, plan, o, record);
-    REQUIRE(coord->Listen().ok());
-    addr = coord->address();
-    token = StoreToken("s3cret", "job1", 0);
-    thread = std::thread([this] { io.run(); });
-  }
-  ~StoreFixture() {
-    io.stop();
-    thread.join();
-  }
-  asio::io_context io;
-  asio::executor_work_guard<asio::io_context::executor_type> guard = asio::make_work_guard(io);
-  LaunchPlan plan;
-  JobRecord record;
-  std::unique_ptr<Coordinator> coord;
-  std::string addr;
-  std::string token;
-  std::thread thread;
-};
+using testing::StoreFixture;
 
 // What `read` returns, read on the fixture's io thread (where the store lives).
 template <typename F>

@@ -14,6 +14,7 @@
 
 #include "launcher/report/job_summary.h"
 #include "tests/launcher/coordinator/fake_cluster.h"
+#include "wire/hmac_auth.h"
 
 namespace ds::test {
 namespace {
@@ -127,6 +128,8 @@ TEST_CASE("job control in place: a crashed worker restarts alone; the others kee
   CHECK(r1->world == 6);
   CHECK(r1->deadline_ms == 5000);
   CHECK(r1->sources.size() == 6);
+  CHECK(r1->store_addr.empty());  // the workers hold this coordinator's store
+  CHECK(r1->store_token.empty());
   // Only w1 gets an Assign of generation 1: for rank 3 alone, resuming from the save.
   auto a = c.Last<msg::Assign>(1, MsgType::kAssign);
   REQUIRE(a);
@@ -168,6 +171,47 @@ TEST_CASE("job control in place: a lost node's ranks are dropped and the survivo
   ConfirmReshape(c, 2);
   CHECK(c.notices().back() == "recovered in place at step 400 in 0 ms: 2 shards from w1's replica of w0, 4 from memory");
   CHECK(c.control().world_size() == 4);
+}
+
+TEST_CASE("job control in place: after a takeover that lost a node, the survivors reshape into the new leader's "
+          "store; the next reshape names none", "[jobcontrol][inplace]") {
+  FakeCluster old(kThreeHosts, InPlaceJob());
+  RunWithSave(old);
+  FakeCluster c(kThreeHosts, InPlaceJob());  // the standby, taking over from `old`'s state
+  REQUIRE(c.control().Adopt(old.control().State()).ok());
+  c.RegisterAll();
+  for (int n : {1, 2}) {  // back with their workers, snapshots and holdings, as a Resume after a takeover is
+    c.Send(n, MsgType::kSnapshotReady, msg::SnapshotReady{fmt::format("10.0.0.{}:5000", n + 1), "/dev/shm/x", ""}.Encode());
+    const uint32_t prev = static_cast<uint32_t>(n + 2) % 3;
+    msg::SnapshotHeld h;
+    h.added = {E(2 * n, n), E(2 * n + 1, n), E(2 * prev, prev), E(2 * prev + 1, prev)};
+    c.Send(n, MsgType::kSnapshotHeld, h.Encode());
+    msg::Resume r{0, 1, 5, {{2 * n, 1000 + 2 * n}, {2 * n + 1, 1001 + 2 * n}}};
+    c.Send(n, MsgType::kResume, r.Encode());
+  }
+  c.Drop(0);  // the old coordinator's host, with its ranks, before its Resume
+  CHECK(Stops(c) == 0);
+  auto r1 = c.Last<msg::Reshape>(1, MsgType::kReshape);
+  auto r2 = c.Last<msg::Reshape>(2, MsgType::kReshape);
+  REQUIRE((r1 && r2));
+  CHECK(Moves(*r1) == std::vector<std::pair<int, int>>{{2, 0}, {3, 1}});
+  for (const auto& r : {r1, r2}) {
+    CHECK(r->generation == 1);
+    CHECK(r->store_addr == "127.0.0.1:7000");  // this coordinator's (FakeCluster's Start)
+    CHECK(r->store_token == StoreToken("secret", "job", 1));
+  }
+  CHECK(HasNotice(c, "generation 0 cannot be taken over as it runs: w0 did not come back; its survivors recover "
+                    "in place if they can, else it restarts"));
+  ConfirmReshape(c, 1);
+  ConfirmReshape(c, 2);
+  CHECK(c.notices().back() == "recovered in place at step 400 in 0 ms: 2 shards from w1's replica of w0, 4 from memory");
+  // Its workers now hold this coordinator's store: a second loss's Reshape names none.
+  c.Send(2, MsgType::kSnapshotHeld, msg::SnapshotHeld{}.Encode());
+  c.Exit(1, 1);
+  auto again = c.Last<msg::Reshape>(1, MsgType::kReshape);
+  REQUIRE(again);
+  CHECK(again->generation == 2);
+  CHECK(again->store_addr.empty());
 }
 
 TEST_CASE("job control in place: a node evicted as slow leaves through the in-place path", "[jobcontrol][inplace]") {

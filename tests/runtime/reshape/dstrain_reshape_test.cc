@@ -8,7 +8,9 @@
 // 2, that save}. They answer WorkerReshaped{ok} and train to the end. Their
 // final shards must equal, byte for byte, those of two fresh ranks resumed
 // from the same save (DSLAUNCH_RESUME_STEP/SET): what a full restart at that
-// save with that world would compute. ZeRO stages 0 to 3. Also: a rank told
+// save with that world would compute. ZeRO stages 0 to 3. A reshape that
+// names another store (the coordinator's, after a takeover) is formed there
+// though the first store is gone. Also: a rank told
 // it is not in the new world answers ok and exits 0; a bad
 // DSLAUNCH_CONTROL_FD is a usage error naming it.
 #include <fcntl.h>
@@ -34,6 +36,7 @@
 #include "agent/snapshots/store.h"
 #include "tests/runtime/dstrain_process.h"
 #include "tests/test_util/temp_dir.h"
+#include "tests/wire/store_fixture.h"
 #include "wire/frame_io.h"
 #include "wire/snapshot_handoff.h"
 
@@ -335,6 +338,43 @@ TEST_CASE("a rank left out of the new world answers ok and exits 0; the other tr
   CHECK(out0.find("dstrain: reshaped in place to 1 ranks (generation 3) from step " + std::to_string(save.step)) !=
         std::string::npos);
   CHECK(Read(ranks[1].proc.out_path).find("error") == std::string::npos);
+  for (const Rank& r : ranks) ::close(r.control);
+}
+
+TEST_CASE("a reshape that names another store (a coordinator took the job over): the survivors meet there, "
+          "the lost coordinator's store gone", "[reshape]") {
+  ds::testing::TempDir dir("dstrain-reshape");
+  auto store = SnapshotStore::Create(dir.path());
+  REQUIRE(store.ok());
+  auto lost = std::make_unique<ds::testing::StoreFixture>("reshape");
+  ds::testing::StoreFixture leader("reshape");
+  std::vector<Rank> ranks;
+  for (int r = 0; r < 3; ++r) {
+    std::vector<std::string> env = Env(dir.path(), (*store)->dir(), 1, r, 3, 0);
+    for (std::string& e : env)
+      if (e.rfind("DSLAUNCH_STORE_ADDR=", 0) == 0) e += lost->addr;  // wins over DSLAUNCH_STORE_PATH
+    env.push_back("DSLAUNCH_STORE_TOKEN=" + lost->token);
+    ranks.push_back(Spawn(env, dir / ("out" + std::to_string(r)), true));
+  }
+  REQUIRE(WaitForSave((*store)->incoming_dir(), 3, steady_clock::now() + seconds(60)));
+  ::kill(ranks[1].proc.pid, SIGKILL);
+  CHECK(Wait(ranks[1].proc) == 128 + SIGKILL);
+  lost.reset();  // its connections close, as a SIGKILLed dslaunch's do
+  const Save save = AdoptNewestComplete(**store, 3);
+  REQUIRE(save.step > 0);
+  Send(ranks[0], msg::WorkerReshape{1, 0, 2, save.step, save.set, leader.addr, leader.token});
+  Send(ranks[2], msg::WorkerReshape{1, 1, 2, save.step, save.set, leader.addr, leader.token});
+  for (int r : {0, 2}) {
+    Result<msg::WorkerReshaped> answer = Receive(ranks[r].control);
+    INFO("old rank " << r << ": " << Read(ranks[r].proc.out_path));
+    REQUIRE(answer.ok());
+    CHECK(answer->generation == 1);
+    CHECK(answer->why == "");
+    CHECK(answer->ok == 1);
+  }
+  CHECK(Wait(ranks[0].proc) == 0);
+  CHECK(Wait(ranks[2].proc) == 0);
+  CHECK_THAT(Read(ranks[0].proc.out_path), Catch::Contains("dstrain: reshaped in place to 2 ranks (generation 1)"));
   for (const Rank& r : ranks) ::close(r.control);
 }
 
