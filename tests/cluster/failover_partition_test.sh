@@ -46,7 +46,7 @@ cd "$work"
 unset XDG_RUNTIME_DIR  # the user's own private directory, as failover_replicas_test.sh
 private_dirs() { ls -d "/run/user/$(id -u)/dslaunch" "/tmp/dslaunch-$(id -u)" 2>/dev/null; }
 printf '%s slots=1\n' "${ADDR[@]:0:3}" >hostfile
-failover_job "{replicas: 3, grace: 30s}" >job.yaml
+dstrain_job coordinator="{replicas: 3, grace: 30s}" connect_timeout=2s >job.yaml
 
 ip netns exec "${NS[0]}" env DSLAUNCH_STOP_GRACE=500ms "$DSLAUNCH" --save_pid --hostfile hostfile --launcher ssh \
   job.yaml >out 2>&1 &

@@ -39,7 +39,7 @@ cd "$work"
 unset XDG_RUNTIME_DIR
 private_dirs() { ls -d "/run/user/$(id -u)/dslaunch" "/tmp/dslaunch-$(id -u)" 2>/dev/null; }
 printf '%s slots=1\n' "${ADDR[@]:0:3}" >hostfile
-failover_job "{replicas: 3, grace: 10s}" 60000 >job.yaml  # long enough for two failovers
+dstrain_job coordinator="{replicas: 3, grace: 10s}" steps=60000 connect_timeout=2s >job.yaml  # long enough for two failovers
 
 DSLAUNCH_STOP_GRACE=500ms "$DSLAUNCH" --hostfile hostfile --launcher ssh job.yaml >out 2>&1 &
 pid=$!

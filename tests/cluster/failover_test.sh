@@ -42,7 +42,7 @@ wait_for 20 ctl endpoint health >/dev/null 2>&1 || { cat "$work/etcd.log" >&2; f
 
 cd "$work"
 printf '%s slots=1\n' "${ADDR[@]:0:3}" >hostfile
-failover_job "{etcd: [$etcd_url], standbys: 2, grace: 30s}" >job.yaml
+dstrain_job coordinator="{etcd: [$etcd_url], standbys: 2, grace: 30s}" connect_timeout=2s >job.yaml
 state() { ctl get --print-value-only --prefix /dslaunch/ | grep '"version"'; }
 leader() { ctl get --print-value-only --prefix /dslaunch/ --keys-only | grep -c '/leader$'; }
 

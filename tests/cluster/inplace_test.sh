@@ -23,33 +23,14 @@ work=$(mktemp -d /tmp/dsl-inplace.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 . "$(dirname "$0")/../test_util/preamble.sh"
 . "$(dirname "$0")/netns_lib.sh"
+. "$(dirname "$0")/dstrain_job.sh"
 read_cluster
 name=$(basename "$C")
 cd "$work"
 
 # job_yaml IN_PLACE: 1500 steps, a snapshot every 50; a task slow enough to
 # learn that its losses (4 decimals, every 50 steps) tell two runs apart.
-job_yaml() {
-  cat <<YAML
-checkpoint: {dir: "$work/ckpt-{host}", keep: 100}
-elastic: {max_restarts: 2, min_nodes: 1, heartbeat_interval: 250ms, heartbeat_timeout: 1s, in_place: $1, in_place_deadline: 5s}
-ssh: {strict_host_key_checking: yes}
-env: {OMP_NUM_THREADS: '1', OPENBLAS_NUM_THREADS: '1'}
-trainer:
-  model: {layers: [64, 32, 8], activation: relu}
-  data: {dataset: synthetic, samples: 6144, features: 64, classes: 8}
-  epochs: 1000
-  max_steps: 1500
-  seed: 5
-  eval: {every_epoch: false}
-  checkpoint: {every_steps: 50, keep: 100}
-  config:
-    train_micro_batch_size_per_gpu: 32
-    optimizer: {type: Adam, params: {lr: 0.0002}}
-    zero_optimization: {stage: 2}
-    steps_per_print: 50
-YAML
-}
+job_yaml() { dstrain_job in_place="$1" restarts=2 min_nodes=1 steps=1500; }
 hostfile() { printf '%s slots=1\n' "${ADDR[@]:0:$1}" >"$work/hostfile"; }
 
 run() {  # NAME: dslaunch in the background, output in $work/NAME.out

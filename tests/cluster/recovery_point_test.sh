@@ -45,6 +45,7 @@ echo "recovery point: seed $seed, $trials trials (RECOVERY_SEED=$seed replays th
 fails=0
 fail() { echo "FAIL (seed $seed, trial $trial): $*" >&2; fails=$((fails + 1)); }
 . "$(dirname "$0")/netns_lib.sh"
+. "$(dirname "$0")/dstrain_job.sh"
 read_cluster
 name=$(basename "$C")
 cd "$work"
@@ -57,26 +58,8 @@ pick() {
 }
 
 job_yaml() {  # EVERY STAGE REPLICAS KEEP IN_PLACE STEPS [COORDINATOR]
-  cat <<YAML
-${7:+coordinator: $7}
-checkpoint: {dir: "$work/ckpt-{host}", keep: $4, replicas: $3}
-elastic: {max_restarts: 3, min_nodes: 1, heartbeat_interval: 250ms, heartbeat_timeout: 1s, in_place: $5, in_place_deadline: 5s}
-ssh: {strict_host_key_checking: yes}
-env: {OMP_NUM_THREADS: '1', OPENBLAS_NUM_THREADS: '1'}
-trainer:
-  model: {layers: [64, 48, 8], activation: relu}
-  data: {dataset: synthetic, samples: 6144, features: 64, classes: 8}
-  epochs: 100000
-  max_steps: $6
-  seed: 5
-  eval: {every_epoch: false}
-  checkpoint: {every_steps: $1, keep: $4}
-  config:
-    train_micro_batch_size_per_gpu: 32
-    optimizer: {type: Adam, params: {lr: 0.0002}}
-    zero_optimization: {stage: $2}
-    steps_per_print: 100
-YAML
+  dstrain_job every="$1" stage="$2" replicas="$3" keep="$4" in_place="$5" steps="$6" coordinator="${7:-}" \
+    restarts=3 min_nodes=1 hidden=48 print=100
 }
 hostfile() { printf '%s slots=1\n' "$@" >"$work/hostfile"; }
 run() {  # NAME: dslaunch in the background, output in $work/NAME.out
