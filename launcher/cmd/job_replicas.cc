@@ -29,6 +29,7 @@ using Steady = std::chrono::steady_clock;
 constexpr double kFormTimeout = 60;  // ssh, etcd's start, the first election
 constexpr auto kRetry = std::chrono::milliseconds(200);
 constexpr auto kStandbysEnd = std::chrono::seconds(10);  // a standby sees the end within a second or two
+constexpr auto kEndSeen = std::chrono::seconds(3);       // a member waits this long for the others to have the end
 constexpr int kFirstPort = 20000, kPorts = 40000;
 
 // `host`'s first address, numeric: where its member listens and what its certificate names.
@@ -134,7 +135,25 @@ Result<std::unique_ptr<ReplicaCluster>> StartReplicas(LaunchPlan& plan, const st
   return cluster;
 }
 
+void ReplicaMemberRun::LetTheOthersSeeTheEnd() const {
+  auto done_at = [&](const std::vector<std::string>& endpoints) {
+    JobSpec one = job;
+    one.coordinator.etcd = endpoints;
+    one.elastic.heartbeat_timeout = 1;  // each call waits 1 s at most
+    const Result<JobState> s = ReadJobState(one, job_id, /*serializable=*/true);
+    return s.ok() && s->phase == CoordState::kDone;
+  };
+  if (job_id.empty() || job.coordinator.etcd.empty() || !done_at({job.coordinator.etcd.front()})) return;
+  std::vector<std::string> waiting(job.coordinator.etcd.begin() + 1, job.coordinator.etcd.end());  // its own first
+  const auto until = Steady::now() + kEndSeen;
+  while (!waiting.empty() && Steady::now() < until && !StandbyStopAsked()) {
+    std::erase_if(waiting, [&](const std::string& e) { return done_at({e}); });
+    if (!waiting.empty()) std::this_thread::sleep_for(kRetry);
+  }
+}
+
 ReplicaMemberRun::~ReplicaMemberRun() {
+  LetTheOthersSeeTheEnd();
   if (etcd) etcd->Stop(5);
   std::error_code ec;
   if (!data_dir.empty()) std::filesystem::remove_all(data_dir, ec);
@@ -155,10 +174,12 @@ Result<std::unique_ptr<ReplicaMemberRun>> RunReplicaMember(JobSpec& job, const s
   DS_ASSIGN_OR_RETURN(run->etcd, failover::EmbeddedEtcd::Start(failover::MemberOptions(b, run->data_dir, member)));
   DS_RETURN_IF_ERROR(run->etcd->WaitReady(kFormTimeout));
   PointAtMembers(job.coordinator, b.members, client);
+  run->job_id = job_id;
   // Its own member first: every etcd client of this standby tries the
   // endpoints in order, and when the others are cut off (a partition) the
   // own one answers at once instead of after a timeout per call.
   std::rotate(job.coordinator.etcd.begin(), job.coordinator.etcd.begin() + b.index, job.coordinator.etcd.end());
+  run->job = job;
   // The leader writes the job's state once the members serve; a standby reads it to wait.
   const auto until = Steady::now() + Seconds(kFormTimeout);
   for (;;) {

@@ -47,12 +47,20 @@ Result<std::unique_ptr<ReplicaCluster>> StartReplicas(LaunchPlan& plan, const st
                                                       const std::string& job_id, const std::string& secret);
 
 // What a standby holds while it lives: its member (stopped with this) and
-// the member's directories (removed with this).
+// the member's directories (removed with this). When its own member has the
+// job's end, it first waits (3 s at most) until every other member has it
+// too: one that lagged would never learn it once the others are gone (no
+// quorum, no raft leader), and its standby would wait for it in vain.
 struct ReplicaMemberRun {
   std::unique_ptr<failover::EmbeddedEtcd> etcd;
   std::string data_dir;
   std::string tls_dir;
+  JobSpec job;         // its coordinator: the members, this standby's client certificate
+  std::string job_id;
   ~ReplicaMemberRun();
+
+ private:
+  void LetTheOthersSeeTheEnd() const;
 };
 
 // A standby's part: runs the member `brief_line` names, waits until the

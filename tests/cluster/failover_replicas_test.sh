@@ -10,11 +10,12 @@
 #  (b) Then every process of the new leader's host but its sshd (a rank, the
 #      leading standby, an etcd member) is SIGKILLed at once. Expected: the
 #      2 members left keep a quorum, the last standby takes the job over and
-#      restarts it on the other two hosts from the recovery point (no save
-#      below it written again), it trains past step 10000 and ends 0 (the
-#      standby's record, `dslaunch status --all`), and the attach follows it
-#      to that end and exits 0. The survivors' member files go, and no
-#      process is left.
+#      (elastic.in_place) recovers the other two hosts' workers in place,
+#      the same processes, from the recovery point (no save below it
+#      written again; their store is the new leader's now), it trains past
+#      step 10000 and ends 0 (the standby's record, `dslaunch status
+#      --all`), and the attach follows it to that end and exits 0. The
+#      survivors' member files go, and no process is left.
 # Run inside tests/cluster/with-cluster with 3 nodes (which tears down).
 #   failover_replicas_test.sh DSLAUNCH
 set -uo pipefail
@@ -39,7 +40,7 @@ cd "$work"
 unset XDG_RUNTIME_DIR
 private_dirs() { ls -d "/run/user/$(id -u)/dslaunch" "/tmp/dslaunch-$(id -u)" 2>/dev/null; }
 printf '%s slots=1\n' "${ADDR[@]:0:3}" >hostfile
-dstrain_job coordinator="{replicas: 3, grace: 10s}" steps=60000 connect_timeout=2s >job.yaml  # long enough for two failovers
+dstrain_job coordinator="{replicas: 3, grace: 10s}" steps=60000 connect_timeout=2s in_place=true >job.yaml  # long enough for two failovers
 
 DSLAUNCH_STOP_GRACE=500ms "$DSLAUNCH" --hostfile hostfile --launcher ssh job.yaml >out 2>&1 &
 pid=$!
@@ -76,11 +77,16 @@ lost=-1
 for i in 0 1 2; do [ "${ADDR[$i]}" = "$leader_ip" ] && lost=$i; done
 [ "$lost" -ge 0 ] || { cat attach.err; fail "attach names no leader on the bed's hosts"; exit 1; }
 survivors=() && for i in 0 1 2; do [ "$i" -ne "$lost" ] && survivors+=("$i"); done
+survivor_workers="$(worker_pid "${survivors[0]}") $(worker_pid "${survivors[1]}")"
 sshd=$(cat "$C/pids/sshd-$lost.pid")
 victims=$(ip netns pids "${NS[$lost]}" | grep -vx "$sshd" | grep -vx "$attach_pid")
 echo "$victims" | xargs -r kill -STOP
 touch killed
 echo "$victims" | xargs -r kill -9
+wait_for 60 grep -q "recovered in place at step" attach.err ||
+  { grep -v "epoch\|step" attach.err | tail -20; fail "the survivors were not recovered in place"; }
+workers_now="$(worker_pid "${survivors[0]}") $(worker_pid "${survivors[1]}")"
+[ "$workers_now" = "$survivor_workers" ] || fail "the survivors' workers changed: $survivor_workers -> $workers_now"
 
 wait "$attach_pid"
 attach_rc=$?
@@ -88,9 +94,10 @@ attach_pid=""
 grep -v "epoch\|step" attach.err | tail -30
 [ "$attach_rc" -eq 0 ] || { cat attach.err; fail "dslaunch attach on host 1 ended $attach_rc, not the job's 0"; }
 grep -q "following job $job's new leader at" attach.err || { cat attach.err; fail "dslaunch attach did not follow the second leader"; }
-grep -q "all 2 workers exited 0, after 1 restart" attach.err || { cat attach.err; fail "no summary of a restart on 2 hosts"; }
-grep -q "restart 1/1: generation 1 on 2 nodes, world size 2, after the coordinator failover (${ADDR[$lost]} did not come back)" attach.err ||
-  { grep -v "epoch\|step" attach.err | head -20; fail "the restart attach was told of did not name host $lost"; }
+grep -q "all 2 workers exited 0" attach.err || { cat attach.err; fail "no summary of 2 workers ending 0"; }
+grep -q "generation 0 cannot be taken over as it runs: ${ADDR[$lost]} did not come back; its survivors recover in place" attach.err ||
+  { grep -v "epoch\|step" attach.err | head -20; fail "the takeover attach was told of did not name host $lost"; }
+grep -q "restart [0-9]/" attach.err && fail "a restart after the second takeover: not in place"
 none_rewritten_below "$taken"  # from the recovery point, not from scratch
 snapshot_on "${survivors[0]}" 10000 || fail "host ${survivors[0]} holds no snapshot of step 10000 or later: the job did not train on"
 wait_for 10 sh -c "'$DSLAUNCH' status --all | grep '^$job ' | grep -q ' ended  *0 '" ||

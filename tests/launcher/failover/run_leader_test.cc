@@ -120,20 +120,36 @@ std::vector<std::string> EtcdEntries(const std::string& private_dir) {
   return out;
 }
 
+// A job on 3 local hosts with coordinator: {replicas: 3}, its private
+// directory the test's own; its workers end once `go` exists.
+struct ReplicaJob {
+  TempDir dir{"dsl-run-replicas"};
+  std::string xdg = dir / "xdg";
+  Child c;
+  ReplicaJob() {
+    REQUIRE(::mkdir(xdg.c_str(), 0700) == 0);
+    auto env = JobEnv(dir);
+    env.push_back({"XDG_RUNTIME_DIR", xdg});
+    WriteFile(dir / "worker.sh", "while [ ! -f go ]; do sleep 0.05; done\necho ran $RANK\n");
+    WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\ncoordinator:\n  replicas: 3\n");
+    c = Spawn({DslaunchPath(), "--hostfile", HostfileFor(dir, 3, 1), "job.yaml"}, dir.path(), env);
+  }
+  std::string Err() const { return ReadFile(c.err_path); }
+  // The entries of the members' files in the private directory, of member `name` ("" = any).
+  size_t MemberFiles(const std::string& name = "") const {
+    size_t n = 0;
+    for (const std::string& e : EtcdEntries(xdg + "/dslaunch")) n += e.find("." + name) != std::string::npos;
+    return n;
+  }
+};
+
 TEST_CASE("run leader: replicas: 3 starts the job's own etcd on 3 hosts, over TLS, and takes it away at the end",
           "[etcd][run]") {
-  TempDir dir("dsl-run-replicas");
-  const std::string xdg = dir / "xdg";
-  REQUIRE(::mkdir(xdg.c_str(), 0700) == 0);
-  auto env = JobEnv(dir);
-  env.push_back({"XDG_RUNTIME_DIR", xdg});
+  ReplicaJob job;
   // The workers end once every standby waits: a job that ended while a member still formed
   // would leave it without a quorum (the issue's note: a sharp edge of its own).
-  WriteFile(dir / "worker.sh", "while [ ! -f go ]; do sleep 0.05; done\necho ran $RANK\n");
-  WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\ncoordinator:\n  replicas: 3\n");
-  Child c = Spawn({DslaunchPath(), "--hostfile", HostfileFor(dir, 3, 1), "job.yaml"}, dir.path(), env);
   auto standbys = [&] {
-    const std::string e = ReadFile(c.err_path);
+    const std::string e = job.Err();
     size_t n = 0;
     for (size_t at = e.find("dslaunch: standby for job "); at != std::string::npos;
          at = e.find("dslaunch: standby for job ", at + 1))
@@ -141,57 +157,45 @@ TEST_CASE("run leader: replicas: 3 starts the job's own etcd on 3 hosts, over TL
     return n;
   };
   CHECK(WaitUntil([&] { return standbys() == 3; }, seconds(60)));
-  WriteFile(dir / "go", "");
-  CHECK(WaitExit(c.pid, seconds(120)) == 0);
-  const std::string err = ReadFile(c.err_path);
+  WriteFile(job.dir / "go", "");
+  CHECK(WaitExit(job.c.pid, seconds(120)) == 0);
+  const std::string err = job.Err();
   INFO(err);
   CHECK(err.find("job.yaml:3:13: coordinator.replicas: the job's own etcd: a member and a standby coordinator on "
                  "each of the first 3 hosts") != std::string::npos);
   CHECK(std::regex_search(err, std::regex("coordinator: leads job [0-9a-f]+ in etcd \\(https://127\\.0\\.0\\.1:[0-9]+, "
                                           "https://127\\.0\\.0\\.2:[0-9]+, https://127\\.0\\.0\\.3:[0-9]+,")));
-  CHECK(ReadFile(c.out_path).find("ran 2") != std::string::npos);
+  CHECK(ReadFile(job.c.out_path).find("ran 2") != std::string::npos);
   // The standbys see the job end and go, with their members and the members' files.
-  CHECK(WaitUntil([&] { return ProcessesNaming(xdg).empty(); }, seconds(30)));
-  const bool gone = WaitUntil([&] { return EtcdEntries(xdg + "/dslaunch").empty(); }, seconds(30));
-  INFO("left: " << fmt::format("{}", fmt::join(EtcdEntries(xdg + "/dslaunch"), ", ")));
+  CHECK(WaitUntil([&] { return ProcessesNaming(job.xdg).empty(); }, seconds(30)));
+  const bool gone = WaitUntil([&] { return job.MemberFiles() == 0; }, seconds(30));
+  INFO("left: " << fmt::format("{}", fmt::join(EtcdEntries(job.xdg + "/dslaunch"), ", ")));
   CHECK(gone);
 }
 
 TEST_CASE("run leader: replicas: 3, a standby SIGTERMed while it waits takes its member and files with it; the "
           "job ends 0 on the other two members", "[etcd][run]") {
-  TempDir dir("dsl-run-replicas");
-  const std::string xdg = dir / "xdg";
-  REQUIRE(::mkdir(xdg.c_str(), 0700) == 0);
-  auto env = JobEnv(dir);
-  env.push_back({"XDG_RUNTIME_DIR", xdg});
-  WriteFile(dir / "worker.sh", "while [ ! -f go ]; do sleep 0.05; done\necho ran $RANK\n");
-  WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\ncoordinator:\n  replicas: 3\n");
-  Child c = Spawn({DslaunchPath(), "--hostfile", HostfileFor(dir, 3, 1), "job.yaml"}, dir.path(), env);
-  auto said = [&](const std::string& text) { return ReadFile(c.err_path).find(text) != std::string::npos; };
-  auto member_files = [&](const std::string& name) {
-    size_t n = 0;
-    for (const std::string& e : EtcdEntries(xdg + "/dslaunch")) n += e.find("." + name) != std::string::npos;
-    return n;
-  };
-  REQUIRE(WaitUntil([&] { return said("coordinator.standbys: the agents know where the standbys wait"); },
+  ReplicaJob job;
+  REQUIRE(WaitUntil([&] { return job.Err().find("coordinator.standbys: the agents know where the standbys wait") !=
+                                 std::string::npos; },
                     seconds(60)));
-  const std::vector<pid_t> standby = ProcessesNaming("--standby-index 2 --standby-cwd " + dir.path());
+  const std::vector<pid_t> standby = ProcessesNaming("--standby-index 2 --standby-cwd " + job.dir.path());
   REQUIRE(standby.size() == 1);
-  CHECK(member_files("m2") > 0);
+  CHECK(job.MemberFiles("m2") > 0);
   REQUIRE(::kill(standby[0], SIGTERM) == 0);
   auto gone = [](pid_t pid) {  // or a zombie: its parent, the leader's local launcher, reaps it at the end
     const std::string stat = ReadFile(fmt::format("/proc/{}/stat", pid));
     return stat.empty() || stat.find(") Z ") != std::string::npos;
   };
-  CHECK(WaitUntil([&] { return gone(standby[0]) && member_files("m2") == 0; }, seconds(20)));
-  INFO("m2 files left: " << member_files("m2") << "; standby gone: " << gone(standby[0]));
-  CHECK(WaitUntil([&] { return said("dslaunch: standby for job "); }, seconds(5)));
-  WriteFile(dir / "go", "");
-  CHECK(WaitExit(c.pid, seconds(120)) == 0);
-  const std::string err = ReadFile(c.err_path);
+  const bool went = WaitUntil([&] { return gone(standby[0]) && job.MemberFiles("m2") == 0; }, seconds(20));
+  INFO("m2's files left: " << job.MemberFiles("m2") << "; its standby gone: " << gone(standby[0]));
+  CHECK(went);
+  WriteFile(job.dir / "go", "");
+  CHECK(WaitExit(job.c.pid, seconds(120)) == 0);
+  const std::string err = job.Err();
   INFO(err);
   CHECK(err.find(": ended by a signal") != std::string::npos);
-  CHECK(WaitUntil([&] { return EtcdEntries(xdg + "/dslaunch").empty(); }, seconds(30)));
+  CHECK(WaitUntil([&] { return job.MemberFiles() == 0; }, seconds(30)));
 }
 
 // Done-when (a) of issue 45 on one machine: the job's own etcd, dslaunch
