@@ -422,7 +422,8 @@ class JobControl {
   std::optional<Adoption> adopting_;
   std::string takeover_;  // takeover()
   // The running generation's workers were started under a lost coordinator
-  // (Adopt): their store went with it, so a Reshape names this one's.
+  // (Adopt): their store went with it, so a Reshape names this one's, until
+  // one succeeded or a restart started every worker afresh.
   bool workers_store_lost_ = false;
 };
 

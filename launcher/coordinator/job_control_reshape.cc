@@ -79,7 +79,7 @@ void JobControl::SendReshapes(const LaunchPlan& old_plan, const std::vector<int>
   base.deadline_ms = deadline_ms;
   base.sources = sources;
   const AssignContext ctx = MakeAssignContext();
-  if (std::exchange(workers_store_lost_, false)) {
+  if (workers_store_lost_) {
     base.store_addr = ctx.gen.store_addr;
     base.store_token = ctx.gen.store_token;
   }
@@ -143,6 +143,7 @@ void JobControl::OnReshaped(int node, const msg::Reshaped& m) {
 void JobControl::MaybeFinishReshape() {
   if (!reshaping_ || !reshaping_->done()) return;
   Notice(reshaping_->DoneLine(clock_.Now()));
+  workers_store_lost_ = false;  // every worker holds this coordinator's store now
   gather_->Resumed();
   SendSnapshotPlan();
   reshaping_.reset();
