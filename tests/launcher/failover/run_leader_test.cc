@@ -156,7 +156,11 @@ TEST_CASE("run leader: replicas: 3 starts the job's own etcd on 3 hosts, over TL
       ++n;
     return n;
   };
-  CHECK(WaitUntil([&] { return standbys() == 3; }, seconds(60)));
+  {
+    const bool all = WaitUntil([&] { return standbys() == 3; }, seconds(60));
+    INFO(job.Err());
+    CHECK(all);
+  }
   WriteFile(job.dir / "go", "");
   CHECK(WaitExit(job.c.pid, seconds(120)) == 0);
   const std::string err = job.Err();
