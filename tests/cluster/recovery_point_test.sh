@@ -65,14 +65,19 @@ hostfile() { printf '%s slots=1\n' "$@" >"$work/hostfile"; }
 run() {  # NAME: dslaunch in the background, output in $work/NAME.out
   DSLAUNCH_STOP_GRACE=500ms "$DSLAUNCH" --hostfile "$work/hostfile" --launcher ssh "$work/job.yaml" \
     >"$work/$1.out" 2>&1 &
-  pid=$!
+  pid=$! started=$SECONDS
 }
-finish() {  # NAME: waits for dslaunch (90 s at most); its exit code in $rc
-  local i
-  for i in $(seq 4500); do kill -0 "$pid" 2>/dev/null || break; sleep 0.02; done
-  kill -0 "$pid" 2>/dev/null && { fail "$1: still running after 90 s"; kill -INT "$pid"; }
-  wait "$pid"; rc=$?
+# finish NAME [LIMIT]: waits for dslaunch (LIMIT s at most, 120 by default); its exit code in
+# $rc, the seconds since its run in $took. A reference run does the trial's work again without
+# the fault (from step 0 when the coordinator alone was lost): its limit is the trial's own
+# time, twice, plus 60 s.
+finish() {
+  local until=$(( SECONDS + ${2:-120} ))
+  while kill -0 "$pid" 2>/dev/null && [ "$SECONDS" -lt "$until" ]; do sleep 0.02; done
+  kill -0 "$pid" 2>/dev/null && { fail "$1: still running after ${2:-120} s"; kill -INT "$pid"; }
+  wait "$pid"; rc=$? took=$(( SECONDS - started ))
 }
+ref_limit() { echo $(( 2 * trial_took + 60 )); }
 # The recovery point the running job publishes (-1: none yet, or not running).
 # A dslaunch from before the recovery point publishes none: then the newest
 # step of which every host has its own shard on its disk stands in (the
@@ -164,7 +169,7 @@ exact() {
   cp -a "$work"/kept/ckpt-* "$work"/
   hostfile "$@"
   job_yaml "$every" "$stage" "$replicas" 100 false "$steps" >"$work/job.yaml"
-  run "$n-ref"; finish "$n-ref"
+  run "$n-ref"; finish "$n-ref" "$(ref_limit)"
   [ "$rc" -eq 0 ] || { fail "$n: the reference run exited $rc"; return; }
   # A save the job resumed from memory need not be on the disks (only the saves the agents
   # secure are written there): then there is nothing to compare with.
@@ -195,14 +200,14 @@ taken_over_unchanged() {
   rm -rf "$work"/ckpt-*
   hostfile "${ADDR[@]}"
   job_yaml "$every" "$stage" "$replicas" 100 false "$steps" >"$work/job.yaml"
-  run "$1-ref"; finish "$1-ref"
+  run "$1-ref"; finish "$1-ref" "$(ref_limit)"
   [ "$rc" -eq 0 ] || { fail "$1: the fault-free run exited $rc"; return; }
   # The losses attach showed (not those printed before it came) are the fault-free run's at those steps.
   local compared
   compared=$(awk 'NR == FNR { ref[$1] = $2; next } $1 in ref { n++; if (ref[$1] != $2) bad = bad " " $1 ": " $2 " vs " ref[$1] }
     END { print bad == "" ? n + 0 : "differ at" bad }' <(losses_after "$1-ref" -1) <(losses_after "$1" -1))
   if [[ $compared =~ ^[1-9][0-9]*$ ]]; then
-    echo "   taken over as it ran; $compared losses attach showed are a fault-free run's"
+    echo "   taken over as it ran; $compared losses attach showed are a fault-free run's ($took s)"
   else
     fail "$1: the losses after the takeover are not a fault-free run's (${compared/#0/no step in common})"
   fi
@@ -222,8 +227,11 @@ for trial in $(seq "$trials"); do
   rm -rf "$work"/ckpt-*
   hostfile "${ADDR[@]}"
   coordinator=""
-  # A takeover outlasts the old lease (3 s): the job must train longer than that after the fault.
-  [[ $fault == coordinator* ]] && coordinator="{replicas: 3, grace: 10s}" && steps=$(( steps > 30000 ? steps : 30000 ))
+  # A takeover outlasts the old lease (3 s), and with a host its grace (10 s): the job must train
+  # longer than that after the fault: 25 to 40 s here on 2 quiet cores. A save costs a few steps
+  # (30,000 steps took 24 s at "every 500" and 122 s at "every 1", 10,000 steps there 37 s).
+  [[ $fault == coordinator* ]] && coordinator="{replicas: 3, grace: 10s}" &&
+    steps=$(( steps > 30000 * every / (every + 2) ? steps : 30000 * every / (every + 2) ))
   job_yaml "$every" "$stage" "$replicas" "$keep" "$in_place" "$steps" "$coordinator" >"$work/job.yaml"
   [ "$loaded" = yes ] && { sh -c 'while :; do :; done' & hog=$!; }
   run t$trial
@@ -251,6 +259,7 @@ for trial in $(seq "$trials"); do
     coordinator+host) follow_after_kill t$trial; kill_host "$victim";;
   esac
   finish t$trial
+  trial_took=$took
   wait "$watcher"
   case $fault in
     partition) ip link set "dsl${name}v${victim}a" up; ip -n "${NS[$victim]}" neigh flush all;;
@@ -265,7 +274,7 @@ for trial in $(seq "$trials"); do
   [ -z "$left" ] || fail "left running 10 s after the job ended: $(echo $left)"
   [ -n "$hog" ] && { kill "$hog"; wait "$hog" 2>/dev/null; hog=""; }
   mapfile -t resumed < <(resumed_steps t$trial "$at_fault")
-  echo "   point before the fault $point; resumed at ${resumed[*]:-(none)}; exit $rc"
+  echo "   point before the fault $point; resumed at ${resumed[*]:-(none)}; exit $rc after ${trial_took} s"
   [ "$in_place" = true ] && ! grep -q "recovered in place" "$work/t$trial.out" &&
     grep -m2 -o "in-place recovery .*failed: .*\|cannot be taken over as it runs: .*" "$work/t$trial.out" | sed 's/^/   /'
   [ "$rc" -eq 0 ] || { fail "dslaunch exited $rc"; grep -v " step [0-9]*/" "$work/t$trial.out" | tail -25 >&2; }
