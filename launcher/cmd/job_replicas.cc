@@ -79,6 +79,10 @@ Status WaitForQuorum(const JobSpec& job, const std::string& job_id) {
                                          fmt::join(job.coordinator.etcd, ", "), kFormTimeout, last.message()));
 }
 
+Status EndedWhileItFormed(const std::string& member) {
+  return Status::Aborted(fmt::format("coordinator.replicas: member {}: ended by a signal while it formed", member));
+}
+
 }  // namespace
 
 ReplicaCluster::~ReplicaCluster() {
@@ -172,7 +176,10 @@ Result<std::unique_ptr<ReplicaMemberRun>> RunReplicaMember(JobSpec& job, const s
   DS_ASSIGN_OR_RETURN(failover::TlsPaths member, failover::WriteTlsDir(run->tls_dir, b.ca_pem, b.member, "member"));
   DS_ASSIGN_OR_RETURN(failover::TlsPaths client, failover::WriteTlsDir(run->tls_dir, b.ca_pem, b.client, "client"));
   DS_ASSIGN_OR_RETURN(run->etcd, failover::EmbeddedEtcd::Start(failover::MemberOptions(b, run->data_dir, member)));
-  DS_RETURN_IF_ERROR(run->etcd->WaitReady(kFormTimeout));
+  // A SIGTERM while the member forms (no quorum yet) ends the wait at once: `run` goes with its
+  // member and files before the launcher's grace runs out and SIGKILL leaves them.
+  if (Status ready = run->etcd->WaitReady(kFormTimeout, StandbyStopAsked); !ready.ok())
+    return ready.code() == Status::Code::kAborted ? EndedWhileItFormed(name) : ready;
   PointAtMembers(job.coordinator, b.members, client);
   run->job_id = job_id;
   // Its own member first: every etcd client of this standby tries the
@@ -183,8 +190,7 @@ Result<std::unique_ptr<ReplicaMemberRun>> RunReplicaMember(JobSpec& job, const s
   // The leader writes the job's state once the members serve; a standby reads it to wait.
   const auto until = Steady::now() + Seconds(kFormTimeout);
   for (;;) {
-    if (StandbyStopAsked())  // `run` goes with its member and files
-      return Status::Aborted(fmt::format("coordinator.replicas: member {}: ended by a signal while it formed", name));
+    if (StandbyStopAsked()) return EndedWhileItFormed(name);  // `run` goes with its member and files
     Result<JobState> s = ReadJobState(job, job_id);
     if (s.ok()) break;
     if (s.status().code() != Status::Code::kNotFound && s.status().code() != Status::Code::kUnavailable &&

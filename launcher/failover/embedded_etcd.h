@@ -17,6 +17,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,8 +63,9 @@ class EmbeddedEtcd {
 
   // Waits until etcd says it serves clients (with a cluster: once it has
   // a quorum). Timeout, or Unavailable when etcd exited first, each with
-  // etcd's last lines.
-  Status WaitReady(double timeout_s);
+  // etcd's last lines; Aborted as soon as `stop` says so (it is asked
+  // every 100 ms: a standby's SIGTERM while its member forms).
+  Status WaitReady(double timeout_s, const std::function<bool()>& stop = nullptr);
   // Ends the member's process group: SIGTERM, SIGKILL after `grace_s`;
   // reaps it. Idempotent.
   void Stop(double grace_s = 5);

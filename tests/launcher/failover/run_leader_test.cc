@@ -135,6 +135,21 @@ struct ReplicaJob {
     c = Spawn({DslaunchPath(), "--hostfile", HostfileFor(dir, 3, 1), "job.yaml"}, dir.path(), env);
   }
   std::string Err() const { return ReadFile(c.err_path); }
+  // What each member's etcd said last, and which standbys still run: why one did not come.
+  std::string Members() const {
+    std::string out;
+    for (const std::string& e : EtcdEntries(xdg + "/dslaunch")) {
+      if (e.size() < 4 || e.compare(e.size() - 4, 4, ".log") != 0) continue;
+      const std::string log = ReadFile(xdg + "/dslaunch/" + e);
+      size_t from = log.size();
+      for (int n = 0; n < 6 && from > 0; ++n) from = log.rfind('\n', from - 2) + 1;
+      out += "\n" + e + ":\n" + log.substr(from);
+    }
+    for (int k = 0; k < 3; ++k)
+      out += fmt::format("\nstandby {}: {} process(es)", k,
+                         ProcessesNaming(fmt::format("--standby-index {} --standby-cwd {}", k, dir.path())).size());
+    return out;
+  }
   // The entries of the members' files in the private directory, of member `name` ("" = any).
   size_t MemberFiles(const std::string& name = "") const {
     size_t n = 0;
@@ -158,7 +173,7 @@ TEST_CASE("run leader: replicas: 3 starts the job's own etcd on 3 hosts, over TL
   };
   {
     const bool all = WaitUntil([&] { return standbys() == 3; }, seconds(60));
-    INFO(job.Err());
+    INFO(job.Err() << job.Members());
     CHECK(all);
   }
   WriteFile(job.dir / "go", "");
