@@ -161,8 +161,8 @@ struct ReplicaJob {
 TEST_CASE("run leader: replicas: 3 starts the job's own etcd on 3 hosts, over TLS, and takes it away at the end",
           "[etcd][run]") {
   ReplicaJob job;
-  // The workers end once every standby waits: a job that ended while a member still formed
-  // would leave it without a quorum (the note: a sharp edge of its own).
+  // The workers end once every standby waits: all three members form (a standby ended while
+  // its member still forms is cmd/job_replicas_test's case).
   auto standbys = [&] {
     const std::string e = job.Err();
     size_t n = 0;
