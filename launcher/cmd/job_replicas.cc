@@ -158,11 +158,17 @@ void ReplicaMemberRun::LetTheOthersSeeTheEnd() const {
 
 ReplicaMemberRun::~ReplicaMemberRun() {
   LetTheOthersSeeTheEnd();
+  Abandon();
+}
+
+void ReplicaMemberRun::Abandon() {
   if (etcd) etcd->Stop(5);
+  etcd.reset();
   std::error_code ec;
   if (!data_dir.empty()) std::filesystem::remove_all(data_dir, ec);
   if (!data_dir.empty()) std::filesystem::remove(data_dir + ".log", ec);  // EmbeddedEtcd's log beside it
   if (!tls_dir.empty()) std::filesystem::remove_all(tls_dir, ec);
+  data_dir.clear(), tls_dir.clear(), job_id.clear();
 }
 
 Result<std::unique_ptr<ReplicaMemberRun>> RunReplicaMember(JobSpec& job, const std::string& job_id,

@@ -58,6 +58,9 @@ struct ReplicaMemberRun {
   JobSpec job;         // its coordinator: the members, this standby's client certificate
   std::string job_id;
   ~ReplicaMemberRun();
+  // Ends the member now and removes its files, without waiting for the
+  // others: a deposed standby's, which leaves the job to the new leader.
+  void Abandon();
 
  private:
   void LetTheOthersSeeTheEnd() const;

@@ -392,27 +392,31 @@ Result<FleetOptions> FleetOptionsFor(const Launch& l, const CliOptions& cli,
 // end) would act on a job another coordinator leads. So it says so and
 // leaves at once, touching no process of the job, as a killed dslaunch
 // would, its attach file and `own_files` (its --save_pid file, its client
-// certificates of the job's etcd) removed first.
+// certificates of the job's etcd) removed first, and a standby's etcd
+// member ended with its files (the job goes on on the other members).
 constexpr int kExitDeposed = 6;  // docs/usage.md "Exit codes"
 [[noreturn]] void LeaveDeposed(const std::string& job, const std::string& why, AttachService& attach, LogMux& mux,
-                               TerminalWriter& err, const std::vector<std::string>& own_files) {
+                               TerminalWriter& err, const std::vector<std::string>& own_files,
+                               ReplicaMemberRun* member) {
   attach.RemoveFile();
+  if (member) member->Abandon();
   std::error_code ec;
   for (const std::string& f : own_files)
     if (!f.empty()) std::filesystem::remove_all(f, ec);
   mux.Notice(fmt::format("dslaunch: coordinator: no longer the leader of job {}: {}. This dslaunch lost its etcd "
-                         "lease (a partition?); it leaves every process of the job to whoever leads it now and "
+                         "lease (a partition?); it leaves every process of the job to whoever leads it now{} and "
                          "exits 6. `dslaunch attach {}` follows the job",
-                         job, why, job));
+                         job, why, member ? " (its etcd member and the member's files went)" : "", job));
   mux.Flush();
   err.Flush();
   std::_Exit(kExitDeposed);
 }
 
 // Runs the prepared job to its end; returns the coordinator's world size.
-// `own_files`: what this dslaunch alone uses, for LeaveDeposed.
+// `own_files` and `member` (a standby's, or null): what this dslaunch alone
+// uses, for LeaveDeposed.
 Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMux& mux, TerminalWriter& err,
-                      const std::vector<std::string>& own_files) {
+                      const std::vector<std::string>& own_files, ReplicaMemberRun* member) {
   asio::io_context io;
   // While the io thread runs, dslaunch's own lines go through the LogMux too.
   l.coord.notice = [&mux](const std::string& text) { mux.Notice("dslaunch: " + text); };
@@ -458,7 +462,7 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMu
                        resume ? fmt::format("this coordinator took job {} over from a lost one", l.coord.job_id) : "");
   if (leader) {
     leader->OnDeposed([&](const std::string& why) {
-      asio::post(io, [&, why] { LeaveDeposed(l.coord.job_id, why, attach, mux, err, own_files); });
+      asio::post(io, [&, why] { LeaveDeposed(l.coord.job_id, why, attach, mux, err, own_files, member); });
     });
   }
   JobWatch watch(io, coord, record, mux,
@@ -593,7 +597,8 @@ Result<int> RunJob(const LaunchPlan& plan_in, const CliOptions& cli, const PerNo
   // a stalled terminal (Ctrl-S) must not block the event loop.
   TerminalWriter err(stderr, kStderrQueueBytes, "diagnostics only, the job goes on");
   LogSetSink([&err](std::string line) { err.Write(std::move(line)); });
-  Result<int> world_size = Supervise(l, cli, record, mux, err, {pid_file.path(), replicas ? replicas->tls_dir : ""});
+  Result<int> world_size = Supervise(l, cli, record, mux, err, {pid_file.path(), replicas ? replicas->tls_dir : ""},
+                                     member.get());
   LogSetSink(nullptr);
   err.Flush();
   if (!world_size.ok() && cli.standby && world_size.status().code() == Status::Code::kAborted) {

@@ -79,8 +79,14 @@ void LeaderSession::Publish() {
 }
 
 void LeaderSession::OnDeposed(std::function<void(const std::string&)> cb) {
-  std::lock_guard<std::mutex> lock(mu_);
-  on_deposed_ = std::move(cb);
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!deposed_) {
+    on_deposed_ = std::move(cb);
+    return;
+  }
+  const std::string why = last_error_;  // deposed already: said now, on the caller's thread
+  lock.unlock();
+  cb(why);
 }
 
 void LeaderSession::Stop() {

@@ -63,9 +63,10 @@ class LeaderSession {
   // about the client's timeout, or the TTL while it campaigns. Idempotent.
   void Stop();
 
-  // `cb(why)`, once, from the session's thread, when it is deposed; `why`
-  // names the one that leads now when known, e.g. "10.0.0.2:4000 leads it
-  // now (fencing token 57)".
+  // `cb(why)`, once, from the session's thread, when it is deposed (at
+  // once, from the caller's, when it was deposed already); `why` names the
+  // one that leads now when known, e.g. "10.0.0.2:4000 leads it now
+  // (fencing token 57)".
   void OnDeposed(std::function<void(const std::string&)> cb);
 
   // Leads, and its lease's deadline has not passed (it steps down at the

@@ -16,6 +16,7 @@
 
 #include "launcher/failover/state_store.h"
 #include "tests/launcher/failover/etcd_bed.h"
+#include "tests/test_util/wait_until.h"
 
 namespace ds::failover {
 namespace {
@@ -103,20 +104,28 @@ TEST_CASE("leader session: deposed behind its back, it leads again under a highe
 // renews only then: nothing here races with it), and what OnDeposed says.
 class DeposableLeader {
  public:
-  DeposableLeader() : bed_(EtcdBed::Start(1)), why_(said_.get_future()) {
+  // `listen`: OnDeposed at once (else the test calls Listen).
+  explicit DeposableLeader(bool listen = true) : bed_(EtcdBed::Start(1)), why_(said_.get_future()) {
     auto s = LeaderSession::Start(Options(*bed_, "10.0.0.1:4000"), clock_);
     REQUIRE(s.ok());
     session_ = std::move(s).value();
     session_->Offer("{\"generation\": 1}");
     REQUIRE(session_->Flush(10).ok());
-    session_->OnDeposed([this](const std::string& w) { said_.set_value(w); });
+    if (listen) Listen();
     admin_ = bed_->Client();
+  }
+  void Listen() {
+    session_->OnDeposed([this](const std::string& w) { said_.set_value(w); });
   }
   // Past its lease's TTL: it renews, steps down, campaigns. The reason it
   // was deposed, once said (within 15 s), else "".
   std::string WaitDeposed() {
-    clock_.Advance(std::chrono::seconds(3));
-    return why_.wait_for(std::chrono::seconds(15)) == std::future_status::ready ? why_.get() : "";
+    PastTheLease();
+    return Said(std::chrono::seconds(15));
+  }
+  void PastTheLease() { clock_.Advance(std::chrono::seconds(3)); }
+  std::string Said(std::chrono::seconds within) {
+    return why_.wait_for(within) == std::future_status::ready ? why_.get() : "";
   }
   LeaderSession& session() { return *session_; }
   etcd::Client& admin() { return *admin_; }
@@ -149,6 +158,22 @@ TEST_CASE("leader session: another coordinator took the key while it had no leas
   auto key = l.admin().Get(kLeader);
   REQUIRE(key.ok());
   CHECK_FALSE(key->has_value());
+}
+
+// A run registers OnDeposed once it leads and set up what the callback
+// needs; deposed before that (a standby frozen as it took over), the run
+// must still hear it, or it lingers, commanding nobody, instead of leaving.
+TEST_CASE("leader session: deposed before anyone listened, OnDeposed says it at once", "[etcd]") {
+  DeposableLeader l(/*listen=*/false);
+  REQUIRE(l.admin().Delete(kLeader).ok());
+  auto taken = l.admin().Put(kLeader, "10.0.0.2:4000");
+  REQUIRE(taken.ok());
+  l.PastTheLease();
+  REQUIRE(testing::WaitUntil([&] { return l.session().Deposed(); }, std::chrono::seconds(15)));
+  l.Listen();
+  CHECK(l.Said(std::chrono::seconds(0)) == fmt::format("10.0.0.2:4000 leads it now (fencing token {})", *taken));
+  REQUIRE(l.admin().Delete(kLeader).ok());
+  l.session().Stop();
 }
 
 TEST_CASE("leader session: another coordinator led and left while it had no lease: leading again, it sees the "

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <regex>
 
 #include <catch2/catch.hpp>
@@ -120,6 +121,12 @@ std::vector<std::string> EtcdEntries(const std::string& private_dir) {
   return out;
 }
 
+// Ended, or a zombie: its parent (the leader's local launcher) reaps it at the end.
+bool Gone(pid_t pid) {
+  const std::string stat = ReadFile(fmt::format("/proc/{}/stat", pid));
+  return stat.empty() || stat.find(") Z ") != std::string::npos;
+}
+
 // A job on 3 local hosts with coordinator: {replicas: 3}, its private
 // directory the test's own; its workers end once `go` exists.
 struct ReplicaJob {
@@ -202,12 +209,8 @@ TEST_CASE("run leader: replicas: 3, a standby SIGTERMed while it waits takes its
   REQUIRE(standby.size() == 1);
   CHECK(job.MemberFiles("m2") > 0);
   REQUIRE(::kill(standby[0], SIGTERM) == 0);
-  auto gone = [](pid_t pid) {  // or a zombie: its parent, the leader's local launcher, reaps it at the end
-    const std::string stat = ReadFile(fmt::format("/proc/{}/stat", pid));
-    return stat.empty() || stat.find(") Z ") != std::string::npos;
-  };
-  const bool went = WaitUntil([&] { return gone(standby[0]) && job.MemberFiles("m2") == 0; }, seconds(20));
-  INFO("m2's files left: " << job.MemberFiles("m2") << "; its standby gone: " << gone(standby[0]));
+  const bool went = WaitUntil([&] { return Gone(standby[0]) && job.MemberFiles("m2") == 0; }, seconds(20));
+  INFO("m2's files left: " << job.MemberFiles("m2") << "; its standby gone: " << Gone(standby[0]));
   CHECK(went);
   WriteFile(job.dir / "go", "");
   CHECK(WaitExit(job.c.pid, seconds(120)) == 0);
@@ -220,58 +223,145 @@ TEST_CASE("run leader: replicas: 3, a standby SIGTERMed while it waits takes its
 // Done-when (a) of issue 45 on one machine: the job's own etcd, dslaunch
 // SIGKILLed mid-run. A standby (each runs a member) takes the job over with
 // the same workers, and `dslaunch attach` follows it to its end.
+// A job on 3 local hosts with coordinator: {replicas: 3, grace: 30s}
+// whose dslaunch is SIGKILLed once its 3 workers run (each says its pid)
+// and the agents know where the standbys wait; the workers end once Go().
+struct TakeoverJob {
+  TempDir dir{"dsl-run-replicas"};
+  std::string xdg = dir / "xdg";
+  std::vector<std::pair<std::string, std::string>> env = JobEnv(dir);
+  Child c;
+  std::vector<pid_t> workers;  // from the "host:rank pid N" lines
+  std::string job_id;
+  std::vector<std::string> members;  // the members' client URLs
+
+  TakeoverJob() {
+    REQUIRE(::mkdir(xdg.c_str(), 0700) == 0);
+    REQUIRE(::mkfifo((dir / "go").c_str(), 0600) == 0);
+    env.push_back({"XDG_RUNTIME_DIR", xdg});
+    WriteFile(dir / "worker.sh", "echo pid $$\nread x < go\necho done $RANK\n");
+    WriteFile(dir / "job.yaml",
+              "command: [sh, worker.sh]\nelastic: {heartbeat_interval: 250ms, heartbeat_timeout: 1s}\n"
+              "coordinator: {replicas: 3, grace: 30s}\n");
+    c = Spawn({DslaunchPath(), "--hostfile", HostfileFor(dir, 3, 1), "job.yaml"}, dir.path(), env);
+    REQUIRE(WaitUntil([&] {
+      const std::string out = ReadFile(c.out_path);
+      workers.clear();
+      static const std::regex pid_line(" pid ([0-9]+)\n");
+      for (std::sregex_iterator m(out.begin(), out.end(), pid_line), end; m != end; ++m)
+        workers.push_back(std::stoi((*m)[1]));
+      return workers.size() == 3;
+    }, seconds(60)));
+    // The loss counts once the agents know where the standbys wait (before, only the lost address is known).
+    INFO(ReadFile(c.err_path));
+    REQUIRE(WaitUntil([&] {
+      return std::regex_search(ReadFile(c.err_path),
+                               std::regex("the agents know where the standbys wait: [0-9.:]+, [0-9.:]+, [0-9.:]+\n"));
+    }, seconds(60)));
+    std::smatch m;
+    const std::string err = ReadFile(c.err_path);
+    REQUIRE(std::regex_search(err, m, std::regex("leads job ([0-9a-f]+) in etcd \\((https://[0-9.:]+), "
+                                                 "(https://[0-9.:]+), (https://[0-9.:]+),")));
+    job_id = m[1];
+    members = {m[2], m[3], m[4]};
+  }
+  // A client of the job's etcd with member 0's standby's certificate.
+  std::unique_ptr<etcd::Client> Client() const {
+    const std::string tls = xdg + "/dslaunch/" + job_id + ".etcd-tls.m0/";
+    auto client = etcd::Client::Create({members, {tls + "ca.crt", tls + "client.crt", tls + "client.key"}, 3});
+    REQUIRE(client.ok());
+    return std::move(client).value();
+  }
+  void KillDslaunch() {
+    REQUIRE(::kill(c.pid, SIGKILL) == 0);
+    CHECK(WaitExit(c.pid, seconds(10)) == 128 + SIGKILL);
+  }
+  void Go() {
+    const int fd = ::open((dir / "go").c_str(), O_WRONLY | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    REQUIRE(::write(fd, "\n\n\n", 3) == 3);
+    ::close(fd);
+  }
+  // After the job: nothing of it runs, and what stays is what the SIGKILLed run could not take
+  // away: its own client certificate's directory.
+  void CheckAllGone() const {
+    CHECK(WaitUntil([&] { return ProcessesNaming(xdg).empty(); }, seconds(30)));
+    std::vector<std::string> left;
+    CHECK(WaitUntil([&] { return (left = EtcdEntries(xdg + "/dslaunch")).size() == 1; }, seconds(30)));
+    INFO(fmt::format("{}", fmt::join(left, " ")));
+    CHECK((left.size() == 1 && left[0].find(".etcd-tls.leader") != std::string::npos));
+  }
+};
+
+// Done-when (a) of issue 45 on one machine: the job's own etcd, dslaunch
+// SIGKILLed mid-run. A standby (each runs a member) takes the job over with
+// the same workers, and `dslaunch attach` follows it to its end.
 TEST_CASE("run leader: replicas: 3, dslaunch SIGKILLed: a standby leads the same workers, attach ends 0",
           "[etcd][run]") {
-  TempDir dir("dsl-run-replicas");
-  const std::string xdg = dir / "xdg";
-  REQUIRE(::mkdir(xdg.c_str(), 0700) == 0);
-  REQUIRE(::mkfifo((dir / "go").c_str(), 0600) == 0);
-  auto env = JobEnv(dir);
-  env.push_back({"XDG_RUNTIME_DIR", xdg});
-  WriteFile(dir / "worker.sh", "echo pid $$\nread x < go\necho done $RANK\n");
-  WriteFile(dir / "job.yaml",
-            "command: [sh, worker.sh]\nelastic: {heartbeat_interval: 250ms, heartbeat_timeout: 1s}\n"
-            "coordinator: {replicas: 3, grace: 30s}\n");
-  Child job = Spawn({DslaunchPath(), "--hostfile", HostfileFor(dir, 3, 1), "job.yaml"}, dir.path(), env);
-  std::vector<pid_t> workers;  // from the "host:rank pid N" lines
-  REQUIRE(WaitUntil([&] {
-    const std::string out = ReadFile(job.out_path);
-    workers.clear();
-    static const std::regex pid_line(" pid ([0-9]+)\n");
-    for (std::sregex_iterator m(out.begin(), out.end(), pid_line), end; m != end; ++m)
-      workers.push_back(std::stoi((*m)[1]));
-    return workers.size() == 3;
-  }, seconds(60)));
-  // The loss counts once the agents know where the standbys wait (before, only the lost address is known).
-  INFO(ReadFile(job.err_path));
-  REQUIRE(WaitUntil([&] {
-    return std::regex_search(ReadFile(job.err_path),
-                             std::regex("the agents know where the standbys wait: [0-9.:]+, [0-9.:]+, [0-9.:]+\n"));
-  }, seconds(60)));
-  REQUIRE(::kill(job.pid, SIGKILL) == 0);
-  CHECK(WaitExit(job.pid, seconds(10)) == 128 + SIGKILL);
-
-  Child attach = Spawn({DslaunchPath(), "attach", "--wait", "60"}, dir.path(), env);
+  TakeoverJob job;
+  job.KillDslaunch();
+  Child attach = Spawn({DslaunchPath(), "attach", "--wait", "60"}, job.dir.path(), job.env);
   REQUIRE(WaitForText(attach.err_path, "over from a lost one\n", seconds(60)));
-  for (pid_t w : workers) CHECK(::kill(w, 0) == 0);  // the same workers, never restarted
-  const int fd = ::open((dir / "go").c_str(), O_WRONLY | O_CLOEXEC);
-  REQUIRE(fd >= 0);
-  REQUIRE(::write(fd, "\n\n\n", 3) == 3);
-  ::close(fd);
+  for (pid_t w : job.workers) CHECK(::kill(w, 0) == 0);  // the same workers, never restarted
+  job.Go();
   CHECK(WaitExit(attach.pid, seconds(60)) == 0);
   const std::string err = ReadFile(attach.err_path), out = ReadFile(attach.out_path);
   INFO(err + out);
   CHECK(out.find("127.0.0.3:2 done 2\n") != std::string::npos);
   CHECK(err.find("all 3 workers exited 0") != std::string::npos);
-  const std::string log = ReadFile(job.err_path);  // the standbys write where the run did
+  const std::string log = ReadFile(job.c.err_path);  // the standbys write where the run did
   INFO(log);
   CHECK(log.find("took over generation 0: its 3 worker(s) on 3 node(s) ran on, none restarted") != std::string::npos);
-  CHECK(WaitUntil([&] { return ProcessesNaming(xdg).empty(); }, seconds(30)));
-  // What stays is what the SIGKILLed run could not take away: its own client certificate's directory.
-  std::vector<std::string> left;
-  CHECK(WaitUntil([&] { return (left = EtcdEntries(xdg + "/dslaunch")).size() == 1; }, seconds(30)));
-  INFO(fmt::format("{}", fmt::join(left, " ")));
-  CHECK((left.size() == 1 && left[0].find(".etcd-tls.leader") != std::string::npos));
+  job.CheckAllGone();
+}
+
+// A standby that took the job over and was then deposed (frozen past its
+// lease while another standby took over: what a partition does to it) leaves
+// the job to the new leader, exits 6, and takes its etcd member and the
+// member's files with it (they stayed). The job ends 0 on the other two.
+TEST_CASE("run leader: replicas: 3, a standby that led and is deposed exits 6 with its member's files; the job "
+          "ends 0", "[etcd][run]") {
+  TakeoverJob job;
+  auto etcd = job.Client();
+  const std::string key = "/dslaunch/" + job.job_id + "/";
+  std::map<std::string, int> standby_at;  // its address: the standby's index
+  for (int k = 0; k < 3; ++k) {
+    auto kv = etcd->Get(key + "standby/" + std::to_string(k));
+    REQUIRE((kv.ok() && *kv));
+    standby_at[(*kv)->value] = k;
+  }
+  auto leader = [&]() -> int {  // the standby that leads, -1 while none does
+    auto kv = etcd->Get(key + "leader");
+    return kv.ok() && *kv && standby_at.count((*kv)->value) ? standby_at[(*kv)->value] : -1;
+  };
+  job.KillDslaunch();
+  int first = -1;
+  REQUIRE(WaitUntil([&] { return (first = leader()) >= 0; }, seconds(30)));
+  const std::vector<pid_t> pid = ProcessesNaming(fmt::format("--standby-index {} --standby-cwd {}", first, job.dir.path()));
+  REQUIRE(pid.size() == 1);
+  REQUIRE(::kill(pid[0], SIGSTOP) == 0);
+  const bool another = WaitUntil([&] { const int now = leader(); return now >= 0 && now != first; }, seconds(30));
+  ::kill(pid[0], SIGCONT);
+  REQUIRE(another);
+  const std::string name = fmt::format("m{}", first);
+  auto files = [&] {
+    size_t n = 0;
+    for (const std::string& e : EtcdEntries(job.xdg + "/dslaunch")) n += e.find("." + name) != std::string::npos;
+    return n;
+  };
+  const bool went = WaitUntil([&] { return Gone(pid[0]) && files() == 0; }, seconds(30));
+  INFO(ReadFile(job.c.err_path));
+  INFO(name << "'s files left: " << files() << "; its standby gone: " << Gone(pid[0]));
+  CHECK(went);
+  CHECK(ReadFile(job.c.err_path).find("(its etcd member and the member's files went) and exits 6") !=
+        std::string::npos);
+  Child attach = Spawn({DslaunchPath(), "attach", "--wait", "60"}, job.dir.path(), job.env);
+  REQUIRE(WaitForText(attach.err_path, "over from a lost one\n", seconds(60)));
+  job.Go();
+  CHECK(WaitExit(attach.pid, seconds(60)) == 0);
+  INFO(ReadFile(attach.err_path));
+  CHECK(ReadFile(attach.err_path).find("all 3 workers exited 0") != std::string::npos);
+  job.CheckAllGone();
 }
 
 TEST_CASE("run leader: an etcd nobody serves is named", "[etcd][run]") {
