@@ -83,6 +83,36 @@ TEST_CASE("embedded etcd: only a client with the job's certificate gets in", "[e
   }
 }
 
+// The peer port's check is the job's CA alone (the address a peer dials
+// from is not asked): another job's certificate is refused there, and the
+// job's own is taken from an address it does not name.
+TEST_CASE("embedded etcd: its peer port takes the job's certificates only, from any address", "[etcd]") {
+  auto bed = EtcdBed::Start(1);
+  const std::string peer_url = PeerUrl(bed->member(0).options());
+  auto call = [&](const IssuedCert& cert, const std::string& name) {
+    auto tls = WriteTlsDir(bed->dir() / name, bed->ca().cert_pem(), cert, "member");
+    REQUIRE(tls.ok());
+    auto c = etcd::Client::Create({{peer_url}, {tls->ca_file, tls->cert_file, tls->key_file}, 3});
+    REQUIRE(c.ok());
+    return (*c)->Get("/secret").status().message();
+  };
+  auto refused = [](const std::string& m) {
+    return m.find("bad certificate") != std::string::npos || m.find("Connection reset by peer") != std::string::npos;
+  };
+  auto other = JobCa::Create("other-job");
+  REQUIRE(other.ok());
+  auto intruder = other->IssueServer("m9", {"127.0.0.1"});
+  REQUIRE(intruder.ok());
+  const std::string theirs = call(*intruder, "intruder");
+  INFO(theirs);
+  CHECK(refused(theirs));
+  auto elsewhere = bed->ca().IssueServer("m9", {"127.0.0.9"});  // this connection comes from 127.0.0.1
+  REQUIRE(elsewhere.ok());
+  const std::string ours = call(*elsewhere, "elsewhere");
+  INFO(ours);
+  CHECK(ours.find(": HTTP 404") != std::string::npos);  // let in: the peer port serves no /v3 calls
+}
+
 TEST_CASE("embedded etcd: its data directory and TLS files are private", "[etcd]") {
   auto bed = EtcdBed::Start(1);
   CHECK(ModeOf(bed->member(0).options().data_dir) == 0700);

@@ -109,7 +109,8 @@ TEST_CASE("etcd's command line: TLS and client certificates on client and peer U
       "--initial-cluster", "m0=https://10.0.0.1:2380", "--initial-cluster-state", "new",
       "--client-cert-auth", "--trusted-ca-file", "/t/ca.crt", "--cert-file", "/t/m.crt", "--key-file", "/t/m.key",
       "--peer-client-cert-auth", "--peer-trusted-ca-file", "/t/ca.crt", "--peer-cert-file", "/t/m.crt",
-      "--peer-key-file", "/t/m.key", "--experimental-peer-skip-client-san-verification", "--logger", "zap", "--log-outputs", "stderr", "--pre-vote",
+      "--peer-key-file", "/t/m.key", "--experimental-peer-skip-client-san-verification",
+      "--logger", "zap", "--log-outputs", "stderr", "--pre-vote",
       "--initial-cluster-token", "job-7", "--heartbeat-interval", "50"};
   CHECK(EtcdArgv(o) == want);
   o.ip = "fd00::1";

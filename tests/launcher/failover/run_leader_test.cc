@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <map>
 #include <regex>
+#include <sstream>
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -121,6 +122,13 @@ std::vector<std::string> EtcdEntries(const std::string& private_dir) {
   return out;
 }
 
+// The entries of the members' files in private directory `xdg`/dslaunch, of member `name` ("" = any).
+size_t MemberFiles(const std::string& xdg, const std::string& name = "") {
+  size_t n = 0;
+  for (const std::string& e : EtcdEntries(xdg + "/dslaunch")) n += e.find("." + name) != std::string::npos;
+  return n;
+}
+
 // Ended, or a zombie: its parent (the leader's local launcher) reaps it at the end.
 bool Gone(pid_t pid) {
   const std::string stat = ReadFile(fmt::format("/proc/{}/stat", pid));
@@ -147,22 +155,18 @@ struct ReplicaJob {
     std::string out;
     for (const std::string& e : EtcdEntries(xdg + "/dslaunch")) {
       if (e.size() < 4 || e.compare(e.size() - 4, 4, ".log") != 0) continue;
-      const std::string log = ReadFile(xdg + "/dslaunch/" + e);
-      size_t from = log.size();
-      for (int n = 0; n < 6 && from > 0; ++n) from = log.rfind('\n', from - 2) + 1;
-      out += "\n" + e + ":\n" + log.substr(from);
+      std::vector<std::string> lines;
+      std::istringstream log(ReadFile(xdg + "/dslaunch/" + e));
+      for (std::string line; std::getline(log, line);) lines.push_back(line);
+      out += "\n" + e + ":";
+      for (size_t i = lines.size() > 6 ? lines.size() - 6 : 0; i < lines.size(); ++i) out += "\n" + lines[i];
     }
     for (int k = 0; k < 3; ++k)
       out += fmt::format("\nstandby {}: {} process(es)", k,
                          ProcessesNaming(fmt::format("--standby-index {} --standby-cwd {}", k, dir.path())).size());
     return out;
   }
-  // The entries of the members' files in the private directory, of member `name` ("" = any).
-  size_t MemberFiles(const std::string& name = "") const {
-    size_t n = 0;
-    for (const std::string& e : EtcdEntries(xdg + "/dslaunch")) n += e.find("." + name) != std::string::npos;
-    return n;
-  }
+  size_t MemberFiles(const std::string& name = "") const { return ds::testing::MemberFiles(xdg, name); }
 };
 
 TEST_CASE("run leader: replicas: 3 starts the job's own etcd on 3 hosts, over TLS, and takes it away at the end",
@@ -344,11 +348,7 @@ TEST_CASE("run leader: replicas: 3, a standby that led and is deposed exits 6 wi
   ::kill(pid[0], SIGCONT);
   REQUIRE(another);
   const std::string name = fmt::format("m{}", first);
-  auto files = [&] {
-    size_t n = 0;
-    for (const std::string& e : EtcdEntries(job.xdg + "/dslaunch")) n += e.find("." + name) != std::string::npos;
-    return n;
-  };
+  auto files = [&] { return MemberFiles(job.xdg, name); };
   const bool went = WaitUntil([&] { return Gone(pid[0]) && files() == 0; }, seconds(30));
   INFO(ReadFile(job.c.err_path));
   INFO(name << "'s files left: " << files() << "; its standby gone: " << Gone(pid[0]));
