@@ -62,14 +62,19 @@ wait_for 15 no_leftovers || fail "processes left after a failed job"
 
 if [ "$LAUNCHER" = ssh ]; then
   echo "== --ship-agent: a copy of dsagent runs on the nodes, removed afterwards"
-  before=$(ls -d /tmp/dslaunch-* 2>/dev/null | wc -l)
   out=$(timeout 60 "$DSLAUNCH" --hostfile "$C/hostfile.ip" --launcher ssh --ship-agent -- \
     sh -c 'echo "R=$RANK agent=$(readlink /proc/$PPID/exe)"' 2>&1)
   rc=$?
   echo "$out"
   [ $rc -eq 0 ] || fail "--ship-agent job exited $rc"
   [ "$(grep -c 'agent=/tmp/dslaunch-' <<<"$out")" -eq 6 ] || fail "workers were not started by a shipped agent"
-  [ "$(ls -d /tmp/dslaunch-* 2>/dev/null | wc -l)" -eq "$before" ] || fail "--ship-agent left its temp dirs"
+  # The dirs the workers named, not a count of /tmp/dslaunch-*: tests that run
+  # beside this one make and remove their own.
+  dirs=$(sed -n 's|.*agent=\(/tmp/dslaunch-[^/]*\)/dsagent$|\1|p' <<<"$out" | sort -u)
+  [ "$(wc -w <<<"$dirs")" -eq 3 ] || fail "expected one shipped agent's dir per node, got: $dirs"
+  for d in $dirs; do
+    [ ! -e "$d" ] || fail "--ship-agent left its temp dir $d"
+  done
 fi
 
 # MPICH: when dslaunch is SIGKILLed, its mpiexec loses its output pipes and

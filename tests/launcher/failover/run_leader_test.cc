@@ -129,6 +129,12 @@ size_t MemberFiles(const std::string& xdg, const std::string& name = "") {
   return n;
 }
 
+size_t CountOf(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
 // Ended, or a zombie: its parent (the leader's local launcher) reaps it at the end.
 bool Gone(pid_t pid) {
   const std::string stat = ReadFile(fmt::format("/proc/{}/stat", pid));
@@ -174,16 +180,8 @@ TEST_CASE("run leader: replicas: 3 starts the job's own etcd on 3 hosts, over TL
   ReplicaJob job;
   // The workers end once every standby waits: all three members form (a standby ended while
   // its member still forms is cmd/job_replicas_test's case).
-  auto standbys = [&] {
-    const std::string e = job.Err();
-    size_t n = 0;
-    for (size_t at = e.find("dslaunch: standby for job "); at != std::string::npos;
-         at = e.find("dslaunch: standby for job ", at + 1))
-      ++n;
-    return n;
-  };
   {
-    const bool all = WaitUntil([&] { return standbys() == 3; }, seconds(60));
+    const bool all = WaitUntil([&] { return CountOf(job.Err(), "dslaunch: standby for job ") == 3; }, seconds(60));
     INFO(job.Err() << job.Members());
     CHECK(all);
   }
@@ -339,8 +337,12 @@ TEST_CASE("run leader: replicas: 3, a standby that led and is deposed exits 6 wi
     return kv.ok() && *kv && standby_at.count((*kv)->value) ? standby_at[(*kv)->value] : -1;
   };
   job.KillDslaunch();
+  // Frozen once it has taken the job over (its own "leads" line, after the lost run's): frozen
+  // earlier, as it campaigns, a standby finds another leading when it goes on, and waits again.
   int first = -1;
-  REQUIRE(WaitUntil([&] { return (first = leader()) >= 0; }, seconds(30)));
+  REQUIRE(WaitUntil([&] {
+    return (first = leader()) >= 0 && CountOf(ReadFile(job.c.err_path), "coordinator: leads job ") == 2;
+  }, seconds(30)));
   const std::vector<pid_t> pid = ProcessesNaming(fmt::format("--standby-index {} --standby-cwd {}", first, job.dir.path()));
   REQUIRE(pid.size() == 1);
   REQUIRE(::kill(pid[0], SIGSTOP) == 0);
