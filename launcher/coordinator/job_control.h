@@ -409,6 +409,7 @@ class JobControl {
     ~PublishOnReturn() { control.PublishState(); }
   };
   void PublishState();
+  CoordState Phase() const;  // the phase the durable state says (State())
   std::unique_ptr<SnapshotGather> gather_;  // null with snapshots off
   bool in_place_ = false;             // elastic.in_place, dstrain and snapshots: failures reshape
   std::optional<ReshapeRound> reshaping_;  // the in-place recovery under way

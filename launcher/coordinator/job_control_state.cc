@@ -14,7 +14,7 @@ JobState JobControl::State() const {
   JobState s;
   s.job_id = opt_.job_id;
   s.run_id = opt_.run_id;
-  s.phase = state_;
+  s.phase = Phase();
   s.generation = generation_;
   s.generation_nodes = gen_agents_;
   s.world_size = gen_plan_.world_size;
@@ -30,13 +30,20 @@ JobState JobControl::State() const {
   return s;
 }
 
+CoordState JobControl::Phase() const {
+  // Adopting, the generation runs on as far as the job is concerned: a
+  // leader lost before its agents are all back must leave a state that says
+  // so, for the next one to adopt it too.
+  return adopting_ ? CoordState::kRunning : state_;
+}
+
 void JobControl::PublishState() {
   if (!on_state_) return;
   const Clock::time_point now = clock_.Now();
   // A new phase or generation is given at once (a takeover must not find
   // the one before); the rest (registrations, losses, the recovery point)
   // waits for the next look.
-  const bool moved = !published_ || published_->phase != state_ || published_->generation != generation_;
+  const bool moved = !published_ || published_->phase != Phase() || published_->generation != generation_;
   if (!moved && now < state_looked_at_ + kStateEvery) {
     if (!std::exchange(state_pending_, true)) Rearm();  // the timer looks at it then
     return;

@@ -20,6 +20,7 @@
 
 #include "common/strings.h"
 #include "proc_harness.h"
+#include "tests/test_util/wait_until.h"
 
 namespace ds::testing {
 namespace {
@@ -71,14 +72,27 @@ std::string Describe(const std::map<int, std::string>& fds) {
   return s;
 }
 
-pid_t ParentOf(pid_t pid) {
+// The process's state letter and parent, from /proc/PID/stat ("" and -1 when gone).
+std::pair<std::string, pid_t> StateAndParent(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (stat.rfind(')') == std::string::npos) return {"", -1};
   std::istringstream rest(stat.substr(stat.rfind(')') + 2));  // after "pid (comm) "
   std::string state;
   long ppid = -1;
   rest >> state >> ppid;
-  return static_cast<pid_t>(ppid);
+  return {state, static_cast<pid_t>(ppid)};
+}
+
+pid_t ParentOf(pid_t pid) { return StateAndParent(pid).second; }
+
+// Once `pid` is cat asleep (blocked opening the fifo): while it starts, it
+// briefly holds the locale's files.
+bool CatAsleep(pid_t pid) {
+  std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+  std::string name;
+  comm >> name;
+  return name == "cat" && StateAndParent(pid).first == "S";
 }
 
 TEST_CASE("descriptors: a worker holds only 0, 1 and 2; neither it nor its agent holds dslaunch's listening socket",
@@ -94,6 +108,7 @@ TEST_CASE("descriptors: a worker holds only 0, 1 and 2; neither it nor its agent
   std::set<std::string> dslaunch_listens;  // the coordinator's port, seen while the job runs
   pid_t agent_pid = -1;
   if (pids.size() == 1) {
+    CHECK(WaitUntil([&] { return CatAsleep(pids[0]); }, seconds(10)));
     worker = Descriptors(pids[0]);
     agent_pid = ParentOf(pids[0]);
     agent = Descriptors(agent_pid);

@@ -78,6 +78,30 @@ TEST_CASE("job control adopt: the running generation is taken over as it runs, n
   CHECK(t.next.control().restarts() == 0);
 }
 
+// The leader that takes over is itself lost (frozen, partitioned) before
+// every agent is back: the state it wrote meanwhile must still say the
+// generation runs, or the third leader would start it afresh and stop the
+// very workers the second one kept.
+TEST_CASE("job control adopt: the state written while adopting says the generation runs; a third leader adopts it "
+          "as it runs", "[jobcontrol]") {
+  Takeover t;
+  t.Resume(0);
+  REQUIRE(t.next.control().state() == CoordState::kWaitingForAgents);
+  const JobState mid = t.next.control().State();
+  CHECK(mid.phase == CoordState::kRunning);
+  CHECK(mid.generation == 0);
+  CHECK(mid.generation_nodes == std::vector<int>{0, 1, 2});
+  FakeCluster third{kThreeHosts, Elastic()};
+  REQUIRE(third.control().Adopt(mid).ok());
+  third.RegisterAll();
+  for (int node = 0; node < 3; ++node) third.Send(node, wire::MsgType::kResume, KeptBy(t.old, node).Encode());
+  CHECK(third.control().state() == CoordState::kRunning);
+  CHECK(third.notices().back() == "took over generation 0: its 6 worker(s) on 3 node(s) ran on, none restarted");
+  int stops = 0;
+  for (int node = 0; node < 3; ++node) stops += third.Count(node, wire::MsgType::kStop);
+  CHECK(stops == 0);
+}
+
 TEST_CASE("job control adopt: a worker that failed while no coordinator listened fails the generation once it is "
           "adopted", "[jobcontrol]") {
   Takeover t;
