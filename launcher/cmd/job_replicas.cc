@@ -1,11 +1,9 @@
 #include "launcher/cmd/job_replicas.h"
 
 #include <netdb.h>
-#include <poll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -32,8 +30,16 @@ constexpr auto kStandbysEnd = std::chrono::seconds(10);  // a standby sees the e
 constexpr auto kEndSeen = std::chrono::seconds(3);       // a member waits this long for the others to have the end
 constexpr int kFirstPort = 20000, kPorts = 40000;
 
-// `host`'s first address, numeric: where its member listens and what its certificate names.
-Result<std::string> AddressOf(const std::string& host) {
+// A port above the usual ephemeral and service ranges' busy ends, at random:
+// the members' ports must be known before any of them starts.
+int RandomPort() {
+  const Bytes b = RandomBytes(2);
+  return kFirstPort + ((b[0] << 8) | b[1]) % kPorts;
+}
+
+}  // namespace
+
+Result<std::string> MemberAddressOf(const std::string& host) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -47,12 +53,11 @@ Result<std::string> AddressOf(const std::string& host) {
   return std::string(ip);
 }
 
-// A port above the usual ephemeral and service ranges' busy ends, at random:
-// the members' ports must be known before any of them starts.
-int RandomPort() {
-  const Bytes b = RandomBytes(2);
-  return kFirstPort + ((b[0] << 8) | b[1]) % kPorts;
+failover::ReplicaMember NewMember(int index, const std::string& ip) {
+  return {fmt::format("m{}", index), ip, RandomPort(), RandomPort()};
 }
+
+namespace {
 
 // The site spec at the members, with `tls` as this process's client certificate.
 void PointAtMembers(CoordinatorSpec& c, const std::vector<failover::ReplicaMember>& members,
@@ -86,18 +91,18 @@ Status EndedWhileItFormed(const std::string& member) {
 }  // namespace
 
 ReplicaCluster::~ReplicaCluster() {
-  // The standbys see the job end in etcd and go by themselves, their
-  // members and files with them; one ended sooner would leave those behind.
-  std::vector<pollfd> fds;
-  for (const auto& s : standbys) fds.push_back({s->exit_fd(), POLLIN, 0});
-  const auto until = Steady::now() + kStandbysEnd;
-  while (!fds.empty() && Steady::now() < until) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Steady::now()).count();
-    if (::poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(left, 1))) < 0 && errno != EINTR) break;
-    fds.erase(std::remove_if(fds.begin(), fds.end(), [](const pollfd& p) { return p.revents != 0; }), fds.end());
-  }
+  WaitForStandbysToEnd(standbys, kStandbysEnd);
   std::error_code ec;
   if (!tls_dir.empty()) std::filesystem::remove_all(tls_dir, ec);
+}
+
+Result<std::string> MemberBrief(const failover::JobCa& ca, const std::vector<failover::ReplicaMember>& members,
+                                int index, const std::string& job_id, bool join_existing) {
+  const failover::ReplicaMember& m = members[static_cast<size_t>(index)];
+  DS_ASSIGN_OR_RETURN(failover::IssuedCert server, ca.IssueServer(m.name, {m.ip}));
+  DS_ASSIGN_OR_RETURN(failover::IssuedCert client, ca.IssueClient("standby-" + m.name));
+  DS_ASSIGN_OR_RETURN(std::string ca_key, ca.key_pem());
+  return failover::EncodeBrief({index, members, job_id, ca.cert_pem(), ca_key, join_existing, server, client});
 }
 
 Result<std::unique_ptr<ReplicaCluster>> StartReplicas(LaunchPlan& plan, const std::string& launcher,
@@ -108,22 +113,21 @@ Result<std::unique_ptr<ReplicaCluster>> StartReplicas(LaunchPlan& plan, const st
     return Status::InvalidArgument(fmt::format("{}: coordinator.replicas: the {} launcher starts no standbys yet "
                                                "(local and ssh do); name a site's etcd with coordinator.etcd",
                                                plan.job.coordinator.replicas_at, launcher));
-  DS_ASSIGN_OR_RETURN(failover::JobCa ca, failover::JobCa::Create(job_id));
+  auto cluster = std::make_unique<ReplicaCluster>();
+  DS_ASSIGN_OR_RETURN(cluster->ca, failover::JobCa::Create(job_id));
+  const failover::JobCa& ca = *cluster->ca;
   const std::vector<NodePlan> hosts = Candidates(plan);
   std::vector<failover::ReplicaMember> members;
   for (int k = 0; k < n; ++k) {
-    DS_ASSIGN_OR_RETURN(std::string ip, AddressOf(hosts[static_cast<size_t>(k)].host.name));
-    members.push_back({fmt::format("m{}", k), ip, RandomPort(), RandomPort()});
+    DS_ASSIGN_OR_RETURN(std::string ip, MemberAddressOf(hosts[static_cast<size_t>(k)].host.name));
+    members.push_back(NewMember(k, ip));
   }
   std::vector<std::string> briefs;
   for (int k = 0; k < n; ++k) {
-    const failover::ReplicaMember& m = members[static_cast<size_t>(k)];
-    DS_ASSIGN_OR_RETURN(failover::IssuedCert server, ca.IssueServer(m.name, {m.ip}));
-    DS_ASSIGN_OR_RETURN(failover::IssuedCert client, ca.IssueClient(fmt::format("standby-{}", k)));
-    briefs.push_back(failover::EncodeBrief({k, members, job_id, ca.cert_pem(), server, client}));
+    DS_ASSIGN_OR_RETURN(std::string brief, MemberBrief(ca, members, k, job_id, /*join_existing=*/false));
+    briefs.push_back(std::move(brief));
   }
   DS_ASSIGN_OR_RETURN(PrivateDir dir, OpenPrivateDir());
-  auto cluster = std::make_unique<ReplicaCluster>();
   cluster->tls_dir = dir.path + "/" + job_id + ".etcd-tls.leader";
   DS_ASSIGN_OR_RETURN(failover::IssuedCert mine, ca.IssueClient("leader"));
   DS_ASSIGN_OR_RETURN(failover::TlsPaths tls, failover::WriteTlsDir(cluster->tls_dir, ca.cert_pem(), mine, "client"));
@@ -181,6 +185,7 @@ Result<std::unique_ptr<ReplicaMemberRun>> RunReplicaMember(JobSpec& job, const s
   run->tls_dir = dir.path + "/" + job_id + ".etcd-tls." + name;
   DS_ASSIGN_OR_RETURN(failover::TlsPaths member, failover::WriteTlsDir(run->tls_dir, b.ca_pem, b.member, "member"));
   DS_ASSIGN_OR_RETURN(failover::TlsPaths client, failover::WriteTlsDir(run->tls_dir, b.ca_pem, b.client, "client"));
+  DS_ASSIGN_OR_RETURN(run->ca, failover::JobCa::FromPem({b.ca_pem, b.ca_key_pem}));
   DS_ASSIGN_OR_RETURN(run->etcd, failover::EmbeddedEtcd::Start(failover::MemberOptions(b, run->data_dir, member)));
   // A SIGTERM while the member forms (no quorum yet) ends the wait at once: `run` goes with its
   // member and files before the launcher's grace runs out and SIGKILL leaves them.

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,8 @@
 #include "launcher/cmd/cli.h"
 #include "launcher/config/plan.h"
 #include "launcher/failover/embedded_etcd.h"
+#include "launcher/failover/job_ca.h"
+#include "launcher/failover/replica_brief.h"
 #include "launcher/spawn/spawner.h"
 #include "launcher/spawn/ssh/ssh_session.h"
 
@@ -35,6 +38,7 @@ namespace ds {
 struct ReplicaCluster {
   std::vector<std::unique_ptr<AgentHandle>> standbys;
   std::string tls_dir;
+  std::optional<failover::JobCa> ca;  // for the replacements of lost members (member_keeper.h)
   ~ReplicaCluster();
 };
 
@@ -57,6 +61,7 @@ struct ReplicaMemberRun {
   std::string tls_dir;
   JobSpec job;         // its coordinator: the members, this standby's client certificate
   std::string job_id;
+  std::optional<failover::JobCa> ca;  // from its brief: should it lead, it replaces lost members
   ~ReplicaMemberRun();
   // Ends the member now and removes its files, without waiting for the
   // others: a deposed standby's, which leaves the job to the new leader.
@@ -65,6 +70,17 @@ struct ReplicaMemberRun {
  private:
   void LetTheOthersSeeTheEnd() const;
 };
+
+// `host`'s first address, numeric: where its member listens and what its
+// certificate names. InvalidArgument naming the host.
+Result<std::string> MemberAddressOf(const std::string& host);
+// Member "m<index>" at `ip` on two random ports (high, above the usual
+// ephemeral and service ranges: the ports are known before it starts).
+failover::ReplicaMember NewMember(int index, const std::string& ip);
+// The brief of members[index]: its server certificate for its IP, a client
+// certificate for its standby, the CA's certificate and key.
+Result<std::string> MemberBrief(const failover::JobCa& ca, const std::vector<failover::ReplicaMember>& members,
+                                int index, const std::string& job_id, bool join_existing);
 
 // A standby's part: runs the member `brief_line` names, waits until the
 // cluster serves, turns `job.coordinator` into the same site spec (its own

@@ -30,6 +30,7 @@
 #include "launcher/cmd/job_leader.h"
 #include "launcher/cmd/job_replicas.h"
 #include "launcher/cmd/job_takeover.h"
+#include "launcher/cmd/member_keeper.h"
 #include "launcher/cmd/standby.h"
 #include "launcher/cmd/job_watch.h"
 #include "launcher/cmd/launch_choice.h"
@@ -412,11 +413,14 @@ constexpr int kExitDeposed = 6;  // docs/usage.md "Exit codes"
   std::_Exit(kExitDeposed);
 }
 
+// A member of the job's etcd unanswered this long (or 3 heartbeat timeouts) is lost.
+constexpr double kMemberLostAfter = 5;
+
 // Runs the prepared job to its end; returns the coordinator's world size.
 // `own_files` and `member` (a standby's, or null): what this dslaunch alone
 // uses, for LeaveDeposed.
 Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMux& mux, TerminalWriter& err,
-                      const std::vector<std::string>& own_files, ReplicaMemberRun* member) {
+                      const std::vector<std::string>& own_files, ReplicaMemberRun* member, const failover::JobCa* ca) {
   asio::io_context io;
   // While the io thread runs, dslaunch's own lines go through the LogMux too.
   l.coord.notice = [&mux](const std::string& text) { mux.Notice("dslaunch: " + text); };
@@ -480,7 +484,9 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMu
   StdinLifeline lifeline(io, coord, mux);
   if (cli.stdin_lifeline) DS_RETURN_IF_ERROR(lifeline.Watch());
 
+  std::unique_ptr<MemberKeeper> keeper;  // below; it changes no member once the job is over
   coord.OnDone([&] {
+    if (keeper) keeper->RequestStop();
     attach.End();  // written while the fleet drains
     watch.Stop();
     lifeline.Close();
@@ -519,6 +525,21 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMu
         standbys = StartStandbys({l.launcher, l.plan, l.ssh, cli, l.coord.job_id, l.coord.secret}, notice);
       });
   }
+  // coordinator.replicas: whoever leads keeps the job's etcd at its members (member_keeper.h).
+  if (leader && ca) {
+    MemberKeeperOptions ko;
+    ko.job = l.plan.job;
+    ko.job_id = l.coord.job_id;
+    ko.ca = ca;
+    ko.hosts = Candidates(l.plan);
+    ko.replicas = l.plan.job.coordinator.replicas;
+    ko.lost_after_s = std::max(kMemberLostAfter, 3 * l.coord.heartbeat_timeout);
+    ko.start = [&](const NodePlan& host, int index, const std::string& brief) {
+      return StartStandbyOn({l.launcher, l.plan, l.ssh, cli, l.coord.job_id, l.coord.secret}, host, index, brief);
+    };
+    ko.notice = [&io, &l](const std::string& line) { asio::post(io, [&l, line] { l.coord.notice(line); }); };
+    keeper = MemberKeeper::Start(std::move(ko));
+  }
   io.run();
   if (standby_start.joinable()) standby_start.join();
   standby_watch.reset();
@@ -531,6 +552,7 @@ Result<int> Supervise(Launch& l, const CliOptions& cli, JobRecord& record, LogMu
     if (l.plan.job.coordinator.standbys > 0) WithdrawStandby(l.plan.job, l.coord.job_id, -1);
     leader->Stop();
   }
+  keeper.reset();  // after the job's end is written: its standbys see it and go
   return coord.control().world_size();
 }
 
@@ -597,8 +619,9 @@ Result<int> RunJob(const LaunchPlan& plan_in, const CliOptions& cli, const PerNo
   // a stalled terminal (Ctrl-S) must not block the event loop.
   TerminalWriter err(stderr, kStderrQueueBytes, "diagnostics only, the job goes on");
   LogSetSink([&err](std::string line) { err.Write(std::move(line)); });
+  const failover::JobCa* ca = replicas && replicas->ca ? &*replicas->ca : member && member->ca ? &*member->ca : nullptr;
   Result<int> world_size = Supervise(l, cli, record, mux, err, {pid_file.path(), replicas ? replicas->tls_dir : ""},
-                                     member.get());
+                                     member.get(), ca);
   LogSetSink(nullptr);
   err.Flush();
   if (!world_size.ok() && cli.standby && world_size.status().code() == Status::Code::kAborted) {

@@ -1,10 +1,12 @@
 #include "launcher/cmd/standby.h"
 
 #include <netdb.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -105,6 +107,24 @@ Result<bool> WaitAsStandby(const JobSpec& job, int index, CoordinatorOptions& co
   return false;
 }
 
+namespace {
+
+// Standby `index` on `host`. Its stdin, one line (the ssh supervisor passes
+// one on): the secret, then a tab and its brief (JSON, no newline inside).
+AgentSpec StandbySpec(const StandbyLaunch& s, const NodePlan& host, int index, const std::string* brief,
+                      const std::string& cwd) {
+  AgentSpec a;
+  a.host = host.host.name;
+  a.node_index = index;
+  a.ssh_port = host.host.ssh_port ? host.host.ssh_port : s.ssh.default_port;
+  a.user = host.host.user;
+  a.argv = StandbyArgv(s.cli, s.job_id, index, cwd);
+  a.stdin_payload = brief ? s.secret + "\t" + *brief : s.secret;
+  return a;
+}
+
+}  // namespace
+
 std::vector<std::unique_ptr<AgentHandle>> StartStandbys(const StandbyLaunch& s,
                                                         const std::function<void(const std::string&)>& notice) {
   std::vector<std::unique_ptr<AgentHandle>> handles;
@@ -123,17 +143,8 @@ std::vector<std::unique_ptr<AgentHandle>> StartStandbys(const StandbyLaunch& s,
   const std::vector<NodePlan> hosts = Candidates(s.plan);
   std::vector<AgentSpec> specs;
   const int count = s.briefs ? static_cast<int>(s.briefs->size()) : s.plan.job.coordinator.standbys;
-  for (int k = 0; k < count && k < static_cast<int>(hosts.size()); ++k) {
-    AgentSpec a;
-    a.host = hosts[k].host.name;
-    a.node_index = k;
-    a.ssh_port = hosts[k].host.ssh_port ? hosts[k].host.ssh_port : s.ssh.default_port;
-    a.user = hosts[k].host.user;
-    a.argv = StandbyArgv(s.cli, s.job_id, k, cwd);
-    // One line (the ssh supervisor passes one on): the secret, a tab, the brief (JSON, no newline inside).
-    a.stdin_payload = s.briefs ? s.secret + "\t" + (*s.briefs)[static_cast<size_t>(k)] : s.secret;
-    specs.push_back(std::move(a));
-  }
+  for (int k = 0; k < count && k < static_cast<int>(hosts.size()); ++k)
+    specs.push_back(StandbySpec(s, hosts[static_cast<size_t>(k)], k, s.briefs ? &(*s.briefs)[static_cast<size_t>(k)] : nullptr, cwd));
   std::vector<Result<std::unique_ptr<AgentHandle>>> started = (*spawner)->Start(specs);
   for (size_t k = 0; k < started.size(); ++k) {
     if (started[k].ok()) handles.push_back(std::move(started[k]).value());
@@ -141,6 +152,28 @@ std::vector<std::unique_ptr<AgentHandle>> StartStandbys(const StandbyLaunch& s,
                             started[k].status().message()));
   }
   return handles;
+}
+
+Result<std::unique_ptr<AgentHandle>> StartStandbyOn(const StandbyLaunch& s, const NodePlan& host, int index,
+                                                    const std::string& brief) {
+  DS_ASSIGN_OR_RETURN(std::unique_ptr<Spawner> spawner,
+                      MakeSpawner(s.launcher, s.plan, s.ssh, s.cli.stop_grace, s.cli.launcher_args));
+  std::error_code ec;
+  std::vector<Result<std::unique_ptr<AgentHandle>>> started =
+      spawner->Start({StandbySpec(s, host, index, &brief, std::filesystem::current_path(ec).string())});
+  return std::move(started.front());
+}
+
+void WaitForStandbysToEnd(const std::vector<std::unique_ptr<AgentHandle>>& standbys, std::chrono::seconds limit) {
+  std::vector<pollfd> fds;
+  for (const auto& s : standbys) fds.push_back({s->exit_fd(), POLLIN, 0});
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!fds.empty() && std::chrono::steady_clock::now() < until) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now()).count();
+    if (::poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(left, 1))) < 0 && errno != EINTR) break;
+    fds.erase(std::remove_if(fds.begin(), fds.end(), [](const pollfd& p) { return p.revents != 0; }), fds.end());
+  }
 }
 
 const StandbyInput& ReadStandbyInput() {

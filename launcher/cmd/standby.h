@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -88,6 +89,16 @@ std::vector<std::unique_ptr<AgentHandle>> StartStandbys(const StandbyLaunch& s,
                                                         const std::function<void(const std::string&)>& notice);
 
 // Puts standby `index`'s address under its key; Withdraw removes it (-1: every standby's).
+// One standby (a replacement member's: member_keeper.h) on `host` with
+// index `index` and its brief; the spawner's error naming the host.
+Result<std::unique_ptr<AgentHandle>> StartStandbyOn(const StandbyLaunch& s, const NodePlan& host, int index,
+                                                    const std::string& brief);
+
+// Until every one of `standbys` has ended, `limit` at most: they see the
+// job end in etcd and go by themselves, their members and files with
+// them; one ended sooner would leave those behind.
+void WaitForStandbysToEnd(const std::vector<std::unique_ptr<AgentHandle>>& standbys, std::chrono::seconds limit);
+
 Status AnnounceStandby(const JobSpec& job, const std::string& job_id, int index, const std::string& address);
 void WithdrawStandby(const JobSpec& job, const std::string& job_id, int index);
 

@@ -103,6 +103,21 @@ Status Client::LeaseRevoke(int64_t id) {
   return Named(DecodeHeaderOnly(body), current_endpoint() + "/v3/lease/revoke").status();
 }
 
+Result<MembersResponse> Client::MemberList() {
+  DS_ASSIGN_OR_RETURN(std::string body, Call("/v3/cluster/member/list", "{}"));
+  return Named(DecodeMembers(body), current_endpoint() + "/v3/cluster/member/list");
+}
+
+Result<MembersResponse> Client::MemberAdd(const std::vector<std::string>& peer_urls) {
+  DS_ASSIGN_OR_RETURN(std::string body, Call("/v3/cluster/member/add", EncodeMemberAdd(peer_urls)));
+  return Named(DecodeMembers(body), current_endpoint() + "/v3/cluster/member/add");
+}
+
+Result<MembersResponse> Client::MemberRemove(uint64_t id) {
+  DS_ASSIGN_OR_RETURN(std::string body, Call("/v3/cluster/member/remove", EncodeMemberId(id)));
+  return Named(DecodeMembers(body), current_endpoint() + "/v3/cluster/member/remove");
+}
+
 Result<std::unique_ptr<Watch>> Client::WatchKey(const WatchRequest& r) {
   std::string reasons;
   for (size_t i = 0; i < conns_.size(); ++i) {

@@ -64,6 +64,14 @@ class Client {
   Result<LeaseResponse> LeaseKeepAlive(int64_t id);
   // Revokes the lease (its keys are deleted); NotFound when already gone.
   Status LeaseRevoke(int64_t id);
+  // The cluster's members (any member answers: a member list needs no
+  // quorum), a new member at `peer_urls` (it must then start with
+  // --initial-cluster-state existing), and a member removed by its id: each
+  // the members after it. Add and remove need a quorum; etcd refuses to
+  // remove a member when what remains would have none.
+  Result<MembersResponse> MemberList();
+  Result<MembersResponse> MemberAdd(const std::vector<std::string>& peer_urls);
+  Result<MembersResponse> MemberRemove(uint64_t id);
   // Watches a key (or a range) from `start_revision`: the stream is opened
   // on the first endpoint that answers.
   Result<std::unique_ptr<Watch>> WatchKey(const WatchRequest& r);

@@ -190,6 +190,32 @@ Result<const json*> StreamResult(const json& j) {
   return ObjectField(j, "result", "", true);
 }
 
+Result<std::vector<std::string>> TextList(const json& obj, const char* name, std::string_view path) {
+  std::vector<std::string> out;
+  const auto it = obj.find(name);
+  if (it == obj.end() || it->is_null()) return out;
+  const std::string field = fmt::format("{}{}", path, name);
+  if (!it->is_array()) return BadField(field, "a list of text", *it);
+  for (const json& e : *it) {
+    if (!e.is_string()) return BadField(field, "a list of text", *it);
+    out.push_back(e.get<std::string>());
+  }
+  return out;
+}
+
+Result<Member> MemberOf(const json& obj, std::string_view path) {
+  Member m;
+  DS_ASSIGN_OR_RETURN(int64_t id, IntField(obj, "ID", path));
+  m.id = static_cast<uint64_t>(id);
+  if (const auto n = obj.find("name"); n != obj.end() && !n->is_null()) {
+    if (!n->is_string()) return BadField(fmt::format("{}name", path), "text", *n);
+    m.name = n->get<std::string>();
+  }
+  DS_ASSIGN_OR_RETURN(m.peer_urls, TextList(obj, "peerURLs", path));
+  DS_ASSIGN_OR_RETURN(m.client_urls, TextList(obj, "clientURLs", path));
+  return m;
+}
+
 }  // namespace
 
 std::string Base64Encode(std::string_view bytes) {
@@ -266,6 +292,26 @@ std::string EncodeWatchCreate(const WatchRequest& r) {
   if (!r.range_end.empty()) c["range_end"] = Base64Encode(r.range_end);
   if (r.start_revision != 0) c["start_revision"] = std::to_string(r.start_revision);
   return json{{"create_request", c}}.dump();
+}
+
+std::string EncodeMemberAdd(const std::vector<std::string>& peer_urls) { return json{{"peerURLs", peer_urls}}.dump(); }
+
+std::string EncodeMemberId(uint64_t id) { return json{{"ID", std::to_string(id)}}.dump(); }
+
+Result<MembersResponse> DecodeMembers(std::string_view body) {
+  DS_ASSIGN_OR_RETURN(json j, ParseObject(body));
+  MembersResponse r;
+  DS_ASSIGN_OR_RETURN(r.header, Header(j, ""));
+  if (const auto list = j.find("members"); list != j.end() && !list->is_null()) {
+    if (!list->is_array()) return BadField("members", "a list", *list);
+    for (size_t i = 0; i < list->size(); ++i) {
+      DS_ASSIGN_OR_RETURN(Member m, MemberOf((*list)[i], fmt::format("members[{}].", i)));
+      r.members.push_back(std::move(m));
+    }
+  }
+  DS_ASSIGN_OR_RETURN(const json* added, ObjectField(j, "member", "", false));
+  DS_ASSIGN_OR_RETURN(r.added, MemberOf(*added, "member."));
+  return r;
 }
 
 Result<RangeResponse> DecodeRange(std::string_view body) {

@@ -120,6 +120,19 @@ struct WatchResponse {
   std::vector<WatchEvent> events;
 };
 
+// A member of the cluster (/v3/cluster/member/...). One just added has no
+// name and no client URLs until it starts.
+struct Member {
+  uint64_t id = 0;
+  std::string name;
+  std::vector<std::string> peer_urls, client_urls;
+};
+struct MembersResponse {
+  ResponseHeader header;
+  std::vector<Member> members;  // the cluster's, after the call
+  Member added;                 // member/add: the new one
+};
+
 // An error reply of the gateway: {"error": ..., "code": <gRPC code>}.
 struct GatewayError {
   int code = 0;  // gRPC status code (3 invalid argument, 5 not found, 14 unavailable, ...)
@@ -133,6 +146,8 @@ std::string EncodeTxn(const TxnRequest& r);
 std::string EncodeLeaseGrant(int64_t ttl_s, int64_t id = 0);  // id 0: etcd picks
 std::string EncodeLeaseId(int64_t id);                        // keepalive, revoke
 std::string EncodeWatchCreate(const WatchRequest& r);
+std::string EncodeMemberAdd(const std::vector<std::string>& peer_urls);
+std::string EncodeMemberId(uint64_t id);  // member/remove
 
 Result<RangeResponse> DecodeRange(std::string_view body);
 Result<ResponseHeader> DecodeHeaderOnly(std::string_view body);  // put, lease revoke
@@ -144,6 +159,8 @@ Result<LeaseResponse> DecodeLeaseKeepAlive(std::string_view body);
 // One message of the watch stream: {"result": {...}}, or {"error": ...} as
 // a Status (Unavailable, naming etcd's reason).
 Result<WatchResponse> DecodeWatch(std::string_view body);
+// member/list, member/add (with `added`) and member/remove.
+Result<MembersResponse> DecodeMembers(std::string_view body);
 // The gateway's error reply, when `body` is one.
 std::optional<GatewayError> DecodeError(std::string_view body);
 

@@ -119,6 +119,30 @@ Result<JobCa> JobCa::Create(const std::string& job_id, int days) {
   return ca;
 }
 
+Result<JobCa> JobCa::FromPem(const IssuedCert& pem, int days) {
+  auto keys = std::make_unique<Keys>();
+  std::unique_ptr<BIO, BioFree> cert_bio(BIO_new_mem_buf(pem.cert_pem.data(), static_cast<int>(pem.cert_pem.size())));
+  std::unique_ptr<BIO, BioFree> key_bio(BIO_new_mem_buf(pem.key_pem.data(), static_cast<int>(pem.key_pem.size())));
+  if (!cert_bio || !key_bio) return SslError("BIO_new_mem_buf");
+  keys->cert.reset(PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr));
+  if (!keys->cert) return Status::InvalidArgument("per-job CA: the CA certificate is not a PEM certificate");
+  keys->key.reset(PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
+  if (!keys->key) return Status::InvalidArgument("per-job CA: the CA key is not a PEM private key");
+  ERR_clear_error();
+  if (X509_check_ca(keys->cert.get()) != 1)
+    return Status::InvalidArgument("per-job CA: the certificate given is not a CA's");
+  if (X509_check_private_key(keys->cert.get(), keys->key.get()) != 1) {
+    ERR_clear_error();
+    return Status::InvalidArgument("per-job CA: the key given is not the CA certificate's");
+  }
+  JobCa ca(std::move(keys));
+  ca.cert_pem_ = pem.cert_pem;
+  ca.days_ = days;
+  return ca;
+}
+
+Result<std::string> JobCa::key_pem() const { return KeyPem(keys_->key.get()); }
+
 Result<IssuedCert> JobCa::IssueServer(const std::string& name, const std::vector<std::string>& ips,
                                       const std::vector<std::string>& dns) const {
   std::vector<std::string> sans;

@@ -1,6 +1,8 @@
 // The per-job certificate authority of the embedded etcd: a CA
-// made for one job (an ECDSA P-256 key that never leaves dslaunch's memory,
-// a self-signed certificate), a server certificate per etcd member with the
+// made for one job (an ECDSA P-256 key that lives in the memory of the
+// job's coordinators only: dslaunch, and the standbys its replicas' briefs
+// carry it to, so that whichever leads can issue a replacement member's
+// certificate; never in a file), a self-signed certificate), a server certificate per etcd member with the
 // member's IPs (and names) as subject alternative names, valid for server
 // and client use (etcd's members dial each other with it, and its gateway
 // dials its own gRPC port with it), and client certificates for the
@@ -39,7 +41,13 @@ class JobCa {
   JobCa& operator=(JobCa&&) noexcept;
   ~JobCa();
 
+  // The CA again from its certificate and key (a standby's brief):
+  // InvalidArgument when either is not PEM, the certificate is not a CA's
+  // or the key is not its own.
+  static Result<JobCa> FromPem(const IssuedCert& pem, int days = 365);
+
   const std::string& cert_pem() const { return cert_pem_; }
+  Result<std::string> key_pem() const;  // PKCS#8 PEM: for a standby's brief, never a file
   // A member's certificate: CN `name`, SANs the IPs (v4 or v6) and DNS
   // names given, extended key usage server and client. InvalidArgument
   // naming an entry of `ips` that is not an IP address.

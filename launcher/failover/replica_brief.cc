@@ -30,6 +30,8 @@ std::string EncodeBrief(const ReplicaBrief& b) {
               {"members", members},
               {"cluster_token", b.cluster_token},
               {"ca", b.ca_pem},
+              {"ca_key", b.ca_key_pem},
+              {"join_existing", b.join_existing},
               {"member_cert", b.member.cert_pem},
               {"member_key", b.member.key_pem},
               {"client_cert", b.client.cert_pem},
@@ -48,6 +50,8 @@ Result<ReplicaBrief> DecodeBrief(const std::string& line) {
                            m.at("client_port").get<int>(), m.at("peer_port").get<int>()});
     b.cluster_token = j.at("cluster_token").get<std::string>();
     b.ca_pem = j.at("ca").get<std::string>();
+    b.ca_key_pem = j.at("ca_key").get<std::string>();
+    b.join_existing = j.at("join_existing").get<bool>();
     b.member = {j.at("member_cert").get<std::string>(), j.at("member_key").get<std::string>()};
     b.client = {j.at("client_cert").get<std::string>(), j.at("client_key").get<std::string>()};
   } catch (const Json::exception& e) {
@@ -59,15 +63,18 @@ Result<ReplicaBrief> DecodeBrief(const std::string& line) {
   return b;
 }
 
+std::string PeerUrl(const ReplicaMember& m) { return PeerUrl(Where(m)); }
+std::string ClientUrl(const ReplicaMember& m) { return ClientUrl(Where(m)); }
+
 std::string InitialCluster(const std::vector<ReplicaMember>& members) {
   std::string out;
-  for (const ReplicaMember& m : members) out += (out.empty() ? "" : ",") + m.name + "=" + PeerUrl(Where(m));
+  for (const ReplicaMember& m : members) out += (out.empty() ? "" : ",") + m.name + "=" + PeerUrl(m);
   return out;
 }
 
 std::vector<std::string> ClientEndpoints(const std::vector<ReplicaMember>& members) {
   std::vector<std::string> out;
-  for (const ReplicaMember& m : members) out.push_back(ClientUrl(Where(m)));
+  for (const ReplicaMember& m : members) out.push_back(ClientUrl(m));
   return out;
 }
 
@@ -78,6 +85,7 @@ EmbeddedEtcdOptions MemberOptions(const ReplicaBrief& b, const std::string& data
   o.data_dir = data_dir;
   o.initial_cluster = InitialCluster(b.members);
   o.cluster_token = b.cluster_token;
+  o.join_existing = b.join_existing;
   o.ca_file = tls.ca_file;
   o.cert_file = tls.cert_file;
   o.key_file = tls.key_file;

@@ -4,7 +4,8 @@
 // stdin after the job secret (SSH carries both encrypted; a local pipe
 // otherwise), never a file or a command line: the member's certificate and
 // key, a client certificate for its coordinator, the CA's certificate and
-// where every member listens. Pure value types and functions, thread-safe.
+// where every member listens, and the job CA's key (whichever standby
+// leads replaces a lost member: member_keeper.h). Pure value types and functions, thread-safe.
 #pragma once
 
 #include <string>
@@ -28,6 +29,8 @@ struct ReplicaBrief {
   std::vector<ReplicaMember> members;   // every member, by index
   std::string cluster_token;            // the job id: members of another job never join
   std::string ca_pem;                   // the job CA's certificate
+  std::string ca_key_pem;               // and its key: a standby that leads issues a replacement's certificates
+  bool join_existing = false;           // a replacement: it joins the running members (etcd's "existing")
   IssuedCert member;                    // members[K]'s server certificate (also its peer client one)
   IssuedCert client;                    // its coordinator's client certificate
 };
@@ -36,6 +39,9 @@ struct ReplicaBrief {
 std::string EncodeBrief(const ReplicaBrief& b);
 Result<ReplicaBrief> DecodeBrief(const std::string& line);
 
+// "https://ip:peer" and "https://ip:client" of one member.
+std::string PeerUrl(const ReplicaMember& m);
+std::string ClientUrl(const ReplicaMember& m);
 // "m0=https://ip:peer,..." and every member's "https://ip:client".
 std::string InitialCluster(const std::vector<ReplicaMember>& members);
 std::vector<std::string> ClientEndpoints(const std::vector<ReplicaMember>& members);

@@ -35,11 +35,9 @@ std::string LoneMemberBrief(const std::string& job_id) {
   std::vector<failover::ReplicaMember> members;
   for (int k = 0; k < 3; ++k)
     members.push_back({"m" + std::to_string(k), "127.0.0.1", testing::UnusedPort(), testing::UnusedPort()});
-  auto server = ca->IssueServer("m2", {"127.0.0.1"});
-  auto client = ca->IssueClient("standby-2");
-  REQUIRE(server.ok());
-  REQUIRE(client.ok());
-  return failover::EncodeBrief({2, members, job_id, ca->cert_pem(), *server, *client});
+  auto brief = MemberBrief(*ca, members, 2, job_id, /*join_existing=*/false);
+  REQUIRE(brief.ok());
+  return *brief;
 }
 
 std::vector<std::string> Entries(const std::string& dir) {

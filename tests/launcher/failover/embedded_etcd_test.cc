@@ -16,6 +16,7 @@
 #include <catch2/catch.hpp>
 
 #include "tests/launcher/failover/etcd_bed.h"
+#include "tests/test_util/wait_until.h"
 
 namespace ds::failover {
 namespace {
@@ -199,6 +200,81 @@ TEST_CASE("embedded etcd: members whose connections come from another of the hos
     INFO(ready.message());
     CHECK(ready.ok());
   }
+}
+
+// What member_keeper does, by hand: etcd's own membership calls replace a
+// lost member, and the cluster then goes on after a second loss, where
+// without the replacement two lost of three leave no quorum.
+TEST_CASE("embedded etcd: a lost member is removed, a new one joins the others, and a second loss is survived",
+          "[etcd]") {
+  auto bed = EtcdBed::Start(3);
+  auto c = bed->Client(2);
+  REQUIRE(c->Put("/state", "g1").ok());
+  bed->member(1).Kill();
+  auto list = c->MemberList();
+  INFO(list.status().message());
+  REQUIRE(list.ok());
+  REQUIRE(list->members.size() == 3);
+  uint64_t lost = 0;
+  for (const etcd::Member& m : list->members) {
+    CHECK(m.peer_urls.size() == 1);
+    if (m.name == "m1") lost = m.id;
+  }
+  REQUIRE(lost != 0);
+  auto removed = c->MemberRemove(lost);
+  INFO(removed.status().message());
+  REQUIRE(removed.ok());
+  CHECK(removed->members.size() == 2);
+
+  EmbeddedEtcdOptions o = bed->member(0).options();
+  o.name = "m3";
+  o.data_dir = bed->dir() / "m3.data";
+  o.client_port = testing::UnusedPort();
+  o.peer_port = testing::UnusedPort();
+  auto cert = bed->ca().IssueServer(o.name, {"127.0.0.1"});
+  REQUIRE(cert.ok());
+  auto tls = WriteTlsDir(bed->dir() / "m3.tls", bed->ca().cert_pem(), *cert, "member");
+  REQUIRE(tls.ok());
+  o.cert_file = tls->cert_file, o.key_file = tls->key_file;
+  // etcd adds a member only once the others have been connected for 5 s (its
+  // HealthInterval: "unhealthy cluster" until then; the bed is younger).
+  Result<etcd::MembersResponse> added = Status::Unavailable("not tried");
+  CHECK(testing::WaitUntil([&] { return (added = c->MemberAdd({PeerUrl(o)})).ok(); }, std::chrono::seconds(20)));
+  INFO(added.status().message());
+  REQUIRE(added.ok());
+  CHECK(added->members.size() == 3);
+  CHECK(added->added.id != 0);
+  CHECK(added->added.name.empty());  // unstarted
+  CHECK(added->added.peer_urls == std::vector<std::string>{PeerUrl(o)});
+  o.initial_cluster = "m0=" + PeerUrl(bed->member(0).options()) + ",m2=" + PeerUrl(bed->member(2).options()) +
+                      ",m3=" + PeerUrl(o);
+  o.join_existing = true;
+  auto m3 = EmbeddedEtcd::Start(o);
+  REQUIRE(m3.ok());
+  const Status ready = (*m3)->WaitReady(30);
+  INFO(ready.message() << (*m3)->LastLines());
+  REQUIRE(ready.ok());
+
+  bed->member(2).Kill();  // m0 and m3 of 3: still a quorum
+  auto after = etcd::Client::Create({{bed->endpoints()[0], (*m3)->client_url()},
+                                     {bed->client_tls().ca_file, bed->client_tls().cert_file, bed->client_tls().key_file},
+                                     2});
+  REQUIRE(after.ok());
+  auto put = (*after)->Put("/state", "g2");
+  INFO(put.status().message());
+  CHECK(put.ok());
+  auto named = (*after)->MemberList();
+  REQUIRE(named.ok());
+  bool started = false;
+  for (const etcd::Member& m : named->members) started |= m.name == "m3" && !m.client_urls.empty();
+  CHECK(started);
+  // Removing m0 now would leave m3 alone with dead m2: etcd refuses it.
+  uint64_t m0 = 0;
+  for (const etcd::Member& m : named->members) m0 = m.name == "m0" ? m.id : m0;
+  auto refused = (*after)->MemberRemove(m0);
+  CHECK_FALSE(refused.ok());
+  INFO(refused.status().message());
+  (*m3)->Stop(5);
 }
 
 // A standby SIGTERMed while its member waits for the others (CI's loaded

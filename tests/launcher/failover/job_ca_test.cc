@@ -71,6 +71,30 @@ TEST_CASE("job CA: a member's certificate serves its IPs and dials its peers; a 
         "etcd member m1: 'node1' is not an IP address (expected 10.0.0.1 or fd00::1)");
 }
 
+TEST_CASE("job CA: made again from its certificate and key (a standby's brief), it issues what the job trusts",
+          "[unit]") {
+  auto ca = JobCa::Create("j1");
+  REQUIRE(ca.ok());
+  auto key = ca->key_pem();
+  REQUIRE(key.ok());
+  auto again = JobCa::FromPem({ca->cert_pem(), *key});
+  INFO(again.status().message());
+  REQUIRE(again.ok());
+  auto member = again->IssueServer("m3", {"10.0.0.4"});
+  REQUIRE(member.ok());
+  CHECK(Verifies(ca->cert_pem(), member->cert_pem, X509_PURPOSE_SSL_SERVER, "10.0.0.4"));
+  auto other = JobCa::Create("j2");
+  REQUIRE(other.ok());
+  auto other_key = other->key_pem();
+  REQUIRE(other_key.ok());
+  CHECK(JobCa::FromPem({ca->cert_pem(), *other_key}).status().message() ==
+        "per-job CA: the key given is not the CA certificate's");
+  CHECK(JobCa::FromPem({member->cert_pem, member->key_pem}).status().message() ==
+        "per-job CA: the certificate given is not a CA's");
+  CHECK(JobCa::FromPem({"junk", *key}).status().message() == "per-job CA: the CA certificate is not a PEM certificate");
+  CHECK(JobCa::FromPem({ca->cert_pem(), "junk"}).status().message() == "per-job CA: the CA key is not a PEM private key");
+}
+
 TEST_CASE("job CA: the TLS directory is private, and a planted or open one is refused", "[unit]") {
   testing::TempDir tmp;
   auto ca = JobCa::Create("j1");

@@ -366,6 +366,61 @@ TEST_CASE("run leader: replicas: 3, a standby that led and is deposed exits 6 wi
   job.CheckAllGone();
 }
 
+// Two standbys (and so two members) of three lost one after the other, on a
+// job of 4 hosts: the leader replaces the first lost member on the fourth
+// host, so the second loss leaves a quorum (m0 and m3 of 3) and the job ends
+// 0. Without the replacement, the second loss leaves m0 alone: the leader
+// loses its lease and is deposed (exit 6).
+TEST_CASE("run leader: replicas: 3 on 4 hosts, a lost member is replaced, and the job outlives a second loss",
+          "[etcd][run]") {
+  TempDir dir("dsl-run-replicas");
+  const std::string xdg = dir / "xdg";
+  REQUIRE(::mkdir(xdg.c_str(), 0700) == 0);
+  auto env = JobEnv(dir);
+  env.push_back({"XDG_RUNTIME_DIR", xdg});
+  WriteFile(dir / "worker.sh", "while [ ! -f go ]; do sleep 0.05; done\necho ran $RANK\n");
+  WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\nelastic: {heartbeat_interval: 250ms, heartbeat_timeout: 1s}\n"
+                              "coordinator: {replicas: 3, grace: 30s}\n");
+  Child c = Spawn({DslaunchPath(), "--hostfile", HostfileFor(dir, 4, 1), "job.yaml"}, dir.path(), env);
+  auto err = [&] { return ReadFile(c.err_path); };
+  auto standby = [&](int k) {
+    const std::vector<pid_t> p = ProcessesNaming(fmt::format("--standby-index {} --standby-cwd {}", k, dir.path()));
+    REQUIRE(p.size() == 1);
+    return p[0];
+  };
+  REQUIRE(WaitUntil([&] { return CountOf(err(), "dslaunch: standby for job ") == 3; }, seconds(60)));
+  const pid_t first = standby(1);
+  REQUIRE(::kill(first, SIGKILL) == 0);  // its member dies with it
+  {
+    const bool replaced = WaitUntil([&] { return err().find("m3 on 127.0.0.4 replaces it") != std::string::npos; },
+                                    seconds(60));
+    INFO(err());
+    REQUIRE(replaced);
+  }
+  CHECK(err().find("coordinator.replicas: member m1 (https://127.0.0.2:") != std::string::npos);
+  REQUIRE(WaitUntil([&] { return CountOf(err(), "dslaunch: standby for job ") == 4; }, seconds(30)));  // m3's waits
+  const pid_t second = standby(2);
+  REQUIRE(::kill(second, SIGKILL) == 0);
+  // No host is left for another member: the leader says so and goes on with m0 and m3.
+  {
+    const bool said = WaitUntil([&] { return err().find("no host of the job is left to run another") != std::string::npos; },
+                                seconds(60));
+    INFO(err());
+    CHECK(said);
+  }
+  WriteFile(dir / "go", "");
+  CHECK(WaitExit(c.pid, seconds(60)) == 0);
+  const std::string out = err();
+  INFO(out);
+  CHECK(out.find("all 4 workers exited 0") != std::string::npos);
+  CHECK(out.find("no longer the leader") == std::string::npos);
+  // The living standbys went with their members' files; the SIGKILLed ones could not take theirs.
+  CHECK(WaitUntil([&] { return ProcessesNaming(xdg).empty(); }, seconds(30)));
+  CHECK(MemberFiles(xdg, "m0") == 0);
+  CHECK(MemberFiles(xdg, "m3") == 0);
+  CHECK(MemberFiles(xdg, "m1") > 0);
+}
+
 TEST_CASE("run leader: an etcd nobody serves is named", "[etcd][run]") {
   TempDir dir("dsl-run-leader");
   WriteFile(dir / "worker.sh", "echo ran\n");
