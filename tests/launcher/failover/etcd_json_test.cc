@@ -107,6 +107,28 @@ TEST_CASE("replies of etcd 3.4.23, as it writes them", "[unit]") {
   CHECK(gone->ttl == 0);  // revoked: TTL left out
 }
 
+TEST_CASE("member replies of etcd 3.4.23: the list, an added member (no name, no client URLs yet)", "[unit]") {
+  CHECK(EncodeMemberAdd({"https://10.0.0.4:24001"}) == R"({"peerURLs":["https://10.0.0.4:24001"]})");
+  CHECK(EncodeMemberId(14978749610864771740u) == R"({"ID":"14978749610864771740"})");
+  auto added = DecodeMembers(
+      R"({"header":{"cluster_id":"15118495548433857066","member_id":"13668033151171901709","raft_term":"2"},)"
+      R"("member":{"ID":"14978749610864771740","peerURLs":["http://127.0.0.1:23802"]},)"
+      R"("members":[{"ID":"13668033151171901709","name":"m0","peerURLs":["http://127.0.0.1:23801"],)"
+      R"("clientURLs":["http://127.0.0.1:23791"]},{"ID":"14978749610864771740","peerURLs":["http://127.0.0.1:23802"]}]})");
+  INFO(added.status().message());
+  REQUIRE(added.ok());
+  REQUIRE(added->members.size() == 2);
+  CHECK(added->members[0].id == 13668033151171901709u);
+  CHECK(added->members[0].name == "m0");
+  CHECK(added->members[0].client_urls == std::vector<std::string>{"http://127.0.0.1:23791"});
+  CHECK(added->members[1].name.empty());
+  CHECK(added->members[1].client_urls.empty());
+  CHECK(added->added.id == 14978749610864771740u);
+  CHECK(added->added.peer_urls == std::vector<std::string>{"http://127.0.0.1:23802"});
+  CHECK(DecodeMembers(R"({"members":[{"ID":"1","peerURLs":"x"}]})").status().message() ==
+        "etcd reply: members[0].peerURLs: expected a list of text, got \"x\"");
+}
+
 TEST_CASE("watch messages: creation, a PUT without a type, a DELETE, a cancel", "[unit]") {
   auto created = DecodeWatch(R"({"result":{"header":{"revision":"3"},"created":true}})");
   REQUIRE(created.ok());
