@@ -1,5 +1,6 @@
 #include "launcher/failover/etcd_client.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -37,6 +38,8 @@ Result<std::unique_ptr<Client>> Client::Create(const ClientOptions& options) {
     c->conns_.push_back(std::make_unique<EtcdConnection>(ep, tls, limits));
   }
   c->timeout_s_ = options.timeout_s;
+  c->tls_ = tls;
+  c->limits_ = limits;
   return c;
 }
 
@@ -116,6 +119,22 @@ Result<MembersResponse> Client::MemberAdd(const std::vector<std::string>& peer_u
 Result<MembersResponse> Client::MemberRemove(uint64_t id) {
   DS_ASSIGN_OR_RETURN(std::string body, Call("/v3/cluster/member/remove", EncodeMemberId(id)));
   return Named(DecodeMembers(body), current_endpoint() + "/v3/cluster/member/remove");
+}
+
+Result<size_t> Client::LearnEndpoints() {
+  DS_ASSIGN_OR_RETURN(MembersResponse list, MemberList());
+  size_t added = 0;
+  for (const Member& m : list.members)
+    for (const std::string& url : m.client_urls) {
+      Result<Endpoint> ep = Endpoint::Parse(url, tls_ != nullptr);
+      if (!ep.ok()) continue;  // a member's odd URL is no reason to fail the call
+      const bool known = std::any_of(conns_.begin(), conns_.end(),
+                                     [&](const auto& c) { return c->endpoint().Url() == ep->Url(); });
+      if (known || (ep->tls && !tls_)) continue;
+      conns_.push_back(std::make_unique<EtcdConnection>(*ep, tls_, limits_));
+      ++added;
+    }
+  return added;
 }
 
 Result<std::unique_ptr<Watch>> Client::WatchKey(const WatchRequest& r) {

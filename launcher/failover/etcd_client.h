@@ -72,6 +72,11 @@ class Client {
   Result<MembersResponse> MemberList();
   Result<MembersResponse> MemberAdd(const std::vector<std::string>& peer_urls);
   Result<MembersResponse> MemberRemove(uint64_t id);
+  // Adds every member's client URL this client does not know yet (the
+  // cluster grew: a replaced member), so that it still reaches the cluster
+  // once the members it started with are gone; none is dropped (a lost one
+  // is passed over). How many it added.
+  Result<size_t> LearnEndpoints();
   // Watches a key (or a range) from `start_revision`: the stream is opened
   // on the first endpoint that answers.
   Result<std::unique_ptr<Watch>> WatchKey(const WatchRequest& r);
@@ -84,6 +89,8 @@ class Client {
   Result<std::string> Call(const char* path, const std::string& body);
 
   std::vector<std::unique_ptr<EtcdConnection>> conns_;
+  std::shared_ptr<TlsContext> tls_;  // for the endpoints learned later
+  TransportLimits limits_;
   size_t current_ = 0;
   double timeout_s_ = 5;
 };

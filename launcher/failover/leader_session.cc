@@ -12,6 +12,9 @@ namespace {
 
 // After an etcd error (unreachable, no leader): the next try.
 constexpr auto kRetry = std::chrono::milliseconds(500);
+// How often a leading session adds the endpoints of members that joined
+// (a replacement, cmd/member_keeper.h): a few seconds after one joined.
+constexpr auto kLearnEvery = std::chrono::seconds(5);
 
 }  // namespace
 
@@ -137,6 +140,12 @@ void LeaderSession::Loop() {
         continue;
       }
       if (!st.ok()) last_error_ = st.message();  // still leading until the lease's deadline
+      if (st.ok() && clock_.Now() >= learn_at_) {  // members replaced since: reachable through them too
+        learn_at_ = clock_.Now() + kLearnEvery;
+        lock.unlock();
+        (void)client_->LearnEndpoints();
+        lock.lock();
+      }
     }
     if (written_ < offered_) WritePending(lock);
     if (stopping_) break;

@@ -113,6 +113,7 @@ class LeaderSession {
   std::atomic<bool> leads_{false};
   std::atomic<bool> deposed_{false};
   Clock::time_point lost_at_{};  // when it last stopped leading
+  Clock::time_point learn_at_{};  // the next LearnEndpoints (Loop)
   std::atomic<Clock::duration::rep> deadline_{0};   // election_.deadline(), for other threads
   std::atomic<Clock::duration::rep> confirmed_{0};  // election_.confirmed()
   std::atomic<int64_t> token_{0};

@@ -205,7 +205,8 @@ TEST_CASE("embedded etcd: members whose connections come from another of the hos
 // What member_keeper does, by hand: etcd's own membership calls replace a
 // lost member, and the cluster then goes on after a second loss, where
 // without the replacement two lost of three leave no quorum.
-TEST_CASE("embedded etcd: a lost member is removed, a new one joins the others, and a second loss is survived",
+TEST_CASE("embedded etcd: a lost member is removed, a new one joins the others, a client learns it, and a second "
+          "loss is survived",
           "[etcd]") {
   auto bed = EtcdBed::Start(3);
   auto c = bed->Client(2);
@@ -255,10 +256,21 @@ TEST_CASE("embedded etcd: a lost member is removed, a new one joins the others, 
   INFO(ready.message() << (*m3)->LastLines());
   REQUIRE(ready.ok());
 
+  // A client that knew only m1 and m2 learns the others while m2 still answers.
+  const etcd::TlsFiles client_tls{bed->client_tls().ca_file, bed->client_tls().cert_file, bed->client_tls().key_file};
+  auto stale = etcd::Client::Create({{bed->endpoints()[1], bed->endpoints()[2]}, client_tls, 2});
+  REQUIRE(stale.ok());
+  auto learned = (*stale)->LearnEndpoints();
+  INFO(learned.status().message());
+  REQUIRE(learned.ok());
+  CHECK(*learned == 2);  // m0 and m3
+  CHECK((*stale)->LearnEndpoints().value() == 0);
+
   bed->member(2).Kill();  // m0 and m3 of 3: still a quorum
-  auto after = etcd::Client::Create({{bed->endpoints()[0], (*m3)->client_url()},
-                                     {bed->client_tls().ca_file, bed->client_tls().cert_file, bed->client_tls().key_file},
-                                     2});
+  auto through_learned = (*stale)->Put("/state", "g1b");
+  INFO(through_learned.status().message());
+  CHECK(through_learned.ok());
+  auto after = etcd::Client::Create({{bed->endpoints()[0], (*m3)->client_url()}, client_tls, 2});
   REQUIRE(after.ok());
   auto put = (*after)->Put("/state", "g2");
   INFO(put.status().message());

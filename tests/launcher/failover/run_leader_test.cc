@@ -366,13 +366,15 @@ TEST_CASE("run leader: replicas: 3, a standby that led and is deposed exits 6 wi
   job.CheckAllGone();
 }
 
-// Two standbys (and so two members) of three lost one after the other, on a
-// job of 4 hosts: the leader replaces the first lost member on the fourth
-// host, so the second loss leaves a quorum (m0 and m3 of 3) and the job ends
-// 0. Without the replacement, the second loss leaves m0 alone: the leader
-// loses its lease and is deposed (exit 6).
-TEST_CASE("run leader: replicas: 3 on 4 hosts, a lost member is replaced, and the job outlives a second loss",
-          "[etcd][run]") {
+// The three first members' standbys (and so the members) lost one after
+// the other, on a job of 5 hosts: the leader replaces the first two on the
+// fourth and fifth hosts, so the third loss leaves a quorum (m3 and m4 of
+// 3), which dslaunch reaches only through the members it learned (it
+// started with m0, m1 and m2); the job ends 0. Without the replacement the
+// second loss leaves m0 alone: the leader loses its lease and is deposed
+// (exit 6).
+TEST_CASE("run leader: replicas: 3 on 5 hosts, lost members are replaced, and the job outlives losing all three "
+          "first ones", "[etcd][run]") {
   TempDir dir("dsl-run-replicas");
   const std::string xdg = dir / "xdg";
   REQUIRE(::mkdir(xdg.c_str(), 0700) == 0);
@@ -381,43 +383,38 @@ TEST_CASE("run leader: replicas: 3 on 4 hosts, a lost member is replaced, and th
   WriteFile(dir / "worker.sh", "while [ ! -f go ]; do sleep 0.05; done\necho ran $RANK\n");
   WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\nelastic: {heartbeat_interval: 250ms, heartbeat_timeout: 1s}\n"
                               "coordinator: {replicas: 3, grace: 30s}\n");
-  Child c = Spawn({DslaunchPath(), "--hostfile", HostfileFor(dir, 4, 1), "job.yaml"}, dir.path(), env);
+  Child c = Spawn({DslaunchPath(), "--hostfile", HostfileFor(dir, 5, 1), "job.yaml"}, dir.path(), env);
   auto err = [&] { return ReadFile(c.err_path); };
-  auto standby = [&](int k) {
+  auto lose_standby = [&](int k) {
     const std::vector<pid_t> p = ProcessesNaming(fmt::format("--standby-index {} --standby-cwd {}", k, dir.path()));
     REQUIRE(p.size() == 1);
-    return p[0];
+    REQUIRE(::kill(p[0], SIGKILL) == 0);  // its member dies with it
+  };
+  auto said = [&](const std::string& line) {
+    const bool seen = WaitUntil([&] { return err().find(line) != std::string::npos; }, seconds(60));
+    INFO(err());
+    REQUIRE(seen);
   };
   REQUIRE(WaitUntil([&] { return CountOf(err(), "dslaunch: standby for job ") == 3; }, seconds(60)));
-  const pid_t first = standby(1);
-  REQUIRE(::kill(first, SIGKILL) == 0);  // its member dies with it
-  {
-    const bool replaced = WaitUntil([&] { return err().find("m3 on 127.0.0.4 replaces it") != std::string::npos; },
-                                    seconds(60));
-    INFO(err());
-    REQUIRE(replaced);
-  }
+  lose_standby(1);
+  said("m3 on 127.0.0.4 replaces it");
   CHECK(err().find("coordinator.replicas: member m1 (https://127.0.0.2:") != std::string::npos);
   REQUIRE(WaitUntil([&] { return CountOf(err(), "dslaunch: standby for job ") == 4; }, seconds(30)));  // m3's waits
-  const pid_t second = standby(2);
-  REQUIRE(::kill(second, SIGKILL) == 0);
-  // No host is left for another member: the leader says so and goes on with m0 and m3.
-  {
-    const bool said = WaitUntil([&] { return err().find("no host of the job is left to run another") != std::string::npos; },
-                                seconds(60));
-    INFO(err());
-    CHECK(said);
-  }
+  lose_standby(2);
+  said("m4 on 127.0.0.5 replaces it");
+  REQUIRE(WaitUntil([&] { return CountOf(err(), "dslaunch: standby for job ") == 5; }, seconds(30)));
+  lose_standby(0);
+  said("no host of the job is left to run another");  // hosts 1-3 lost theirs, 4 and 5 run one
   WriteFile(dir / "go", "");
   CHECK(WaitExit(c.pid, seconds(60)) == 0);
   const std::string out = err();
   INFO(out);
-  CHECK(out.find("all 4 workers exited 0") != std::string::npos);
+  CHECK(out.find("all 5 workers exited 0") != std::string::npos);
   CHECK(out.find("no longer the leader") == std::string::npos);
   // The living standbys went with their members' files; the SIGKILLed ones could not take theirs.
   CHECK(WaitUntil([&] { return ProcessesNaming(xdg).empty(); }, seconds(30)));
-  CHECK(MemberFiles(xdg, "m0") == 0);
   CHECK(MemberFiles(xdg, "m3") == 0);
+  CHECK(MemberFiles(xdg, "m4") == 0);
   CHECK(MemberFiles(xdg, "m1") > 0);
 }
 
