@@ -66,6 +66,7 @@ wait "$pid"
 rc=$?
 pid=""
 grep -v "epoch\|step" out | tail -25
+grep "coordinator.replicas: member" out  # the leader's lines (bench/failover_members reads them)
 [ "$rc" -eq 0 ] || fail "dslaunch exited $rc after the second member loss, not 0"
 grep -q "no longer the leader" out && fail "the leader was deposed"
 grep -Eq "all [23] workers exited 0, after 2 restarts" out || fail "no summary of the workers ending 0 after 2 restarts"
