@@ -127,14 +127,13 @@ void MemberKeeper::Look() {
     if (Stopping()) return;
     const bool answers = !m.client_urls.empty() && Answers(m.client_urls.front());
     if (answers) {
-      answered_.insert(m.id);
       silent_since_.erase(m.id);
       continue;
     }
-    // One that never answered may still be starting (a slow ssh, a loaded host): it has the
-    // time a new member has.
+    // One that never started (etcd knows its client URLs once it has) may still be starting:
+    // a slow ssh, a loaded host. It has the time a new member has.
     const auto since = silent_since_.emplace(m.id, now).first->second;
-    const double limit = answered_.count(m.id) ? o_.lost_after_s : o_.form_timeout_s;
+    const double limit = m.client_urls.empty() ? o_.form_timeout_s : o_.lost_after_s;
     if (!lost && now - since >= Seconds(limit)) lost = &m;
   }
   std::vector<etcd::Member> members = list->members;

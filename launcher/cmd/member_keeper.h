@@ -1,8 +1,8 @@
 // coordinator: {replicas: N}: whoever leads the job keeps its etcd at N
 // members. Each second it asks every member alone for the job's state (a
 // serializable read: a member answers it without a quorum); one silent for
-// `lost_after_s` is lost (one that never answered: `form_timeout_s`, it may
-// still be starting): the keeper removes it from the cluster (etcd's
+// `lost_after_s` is lost (one that never started, which etcd shows without
+// client URLs: `form_timeout_s`, it may still be starting): the keeper removes it from the cluster (etcd's
 // member/remove, which needs the quorum the others still make) and adds a
 // new member on the first host of the job that runs none and has not
 // failed to (member/add, then a standby started there through the job's
@@ -83,7 +83,6 @@ class MemberKeeper {
   std::vector<std::string> endpoints_;
   std::map<std::string, std::unique_ptr<etcd::Client>> probes_;  // by client URL: one member alone
   std::map<uint64_t, std::chrono::steady_clock::time_point> silent_since_;
-  std::set<uint64_t> answered_;           // answered once: lost after lost_after_s, not form_timeout_s
   std::set<size_t> spent_hosts_;          // indexes into hosts: lost a member, or failed to run one
   std::set<uint64_t> said_;               // lost members whose trouble was said (once each)
   bool said_add_ = false;

@@ -41,7 +41,17 @@ std::vector<std::string> StandbyArgv(const CliOptions& cli, const std::string& j
                                      const std::string& cwd) {
   std::vector<std::string> argv = {SiblingBinary("dslaunch", "launcher"), "--standby", job_id, "--standby-index",
                                    std::to_string(index), "--standby-cwd", cwd};
-  argv.insert(argv.end(), cli.args.begin(), cli.args.end());
+  // The job's own arguments: a standby that leads starts a replacement's
+  // standby (member_keeper.h) with its arguments, less its own standby's.
+  for (size_t i = 0; i < cli.args.size(); ++i) {
+    const std::string& a = cli.args[i];
+    const bool flag = a == "--standby" || a == "--standby-index" || a == "--standby-cwd";
+    if (flag) ++i;  // and its value
+    if (flag || a.rfind("--standby=", 0) == 0 || a.rfind("--standby-index=", 0) == 0 ||
+        a.rfind("--standby-cwd=", 0) == 0)
+      continue;
+    argv.push_back(a);
+  }
   return argv;
 }
 

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "launcher/cmd/plan_from_cli.h"
+#include "launcher/cmd/standby.h"
 #include "tests/launcher/cmd/parse_cli.h"
 
 namespace ds {
@@ -215,6 +216,22 @@ TEST_CASE("cli: plan from the command line") {
   REQUIRE(ex.ok());
   CHECK(ex->world_size == 6);
   CHECK(ex->hostfile_path == src + "/hostfiles/local");
+}
+
+// A standby that leads starts a replacement member's standby with its own
+// arguments: the job's stay, its own standby flags go (given twice, the
+// new standby's command line was refused).
+TEST_CASE("standby argv: a standby's arguments give the job's, less its own standby flags", "[unit]") {
+  const CliOptions o = Parse({"--standby", "abc123", "--standby-index", "1", "--standby-cwd", "/w", "--hostfile",
+                              "hf", "job.yaml"});
+  const std::vector<std::string> argv = StandbyArgv(o, "abc123", 3, "/w");
+  REQUIRE(argv.size() == 10);
+  CHECK(std::vector<std::string>(argv.begin() + 1, argv.end()) ==
+        std::vector<std::string>{"--standby", "abc123", "--standby-index", "3", "--standby-cwd", "/w", "--hostfile",
+                                 "hf", "job.yaml"});
+  CHECK(StandbyArgv(Parse({"--standby=abc123", "--standby-index=1", "job.yaml"}), "abc123", 4, "/w").back() ==
+        "job.yaml");
+  CHECK(StandbyArgv(Parse({"--standby=abc123", "--standby-index=1", "job.yaml"}), "abc123", 4, "/w").size() == 8);
 }
 
 }  // namespace

@@ -413,9 +413,58 @@ TEST_CASE("run leader: replicas: 3 on 5 hosts, lost members are replaced, and th
   CHECK(out.find("no longer the leader") == std::string::npos);
   // The living standbys went with their members' files; the SIGKILLed ones could not take theirs.
   CHECK(WaitUntil([&] { return ProcessesNaming(xdg).empty(); }, seconds(30)));
-  CHECK(MemberFiles(xdg, "m3") == 0);
-  CHECK(MemberFiles(xdg, "m4") == 0);
+  // A member's files go just after it (ReplicaMemberRun::Abandon).
+  CHECK(WaitUntil([&] { return MemberFiles(xdg, "m3") + MemberFiles(xdg, "m4") == 0; }, seconds(10)));
   CHECK(MemberFiles(xdg, "m1") > 0);
+}
+
+// The replacement by a standby that took the job over (dslaunch SIGKILLed):
+// it holds the job's CA from its brief and starts the new member's standby
+// itself. The lost member is another standby's; the job ends 0 under the
+// standby that leads.
+TEST_CASE("run leader: replicas: 3 on 4 hosts, dslaunch SIGKILLed: the standby that leads replaces a lost member",
+          "[etcd][run]") {
+  TempDir dir("dsl-run-replicas");
+  const std::string xdg = dir / "xdg";
+  REQUIRE(::mkdir(xdg.c_str(), 0700) == 0);
+  auto env = JobEnv(dir);
+  env.push_back({"XDG_RUNTIME_DIR", xdg});
+  WriteFile(dir / "worker.sh", "while [ ! -f go ]; do sleep 0.05; done\necho ran $RANK\n");
+  WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\nelastic: {heartbeat_interval: 250ms, heartbeat_timeout: 1s}\n"
+                              "coordinator: {replicas: 3, grace: 30s}\n");
+  Child c = Spawn({DslaunchPath(), "--hostfile", HostfileFor(dir, 4, 1), "job.yaml"}, dir.path(), env);
+  auto err = [&] { return ReadFile(c.err_path); };  // the standbys write where the run did
+  // The loss counts once the agents know where the standbys wait (before, only the lost address is known).
+  REQUIRE(WaitUntil([&] {
+    return std::regex_search(err(), std::regex("the agents know where the standbys wait: [0-9.:]+, [0-9.:]+, [0-9.:]+\n"));
+  }, seconds(60)));
+  REQUIRE(::kill(c.pid, SIGKILL) == 0);
+  CHECK(WaitExit(c.pid, seconds(10)) == 128 + SIGKILL);
+  // The standby that leads names its own member first: 127.0.0.K+1 is standby K's.
+  std::smatch m;
+  REQUIRE(WaitUntil([&] { return CountOf(err(), "coordinator: leads job ") == 2; }, seconds(60)));
+  const std::string text = err();
+  REQUIRE(std::regex_search(text.cbegin() + static_cast<std::ptrdiff_t>(text.rfind("coordinator: leads job ")),
+                            text.cend(), m, std::regex("in etcd \\(https://127\\.0\\.0\\.([1-3]):")));
+  const int leading = std::stoi(m[1]) - 1, lost = (leading + 1) % 3;
+  const std::vector<pid_t> victim = ProcessesNaming(fmt::format("--standby-index {} --standby-cwd {}", lost, dir.path()));
+  REQUIRE(victim.size() == 1);
+  REQUIRE(::kill(victim[0], SIGKILL) == 0);
+  {
+    const bool replaced = WaitUntil([&] { return err().find("m3 on 127.0.0.4 replaces it") != std::string::npos; },
+                                    seconds(60));
+    INFO(err());
+    REQUIRE(replaced);
+  }
+  CHECK(err().find(fmt::format("coordinator.replicas: member m{} (https://127.0.0.{}:", lost, lost + 1)) !=
+        std::string::npos);
+  WriteFile(dir / "go", "");
+  const bool ended = WaitUntil([&] { return err().find("all 4 workers exited 0") != std::string::npos; }, seconds(60));
+  INFO(err());
+  CHECK(ended);
+  CHECK(WaitUntil([&] { return ProcessesNaming(xdg).empty(); }, seconds(30)));
+  CHECK(WaitUntil([&] { return MemberFiles(xdg, "m3") + MemberFiles(xdg, fmt::format("m{}", leading)) == 0; },
+                  seconds(10)));
 }
 
 TEST_CASE("run leader: an etcd nobody serves is named", "[etcd][run]") {
