@@ -1,22 +1,25 @@
-// coordinator: {replicas: N}: whoever leads the job keeps its etcd at N
-// members. Each second it asks every member alone for the job's state (a
-// serializable read: a member answers it without a quorum); one silent for
-// `lost_after_s` is lost (one that never started, which etcd shows without
-// client URLs: `form_timeout_s`, it may still be starting): the keeper removes it from the cluster (etcd's
-// member/remove, which needs the quorum the others still make) and adds a
-// new member on the first host of the job that runs none and has not
-// failed to (member/add, then a standby started there through the job's
-// launcher with a brief that says "join the existing members"). The new
-// member's standby waits as any other, so the job survives a second loss
-// among the members' hosts where, without it, two lost of three would leave
-// no quorum and the job would end.
+// coordinator: {replicas: N}: whoever leads the job (dslaunch, or a standby
+// that took it over: its brief carries the job CA's key) keeps its etcd at
+// N members. Each second it asks every member alone for the job's state (a
+// serializable read: a member answers it without a quorum). One silent for
+// `lost_after_s` is lost; one that never started (etcd lists it without
+// client URLs) gets `form_timeout_s`, it may still be starting. The keeper
+// removes a lost member from the cluster (etcd's member/remove, which needs
+// the quorum the others still make) and adds a new one on the first host of
+// the job that runs none and has not lost or failed to run one (member/add,
+// then a standby started there through the job's launcher with a brief that
+// says "join the existing members"). The new member's standby waits as any
+// other, so the job survives a second loss among the members' hosts where,
+// without it, two lost of three would leave no quorum and the job would end.
 //
 // One change at a time, and only with a host to put the new member on: a
 // lost member kept in the list costs the same quorum as one removed, and
 // comes back by itself should its host return (a partition). A replacement
-// that does not start, or does not serve within kFormTimeout, is removed
-// again and its host not tried again. Why the leader and not etcd: etcd
-// never replaces members by itself, and only the job knows its hosts.
+// that does not start, or does not serve within `form_timeout_s`, is
+// removed again and its host not tried again; an add etcd refuses for now
+// ("unhealthy cluster") is tried again at the next look. Why the leader and
+// not etcd: etcd never replaces members by itself, and only the job knows
+// its hosts.
 #pragma once
 
 #include <atomic>
