@@ -366,6 +366,24 @@ TEST_CASE("run leader: replicas: 3, a standby that led and is deposed exits 6 wi
   job.CheckAllGone();
 }
 
+// A job on `hosts` local hosts with coordinator: {replicas: 3, grace: 30s}
+// and a 1 s heartbeat timeout, its private directory the test's own; its
+// workers end once the file `go` exists.
+struct LossJob {
+  TempDir dir{"dsl-run-replicas"};
+  std::string xdg = dir / "xdg";
+  Child c;
+  explicit LossJob(int hosts) {
+    REQUIRE(::mkdir(xdg.c_str(), 0700) == 0);
+    auto env = JobEnv(dir);
+    env.push_back({"XDG_RUNTIME_DIR", xdg});
+    WriteFile(dir / "worker.sh", "while [ ! -f go ]; do sleep 0.05; done\necho ran $RANK\n");
+    WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\nelastic: {heartbeat_interval: 250ms, heartbeat_timeout: 1s}\n"
+                                "coordinator: {replicas: 3, grace: 30s}\n");
+    c = Spawn({DslaunchPath(), "--hostfile", HostfileFor(dir, hosts, 1), "job.yaml"}, dir.path(), env);
+  }
+};
+
 // The three first members' standbys (and so the members) lost one after
 // the other, on a job of 5 hosts: the leader replaces the first two on the
 // fourth and fifth hosts, so the third loss leaves a quorum (m3 and m4 of
@@ -375,15 +393,10 @@ TEST_CASE("run leader: replicas: 3, a standby that led and is deposed exits 6 wi
 // (exit 6).
 TEST_CASE("run leader: replicas: 3 on 5 hosts, lost members are replaced, and the job outlives losing all three "
           "first ones", "[etcd][run]") {
-  TempDir dir("dsl-run-replicas");
-  const std::string xdg = dir / "xdg";
-  REQUIRE(::mkdir(xdg.c_str(), 0700) == 0);
-  auto env = JobEnv(dir);
-  env.push_back({"XDG_RUNTIME_DIR", xdg});
-  WriteFile(dir / "worker.sh", "while [ ! -f go ]; do sleep 0.05; done\necho ran $RANK\n");
-  WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\nelastic: {heartbeat_interval: 250ms, heartbeat_timeout: 1s}\n"
-                              "coordinator: {replicas: 3, grace: 30s}\n");
-  Child c = Spawn({DslaunchPath(), "--hostfile", HostfileFor(dir, 5, 1), "job.yaml"}, dir.path(), env);
+  LossJob job(5);
+  TempDir& dir = job.dir;
+  const std::string& xdg = job.xdg;
+  Child& c = job.c;
   auto err = [&] { return ReadFile(c.err_path); };
   auto lose_standby = [&](int k) {
     const std::vector<pid_t> p = ProcessesNaming(fmt::format("--standby-index {} --standby-cwd {}", k, dir.path()));
@@ -424,15 +437,10 @@ TEST_CASE("run leader: replicas: 3 on 5 hosts, lost members are replaced, and th
 // standby that leads.
 TEST_CASE("run leader: replicas: 3 on 4 hosts, dslaunch SIGKILLed: the standby that leads replaces a lost member",
           "[etcd][run]") {
-  TempDir dir("dsl-run-replicas");
-  const std::string xdg = dir / "xdg";
-  REQUIRE(::mkdir(xdg.c_str(), 0700) == 0);
-  auto env = JobEnv(dir);
-  env.push_back({"XDG_RUNTIME_DIR", xdg});
-  WriteFile(dir / "worker.sh", "while [ ! -f go ]; do sleep 0.05; done\necho ran $RANK\n");
-  WriteFile(dir / "job.yaml", "command: [sh, worker.sh]\nelastic: {heartbeat_interval: 250ms, heartbeat_timeout: 1s}\n"
-                              "coordinator: {replicas: 3, grace: 30s}\n");
-  Child c = Spawn({DslaunchPath(), "--hostfile", HostfileFor(dir, 4, 1), "job.yaml"}, dir.path(), env);
+  LossJob job(4);
+  TempDir& dir = job.dir;
+  const std::string& xdg = job.xdg;
+  Child& c = job.c;
   auto err = [&] { return ReadFile(c.err_path); };  // the standbys write where the run did
   // The loss counts once the agents know where the standbys wait (before, only the lost address is known).
   REQUIRE(WaitUntil([&] {
